@@ -1,0 +1,32 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PYTHON ?= python3
+
+.PHONY: demo test bench lint install clean
+
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	mkdir -p demo
+	$(VENV)/bin/busprobe sweep --device sim:usb2 --direction both \
+		--json demo/usb2.json --plot demo/usb2.png
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check host gateware sim tests
+
+test: lint
+	$(PY) -m pytest -m "not bench"
+
+bench: $(STAMP)
+	$(PY) -m pytest -m bench -s -p no:cacheprovider
+
+clean:
+	rm -rf build demo sim_build

@@ -1,0 +1,1 @@
+"""busprobe gateware (Amaranth / LiteX), importable as busprobe.gateware."""

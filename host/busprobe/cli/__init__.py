@@ -1,0 +1,57 @@
+"""``busprobe`` command line: one module per subcommand, each with ``register(subparsers)``.
+
+A subcommand module adds its parser and sets ``func`` (``args -> int`` exit status). Errors a user
+can cause are :class:`~busprobe.transport.TransportError` or :class:`ValueError`; they end the run
+with one line on stderr and exit status 2, never a traceback (``--debug`` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..transport import TransportError
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash")
+
+log = logging.getLogger("busprobe")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="busprobe",
+        description="Measure how fast a USB or PCIe link really is, and say why it is not faster.")
+    parser.add_argument("--version", action="version", version=f"busprobe {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
+                        format="%(levelname)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("busprobe: interrupted", file=sys.stderr)
+        return 130
+    except (TransportError, ValueError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"busprobe: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

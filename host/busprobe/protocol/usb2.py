@@ -1,0 +1,128 @@
+"""USB 2.0 HS device contract: identifiers, vendor requests and the telemetry block.
+
+The gateware's request handler switches on :class:`Request`, packs :data:`TELEMETRY` in this order;
+the host and the simulation decode it with :func:`unpack_telemetry`.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+__all__ = [
+    "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL",
+    "EP_IN", "EP_OUT", "MAX_PACKET_SIZE", "CLOCK_HZ", "PROTOCOL_VERSION", "MAGIC",
+    "Request", "IN_ZLP_FLAG", "encode_in_transfer", "decode_in_transfer",
+    "TELEMETRY", "TELEMETRY_WORDS", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
+    "unpack_telemetry", "pack_telemetry", "INFO_FORMAT", "INFO_SIZE",
+]
+
+VID = 0x1209  # pid.codes
+PID = 0x0001  # pid.codes test PID, until one is allocated
+MANUFACTURER = "busprobe"
+PRODUCT = "busprobe USB2 HS"
+SERIAL = "BP2-0001"
+
+EP_IN = 0x81  # bulk IN, always-valid source
+EP_OUT = 0x02  # bulk OUT, always-ready sink
+MAX_PACKET_SIZE = 512
+CLOCK_HZ = 60_000_000  # ULPI clock; the telemetry cycle counters count it
+
+MAGIC = 0x3255_5042  # b"BPU2" little-endian
+PROTOCOL_VERSION = 1
+
+
+class Request(enum.IntEnum):
+    """Vendor requests (bmRequestType type=vendor, recipient=device)."""
+
+    #: IN, :data:`INFO_SIZE` bytes: magic, protocol version, max packet size.
+    GET_INFO = 0x00
+    #: IN, :data:`TELEMETRY_SIZE` bytes, laid out as :data:`TELEMETRY`.
+    GET_TELEMETRY = 0x01
+    #: OUT, no data: zero every telemetry counter.
+    CLEAR_TELEMETRY = 0x02
+    #: OUT, no data, ``wValue`` = :class:`~busprobe.protocol.patterns.Pattern`: restart both the
+    #: IN source and the OUT checker at the start of that pattern (buffered IN data is discarded).
+    SET_PATTERN = 0x03
+    #: OUT, no data: ``wValue | wIndex << 16`` = IN transfer length (see :func:`encode_in_transfer`).
+    SET_IN_TRANSFER = 0x04
+
+
+INFO_FORMAT = "<IHH"  # magic, protocol version, max packet size
+INFO_SIZE = struct.calcsize(INFO_FORMAT)
+
+#: Bit of the 32-bit SET_IN_TRANSFER argument asking for a ZLP after a transfer whose length
+#: is a multiple of the max packet size.
+IN_ZLP_FLAG = 1 << 31
+
+
+def encode_in_transfer(length: int, zlp: bool = False) -> tuple[int, int]:
+    """``(wValue, wIndex)`` for SET_IN_TRANSFER.
+
+    ``length`` 0 makes the source send full packets forever; otherwise it ends every ``length``
+    bytes with a short packet (or, with ``zlp``, a zero-length packet when ``length`` is a multiple
+    of :data:`MAX_PACKET_SIZE`), so the host sees transfer boundaries exactly where it asked.
+    """
+    if not 0 <= length < IN_ZLP_FLAG:
+        raise ValueError(f"IN transfer length {length} out of range")
+    arg = length | (IN_ZLP_FLAG if zlp else 0)
+    return arg & 0xFFFF, arg >> 16
+
+
+def decode_in_transfer(w_value: int, w_index: int) -> tuple[int, bool]:
+    arg = w_value | (w_index << 16)
+    return arg & ~IN_ZLP_FLAG, bool(arg & IN_ZLP_FLAG)
+
+
+NO_ERROR_OFFSET = 0xFFFF_FFFF
+
+#: Telemetry words, in order; every word is an unsigned 32-bit little-endian counter that wraps.
+#: (name, description). Counters are zeroed by CLEAR_TELEMETRY; ``first_error_offset`` and
+#: ``pattern_errors`` are also restarted by SET_PATTERN.
+TELEMETRY: tuple[tuple[str, str], ...] = (
+    ("magic", "constant MAGIC, identifies the layout"),
+    ("version", "constant PROTOCOL_VERSION"),
+    ("in_bytes", "payload bytes sent on the IN endpoint and ACKed"),
+    ("in_packets", "data packets sent on the IN endpoint and ACKed"),
+    ("in_short", "short (non-zero, < max packet size) packets sent on IN"),
+    ("in_zlps", "zero-length packets sent on IN"),
+    ("in_naks", "IN tokens answered with NAK (the source was not ready)"),
+    ("in_tokens", "IN tokens addressed to the IN endpoint"),
+    ("in_tokens_max_uframe", "most IN tokens seen in one microframe"),
+    ("out_bytes", "payload bytes received on the OUT endpoint and ACKed"),
+    ("out_packets", "data packets received on the OUT endpoint and ACKed"),
+    ("out_short", "short (non-zero) packets received on OUT"),
+    ("out_zlps", "zero-length packets received on OUT"),
+    ("out_naks", "OUT/PING tokens answered with NAK (the sink was full)"),
+    ("out_nyets", "OUT packets answered with NYET"),
+    ("out_tokens", "OUT tokens addressed to the OUT endpoint"),
+    ("out_tokens_max_uframe", "most OUT tokens seen in one microframe"),
+    ("pings", "PING tokens addressed to the OUT endpoint"),
+    ("sofs", "start-of-frame packets seen"),
+    ("data_uframes", "microframes in which at least one data packet moved on either endpoint"),
+    ("pattern_errors", "32-bit words received on OUT that did not match the pattern"),
+    ("first_error_offset", "OUT stream byte offset of the first mismatch, NO_ERROR_OFFSET if none"),
+    ("in_first_cycle", "cycle counter when the first IN data packet started"),
+    ("in_last_cycle", "cycle counter when the last IN data packet was ACKed"),
+    ("out_first_cycle", "cycle counter when the first OUT data packet started"),
+    ("out_last_cycle", "cycle counter when the last OUT data packet was ACKed"),
+)
+TELEMETRY_WORDS = len(TELEMETRY)
+TELEMETRY_SIZE = 4 * TELEMETRY_WORDS
+_FORMAT = f"<{TELEMETRY_WORDS}I"
+
+
+def unpack_telemetry(data: bytes) -> dict[str, int]:
+    if len(data) != TELEMETRY_SIZE:
+        raise ValueError(f"telemetry block is {len(data)} bytes, expected {TELEMETRY_SIZE}")
+    values = struct.unpack(_FORMAT, data)
+    result = dict(zip((name for name, _ in TELEMETRY), values, strict=True))
+    if result["magic"] != MAGIC:
+        raise ValueError(f"telemetry magic {result['magic']:#010x} is not {MAGIC:#010x}: "
+                         "the bitstream does not speak this protocol")
+    return result
+
+
+def pack_telemetry(values: dict[str, int]) -> bytes:
+    """Inverse of :func:`unpack_telemetry` (for tests and models)."""
+    return struct.pack(_FORMAT, *(values.get(name, 0) & 0xFFFF_FFFF for name, _ in TELEMETRY))

@@ -1,0 +1,207 @@
+"""The one interface every bus backend implements, real or simulated.
+
+The sweep engine, statistics, models and reports see a bus only through :class:`Transport` and
+:class:`BusDescription`. A real backend (libusb, VFIO) and a simulated one (cocotb + Verilator)
+implement the same methods, so every sweep path the user runs on a board also runs in CI.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .protocol.patterns import Pattern
+
+__all__ = [
+    "BusDescription", "StreamResult", "Telemetry", "Transport", "TransportError",
+    "DeviceNotFound", "PermissionDenied", "DeviceGone", "TransferTimeout", "InvalidRequest",
+    "Source", "Sink",
+]
+
+#: Produces the next ``n`` bytes to send (OUT / write).
+Source = Callable[[int], bytes]
+#: Consumes received bytes in stream order (IN / read).
+Sink = Callable[[bytes], None]
+
+
+class TransportError(Exception):
+    """Base of every error a backend raises; ``str()`` is a one-line message for the user."""
+
+
+class DeviceNotFound(TransportError):
+    pass
+
+
+class PermissionDenied(TransportError):
+    pass
+
+
+class DeviceGone(TransportError):
+    """The device disappeared mid-run (unplugged, link down, simulator exited)."""
+
+
+class TransferTimeout(TransportError):
+    pass
+
+
+class InvalidRequest(TransportError):
+    """The request cannot be carried out on this bus (bad length, queue depth, MPS, ...)."""
+
+
+@dataclass(frozen=True)
+class BusDescription:
+    """What the sweep engine and the ceiling model need to know about a bus configuration.
+
+    Attributes
+    ----------
+    kind : str
+        ``"usb2-hs"``, ``"usb3-ss"`` or ``"pcie"``.
+    speed : str
+        ``"high"``/``"super"`` for USB, ``"gen1"``/``"gen2"``/``"gen3"`` for PCIe.
+    width : int
+        Lane count (1 for USB).
+    mps, mrrs : int or None
+        PCIe Max Payload / Max Read Request Size in force.
+    host_profile : str or None
+        USB host-controller profile name (``ideal``, ``ehci``, ``xhci``, a file), when known.
+    max_packet_size : int or None
+        USB endpoint max packet size.
+    extra : dict
+        Anything else a backend wants recorded (read completion boundary, caps, ...).
+    """
+
+    kind: str
+    speed: str
+    width: int = 1
+    mps: int | None = None
+    mrrs: int | None = None
+    host_profile: str | None = None
+    max_packet_size: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StreamResult:
+    """Outcome of one :meth:`Transport.stream` call.
+
+    ``start`` and ``end`` are on the transport's clock (:meth:`Transport.now`): from the first
+    submission to the last completion, so ``bytes / (end - start)`` is host-timed throughput.
+    """
+
+    direction: str
+    bytes: int
+    transfers: int
+    start: float
+    end: float
+    short_transfers: int = 0  # completions with fewer bytes than asked
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class Telemetry:
+    """Device counters read after a point, decoded by the bus's driver.
+
+    Attributes
+    ----------
+    raw : dict
+        Every counter as the device reported it (recorded in the result JSON).
+    device_seconds : dict
+        Per direction, the time the device measured from its first to its last data, or absent.
+    device_bytes : dict
+        Per direction, the payload bytes the device counted.
+    errors : dict
+        Per direction, data errors the *device* detected (OUT / read-side checker).
+    first_error_offset : dict
+        Per direction, stream offset of the first error the device detected.
+    """
+
+    raw: dict[str, Any] = field(default_factory=dict)
+    device_seconds: dict[str, float] = field(default_factory=dict)
+    device_bytes: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    first_error_offset: dict[str, int | None] = field(default_factory=dict)
+
+    def device_throughput(self, direction: str) -> float | None:
+        seconds = self.device_seconds.get(direction)
+        if not seconds or direction not in self.device_bytes:
+            return None
+        return self.device_bytes[direction] / seconds
+
+
+class Transport(abc.ABC):
+    """A connection to one device on one bus.
+
+    Use as a context manager. Directions a bus offers are listed in :attr:`directions`
+    (``in``/``out`` for USB; ``write``/``read``/``loopback`` for PCIe, named from the device's DMA:
+    ``write`` = device writes host memory).
+    """
+
+    selector: str
+    directions: tuple[str, ...]
+
+    @property
+    @abc.abstractmethod
+    def bus(self) -> BusDescription:
+        """The bus configuration currently in force."""
+
+    def __enter__(self) -> Transport:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abc.abstractmethod
+    def open(self) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def now(self) -> float:
+        """Seconds on this transport's clock: wall clock on hardware, simulated time in sim."""
+
+    @abc.abstractmethod
+    def set_pattern(self, pattern: Pattern) -> None:
+        """Restart the device's source and checker at the start of ``pattern``."""
+
+    def configure(self, **settings: Any) -> None:
+        """Change bus settings between points (PCIe ``mps``/``mrrs``). Default: none supported."""
+        if settings:
+            raise InvalidRequest(f"{self.selector}: cannot set {', '.join(settings)}")
+
+    def validate(self, direction: str, length: int, queue_depth: int) -> None:
+        """Raise :class:`InvalidRequest` if a point cannot run; called before any data moves."""
+        if direction not in self.directions:
+            raise InvalidRequest(f"direction {direction!r} is not one of {', '.join(self.directions)}")
+        if length <= 0:
+            raise InvalidRequest(f"length must be positive, not {length}")
+        if queue_depth < 1:
+            raise InvalidRequest(f"queue depth must be at least 1, not {queue_depth}")
+
+    @abc.abstractmethod
+    def stream(self, direction: str, length: int, count: int, queue_depth: int,
+               source: Source | None = None, sink: Sink | None = None) -> StreamResult:
+        """Move ``count`` transfers of ``length`` bytes, keeping ``queue_depth`` outstanding.
+
+        Outgoing data is taken from ``source`` in stream order; incoming data is handed to
+        ``sink`` in stream order, every byte of it.
+        """
+
+    @abc.abstractmethod
+    def clear_telemetry(self) -> None: ...
+
+    @abc.abstractmethod
+    def read_telemetry(self) -> Telemetry: ...
+
+    def topology(self) -> list[dict[str, Any]]:
+        """One dict per hop from the root to the device (see ``busprobe topology``)."""
+        return []

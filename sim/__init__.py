@@ -1,0 +1,1 @@
+"""Bus-accurate simulation of busprobe's gateware (cocotb + Verilator), importable as busprobe.sim."""

