@@ -146,6 +146,11 @@ class Transport(abc.ABC):
 
     selector: str
     directions: tuple[str, ...]
+    #: A point moves at least this many transfers and bytes so start-up effects are amortised.
+    #: Hardware is noisy and fast: 8 transfers and 4 MiB. A simulated bus is deterministic and
+    #: slow to run, so sim backends lower these (and say why) without changing the sweep code.
+    min_transfers: int = 8
+    min_bytes: int = 4 << 20
 
     @property
     @abc.abstractmethod
