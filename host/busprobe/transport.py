@@ -186,7 +186,8 @@ class Transport(abc.ABC):
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         """Raise :class:`InvalidRequest` if a point cannot run; called before any data moves."""
         if direction not in self.directions:
-            raise InvalidRequest(f"direction {direction!r} is not one of {', '.join(self.directions)}")
+            choices = ", ".join(self.directions)
+            raise InvalidRequest(f"direction {direction!r} is not one of {choices}")
         if length <= 0:
             raise InvalidRequest(f"length must be positive, not {length}")
         if queue_depth < 1:

@@ -44,7 +44,8 @@ class Request(enum.IntEnum):
     #: OUT, no data, ``wValue`` = :class:`~busprobe.protocol.patterns.Pattern`: restart both the
     #: IN source and the OUT checker at the start of that pattern (buffered IN data is discarded).
     SET_PATTERN = 0x03
-    #: OUT, no data: ``wValue | wIndex << 16`` = IN transfer length (see :func:`encode_in_transfer`).
+    #: OUT, no data: ``wValue | wIndex << 16`` = IN transfer length
+    #: (see :func:`encode_in_transfer`).
     SET_IN_TRANSFER = 0x04
 
 
