@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check host gateware sim tests
 
 test: lint
-	$(PY) -m pytest -m "not bench"
+	$(PY) -m pytest -m "not bench" -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(PY) -m pytest -m bench -s -p no:cacheprovider

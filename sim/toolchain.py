@@ -14,6 +14,7 @@ and sweep of the run (and of later runs while the design does not change).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -73,8 +74,6 @@ def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
     The directory name carries a hash of the sources and arguments, and a ``.built`` stamp is
     written last, so an interrupted build is redone and an unchanged design is never rebuilt.
     """
-    from cocotb_tools.runner import get_runner
-
     apply_verilator_env()
     digest = source_hash(sources, extra=f"{toplevel}|{list(build_args)}|{sorted(defines.items())}")
     out = model_dir(name, digest)
@@ -82,6 +81,20 @@ def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
     if stamp.exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
+    # Parallel test workers (pytest-xdist) may ask for the same model at once: the first builds,
+    # the others wait on the lock and then find the stamp.
+    with open(out.parent / f"{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists():
+            _build(out, sources, toplevel, build_args, defines, timescale)
+            stamp.write_text(digest)
+    return out
+
+
+def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequence[str],
+           defines: Mapping[str, object], timescale: tuple[str, str]) -> None:
+    from cocotb_tools.runner import get_runner
+
     runner = get_runner("verilator")
     runner.build(
         verilog_sources=[str(s) for s in sources],
@@ -93,5 +106,3 @@ def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
         timescale=timescale,
         always=True,
     )
-    stamp.write_text(digest)
-    return out
