@@ -1,0 +1,10 @@
+"""Closed-form throughput ceilings: what a bus configuration allows, with the derivation shown.
+
+``ceiling_for(bus, direction)`` is the entry point the sweep engine, the simulations and the
+reports use; each bus's formula lives in its own module (:mod:`.usb2`, :mod:`.usb3`,
+:mod:`.pcie`) and is printed by ``busprobe model --formula``.
+"""
+
+from .ceiling import DIRECTIONS, Ceiling, ceiling_for, link_ceiling
+
+__all__ = ["Ceiling", "ceiling_for", "link_ceiling", "DIRECTIONS"]

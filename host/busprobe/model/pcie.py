@@ -1,0 +1,262 @@
+"""PCI Express DMA ceiling: device writes (posted MWr) and device reads (MRd + completions).
+
+Per lane, after line coding (PCIe Base 3.0 §4.2, §4.2.2)::
+
+    gen1 2.5 GT/s × 8/10 / 8 = 250 MB/s    gen2 5 GT/s × 8/10 / 8 = 500 MB/s
+    gen3 8 GT/s × 128/130 / 8 = 984.6 MB/s
+
+Every TLP carries 8 B of framing on the wire: Gen1/2 STP 1 + sequence 2 + LCRC 4 + END 1; Gen3 STP
+token 4 (holds the sequence number) + LCRC 4. Headers are 12 B (3DW) or 16 B (4DW, 64-bit
+addresses; completions are always 3DW); ECRC adds 4 B. A DLLP (ACK, UpdateFC) is 8 B on the wire.
+TLPs start on a 4-symbol boundary and are multiples of 4 bytes, so lane striping wastes nothing.
+SKP ordered sets take about 0.3 % (4 symbols per ~1359 on Gen1/2, one 16-symbol block per ~372 on
+Gen3) unless ``skp`` is off (cocotbext-pcie does not send them).
+
+Write (data flows upstream)::
+
+    per TLP on the upstream lane = header + MPS + ECRC + 8
+    ceiling = lane rate × width × (1 - SKP) × MPS / that
+
+The ACK (one per ``ack_every`` TLPs) and UpdateFC-P (one per ``updatefc_every``) that answer the
+writes travel *downstream*, so they cost the write direction nothing.
+
+Read (data flows downstream)::
+
+    per MRd of MRRS bytes: n = ceil(MRRS / c) completions, c = RCB when the completer splits at
+    every RCB, else MPS
+    downstream lane = n × (12 + ECRC + 8) + MRRS + 8/ack_every + 8/updatefc_every (ACK and
+                      UpdateFC-NP for the request)
+    upstream lane   = header + ECRC + 8 + n × 8/ack_every (ACKs for the completions; an endpoint
+                      advertises infinite completion credits, so no UpdateFC-Cpl)
+    ceiling = lane rate × width × (1 - SKP) × MRRS / max(downstream, upstream)
+
+and, when a read latency and a limit on outstanding requests are given (Little's law)::
+
+    ceiling <= outstanding × MRRS / (latency + MRRS's time on the lane)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..transport import BusDescription
+from .ceiling import Ceiling
+
+__all__ = [
+    "PcieAssumptions", "pcie_ceiling", "lane_rate", "tlp_wire_bytes", "LANE_RATE", "FRAMING_BYTES",
+    "DLLP_BYTES", "SKP_FRACTION", "PAYLOAD_SIZES", "LINK_WIDTHS",
+]
+
+#: Payload bytes per second per lane after 8b/10b or 128b/130b coding.
+LANE_RATE: dict[int, float] = {1: 2.5e9 * 8 / 10 / 8, 2: 5e9 * 8 / 10 / 8, 3: 8e9 * 128 / 130 / 8}
+#: STP + sequence + LCRC + END (Gen1/2) or STP token + LCRC (Gen3): 8 B either way.
+FRAMING_BYTES = 8
+#: §3.4: a DLLP is 6 B plus SDP/END framing (Gen3: 2-byte SDP token) = 8 B.
+DLLP_BYTES = 8
+ECRC_BYTES = 4
+CPL_HEADER_BYTES = 12
+#: §4.2.7 (Gen1/2: 4-symbol SKP OS every 1180..1538 symbol times, midpoint 1359) and §4.2.7.3
+#: (Gen3: one 16-symbol SKP block every 370..375 blocks, midpoint 372).
+SKP_FRACTION: dict[int, float] = {1: 4 / (1359 + 4), 2: 4 / (1359 + 4), 3: 1 / (372 + 1)}
+PAYLOAD_SIZES = (128, 256, 512, 1024, 2048, 4096)
+LINK_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+
+
+@dataclass(frozen=True)
+class PcieAssumptions:
+    """What the PCIe model assumes beyond the negotiated link; every field can be overridden
+    through ``BusDescription.extra`` (same key), so a simulation states its own.
+
+    Attributes
+    ----------
+    ack_every : int
+        TLPs a receiver accepts per ACK DLLP it sends back (0: no ACKs counted).
+    updatefc_every : int
+        TLPs a receiver accepts per UpdateFC DLLP it sends back (0: none counted).
+    rcb : int
+        Read Completion Boundary of the completer, 64 or 128 bytes.
+    split_at_rcb : bool
+        The completer returns one completion per RCB (many root complexes do); otherwise
+        completions are as large as MPS allows (cocotbext-pcie's default).
+    addr64 : bool
+        Requests use 4DW headers (64-bit addresses above 4 GiB).
+    ecrc : bool
+        TLPs carry an ECRC digest.
+    skp : bool
+        Count SKP ordered sets.
+    read_latency_ns : float
+        From a read request leaving the device to its first completion arriving (0: unknown,
+        no latency bound).
+    outstanding_reads : int
+        Read requests the device keeps in flight (tags); used with ``read_latency_ns``.
+    """
+
+    ack_every: int = 4
+    updatefc_every: int = 4
+    rcb: int = 64
+    split_at_rcb: bool = False
+    addr64: bool = False
+    ecrc: bool = False
+    skp: bool = True
+    read_latency_ns: float = 0.0
+    outstanding_reads: int = 32
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any]) -> PcieAssumptions:
+        names = {f.name: f.type for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in extra.items():
+            if key not in names:
+                continue
+            default = getattr(cls, key)
+            try:
+                if isinstance(default, bool):
+                    values[key] = value if isinstance(value, bool) else \
+                        str(value).lower() in ("1", "true", "yes", "on")
+                else:
+                    values[key] = type(default)(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"PCIe model: bad {key} {value!r}") from None
+        assumptions = replace(cls(), **values)
+        if assumptions.rcb not in (64, 128):
+            raise ValueError(f"read completion boundary must be 64 or 128, not {assumptions.rcb}")
+        if assumptions.ack_every < 0 or assumptions.updatefc_every < 0:
+            raise ValueError("PCIe model: ack_every/updatefc_every must be >= 0")
+        return assumptions
+
+
+def lane_rate(gen: int) -> float:
+    if gen not in LANE_RATE:
+        raise ValueError(f"PCIe generation must be 1, 2 or 3, not {gen}")
+    return LANE_RATE[gen]
+
+
+def tlp_wire_bytes(payload: int, *, header: int = 12, ecrc: bool = False) -> int:
+    """Bytes one TLP occupies on the wire: framing + header + payload + optional ECRC."""
+    return FRAMING_BYTES + header + payload + (ECRC_BYTES if ecrc else 0)
+
+
+def _generation(bus: BusDescription) -> int:
+    speed = bus.speed.lower().removeprefix("gen")
+    if not speed.isdigit():
+        raise ValueError(f"PCIe speed {bus.speed!r}: expected gen1, gen2 or gen3")
+    gen = int(speed)
+    lane_rate(gen)
+    return gen
+
+
+def _dllp_cost(every: int) -> float:
+    return DLLP_BYTES / every if every else 0.0
+
+
+def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
+                 queue_depth: int | None = None) -> Ceiling:
+    """Ceiling of a PCIe DMA ``direction`` (``write``/``read``) on ``bus`` (see module)."""
+    gen = _generation(bus)
+    if bus.width not in LINK_WIDTHS:
+        raise ValueError(f"PCIe link width x{bus.width} does not exist "
+                         f"(x{', x'.join(map(str, LINK_WIDTHS))})")
+    mps = bus.mps or 128
+    mrrs = bus.mrrs or 512
+    for name, value in (("MPS", mps), ("MRRS", mrrs)):
+        if value not in PAYLOAD_SIZES:
+            raise ValueError(f"{name} {value} is not one of {', '.join(map(str, PAYLOAD_SIZES))}")
+    a = PcieAssumptions.from_extra(bus.extra)
+    skp = SKP_FRACTION[gen] if a.skp else 0.0
+    raw = lane_rate(gen) * bus.width
+    rate = raw * (1 - skp)
+    req_header = 16 if a.addr64 else 12
+    ecrc = ECRC_BYTES if a.ecrc else 0
+    lines = [f"link = gen{gen} {lane_rate(gen) / 1e6:.1f} MB/s/lane × x{bus.width}"
+             f" = {raw / 1e6:.1f} MB/s; SKP {skp * 100:.2f} % -> {rate / 1e6:.1f} MB/s"]
+    parts: dict[str, Any] = {"gen": gen, "width": bus.width, "mps": mps, "mrrs": mrrs,
+                             "lane_rate": lane_rate(gen), "link_rate": raw, "skp_fraction": skp,
+                             "assumptions": asdict(a)}
+    if direction == "write":
+        throughput = _write(rate, mps, req_header, ecrc, a, length, lines, parts)
+        model = f"pcie gen{gen} x{bus.width} write MPS {mps}"
+    else:
+        throughput = _read(rate, mps, mrrs, req_header, ecrc, a, length, lines, parts)
+        model = f"pcie gen{gen} x{bus.width} read MPS {mps} MRRS {mrrs}"
+    if queue_depth is not None:
+        parts["queue_depth"] = queue_depth
+        lines.append(f"queue depth {queue_depth}: no per-transfer host term is modelled for PCIe"
+                     " (descriptors are fetched by the device ahead of the data)")
+    return Ceiling(throughput, "\n".join(lines), parts, direction, model)
+
+
+def _write(rate: float, mps: int, header: int, ecrc: int, a: PcieAssumptions,
+           length: int | None, lines: list[str], parts: dict[str, Any]) -> float:
+    wire = FRAMING_BYTES + header + mps + ecrc
+    efficiency = mps / wire
+    throughput = rate * efficiency
+    lines += [
+        f"MWr TLP = framing {FRAMING_BYTES} + header {header} + MPS {mps}"
+        f"{f' + ECRC {ecrc}' if ecrc else ''} = {wire} B -> {mps}/{wire} = {efficiency:.4f}",
+        f"ACK (1 per {a.ack_every or '∞'} TLPs) and UpdateFC-P (1 per {a.updatefc_every or '∞'})"
+        f" travel downstream: {_dllp_cost(a.ack_every) + _dllp_cost(a.updatefc_every):.1f}"
+        " B per TLP on the other lane, none on this one",
+        f"write plateau = {rate / 1e6:.1f} MB/s × {efficiency:.4f} = {throughput / 1e6:.1f} MB/s",
+    ]
+    parts.update(tlp_wire_bytes=wire, tlp_efficiency=efficiency, plateau=throughput)
+    if length is not None:
+        full, rest = divmod(length, mps)
+        tlps = full + (1 if rest else 0)
+        total = length + tlps * (FRAMING_BYTES + header + ecrc)
+        throughput = rate * length / total
+        lines.append(f"transfer {length} B = {tlps} TLPs, {total} B on the wire -> "
+                     f"{throughput / 1e6:.1f} MB/s")
+        parts.update(length=length, tlps=tlps, wire_bytes=total)
+    return throughput
+
+
+def _read(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssumptions,
+          length: int | None, lines: list[str], parts: dict[str, Any]) -> float:
+    chunk = a.rcb if a.split_at_rcb else mps
+    per_cpl = FRAMING_BYTES + CPL_HEADER_BYTES + ecrc
+    request_wire = FRAMING_BYTES + header + ecrc
+    ack, fc = _dllp_cost(a.ack_every), _dllp_cost(a.updatefc_every)
+
+    def lanes(request: int) -> tuple[int, float, float]:
+        """Completions, downstream and upstream lane bytes for one request of ``request`` B."""
+        n = math.ceil(request / chunk)
+        return n, n * per_cpl + request + ack + fc, request_wire + n * ack
+
+    n, down, up = lanes(mrrs)
+    efficiency = mrrs / max(down, up)
+    throughput = rate * efficiency
+    split = f"RCB {a.rcb}" if a.split_at_rcb else f"MPS {mps}"
+    lines += [
+        f"MRd of MRRS {mrrs} B -> {n} completions of ≤{chunk} B (split at {split})",
+        f"downstream = {n} × (framing {FRAMING_BYTES} + header {CPL_HEADER_BYTES}"
+        f"{f' + ECRC {ecrc}' if ecrc else ''}) + {mrrs} + ACK {ack:.1f} + UpdateFC-NP {fc:.1f}"
+        f" = {down:.1f} B",
+        f"upstream = MRd {request_wire} + {n} × ACK {ack:.1f} = {up:.1f} B",
+        f"read plateau = {rate / 1e6:.1f} MB/s × {mrrs}/{max(down, up):.1f}"
+        f" = {throughput / 1e6:.1f} MB/s",
+    ]
+    parts.update(completions_per_request=n, completion_bytes=chunk, downstream_bytes=down,
+                 upstream_bytes=up, tlp_efficiency=efficiency, plateau=throughput)
+    if a.read_latency_ns > 0:
+        # Little's law: with this many requests in flight the latency, not the lane, may bind.
+        per_request = a.read_latency_ns * 1e-9 + down / rate
+        bound = a.outstanding_reads * mrrs / per_request
+        lines.append(f"latency bound = {a.outstanding_reads} × {mrrs} B / "
+                     f"({a.read_latency_ns:g} ns + {down / rate * 1e9:.0f} ns)"
+                     f" = {bound / 1e6:.1f} MB/s")
+        parts["latency_bound"] = bound
+        if bound < throughput:
+            throughput = bound
+            parts["plateau"] = bound
+    if length is not None:
+        requests, down_total = 0, 0.0
+        for offset in range(0, length, mrrs):
+            requests += 1
+            down_total += lanes(min(mrrs, length - offset))[1]
+        throughput = min(throughput, rate * length / down_total)
+        lines.append(f"transfer {length} B = {requests} requests, {down_total:.0f} B downstream"
+                     f" -> {throughput / 1e6:.1f} MB/s")
+        parts.update(length=length, requests=requests, wire_bytes=down_total)
+    return throughput

@@ -1,0 +1,130 @@
+"""Ceiling arithmetic against the figures in DESIGN.md §4 and the spec."""
+
+import pytest
+from busprobe.model import ceiling_for, link_ceiling
+from busprobe.model.pcie import PcieAssumptions
+from busprobe.transport import BusDescription
+
+
+def usb2(host):
+    return BusDescription("usb2-hs", "high", host_profile=host)
+
+
+def pcie(gen=2, width=1, mps=128, mrrs=512, **extra):
+    return BusDescription("pcie", f"gen{gen}", width, mps=mps, mrrs=mrrs, extra=extra)
+
+
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_usb2_ideal_profile_is_13_packets_of_512_per_microframe(direction):
+    ceiling = ceiling_for(usb2("ideal"), direction)
+    assert ceiling.throughput == 13 * 512 * 8000 == 53_248_000
+    assert ceiling.parts["packets_per_uframe"] == 13
+    assert "13 × 512 B × 8000" in ceiling.formula
+
+
+@pytest.mark.parametrize(("host", "packets"), [("ehci", 10), ("xhci", 12)])
+def test_usb2_host_profile_caps_packets_per_microframe(host, packets):
+    ceiling = ceiling_for(usb2(host), "in")
+    assert ceiling.throughput == packets * 512 * 8000
+    assert ceiling.parts["profile_per_uframe"] == packets
+    assert "host profile binds" in ceiling.formula
+
+
+def test_usb2_link_ceiling_ignores_the_host_profile():
+    assert link_ceiling(usb2("ehci"), "in").throughput == 53_248_000
+
+
+def test_usb2_queue_depth_one_pays_turnaround_and_deep_queue_hides_it():
+    qd1 = ceiling_for(usb2("ehci"), "in", length=16384, queue_depth=1)
+    # 32 packets / 10 per µframe = 400 µs; +125 µs completion rounds to 625 µs; +40 µs resubmit.
+    assert qd1.parts["t_cycle"] == pytest.approx(665e-6)
+    assert qd1.throughput == pytest.approx(16384 / 665e-6)
+    qd4 = ceiling_for(usb2("ehci"), "in", length=16384, queue_depth=4)
+    assert qd4.throughput == pytest.approx(40_960_000)
+
+
+def test_usb2_short_transfer_pays_a_whole_packet_slot():
+    one_byte = ceiling_for(usb2("ideal"), "in", length=513, queue_depth=64)
+    assert one_byte.parts["packets"] == 2
+    assert one_byte.throughput == pytest.approx(513 / (2 / 13 * 125e-6))
+
+
+@pytest.mark.parametrize(("mps", "before_dllps"), [(128, 432), (256, 464), (512, 481)])
+def test_pcie_gen2_x1_write_matches_design_figures(mps, before_dllps):
+    ceiling = ceiling_for(pcie(mps=mps), "write")
+    assert round(500 * ceiling.parts["tlp_efficiency"]) == before_dllps
+    assert ceiling.parts["tlp_wire_bytes"] == mps + 20
+    # SKP ordered sets cost about 0.3 %; the write direction carries no DLLPs of its own.
+    assert ceiling.throughput == pytest.approx(before_dllps * 1e6 * 0.997, rel=2e-3)
+    no_skp = ceiling_for(pcie(mps=mps, skp=False), "write")
+    assert no_skp.throughput == pytest.approx(500e6 * mps / (mps + 20))
+
+
+def test_pcie_generations_and_widths_scale_the_lane_rate():
+    gen1 = ceiling_for(pcie(gen=1, skp=False), "write").throughput
+    gen3x4 = ceiling_for(pcie(gen=3, width=4, skp=False), "write").throughput
+    assert gen1 == pytest.approx(250e6 * 128 / 148)
+    assert gen3x4 == pytest.approx(4 * 8e9 * 128 / 130 / 8 * 128 / 148)
+
+
+def test_pcie_4dw_headers_and_ecrc_add_to_every_tlp():
+    ceiling = ceiling_for(pcie(addr64=True, ecrc=True), "write")
+    assert ceiling.parts["tlp_wire_bytes"] == 8 + 16 + 128 + 4
+
+
+def test_pcie_read_completions_split_at_mps_or_rcb_each_with_a_header():
+    at_mps = ceiling_for(pcie(mps=256, mrrs=512, skp=False), "read")
+    assert at_mps.parts["completions_per_request"] == 2
+    # 2 × 20 B completion overhead + 512 B data + ACK 8/4 + UpdateFC 8/4 downstream.
+    assert at_mps.parts["downstream_bytes"] == pytest.approx(2 * 20 + 512 + 2 + 2)
+    assert at_mps.throughput == pytest.approx(500e6 * 512 / 556)
+    at_rcb = ceiling_for(pcie(mps=256, mrrs=512, skp=False, split_at_rcb=True), "read")
+    assert at_rcb.parts["completions_per_request"] == 8
+    assert at_rcb.throughput < at_mps.throughput
+
+
+def test_pcie_dllp_ratios_are_parameters():
+    rare = ceiling_for(pcie(skp=False, ack_every=0, updatefc_every=0), "read")
+    assert rare.parts["downstream_bytes"] == 4 * 20 + 512
+    assert rare.parts["assumptions"]["ack_every"] == 0
+
+
+def test_pcie_read_latency_bounds_throughput_by_littles_law():
+    ceiling = ceiling_for(pcie(read_latency_ns=2000, outstanding_reads=2, skp=False), "read")
+    assert ceiling.throughput == pytest.approx(ceiling.parts["latency_bound"])
+    assert ceiling.throughput < 2 * 512 / 2e-6
+
+
+def test_pcie_short_write_transfer_pays_a_header_per_partial_tlp():
+    ceiling = ceiling_for(pcie(skp=False), "write", length=200)
+    assert ceiling.parts["tlps"] == 2
+    assert ceiling.throughput == pytest.approx(500e6 * 200 / (200 + 2 * 20))
+
+
+def test_usb3_superspeed_data_packet_costs_1072_bytes():
+    ceiling = ceiling_for(BusDescription("usb3-ss", "super"), "in")
+    assert ceiling.parts["dp_wire_bytes"] == 1072
+    assert 470e6 < ceiling.throughput < 500e6 * 1024 / 1072
+    gapped = ceiling_for(BusDescription("usb3-ss", "super",
+                                        extra={"max_burst": 1, "burst_gap_ns": 3000}), "in")
+    assert gapped.throughput < ceiling.throughput / 2
+
+
+@pytest.mark.parametrize(("bus", "direction", "message"), [
+    (BusDescription("usb2-hs", "high"), "write", "does not exist"),
+    (BusDescription("can", "x"), "in", "no ceiling model"),
+    (BusDescription("pcie", "gen4", mps=128), "write", "generation"),
+    (BusDescription("pcie", "gen2", 3, mps=128), "write", "width"),
+    (BusDescription("pcie", "gen2", mps=100), "write", "MPS 100"),
+    (BusDescription("pcie", "gen2", extra={"rcb": 32}), "read", "completion boundary"),
+    (BusDescription("usb2-hs", "high", host_profile="nosuch"), "in", "unknown host profile"),
+])
+def test_bad_configurations_raise_one_line_value_errors(bus, direction, message):
+    with pytest.raises(ValueError, match=message) as info:
+        ceiling_for(bus, direction)
+    assert "\n" not in str(info.value)
+
+
+def test_assumptions_parse_strings_from_selector_options():
+    a = PcieAssumptions.from_extra({"ack_every": "8", "split_at_rcb": "true", "other": 1})
+    assert a.ack_every == 8 and a.split_at_rcb is True

@@ -1,0 +1,107 @@
+"""USB 2.0 high-speed bulk ceiling, per host-controller profile.
+
+Plateau (long transfers, enough queued)::
+
+    packets/µframe = min(profile.max_per_uframe(direction),
+                         transactions that fit after SOF (usb2_wire, with the profile's gap))
+    ceiling        = packets/µframe × max packet size × 8000 µframes/s
+
+With the ``ideal`` profile this is the spec's 13 × 512 × 8000 = 53.248 MB/s; the simulated host
+controller schedules by the same profile and the same line times (:mod:`.usb2_wire`), so its
+plateau equals this ceiling.
+
+Per transfer of ``length`` bytes at queue depth ``q`` (what short transfers and QD 1 pay)::
+
+    packets    = ceil(length / max packet size)           (a short last packet takes a slot)
+    t_bus      = packets / packets-per-µframe × 125 µs     (the transfer's share of the bus)
+    t_done     = t_bus + completion latency, rounded up to a µframe boundary when the profile
+                 reports completions on µframe boundaries (EHCI interrupt threshold)
+    t_cycle    = t_done + resubmit latency                 (one transfer's turnaround, alone)
+    throughput = length / max(t_bus, t_cycle / q)
+
+A transfer that is already queued starts as soon as the previous one leaves the bus, so ``q``
+transfers in flight hide the turnaround once ``t_cycle <= q × t_bus``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..protocol.usb2 import MAX_PACKET_SIZE
+from ..transport import BusDescription
+from . import usb2_wire as wire
+from .ceiling import Ceiling
+from .usb2_hosts import HostProfile, load_profile
+
+__all__ = ["usb2_ceiling", "packets_per_uframe", "UFRAMES_PER_S"]
+
+UFRAMES_PER_S = round(1 / wire.UFRAME_S)  # 8000
+
+
+def packets_per_uframe(profile: HostProfile, direction: str,
+                       max_packet_size: int = MAX_PACKET_SIZE) -> tuple[int, int, int]:
+    """``(used, profile_limit, wire_fit)`` bulk packets per microframe for ``profile``.
+
+    ``wire_fit`` counts what fits after SOF with the profile's inter-transaction gap added to the
+    spec's minimum inter-packet delay (:func:`.usb2_wire.bulk_transactions_per_uframe`).
+    """
+    gap_bits = wire.IPD_MIN_BITS + round(profile.inter_transaction_gap_ns * 1e-9 * wire.BIT_RATE)
+    fit = wire.bulk_transactions_per_uframe(max_packet_size, direction=direction,
+                                            gap_bits=gap_bits)
+    limit = profile.max_per_uframe(direction)
+    return min(limit, fit), limit, fit
+
+
+def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
+                 queue_depth: int | None = None) -> Ceiling:
+    """Ceiling of bulk ``direction`` on a high-speed bus with ``bus.host_profile`` (see module)."""
+    profile = load_profile(bus.host_profile or "ideal")
+    mps = bus.max_packet_size or MAX_PACKET_SIZE
+    used, limit, fit = packets_per_uframe(profile, direction, mps)
+    plateau = used * mps * UFRAMES_PER_S
+    binding = "host profile" if limit < fit else "bus"
+    lines = [
+        f"packets/µframe = min(profile {profile.name} {limit}, fit after SOF {fit}) = {used}"
+        f" ({binding} binds)",
+        f"plateau = {used} × {mps} B × {UFRAMES_PER_S} µframe/s = {plateau / 1e6:.3f} MB/s",
+    ]
+    parts: dict[str, object] = {
+        "host_profile": profile.name, "packets_per_uframe": used, "profile_per_uframe": limit,
+        "wire_fit_per_uframe": fit, "max_packet_size": mps, "uframes_per_s": UFRAMES_PER_S,
+        "plateau": plateau,
+    }
+    throughput = float(plateau)
+    if length is not None or queue_depth is not None:
+        throughput = _per_transfer(profile, used, mps, length, queue_depth, lines, parts)
+    model = f"usb2-hs host profile {profile.name}"
+    return Ceiling(throughput, "\n".join(lines), parts, direction, model)
+
+
+def _per_transfer(profile: HostProfile, used: int, mps: int, length: int | None,
+                  queue_depth: int | None, lines: list[str], parts: dict[str, object]) -> float:
+    """Throughput of transfers of ``length`` at ``queue_depth`` (the module's per-transfer term)."""
+    # Without a length the transfer is long: 1 MiB amortises every turnaround but QD 1 on EHCI.
+    length = length if length is not None else 1 << 20
+    q = queue_depth if queue_depth is not None else 1 << 30
+    packets = math.ceil(length / mps)
+    t_bus = packets / used * wire.UFRAME_S
+    t_done = t_bus + profile.completion_latency_us * 1e-6
+    if profile.completion_on_uframe:
+        # A small epsilon keeps an exact boundary from rounding up a whole microframe.
+        t_done = math.ceil(t_done / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
+    t_cycle = t_done + profile.resubmit_latency_us * 1e-6
+    period = max(t_bus, t_cycle / q)
+    throughput = length / period
+    qd = "∞" if queue_depth is None else str(queue_depth)
+    lines += [
+        f"transfer {length} B = {packets} packets -> t_bus = {packets}/{used} × 125 µs"
+        f" = {t_bus * 1e6:.2f} µs",
+        f"t_cycle = t_bus + completion {profile.completion_latency_us:g} µs"
+        f"{' (rounded up to a µframe)' if profile.completion_on_uframe else ''}"
+        f" + resubmit {profile.resubmit_latency_us:g} µs = {t_cycle * 1e6:.2f} µs",
+        f"QD {qd}: {length} B / max({t_bus * 1e6:.2f} µs, {t_cycle * 1e6:.2f} µs / {qd})"
+        f" = {throughput / 1e6:.3f} MB/s",
+    ]
+    parts.update(length=length, queue_depth=queue_depth, packets=packets, t_bus=t_bus,
+                 t_cycle=t_cycle, period=period)
+    return throughput
