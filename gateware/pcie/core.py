@@ -1,0 +1,151 @@
+"""busprobe PCIe DMA core: LitePCIe endpoint + DMA + MSI + pattern source/checker + telemetry.
+
+One design for the board and the simulation: :class:`BusprobePCIeSoC` takes a PHY object
+(:class:`litepcie.phy.s7pciephy.S7PCIEPHY` x1 Gen2 on the board,
+:class:`busprobe.gateware.pcie.sim_phy.SimPCIEPHY` in simulation), places its CSR regions where
+:mod:`busprobe.protocol.pcie` says, and has no CPU: the host reaches the CSRs through BAR0
+(LitePCIe's Wishbone master), offset = CSR address.
+
+Data path::
+
+    pattern generator ──> DMA writer ──> MWr TLPs ──> host memory        ("write")
+    host memory ──> MRd/CplD ──> DMA reader ──> pattern checker          ("read")
+    DMA reader ──> DMA writer when ``pcie_dma0_loopback_enable`` = 1      ("loopback")
+"""
+
+from __future__ import annotations
+
+from busprobe.protocol import pcie as proto
+from litepcie.core import LitePCIeEndpoint, LitePCIeMSI
+from litepcie.frontend.dma import LitePCIeDMA
+from litepcie.frontend.wishbone import LitePCIeWishboneMaster
+from litex.gen import LiteXModule
+from litex.soc.integration.soc_core import SoCMini
+from litex.soc.interconnect.csr import CSRStatus, CSRStorage
+
+from .pattern import PatternChecker, PatternGenerator
+from .telemetry import TLPTelemetry
+
+__all__ = ["BusprobePCIeSoC", "BusprobeCSRs"]
+
+
+class BusprobeCSRs(LiteXModule):
+    """busprobe's own CSR block (region ``busprobe``): identity, pattern control, telemetry.
+
+    Registers are created in the order of :data:`busprobe.protocol.pcie.BUSPROBE_CSRS`, so their
+    offsets are that module's; see there for what each means.
+
+    Parameters
+    ----------
+    telemetry : TLPTelemetry
+    generator : PatternGenerator
+    checker : PatternChecker
+    clk_freq : int
+        Core clock in Hz (reported in ``clock_hz``).
+    """
+
+    def __init__(self, *, telemetry, generator, checker, clk_freq):
+        values = {
+            "magic": proto.MAGIC, "version": proto.PROTOCOL_VERSION, "clock_hz": int(clk_freq),
+        }
+        signals = {name: getattr(telemetry, name) for name, _ in proto.TELEMETRY
+                   if hasattr(telemetry, name)}
+        signals.update({
+            "pattern_errors": checker.errors,
+            "first_error_offset": checker.first_error_offset,
+            "checked_bytes": checker.bytes,
+            "generated_bytes": generator.bytes,
+            "max_payload_size": telemetry.max_payload_size,
+            "max_request_size": telemetry.max_request_size,
+            "cycles": telemetry.cycles,
+        })
+        for name, description in proto.BUSPROBE_CSRS:
+            if name == "pattern":
+                self.pattern = CSRStorage(8, name=name, description=description)
+                self.comb += [
+                    generator.pattern.eq(self.pattern.storage),
+                    checker.pattern.eq(self.pattern.storage),
+                    generator.restart.eq(self.pattern.re),
+                    checker.restart.eq(self.pattern.re),
+                ]
+            elif name == "telemetry_clear":
+                self.telemetry_clear = CSRStorage(1, name=name, description=description)
+                self.comb += telemetry.clear.eq(self.telemetry_clear.re)
+            elif name in values:
+                setattr(self, name, CSRStatus(32, name=name, reset=values[name],
+                                              description=description))
+            else:
+                csr = CSRStatus(32, name=name, description=description)
+                setattr(self, name, csr)
+                self.comb += csr.status.eq(signals[name])
+
+
+class BusprobePCIeSoC(SoCMini):
+    """The busprobe PCIe device: endpoint, DMA writer/reader/loopback, MSI, busprobe CSRs.
+
+    Attributes
+    ----------
+    pcie_phy, pcie_endpoint, pcie_dma0, pcie_msi, busprobe
+        The submodules; the first letters of their names are CSR region names.
+    generator : PatternGenerator
+    checker : PatternChecker
+    telemetry : TLPTelemetry
+
+    Parameters
+    ----------
+    platform
+        A LiteX platform.
+    phy
+        A LitePCIe PHY object built on ``platform`` (64-bit datapath, clocked by ``sys``).
+    clk_freq : float
+        The ``sys`` clock frequency the PHY runs the core at.
+    crg : LiteXModule or None
+        Clock/reset generator for ``sys``, or None if the caller provides the domain.
+    """
+
+    csr_map = dict(proto.CSR_REGIONS)
+    mem_map = {**SoCMini.mem_map, "csr": 0x0000_0000}
+
+    def __init__(self, platform, *, phy, clk_freq=proto.CLOCK_HZ, crg=None):
+        if phy.data_width != proto.DATA_WIDTH:
+            raise ValueError(f"PHY data width {phy.data_width} is not {proto.DATA_WIDTH}")
+        SoCMini.__init__(self, platform, clk_freq=clk_freq, csr_data_width=32,
+                         csr_ordering="big", ident="", with_ctrl=True)
+        if crg is not None:
+            self.crg = crg
+        self.pcie_phy = phy
+        self.pcie_endpoint = endpoint = LitePCIeEndpoint(
+            phy, endianness=phy.endianness, address_width=proto.DMA_ADDRESS_WIDTH,
+            max_pending_requests=proto.READ_TAGS)
+        bar0 = LitePCIeWishboneMaster(endpoint, qword_aligned=phy.qword_aligned)
+        self.submodules.pcie_wishbone = bar0
+        self.bus.add_master(name="pcie", master=bar0.wishbone)
+
+        self.pcie_dma0 = dma = LitePCIeDMA(
+            phy, endpoint, address_width=proto.DMA_ADDRESS_WIDTH,
+            with_writer=True, with_reader=True, with_loopback=True,
+            table_depth=proto.DMA_TABLE_DEPTH)
+
+        self.generator = generator = PatternGenerator(proto.DATA_WIDTH)
+        self.checker = checker = PatternChecker(proto.DATA_WIDTH)
+        self.comb += [
+            generator.enable.eq(dma.writer.enable),
+            generator.source.connect(dma.sink),
+            dma.source.connect(checker.sink),
+        ]
+
+        self.telemetry = telemetry = TLPTelemetry(phy.sink, phy.source,
+                                                  tag_bits=proto.READ_TAGS.bit_length() - 1)
+        self.comb += [
+            telemetry.max_payload_size.eq(phy.max_payload_size),
+            telemetry.max_request_size.eq(phy.max_request_size),
+        ]
+        self.busprobe = BusprobeCSRs(telemetry=telemetry, generator=generator, checker=checker,
+                                     clk_freq=clk_freq)
+
+        self.pcie_msi = msi = LitePCIeMSI(width=32)
+        self.comb += [
+            msi.source.connect(phy.msi),
+            msi.irqs[proto.MSI_READER].eq(dma.reader.irq),
+            msi.irqs[proto.MSI_WRITER].eq(dma.writer.irq),
+        ]

@@ -1,0 +1,170 @@
+"""PCIe x1 DMA device contract: identifiers, BAR0 CSR map, descriptor format, telemetry.
+
+The gateware (:mod:`busprobe.gateware.pcie.core`) places its LiteX CSR regions from
+:data:`CSR_REGIONS` and builds its own register block from :data:`BUSPROBE_CSRS`; a test checks
+that LiteX's exported ``csr.csv`` equals :data:`CSRS`. The host driver, the VFIO backend and the
+simulation import the offsets from here.
+
+BAR0 access: 32-bit reads/writes at ``CSRS[name]``. LiteX CSRs wider than 32 bits occupy several
+consecutive words, most significant word first (``csr_ordering = "big"``); the only one here is
+``pcie_dma0_{writer,reader}_table_value`` (64 bits: word 0 = control/length, word 1 = address LSB).
+
+DMA descriptors (LitePCIe scatter-gather table, "prog" mode = ``loop_prog_n`` 0, "loop" mode = 1):
+write ``table_value`` (address LSB + length + :data:`DESC_IRQ_DISABLE`/:data:`DESC_LAST_DISABLE`)
+then ``table_we`` (its value is the address MSB; the write queues the descriptor). Rules the core
+does not check (LitePCIe): a descriptor's length is a multiple of :data:`DMA_LENGTH_ALIGN` (#97)
+and at most :data:`DESC_MAX_LENGTH`; its address is :data:`DMA_ADDRESS_ALIGN`-aligned, because
+the splitter cuts requests every MPS/MRRS bytes from the descriptor start without looking at
+4 KiB boundaries (aligned starts never cross one).
+
+Pattern rules: write ``busprobe_pattern`` (a :class:`~busprobe.protocol.patterns.Pattern`) only
+while the DMA writer is disabled (disabling flushes the writer's FIFO); the generator only
+advances while the writer is enabled, so a point's data continues across descriptors if the
+writer stays enabled through the point.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "VENDOR_ID", "DEVICE_ID", "BAR0_SIZE", "DATA_WIDTH", "CLOCK_HZ", "READ_TAGS",
+    "DMA_ADDRESS_WIDTH", "DMA_TABLE_DEPTH", "DMA_LENGTH_ALIGN", "DMA_ADDRESS_ALIGN",
+    "DESC_MAX_LENGTH", "DESC_IRQ_DISABLE", "DESC_LAST_DISABLE", "DESC_LENGTH_MASK",
+    "MAX_PAYLOAD_SIZE", "MAX_READ_REQUEST_SIZE", "MSI_READER", "MSI_WRITER",
+    "MAGIC", "PROTOCOL_VERSION", "NO_ERROR_OFFSET",
+    "CSR_REGION_SIZE", "CSR_REGIONS", "TELEMETRY", "BUSPROBE_CSRS", "CSRS",
+    "DMA_ENABLE", "DMA_IDLE", "csr",
+]
+
+#: Xilinx vendor id and the 7-series "x1 Gen2" device id LitePCIe uses by default (0x7021), so
+#: LitePCIe tooling recognises the board; the busprobe identity is the ``busprobe_magic`` CSR.
+VENDOR_ID = 0x10EE
+DEVICE_ID = 0x7021
+BAR0_SIZE = 0x1_0000  # 64 KiB: CSR regions only
+DATA_WIDTH = 64  # bits per beat of the LitePCIe datapath (S7 x1 Gen2 hard IP: 64 bits)
+CLOCK_HZ = 125_000_000  # core clock = S7 user clock for x1 Gen2; 64 b x 125 MHz = 1 GB/s
+READ_TAGS = 8  # outstanding DMA read requests (LitePCIe max_pending_requests)
+DMA_ADDRESS_WIDTH = 32  # host addresses are 32-bit: 3DW headers (12 bytes) on every TLP
+DMA_TABLE_DEPTH = 256  # descriptors per direction
+DMA_LENGTH_ALIGN = DATA_WIDTH // 8
+DMA_ADDRESS_ALIGN = 512
+MAX_PAYLOAD_SIZE = 512  # the core caps negotiated MPS/MRRS at 512 (LitePCIe buffers)
+MAX_READ_REQUEST_SIZE = 512
+
+DESC_LENGTH_MASK = (1 << 24) - 1
+DESC_MAX_LENGTH = DESC_LENGTH_MASK - (DESC_LENGTH_MASK % DMA_LENGTH_ALIGN)
+DESC_IRQ_DISABLE = 1 << 24  # in the length word: no MSI when this descriptor completes
+DESC_LAST_DISABLE = 1 << 25  # in the length word: do not end the descriptor on stream ``last``
+
+#: ``*_enable`` register bits: bit 0 enables the engine; bit 1 (read only) = its FSM is idle.
+DMA_ENABLE = 1 << 0
+DMA_IDLE = 1 << 1
+
+#: MSI vectors (bit in ``pcie_msi_vector``/``enable``/``clear``), LitePCIe's sorted-name order.
+MSI_READER = 0
+MSI_WRITER = 1
+
+MAGIC = 0x4550_5042  # b"BPPE" little-endian
+PROTOCOL_VERSION = 1
+NO_ERROR_OFFSET = 0xFFFF_FFFF
+
+CSR_REGION_SIZE = 0x800
+#: LiteX CSR region number of each module; region base = number * CSR_REGION_SIZE.
+CSR_REGIONS: dict[str, int] = {
+    "ctrl": 0,
+    "pcie_phy": 1,
+    "pcie_msi": 2,
+    "pcie_dma0": 3,
+    "busprobe": 4,
+    "pcie_endpoint": 5,
+}
+
+#: Telemetry counters (name, description), all 32-bit, wrapping; cycles are core clock cycles
+#: (:data:`CLOCK_HZ`, also in ``busprobe_clock_hz``). Zeroed by ``busprobe_telemetry_clear``.
+#: Taken at the PHY streams, so "TLPs" are what the core handed to / took from the link layer.
+TELEMETRY: tuple[tuple[str, str], ...] = (
+    ("cycles", "free-running core clock counter (the *_cycle fields sample it)"),
+    ("wr_first_cycle", "cycle the first memory-write TLP started towards the link"),
+    ("wr_last_cycle", "cycle the last beat of the last memory-write TLP was accepted"),
+    ("wr_tlps", "memory-write TLPs sent (DMA writer, device to host)"),
+    ("wr_bytes", "payload bytes in memory-write TLPs sent"),
+    ("rd_first_cycle", "cycle the first memory-read request started towards the link"),
+    ("rd_last_cycle", "cycle the last beat of the last read completion was received"),
+    ("rd_requests", "memory-read request TLPs sent (DMA reader)"),
+    ("rd_request_bytes", "bytes asked for by memory-read requests"),
+    ("rd_completions", "completion-with-data TLPs received"),
+    ("rd_bytes", "payload bytes in completions received"),
+    ("tx_tlps", "all TLPs sent (writes, read requests, BAR0 completions)"),
+    ("rx_tlps", "all TLPs received (completions, BAR0 requests)"),
+    ("tx_stall_cycles", "cycles the PHY was not ready while the core had a TLP beat to send "
+                        "(link busy / no flow-control credit)"),
+    ("rx_stall_cycles", "cycles the core was not ready while the PHY had a received beat "
+                        "(device backpressure: should stay near 0)"),
+    ("rd_latency_min", "fewest cycles from a read request to its first completion"),
+    ("rd_latency_max", "most cycles from a read request to its first completion"),
+    ("rd_latency_sum", "sum of request-to-first-completion cycles (mean = sum / count)"),
+    ("rd_latency_count", "read requests whose first completion arrived"),
+    ("rd_outstanding_max", "most read requests outstanding at once (tag high-water mark)"),
+    ("max_payload_size", "Max Payload Size in bytes the core uses (negotiated, capped at 512)"),
+    ("max_request_size", "Max Read Request Size in bytes the core uses (capped at 512)"),
+    ("pattern_errors", "32-bit words read by the DMA reader that did not match the pattern"),
+    ("first_error_offset", "read-stream byte offset of the first mismatch, or NO_ERROR_OFFSET"),
+    ("checked_bytes", "bytes the checker compared since the pattern was (re)started"),
+    ("generated_bytes", "bytes the generator handed to the DMA writer since the pattern restart"),
+)
+
+#: busprobe's CSR block, in register order (each one 32-bit word from the region base).
+BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
+    ("magic", "constant MAGIC: this bitstream speaks this protocol"),
+    ("version", "constant PROTOCOL_VERSION"),
+    ("clock_hz", "core clock frequency in Hz"),
+    ("pattern", "write a Pattern: restarts the generator and the checker at its first word "
+                "(zeroes pattern_errors, first_error_offset, checked/generated_bytes)"),
+    ("telemetry_clear", "write anything: zero the telemetry counters"),
+    *TELEMETRY,
+)
+
+
+def _region(name: str) -> int:
+    return CSR_REGIONS[name] * CSR_REGION_SIZE
+
+
+def _layout(region: str, names: tuple[str, ...]) -> dict[str, int]:
+    base = _region(region)
+    return {f"{region}_{name}": base + 4 * i for i, name in enumerate(names)}
+
+
+# LiteX CSR registers in declaration order inside each region. A 64-bit CSR takes two words.
+_CTRL = ("reset", "scratch", "bus_errors")
+# LitePCIe names the PHY's CSRs ``phy_*``; the endpoint holds the PHY too, so LiteX exports the
+# same six registers again as region ``pcie_endpoint`` (as in every LitePCIe design).
+_PCIE_PHY = tuple(f"phy_{r}" for r in ("link_status", "msi_enable", "msix_enable",
+                                         "bus_master_enable", "max_request_size",
+                                         "max_payload_size"))
+_PCIE_MSI = ("enable", "clear", "vector")
+_DMA_TABLE = ("table_value", "table_value_word1", "table_we", "table_loop_prog_n",
+              "table_loop_status", "table_level", "table_reset")
+_PCIE_DMA0 = (
+    "writer_enable", *(f"writer_{r}" for r in _DMA_TABLE),
+    "reader_enable", *(f"reader_{r}" for r in _DMA_TABLE),
+    "loopback_enable",
+)
+
+#: Every BAR0 register: full LiteX name -> byte offset in BAR0.
+CSRS: dict[str, int] = {
+    **_layout("ctrl", _CTRL),
+    **_layout("pcie_phy", _PCIE_PHY),
+    **_layout("pcie_msi", _PCIE_MSI),
+    **_layout("pcie_dma0", _PCIE_DMA0),
+    **_layout("busprobe", tuple(name for name, _ in BUSPROBE_CSRS)),
+    **_layout("pcie_endpoint", _PCIE_PHY),
+}
+# The second word of a 64-bit CSR is not a register of its own in LiteX's csr.csv.
+_SECOND_WORDS = {"pcie_dma0_writer_table_value_word1", "pcie_dma0_reader_table_value_word1"}
+
+
+def csr(name: str) -> int:
+    """BAR0 offset of register ``name`` (full LiteX name, e.g. ``pcie_dma0_writer_enable``)."""
+    try:
+        return CSRS[name]
+    except KeyError:
+        raise ValueError(f"no PCIe CSR named {name!r}") from None
