@@ -1,8 +1,90 @@
-"""`busprobe build` (placeholder until its issue lands: registered so the CLI loads)."""
+"""``busprobe build --board NAME --design DESIGN [--out DIR]``: a bitstream with its figures.
+
+ECP5 boards are built here (YoWASP) and report Fmax per clock domain, utilisation and build time
+on the terminal and in a JSON next to the bitstream; a clock below its constraint fails the
+command. Artix-7 PCIe targets are generated with LiteX and built only where Vivado is installed.
+"""
+
+from __future__ import annotations
 
 import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from busprobe.gateware.boards import Board, board_names, get_board
+
+if TYPE_CHECKING:
+    from busprobe.bitstream.designs import Design
+
+__all__ = ["register", "run"]
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("build", help="(not implemented yet)")
-    parser.set_defaults(func=lambda args: (_ for _ in ()).throw(ValueError("build: not implemented yet")))
+    parser = sub.add_parser(
+        "build", help="build a bitstream for a board (Fmax, utilisation, build time)",
+        description="Build DESIGN for BOARD. Builds are cached by design + toolchain hash.")
+    parser.add_argument("--board", required=True, metavar="NAME",
+                        help=f"board ({', '.join(board_names())})")
+    parser.add_argument("--design", required=True, metavar="DESIGN",
+                        help="usb2, usb2-stock or pcie (what the board can carry)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="copy the bitstream and its JSON report here")
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    parser.add_argument("--json", dest="json_out", metavar="FILE",
+                        help="also write the build report to FILE ('-' for stdout)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from busprobe.bitstream.designs import BuildError, get_design
+    from busprobe.bitstream.toolchain import ToolchainMissing
+
+    board = get_board(args.board)
+    design = get_design(args.design)
+    if design.name not in board.designs:
+        raise ValueError(f"board {board.name} cannot carry design {design.name!r} "
+                         f"(it carries: {', '.join(board.designs)})")
+    try:
+        if board.family == "ecp5":
+            return _build_ecp5(args, board, design)
+        return _build_pcie(args, board, design)
+    except (BuildError, ToolchainMissing) as exc:
+        if args.debug:
+            raise
+        print(f"busprobe: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
+    from busprobe.bitstream.ecp5 import build_ecp5
+    from busprobe.sim.toolchain import build_root
+
+    result = build_ecp5(board, design, root=build_root(), out=args.out, force=args.force)
+    print("\n".join(result.summary_lines()))
+    _write_json(args.json_out, result.to_json())
+    return 0
+
+
+def _build_pcie(args: argparse.Namespace, board: Board, design: Design) -> int:
+    from busprobe.bitstream.pcie import build_pcie_target
+    from busprobe.sim.toolchain import build_root
+
+    target = build_pcie_target(board, design, root=build_root(), out=args.out)
+    print("\n".join(target.summary_lines()))
+    _write_json(args.json_out, target.to_json())
+    return 0
+
+
+def _write_json(path: str | None, data: dict) -> None:
+    if path is None:
+        return
+    text = json.dumps(data, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text)

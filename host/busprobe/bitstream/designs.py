@@ -1,0 +1,73 @@
+"""Designs ``busprobe build --design`` can put on a board, by name.
+
+Each entry names the device class (``"module:Class"``, constructed with keyword arguments only:
+``ulpi=`` for USB 2.0). Classes are imported only when a build asks for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+__all__ = ["Design", "DESIGNS", "get_design", "BuildError"]
+
+
+class BuildError(RuntimeError):
+    """A build could not be made or did not meet its constraints; ``str()`` is one line."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """A gateware design.
+
+    Attributes
+    ----------
+    name : str
+        ``--design`` value.
+    bus : str
+        ``"usb2"`` or ``"pcie"``: which board top wraps it.
+    candidates : tuple of str
+        ``"module:Class"`` to try in order; the first importable one is built.
+    clock_domain : str
+        The domain whose Fmax decides whether the design meets timing on the board.
+    """
+
+    name: str
+    bus: str
+    candidates: tuple[str, ...]
+    clock_domain: str
+
+    def load(self) -> type:
+        """Import the design class."""
+        missing = []
+        for spec in self.candidates:
+            module_name, _, attr = spec.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name is None or not module_name.startswith(exc.name):
+                    raise  # the design's own import failed: show that, not "not found"
+                missing.append(module_name)
+                continue
+            return getattr(module, attr)
+        raise BuildError(f"design {self.name!r} is not available: none of "
+                         f"{', '.join(missing)} is importable")
+
+
+DESIGNS: dict[str, Design] = {design.name: design for design in (
+    Design(name="usb2", bus="usb2", clock_domain="usb",
+           candidates=("busprobe.gateware.usb2.device:Usb2ProbeDevice",)),
+    Design(name="usb2-stock", bus="usb2", clock_domain="usb",
+           candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",
+                       "busprobe.gateware.boards.reference_usb2:ReferenceUsb2Device")),
+    Design(name="pcie", bus="pcie", clock_domain="sys",
+           candidates=("busprobe.gateware.pcie.core:PCIeProbeCore",)),
+)}
+
+
+def get_design(name: str) -> Design:
+    try:
+        return DESIGNS[name]
+    except KeyError:
+        raise ValueError(f"unknown design {name!r} (known: {', '.join(sorted(DESIGNS))})") \
+            from None

@@ -1,0 +1,124 @@
+"""``busprobe build`` for ECP5 boards: Amaranth + YoWASP yosys/nextpnr-ecp5/ecppack.
+
+Builds are cached (Glasgow's build-plan idea): the key is the digest of Amaranth's build plan
+(RTLIL, pin constraints, scripts) plus the versions of the packages that shape the bitstream, so
+an unchanged design is never rebuilt and ``make bench`` reuses what ``make test`` built. A build
+directory counts only once its ``build.json`` is written, and that happens only when timing is met.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from busprobe.gateware.boards import Board
+
+from .designs import BuildError, Design
+from .nextpnr_report import parse_nextpnr_report
+from .result import RESULT_FILE, BuildResult
+from .toolchain import ecp5_toolchain_env, toolchain_versions
+
+if TYPE_CHECKING:
+    from amaranth.build.run import BuildPlan
+
+__all__ = ["prepare_ecp5", "build_ecp5", "ecp5_cache_dir"]
+
+log = logging.getLogger(__name__)
+
+TOP_NAME = "top"
+
+
+def _load(spec: str) -> type:
+    module_name, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def prepare_ecp5(board: Board, design: Design) -> tuple:
+    """Elaborate ``design`` on ``board``: ``(platform, Amaranth build plan)``, no tool run."""
+    from busprobe.gateware.boards.usb2_top import Usb2BoardTop
+
+    if design.bus != "usb2":
+        raise BuildError(f"board {board.name} carries USB 2.0 designs, not {design.name!r}")
+    platform = _load(board.platform)()
+    top = Usb2BoardTop(design=design.load(), phy=board.phy)
+    # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
+    # (with a message naming the clock) instead of nextpnr stopping before any report exists.
+    nextpnr_opts = f"--report {TOP_NAME}.report.json --timing-allow-fail"
+    plan = platform.build(top, name=TOP_NAME, do_build=False, nextpnr_opts=nextpnr_opts)
+    return platform, plan
+
+
+def ecp5_cache_dir(root: Path, board: Board, design: Design, plan: BuildPlan) -> Path:
+    """``root/gateware/<board>-<design>-<key>``: key = plan digest + toolchain versions."""
+    digest = hashlib.sha256(plan.digest())
+    digest.update(json.dumps(toolchain_versions(), sort_keys=True).encode())
+    return root / "gateware" / f"{board.name}-{design.name}-{digest.hexdigest()[:12]}"
+
+
+def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = None,
+               force: bool = False) -> BuildResult:
+    """Build (or reuse) the bitstream of ``design`` on ``board``.
+
+    Raises :class:`BuildError` when a tool fails or a clock misses its constraint.
+    """
+    platform, plan = prepare_ecp5(board, design)
+    workdir = ecp5_cache_dir(root, board, design, plan)
+    result_file = workdir / RESULT_FILE
+    if result_file.exists() and not force:
+        result = BuildResult.load(result_file)
+        result.cached = True
+    else:
+        domains_mhz = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ", {})
+        result = _run(plan, board, design, workdir, domains_mhz)
+    if out is not None:
+        result = result.copy_to(out)
+    return result
+
+
+def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
+         domains_mhz: dict[str, float]) -> BuildResult:
+    if workdir.exists():
+        shutil.rmtree(workdir)  # an earlier, interrupted or failed build
+    env = {**os.environ, **ecp5_toolchain_env()}
+    log.info("building %s on %s in %s", design.name, board.name, workdir)
+    start = time.monotonic()
+    try:
+        plan.execute_local(str(workdir), env=env)
+    except Exception as exc:  # amaranth raises CalledProcessError from its build script
+        log_file = workdir / f"{TOP_NAME}.tim"
+        raise BuildError(f"{design.name} on {board.name}: toolchain failed ({exc}); "
+                         f"see {log_file if log_file.exists() else workdir}") from exc
+    seconds = time.monotonic() - start
+    bitstream = workdir / f"{TOP_NAME}.bit"
+    if not bitstream.exists():
+        raise BuildError(f"{design.name} on {board.name}: no bitstream in {workdir}")
+    report = parse_nextpnr_report(workdir / f"{TOP_NAME}.report.json", domains_mhz=domains_mhz,
+                                  yosys_log=workdir / f"{TOP_NAME}.rpt")
+    result = BuildResult(
+        board=board.name, design=design.name, design_class=_class_name(design),
+        fpga=board.fpga, bitstream=str(bitstream), clocks=report.clocks,
+        utilisation=report.utilisation, build_seconds=round(seconds, 1),
+        toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1])
+    failing = result.failing_clocks()
+    if failing:
+        (workdir / "timing-failed.json").write_text(json.dumps(result.to_json(), indent=2))
+        bitstream.rename(bitstream.with_suffix(".bit.timing-failed"))
+        worst = failing[0]
+        raise BuildError(
+            f"{design.name} on {board.name}: timing not met: {worst.domain} reaches "
+            f"{worst.achieved_mhz:.1f} MHz, needs {worst.constraint_mhz:.1f} MHz "
+            f"(report {workdir / 'timing-failed.json'})")
+    result.save(workdir / RESULT_FILE)
+    return result
+
+
+def _class_name(design: Design) -> str:
+    cls = design.load()
+    return f"{cls.__module__}:{cls.__qualname__}"
