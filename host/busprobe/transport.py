@@ -151,6 +151,9 @@ class Transport(abc.ABC):
     #: slow to run, so sim backends lower these (and say why) without changing the sweep code.
     min_transfers: int = 8
     min_bytes: int = 4 << 20
+    #: Longest length of the default ``busprobe sweep`` ladder (``--lengths`` not given). Sim
+    #: backends lower it so the default sweep finishes in about a minute of simulation.
+    default_max_length: int = 4 << 20
 
     @property
     @abc.abstractmethod

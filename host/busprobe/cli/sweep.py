@@ -1,8 +1,189 @@
-"""`busprobe sweep` (placeholder until its issue lands: registered so the CLI loads)."""
+"""``busprobe sweep``: measure throughput over lengths, queue depths, directions and bus settings.
+
+Everything the user typed is checked before the device is touched. Whatever happens during the
+run (device unplugged, timeout, Ctrl-C), the points measured so far are written to the requested
+JSON/CSV/plot with ``"complete": false`` and the reason, then the error ends the run in one line.
+Exit status: 0 clean, 1 when any point had data errors, 2 on an error, 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
 
 import argparse
+import logging
+import sys
+from typing import Any, TextIO
+
+from .. import selectors
+from ..lengths import default_lengths, format_size, parse_counts, parse_lengths
+from ..plot import plot_results
+from ..protocol.patterns import Pattern
+from ..results import finish_document, format_table, new_document, write_csv, write_json
+from ..stats import MIN_REPEATS
+from ..sweep import PointSpec, Sweep, SweepPlan
+from ..transport import InvalidRequest, Transport, TransportError
+from ..units import Units
+
+__all__ = ["register", "run", "expand_directions", "DEFAULT_QUEUE_DEPTHS"]
+
+log = logging.getLogger(__name__)
+
+#: Queue depths swept when ``--queue-depth`` is not given, per bus kind: 4 keeps a USB 2.0 host
+#: controller's schedule full across completions; PCIe DMA engines want more in flight.
+DEFAULT_QUEUE_DEPTHS: dict[str, list[int]] = {"usb2-hs": [4], "usb3-ss": [8], "pcie": [8]}
+#: Simulated or real USB selectors, for which ``--mps``/``--mrrs`` make no sense.
+_USB_SIM_TARGETS = ("usb2", "usb3")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("sweep", help="(not implemented yet)")
-    parser.set_defaults(func=lambda args: (_ for _ in ()).throw(ValueError("sweep: not implemented yet")))
+    parser = sub.add_parser("sweep", help="measure throughput over a ladder of transfer lengths",
+                            description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", required=True, metavar="SEL",
+                        help="usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or sim:usb2|pcie[?...]")
+    parser.add_argument("--direction", default="both",
+                        help="in|out|write|read|loopback, both (the two streaming directions) or "
+                             "all; comma list allowed (default: both)")
+    parser.add_argument("--lengths", help="e.g. 512,4096 or 512..4M (powers of two); "
+                                          "default 512..4M for USB, 256..4M for PCIe")
+    parser.add_argument("--queue-depth", help="transfers kept outstanding, e.g. 1,4,8")
+    parser.add_argument("--repeat", type=int, default=MIN_REPEATS,
+                        help=f"repeats per point, at least {MIN_REPEATS} (default {MIN_REPEATS})")
+    parser.add_argument("--mps", help="PCIe Max Payload Size values to sweep, e.g. 128,256")
+    parser.add_argument("--mrrs", help="PCIe Max Read Request Size values to sweep")
+    parser.add_argument("--pattern", default="counter", help="counter or prbs31")
+    parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
+    parser.add_argument("--csv", metavar="FILE", help="write one CSV row per point")
+    parser.add_argument("--plot", metavar="FILE.png", help="plot throughput versus length")
+    parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def expand_directions(text: str, available: tuple[str, ...]) -> tuple[str, ...]:
+    """``both`` → the transport's two streaming directions, ``all`` → all of them."""
+    out: list[str] = []
+    for item in (t.strip() for t in text.split(",")):
+        names = {"both": available[:2], "all": available}.get(item, (item,))
+        for name in names:
+            if name not in available:
+                raise InvalidRequest(f"direction {name!r} is not one of "
+                                     f"{', '.join(available)}, both, all")
+            if name not in out:
+                out.append(name)
+    return tuple(out)
+
+
+def _settings(args: argparse.Namespace, sel: selectors.Selector) -> tuple[dict[str, int], ...]:
+    mps = parse_counts(args.mps, "MPS") if args.mps else [None]
+    mrrs = parse_counts(args.mrrs, "MRRS") if args.mrrs else [None]
+    if (args.mps or args.mrrs) and (sel.scheme == "usb" or sel.target in _USB_SIM_TARGETS):
+        raise InvalidRequest(f"--mps/--mrrs are PCIe settings; {sel.text} is a USB device")
+    return tuple({k: v for k, v in (("mps", m), ("mrrs", r)) if v is not None}
+                 for m in mps for r in mrrs)
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    # 1. Everything typed, checked before the device is opened.
+    units = Units.parse(args.units)
+    pattern = Pattern.parse(args.pattern)
+    sel = selectors.parse_selector(args.device)
+    lengths = parse_lengths(args.lengths) if args.lengths else None
+    depths = parse_counts(args.queue_depth, "queue depth") if args.queue_depth else None
+    settings = _settings(args, sel)
+    if args.repeat < MIN_REPEATS:
+        raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {args.repeat}")
+    table_out: TextIO = sys.stderr if "-" in (args.json, args.csv) else sys.stdout
+
+    transport = selectors.open_transport(args.device)
+    directions = expand_directions(args.direction, transport.directions)
+    if lengths and depths:  # check what we can before paying for open (a simulator build)
+        SweepPlan(directions, tuple(lengths), tuple(depths), args.repeat, settings,
+                  pattern).validate(transport)
+
+    doc = new_document(args.device, units=units)
+    transport.open()
+    try:
+        bus = transport.bus
+        plan = SweepPlan(
+            directions,
+            tuple(lengths or default_lengths(
+                bus.kind, transport.default_max_length)),
+            tuple(depths or DEFAULT_QUEUE_DEPTHS.get(bus.kind, [4])),
+            args.repeat, settings, pattern)
+        plan.validate(transport)
+        doc["bus"] = bus.to_json()
+        doc["topology"] = _topology(transport)
+        doc["plan"] = _plan_json(plan, transport)
+        _measure(transport, plan, doc, args, units, table_out)
+    finally:
+        try:
+            transport.close()
+        except TransportError as exc:  # the device may be gone already; the data is saved
+            log.warning("closing %s: %s", args.device, exc)
+    return 1 if doc["errors"] else 0
+
+
+def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
+             args: argparse.Namespace, units: Units, table_out: TextIO) -> None:
+    specs = plan.points()
+    bar = _progress(len(specs) * plan.repeat,
+                    not args.no_progress and sys.stderr.isatty() and len(specs) > 1)
+
+    def on_repeat(spec: PointSpec, index: int) -> None:
+        if bar is not None:
+            bar.set_description(f"{spec.direction} {format_size(spec.length)} "
+                                f"qd {spec.queue_depth}", refresh=False)
+            bar.update()
+
+    sweep = Sweep(transport, plan, on_repeat=on_repeat)
+    try:
+        sweep.run(specs)
+    except (TransportError, KeyboardInterrupt) as exc:
+        reason = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        doc["points"] = [p.to_json() for p in sweep.points]
+        _save(finish_document(doc, error=f"{type(exc).__name__}: {reason}"), args, units,
+              table_out)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    doc["points"] = [p.to_json() for p in sweep.points]
+    _save(finish_document(doc), args, units, table_out)
+
+
+def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units, table_out: TextIO) -> None:
+    if doc["points"]:
+        print(format_table(doc, units), file=table_out, flush=True)
+    elif not doc["complete"]:
+        print(f"!! INCOMPLETE: {doc['error']} (no point was finished)", file=table_out)
+    if args.json:
+        write_json(doc, args.json)
+    if args.csv:
+        write_csv(doc, args.csv)
+    if args.plot and doc["points"]:
+        plot_results([doc], args.plot, units=units)
+    for what, path in (("JSON", args.json), ("CSV", args.csv), ("plot", args.plot)):
+        if path and path != "-" and (doc["points"] or what != "plot"):
+            print(f"{what}: {path}", file=table_out)
+
+
+def _topology(transport: Transport) -> list[dict[str, Any]]:
+    try:
+        return transport.topology()
+    except (TransportError, OSError) as exc:  # a missing topology must not cost the measurement
+        log.warning("no topology: %s", exc)
+        return []
+
+
+def _plan_json(plan: SweepPlan, transport: Transport) -> dict[str, Any]:
+    return {"directions": list(plan.directions), "lengths": list(plan.lengths),
+            "queue_depths": list(plan.queue_depths), "repeat": plan.repeat,
+            "pattern": plan.pattern.name.lower(), "settings": [dict(s) for s in plan.settings],
+            "min_transfers": transport.min_transfers, "min_bytes": transport.min_bytes}

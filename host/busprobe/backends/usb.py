@@ -1,0 +1,447 @@
+"""The real USB backend: a busprobe USB 2.0 device through libusb-1.0 (python-libusb1).
+
+Streaming uses libusb's asynchronous API so ``queue_depth`` bulk transfers are really outstanding
+at once: submit N, resubmit each on completion until the count is reached, pump events. IN data
+is handed to the sink in submission order; OUT data comes from the source just before each
+(re)submission. Control requests (pattern, IN transfer length, telemetry) use the protocol in
+:mod:`busprobe.protocol.usb2`.
+
+libusb errors become :mod:`busprobe.transport` errors: not found → DeviceNotFound, no device →
+DeviceGone, access → PermissionDenied (naming the shipped udev rule), timeout → TransferTimeout.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.resources
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import usb2
+from ..protocol.patterns import Pattern
+from ..selectors import Selector
+from ..transport import (
+    BusDescription,
+    DeviceGone,
+    DeviceNotFound,
+    InvalidRequest,
+    PermissionDenied,
+    Sink,
+    Source,
+    StreamResult,
+    Telemetry,
+    TransferTimeout,
+    Transport,
+    TransportError,
+)
+
+__all__ = [
+    "open_usb", "UsbTransport", "UsbTarget", "parse_usb_target", "load_usb1", "map_usb_error",
+    "transfer_status_error", "udev_rule_path", "udev_install_command", "SPEED_NAMES",
+    "decode_telemetry",
+]
+
+log = logging.getLogger(__name__)
+
+#: libusb speed codes → names (``libusb_speed``).
+SPEED_NAMES = {0: "unknown", 1: "low", 2: "full", 3: "high", 4: "super", 5: "super-plus"}
+_INTERFACE = 0
+_CONTROL_TIMEOUT_MS = 1000
+
+
+def udev_rule_path() -> str:
+    """Where the shipped udev rule is installed with busprobe."""
+    return str(importlib.resources.files("busprobe") / "udev" / "60-busprobe.rules")
+
+
+def udev_install_command() -> str:
+    return (f"sudo install -m 644 {udev_rule_path()} /etc/udev/rules.d/ && "
+            "sudo udevadm control --reload-rules && sudo udevadm trigger")
+
+
+def load_usb1() -> Any:
+    """Import python-libusb1 with a libusb-1.0 library loaded: the system's if it has one,
+    else the copy the ``libusb-package`` wheel ships."""
+    import usb1
+
+    try:
+        import usb1.libusb1  # importing it loads the system library
+    except OSError:
+        try:
+            import libusb_package
+        except ImportError:
+            raise DeviceNotFound("libusb-1.0 is not installed: apt install libusb-1.0-0 "
+                                 "or pip install libusb-package") from None
+        path = libusb_package.get_library_path()
+        if path is None:
+            raise DeviceNotFound("libusb-1.0 is not installed: apt install libusb-1.0-0") from None
+        usb1.loadLibrary(ctypes.CDLL(str(path)))
+    return usb1
+
+
+def map_usb_error(exc: Exception, what: str) -> TransportError:
+    """The :class:`TransportError` for a python-libusb1 exception, with a one-line message."""
+    usb1 = load_usb1()
+    if isinstance(exc, usb1.USBErrorAccess):
+        return PermissionDenied(f"{what}: permission denied; install the udev rule shipped with "
+                                f"busprobe ({udev_install_command()}) and replug the device")
+    if isinstance(exc, usb1.USBErrorNotFound):
+        return DeviceNotFound(f"{what}: not found")
+    if isinstance(exc, usb1.USBErrorNoDevice):
+        return DeviceGone(f"{what}: the device is gone (unplugged or reset)")
+    if isinstance(exc, usb1.USBErrorTimeout):
+        return TransferTimeout(f"{what}: timed out")
+    if isinstance(exc, usb1.USBErrorBusy):
+        return TransportError(f"{what}: interface busy (another program has claimed it)")
+    return TransportError(f"{what}: {exc}")
+
+
+def transfer_status_error(status: int, what: str) -> TransportError:
+    """The error for an asynchronous transfer that completed with ``status`` (not COMPLETED)."""
+    usb1 = load_usb1()
+    if status == usb1.TRANSFER_NO_DEVICE:
+        return DeviceGone(f"{what}: the device is gone (unplugged or reset)")
+    if status == usb1.TRANSFER_TIMED_OUT:
+        return TransferTimeout(f"{what}: timed out")
+    if status == usb1.TRANSFER_STALL:
+        return TransportError(f"{what}: the endpoint stalled")
+    if status == usb1.TRANSFER_OVERFLOW:
+        return TransportError(f"{what}: the device sent more data than asked (overflow)")
+    if status == usb1.TRANSFER_CANCELLED:
+        return TransportError(f"{what}: cancelled")
+    return TransportError(f"{what}: transfer failed (libusb status {status})")
+
+
+@dataclass(frozen=True)
+class UsbTarget:
+    """What ``usb:VID:PID[#SERIAL]`` selects."""
+
+    vid: int
+    pid: int
+    serial: str | None = None
+
+    def __str__(self) -> str:
+        return f"usb:{self.vid:04x}:{self.pid:04x}" + (f"#{self.serial}" if self.serial else "")
+
+
+def parse_usb_target(target: str) -> UsbTarget:
+    """``"1209:0001#BP2-0001"`` → :class:`UsbTarget`; :class:`InvalidRequest` if malformed."""
+    ids, _, serial = target.partition("#")
+    parts = ids.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        vid, pid = (int(p, 16) for p in parts)
+        if not (0 <= vid <= 0xFFFF and 0 <= pid <= 0xFFFF and all(parts)):
+            raise ValueError
+    except ValueError:
+        raise InvalidRequest(f"bad USB selector usb:{target}: expected usb:VID:PID[#SERIAL] "
+                             "with 4-digit hex ids, e.g. usb:1209:0001") from None
+    return UsbTarget(vid, pid, serial or None)
+
+
+def open_usb(selector: Selector) -> UsbTransport:
+    """Factory registered for the ``usb`` scheme (see :mod:`busprobe.selectors`)."""
+    if selector.options:
+        raise InvalidRequest(f"{selector.text}: USB selectors take no options")
+    return UsbTransport(parse_usb_target(selector.target), selector=selector.text)
+
+
+class _BulkRun:
+    """One :meth:`UsbTransport.stream` call in flight: N transfers resubmitted until ``count``.
+
+    libusb calls :meth:`_completed` from inside ``handleEvents``; python-libusb1 cannot pass an
+    exception out of that callback, so failures are kept in :attr:`failure` and raised by
+    :meth:`run`, and the sink is called from the event loop, not from the callback.
+    """
+
+    def __init__(self, usb1: Any, handle: Any, *, endpoint: int, length: int, count: int,
+                 queue_depth: int, source: Source | None, what: str) -> None:
+        self.usb1, self.handle, self.endpoint = usb1, handle, endpoint
+        self.length, self.count, self.source, self.what = length, count, source, what
+        self.incoming = bool(endpoint & usb1.ENDPOINT_IN)
+        self.depth = min(queue_depth, count)
+        # Every queued transfer may wait for all those ahead of it; 1 MB/s is far below any
+        # working USB 2.0 link, so only a stuck device hits this.
+        self.timeout_ms = 2000 + (self.depth * length) // 1000
+        self.submitted = self.completed = self.bytes = self.short = self.in_flight = 0
+        self.received: dict[int, bytes] = {}
+        self.delivered = 0
+        self.failure: BaseException | None = None
+        self.end = 0.0
+        self.transfers: list[Any] = []
+
+    def _load(self, transfer: Any) -> None:
+        """Point ``transfer`` at the next transfer of the stream."""
+        transfer.setUserData(self.submitted)
+        if not self.incoming:
+            assert self.source is not None
+            transfer.setBuffer(self.source(self.length))
+        self.submitted += 1
+
+    def _submit(self, transfer: Any) -> None:
+        try:
+            transfer.submit()
+        except self.usb1.USBError as exc:
+            raise map_usb_error(exc, self.what) from None
+        self.in_flight += 1
+
+    def _completed(self, transfer: Any) -> None:
+        self.in_flight -= 1
+        try:
+            status = transfer.getStatus()
+            if self.failure is not None:
+                return
+            if status != self.usb1.TRANSFER_COMPLETED:
+                self.failure = transfer_status_error(status, self.what)
+                return
+            self.end = time.perf_counter()
+            actual = transfer.getActualLength()
+            self.completed += 1
+            self.bytes += actual
+            self.short += actual < self.length
+            if self.incoming:
+                self.received[transfer.getUserData()] = bytes(transfer.getBuffer()[:actual])
+            if self.submitted < self.count:
+                self._load(transfer)
+                self._submit(transfer)
+        except BaseException as exc:  # raised again by run(), see class doc
+            self.failure = exc
+
+    def _deliver(self, sink: Sink | None) -> None:
+        while self.delivered in self.received:
+            data = self.received.pop(self.delivered)
+            self.delivered += 1
+            if sink is not None:
+                sink(data)
+
+    def _cancel_all(self, context: Any) -> None:
+        for transfer in self.transfers:
+            if transfer.isSubmitted():
+                try:
+                    transfer.cancel()
+                except self.usb1.USBError:
+                    pass  # completed meanwhile, or the device is gone: either way it ends
+        deadline = time.monotonic() + 2.0
+        while self.in_flight > 0 and time.monotonic() < deadline:
+            context.handleEventsTimeout(0.05)
+
+    def run(self, context: Any, sink: Sink | None) -> StreamResult:
+        for _ in range(self.depth):
+            transfer = self.handle.getTransfer()
+            buffer: Any = bytearray(self.length) if self.incoming else 0
+            transfer.setBulk(self.endpoint, buffer, callback=self._completed,
+                             timeout=self.timeout_ms)
+            self.transfers.append(transfer)
+        start = time.perf_counter()
+        try:
+            for transfer in self.transfers:
+                self._load(transfer)
+                self._submit(transfer)
+            while self.in_flight > 0 and self.failure is None:
+                context.handleEventsTimeout(0.1)
+                self._deliver(sink)
+            if self.failure is not None:
+                raise self.failure
+            self._deliver(sink)
+        except BaseException:
+            self._cancel_all(context)
+            raise
+        finally:
+            for transfer in self.transfers:
+                if not transfer.isSubmitted():
+                    transfer.close()
+        direction = "in" if self.incoming else "out"
+        return StreamResult(direction, self.bytes, self.completed, start, self.end or start,
+                            short_transfers=self.short)
+
+
+class UsbTransport(Transport):
+    """A busprobe USB 2.0 device on a real bus, through libusb.
+
+    Parameters
+    ----------
+    target : UsbTarget
+        Vendor/product id and optional serial number to open.
+    selector : str
+        The selector text, for messages and results.
+    """
+
+    directions = ("in", "out")
+
+    def __init__(self, target: UsbTarget, *, selector: str | None = None) -> None:
+        self.target = target
+        self.selector = selector or str(target)
+        self._usb1: Any = None
+        self._context: Any = None
+        self._device: Any = None
+        self._handle: Any = None
+        self._in_transfer: int | None = None  # IN transfer length the device is set to
+        self._max_packet = usb2.MAX_PACKET_SIZE
+
+    # -- life cycle --------------------------------------------------------------------------
+    def open(self) -> None:
+        self._usb1 = usb1 = load_usb1()
+        self._context = usb1.USBContext()
+        try:
+            self._context.open()
+            self._device, self._handle = self._find()
+            self._handle.setAutoDetachKernelDriver(True)
+            self._handle.claimInterface(_INTERFACE)
+            self._check_info()
+        except usb1.USBError as exc:
+            self.close()
+            raise map_usb_error(exc, self.selector) from None
+        except TransportError:
+            self.close()
+            raise
+
+    def _find(self) -> tuple[Any, Any]:
+        found = []
+        for device in self._context.getDeviceIterator(skip_on_error=True):
+            if (device.getVendorID(), device.getProductID()) != (self.target.vid,
+                                                                 self.target.pid):
+                continue
+            handle = device.open()  # USBErrorAccess propagates: that is the message to give
+            serial = _read_serial(handle)
+            if self.target.serial is None or serial == self.target.serial:
+                return device, handle
+            found.append(serial)
+            handle.close()
+        detail = f" (serials present: {', '.join(map(str, found))})" if found else ""
+        raise DeviceNotFound(f"{self.selector}: no such USB device{detail}; "
+                             "`busprobe list` shows what is connected")
+
+    def _check_info(self) -> None:
+        import struct
+
+        data = self._control_in(usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE)
+        try:
+            magic, version, max_packet = struct.unpack(usb2.INFO_FORMAT, data)
+        except struct.error:
+            magic = version = max_packet = 0
+        if magic != usb2.MAGIC or version != usb2.PROTOCOL_VERSION:
+            raise InvalidRequest(f"{self.selector}: not a busprobe USB2 device of protocol "
+                                 f"version {usb2.PROTOCOL_VERSION} (magic {magic:#x}, "
+                                 f"version {version}); flash the matching bitstream")
+        self._max_packet = max_packet
+
+    def close(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.releaseInterface(_INTERFACE)
+            except Exception:  # closing after the device went away
+                pass
+            self._handle.close()
+            self._handle = None
+        if self._context is not None:
+            self._context.close()
+            self._context = None
+        self._in_transfer = None
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    # -- description -------------------------------------------------------------------------
+    @property
+    def bus(self) -> BusDescription:
+        device = self._device
+        speed = SPEED_NAMES.get(device.getDeviceSpeed(), "unknown") if device else "high"
+        kind = "usb3-ss" if speed.startswith("super") else "usb2-hs"
+        return BusDescription(kind=kind, speed=speed, max_packet_size=self._max_packet,
+                              extra={"selector": self.selector})
+
+    def topology(self) -> list[dict[str, Any]]:
+        if self._device is None:
+            return []
+        busnum = self._device.getBusNumber()
+        ports = self._device.getPortNumberList()
+        try:
+            from ..topology import usb_topology
+        except ImportError:
+            usb_topology = None
+        if usb_topology is not None:
+            return usb_topology(busnum, ports)
+        return [{"hop": "root", "bus": busnum},
+                {"hop": "device", "bus": busnum, "port_path": ".".join(map(str, ports)),
+                 "address": self._device.getDeviceAddress(), "speed": self.bus.speed}]
+
+    # -- control requests --------------------------------------------------------------------
+    def _control_in(self, request: usb2.Request, value: int, index: int, length: int) -> bytes:
+        usb1 = self._usb1
+        try:
+            return bytes(self._handle.controlRead(
+                usb1.TYPE_VENDOR | usb1.RECIPIENT_DEVICE | usb1.ENDPOINT_IN,
+                request, value, index, length, _CONTROL_TIMEOUT_MS))
+        except usb1.USBError as exc:
+            raise map_usb_error(exc, f"{self.selector}: {request.name}") from None
+
+    def _control_out(self, request: usb2.Request, value: int = 0, index: int = 0) -> None:
+        usb1 = self._usb1
+        try:
+            self._handle.controlWrite(
+                usb1.TYPE_VENDOR | usb1.RECIPIENT_DEVICE | usb1.ENDPOINT_OUT,
+                request, value, index, b"", _CONTROL_TIMEOUT_MS)
+        except usb1.USBError as exc:
+            raise map_usb_error(exc, f"{self.selector}: {request.name}") from None
+
+    def set_pattern(self, pattern: Pattern) -> None:
+        self._control_out(usb2.Request.SET_PATTERN, int(pattern))
+
+    def clear_telemetry(self) -> None:
+        self._control_out(usb2.Request.CLEAR_TELEMETRY)
+
+    def read_telemetry(self) -> Telemetry:
+        data = self._control_in(usb2.Request.GET_TELEMETRY, 0, 0, usb2.TELEMETRY_SIZE)
+        try:
+            return decode_telemetry(data)
+        except ValueError as exc:
+            raise TransportError(f"{self.selector}: {exc}") from None
+
+    # -- streaming ---------------------------------------------------------------------------
+    def stream(self, direction: str, length: int, count: int, queue_depth: int,
+               source: Source | None = None, sink: Sink | None = None) -> StreamResult:
+        self.validate(direction, length, queue_depth)
+        if direction == "in":
+            if self._in_transfer != length:
+                # The device ends each IN transfer where the host's transfer ends, so a short
+                # length completes with a short packet instead of waiting for more data.
+                w_value, w_index = usb2.encode_in_transfer(length)
+                self._control_out(usb2.Request.SET_IN_TRANSFER, w_value, w_index)
+                self._in_transfer = length
+            endpoint = usb2.EP_IN
+        else:
+            if source is None:
+                raise InvalidRequest("an OUT stream needs a data source")
+            endpoint = usb2.EP_OUT
+        run = _BulkRun(self._usb1, self._handle, endpoint=endpoint, length=length, count=count,
+                       queue_depth=queue_depth, source=source,
+                       what=f"{self.selector}: {direction} transfer")
+        return run.run(self._context, sink)
+
+
+def _read_serial(handle: Any) -> str | None:
+    try:
+        return handle.getSerialNumber()
+    except Exception:  # a device without a readable serial still matches VID:PID
+        return None
+
+
+def decode_telemetry(data: bytes) -> Telemetry:
+    """The device's telemetry block as :class:`Telemetry`."""
+    raw = usb2.unpack_telemetry(data)
+    seconds: dict[str, float] = {}
+    for direction in ("in", "out"):
+        if raw[f"{direction}_packets"]:
+            cycles = (raw[f"{direction}_last_cycle"] - raw[f"{direction}_first_cycle"]) \
+                & 0xFFFF_FFFF
+            if cycles:
+                seconds[direction] = cycles / usb2.CLOCK_HZ
+    offset = raw["first_error_offset"]
+    return Telemetry(
+        raw=dict(raw), device_seconds=seconds,
+        device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
+        errors={"out": raw["pattern_errors"]},
+        first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})

@@ -1,0 +1,96 @@
+"""Throughput-versus-length plots of one or more result documents (PNG, matplotlib Agg).
+
+Length on a log₂ axis, throughput in MB/s or MiB/s; one line per direction / queue depth / MPS
+(and per document when several are compared), the min–max band of the repeats shaded, the model
+ceiling dashed in the same colour (a horizontal line where it does not depend on length), and
+points with data errors marked with a red cross.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .lengths import format_size
+from .units import Units
+
+__all__ = ["plot_results", "series_of"]
+
+_Key = tuple[str, int, int | None, int | None]
+
+
+def series_of(doc: dict[str, Any]) -> dict[_Key, list[dict[str, Any]]]:
+    """Points grouped by (direction, queue depth, mps, mrrs), each group sorted by length."""
+    groups: dict[_Key, list[dict[str, Any]]] = {}
+    for point in doc["points"]:
+        key = (point["direction"], point["queue_depth"], point.get("mps"), point.get("mrrs"))
+        groups.setdefault(key, []).append(point)
+    for points in groups.values():
+        points.sort(key=lambda p: p["length"])
+    return groups
+
+
+def _label(key: _Key, prefix: str) -> str:
+    direction, queue_depth, mps, mrrs = key
+    parts = [prefix, direction, f"qd {queue_depth}"]
+    parts += [f"{name} {value}" for name, value in (("MPS", mps), ("MRRS", mrrs)) if value]
+    return " ".join(p for p in parts if p)
+
+
+def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Units = Units.MB,
+                 title: str | None = None, names: Sequence[str] | None = None) -> None:
+    """Draw ``docs`` into one PNG at ``path``. ``names`` label each document (for compare)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, never a window; must precede pyplot
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    colours = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    lengths: set[int] = set()
+    for index, doc in enumerate(docs):
+        prefix = names[index] if names else (doc["device"] if len(docs) > 1 else "")
+        for key, points in series_of(doc).items():
+            colour = next(colours)
+            x = [p["length"] for p in points]
+            lengths.update(x)
+            y = [units.convert(p["throughput"]) for p in points]
+            ax.fill_between(x, [units.convert(p["throughput_min"]) for p in points],
+                            [units.convert(p["throughput_max"]) for p in points],
+                            color=colour, alpha=0.2, linewidth=0)
+            ax.plot(x, y, "o-", color=colour, markersize=3.5, label=_label(key, prefix))
+            bad = [(p["length"], units.convert(p["throughput"])) for p in points if p["errors"]]
+            if bad:
+                ax.plot(*zip(*bad, strict=True), "x", color="red", markersize=9, mew=2,
+                        label=f"{_label(key, prefix)}: data errors")
+            ceilings = [p.get("ceiling") for p in points]
+            if all(c is not None for c in ceilings):
+                if len(set(ceilings)) == 1:
+                    ax.axhline(units.convert(ceilings[0]), color=colour, linestyle="--",
+                               linewidth=1, label=f"model ceiling {_label(key, prefix)}")
+                else:
+                    ax.plot(x, [units.convert(c) for c in ceilings], "--", color=colour,
+                            linewidth=1, label=f"model ceiling {_label(key, prefix)}")
+    ax.set_xscale("log", base=2)
+    if lengths:
+        ax.set_xticks(sorted(lengths))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(int(v)) if v >= 1 else ""))
+    ax.set_xlabel("transfer length (bytes)")
+    ax.set_ylabel(f"throughput ({units.label})")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, which="major", alpha=0.3)
+    if title is None and len(docs) == 1:
+        bus = docs[0].get("bus") or {}
+        title = f"{docs[0]['device']} ({bus.get('kind', '?')} {bus.get('speed', '')})".strip()
+        if not docs[0].get("complete", True):
+            title += " — INCOMPLETE"
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small", loc="lower right")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)

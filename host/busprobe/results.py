@@ -1,0 +1,234 @@
+"""Sweep results: the JSON document, the CSV table, the printed table, and reading them back.
+
+The JSON document (``schema`` 1) is the record of a run; ``compare`` and ``report`` read it with
+:func:`load_results`. Every throughput is in bytes per second (``"units": "bytes/s"``); display
+units only affect tables and plots. Keys:
+
+``busprobe_version``, ``schema``
+    Writer version and document layout version.
+``device``
+    The selector swept (``"sim:usb2?host=ehci"``, ``"usb:1209:0001"``).
+``bus``
+    :meth:`BusDescription.to_json` of the bus at the start (``kind``, ``speed``, ``width``, ``mps``,
+    ``mrrs``, ``host_profile``, ``max_packet_size``, ``extra``).
+``topology``
+    One object per hop root → device, from :meth:`Transport.topology`.
+``host``
+    ``hostname``, ``platform``, ``python``, ``machine`` of the computer that ran the sweep.
+``command``
+    The command line, as a list of arguments.
+``started``, ``finished``
+    ISO 8601 UTC timestamps.
+``units``, ``display_units``
+    ``"bytes/s"``, and the units the table and plot used (``"MB/s"`` or ``"MiB/s"``).
+``plan``
+    ``directions``, ``lengths``, ``queue_depths``, ``repeat``, ``pattern``, ``settings`` (list of
+    ``{"mps": .., "mrrs": ..}``), ``min_transfers``, ``min_bytes``.
+``complete``, ``error``
+    ``false`` and a one-line reason when the run stopped early (device gone, timeout, Ctrl-C); the
+    points measured until then are all present.
+``errors``
+    Total data errors over all points (0 on a clean run).
+``points``
+    One object per measured point: ``direction``, ``length``, ``queue_depth``, ``mps``, ``mrrs``,
+    ``throughput`` (median of repeats, host-timed), ``throughput_min``, ``throughput_max``,
+    ``spread`` ((max − min) / median), ``repeats``, ``samples`` (each repeat), ``device_throughput``
+    (median, device-timed; ``null`` without device timers) with ``_min``/``_max`` and
+    ``device_samples``, ``seconds`` (host time per repeat), ``transfers`` and ``bytes`` per repeat,
+    ``errors`` and ``error_detail`` (``mismatched_words``, ``lost_bytes``, ``device_errors``,
+    ``first_error_offset``), ``short_transfers``, ``ceiling`` (model, bytes/s, or ``null``),
+    ``ceiling_formula``, ``efficiency`` (throughput / ceiling), ``telemetry`` (raw device counters
+    of the last repeat) and ``telemetry_repeats`` (all repeats).
+``ceiling`` or ``ceilings``
+    The verdict (:func:`busprobe.verdict.assess`): one object, or a list when more than one
+    direction/MPS applies; :func:`ceilings_of` returns the list either way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import platform
+import socket
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .lengths import format_size
+from .units import Units
+
+__all__ = [
+    "SCHEMA", "new_document", "finish_document", "write_json", "write_csv", "load_results",
+    "ceilings_of", "format_table", "CSV_COLUMNS", "host_info", "utc_now",
+]
+
+log = logging.getLogger(__name__)
+
+SCHEMA = 1
+_REQUIRED = ("busprobe_version", "device", "bus", "points")
+
+#: CSV columns: (header, point key). Throughputs in bytes per second, as in the JSON.
+CSV_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("direction", "direction"), ("length", "length"), ("queue_depth", "queue_depth"),
+    ("mps", "mps"), ("mrrs", "mrrs"),
+    ("throughput_Bps", "throughput"), ("throughput_min_Bps", "throughput_min"),
+    ("throughput_max_Bps", "throughput_max"), ("spread", "spread"), ("repeats", "repeats"),
+    ("device_throughput_Bps", "device_throughput"), ("errors", "errors"),
+    ("short_transfers", "short_transfers"), ("transfers", "transfers"), ("bytes", "bytes"),
+    ("ceiling_Bps", "ceiling"), ("efficiency", "efficiency"),
+)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def host_info() -> dict[str, str]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "python": platform.python_version(), "machine": platform.machine()}
+
+
+def new_document(device: str, *, command: Sequence[str] | None = None,
+                 units: Units = Units.MB) -> dict[str, Any]:
+    """A result document for a run that is about to start: no bus, no points yet."""
+    return {
+        "busprobe_version": __version__, "schema": SCHEMA, "device": device,
+        "bus": None, "topology": [], "host": host_info(),
+        "command": list(sys.argv if command is None else command),
+        "started": utc_now(), "finished": None,
+        "units": "bytes/s", "display_units": units.label,
+        "plan": None, "complete": False, "error": None, "errors": 0, "points": [],
+    }
+
+
+def finish_document(doc: dict[str, Any], *, error: str | None = None) -> dict[str, Any]:
+    """Stamp the end of a run and attach the verdict (when :mod:`busprobe.verdict` exists)."""
+    doc["finished"] = utc_now()
+    doc["error"] = error
+    doc["complete"] = error is None
+    doc["errors"] = sum(int(p.get("errors") or 0) for p in doc["points"])
+    doc.pop("ceiling", None)
+    doc.pop("ceilings", None)
+    if doc["points"] and doc.get("bus"):
+        ceilings = _assess(doc)
+        if len(ceilings) == 1:
+            doc["ceiling"] = ceilings[0]
+        elif ceilings:
+            doc["ceilings"] = ceilings
+    return doc
+
+
+def _assess(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        from .verdict import assess
+    except ImportError:
+        return []
+    try:
+        return list(assess(doc))
+    except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
+        # The measurement is worth more than the verdict: keep it, say why there is none.
+        log.warning("no verdict: %s", exc)
+        return []
+
+
+def ceilings_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict entries of a document as a list (``ceilings``, ``[ceiling]`` or ``[]``)."""
+    if doc.get("ceilings"):
+        return list(doc["ceilings"])
+    return [doc["ceiling"]] if doc.get("ceiling") else []
+
+
+def _atomic_write(path: str | os.PathLike[str], text: str) -> None:
+    """Write via a temporary file and rename, so an interrupted save never leaves half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_json(doc: dict[str, Any], path: str) -> None:
+    """Write ``doc`` to ``path``, or to stdout when ``path`` is ``"-"``."""
+    text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        _atomic_write(path, text)
+
+
+def write_csv(doc: dict[str, Any], path: str) -> None:
+    """One row per point, columns :data:`CSV_COLUMNS`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header for header, _ in CSV_COLUMNS)
+    for point in doc["points"]:
+        writer.writerow("" if point.get(key) is None else point[key] for _, key in CSV_COLUMNS)
+    if path == "-":
+        sys.stdout.write(buffer.getvalue())
+    else:
+        _atomic_write(path, buffer.getvalue())
+
+
+def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a result JSON written by ``busprobe sweep``; :class:`ValueError` (one line) if it is
+    not one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path} is not a busprobe result (not a JSON object)")
+    missing = [key for key in _REQUIRED if key not in doc]
+    if missing:
+        raise ValueError(f"{path} is not a busprobe result (missing {', '.join(missing)})")
+    if int(doc.get("schema", SCHEMA)) > SCHEMA:
+        raise ValueError(f"{path} was written by a newer busprobe (schema {doc['schema']})")
+    return doc
+
+
+def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
+    """The human summary of a run: one line per point, then what went wrong, loudly."""
+    rows = [("dir", "length", "qd", "setting", f"host {units.label}", "min..max",
+             f"device {units.label}", "% ceiling", "errors")]
+    for p in doc["points"]:
+        setting = " ".join(f"{k}={p[k]}" for k in ("mps", "mrrs") if p.get(k) is not None)
+        rng = f"{units.convert(p['throughput_min']):.2f}..{units.convert(p['throughput_max']):.2f}"
+        device = p.get("device_throughput")
+        rows.append((
+            p["direction"], format_size(p["length"]), str(p["queue_depth"]), setting or "-",
+            f"{units.convert(p['throughput']):.2f}", rng,
+            "-" if device is None else f"{units.convert(device):.2f}",
+            "-" if not p.get("efficiency") else f"{100 * p['efficiency']:.1f}",
+            str(p["errors"]) + (" !!" if p["errors"] else "")))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    bad = [p for p in doc["points"] if p["errors"]]
+    if bad:
+        total = sum(p["errors"] for p in bad)
+        lines.append(f"!! DATA ERRORS: {total} in {len(bad)} of {len(doc['points'])} points "
+                     "(pattern mismatches + lost/duplicated bytes + device-detected); "
+                     "those figures are not trustworthy")
+    for entry in ceilings_of(doc):
+        label = " ".join(str(entry[k]) for k in ("direction", "mps") if entry.get(k) is not None)
+        verdict = entry.get("verdict", "?")
+        lines.append(f"{label or 'verdict'}: {verdict}: {entry.get('explanation', '')}".rstrip())
+    if not doc.get("complete", True):
+        lines.append(f"!! INCOMPLETE: {doc.get('error')} ({len(doc['points'])} points kept)")
+    return "\n".join(lines)

@@ -1,0 +1,318 @@
+"""The sweep engine: measure throughput over lengths × queue depths × directions × bus settings.
+
+Bus-agnostic: it sees the device only through :class:`~busprobe.transport.Transport`. For every
+point it keeps ``queue_depth`` transfers outstanding, moves at least
+``max(transport.min_transfers transfers, transport.min_bytes)`` bytes, repeats that at least
+:data:`~busprobe.stats.MIN_REPEATS` times (telemetry cleared before, read after each repeat), and
+checks every byte the device sends against the pattern, which both ends restart once at the start
+and continue across transfers and points. A point with errors is kept and flagged; after one, the
+pattern is restarted on both ends so one fault does not spill into the following points.
+
+Errors of a point = pattern mismatches the host found (32-bit words) + bytes lost or duplicated
+(moved ≠ asked) + errors the device's checker found.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol.patterns import CheckResult, Pattern, PatternStream
+from .stats import MIN_REPEATS, median_or_none, summarise
+from .transport import BusDescription, StreamResult, Telemetry, Transport
+
+__all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling"]
+
+log = logging.getLogger(__name__)
+
+#: Directions in which the device sends and the host checks (the transport calls the sink).
+#: ``loopback`` returns what the host sent, so it is checked too.
+INCOMING = frozenset({"in", "write", "loopback"})
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One point of a sweep: what to measure, before it is measured."""
+
+    direction: str
+    length: int
+    queue_depth: int
+    settings: tuple[tuple[str, int], ...] = ()  # bus settings in force, e.g. (("mps", 256),)
+
+    @property
+    def setting(self) -> dict[str, int]:
+        return dict(self.settings)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Everything a sweep will do, fixed and checked before any data moves.
+
+    Attributes
+    ----------
+    directions : tuple of str
+        Transport directions, in the order swept.
+    lengths : tuple of int
+        Transfer lengths in bytes.
+    queue_depths : tuple of int
+        Transfers kept outstanding.
+    repeat : int
+        Repeats of each point (at least :data:`~busprobe.stats.MIN_REPEATS`).
+    settings : tuple of dict
+        Bus settings to apply with :meth:`Transport.configure` in turn (``{}`` = leave as is).
+    pattern : Pattern
+        Data pattern streamed and checked.
+    """
+
+    directions: tuple[str, ...]
+    lengths: tuple[int, ...]
+    queue_depths: tuple[int, ...]
+    repeat: int = MIN_REPEATS
+    settings: tuple[dict[str, int], ...] = ({},)
+    pattern: Pattern = Pattern.COUNTER
+
+    def __post_init__(self) -> None:
+        if self.repeat < MIN_REPEATS:
+            raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {self.repeat} "
+                             "(the median needs three runs to ignore an outlier)")
+        for name in ("directions", "lengths", "queue_depths", "settings"):
+            if not getattr(self, name):
+                raise ValueError(f"nothing to sweep: no {name.replace('_', ' ')}")
+
+    def points(self) -> list[PointSpec]:
+        """Points in run order: settings, then direction, queue depth and length."""
+        return [PointSpec(d, n, q, tuple(sorted(s.items())))
+                for s, d, q, n in itertools.product(self.settings, self.directions,
+                                                    self.queue_depths, self.lengths)]
+
+    def validate(self, transport: Transport) -> None:
+        """Ask the transport about every point; raises before anything runs."""
+        for spec in self.points():
+            transport.validate(spec.direction, spec.length, spec.queue_depth)
+
+
+@dataclass
+class PointResult:
+    """One measured point (see ``results.py`` for its JSON form).
+
+    Throughputs are bytes per second; ``samples`` are host-timed (first submission to last
+    completion), ``device_samples`` timed by the device's own counters (``None`` without them).
+    """
+
+    spec: PointSpec
+    transfers: int  # per repeat
+    bytes_per_repeat: int
+    samples: list[float]
+    device_samples: list[float | None]
+    seconds: list[float]
+    mismatched_words: int
+    lost_bytes: int
+    device_errors: int
+    first_error_offset: int | None
+    short_transfers: int
+    telemetry: list[dict[str, Any]]
+    ceiling: float | None = None
+    ceiling_formula: str | None = None
+
+    @property
+    def errors(self) -> int:
+        return self.mismatched_words + self.lost_bytes + self.device_errors
+
+    def to_json(self) -> dict[str, Any]:
+        host = summarise(self.samples)
+        device = [s for s in self.device_samples if s is not None]
+        setting = self.spec.setting
+        return {
+            "direction": self.spec.direction,
+            "length": self.spec.length,
+            "queue_depth": self.spec.queue_depth,
+            "mps": setting.get("mps"),
+            "mrrs": setting.get("mrrs"),
+            "throughput": host.median,
+            "throughput_min": host.minimum,
+            "throughput_max": host.maximum,
+            "spread": host.spread,
+            "repeats": host.count,
+            "samples": list(self.samples),
+            "device_throughput": median_or_none(self.device_samples),
+            "device_throughput_min": min(device) if device else None,
+            "device_throughput_max": max(device) if device else None,
+            "device_samples": list(self.device_samples),
+            "seconds": list(self.seconds),
+            "transfers": self.transfers,
+            "bytes": self.bytes_per_repeat,
+            "errors": self.errors,
+            "error_detail": {"mismatched_words": self.mismatched_words,
+                             "lost_bytes": self.lost_bytes,
+                             "device_errors": self.device_errors,
+                             "first_error_offset": self.first_error_offset},
+            "short_transfers": self.short_transfers,
+            "ceiling": self.ceiling,
+            "ceiling_formula": self.ceiling_formula,
+            "efficiency": host.median / self.ceiling if self.ceiling else None,
+            "telemetry": self.telemetry[-1] if self.telemetry else {},
+            "telemetry_repeats": self.telemetry,
+        }
+
+
+def model_ceiling(bus: BusDescription, direction: str, length: int,
+                  queue_depth: int) -> tuple[float, str] | None:
+    """The ceiling model's figure for a point, or ``None`` when the model is not installed or
+    does not cover this bus (the sweep must work without it)."""
+    try:
+        from .model import ceiling_for
+    except ImportError:
+        return None
+    try:
+        ceiling = ceiling_for(bus, direction, length=length, queue_depth=queue_depth)
+    except (ValueError, NotImplementedError, KeyError) as exc:
+        log.info("no ceiling model for %s %s: %s", bus.kind, direction, exc)
+        return None
+    return float(ceiling.throughput), str(ceiling.formula)
+
+
+class _Checker:
+    """The sink for one repeat: checks every received byte against the host's copy of the
+    device's stream and counts what it saw."""
+
+    def __init__(self, stream: PatternStream) -> None:
+        self.stream = stream
+        self.received = 0
+        self.result = CheckResult()
+
+    def __call__(self, data: bytes) -> None:
+        self.received += len(data)
+        self.result.merge(self.stream.check(data))
+
+
+class _Generator:
+    """The source for one repeat: the next bytes of the host's outgoing stream."""
+
+    def __init__(self, stream: PatternStream) -> None:
+        self.stream = stream
+        self.given = 0
+
+    def __call__(self, n: int) -> bytes:
+        self.given += n
+        return self.stream.take(n)
+
+
+class Sweep:
+    """Runs a :class:`SweepPlan` on an open transport.
+
+    ``points`` holds every completed point, also after an error or Ctrl-C interrupted
+    :meth:`run`, so the caller can save what was measured.
+
+    Parameters
+    ----------
+    transport : Transport
+        Open connection to the device.
+    plan : SweepPlan
+        What to measure.
+    on_repeat : callable, optional
+        Called with ``(spec, repeat_index)`` after every repeat (progress bars).
+    """
+
+    def __init__(self, transport: Transport, plan: SweepPlan, *,
+                 on_repeat: Callable[[PointSpec, int], None] | None = None) -> None:
+        self.transport = transport
+        self.plan = plan
+        self.on_repeat = on_repeat
+        self.points: list[PointResult] = []
+        # Host copies of the device's streams: what it sends us, what we send it. One pair per
+        # direction, because each direction's data continues only within that direction.
+        self._incoming: dict[str, PatternStream] = {}
+        self._outgoing: dict[str, PatternStream] = {}
+
+    def transfers_for(self, length: int) -> int:
+        """Transfers per repeat: enough to amortise start-up by count and by volume."""
+        return max(self.transport.min_transfers, math.ceil(self.transport.min_bytes / length))
+
+    def _restart_pattern(self) -> None:
+        self.transport.set_pattern(self.plan.pattern)
+        for stream in itertools.chain(self._incoming.values(), self._outgoing.values()):
+            stream.restart()
+
+    def _stream(self, table: dict[str, PatternStream], direction: str) -> PatternStream:
+        if direction not in table:
+            table[direction] = PatternStream(self.plan.pattern)
+        return table[direction]
+
+    def run(self, specs: Sequence[PointSpec] | None = None) -> list[PointResult]:
+        """Measure every point of the plan (or ``specs``); returns :attr:`points`."""
+        settings: tuple[tuple[str, int], ...] | None = None
+        self._restart_pattern()
+        for spec in self.plan.points() if specs is None else specs:
+            if spec.settings != settings:
+                if spec.settings:
+                    self.transport.configure(**spec.setting)
+                settings = spec.settings
+            point = self.measure(spec)
+            self.points.append(point)
+            if point.errors:
+                log.warning("%s %s B qd %d: %d errors; restarting the pattern",
+                            spec.direction, spec.length, spec.queue_depth, point.errors)
+                self._restart_pattern()
+        return self.points
+
+    def measure(self, spec: PointSpec) -> PointResult:
+        """Run one point's repeats and return its result."""
+        transport = self.transport
+        count = self.transfers_for(spec.length)
+        asked = count * spec.length
+        samples: list[float] = []
+        device_samples: list[float | None] = []
+        seconds: list[float] = []
+        telemetry: list[dict[str, Any]] = []
+        mismatched = lost = device_errors = short = 0
+        first_error: int | None = None
+        for index in range(self.plan.repeat):
+            sink = _Checker(self._stream(self._incoming, spec.direction))
+            source = _Generator(self._stream(self._outgoing, spec.direction))
+            transport.clear_telemetry()
+            result = transport.stream(spec.direction, spec.length, count, spec.queue_depth,
+                                      source=source, sink=sink)
+            counters = transport.read_telemetry()
+            lost += self._lost_bytes(spec.direction, asked, result, sink)
+            mismatched += sink.result.errors
+            device_errors += int(counters.errors.get(spec.direction, 0))
+            for offset in (sink.result.first_error_offset,
+                           counters.first_error_offset.get(spec.direction)):
+                if first_error is None and offset is not None:
+                    first_error = offset
+            short += result.short_transfers
+            samples.append(result.bytes / result.seconds if result.seconds > 0 else 0.0)
+            seconds.append(result.seconds)
+            device_samples.append(counters.device_throughput(spec.direction))
+            telemetry.append(_telemetry_json(counters))
+            if self.on_repeat:
+                self.on_repeat(spec, index)
+        ceiling = model_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth)
+        return PointResult(
+            spec=spec, transfers=count, bytes_per_repeat=asked, samples=samples,
+            device_samples=device_samples, seconds=seconds, mismatched_words=mismatched,
+            lost_bytes=lost, device_errors=device_errors, first_error_offset=first_error,
+            short_transfers=short, telemetry=telemetry,
+            ceiling=ceiling[0] if ceiling else None,
+            ceiling_formula=ceiling[1] if ceiling else None)
+
+    @staticmethod
+    def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker) -> int:
+        """Bytes missing or extra: what the transport reports moved, and for incoming data what
+        the sink really received (a backend that miscounts is caught too)."""
+        lost = abs(asked - result.bytes)
+        if direction in INCOMING:
+            lost = max(lost, abs(asked - sink.received))
+        return lost
+
+
+def _telemetry_json(counters: Telemetry) -> dict[str, Any]:
+    raw = dict(counters.raw)
+    raw.setdefault("device_seconds", dict(counters.device_seconds))
+    raw.setdefault("device_bytes", dict(counters.device_bytes))
+    return raw
+

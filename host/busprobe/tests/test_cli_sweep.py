@@ -1,0 +1,137 @@
+"""``busprobe sweep`` through the real argument parser, on the loopback device (conftest.py)."""
+
+import csv
+import json
+
+import pytest
+from busprobe.cli import main
+from busprobe.results import CSV_COLUMNS, load_results
+
+QUICK = ["--lengths", "512,2K", "--queue-depth", "1,4", "--no-progress"]
+
+
+def _run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_clean_sweep_writes_json_csv_plot_and_prints_a_table(loopback_device, capsys, tmp_path):
+    _, instances = loopback_device
+    j, c, p = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "out" / "r.png"
+    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK,
+                            "--json", str(j), "--csv", str(c), "--plot", str(p))
+    assert status == 0, err
+    assert "host MB/s" in out and "device MB/s" in out and "DATA ERRORS" not in out
+    doc = load_results(j)
+    assert doc["complete"] is True and doc["error"] is None and doc["errors"] == 0
+    assert doc["bus"]["kind"] == "usb2-hs" and doc["device"] == "sim:loop"
+    assert doc["plan"]["repeat"] == 3 and doc["plan"]["directions"] == ["in", "out"]
+    assert len(doc["points"]) == 2 * 2 * 2
+    assert {"throughput", "throughput_min", "throughput_max", "device_throughput", "errors",
+            "telemetry", "mps", "mrrs", "repeats"} <= set(doc["points"][0])
+    rows = list(csv.DictReader(c.open()))
+    assert [h for h, _ in CSV_COLUMNS] == list(rows[0])
+    assert len(rows) == 8
+    assert float(rows[0]["throughput_Bps"]) == pytest.approx(doc["points"][0]["throughput"])
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert instances[0].closed
+
+
+def test_default_ladder_comes_from_the_bus_kind_and_the_backends_limit(loopback_device, capsys,
+                                                                        tmp_path):
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", "--direction", "in",
+                          "--no-progress", "--json", str(tmp_path / "r.json"))
+    assert status == 0, err
+    doc = load_results(tmp_path / "r.json")
+    assert doc["plan"]["lengths"] == [512, 1024, 2048, 4096, 8192]  # usb2-hs, max 8K
+    assert doc["plan"]["queue_depths"] == [4]
+
+
+def test_json_to_stdout_keeps_stdout_pure_json_and_moves_the_table(loopback_device, capsys):
+    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--json", "-",
+                            "--units", "mib")
+    assert status == 0
+    assert json.loads(out)["display_units"] == "MiB/s"
+    assert "host MiB/s" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lengths", "4X"], "bad size '4X'"),
+    (["--lengths", "500..4K"], "not a power of two"),
+    (["--queue-depth", "0"], "bad queue depth 0"),
+    (["--queue-depth", "two"], "bad queue depth 'two'"),
+    (["--repeat", "2"], "--repeat must be at least 3"),
+    (["--direction", "write"], "direction 'write' is not one of in, out"),
+    (["--pattern", "zeros"], "unknown pattern 'zeros'"),
+    (["--units", "gb"], "unknown units 'gb'"),
+])
+def test_bad_input_is_one_line_exit_2_before_anything_runs(loopback_device, capsys, tmp_path,
+                                                          argv, message):
+    _, instances = loopback_device
+    j = tmp_path / "r.json"
+    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *argv, "--json", str(j))
+    assert status == 2
+    assert err.startswith("busprobe: error: ") and message in err and err.count("\n") == 1
+    assert not j.exists()
+    assert all(not t.opened for t in instances)
+
+
+def test_bad_selector_is_one_line_exit_2(capsys):
+    status, _, err = _run(capsys, "sweep", "--device", "usb1209")
+    assert status == 2 and "bad device selector 'usb1209'" in err and err.count("\n") == 1
+
+
+def test_device_gone_mid_sweep_saves_the_points_measured_so_far(loopback_device, capsys,
+                                                                tmp_path):
+    faults, instances = loopback_device
+    faults.gone_at = 7  # 3 repeats per point: points 1 and 2 complete, the third dies
+    j, c, p = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.png"
+    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK,
+                            "--json", str(j), "--csv", str(c), "--plot", str(p))
+    assert status == 2
+    assert "busprobe: error: sim:loop: the device is gone" in err and err.count("\n") == 1
+    assert "INCOMPLETE" in out
+    doc = load_results(j)
+    assert doc["complete"] is False and doc["error"].startswith("DeviceGone: ")
+    assert len(doc["points"]) == 2
+    assert len(list(csv.DictReader(c.open()))) == 2
+    assert p.exists()
+    assert instances[0].closed
+
+
+def test_ctrl_c_saves_partial_results_and_exits_130(loopback_device, capsys, tmp_path):
+    faults, _ = loopback_device
+    faults.interrupt_at = 3
+    j = tmp_path / "r.json"
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--json", str(j))
+    assert status == 130 and "interrupted" in err
+    doc = load_results(j)
+    assert doc["complete"] is False and "Ctrl-C" in doc["error"] and len(doc["points"]) == 1
+
+
+def test_data_errors_are_kept_flagged_loudly_and_exit_1(loopback_device, capsys, tmp_path):
+    faults, _ = loopback_device
+    faults.corrupt_in.add(0)
+    j = tmp_path / "r.json"
+    status, out, _ = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--json", str(j))
+    assert status == 1
+    assert "!! DATA ERRORS: 1 in 1 of 8 points" in out
+    doc = load_results(j)
+    assert doc["complete"] is True and doc["errors"] == 1
+    assert doc["points"][0]["error_detail"]["mismatched_words"] == 1
+    assert all(p["errors"] == 0 for p in doc["points"][1:])
+
+
+def test_mps_on_a_usb_device_is_refused_before_libusb_is_touched(capsys, tmp_path):
+    status, _, err = _run(capsys, "sweep", "--device", "usb:1209:0001", "--mps", "128,256")
+    assert status == 2
+    assert err == "busprobe: error: --mps/--mrrs are PCIe settings; usb:1209:0001 is a USB device\n"
+
+
+def test_unsupported_setting_fails_after_open_but_before_data_moves(loopback_device, capsys,
+                                                                    tmp_path):
+    _, instances = loopback_device
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--mrrs", "512")
+    assert status == 2 and "cannot set mrrs" in err
+    assert instances[0].calls == 0 and instances[0].closed

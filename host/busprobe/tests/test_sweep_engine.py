@@ -1,0 +1,114 @@
+"""The sweep engine against the in-process loopback device (conftest.py)."""
+
+import pytest
+from busprobe.protocol.patterns import Pattern
+from busprobe.sweep import Sweep, SweepPlan
+from busprobe.transport import DeviceGone, InvalidRequest
+
+
+def _plan(**kw):
+    base = dict(directions=("in", "out"), lengths=(512, 4096), queue_depths=(1, 4), repeat=3)
+    base.update(kw)
+    return SweepPlan(**base)
+
+
+def test_clean_sweep_measures_every_point_with_the_devices_throughput(loopback_factory,
+                                                                      loopback_throughput):
+    expected_throughput = loopback_throughput
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    points = Sweep(transport, _plan()).run()
+    assert [(p.spec.direction, p.spec.queue_depth, p.spec.length) for p in points] == [
+        (d, q, n) for d in ("in", "out") for q in (1, 4) for n in (512, 4096)]
+    for p in points:
+        j = p.to_json()
+        assert j["errors"] == 0 and j["repeats"] == 3
+        assert j["throughput"] == pytest.approx(expected_throughput(p.spec.length,
+                                                                    p.spec.queue_depth))
+        assert j["device_throughput"] == pytest.approx(40e6)
+        # max(min_transfers, min_bytes / length) transfers per repeat
+        assert j["transfers"] == max(2, (16 << 10) // p.spec.length)
+        assert j["bytes"] == j["transfers"] * p.spec.length
+    assert points[0].to_json()["throughput"] < points[2].to_json()["throughput"]  # qd hides cost
+
+
+def test_telemetry_is_cleared_before_and_read_after_every_repeat(loopback_factory):
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,))).run()
+    assert transport.log[0] == "set_pattern COUNTER"
+    body = [e for e in transport.log[1:]]
+    assert body == ["clear", "stream in 512x32 qd1", "read"] * 3
+
+
+def test_pattern_continues_across_points_on_both_ends(loopback_factory):
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    points = Sweep(transport, _plan(pattern=Pattern.PRBS31, lengths=(100, 512, 1001))).run()
+    # One set_pattern for the whole run, odd lengths, no errors: both ends carried the stream
+    # through every transfer and point, and the device's checker saw every byte sent.
+    assert transport.log.count("set_pattern PRBS31") == 1
+    assert all(p.errors == 0 for p in points)
+    sent = sum(3 * p.bytes_per_repeat for p in points if p.spec.direction == "out")
+    assert transport._checker.offset == sent
+    assert transport._source.offset == sent  # same ladder in both directions
+
+
+@pytest.mark.parametrize("fault, detail", [
+    ("corrupt_in", "mismatched_words"), ("drop_in", "lost_bytes"),
+    ("duplicate_in", "lost_bytes"), ("corrupt_out", "device_errors"),
+])
+def test_faults_are_counted_flagged_and_do_not_spill_into_later_points(loopback_factory,
+                                                                        fault, detail):
+    Loopback, Faults = loopback_factory
+    faults = Faults()
+    # stream call 1 = second repeat of the first point of its direction
+    getattr(faults, fault).add(1 if fault != "corrupt_out" else 3 * 3 + 1)  # 9 IN calls first
+    transport = Loopback(faults=faults)
+    points = Sweep(transport, _plan(queue_depths=(1,), lengths=(512, 4096, 8192))).run()
+    bad = [p for p in points if p.errors]
+    assert len(bad) == 1, [p.to_json()["error_detail"] for p in points]
+    j = bad[0].to_json()
+    assert j["error_detail"][detail] > 0
+    assert j["error_detail"]["first_error_offset"] is not None or detail == "lost_bytes"
+    assert transport.log.count("set_pattern COUNTER") == 2  # restarted after the bad point
+
+
+def test_single_flipped_byte_counts_one_word_at_its_offset(loopback_factory):
+    Loopback, Faults = loopback_factory
+    faults = Faults(corrupt_in={0})
+    points = Sweep(Loopback(faults=faults), _plan(directions=("in",), lengths=(512,),
+                                                  queue_depths=(1,))).run()
+    detail = points[0].to_json()["error_detail"]
+    assert detail["mismatched_words"] == 1 and detail["lost_bytes"] == 0
+    assert detail["first_error_offset"] == 256
+
+
+def test_points_survive_the_device_going_away(loopback_factory):
+    Loopback, Faults = loopback_factory
+    sweep = Sweep(Loopback(faults=Faults(gone_at=7)), _plan(queue_depths=(1,)))
+    with pytest.raises(DeviceGone):
+        sweep.run()
+    assert len(sweep.points) == 2  # 3 repeats per point: calls 0-5 finished two points
+
+
+def test_fewer_than_three_repeats_or_an_empty_plan_is_refused():
+    with pytest.raises(ValueError, match="at least 3"):
+        _plan(repeat=2)
+    with pytest.raises(ValueError, match="no lengths"):
+        _plan(lengths=())
+
+
+def test_plan_is_validated_by_the_transport_before_anything_runs(loopback_factory):
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    with pytest.raises(InvalidRequest, match="direction 'write'"):
+        _plan(directions=("in", "write")).validate(transport)
+    assert transport.calls == 0
+
+
+def test_settings_are_applied_per_value_through_configure(loopback_factory):
+    Loopback, _ = loopback_factory
+    sweep = Sweep(Loopback(), _plan(settings=({"mps": 128},)))
+    with pytest.raises(InvalidRequest, match="cannot set mps"):
+        sweep.run()

@@ -1,0 +1,1 @@
+"""udev rules shipped with busprobe (installed as package data; see ``busprobe list``)."""
