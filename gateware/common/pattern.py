@@ -1,0 +1,142 @@
+"""Pattern generators: the gateware side of :mod:`busprobe.protocol.patterns`.
+
+:class:`PatternGenerator` produces one 32-bit word of the selected pattern per clock;
+:class:`PatternByteSource` turns it into the little-endian byte stream that the host's
+:class:`~busprobe.protocol.patterns.PatternStream` expects.
+"""
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol.patterns import PRBS31_SEED, Pattern, prbs31_step
+
+__all__ = ["PatternGenerator", "PatternByteSource", "PATTERN_SHAPE", "prbs31_next"]
+
+#: Shape of a pattern selector signal (wide enough for every :class:`Pattern`).
+PATTERN_SHAPE = range(max(Pattern) + 1)
+
+
+def prbs31_next(history):
+    """Gateware twin of :func:`~busprobe.protocol.patterns.prbs31_step`: ``(word, new_history)``.
+
+    ``history`` is a 31-bit value holding the last 31 bits, oldest in bit 0. The recurrence
+    ``b[n] = b[n-31] ^ b[n-28]`` is unrolled 32 times as two blocks (28 bits, then 4 bits), the same
+    split as the reference, so each output bit is at most a two-input XOR of state bits.
+    """
+    low = history[0:28] ^ history[3:31]        # b[n]..b[n+27]
+    mid = Cat(history[28:31], low)             # history after 28 bits
+    high = mid[0:4] ^ mid[3:7]                 # b[n+28]..b[n+31]
+    return Cat(low, high), Cat(mid[4:31], high)
+
+
+_FIRST_PRBS_WORD, _SECOND_PRBS_HISTORY = prbs31_step(PRBS31_SEED)
+
+
+class PatternGenerator(wiring.Component):
+    """One 32-bit word of a :class:`~busprobe.protocol.patterns.Pattern` per clock.
+
+    ``word`` always holds word ``k`` of the stream; ``advance`` moves to word ``k + 1`` on the
+    next clock. Both patterns run all the time (the counter is one adder, PRBS-31 is 32 XORs), so
+    switching ``pattern`` needs no extra cycle; ``restart`` goes back to word 0.
+
+    Attributes
+    ----------
+    pattern: Signal(PATTERN_SHAPE), input
+        Which pattern ``word`` shows.
+    restart: Signal(), input
+        Strobe: the next word is word 0 of the stream. Takes priority over ``advance``.
+    advance: Signal(), input
+        Strobe: the next word is the following word of the stream.
+    word: Signal(32), output
+        The current word.
+
+    Parameters
+    ----------
+    domain: str
+        Clock domain the generator runs in.
+    """
+
+    pattern: In(PATTERN_SHAPE)
+    restart: In(1)
+    advance: In(1)
+    word: Out(32)
+
+    def __init__(self, *, domain="usb"):
+        self._domain = domain
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        sync = m.d[self._domain]
+
+        counter = Signal(32)
+        prbs_word = Signal(32, init=_FIRST_PRBS_WORD)
+        # History after the current word: the next word is computed from it.
+        prbs_history = Signal(31, init=_SECOND_PRBS_HISTORY)
+        next_word, next_history = prbs31_next(prbs_history)
+
+        with m.If(self.restart):
+            sync += [
+                counter.eq(0),
+                prbs_word.eq(_FIRST_PRBS_WORD),
+                prbs_history.eq(_SECOND_PRBS_HISTORY),
+            ]
+        with m.Elif(self.advance):
+            sync += [
+                counter.eq(counter + 1),
+                prbs_word.eq(next_word),
+                prbs_history.eq(next_history),
+            ]
+
+        m.d.comb += self.word.eq(Mux(self.pattern == Pattern.PRBS31, prbs_word, counter))
+        return m
+
+
+class PatternByteSource(wiring.Component):
+    """An always-valid byte stream of a pattern, least significant byte of each word first.
+
+    Attributes
+    ----------
+    pattern: Signal(PATTERN_SHAPE), input
+        Which pattern to stream.
+    restart: Signal(), input
+        Strobe: start over at byte 0 of the pattern (a byte accepted in the same cycle is dropped).
+    stream: stream.Signature(8, always_valid=True), output
+        The bytes; one is consumed each cycle ``ready`` is high.
+    offset: Signal(32), output
+        Number of bytes consumed since the last restart (wraps).
+
+    Parameters
+    ----------
+    domain: str
+        Clock domain.
+    """
+
+    pattern: In(PATTERN_SHAPE)
+    restart: In(1)
+    stream: Out(stream.Signature(8, always_valid=True))
+    offset: Out(32)
+
+    def __init__(self, *, domain="usb"):
+        self._domain = domain
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        sync = m.d[self._domain]
+        m.submodules.generator = generator = PatternGenerator(domain=self._domain)
+
+        byte_index = Signal(2)
+        accepted = self.stream.ready & ~self.restart
+
+        m.d.comb += [
+            generator.pattern.eq(self.pattern),
+            generator.restart.eq(self.restart),
+            generator.advance.eq(accepted & (byte_index == 3)),
+            self.stream.payload.eq(generator.word.word_select(byte_index, 8)),
+        ]
+        with m.If(self.restart):
+            sync += [byte_index.eq(0), self.offset.eq(0)]
+        with m.Elif(accepted):
+            sync += [byte_index.eq(byte_index + 1), self.offset.eq(self.offset + 1)]
+        return m

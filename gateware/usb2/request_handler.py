@@ -1,0 +1,180 @@
+"""Vendor request handler of the USB 2.0 device: :class:`busprobe.protocol.usb2.Request`."""
+
+import struct
+
+from amaranth import Array, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol import usb2
+from busprobe.protocol.patterns import Pattern
+from luna.gateware.usb.usb2.request import USBRequestHandler
+from usb_protocol.types import USBRequestType
+
+from ..common.pattern import PATTERN_SHAPE
+from .descriptors import CONTROL_MAX_PACKET_SIZE
+
+__all__ = ["ProbeRequestHandler", "INFO_BYTES"]
+
+#: The GET_INFO answer, packed by the protocol's own format.
+INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
+                         usb2.MAX_PACKET_SIZE)
+
+
+class ProbeRequestHandler(wiring.Component, USBRequestHandler):
+    """Answers the busprobe vendor requests on EP0; stalls any other vendor request.
+
+    GET_TELEMETRY snapshots all counters when the SETUP packet arrives, so the block the host reads
+    is from one instant even when it spans two 64-byte packets. Actions of the OUT requests take
+    effect when the host ACKs the status stage, like LUNA's standard SET_ADDRESS.
+
+    Attributes
+    ----------
+    telemetry: ArrayLayout(32, TELEMETRY_WORDS), input
+        Live telemetry words, in protocol order.
+    clear_telemetry: Signal(), output
+        Strobe: CLEAR_TELEMETRY.
+    set_pattern: Signal(), output
+        Strobe: SET_PATTERN; ``pattern`` holds the new pattern from the next cycle on.
+    pattern: Signal(PATTERN_SHAPE), output
+        The selected pattern.
+    set_in_transfer: Signal(), output
+        Strobe: SET_IN_TRANSFER; ``in_transfer_length``/``in_zlp`` hold the new values from the
+        next cycle on.
+    in_transfer_length: Signal(31), output
+        IN transfer length in bytes (0 = endless).
+    in_zlp: Signal(), output
+        End IN transfers that are a multiple of the packet size with a ZLP.
+    interface: RequestHandlerInterface
+        LUNA's connection to the control endpoint (not part of the wiring signature).
+    """
+
+    telemetry: In(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+    clear_telemetry: Out(1)
+    set_pattern: Out(1)
+    pattern: Out(PATTERN_SHAPE)
+    set_in_transfer: Out(1)
+    in_transfer_length: Out(31)
+    in_zlp: Out(1)
+
+    def __init__(self):
+        wiring.Component.__init__(self)
+        USBRequestHandler.__init__(self)
+
+    def elaborate(self, platform):
+        m = Module()
+        interface = self.interface
+        setup = interface.setup
+
+        m.d.comb += interface.claim.eq(setup.type == USBRequestType.VENDOR)
+
+        snapshot = Signal(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+        telemetry_bytes = [snapshot[i][8 * b:8 * b + 8]
+                           for i in range(usb2.TELEMETRY_WORDS) for b in range(4)]
+        info_bytes = [Const(b, 8) for b in INFO_BYTES]
+        sending_info = Signal()
+
+        request = Signal(8)
+        limit = Signal(16)              # bytes the data stage carries: min(block, wLength)
+        packet_start = Signal(16)       # first byte of the packet being sent / retried
+        position = Signal(16)
+        sending = Signal()
+        expecting_ack = Signal()
+        remaining = limit - packet_start
+        packet_end = Mux(remaining > CONTROL_MAX_PACKET_SIZE,
+                         packet_start + CONTROL_MAX_PACKET_SIZE, limit)
+
+        tx = interface.tx
+        m.d.comb += tx.payload.eq(Mux(sending_info,
+                                      Array(info_bytes)[position[0:3]],
+                                      Array(telemetry_bytes)[position[0:7]]))
+
+        def limit_to(size):
+            return Mux(setup.length < size, setup.length, size)
+
+        def dispatch():
+            """On a new SETUP for us, pick the state that handles it."""
+            is_in = setup.is_in_request
+            no_data = ~setup.is_in_request & (setup.length == 0)
+            with m.If(setup.received & (setup.type == USBRequestType.VENDOR)):
+                m.d.usb += [request.eq(setup.request), packet_start.eq(0),
+                            interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
+                with m.Switch(setup.request):
+                    with m.Case(usb2.Request.GET_INFO):
+                        m.d.usb += [sending_info.eq(1), limit.eq(limit_to(len(INFO_BYTES)))]
+                        m.next = "SEND_DATA"
+                        with m.If(~is_in):
+                            m.next = "STALL"
+                    with m.Case(usb2.Request.GET_TELEMETRY):
+                        m.d.usb += [sending_info.eq(0), limit.eq(limit_to(usb2.TELEMETRY_SIZE)),
+                                    snapshot.eq(self.telemetry)]
+                        m.next = "SEND_DATA"
+                        with m.If(~is_in):
+                            m.next = "STALL"
+                    with m.Case(usb2.Request.CLEAR_TELEMETRY, usb2.Request.SET_IN_TRANSFER):
+                        m.next = "STATUS_ACTION"
+                        with m.If(~no_data):
+                            m.next = "STALL"
+                    with m.Case(usb2.Request.SET_PATTERN):
+                        m.next = "STATUS_ACTION"
+                        with m.If(~no_data | (setup.value > max(Pattern))):
+                            m.next = "STALL"
+                    with m.Default():
+                        m.next = "STALL"
+
+        with m.FSM(domain="usb"):
+            with m.State("IDLE"):
+                dispatch()
+
+            with m.State("SEND_DATA"):
+                with m.If(interface.data_requested):
+                    m.d.usb += [position.eq(packet_start), sending.eq(1)]
+                with m.If(sending):
+                    with m.If(packet_start >= limit):
+                        m.d.comb += self.send_zlp()
+                        m.d.usb += [sending.eq(0), expecting_ack.eq(1)]
+                    with m.Else():
+                        last = position == packet_end - 1
+                        m.d.comb += [tx.valid.eq(1), tx.first.eq(position == packet_start),
+                                     tx.last.eq(last)]
+                        with m.If(tx.ready):
+                            m.d.usb += position.eq(position + 1)
+                            with m.If(last):
+                                m.d.usb += [sending.eq(0), expecting_ack.eq(1)]
+                with m.If(interface.handshakes_in.ack & expecting_ack):
+                    m.d.usb += [packet_start.eq(packet_end), expecting_ack.eq(0),
+                                interface.tx_data_pid.eq(~interface.tx_data_pid)]
+                with m.If(interface.status_requested):
+                    m.d.comb += interface.handshakes_out.ack.eq(1)
+                    m.next = "IDLE"
+                dispatch()
+
+            with m.State("STATUS_ACTION"):
+                with m.If(interface.status_requested):
+                    m.d.comb += self.send_zlp()
+                with m.If(interface.handshakes_in.ack):
+                    self._act(m, request, setup)
+                    m.next = "IDLE"
+                dispatch()
+
+            with m.State("STALL"):
+                with m.If(interface.data_requested | interface.status_requested):
+                    m.d.comb += interface.handshakes_out.stall.eq(1)
+                    m.next = "IDLE"
+                dispatch()
+        return m
+
+    def _act(self, m, request, setup):
+        """Carry out an OUT request once its status stage is ACKed."""
+        with m.Switch(request):
+            with m.Case(usb2.Request.CLEAR_TELEMETRY):
+                m.d.comb += self.clear_telemetry.eq(1)
+            with m.Case(usb2.Request.SET_PATTERN):
+                m.d.comb += self.set_pattern.eq(1)
+                m.d.usb += self.pattern.eq(setup.value)
+            with m.Case(usb2.Request.SET_IN_TRANSFER):
+                argument = setup.value | (setup.index << 16)
+                m.d.comb += self.set_in_transfer.eq(1)
+                m.d.usb += [
+                    self.in_transfer_length.eq(argument & ~usb2.IN_ZLP_FLAG),
+                    self.in_zlp.eq((argument & usb2.IN_ZLP_FLAG) != 0),
+                ]

@@ -1,0 +1,172 @@
+"""Telemetry counters of the USB 2.0 device, in protocol order (``usb2.TELEMETRY``)."""
+
+from amaranth import C, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol import usb2
+
+__all__ = ["Usb2Telemetry", "EndpointTrafficSignature"]
+
+
+class EndpointTrafficSignature(wiring.Signature):
+    """Traffic strobes of one endpoint, as the endpoint drives them (all outputs of the endpoint).
+
+    Members
+    -------
+    token: Signal(), strobe: a token (IN or OUT) addressed to the endpoint.
+    nak: Signal(), strobe: the endpoint answered NAK.
+    packet_start: Signal(), strobe: a data packet started (OUT: its token).
+    acked: Signal(), strobe: a data packet was delivered and ACKed.
+    acked_length: Signal(range(MAX_PACKET_SIZE + 1)): its payload length.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "token": Out(1),
+            "nak": Out(1),
+            "packet_start": Out(1),
+            "acked": Out(1),
+            "acked_length": Out(range(usb2.MAX_PACKET_SIZE + 1)),
+        })
+
+
+class _Counter:
+    """A 32-bit wrapping counter cleared by the telemetry's ``clear``."""
+
+    def __init__(self, m, clear, name):
+        self.value = Signal(32, name=name)
+        self._m, self._clear = m, clear
+
+    def add(self, condition, amount=1):
+        with self._m.If(self._clear):
+            self._m.d.usb += self.value.eq(0)
+        with self._m.Elif(condition):
+            self._m.d.usb += self.value.eq(self.value + amount)
+        return self.value
+
+
+class Usb2Telemetry(wiring.Component):
+    """Counts what the host did to the device and packs it in protocol order.
+
+    Every counter is 32 bits and wraps. ``words`` is live (the request handler snapshots it when
+    the host asks); its order comes from :data:`busprobe.protocol.usb2.TELEMETRY` itself, and
+    elaboration fails if the gateware and the protocol name different counters.
+
+    Attributes
+    ----------
+    clear: Signal(), input
+        Strobe: zero every counter (CLEAR_TELEMETRY).
+    sof: Signal(), input
+        Strobe: a start-of-frame packet arrived (starts a new microframe).
+    ep_in: EndpointTrafficSignature, input
+        Traffic of the IN endpoint.
+    ep_out: EndpointTrafficSignature, input
+        Traffic of the OUT endpoint.
+    ping: Signal(), input
+        Strobe: PING addressed to the OUT endpoint.
+    nyet: Signal(), input
+        Strobe: the OUT endpoint answered NYET.
+    pattern_errors: Signal(32), input
+        From the OUT pattern checker.
+    first_error_offset: Signal(32), input
+        From the OUT pattern checker.
+    cycle: Signal(32), output
+        Free-running 60 MHz cycle counter (not cleared).
+    words: ArrayLayout(32, TELEMETRY_WORDS), output
+        The telemetry block.
+    """
+
+    clear: In(1)
+    sof: In(1)
+    ep_in: In(EndpointTrafficSignature())
+    ep_out: In(EndpointTrafficSignature())
+    ping: In(1)
+    nyet: In(1)
+    pattern_errors: In(32)
+    first_error_offset: In(32)
+    cycle: Out(32)
+    words: Out(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.usb += self.cycle.eq(self.cycle + 1)
+
+        def counter(name, condition, amount=1):
+            return _Counter(m, self.clear, name).add(condition, amount)
+
+        values = {
+            "magic": C(usb2.MAGIC, 32),
+            "version": C(usb2.PROTOCOL_VERSION, 32),
+            "pings": counter("pings", self.ping),
+            "sofs": counter("sofs", self.sof),
+            "out_nyets": counter("out_nyets", self.nyet),
+            "data_uframes": self._data_uframes(m),
+            "pattern_errors": self.pattern_errors,
+            "first_error_offset": self.first_error_offset,
+        }
+        for direction, ep in (("in", self.ep_in), ("out", self.ep_out)):
+            length = ep.acked_length
+            values |= {
+                f"{direction}_bytes": counter(f"{direction}_bytes", ep.acked, length),
+                f"{direction}_packets": counter(f"{direction}_packets", ep.acked & (length != 0)),
+                f"{direction}_short": counter(
+                    f"{direction}_short",
+                    ep.acked & (length != 0) & (length != usb2.MAX_PACKET_SIZE)),
+                f"{direction}_zlps": counter(f"{direction}_zlps", ep.acked & (length == 0)),
+                f"{direction}_naks": counter(f"{direction}_naks", ep.nak),
+                f"{direction}_tokens": counter(f"{direction}_tokens", ep.token),
+                f"{direction}_tokens_max_uframe": self._max_per_uframe(m, direction, ep.token),
+                f"{direction}_first_cycle": self._first_cycle(m, direction, ep.packet_start),
+                f"{direction}_last_cycle": self._last_cycle(m, direction, ep.acked),
+            }
+
+        names = [name for name, _ in usb2.TELEMETRY]
+        if set(names) != set(values):
+            raise ValueError(f"gateware telemetry {sorted(values)} does not match the protocol's "
+                             f"{sorted(names)}")
+        for index, name in enumerate(names):
+            m.d.comb += self.words[index].eq(values[name])
+        return m
+
+    def _max_per_uframe(self, m, direction, token):
+        current = Signal(32, name=f"{direction}_tokens_this_uframe")
+        most = Signal(32, name=f"{direction}_tokens_max")
+        with m.If(self.clear):
+            m.d.usb += [current.eq(0), most.eq(0)]
+        with m.Elif(self.sof):
+            m.d.usb += current.eq(0)
+            with m.If(current > most):
+                m.d.usb += most.eq(current)
+        with m.Elif(token):
+            m.d.usb += current.eq(current + 1)
+        # Live value: the microframe in progress counts too.
+        return Mux(current > most, current, most)
+
+    def _data_uframes(self, m):
+        moved = self.ep_in.acked | self.ep_out.acked
+        moved_this_uframe = Signal()
+        count = Signal(32, name="data_uframes_ended")
+        with m.If(self.clear):
+            m.d.usb += [count.eq(0), moved_this_uframe.eq(0)]
+        with m.Elif(self.sof):
+            m.d.usb += [count.eq(count + moved_this_uframe), moved_this_uframe.eq(moved)]
+        with m.Elif(moved):
+            m.d.usb += moved_this_uframe.eq(1)
+        return count + moved_this_uframe
+
+    def _first_cycle(self, m, direction, start):
+        seen = Signal(name=f"{direction}_started")
+        first = Signal(32, name=f"{direction}_first_cycle")
+        with m.If(self.clear):
+            m.d.usb += [seen.eq(0), first.eq(0)]
+        with m.Elif(start & ~seen):
+            m.d.usb += [seen.eq(1), first.eq(self.cycle)]
+        return first
+
+    def _last_cycle(self, m, direction, acked):
+        last = Signal(32, name=f"{direction}_last_cycle")
+        with m.If(self.clear):
+            m.d.usb += last.eq(0)
+        with m.Elif(acked):
+            m.d.usb += last.eq(self.cycle)
+        return last
