@@ -280,6 +280,7 @@ class UsbTransport(Transport):
         self._handle: Any = None
         self._in_transfer: int | None = None  # IN transfer length the device is set to
         self._max_packet = usb2.MAX_PACKET_SIZE
+        self._profile: str | None = None  # "" once looked up and not found
 
     # -- life cycle --------------------------------------------------------------------------
     def open(self) -> None:
@@ -339,6 +340,7 @@ class UsbTransport(Transport):
         if self._context is not None:
             self._context.close()
             self._context = None
+        self._device = None
         self._in_transfer = None
 
     def now(self) -> float:
@@ -350,22 +352,46 @@ class UsbTransport(Transport):
         device = self._device
         speed = SPEED_NAMES.get(device.getDeviceSpeed(), "unknown") if device else "high"
         kind = "usb3-ss" if speed.startswith("super") else "usb2-hs"
+        extra: dict[str, Any] = {"port": self._port_name()} if device else {}
         return BusDescription(kind=kind, speed=speed, max_packet_size=self._max_packet,
-                              extra={"selector": self.selector})
+                              host_profile=self._host_profile(), extra=extra)
+
+    def _exact_selector(self) -> str:
+        """The selector of the device actually opened (with its serial, when it has one)."""
+        serial = _read_serial(self._handle) if self._handle is not None else None
+        return str(UsbTarget(self.target.vid, self.target.pid, serial or self.target.serial))
+
+    def _port_name(self) -> str:
+        busnum, ports = self._device.getBusNumber(), self._device.getPortNumberList()
+        return f"{busnum}-{'.'.join(map(str, ports))}" if ports else str(busnum)
+
+    def _host_profile(self) -> str | None:
+        """The host-controller profile for the ceiling model, from the controller's driver in
+        sysfs (``None`` where sysfs cannot tell)."""
+        if self._device is None:
+            return None
+        if self._profile is None:
+            from ..selectors import parse_selector
+            from ..topology import bus_from_sysfs
+
+            try:
+                self._profile = bus_from_sysfs(parse_selector(self._exact_selector())
+                                               ).host_profile or ""
+            except (TransportError, OSError) as exc:
+                log.info("no host profile for %s: %s", self.selector, exc)
+                self._profile = ""
+        return self._profile or None
 
     def topology(self) -> list[dict[str, Any]]:
         if self._device is None:
             return []
-        busnum = self._device.getBusNumber()
-        ports = self._device.getPortNumberList()
+        from ..topology import topology_for
+
         try:
-            from ..topology import usb_topology
-        except ImportError:
-            usb_topology = None
-        if usb_topology is not None:
-            return usb_topology(busnum, ports)
-        return [{"hop": "root", "bus": busnum},
-                {"hop": "device", "bus": busnum, "port_path": ".".join(map(str, ports)),
+            return topology_for(self._exact_selector())
+        except (TransportError, OSError) as exc:  # no sysfs (not Linux, container): libusb only
+            log.info("sysfs topology of %s: %s", self.selector, exc)
+        return [{"hop": "device", "bus": self._device.getBusNumber(), "port": self._port_name(),
                  "address": self._device.getDeviceAddress(), "speed": self.bus.speed}]
 
     # -- control requests --------------------------------------------------------------------

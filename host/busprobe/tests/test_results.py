@@ -1,0 +1,88 @@
+"""Result documents: JSON/CSV round trip, loading errors, the printed table, the plot."""
+
+import csv
+import json
+
+import pytest
+from busprobe.plot import plot_results, series_of
+from busprobe.results import (
+    ceilings_of,
+    finish_document,
+    format_table,
+    load_results,
+    new_document,
+    write_csv,
+    write_json,
+)
+from busprobe.sweep import Sweep, SweepPlan
+from busprobe.units import Units
+
+
+@pytest.fixture
+def document(loopback_factory):
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    plan = SweepPlan(("in", "out"), (512, 2048, 8192), (1, 4))
+    doc = new_document("sim:loop", command=["busprobe", "sweep"])
+    doc["bus"] = transport.bus.to_json()
+    doc["points"] = [p.to_json() for p in Sweep(transport, plan).run()]
+    return finish_document(doc)
+
+
+def test_json_round_trip_keeps_every_key_and_value(document, tmp_path):
+    path = tmp_path / "deep" / "r.json"
+    write_json(document, str(path))
+    assert load_results(path) == json.loads(json.dumps(document))
+    assert {"busprobe_version", "device", "bus", "topology", "points", "host", "command",
+            "started", "finished", "units", "complete"} <= set(document)
+    assert document["units"] == "bytes/s" and document["command"] == ["busprobe", "sweep"]
+
+
+def test_csv_has_one_row_per_point_in_bytes_per_second(document, tmp_path):
+    path = tmp_path / "r.csv"
+    write_csv(document, str(path))
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == len(document["points"]) == 12
+    for row, point in zip(rows, document["points"], strict=True):
+        assert (row["direction"], int(row["length"]), int(row["queue_depth"])) == \
+            (point["direction"], point["length"], point["queue_depth"])
+        assert float(row["throughput_Bps"]) == pytest.approx(point["throughput"])
+        assert row["mps"] == ""  # None is an empty cell, not "None"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", "is not JSON"), ("[1, 2]", "not a JSON object"), ('{"points": []}', "missing"),
+    ('{"busprobe_version": "9", "device": "x", "bus": {}, "points": [], "schema": 99}',
+     "newer busprobe"),
+])
+def test_loading_something_else_is_a_one_line_value_error(tmp_path, content, message):
+    path = tmp_path / "x.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        load_results(path)
+    with pytest.raises(ValueError, match="cannot read"):
+        load_results(tmp_path / "absent.json")
+
+
+def test_table_shows_units_and_switches_to_mib(document):
+    mb = format_table(document, Units.MB)
+    mib = format_table(document, Units.MIB)
+    assert "host MB/s" in mb and "host MiB/s" in mib
+    first = document["points"][0]["throughput"]
+    assert f"{first / 1e6:.2f}" in mb and f"{first / 2**20:.2f}" in mib
+    assert len(mb.splitlines()) >= 2 + len(document["points"])
+
+
+def test_ceilings_are_read_back_as_a_list_in_either_form():
+    assert ceilings_of({"ceiling": {"verdict": "link-limited"}}) == [{"verdict": "link-limited"}]
+    assert ceilings_of({"ceilings": [{"a": 1}, {"b": 2}]}) == [{"a": 1}, {"b": 2}]
+    assert ceilings_of({}) == []
+
+
+def test_plot_has_one_series_per_direction_and_queue_depth_and_is_a_png(document, tmp_path):
+    assert sorted(series_of(document)) == [("in", 1, None, None), ("in", 4, None, None),
+                                           ("out", 1, None, None), ("out", 4, None, None)]
+    path = tmp_path / "p.png"
+    plot_results([document, document], path, units=Units.MIB, names=["a", "b"])
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

@@ -1,0 +1,114 @@
+"""The libusb backend without a device: selectors, a real libusb context, error mapping."""
+
+import pytest
+from busprobe.backends.usb import (
+    UsbTarget,
+    decode_telemetry,
+    load_usb1,
+    map_usb_error,
+    parse_usb_target,
+    transfer_status_error,
+    udev_install_command,
+    udev_rule_path,
+)
+from busprobe.cli import main
+from busprobe.protocol import usb2
+from busprobe.selectors import open_transport
+from busprobe.transport import (
+    DeviceGone,
+    DeviceNotFound,
+    InvalidRequest,
+    PermissionDenied,
+    TransferTimeout,
+    TransportError,
+)
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("1209:0001", UsbTarget(0x1209, 0x0001)),
+    ("1209:0001#BP2-0001", UsbTarget(0x1209, 0x0001, "BP2-0001")),
+    ("ABCD:ef01", UsbTarget(0xABCD, 0xEF01)),
+])
+def test_usb_selectors_parse_hex_ids_and_an_optional_serial(target, expected):
+    assert parse_usb_target(target) == expected
+    assert parse_usb_target(str(expected).removeprefix("usb:")) == expected
+
+
+@pytest.mark.parametrize("target", ["1209", "1209:", ":0001", "1209:0001:3", "xyz:0001",
+                                    "12345:0001"])
+def test_malformed_usb_selectors_are_invalid_requests(target):
+    with pytest.raises(InvalidRequest, match="expected usb:VID:PID"):
+        parse_usb_target(target)
+
+
+def test_usb_selectors_take_no_options():
+    with pytest.raises(InvalidRequest, match="take no options"):
+        open_transport("usb:1209:0001?speed=high")
+
+
+def test_opening_an_absent_device_with_real_libusb_says_not_found():
+    transport = open_transport("usb:1209:0001#NOPE")
+    with pytest.raises(DeviceNotFound, match="usb:1209:0001#NOPE: no such USB device"):
+        transport.open()
+    transport.close()  # closing a transport that never opened is harmless
+
+
+def test_sweep_on_an_absent_device_is_one_line_exit_2(capsys, tmp_path):
+    status = main(["sweep", "--device", "usb:1209:0001", "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "no such USB device" in err
+
+
+@pytest.mark.parametrize("name, kind, text", [
+    ("USBErrorAccess", PermissionDenied, "60-busprobe.rules"),
+    ("USBErrorNotFound", DeviceNotFound, "not found"),
+    ("USBErrorNoDevice", DeviceGone, "gone"),
+    ("USBErrorTimeout", TransferTimeout, "timed out"),
+    ("USBErrorBusy", TransportError, "busy"),
+    ("USBErrorPipe", TransportError, "LIBUSB_ERROR_PIPE"),
+])
+def test_libusb_errors_map_to_transport_errors_with_one_line(name, kind, text):
+    usb1 = load_usb1()
+    exc = getattr(usb1, name)(getattr(usb1, name).value)
+    error = map_usb_error(exc, "usb:1209:0001")
+    assert type(error) is kind and text in str(error) and "\n" not in str(error)
+
+
+def test_permission_message_names_the_shipped_rule_and_the_install_command():
+    usb1 = load_usb1()
+    message = str(map_usb_error(usb1.USBErrorAccess(usb1.USBErrorAccess.value), "usb:x"))
+    assert udev_install_command() in message and "udevadm" in message
+    with open(udev_rule_path()) as rule:
+        text = rule.read()
+    assert f'ATTR{{idVendor}}=="{usb2.VID:04x}"' in text
+    assert f'ATTR{{idProduct}}=="{usb2.PID:04x}"' in text
+
+
+@pytest.mark.parametrize("status, kind", [
+    ("TRANSFER_NO_DEVICE", DeviceGone), ("TRANSFER_TIMED_OUT", TransferTimeout),
+    ("TRANSFER_STALL", TransportError), ("TRANSFER_OVERFLOW", TransportError),
+    ("TRANSFER_ERROR", TransportError),
+])
+def test_async_transfer_statuses_map_to_transport_errors(status, kind):
+    usb1 = load_usb1()
+    assert type(transfer_status_error(getattr(usb1, status), "in transfer")) is kind
+
+
+def test_telemetry_decodes_device_time_bytes_and_checker_errors():
+    block = usb2.pack_telemetry({
+        "magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION, "in_bytes": 6_000_000,
+        "in_packets": 11719, "in_first_cycle": 0xFFFF_0000,
+        "in_last_cycle": (0xFFFF_0000 + 6_000_000) & 0xFFFF_FFFF,  # wraps: still 0.1 s
+        "pattern_errors": 3, "first_error_offset": 4096, "out_bytes": 0,
+    })
+    t = decode_telemetry(block)
+    assert t.device_seconds == {"in": pytest.approx(0.1)}
+    assert t.device_throughput("in") == pytest.approx(60e6)
+    assert t.device_throughput("out") is None
+    assert t.errors == {"out": 3} and t.first_error_offset == {"out": 4096}
+
+
+def test_list_works_with_no_device_and_names_the_sim_targets(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "USB:" in out and "PCIe:" in out and "sim:usb2" in out and "sim:pcie" in out
