@@ -6,11 +6,12 @@
 """
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.patterns import PRBS31_SEED, Pattern, prbs31_step
 
-__all__ = ["PatternGenerator", "PatternByteSource", "PATTERN_SHAPE", "prbs31_next"]
+__all__ = ["PatternGenerator", "PatternByteSource", "PATTERN_SHAPE", "prbs31_next",
+           "PatternPosition", "PATTERN_START", "pattern_byte", "next_position"]
 
 #: Shape of a pattern selector signal (wide enough for every :class:`Pattern`).
 PATTERN_SHAPE = range(max(Pattern) + 1)
@@ -140,3 +141,35 @@ class PatternByteSource(wiring.Component):
         with m.Elif(accepted):
             sync += [byte_index.eq(byte_index + 1), self.offset.eq(self.offset + 1)]
         return m
+
+
+#: Complete position of a pattern byte stream: both patterns' current word and the byte in it.
+#: Holding one of these instead of the bytes is what lets a sender replay or re-frame data.
+PatternPosition = data.StructLayout({
+    "counter": 32,
+    "prbs_word": 32,
+    "prbs_history": 31,
+    "byte_index": 2,
+})
+
+#: :data:`PatternPosition` of byte 0 of every pattern.
+PATTERN_START = {"counter": 0, "prbs_word": _FIRST_PRBS_WORD,
+                 "prbs_history": _SECOND_PRBS_HISTORY, "byte_index": 0}
+
+
+def pattern_byte(position, pattern):
+    """The byte of ``pattern`` at ``position`` (a :data:`PatternPosition` view)."""
+    word = Mux(pattern == Pattern.PRBS31, position.prbs_word, position.counter)
+    return word.word_select(position.byte_index, 8)
+
+
+def next_position(target, position):
+    """Statements setting ``target`` to the :data:`PatternPosition` one byte after ``position``."""
+    word_done = position.byte_index == 3
+    prbs_word, prbs_history = prbs31_next(position.prbs_history)
+    return [
+        target.counter.eq(Mux(word_done, position.counter + 1, position.counter)),
+        target.prbs_word.eq(Mux(word_done, prbs_word, position.prbs_word)),
+        target.prbs_history.eq(Mux(word_done, prbs_history, position.prbs_history)),
+        target.byte_index.eq(position.byte_index + 1),
+    ]

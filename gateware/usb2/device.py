@@ -79,10 +79,9 @@ class Usb2ProbeDevice(Elaboratable):
             usb.full_speed_only.eq(0),
             usb.low_speed_only.eq(0),
 
-            # SET_IN_TRANSFER restarts the IN stream too: buffered packets were framed for the
-            # old length, so they are dropped and the stream starts over at byte 0.
             ep_in.pattern.eq(requests.pattern),
-            ep_in.restart.eq(requests.set_pattern | requests.set_in_transfer),
+            ep_in.restart.eq(requests.set_pattern),
+            ep_in.reframe.eq(requests.set_in_transfer),
             ep_in.transfer_length.eq(requests.in_transfer_length),
             ep_in.zlp.eq(requests.in_zlp),
             ep_in.reset_toggle.eq(reset_toggle),

@@ -5,45 +5,55 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.endpoint import EndpointInterface
-from luna.gateware.usb.usb2.transfer import USBInTransferManager
 
-from ..common.pattern import PATTERN_SHAPE, PatternByteSource
+from ..common.pattern import (
+    PATTERN_SHAPE,
+    PATTERN_START,
+    PatternPosition,
+    next_position,
+    pattern_byte,
+)
 
 __all__ = ["PatternInEndpoint"]
 
 
 class PatternInEndpoint(wiring.Component):
-    """Bulk IN endpoint that always has a packet of the selected pattern ready.
+    """Bulk IN endpoint that answers every IN token with data: never NAKs.
 
-    A :class:`~busprobe.gateware.common.pattern.PatternByteSource` fills LUNA's double-buffered
-    :class:`USBInTransferManager` (two packet buffers: one is sent and kept for a retry until it
-    is ACKed while the other fills at one byte per clock). Filling 512 bytes takes 512 cycles,
-    less than one IN token + 512-byte data packet + handshake on the wire, so in steady state the
-    next packet is complete when the previous one is ACKed and no IN token is NAKed. A packet that
-    is not ACKed is resent from its buffer: the pattern never advances past unacknowledged data.
+    The data is a pattern, a pure function of its stream position, so this endpoint double-buffers
+    *positions* instead of bytes: ``committed`` is the :data:`PatternPosition` of the first byte
+    not yet ACKed, ``live`` the position of the byte on the wire. On an IN token a packet is sent
+    from ``committed``; the host's ACK moves ``committed`` to ``live`` (the next packet is ready
+    that very cycle); a new token without an ACK resends the same packet with the same data toggle,
+    so the pattern never advances past unacknowledged data. The two 97-bit positions replace two
+    512-byte buffers, and a packet's length is chosen when it is sent, so SET_IN_TRANSFER takes
+    effect at the next packet with the stream continuing exactly where it was.
 
-    Transfer framing (``SET_IN_TRANSFER``): with ``transfer_length`` N > 0 the stream's ``last``
-    marks every N-th byte, so each transfer ends with a short packet, or, when N is a multiple of
-    the packet size and ``zlp`` is set, with a zero-length packet; N = 0 streams full packets.
+    Transfer framing: with ``transfer_length`` N > 0 every transfer is N bytes; its last packet is
+    short, or, when N is a multiple of the packet size and ``zlp`` is set, followed by a ZLP.
+    N = 0 streams full packets.
 
     Attributes
     ----------
     pattern: Signal(PATTERN_SHAPE), input
         Pattern to stream.
     restart: Signal(), input
-        Strobe: drop buffered data and start over at byte 0 of the pattern and of a transfer.
+        Strobe: start over at byte 0 of the pattern and of a transfer (SET_PATTERN).
+    reframe: Signal(), input
+        Strobe: a new transfer starts at the next packet; the stream continues (SET_IN_TRANSFER).
     transfer_length: Signal(31), input
         Transfer length in bytes, 0 for endless.
     zlp: Signal(), input
         End transfers whose length is a multiple of the packet size with a ZLP.
     reset_toggle: Signal(), input
-        Strobe: the next data packet is DATA0 (bus reset, SET_CONFIGURATION, CLEAR_FEATURE(HALT)).
+        Strobe: the next data packet is DATA0 (bus reset, SET_CONFIGURATION).
     token: Signal(), output
         Strobe: an IN token addressed to this endpoint arrived.
     nak: Signal(), output
-        Strobe: this endpoint answered an IN token with NAK.
+        Strobe: this endpoint answered NAK. It has no path that does; the strobe is wired to the
+        handshake output so telemetry shows that rather than assumes it.
     packet_start: Signal(), output
-        Strobe: this endpoint started sending a data packet (including a ZLP or a retry).
+        Strobe: a data packet (or ZLP, or a retry) starts.
     acked: Signal(), output
         Strobe: the host ACKed the packet just sent; its length is ``acked_length``.
     acked_length: Signal(range(max_packet_size + 1)), output
@@ -61,6 +71,7 @@ class PatternInEndpoint(wiring.Component):
 
     pattern: In(PATTERN_SHAPE)
     restart: In(1)
+    reframe: In(1)
     transfer_length: In(31)
     zlp: In(1)
     reset_toggle: In(1)
@@ -79,85 +90,89 @@ class PatternInEndpoint(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        mps = self._max_packet_size
         interface = self.interface
+        tokenizer, tx = interface.tokenizer, interface.tx
 
-        m.submodules.source = source = PatternByteSource(domain="usb")
-        m.submodules.manager = manager = USBInTransferManager(self._max_packet_size)
+        committed = Signal(PatternPosition, init=PATTERN_START)
+        live = Signal(PatternPosition, init=PATTERN_START)
 
-        # Byte position inside the current transfer, for the `last` marker.
-        transfer_position = Signal(31)
-        end_of_transfer = ((self.transfer_length != 0)
-                           & (transfer_position == self.transfer_length - 1))
-        byte_taken = manager.transfer_stream.ready & ~self.restart
+        # Framing state, committed on ACK like the pattern position.
+        transfer_position = Signal(31)   # bytes of the current transfer already ACKed
+        zlp_owed = Signal()              # the transfer ended on a full packet and wants a ZLP
+        packet_length = Signal(range(mps + 1))
+        sent = Signal(range(mps + 1))
+        data_toggle = Signal()
 
+        for_us = tokenizer.endpoint == self._endpoint_number
+        in_token_ready = for_us & tokenizer.is_in & tokenizer.ready_for_response
         clear_halt = (interface.clear_endpoint_halt_in.enable
                       & interface.clear_endpoint_halt_in.direction
                       & (interface.clear_endpoint_halt_in.number == self._endpoint_number))
 
+        remaining = self.transfer_length - transfer_position
+        next_length = Mux(zlp_owed, 0,
+                          Mux((self.transfer_length == 0) | (remaining >= mps), mps, remaining))
+
         m.d.comb += [
-            source.pattern.eq(self.pattern),
-            source.restart.eq(self.restart),
-            source.stream.ready.eq(byte_taken),
-
-            # Nothing enters the buffers in the cycle they are discarded.
-            manager.transfer_stream.valid.eq(~self.restart),
-            manager.transfer_stream.payload.eq(source.stream.payload),
-            manager.transfer_stream.last.eq(end_of_transfer),
-            manager.discard.eq(self.restart),
-            manager.generate_zlps.eq(self.zlp),
-            manager.start_with_data1.eq(0),
-            manager.reset_sequence.eq(self.reset_toggle | clear_halt),
-            manager.active.eq(interface.tokenizer.endpoint == self._endpoint_number),
-
-            interface.tokenizer.connect(manager.tokenizer),
-            interface.handshakes_in.connect(manager.handshakes_in),
-            manager.handshakes_out.connect(interface.handshakes_out),
-            interface.tx.stream_eq(manager.packet_stream),
-            interface.tx_pid_toggle.eq(manager.data_pid),
+            interface.tx_pid_toggle.eq(data_toggle),
+            tx.payload.eq(pattern_byte(live, self.pattern)),
+            self.token.eq(tokenizer.new_token & tokenizer.is_in & for_us),
+            self.nak.eq(interface.handshakes_out.nak),
+            self.acked_length.eq(packet_length),
         ]
 
-        self._add_traffic_taps(m, manager)
+        with m.If(self.reset_toggle | clear_halt):
+            m.d.usb += data_toggle.eq(0)
 
+        with m.FSM(domain="usb"):
+            with m.State("READY"):
+                m.d.usb += [live.eq(committed), sent.eq(0)]
+                with m.If(in_token_ready):
+                    m.d.comb += self.packet_start.eq(1)
+                    m.d.usb += packet_length.eq(next_length)
+                    with m.If(next_length == 0):
+                        # LUNA's packet generator sends a ZLP for `last` without `first`.
+                        m.d.comb += [tx.valid.eq(1), tx.last.eq(1)]
+                        m.next = "WAIT_FOR_ACK"
+                    with m.Else():
+                        m.next = "SEND"
+
+            with m.State("SEND"):
+                last = sent == packet_length - 1
+                m.d.comb += [tx.valid.eq(1), tx.first.eq(sent == 0), tx.last.eq(last)]
+                with m.If(tx.ready):
+                    m.d.usb += [sent.eq(sent + 1), *next_position(live, live)]
+                    with m.If(last):
+                        m.next = "WAIT_FOR_ACK"
+
+            with m.State("WAIT_FOR_ACK"):
+                with m.If(interface.handshakes_in.ack):
+                    m.d.comb += self.acked.eq(1)
+                    m.d.usb += [committed.eq(live), data_toggle.eq(~data_toggle)]
+                    self._advance_framing(m, transfer_position, zlp_owed, packet_length)
+                    m.next = "READY"
+                with m.Elif(tokenizer.new_token):
+                    # No ACK before the next token: the host will ask for this packet again.
+                    m.next = "READY"
+
+        # Control requests win over traffic (the bus is idle on this endpoint meanwhile).
         with m.If(self.restart):
-            m.d.usb += transfer_position.eq(0)
-        with m.Elif(byte_taken):
-            m.d.usb += transfer_position.eq(transfer_position + 1)
-            with m.If(end_of_transfer):
-                m.d.usb += transfer_position.eq(0)
+            start = PatternPosition.const(PATTERN_START)
+            m.d.usb += [committed.eq(start), live.eq(start)]
+        with m.If(self.restart | self.reframe):
+            m.d.usb += [transfer_position.eq(0), zlp_owed.eq(0)]
         return m
 
-    def _add_traffic_taps(self, m, manager):
-        """Telemetry strobes, from what this endpoint puts on the bus and hears back."""
-        tokenizer, tx = self.interface.tokenizer, self.interface.tx
-
-        in_packet = Signal()  # between the first and the last byte of a data packet
-        length = Signal(range(self._max_packet_size + 1))
-        awaiting_ack = Signal()
-        pending_length = Signal.like(length)
-
-        data_start = tx.valid & tx.first & ~in_packet
-        # LUNA marks a ZLP as `last` without `first` outside a packet.
-        zlp_start = tx.valid & tx.last & ~tx.first & ~in_packet
-        byte_sent = tx.valid & tx.ready
-
-        m.d.comb += [
-            self.token.eq(tokenizer.new_token & tokenizer.is_in
-                          & (tokenizer.endpoint == self._endpoint_number)),
-            self.nak.eq(manager.handshakes_out.nak),
-            self.packet_start.eq(data_start | zlp_start),
-            self.acked.eq(awaiting_ack & self.interface.handshakes_in.ack),
-            self.acked_length.eq(pending_length),
-        ]
-
-        with m.If(data_start):
-            m.d.usb += [in_packet.eq(1), length.eq(0)]
-        with m.If(byte_sent):
-            m.d.usb += length.eq(Mux(data_start, 1, length + 1))
-            with m.If(tx.last):
-                m.d.usb += [in_packet.eq(0), awaiting_ack.eq(1),
-                            pending_length.eq(Mux(data_start, 1, length + 1))]
-        with m.Elif(zlp_start):
-            m.d.usb += [awaiting_ack.eq(1), pending_length.eq(0)]
-        with m.Elif(self.acked | tokenizer.new_token):
-            # A new token without an ACK first means the packet will be retried.
-            m.d.usb += awaiting_ack.eq(0)
+    def _advance_framing(self, m, transfer_position, zlp_owed, packet_length):
+        """After an ACK: move through the transfer; start a new one (or owe a ZLP) at its end."""
+        mps = self._max_packet_size
+        position = transfer_position + packet_length
+        with m.If(zlp_owed):
+            m.d.usb += [zlp_owed.eq(0), transfer_position.eq(0)]
+        with m.Elif((self.transfer_length != 0) & (position >= self.transfer_length)):
+            m.d.usb += transfer_position.eq(0)
+            with m.If(self.zlp & (packet_length == mps)):
+                m.d.usb += zlp_owed.eq(1)
+        with m.Else():
+            m.d.usb += transfer_position.eq(position)
