@@ -9,7 +9,8 @@ and continue across transfers and points. A point with errors is kept and flagge
 pattern is restarted on both ends so one fault does not spill into the following points.
 
 Errors of a point = pattern mismatches the host found (32-bit words) + bytes lost or duplicated
-(moved ≠ asked) + errors the device's checker found.
+(moved ≠ asked, by the transport's, the sink's and the device's count) + errors the device's
+checker found.
 """
 
 from __future__ import annotations
@@ -277,7 +278,7 @@ class Sweep:
             result = transport.stream(spec.direction, spec.length, count, spec.queue_depth,
                                       source=source, sink=sink)
             counters = transport.read_telemetry()
-            lost += self._lost_bytes(spec.direction, asked, result, sink)
+            lost += self._lost_bytes(spec.direction, asked, result, sink, counters)
             mismatched += sink.result.errors
             device_errors += int(counters.errors.get(spec.direction, 0))
             for offset in (sink.result.first_error_offset,
@@ -301,13 +302,17 @@ class Sweep:
             ceiling_formula=ceiling[1] if ceiling else None)
 
     @staticmethod
-    def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker) -> int:
-        """Bytes missing or extra: what the transport reports moved, and for incoming data what
-        the sink really received (a backend that miscounts is caught too)."""
-        lost = abs(asked - result.bytes)
+    def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker,
+                    counters: Telemetry) -> int:
+        """Bytes missing or extra, by every count there is: what the transport reports moved,
+        what the sink really received (incoming), and what the device counted (when it counts
+        that direction). A backend or device that miscounts is caught too."""
+        counts = [result.bytes]
         if direction in INCOMING:
-            lost = max(lost, abs(asked - sink.received))
-        return lost
+            counts.append(sink.received)
+        if direction in counters.device_bytes:
+            counts.append(int(counters.device_bytes[direction]))
+        return max(abs(asked - count) for count in counts)
 
 
 def _telemetry_json(counters: Telemetry) -> dict[str, Any]:
