@@ -1,0 +1,230 @@
+"""The verdict: what limits a measured plateau, in one or two sentences with the numbers.
+
+For every direction (and PCIe MPS/MRRS setting) of a result, :func:`assess` finds the plateau of
+the deepest queue depth's curve, compares it with the *link* model (what the bus allows, whatever
+the host) and names the limit:
+
+``link-limited``
+    The plateau is at least :data:`LINK_LIMITED` (95 %) of the link model.
+``host-limited``
+    USB: the device was ready (no NAKs) but the host scheduled fewer packets per microframe than
+    the bus allows, or left microframes empty between transfers (device telemetry).
+``upstream-limited``
+    PCIe: the link or root complex held the device's TLPs off (stall cycles), or read
+    completions took so long that the requests in flight bound the throughput.
+``device-limited``
+    The device NAKed / was not ready, or the link was ready and the device still did not send.
+    The device is built never to be the bottleneck, so this names a bug, loudly.
+
+For USB 2.0 the host profile's own ceiling is reported beside the link model, so an EHCI run at
+100 % of its profile still reads as host-limited at 77 % of the link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..model import Ceiling, ceiling_for, link_ceiling
+from ..model.bus import bus_from_json
+from ..transport import BusDescription
+from .plateau import DEFAULT_TOLERANCE, Plateau, detect_plateau
+from .telemetry import PcieSummary, Usb2Summary, summarise_pcie, summarise_usb2
+
+__all__ = ["assess", "LINK_LIMITED", "VERDICTS"]
+
+#: Plateau / link model at or above which a run is link-limited.
+LINK_LIMITED = 0.95
+VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
+#: NAKs per token above which the device, not the host, is the reason (a few NAKs at the start
+#: of a point, before the source primes, are not).
+_NAK_FRACTION = 0.01
+#: Share of the transfer window the link may stall the device before it counts as backpressure.
+_STALL_FRACTION = 0.05
+#: Share of busy microframes that must carry data before gaps count as the host's.
+_DATA_UFRAMES = 0.9
+
+
+def _mb(value: float) -> str:
+    return f"{value / 1e6:.2f} MB/s"
+
+
+def _group_key(point: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
+    direction = str(point["direction"])
+    mrrs = point.get("mrrs") if direction == "read" else None
+    return direction, point.get("mps"), mrrs
+
+
+def _curve(points: Sequence[Mapping[str, Any]], queue_depth: int) -> list[tuple[int, float]]:
+    return [(int(p["length"]), float(p["throughput"])) for p in points
+            if p.get("queue_depth") == queue_depth and p.get("throughput")]
+
+
+def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> list[dict]:
+    """One verdict entry per direction (and MPS/MRRS) of ``result`` (DESIGN.md §3 ``ceilings``).
+
+    Each entry: ``direction``, ``mps``, ``mrrs``, ``model`` (link model, bytes/s),
+    ``model_name``, ``model_formula``, ``plateau``, ``plateau_spread``, ``plateau_lengths``,
+    ``plateau_reached``, ``efficiency`` (plateau / model), ``verdict``, ``explanation``,
+    ``qd_effect`` and ``evidence`` (the telemetry summary used); USB 2.0 adds
+    ``profile``, ``profile_ceiling`` and ``profile_efficiency``.
+    """
+    bus = bus_from_json(result.get("bus") or {})
+    groups: dict[tuple[str, int | None, int | None], list[Mapping[str, Any]]] = {}
+    for point in result.get("points") or []:
+        groups.setdefault(_group_key(point), []).append(point)
+    entries = []
+    for (direction, mps, mrrs), points in groups.items():
+        entry = _assess_group(bus, direction, mps, mrrs, points, tolerance)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: int | None,
+                  points: Sequence[Mapping[str, Any]], tolerance: float) -> dict | None:
+    clean = [p for p in points if not p.get("errors")]
+    dropped = len(points) - len(clean)
+    depths = sorted({int(p["queue_depth"]) for p in clean})
+    if not depths:
+        return None
+    deep, shallow = depths[-1], depths[0]
+    plateau = detect_plateau(_curve(clean, deep), tolerance=tolerance)
+    if plateau is None:
+        return None
+    if mps is not None:
+        bus = replace(bus, mps=mps)
+    if mrrs is not None:
+        bus = replace(bus, mrrs=mrrs)
+    link = link_ceiling(bus, direction)
+    efficiency = plateau.value / link.throughput
+    entry: dict[str, Any] = {
+        "direction": direction, "mps": mps, "mrrs": mrrs,
+        "model": link.throughput, "model_name": link.model, "model_formula": link.formula,
+        "plateau": plateau.value, "plateau_spread": plateau.spread,
+        "plateau_lengths": list(plateau.lengths), "plateau_reached": plateau.reached,
+        "queue_depth": deep, "efficiency": efficiency, "units": "bytes/s",
+    }
+    profile: Ceiling | None = None
+    if bus.kind == "usb2-hs":
+        profile = ceiling_for(bus, direction)
+        entry.update(profile=profile.parts["host_profile"], profile_ceiling=profile.throughput,
+                     profile_efficiency=plateau.value / profile.throughput)
+    entry["qd_effect"] = _qd_effect(clean, shallow, deep, plateau, tolerance)
+    telemetries = [p.get("telemetry") or {} for p in clean
+                   if p.get("queue_depth") == deep and int(p["length"]) in plateau.lengths]
+    if bus.kind == "usb2-hs":
+        summary_u = summarise_usb2(telemetries, direction)
+        verdict, why = _usb2_verdict(efficiency, plateau, link, profile, summary_u)
+        entry["evidence"] = summary_u.__dict__ if summary_u else None
+    elif bus.kind == "pcie":
+        summary_p = summarise_pcie(telemetries, direction)
+        verdict, why = _pcie_verdict(efficiency, plateau, link, bus, direction, summary_p)
+        entry["evidence"] = summary_p.__dict__ if summary_p else None
+    else:
+        verdict, why = _generic_verdict(efficiency, plateau, link)
+        entry["evidence"] = None
+    notes = []
+    if not plateau.reached:
+        notes.append("The curve was still rising at the longest length: sweep longer transfers"
+                     " (the plateau is a lower bound).")
+    if dropped:
+        notes.append(f"{dropped} point(s) with data errors were left out.")
+    entry["verdict"] = verdict
+    entry["explanation"] = " ".join([why, *notes])
+    return entry
+
+
+def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, plateau: Plateau,
+               tolerance: float) -> dict[str, Any] | None:
+    if shallow == deep:
+        return None
+    low = detect_plateau(_curve(points, shallow), tolerance=tolerance)
+    if low is None:
+        return None
+    # Compare at the same lengths as well: the QD 1 plateau may sit further out.
+    at_start = [(p["length"], p["throughput"]) for p in points
+                if p.get("queue_depth") == shallow and p["length"] == plateau.start]
+    return {"queue_depths": [shallow, deep], "plateau_low": low.value,
+            "plateau_high": plateau.value, "gain": plateau.value / low.value - 1,
+            "at_length": plateau.start,
+            "low_at_length": float(at_start[0][1]) if at_start else None}
+
+
+def _header(plateau: Plateau, link: Ceiling, efficiency: float) -> str:
+    return (f"plateau {_mb(plateau.value)} is {efficiency * 100:.1f} % of the link model "
+            f"{_mb(link.throughput)}")
+
+
+def _usb2_verdict(efficiency: float, plateau: Plateau, link: Ceiling, profile: Ceiling | None,
+                  s: Usb2Summary | None) -> tuple[str, str]:
+    bus_ppu = int(link.parts["packets_per_uframe"])
+    head = _header(plateau, link, efficiency)
+    prof = ""
+    if profile is not None and profile.parts["host_profile"] != "ideal":
+        prof = (f" (host profile {profile.parts['host_profile']}: "
+                f"{profile.parts['packets_per_uframe']} packets/µframe = "
+                f"{_mb(profile.throughput)}, reached {plateau.value / profile.throughput * 100:.0f}"
+                " %)")
+    nak_fraction = s.naks / s.tokens if s and s.tokens else 0.0
+    if s and nak_fraction > _NAK_FRACTION and efficiency < LINK_LIMITED:
+        return "device-limited", (
+            f"DEVICE-LIMITED — must never happen: the device NAKed {s.naks} of {s.tokens} tokens "
+            f"({nak_fraction * 100:.1f} %); {head}. The gateware's buffer or source is too slow.")
+    if efficiency >= LINK_LIMITED:
+        warn = f" WARNING: the device NAKed {s.naks} tokens." if s and s.naks else ""
+        return "link-limited", f"Link-limited: {head}.{warn}"
+    if s and s.tokens_max_uframe is not None and s.tokens_max_uframe < bus_ppu:
+        return "host-limited", (
+            f"Host-limited: the host scheduled at most {s.tokens_max_uframe} packets per "
+            f"microframe where the bus allows {bus_ppu}, and the device NAKed "
+            f"{'nothing' if not s.naks else f'only {s.naks} tokens'}; {head}{prof}.")
+    if s and s.data_uframe_fraction is not None and s.data_uframe_fraction < _DATA_UFRAMES:
+        return "host-limited", (
+            f"Host-limited: the host left gaps between transfers — only "
+            f"{s.data_uframe_fraction * 100:.0f} % of microframes carried data although the "
+            f"device was ready; {head}{prof}.")
+    if s:
+        ppu = s.packets_per_data_uframe
+        return "host-limited", (
+            f"Host-limited: the device was ready (no NAKs) but the host moved "
+            f"{ppu:.1f} packets per data microframe of the {bus_ppu} the bus allows; {head}{prof}."
+            if ppu else f"Host-limited: the device was ready (no NAKs); {head}{prof}.")
+    return "host-limited", (f"Host-limited (no device telemetry to confirm the device was ready): "
+                            f"{head}{prof}.")
+
+
+def _pcie_verdict(efficiency: float, plateau: Plateau, link: Ceiling, bus: BusDescription,
+                  direction: str, s: PcieSummary | None) -> tuple[str, str]:
+    head = _header(plateau, link, efficiency)
+    if efficiency >= LINK_LIMITED:
+        return "link-limited", f"Link-limited: {head}."
+    if s and s.stall_fraction is not None and s.stall_fraction >= _STALL_FRACTION:
+        what = "writes" if direction == "write" else "completions"
+        return "upstream-limited", (
+            f"Upstream-limited: the link held off the device's {what} for "
+            f"{s.stall_fraction * 100:.0f} % of cycles (credit/backpressure stalls); {head}.")
+    if direction == "read" and s and s.latency_mean_ns and s.outstanding_max:
+        request = bus.mrrs or 512
+        bound = s.outstanding_max * request / (s.latency_mean_ns * 1e-9)
+        if bound < link.throughput * LINK_LIMITED:
+            return "upstream-limited", (
+                f"Upstream-limited: read completions took {s.latency_mean_ns:.0f} ns on average "
+                f"(min {s.latency_min_ns or 0:.0f}, max {s.latency_max_ns or 0:.0f}) with at most "
+                f"{s.outstanding_max} requests of {request} B in flight, which allows "
+                f"{_mb(bound)}; {head}.")
+    if s and s.stall_fraction is not None:
+        return "device-limited", (
+            f"DEVICE-LIMITED — must never happen: the link was ready "
+            f"({s.stall_fraction * 100:.1f} % stall cycles) yet the device moved only "
+            f"{_mb(plateau.value)}; {head}. The DMA engine does not keep the link busy.")
+    return "upstream-limited", (f"Upstream-limited (no device telemetry: host or root complex "
+                                f"slower than the link): {head}.")
+
+
+def _generic_verdict(efficiency: float, plateau: Plateau, link: Ceiling) -> tuple[str, str]:
+    head = _header(plateau, link, efficiency)
+    if efficiency >= LINK_LIMITED:
+        return "link-limited", f"Link-limited: {head}."
+    return "host-limited", f"Host-limited (no device telemetry to tell more): {head}."
