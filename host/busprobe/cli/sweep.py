@@ -20,7 +20,7 @@ from ..protocol.patterns import Pattern
 from ..results import finish_document, format_table, new_document, write_csv, write_json
 from ..stats import MIN_REPEATS
 from ..sweep import PointSpec, Sweep, SweepPlan
-from ..transport import InvalidRequest, Transport, TransportError
+from ..transport import BusDescription, InvalidRequest, Transport, TransportError
 from ..units import Units
 
 __all__ = ["register", "run", "expand_directions", "DEFAULT_QUEUE_DEPTHS"]
@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             tuple(depths or DEFAULT_QUEUE_DEPTHS.get(bus.kind, [4])),
             args.repeat, settings, pattern)
         plan.validate(transport)
+        print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)
         doc["bus"] = bus.to_json()
         doc["topology"] = _topology(transport)
         doc["plan"] = _plan_json(plan, transport)
@@ -172,6 +173,15 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units, table_out
     for what, path in (("JSON", args.json), ("CSV", args.csv), ("plot", args.plot)):
         if path and path != "-" and (doc["points"] or what != "plot"):
             print(f"{what}: {path}", file=table_out)
+
+
+def _describe(device: str, bus: BusDescription, plan: SweepPlan, transport: Transport) -> str:
+    host = f", host {bus.host_profile}" if bus.host_profile else ""
+    lengths = ",".join(format_size(n) for n in plan.lengths)
+    return (f"sweeping {device} ({bus.kind} {bus.speed}{host}): {'/'.join(plan.directions)}, "
+            f"lengths {lengths}, queue depth {','.join(map(str, plan.queue_depths))}, "
+            f"{plan.repeat} repeats of >= {transport.min_transfers} transfers and "
+            f"{format_size(transport.min_bytes)}B each")
 
 
 def _topology(transport: Transport) -> list[dict[str, Any]]:

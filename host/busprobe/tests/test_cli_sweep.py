@@ -90,7 +90,8 @@ def test_device_gone_mid_sweep_saves_the_points_measured_so_far(loopback_device,
     status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK,
                             "--json", str(j), "--csv", str(c), "--plot", str(p))
     assert status == 2
-    assert "busprobe: error: sim:loop: the device is gone" in err and err.count("\n") == 1
+    assert err.startswith("sweeping sim:loop (usb2-hs high): in/out, lengths 512,2K")
+    assert err.splitlines()[1:] == ["busprobe: error: sim:loop: the device is gone (unplugged)"]
     assert "INCOMPLETE" in out
     doc = load_results(j)
     assert doc["complete"] is False and doc["error"].startswith("DeviceGone: ")
