@@ -1,8 +1,97 @@
-"""`busprobe model` (placeholder until its issue lands: registered so the CLI loads)."""
+"""``busprobe model``: the closed-form ceiling(s) of a bus configuration, with the derivation.
+
+Simulated targets are described by their selector's options (no simulator starts); real devices
+are read from sysfs. ``--mps``/``--mrrs`` override or list PCIe settings, ``--length`` and
+``--queue-depth`` add the per-transfer term, ``--formula`` prints each derivation.
+"""
+
+from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import replace
+
+from ..lengths import parse_size
+from ..model import DIRECTIONS, ceiling_for, link_ceiling
+from ..model.bus import bus_for_selector
+from ..transport import BusDescription
+from ..units import Units
+
+__all__ = ["register", "run", "describe"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("model", help="(not implemented yet)")
-    parser.set_defaults(func=lambda args: (_ for _ in ()).throw(ValueError("model: not implemented yet")))
+    parser = sub.add_parser("model", help="closed-form throughput ceiling(s) for a bus",
+                            description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", required=True, metavar="SEL",
+                        help="usb:VID:PID, pcie:DDDD:BB:DD.F or sim:usb2|pcie|usb3[?options]")
+    parser.add_argument("--direction", help="only this direction (in/out, write/read)")
+    parser.add_argument("--mps", help="PCIe Max Payload Size(s), e.g. 128,256,512")
+    parser.add_argument("--mrrs", help="PCIe Max Read Request Size(s), e.g. 512")
+    parser.add_argument("--length", help="transfer length (K/M suffixes) for the per-transfer term")
+    parser.add_argument("--queue-depth", type=int, help="transfers outstanding")
+    parser.add_argument("--formula", action="store_true", help="show each derivation")
+    parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
+    parser.add_argument("--json", action="store_true", help="print the ceilings as JSON")
+    parser.add_argument("--sysfs-root", default="/sys", help=argparse.SUPPRESS)
+    parser.set_defaults(func=run)
+
+
+def _sizes(text: str | None, name: str) -> list[int | None]:
+    if not text:
+        return [None]
+    try:
+        return [parse_size(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise ValueError(f"--{name}: {exc}") from None
+
+
+def describe(bus: BusDescription) -> str:
+    """One line naming the configuration."""
+    if bus.kind == "pcie":
+        return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
+    if bus.kind == "usb2-hs":
+        return f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
+    return f"{bus.kind} {bus.speed}"
+
+
+def run(args: argparse.Namespace) -> int:
+    units = Units.parse(args.units)
+    base = bus_for_selector(args.device, sysfs_root=args.sysfs_root)
+    directions = DIRECTIONS[base.kind]
+    if args.direction:
+        if args.direction not in directions:
+            raise ValueError(f"direction {args.direction!r} does not exist on {base.kind} "
+                             f"(use {' or '.join(directions)})")
+        directions = (args.direction,)
+    if base.kind != "pcie" and (args.mps or args.mrrs):
+        raise ValueError("--mps/--mrrs apply to PCIe devices only")
+    length = parse_size(args.length) if args.length else None
+    out: list[dict] = []
+    lines: list[str] = []
+    for mps in _sizes(args.mps, "mps"):
+        for mrrs in _sizes(args.mrrs, "mrrs"):
+            bus = replace(base, mps=mps or base.mps, mrrs=mrrs or base.mrrs)
+            lines.append(f"{args.device}: {describe(bus)}")
+            for direction in directions:
+                ceiling = ceiling_for(bus, direction, length=length,
+                                      queue_depth=args.queue_depth)
+                link = link_ceiling(bus, direction)
+                entry = {"direction": direction, "mps": bus.mps, "mrrs": bus.mrrs,
+                         "ceiling": ceiling.to_json(), "link": link.to_json()}
+                out.append(entry)
+                line = f"  {direction:>5}: {units.format(ceiling.throughput)}  ({ceiling.model})"
+                if link.throughput != ceiling.throughput and length is None:
+                    line += f"; the link alone allows {units.format(link.throughput)}"
+                lines.append(line)
+                if args.formula:
+                    lines += [f"         {step}" for step in ceiling.formula.splitlines()]
+                    if link.formula != ceiling.formula and length is None:
+                        lines.append("         link model:")
+                        lines += [f"           {step}" for step in link.formula.splitlines()]
+    if args.json:
+        print(json.dumps({"device": args.device, "bus": base.to_json(), "units": "bytes/s",
+                          "ceilings": out}, indent=1))
+    else:
+        print("\n".join(lines))
+    return 0

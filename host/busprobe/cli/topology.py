@@ -1,8 +1,30 @@
-"""`busprobe topology` (placeholder until its issue lands: registered so the CLI loads)."""
+"""``busprobe topology``: every hop from the root of the bus to the device, link caps vs status."""
+
+from __future__ import annotations
 
 import argparse
+import json
+
+from ..topology import format_hops, topology_for
+
+__all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("topology", help="(not implemented yet)")
-    parser.set_defaults(func=lambda args: (_ for _ in ()).throw(ValueError("topology: not implemented yet")))
+    parser = sub.add_parser("topology", help="each hop root -> device with link caps and status",
+                            description=__doc__)
+    parser.add_argument("--device", required=True, metavar="SEL",
+                        help="usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or sim:usb2|pcie[?...]")
+    parser.add_argument("--json", action="store_true", help="print the hops as JSON")
+    parser.add_argument("--sysfs-root", default="/sys",
+                        help="read this tree instead of /sys (fixtures, other machines' dumps)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    hops = topology_for(args.device, sysfs_root=args.sysfs_root)
+    if args.json:
+        print(json.dumps(hops, indent=1))
+    else:
+        print(format_hops(hops))
+    return 0

@@ -1,9 +1,8 @@
 """What the device's counters say about the points of a plateau, per bus.
 
-The verdict reads device telemetry through the summaries here, so the counter names are written
-in one place: USB 2.0 names come from :data:`busprobe.protocol.usb2.TELEMETRY`, PCIe names from
-:data:`busprobe.protocol.pcie.TELEMETRY` (the gateware's TLP telemetry) when that module is
-installed, else from :data:`PCIE_KEYS` below, which follows the same names.
+The verdict reads device telemetry through the summaries here. Counter names come from the one
+contract: :data:`busprobe.protocol.usb2.TELEMETRY` and :data:`busprobe.protocol.pcie.TELEMETRY`
+(the gateware's TLP telemetry); :data:`PCIE_KEYS` are the ones used, checked against it.
 """
 
 from __future__ import annotations
@@ -13,29 +12,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import usb2_wire
+from ..protocol import pcie as pcie_protocol
 from ..protocol import usb2 as usb2_protocol
 
 __all__ = ["Usb2Summary", "PcieSummary", "summarise_usb2", "summarise_pcie", "PCIE_KEYS",
            "pcie_clock_hz"]
 
 _USB2_NAMES = {name for name, _ in usb2_protocol.TELEMETRY}
-#: The PCIe counters the verdict uses (gateware/pcie/telemetry.py counts them).
+#: The PCIe counters the verdict uses.
 PCIE_KEYS = ("wr_first_cycle", "wr_last_cycle", "rd_first_cycle", "rd_last_cycle",
              "tx_stall_cycles", "rx_stall_cycles", "rd_latency_min", "rd_latency_max",
              "rd_latency_sum", "rd_latency_count", "rd_outstanding_max")
-#: LitePCIe's 7-series x1/x2 64-bit core clock, used when the protocol module gives none.
-_DEFAULT_PCIE_CLOCK_HZ = 125_000_000
+assert set(PCIE_KEYS) <= {name for name, _ in pcie_protocol.TELEMETRY}, "protocol.pcie changed"
+_DEFAULT_PCIE_CLOCK_HZ = pcie_protocol.CLOCK_HZ
 
 
 def pcie_clock_hz(telemetry: Mapping[str, Any] | None = None) -> float:
-    """Frequency of the clock the PCIe cycle counters count."""
-    if telemetry and telemetry.get("clock_hz"):
-        return float(telemetry["clock_hz"])
-    try:
-        from ..protocol import pcie as pcie_protocol  # written by the PCIe engineer
-    except ImportError:
-        return _DEFAULT_PCIE_CLOCK_HZ
-    return float(getattr(pcie_protocol, "CLOCK_HZ", _DEFAULT_PCIE_CLOCK_HZ))
+    """Frequency of the clock the PCIe cycle counters count (the run's own record first)."""
+    for key in ("clock_hz", "busprobe_clock_hz"):
+        if telemetry and telemetry.get(key):
+            return float(telemetry[key])
+    return float(_DEFAULT_PCIE_CLOCK_HZ)
 
 
 def _counter(telemetry: Mapping[str, Any], key: str) -> int | None:
