@@ -1,0 +1,129 @@
+"""Vendor request handler, driven through LUNA's request-handler interface."""
+
+import struct
+
+from amaranth.sim import Simulator
+from busprobe.gateware.usb2.request_handler import ProbeRequestHandler
+from busprobe.protocol import usb2
+from busprobe.protocol.patterns import Pattern
+from usb_protocol.types import USBRequestType
+
+
+async def strobe(ctx, signal):
+    ctx.set(signal, 1)
+    await ctx.tick("usb")
+    ctx.set(signal, 0)
+
+
+async def setup(ctx, dut, request, *, is_in, value=0, index=0, length=0):
+    s = dut.interface.setup
+    ctx.set(s.type, USBRequestType.VENDOR)
+    ctx.set(s.is_in_request, is_in)
+    ctx.set(s.request, request)
+    ctx.set(s.value, value)
+    ctx.set(s.index, index)
+    ctx.set(s.length, length)
+    await strobe(ctx, s.received)
+
+
+async def read_packet(ctx, dut):
+    """Answer one data-stage IN token; returns the payload and its data toggle."""
+    tx = dut.interface.tx
+    await strobe(ctx, dut.interface.data_requested)
+    ctx.set(tx.ready, 1)
+    payload = bytearray()
+    for _ in range(200):
+        if ctx.get(tx.valid):
+            if ctx.get(tx.last) and not ctx.get(tx.first) and not payload:
+                break  # ZLP
+            payload.append(ctx.get(tx.payload))
+            if ctx.get(tx.last):
+                break
+        await ctx.tick("usb")
+    toggle = ctx.get(dut.interface.tx_data_pid)
+    await ctx.tick("usb")
+    ctx.set(tx.ready, 0)
+    await strobe(ctx, dut.interface.handshakes_in.ack)
+    return bytes(payload), toggle
+
+
+def run(dut, testbench):
+    sim = Simulator(dut)
+    sim.add_clock(1 / 60e6, domain="usb")
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_two_packets():
+    dut = ProbeRequestHandler()
+    values = {name: 0x0101_0101 * (i + 1) for i, (name, _) in enumerate(usb2.TELEMETRY)}
+    values |= {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION}
+    names = [name for name, _ in usb2.TELEMETRY]
+
+    async def testbench(ctx):
+        for i, name in enumerate(names):
+            ctx.set(dut.telemetry[i], values[name])
+        await setup(ctx, dut, usb2.Request.GET_TELEMETRY, is_in=True, length=usb2.TELEMETRY_SIZE)
+        for i in range(usb2.TELEMETRY_WORDS):  # counters moving after the SETUP don't tear it
+            ctx.set(dut.telemetry[i], 0)
+        first, toggle0 = await read_packet(ctx, dut)
+        second, toggle1 = await read_packet(ctx, dut)
+        assert (len(first), len(second), toggle0, toggle1) == (64, usb2.TELEMETRY_SIZE - 64, 1, 0)
+        assert usb2.unpack_telemetry(first + second) == values
+        await strobe(ctx, dut.interface.status_requested)
+
+    run(dut, testbench)
+
+
+def test_get_info_is_limited_to_the_requested_length():
+    dut = ProbeRequestHandler()
+
+    async def testbench(ctx):
+        await setup(ctx, dut, usb2.Request.GET_INFO, is_in=True, length=64)
+        data, _ = await read_packet(ctx, dut)
+        assert struct.unpack(usb2.INFO_FORMAT, data) == (
+            usb2.MAGIC, usb2.PROTOCOL_VERSION, usb2.MAX_PACKET_SIZE)
+        await setup(ctx, dut, usb2.Request.GET_INFO, is_in=True, length=4)
+        data, _ = await read_packet(ctx, dut)
+        assert data == struct.pack("<I", usb2.MAGIC)
+
+    run(dut, testbench)
+
+
+async def out_request(ctx, dut, request, **kwargs):
+    """SETUP + status stage of a no-data OUT request; returns the strobes seen and the handshake."""
+    await setup(ctx, dut, request, is_in=False, **kwargs)
+    ctx.set(dut.interface.status_requested, 1)
+    zlp = ctx.get(dut.interface.tx.valid) and ctx.get(dut.interface.tx.last)
+    stall = ctx.get(dut.interface.handshakes_out.stall)
+    await ctx.tick("usb")
+    ctx.set(dut.interface.status_requested, 0)
+    ctx.set(dut.interface.handshakes_in.ack, 1)
+    seen = {name: ctx.get(getattr(dut, name))
+            for name in ("clear_telemetry", "set_pattern", "set_in_transfer")}
+    await ctx.tick("usb")
+    ctx.set(dut.interface.handshakes_in.ack, 0)
+    return seen, "ZLP" if zlp else "STALL" if stall else None
+
+
+def test_out_requests_act_after_their_status_stage_and_bad_ones_stall():
+    dut = ProbeRequestHandler()
+
+    async def testbench(ctx):
+        seen, answer = await out_request(ctx, dut, usb2.Request.SET_PATTERN,
+                                         value=Pattern.PRBS31)
+        assert (answer, seen["set_pattern"], ctx.get(dut.pattern)) == ("ZLP", 1, Pattern.PRBS31)
+        w_value, w_index = usb2.encode_in_transfer(4096, zlp=True)
+        seen, answer = await out_request(ctx, dut, usb2.Request.SET_IN_TRANSFER,
+                                         value=w_value, index=w_index)
+        assert (answer, seen["set_in_transfer"]) == ("ZLP", 1)
+        assert (ctx.get(dut.in_transfer_length), ctx.get(dut.in_zlp)) == (4096, 1)
+        seen, answer = await out_request(ctx, dut, usb2.Request.CLEAR_TELEMETRY)
+        assert (answer, seen["clear_telemetry"]) == ("ZLP", 1)
+        seen, answer = await out_request(ctx, dut, usb2.Request.SET_PATTERN, value=7)
+        assert (answer, seen["set_pattern"], ctx.get(dut.pattern)) == \
+            ("STALL", 0, Pattern.PRBS31)
+        seen, answer = await out_request(ctx, dut, 0x7F)
+        assert answer == "STALL" and not any(seen.values())
+
+    run(dut, testbench)
