@@ -1,8 +1,31 @@
-"""`busprobe report` (placeholder until its issue lands: registered so the CLI loads)."""
+"""``busprobe report A.json [B.json ...] -o report.html``: one self-contained HTML page
+(verdicts, comparison, plots embedded as PNG, topology), units stated."""
+
+from __future__ import annotations
 
 import argparse
 
+from ..report.compare import load_runs
+from ..report.html import write_report
+from ..units import Units
+
+__all__ = ["register", "run"]
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("report", help="(not implemented yet)")
-    parser.set_defaults(func=lambda args: (_ for _ in ()).throw(ValueError("report: not implemented yet")))
+    parser = sub.add_parser("report", help="write a self-contained HTML report",
+                            description=__doc__)
+    parser.add_argument("results", nargs="+", metavar="RESULT.json",
+                        help="result files written by busprobe sweep --json")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    units = Units.parse(args.units)
+    runs = load_runs(args.results)
+    write_report(runs, args.output, units=units)
+    print(f"report: {args.output} ({len(runs)} run{'s' if len(runs) != 1 else ''}, "
+          f"{units.label})")
+    return 0

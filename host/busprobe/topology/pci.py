@@ -120,9 +120,10 @@ def _check_links(hops: list[Hop]) -> None:
                 below = now < best
             if below:
                 shown = (lambda v: f"x{v}") if what == "width" else str
+                port = upper.kind.removeprefix("pci-").replace("-", " ")
                 lower.notes.append(
-                    f"link {upper.name} -> {lower.name} trained at {shown(now)} although both "
-                    f"ends support {shown(best)} ({what} below capability)")
+                    f"{port} {upper.name} link to {lower.name} trained at {shown(now)} although "
+                    f"both ends support {shown(best)} ({what} below capability)")
 
 
 def pcie_hops(bdf: str, *, sysfs_root: str | Path = "/sys") -> list[Hop]:

@@ -1,0 +1,204 @@
+"""Side-by-side comparison of result documents, and the differences that explain their gap.
+
+Each run is labelled with a letter (A, B, ...). For every direction the table shows the plateau,
+its share of the link model, the queue-depth effect and the verdict; :func:`differences` then
+says, in sentences, what distinguishes the slower runs: the host controller and its packets per
+microframe, a link trained below capability, an upstream limit, a different configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..lengths import format_size
+from ..results import ceilings_of
+from ..units import Units
+from ..verdict import assess
+
+__all__ = ["Run", "load_runs", "runs_from_docs", "format_comparison", "differences",
+           "verdicts_of"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Run:
+    """One result document in a comparison.
+
+    Attributes
+    ----------
+    label : str
+        ``A``, ``B``, ...
+    source : str
+        Where it came from (file name).
+    doc : dict
+        The result document.
+    entries : list of dict
+        Its verdict entries (:func:`busprobe.verdict.assess`, or the stored ones).
+    """
+
+    label: str
+    source: str
+    doc: dict[str, Any]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.label}: {self.doc.get('device', '?')}"
+
+
+def verdicts_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Fresh verdicts for ``doc``; the stored ones if the document cannot be assessed again."""
+    try:
+        return assess(doc)
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: cannot assess again (%s); using the stored verdict",
+                    doc.get("device"), exc)
+        return ceilings_of(doc)
+
+
+def runs_from_docs(docs: Sequence[dict[str, Any]], sources: Sequence[str]) -> list[Run]:
+    runs = []
+    for index, (doc, source) in enumerate(zip(docs, sources, strict=True)):
+        label = chr(ord("A") + index) if index < 26 else f"R{index}"
+        runs.append(Run(label, source, doc, verdicts_of(doc)))
+    return runs
+
+
+def load_runs(paths: Sequence[str]) -> list[Run]:
+    """Read result files (one-line ``ValueError`` if one is not a result)."""
+    from ..results import load_results
+
+    return runs_from_docs([load_results(p) for p in paths], [str(p) for p in paths])
+
+
+def _setting(entry: dict[str, Any]) -> str:
+    parts = [f"{k.upper()} {entry[k]}" for k in ("mps", "mrrs") if entry.get(k)]
+    return " ".join(parts) or "-"
+
+
+def _qd(entry: dict[str, Any]) -> str:
+    """``QD1 vs 4: -54 % at 2 KiB, plateau +0 %`` (the shallow queue relative to the deep one)."""
+    effect = entry.get("qd_effect")
+    if not effect:
+        return "-"
+    low, high = effect["queue_depths"]
+    shown = f"QD{low} vs {high}:"
+    if effect.get("low_at_length") and effect.get("at_length"):
+        at = effect["low_at_length"] / effect["plateau_high"] - 1
+        shown += f" {at * 100:+.0f} % at {format_size(effect['at_length'])},"
+    return f"{shown} plateau {-effect['gain'] / (1 + effect['gain']) * 100:+.0f} %"
+
+
+def comparison_rows(runs: Sequence[Run], units: Units) -> list[tuple[str, ...]]:
+    """Header plus one row per run × direction × setting, sorted by direction."""
+    rows: list[tuple[str, ...]] = [
+        ("direction", "run", "setting", f"plateau {units.label}", f"link model {units.label}",
+         "% of model", "% of host profile", "queue depth effect", "verdict")]
+    body = []
+    for run in runs:
+        for e in run.entries:
+            profile = e.get("profile_efficiency")
+            body.append((
+                e["direction"], run.label, _setting(e), f"{units.convert(e['plateau']):.2f}",
+                f"{units.convert(e['model']):.2f}", f"{e['efficiency'] * 100:.1f}",
+                "-" if profile is None else f"{profile * 100:.1f} ({e.get('profile')})",
+                _qd(e), e["verdict"]))
+    body.sort(key=lambda r: (r[0], r[2], r[1]))
+    return rows + body
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _controller(run: Run) -> str | None:
+    for hop in run.doc.get("topology") or []:
+        if "host-controller" in str(hop.get("kind", "")):
+            return hop.get("driver") or hop.get("name")
+    return None
+
+
+def _link_of(run: Run) -> str | None:
+    bus = run.doc.get("bus") or {}
+    if bus.get("kind") == "pcie":
+        return f"{bus.get('speed')} x{bus.get('width')}"
+    return None
+
+
+def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
+    """Sentences naming what sets each run apart, best run per direction as the reference."""
+    out: list[str] = []
+    # The reference for an entry is the best run at the same direction and setting.
+    best: dict[tuple[str, str], tuple[float, Run]] = {}
+    for run in runs:
+        for e in run.entries:
+            key = (e["direction"], _setting(e))
+            if key not in best or e["plateau"] > best[key][0]:
+                best[key] = (e["plateau"], run)
+    for run in runs:
+        said: set[str] = set()
+
+        def say(text: str, run: Run = run, said: set[str] = said) -> None:
+            if text not in said:
+                said.add(text)
+                out.append(f"{run.label}: {text}")
+
+        bus = run.doc.get("bus") or {}
+        for hop in run.doc.get("topology") or []:
+            for note in hop.get("notes") or []:
+                if "below capability" in note:
+                    say(note)
+                elif "although it supports" in note:
+                    say(f"{hop.get('name', '')} {note}")
+        for e in run.entries:
+            top, top_run = best[(e["direction"], _setting(e))]
+            behind = top_run is not run and e["plateau"] < 0.97 * top
+            where = f"{e['direction']}" + (f" {_setting(e)}" if _setting(e) != "-" else "")
+            evidence = e.get("evidence") or {}
+            if e["verdict"] == "host-limited":
+                profile = e.get("profile") or bus.get("host_profile")
+                driver = _controller(run)
+                name = f"{profile.upper()} controller" if profile else "host controller"
+                if driver and not driver.startswith("busprobe.sim"):
+                    name += f" (driver {driver})"
+                tmax = evidence.get("tokens_max_uframe")
+                say(name + (f", {tmax} packets per microframe" if tmax else ""))
+                say(f"{where}: host-limited at {units.format(e['plateau'])} while the bus "
+                    f"allows {units.format(e['model'])}")
+            elif e["verdict"] == "upstream-limited":
+                say(f"{where}: upstream-limited at {units.format(e['plateau'])} while the link "
+                    f"model allows {units.format(e['model'])}")
+            elif e["verdict"] == "device-limited":
+                say(f"{where}: DEVICE-LIMITED at {units.format(e['plateau'])} — "
+                    f"{e['explanation']}")
+            elif behind:
+                say(f"{where}: {units.format(e['plateau'])}, {e['verdict']}, vs "
+                    f"{top_run.label} {units.format(top)}")
+            if behind and top_run is not run:
+                link, top_link = _link_of(run), _link_of(top_run)
+                if link and top_link and link != top_link:
+                    say(f"link {link} where {top_run.label} has {top_link}")
+    return out
+
+
+def format_comparison(runs: Sequence[Run], units: Units = Units.MB) -> str:
+    """The text ``busprobe compare`` prints."""
+    lines = [f"{run.label} = {run.source} ({run.doc.get('device', '?')})" for run in runs]
+    lines.append(f"throughput in {units.label} ({'10^6' if units is Units.MB else '2^20'} B/s)")
+    lines.append("")
+    lines += _table(comparison_rows(runs, units))
+    diffs = differences(runs, units)
+    if diffs:
+        lines += ["", "What explains the differences:"]
+        lines += [f"  {d}" for d in diffs]
+    incomplete = [run for run in runs if not run.doc.get("complete", True)]
+    for run in incomplete:
+        lines.append(f"!! {run.label} is INCOMPLETE: {run.doc.get('error')}")
+    return "\n".join(lines)

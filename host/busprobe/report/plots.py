@@ -1,0 +1,77 @@
+"""Overlay plot of several runs: one panel per direction, the deepest queue depth's curve of each
+run and setting, its link model dashed in the same colour, the verdict in the legend."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..lengths import format_size
+from ..units import Units
+from .compare import Run
+
+__all__ = ["overlay_png", "write_overlay"]
+
+
+def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | None = None) -> bytes:
+    """The overlay as PNG bytes (matplotlib Agg; no window is ever opened)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # must precede pyplot
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    directions: list[str] = []
+    for run in runs:
+        for e in run.entries:
+            if e["direction"] not in directions:
+                directions.append(e["direction"])
+    directions = directions or ["(no data)"]
+    fig, axes = plt.subplots(1, len(directions), figsize=(6.5 * len(directions), 5), dpi=100,
+                             squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, direction in zip(axes[0], directions, strict=True):
+        index = 0
+        for run in runs:
+            for e in run.entries:
+                if e["direction"] != direction:
+                    continue
+                colour = colours[index % len(colours)]
+                index += 1
+                points = sorted(
+                    (p for p in run.doc["points"]
+                     if p["direction"] == direction and p["queue_depth"] == e.get("queue_depth")
+                     and p.get("mps") == e.get("mps")
+                     and (direction != "read" or p.get("mrrs") == e.get("mrrs"))),
+                    key=lambda p: p["length"])
+                setting = " ".join(f"{k.upper()} {e[k]}" for k in ("mps", "mrrs") if e.get(k))
+                label = f"{run.label} {setting} QD{e.get('queue_depth')}: {e['verdict']}"
+                ax.plot([p["length"] for p in points],
+                        [units.convert(p["throughput"]) for p in points], "o-", color=colour,
+                        markersize=3, label=label.replace("  ", " "))
+                ax.axhline(units.convert(e["model"]), color=colour, linestyle="--", linewidth=1)
+                ax.axhline(units.convert(e["plateau"]), color=colour, linestyle=":",
+                           linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(
+            FuncFormatter(lambda v, _: format_size(int(v)) if v >= 1 else ""))
+        ax.set_xlabel("transfer length (bytes)")
+        ax.set_ylabel(f"throughput ({units.label})")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{direction} (dashed: link model, dotted: plateau)", fontsize="medium")
+        ax.grid(True, alpha=0.3)
+        if index:
+            ax.legend(fontsize="small", loc="lower right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def write_overlay(runs: Sequence[Run], path: str | Path, *, units: Units = Units.MB) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(overlay_png(runs, units=units))
