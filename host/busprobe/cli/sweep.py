@@ -9,8 +9,11 @@ Exit status: 0 clean, 1 when any point had data errors, 2 on an error, 130 on Ct
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from .. import selectors
@@ -81,6 +84,24 @@ def _settings(args: argparse.Namespace, sel: selectors.Selector) -> tuple[dict[s
                  for m in mps for r in mrrs)
 
 
+@contextlib.contextmanager
+def _stdout_guard(args: argparse.Namespace) -> Iterator[None]:
+    """With ``--json -``/``--csv -``, stdout carries only the data: anything else written to
+    file descriptor 1 meanwhile (a simulator build's compiler lines) goes to stderr."""
+    if "-" not in (args.json, args.csv):
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _progress(total: int, enabled: bool) -> Any:
     if not enabled:
         return None
@@ -108,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
                   pattern).validate(transport)
 
     doc = new_document(args.device, units=units)
-    transport.open()
+    with _stdout_guard(args):
+        transport.open()
     try:
         bus = transport.bus
         plan = SweepPlan(
@@ -145,7 +167,8 @@ def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
 
     sweep = Sweep(transport, plan, on_repeat=on_repeat)
     try:
-        sweep.run(specs)
+        with _stdout_guard(args):
+            sweep.run(specs)
     except (TransportError, KeyboardInterrupt) as exc:
         reason = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else str(exc)
         doc["points"] = [p.to_json() for p in sweep.points]

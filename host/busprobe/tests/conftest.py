@@ -10,6 +10,7 @@ overhead model, so the figures a test expects are computable. The real device is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ class Faults:
     corrupt_out: set[int] = field(default_factory=set)  # flip a byte the device receives
     gone_at: int | None = None  # raise DeviceGone on this call
     interrupt_at: int | None = None  # raise KeyboardInterrupt on this call
+    chatter: bool = False  # write to file descriptor 1 in open() and stream(), as builds do
 
 
 class LoopbackTransport(Transport):
@@ -77,6 +79,8 @@ class LoopbackTransport(Transport):
         return BusDescription(kind="usb2-hs", speed="high", max_packet_size=512)
 
     def open(self) -> None:
+        if self.faults.chatter:
+            os.write(1, b"c++ -Os -c Vtop.cpp (a simulator build talking on stdout)\n")
         self.opened = True
         self.log.append("open")
 
@@ -111,6 +115,8 @@ class LoopbackTransport(Transport):
         self.validate(direction, length, queue_depth)
         call, self.calls = self.calls, self.calls + 1
         self.log.append(f"stream {direction} {length}x{count} qd{queue_depth}")
+        if self.faults.chatter:
+            os.write(1, b"simulator noise\n")
         if call == self.faults.gone_at:
             raise DeviceGone(f"{self.selector}: the device is gone (unplugged)")
         if call == self.faults.interrupt_at:

@@ -56,6 +56,16 @@ def test_json_to_stdout_keeps_stdout_pure_json_and_moves_the_table(loopback_devi
     assert "host MiB/s" in err
 
 
+def test_json_to_stdout_survives_backends_writing_to_file_descriptor_1(loopback_device, capfd):
+    faults, _ = loopback_device
+    faults.chatter = True
+    status = main(["sweep", "--device", "sim:loop", *QUICK, "--json", "-"])
+    out, err = capfd.readouterr()
+    assert status == 0
+    assert len(json.loads(out)["points"]) == 8
+    assert "simulator build talking" in err and "simulator noise" in err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--lengths", "4X"], "bad size '4X'"),
     (["--lengths", "500..4K"], "not a power of two"),
