@@ -1,0 +1,72 @@
+"""busprobe compare through the real argument parser, on recorded result fixtures."""
+
+import json
+from pathlib import Path
+
+import pytest
+from busprobe.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[4] / "tests" / "fixtures" / "results"
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_ehci_vs_xhci_names_the_ehci_controller_and_its_packets_per_microframe(capsys):
+    status, out, _ = run(capsys, "compare", str(FIXTURES / "usb2_xhci.json"),
+                         str(FIXTURES / "usb2_ehci.json"))
+    assert status == 0
+    assert "B: EHCI controller, 10 packets per microframe" in out
+    assert "A: XHCI controller, 12 packets per microframe" in out
+    assert "B: in: host-limited at 40.88 MB/s while the bus allows 53.25 MB/s" in out
+    assert "throughput in MB/s" in out
+
+
+def test_capped_pcie_run_is_upstream_limited_in_mib(capsys):
+    status, out, _ = run(capsys, "compare", str(FIXTURES / "pcie_gen2x1.json"),
+                         str(FIXTURES / "pcie_gen2x1_cap290.json"), "--units", "mib")
+    assert status == 0
+    line = next(x for x in out.splitlines() if x.startswith("  B: write MPS 128"))
+    assert "upstream-limited at 289.51 MiB/s while the link model allows 411.19 MiB/s" in line
+    rows = [x.split() for x in out.splitlines() if x.startswith("write ")]
+    assert {r[1]: r[-1] for r in rows if r[3] == "128"} == {"A": "link-limited",
+                                                            "B": "upstream-limited"}
+
+
+def test_link_trained_below_capability_explains_the_slower_run(capsys):
+    _, out, _ = run(capsys, "compare", str(FIXTURES / "pcie_gen2x1.json"),
+                    str(FIXTURES / "pcie_gen1_trained_low.json"))
+    assert ("B: root port 0000:00:1c.0 link to 0000:01:00.0 trained at gen1 although both ends "
+            "support gen2") in out
+    assert "B: link gen1 x1 where A has gen2 x1" in out
+
+
+def test_compare_writes_an_overlay_plot(capsys, tmp_path):
+    png = tmp_path / "overlay.png"
+    run(capsys, "compare", str(FIXTURES / "usb2_ideal.json"), str(FIXTURES / "usb2_ehci.json"),
+        "--plot", str(png))
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{}", "not a busprobe result"), ("nope", "not JSON"),
+])
+def test_bad_input_is_one_line_error(capsys, tmp_path, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    status, _, err = run(capsys, "compare", str(bad))
+    assert status == 2 and message in err and err.count("\n") == 1
+
+
+def test_incomplete_run_is_compared_and_flagged(capsys, tmp_path):
+    doc = json.loads((FIXTURES / "usb2_ehci.json").read_text())
+    doc["points"] = doc["points"][:10]
+    doc["complete"], doc["error"] = False, "DeviceGone: simulator exited"
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(doc))
+    _, out, _ = run(capsys, "compare", str(FIXTURES / "usb2_ideal.json"), str(partial))
+    assert "B is INCOMPLETE: DeviceGone" in out
