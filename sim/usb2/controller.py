@@ -1,0 +1,315 @@
+"""A USB 2.0 host controller that schedules bulk and control transfers by a :class:`HostProfile`.
+
+The profile is data (``host/busprobe/model/hosts/*.toml``); nothing here branches on its name.
+
+Scheduling semantics (the ceiling model's closed form matches these; keep them in step):
+
+* Line time comes from the real packets (:mod:`busprobe.model.usb2_wire`): SYNC, PID, payload,
+  CRC, bit stuffing, EOP, the host's 88-bit back-to-back delay (token -> DATA on OUT) and the
+  8-bit turnaround before the host answers a device packet; the device's own response time is
+  whatever the gateware takes.
+* Every microframe starts with an SOF (96 bit times incl. its 40-bit EOP). A transaction starts
+  only if its *reserved* line time fits before the microframe ends; the reservation is the
+  spec's budget for it: unstuffed packets with 8-bit turnarounds (§5.8.4 counts no stuffing).
+* At most ``max_bulk_{in,out}_per_uframe`` transactions on the endpoint per microframe (NAKed
+  ones count, as an EHCI/xHCI schedule pass does), and ``inter_transaction_gap_ns`` of idle bus
+  after each transaction.
+* A transfer of ``length`` bytes ends at its short packet (IN), or when ``length`` bytes moved
+  (plus a ZLP on OUT when asked and ``length`` is a multiple of 512). It *completes* to the
+  application ``completion_latency_us`` after its last handshake, rounded up to the next
+  microframe boundary when ``completion_on_uframe``.
+* ``queue_depth`` transfers are submitted at the start (cycle ``t0``). The controller works on
+  the oldest; the next queued one starts right after it on the bus. Each completion submits a new
+  transfer (while fewer than ``count`` were submitted) which becomes schedulable
+  ``resubmit_latency_us`` after that completion: queue depth 1 pays completion + resubmit
+  latency once per transfer.
+* Throughput = bytes / (last completion - t0), in simulated time (60 MHz cycles).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from busprobe.model import usb2_wire as wire
+from busprobe.model.usb2_hosts import HostProfile
+from busprobe.model.usb2_wire import Pid
+
+from .link import DeviceTimeout, LinkError, UlpiHostModel
+
+__all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck"]
+
+log = logging.getLogger(__name__)
+
+CONTROL_MPS = 64
+#: A transfer that makes no progress for this many microframes (1 s simulated) is abandoned.
+STUCK_UFRAMES = 8000
+
+
+class TransferStall(LinkError):
+    """The device answered STALL."""
+
+
+class StreamStuck(LinkError):
+    """Transfers made no progress for :data:`STUCK_UFRAMES` microframes."""
+
+
+@dataclass
+class _Transfer:
+    length: int
+    ready_at: int
+    data: bytearray = field(default_factory=bytearray)  # IN: received; OUT: to send
+    offset: int = 0  # OUT: bytes ACKed
+    zlp_sent: bool = False
+
+
+@dataclass
+class StreamOutcome:
+    """What :meth:`HostController.stream` measured (cycles are 60 MHz line cycles)."""
+
+    direction: str
+    bytes: int
+    transfers: int
+    short_transfers: int
+    start: int
+    end: int
+    naks: int
+    nyets: int
+    transactions: int
+
+
+def _cycles_from_us(us: float) -> int:
+    return round(us * wire.ULPI_CLOCK_HZ / 1e6)
+
+
+class HostController:
+    """Schedules transfers for one device on a :class:`UlpiHostModel` by a :class:`HostProfile`.
+
+    Parameters
+    ----------
+    link : UlpiHostModel
+        The link layer (line timeline, transactions).
+    profile : HostProfile
+        How this controller schedules (see the module docstring for the semantics).
+    """
+
+    def __init__(self, link: UlpiHostModel, profile: HostProfile) -> None:
+        self.link = link
+        self.profile = profile
+        self.address = 0
+        self.toggles: dict[tuple[int, str], Pid] = {}
+        self._uframe_counts: dict[tuple[int, str], int] = {}
+        self._counted_uframe = -1
+        self.gap_cycles = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns
+                                                    * wire.BIT_RATE / 1e9))
+
+    def reset_state(self) -> None:
+        """After a bus reset: address 0, every data toggle back to DATA0."""
+        self.address = 0
+        self.toggles.clear()
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _count(self, endpoint: int, direction: str) -> int:
+        if self._counted_uframe != self.link.uframe:
+            self._counted_uframe = self.link.uframe
+            self._uframe_counts.clear()
+        return self._uframe_counts.get((endpoint, direction), 0)
+
+    def _bump(self, endpoint: int, direction: str) -> None:
+        key = (endpoint, direction)
+        self._uframe_counts[key] = self._count(endpoint, direction) + 1
+        self.link.free_at += self.gap_cycles
+
+    @staticmethod
+    def reservation(direction: str, payload: int) -> int:
+        """Cycles the schedule reserves for a transaction (spec budget: unstuffed, 8-bit IPDs)."""
+        return wire.bits_to_cycles(wire.transaction_bits(direction, payload).total)
+
+    def _toggle(self, endpoint: int, direction: str) -> Pid:
+        return self.toggles.get((endpoint, direction), Pid.DATA0)
+
+    def _flip(self, endpoint: int, direction: str) -> None:
+        current = self._toggle(endpoint, direction)
+        self.toggles[(endpoint, direction)] = Pid.DATA1 if current == Pid.DATA0 else Pid.DATA0
+
+    # -- control transfers ------------------------------------------------------------------
+
+    async def control(self, request_type: int, request: int, value: int, index: int,
+                      data_or_length: bytes | int = 0) -> bytes:
+        """One control transfer on endpoint 0 (§8.5.3); returns the IN data stage's bytes."""
+        link, address = self.link, self.address
+        device_to_host = bool(request_type & 0x80)
+        length = data_or_length if isinstance(data_or_length, int) else len(data_or_length)
+        setup = bytes((request_type, request, value & 0xFF, value >> 8, index & 0xFF, index >> 8,
+                       length & 0xFF, length >> 8))
+        await self._until_handshake(lambda: link.transaction_out(
+            address, 0, Pid.DATA0, setup, setup=True, reserve_cycles=self.reservation("out", 8)))
+        toggle = Pid.DATA1
+        received = bytearray()
+        if device_to_host:
+            while len(received) < length:
+                result = await self._until_handshake(lambda: link.transaction_in(
+                    address, 0, reserve_cycles=self.reservation("in", CONTROL_MPS)))
+                if result.data_pid != toggle:
+                    continue  # a retry of data we already have
+                toggle = Pid.DATA0 if toggle == Pid.DATA1 else Pid.DATA1
+                received += result.payload
+                if len(result.payload) < CONTROL_MPS:
+                    break
+            await self._until_handshake(lambda: link.transaction_out(
+                address, 0, Pid.DATA1, b"", reserve_cycles=self.reservation("out", 0)))
+            return bytes(received[:length])
+        data = b"" if isinstance(data_or_length, int) else bytes(data_or_length)
+        for offset in range(0, len(data), CONTROL_MPS):
+            chunk = data[offset:offset + CONTROL_MPS]
+            await self._until_handshake(lambda chunk=chunk, toggle=toggle: link.transaction_out(
+                address, 0, toggle, chunk, reserve_cycles=self.reservation("out", len(chunk))))
+            toggle = Pid.DATA0 if toggle == Pid.DATA1 else Pid.DATA1
+        await self._until_handshake(lambda: link.transaction_in(
+            address, 0, reserve_cycles=self.reservation("in", 0)))
+        return b""
+
+    async def _until_handshake(self, attempt: Callable) -> object:
+        """Retry a control-stage transaction while NAKed; raise on STALL or repeated errors."""
+        errors = 0
+        start_uframe = self.link.uframe
+        while True:
+            try:
+                result = await attempt()
+            except DeviceTimeout:
+                errors += 1
+                if errors >= 3:  # §8.5.1: three errors retire the transfer
+                    raise
+                continue
+            if result.handshake == Pid.STALL:
+                raise TransferStall("device STALLed a control request")
+            if result.handshake in (Pid.ACK, Pid.NYET) or (result.data_pid is not None
+                                                            and result.handshake == Pid.ACK):
+                return result
+            if result.handshake is None:  # corrupt data: retry
+                errors += 1
+                if errors >= 3:
+                    raise LinkError("three corrupt packets in a row on endpoint 0")
+                continue
+            if self.link.uframe - start_uframe > STUCK_UFRAMES:
+                raise StreamStuck("control request NAKed for 1 s")
+            await self.link.next_uframe()  # NAK: try again in the next microframe
+
+    # -- bulk streams -------------------------------------------------------------------------
+
+    async def stream(self, direction: str, endpoint: int, length: int, count: int,
+                     queue_depth: int, *, max_packet_size: int = 512,
+                     source: Callable[[int], bytes] | None = None,
+                     sink: Callable[[bytes], None] | None = None,
+                     zlp: bool = False) -> StreamOutcome:
+        """Move ``count`` bulk transfers of ``length`` bytes keeping ``queue_depth`` queued.
+
+        OUT data comes from ``source(length)`` when a transfer is submitted; each completed IN
+        transfer's data goes to ``sink`` in order. See the module docstring for the timing.
+        """
+        link, profile = self.link, self.profile
+        limit = profile.max_per_uframe(direction)
+        completion = _cycles_from_us(profile.completion_latency_us)
+        resubmit = _cycles_from_us(profile.resubmit_latency_us)
+        reserve = self.reservation(direction, max_packet_size)
+        t0 = max(link.free_at, link.phy.cycle)
+        pending: deque[_Transfer] = deque()
+
+        def submit(ready_at: int) -> None:
+            transfer = _Transfer(length, ready_at)
+            if direction == "out":
+                transfer.data = bytearray(source(length) if source else bytes(length))
+            pending.append(transfer)
+
+        submitted = 0
+        for _ in range(min(queue_depth, count)):
+            submit(t0)
+            submitted += 1
+        moved = shorts = naks = nyets = transactions = 0
+        end = t0
+        ping_first = False
+        last_progress = link.uframe
+        while pending:
+            transfer = pending[0]
+            if transfer.ready_at > link.free_at:
+                await link.advance_to(transfer.ready_at)
+            if self._count(endpoint, direction) >= limit:
+                await link.next_uframe()
+                continue
+            if link.uframe - last_progress > STUCK_UFRAMES:
+                raise StreamStuck(f"bulk {direction} on endpoint {endpoint} made no progress "
+                                  f"for {STUCK_UFRAMES} microframes")
+            done = False
+            if direction == "in":
+                result = await link.transaction_in(self.address, endpoint, reserve_cycles=reserve)
+                transactions += 1
+                if result.handshake == Pid.STALL:
+                    raise TransferStall(f"device STALLed bulk IN endpoint {endpoint}")
+                if result.handshake == Pid.NAK:
+                    naks += 1
+                elif result.data_pid is not None and result.handshake == Pid.ACK:
+                    last_progress = link.uframe
+                    if result.data_pid == self._toggle(endpoint, "in"):
+                        self._flip(endpoint, "in")
+                        transfer.data += result.payload
+                        if len(transfer.data) > length:
+                            raise LinkError(f"device sent {len(transfer.data)} bytes into an IN "
+                                            f"transfer of {length}")
+                        done = (len(result.payload) < max_packet_size
+                                or len(transfer.data) == length)
+                    # else: a repeat of a packet whose ACK the device missed; dropped (§8.6.4)
+            else:
+                if ping_first:
+                    result = await link.ping(self.address, endpoint)
+                    transactions += 1
+                    if result.handshake == Pid.ACK:
+                        ping_first = False
+                    else:
+                        naks += 1
+                        self._bump(endpoint, direction)
+                        continue
+                chunk = bytes(transfer.data[transfer.offset:transfer.offset + max_packet_size])
+                toggle = self._toggle(endpoint, "out")
+                result = await link.transaction_out(self.address, endpoint, toggle, chunk,
+                                                    reserve_cycles=reserve)
+                transactions += 1
+                if result.handshake == Pid.STALL:
+                    raise TransferStall(f"device STALLed bulk OUT endpoint {endpoint}")
+                if result.handshake in (Pid.ACK, Pid.NYET):
+                    last_progress = link.uframe
+                    self._flip(endpoint, "out")
+                    if result.handshake == Pid.NYET:
+                        nyets += 1
+                        ping_first = True
+                    if not chunk:
+                        transfer.zlp_sent = True
+                    transfer.offset += len(chunk)
+                    done = transfer.offset == length and (
+                        not zlp or length % max_packet_size or transfer.zlp_sent)
+                else:
+                    naks += 1
+                    ping_first = True
+            self._bump(endpoint, direction)
+            if not done:
+                continue
+            pending.popleft()
+            finished = result.end + completion
+            if profile.completion_on_uframe:
+                base = link.uframe_start
+                while base < finished:
+                    base += wire.UFRAME_CYCLES
+                finished = base
+            end = max(end, finished)
+            got = len(transfer.data) if direction == "in" else transfer.offset
+            moved += got
+            shorts += got < length
+            if direction == "in" and sink is not None:
+                sink(bytes(transfer.data))
+            if submitted < count:
+                submit(finished + resubmit)
+                submitted += 1
+        await link.advance_to(end)
+        return StreamOutcome(direction, moved, count, shorts, t0, end, naks, nyets, transactions)

@@ -1,0 +1,182 @@
+"""Python side of the ULPI PHY model (``sim/models/ulpi_phy.sv``): whole packets in and out.
+
+The PHY does the per-byte ULPI work inside the simulator. This driver hands it host->device
+packets (one wide write: bytes, length, per-byte stall mask, start cycle) and collects captured
+device->host packets (one wide read), so Python runs once per packet, never once per clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from busprobe.model import usb2_wire as wire
+from cocotb.clock import Clock
+from cocotb.triggers import First, Timer, ValueChange
+
+__all__ = ["PHY_SOURCES", "CLOCK_PERIOD_PS", "DevicePacket", "UlpiPhyDriver", "stall_mask"]
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+#: HDL sources of the PHY and the simulation top (the device design is added by the caller).
+PHY_SOURCES = (MODELS / "ulpi_phy.sv", MODELS / "usb2_sim_top.sv")
+#: The simulator's clock needs an integer period; simulated time is counted in cycles
+#: (:attr:`UlpiPhyDriver.cycle`) at exactly 60 MHz, so this rounding never shows in a figure.
+CLOCK_PERIOD_PS = 16_666
+MAX_BYTES = 520
+
+
+def stall_mask(packet: bytes) -> int:
+    """Bit ``i`` set: the PHY holds ``nxt`` low for a cycle before byte ``i`` of ``packet``.
+
+    Every 8 bits the transmitter stuffs (§7.1.9) cost one byte time on the ULPI side; a run of
+    ``L`` ones (counting the SYNC's final 1) gets ``L // 6`` stuffed zeros, after its 6th, 12th ...
+    one.
+    """
+    bits = np.unpackbits(np.frombuffer(packet, dtype=np.uint8), bitorder="little")
+    bits = np.concatenate(([1], bits)).astype(np.int8)  # SYNC ends in a 1
+    edges = np.diff(np.concatenate(([0], bits, [0])))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    long_runs = np.flatnonzero(ends - starts >= 6)
+    mask = 0
+    stuffed = 0
+    for run in long_runs:
+        start, length = int(starts[run]), int(ends[run] - starts[run])
+        for k in range(6, length + 1, 6):
+            stuffed += 1
+            if stuffed % 8 == 0:
+                byte = (start + k - 2) // 8  # the run's k-th one; index 0 is the SYNC bit
+                if byte + 1 < len(packet):
+                    mask |= 1 << (byte + 1)
+    return mask
+
+
+@dataclass
+class DevicePacket:
+    """A packet the device transmitted, as the PHY captured it.
+
+    Attributes
+    ----------
+    data : bytes
+        PID byte first, then fields/payload and CRC.
+    start, end : int
+        Cycles of the TX CMD and of the ``stp`` that ended it.
+    wire_end : int
+        Cycle the packet's EOP ends on the line, from its real bits (SYNC, stuffing, EOP).
+    """
+
+    data: bytes
+    start: int
+    end: int
+    wire_end: int
+
+    @property
+    def pid(self) -> int:
+        return self.data[0] & 0xF
+
+
+class UlpiPhyDriver:
+    """Drives the PHY model's host-side ports of ``usb2_sim_top``.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The ``usb2_sim_top`` instance.
+    """
+
+    def __init__(self, dut: object) -> None:
+        self.dut = dut
+        self._rx_request = 0
+        self._tx_seen = 0
+
+    async def start(self) -> None:
+        """Start the clock and hold the design in reset for a few cycles."""
+        dut = self.dut
+        Clock(dut.clk, CLOCK_PERIOD_PS, unit="ps").start()
+        dut.rst.value = 1
+        dut.host_linestate.value = wire_linestate("J")
+        dut.rx_request.value = 0
+        dut.rx_len.value = 0
+        dut.rx_start_at.value = 0
+        dut.rx_stall.value = 0
+        dut.rx_data.value = 0
+        await Timer(10 * CLOCK_PERIOD_PS, "ps")
+        dut.rst.value = 0
+        await Timer(2 * CLOCK_PERIOD_PS, "ps")
+        self._rx_request = 0
+        self._tx_seen = int(dut.tx_count.value)
+
+    @property
+    def cycle(self) -> int:
+        """The current cycle (the simulation's clock, 60 MHz)."""
+        return int(self.dut.cycle.value)
+
+    @property
+    def func_ctrl(self) -> int:
+        return int(self.dut.func_ctrl.value)
+
+    async def wait_until(self, cycle: int) -> None:
+        """Let the simulation run until ``cycle`` (no-op if already there)."""
+        now = self.cycle
+        if cycle > now:
+            await Timer((cycle - now) * CLOCK_PERIOD_PS, "ps")
+
+    async def wait_cycles(self, cycles: int) -> None:
+        await Timer(max(cycles, 1) * CLOCK_PERIOD_PS, "ps")
+
+    def set_linestate(self, state: int) -> None:
+        self.dut.host_linestate.value = state
+
+    async def idle(self) -> None:
+        """Wait until the PHY has delivered every queued host packet."""
+        while int(self.dut.rx_count.value) != self._rx_request & 0xFFFF_FFFF:
+            await ValueChange(self.dut.rx_count)
+
+    async def send(self, packet: bytes, start_at: int) -> int:
+        """Queue ``packet`` (PID first) to start on the wire at cycle ``start_at``.
+
+        Returns the cycle its EOP ends on the line (SYNC + stuffed bits + EOP from
+        :mod:`busprobe.model.usb2_wire`). Waits first if the PHY still holds an earlier packet.
+        """
+        if len(packet) > MAX_BYTES:
+            raise ValueError(f"packet of {len(packet)} bytes exceeds the PHY model's {MAX_BYTES}")
+        await self.idle()
+        dut = self.dut
+        dut.rx_data.value = int.from_bytes(packet, "little")
+        dut.rx_len.value = len(packet)
+        dut.rx_stall.value = stall_mask(packet)
+        dut.rx_start_at.value = start_at
+        self._rx_request += 1
+        dut.rx_request.value = self._rx_request & 0xFFFF_FFFF
+        sof = (packet[0] & 0xF) == wire.Pid.SOF
+        return start_at + wire.bits_to_cycles(wire.packet_bits_of(packet, sof=sof))
+
+    async def receive(self, timeout_cycles: int) -> DevicePacket | None:
+        """The next packet the device transmits, or None after ``timeout_cycles`` without one."""
+        dut = self.dut
+        if int(dut.tx_count.value) == self._tx_seen:
+            timer = Timer(max(timeout_cycles, 1) * CLOCK_PERIOD_PS, "ps")
+            while int(dut.tx_count.value) == self._tx_seen:
+                fired = await First(ValueChange(dut.tx_count), timer)
+                if fired is timer:
+                    if int(dut.tx_count.value) == self._tx_seen:
+                        return None
+        self._tx_seen = int(dut.tx_count.value)
+        length = int(dut.tx_len.value)
+        raw = dut.tx_data._handle.get_signal_val_binstr()  # one wide read; LogicArray is slower
+        value = int(raw[len(raw) - 8 * length:], 2) if length else 0
+        data = value.to_bytes(length, "little")
+        start = int(dut.tx_start_cycle.value)
+        end = int(dut.tx_end_cycle.value)
+        wire_end = max(end, start + wire.bits_to_cycles(wire.packet_bits_of(data)))
+        return DevicePacket(data, start, end, wire_end)
+
+    def discard_received(self) -> None:
+        """Forget any device packet captured so far (after a reset)."""
+        self._tx_seen = int(self.dut.tx_count.value)
+
+
+def wire_linestate(name: str) -> int:
+    """UTMI LineState encoding (UTMI 1.05 Table 4): bit 0 D+, bit 1 D-."""
+    return {"SE0": 0b00, "J": 0b01, "K": 0b10}[name]
