@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     units = Units.parse(args.units)
-    runs = load_runs(args.results)
+    runs = load_runs(args.results, units)
     print(format_comparison(runs, units))
     if args.plot:
         from ..report.plots import write_overlay  # matplotlib only when a plot is asked for

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     units = Units.parse(args.units)
-    runs = load_runs(args.results)
+    runs = load_runs(args.results, units)
     write_report(runs, args.output, units=units)
     print(f"report: {args.output} ({len(runs)} run{'s' if len(runs) != 1 else ''}, "
           f"{units.label})")

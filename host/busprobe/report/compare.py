@@ -50,29 +50,30 @@ class Run:
         return f"{self.label}: {self.doc.get('device', '?')}"
 
 
-def verdicts_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def verdicts_of(doc: dict[str, Any], units: Units = Units.MB) -> list[dict[str, Any]]:
     """Fresh verdicts for ``doc``; the stored ones if the document cannot be assessed again."""
     try:
-        return assess(doc)
+        return assess(doc, units=units)
     except (ValueError, KeyError, TypeError) as exc:
         log.warning("%s: cannot assess again (%s); using the stored verdict",
                     doc.get("device"), exc)
         return ceilings_of(doc)
 
 
-def runs_from_docs(docs: Sequence[dict[str, Any]], sources: Sequence[str]) -> list[Run]:
+def runs_from_docs(docs: Sequence[dict[str, Any]], sources: Sequence[str],
+                   units: Units = Units.MB) -> list[Run]:
     runs = []
     for index, (doc, source) in enumerate(zip(docs, sources, strict=True)):
         label = chr(ord("A") + index) if index < 26 else f"R{index}"
-        runs.append(Run(label, source, doc, verdicts_of(doc)))
+        runs.append(Run(label, source, doc, verdicts_of(doc, units)))
     return runs
 
 
-def load_runs(paths: Sequence[str]) -> list[Run]:
+def load_runs(paths: Sequence[str], units: Units = Units.MB) -> list[Run]:
     """Read result files (one-line ``ValueError`` if one is not a result)."""
     from ..results import load_results
 
-    return runs_from_docs([load_results(p) for p in paths], [str(p) for p in paths])
+    return runs_from_docs([load_results(p) for p in paths], [str(p) for p in paths], units)
 
 
 def _setting(entry: dict[str, Any]) -> str:

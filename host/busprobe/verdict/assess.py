@@ -23,12 +23,14 @@ For USB 2.0 the host profile's own ceiling is reported beside the link model, so
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
 from ..transport import BusDescription
+from ..units import Units
 from .plateau import DEFAULT_TOLERANCE, Plateau, detect_plateau
 from .telemetry import PcieSummary, Usb2Summary, summarise_pcie, summarise_usb2
 
@@ -46,8 +48,12 @@ _STALL_FRACTION = 0.05
 _DATA_UFRAMES = 0.9
 
 
+_units: ContextVar[Units] = ContextVar("busprobe_verdict_units", default=Units.MB)
+
+
 def _mb(value: float) -> str:
-    return f"{value / 1e6:.2f} MB/s"
+    """A throughput in the units :func:`assess` was asked for (MB/s unless told)."""
+    return _units.get().format(value)
 
 
 def _group_key(point: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
@@ -61,15 +67,25 @@ def _curve(points: Sequence[Mapping[str, Any]], queue_depth: int) -> list[tuple[
             if p.get("queue_depth") == queue_depth and p.get("throughput")]
 
 
-def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> list[dict]:
+def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE,
+           units: Units = Units.MB) -> list[dict]:
     """One verdict entry per direction (and MPS/MRRS) of ``result`` (DESIGN.md §3 ``ceilings``).
 
     Each entry: ``direction``, ``mps``, ``mrrs``, ``model`` (link model, bytes/s),
     ``model_name``, ``model_formula``, ``plateau``, ``plateau_spread``, ``plateau_lengths``,
     ``plateau_reached``, ``efficiency`` (plateau / model), ``verdict``, ``explanation``,
     ``qd_effect`` and ``evidence`` (the telemetry summary used); USB 2.0 adds
-    ``profile``, ``profile_ceiling`` and ``profile_efficiency``.
+    ``profile``, ``profile_ceiling`` and ``profile_efficiency``. Figures in the explanation are
+    in ``units``; the numeric fields are always bytes/s.
     """
+    token = _units.set(units)
+    try:
+        return _assess(result, tolerance)
+    finally:
+        _units.reset(token)
+
+
+def _assess(result: Mapping[str, Any], tolerance: float) -> list[dict]:
     bus = bus_from_json(result.get("bus") or {})
     groups: dict[tuple[str, int | None, int | None], list[Mapping[str, Any]]] = {}
     for point in result.get("points") or []:
