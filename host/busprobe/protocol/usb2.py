@@ -45,7 +45,8 @@ class Request(enum.IntEnum):
     #: IN source and the OUT checker at the start of that pattern (buffered IN data is discarded).
     SET_PATTERN = 0x03
     #: OUT, no data: ``wValue | wIndex << 16`` = IN transfer length
-    #: (see :func:`encode_in_transfer`).
+    #: (see :func:`encode_in_transfer`). Takes effect at the next IN packet, which starts a new
+    #: transfer; the IN pattern stream itself continues (it is not restarted).
     SET_IN_TRANSFER = 0x04
 
 
