@@ -15,6 +15,7 @@ from typing import Any
 
 from ..lengths import format_size
 from ..results import ceilings_of
+from ..topology.hop import hop_field, hop_findings
 from ..units import Units
 from ..verdict import assess
 
@@ -153,11 +154,11 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
 
         bus = run.doc.get("bus") or {}
         for hop in run.doc.get("topology") or []:
-            for note in hop.get("notes") or []:
+            for note in hop_findings(hop):
                 if "below capability" in note:
                     say(note)
                 elif "although it supports" in note:
-                    say(f"{hop.get('name', '')} {note}")
+                    say(f"{hop_field(hop, 'name') or ''} {note}")
         for e in run.entries:
             top, top_run = best[(e["direction"], _setting(e))]
             behind = top_run is not run and e["plateau"] < 0.97 * top

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["Hop", "format_hops", "SPEED_ORDER"]
+__all__ = ["Hop", "format_hops", "hop_field", "hop_findings", "SPEED_ORDER"]
 
 #: Link speeds in increasing order, for "trained below capability" comparisons.
 SPEED_ORDER = ("gen1", "gen2", "gen3", "gen4", "gen5", "gen6")
@@ -64,12 +64,49 @@ class Hop:
         return out
 
 
+#: Other spellings backends use for a hop's fields (``link_speed`` for ``speed``, ``bdf`` for
+#: ``name``): hops recorded by any backend print and compare the same way.
+_ALIASES = {"speed": ("link_speed",), "width": ("link_width",), "speed_cap": ("link_speed_cap",),
+            "width_cap": ("link_width_cap",), "name": ("bdf", "port_path", "path")}
+
+
+def hop_field(hop: dict[str, Any], key: str) -> Any:
+    """``hop[key]`` or the value under one of its aliases; None when absent."""
+    if hop.get(key) is not None:
+        return hop[key]
+    for alias in _ALIASES.get(key, ()):
+        if hop.get(alias) is not None:
+            return hop[alias]
+    return None
+
+
+def hop_findings(hop: dict[str, Any]) -> list[str]:
+    """The hop's notes; for hops written without notes (by other backends) that record both
+    link status and capability, "trained below capability" when the status is lower.
+
+    Hops from :mod:`busprobe.topology` always carry ``notes``, checked against *both* ends of
+    the link, so they are taken as they are (one end's capability alone can mislead)."""
+    notes = [str(n) for n in hop.get("notes") or []]
+    if "notes" in hop:
+        return notes
+    speed, cap = hop_field(hop, "speed"), hop_field(hop, "speed_cap")
+    if speed in SPEED_ORDER and cap in SPEED_ORDER and SPEED_ORDER.index(speed) < \
+            SPEED_ORDER.index(cap):
+        notes.append(f"{hop_field(hop, 'name')} link trained at {speed} although it supports "
+                     f"{cap} (speed below capability)")
+    width, wcap = hop_field(hop, "width"), hop_field(hop, "width_cap")
+    if isinstance(width, int) and isinstance(wcap, int) and 0 < width < wcap:
+        notes.append(f"{hop_field(hop, 'name')} link trained at x{width} although it supports "
+                     f"x{wcap} (width below capability)")
+    return notes
+
+
 def _link(hop: dict[str, Any]) -> str:
-    speed, width = hop.get("speed"), hop.get("width")
+    speed, width = hop_field(hop, "speed"), hop_field(hop, "width")
     text = ""
     if speed:
         text = f"{speed}" + (f" x{width}" if width else "")
-    cap_speed, cap_width = hop.get("speed_cap"), hop.get("width_cap")
+    cap_speed, cap_width = hop_field(hop, "speed_cap"), hop_field(hop, "width_cap")
     if cap_speed or cap_width:
         cap = f"{cap_speed or '?'}" + (f" x{cap_width}" if cap_width else "")
         text = f"{text or '?'} (cap {cap})"
@@ -87,7 +124,8 @@ def format_hops(hops: list[dict[str, Any]]) -> str:
             sizes = f"{hop['mps']}/{hop.get('mrrs', '?')}"
             if hop.get("mps_supported"):
                 sizes += f" ({hop['mps_supported']})"
-        rows.append((str(i), hop.get("kind", "?"), hop.get("name", "?"), hop.get("driver") or "-",
+        rows.append((str(i), hop.get("kind", "?"), str(hop_field(hop, "name") or "?"),
+                     hop.get("driver") or "-",
                      _link(hop) or "-", sizes or "-", hop.get("slot") or "-",
                      hop.get("description") or ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -96,6 +134,6 @@ def format_hops(hops: list[dict[str, Any]]) -> str:
         cells = [cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     for i, hop in enumerate(hops):
-        for note in hop.get("notes") or []:
-            lines.append(f"  ! hop {i} {hop.get('name', '')}: {note}")
+        for note in hop_findings(hop):
+            lines.append(f"  ! hop {i} {hop_field(hop, 'name') or ''}: {note}")
     return "\n".join(lines)

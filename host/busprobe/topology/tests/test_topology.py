@@ -128,3 +128,15 @@ def test_real_sys_every_pci_device_reads_without_crashing():
             continue
         vid, pid = (entry / "idVendor").read_text().strip(), (entry / "idProduct").read_text()
         format_hops(topology_for(f"usb:{vid}:{pid.strip()}"))
+
+
+def test_hops_from_other_backends_print_and_flag_with_their_own_key_names():
+    hops = [{"name": "root port (cocotbext-pcie RootComplex)", "bdf": "0000:00:00.0",
+             "link_speed": "gen1", "link_width": 1, "link_speed_cap": "gen2",
+             "link_width_cap": 1},
+            {"bdf": "0000:01:00.0", "link_speed": "gen2", "link_width": 1,
+             "link_speed_cap": "gen2", "link_width_cap": 1, "mps": 256, "mrrs": 512}]
+    text = format_hops(hops)
+    assert "gen1 x1 (cap gen2 x1)" in text and "0000:01:00.0" in text and "256/512" in text
+    assert "trained at gen1 although it supports gen2" in text
+    assert "gen2 although" not in text.split("hop 1")[-1]
