@@ -14,9 +14,10 @@ Per transfer of ``length`` bytes at queue depth ``q`` (what short transfers and 
 
     packets    = ceil(length / max packet size)           (a short last packet takes a slot)
     t_bus      = packets / packets-per-µframe × 125 µs     (the transfer's share of the bus)
-    t_done     = t_bus + completion latency, rounded up to a µframe boundary when the profile
-                 reports completions on µframe boundaries (EHCI interrupt threshold)
-    t_cycle    = t_done + resubmit latency                 (one transfer's turnaround, alone)
+    t_cycle    = resubmit + t_bus + completion latency    (one transfer's turnaround, alone)
+                 rounded up to whole µframes when the profile reports completions on µframe
+                 boundaries (EHCI interrupt threshold): a completion lands on a boundary, so the
+                 next transfer starts ``resubmit`` after one and the cycle repeats in µframes
     throughput = length / max(t_bus, t_cycle / q)
 
 A transfer that is already queued starts as soon as the previous one leaves the bus, so ``q``
@@ -85,20 +86,20 @@ def _per_transfer(profile: HostProfile, used: int, mps: int, length: int | None,
     q = queue_depth if queue_depth is not None else 1 << 30
     packets = math.ceil(length / mps)
     t_bus = packets / used * wire.UFRAME_S
-    t_done = t_bus + profile.completion_latency_us * 1e-6
+    t_cycle = (profile.resubmit_latency_us + profile.completion_latency_us) * 1e-6 + t_bus
     if profile.completion_on_uframe:
         # A small epsilon keeps an exact boundary from rounding up a whole microframe.
-        t_done = math.ceil(t_done / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
-    t_cycle = t_done + profile.resubmit_latency_us * 1e-6
+        t_cycle = math.ceil(t_cycle / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
     period = max(t_bus, t_cycle / q)
     throughput = length / period
     qd = "∞" if queue_depth is None else str(queue_depth)
     lines += [
         f"transfer {length} B = {packets} packets -> t_bus = {packets}/{used} × 125 µs"
         f" = {t_bus * 1e6:.2f} µs",
-        f"t_cycle = t_bus + completion {profile.completion_latency_us:g} µs"
-        f"{' (rounded up to a µframe)' if profile.completion_on_uframe else ''}"
-        f" + resubmit {profile.resubmit_latency_us:g} µs = {t_cycle * 1e6:.2f} µs",
+        f"t_cycle = resubmit {profile.resubmit_latency_us:g} µs + t_bus + completion"
+        f" {profile.completion_latency_us:g} µs"
+        f"{', rounded up to whole µframes,' if profile.completion_on_uframe else ''}"
+        f" = {t_cycle * 1e6:.2f} µs",
         f"QD {qd}: {length} B / max({t_bus * 1e6:.2f} µs, {t_cycle * 1e6:.2f} µs / {qd})"
         f" = {throughput / 1e6:.3f} MB/s",
     ]

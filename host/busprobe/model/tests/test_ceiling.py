@@ -36,9 +36,12 @@ def test_usb2_link_ceiling_ignores_the_host_profile():
 
 def test_usb2_queue_depth_one_pays_turnaround_and_deep_queue_hides_it():
     qd1 = ceiling_for(usb2("ehci"), "in", length=16384, queue_depth=1)
-    # 32 packets / 10 per µframe = 400 µs; +125 µs completion rounds to 625 µs; +40 µs resubmit.
-    assert qd1.parts["t_cycle"] == pytest.approx(665e-6)
-    assert qd1.throughput == pytest.approx(16384 / 665e-6)
+    # 40 µs resubmit + 32 packets / 10 per µframe (400 µs) + 125 µs completion = 565 µs,
+    # rounded up to whole microframes (completions land on boundaries) = 625 µs.
+    assert qd1.parts["t_cycle"] == pytest.approx(625e-6)
+    assert qd1.throughput == pytest.approx(16384 / 625e-6)
+    xhci = ceiling_for(usb2("xhci"), "in", length=16384, queue_depth=1)
+    assert xhci.parts["t_cycle"] == pytest.approx(30e-6 + 32 / 12 * 125e-6 + 20e-6)
     qd4 = ceiling_for(usb2("ehci"), "in", length=16384, queue_depth=4)
     assert qd4.throughput == pytest.approx(40_960_000)
 
