@@ -9,11 +9,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from .result import BuildError
+
 __all__ = ["Design", "DESIGNS", "get_design", "BuildError"]
-
-
-class BuildError(RuntimeError):
-    """A build could not be made or did not meet its constraints; ``str()`` is one line."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +56,7 @@ DESIGNS: dict[str, Design] = {design.name: design for design in (
     Design(name="usb2", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.device:Usb2ProbeDevice",)),
     Design(name="usb2-stock", bus="usb2", clock_domain="usb",
-           candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",
-                       "busprobe.gateware.boards.reference_usb2:ReferenceUsb2Device")),
+           candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",)),
     Design(name="pcie", bus="pcie", clock_domain="sys",
            candidates=("busprobe.gateware.pcie.core:PCIeProbeCore",)),
 )}

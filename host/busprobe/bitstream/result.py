@@ -11,13 +11,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULT_FILE", "ClockTiming", "BuildResult", "SUMMARY_CELLS"]
+__all__ = ["RESULT_FILE", "BuildError", "ClockTiming", "BuildResult", "SUMMARY_CELLS"]
 
 RESULT_FILE = "build.json"
 
 #: Utilisation lines shown in the summary: (key in ``utilisation``, label).
 SUMMARY_CELLS = (("LUT4", "LUT4"), ("CCU2C", "CCU2C"), ("TRELLIS_FF", "FF"),
                  ("DP16KD", "EBR (DP16KD)"), ("TRELLIS_COMB", "slice comb cells"))
+
+
+class BuildError(RuntimeError):
+    """A build could not be made or did not meet its constraints; ``str()`` is one line."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,16 @@ class BuildResult:
         """Clocks below their constraint, worst (largest shortfall ratio) first."""
         failing = [c for c in self.clocks if not c.met]
         return sorted(failing, key=lambda c: c.achieved_mhz / c.constraint_mhz)
+
+    def check_timing(self, report: Path | str = "") -> None:
+        """Raise :class:`BuildError` naming the worst clock if any clock misses its constraint."""
+        failing = self.failing_clocks()
+        if failing:
+            worst = failing[0]
+            where = f" (report {report})" if report else ""
+            raise BuildError(
+                f"{self.design} on {self.board}: timing not met: {worst.domain} reaches "
+                f"{worst.achieved_mhz:.2f} MHz, needs {worst.constraint_mhz:.2f} MHz{where}")
 
     def clock(self, domain: str) -> ClockTiming:
         for clock in self.clocks:
