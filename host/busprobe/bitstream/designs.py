@@ -58,7 +58,7 @@ DESIGNS: dict[str, Design] = {design.name: design for design in (
     Design(name="usb2-stock", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",)),
     Design(name="pcie", bus="pcie", clock_domain="sys",
-           candidates=("busprobe.gateware.pcie.core:PCIeProbeCore",)),
+           candidates=("busprobe.gateware.pcie.core:BusprobePCIeSoC",)),
 )}
 
 
