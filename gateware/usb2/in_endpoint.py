@@ -110,9 +110,19 @@ class PatternInEndpoint(wiring.Component):
                       & interface.clear_endpoint_halt_in.direction
                       & (interface.clear_endpoint_halt_in.number == self._endpoint_number))
 
-        remaining = self.transfer_length - transfer_position
-        next_length = Mux(zlp_owed, 0,
-                          Mux((self.transfer_length == 0) | (remaining >= mps), mps, remaining))
+        # Framing arithmetic is pipelined two registers deep: its inputs change only on an ACK or
+        # a control request, and the next IN token is always many cycles later (token packet +
+        # inter-packet delay), so the registered values are settled when they are used. This keeps
+        # the 31-bit subtract/compare chain out of the token-to-response path (ECP5 timing).
+        remaining = Signal(31)
+        next_length = Signal(range(mps + 1))
+        transfer_ends = Signal()  # the packet in flight is the last of its transfer
+        m.d.usb += [
+            remaining.eq(self.transfer_length - transfer_position),
+            next_length.eq(Mux(zlp_owed, 0, Mux((self.transfer_length == 0) | (remaining >= mps),
+                                                mps, remaining))),
+            transfer_ends.eq((self.transfer_length != 0) & (remaining <= packet_length)),
+        ]
 
         m.d.comb += [
             interface.tx_pid_toggle.eq(data_toggle),
@@ -150,7 +160,8 @@ class PatternInEndpoint(wiring.Component):
                 with m.If(interface.handshakes_in.ack):
                     m.d.comb += self.acked.eq(1)
                     m.d.usb += [committed.eq(live), data_toggle.eq(~data_toggle)]
-                    self._advance_framing(m, transfer_position, zlp_owed, packet_length)
+                    self._advance_framing(m, transfer_position, zlp_owed, packet_length,
+                                          transfer_ends)
                     m.next = "READY"
                 with m.Elif(tokenizer.new_token):
                     # No ACK before the next token: the host will ask for this packet again.
@@ -164,13 +175,13 @@ class PatternInEndpoint(wiring.Component):
             m.d.usb += [transfer_position.eq(0), zlp_owed.eq(0)]
         return m
 
-    def _advance_framing(self, m, transfer_position, zlp_owed, packet_length):
+    def _advance_framing(self, m, transfer_position, zlp_owed, packet_length, transfer_ends):
         """After an ACK: move through the transfer; start a new one (or owe a ZLP) at its end."""
         mps = self._max_packet_size
         position = transfer_position + packet_length
         with m.If(zlp_owed):
             m.d.usb += [zlp_owed.eq(0), transfer_position.eq(0)]
-        with m.Elif((self.transfer_length != 0) & (position >= self.transfer_length)):
+        with m.Elif(transfer_ends):
             m.d.usb += transfer_position.eq(0)
             with m.If(self.zlp & (packet_length == mps)):
                 m.d.usb += zlp_owed.eq(1)

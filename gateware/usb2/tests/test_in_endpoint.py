@@ -33,7 +33,9 @@ async def in_transaction(ctx, dut, *, ack=True):
     payload, zlp, toggle = bytearray(), False, None
     tx = dut.interface.tx
     ctx.set(tx.ready, 1)
-    for _ in range(2 * usb2.MAX_PACKET_SIZE):
+    for cycle in range(2 * usb2.MAX_PACKET_SIZE):
+        if cycle == 1:
+            ctx.set(tokenizer.ready_for_response, 0)  # a one-cycle strobe
         if ctx.get(tx.valid):
             toggle = ctx.get(dut.interface.tx_pid_toggle)
             if ctx.get(tx.last) and not ctx.get(tx.first) and not payload:
@@ -45,10 +47,10 @@ async def in_transaction(ctx, dut, *, ack=True):
                 await ctx.tick("usb")
                 break
         await ctx.tick("usb")
-        ctx.set(tokenizer.ready_for_response, 0)
     else:
         raise AssertionError("the endpoint did not answer the IN token")
     ctx.set(tx.ready, 0)
+    ctx.set(tokenizer.ready_for_response, 0)
     assert ctx.get(dut.nak) == 0
     await ctx.tick("usb").repeat(2)
     if ack:
