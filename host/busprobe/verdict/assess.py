@@ -168,6 +168,10 @@ def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, pla
             "low_at_length": float(at_start[0][1]) if at_start else None}
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _header(plateau: Plateau, link: Ceiling, efficiency: float) -> str:
     return (f"plateau {_mb(plateau.value)} is {efficiency * 100:.1f} % of the link model "
             f"{_mb(link.throughput)}")
@@ -190,43 +194,43 @@ def _usb2_verdict(efficiency: float, plateau: Plateau, link: Ceiling, profile: C
             f"({nak_fraction * 100:.1f} %); {head}. The gateware's buffer or source is too slow.")
     if efficiency >= LINK_LIMITED:
         warn = f" WARNING: the device NAKed {s.naks} tokens." if s and s.naks else ""
-        return "link-limited", f"Link-limited: {head}.{warn}"
+        return "link-limited", f"{_cap(head)}.{warn}"
     if s and s.tokens_max_uframe is not None and s.tokens_max_uframe < bus_ppu:
         return "host-limited", (
-            f"Host-limited: the host scheduled at most {s.tokens_max_uframe} packets per "
+            f"The host scheduled at most {s.tokens_max_uframe} packets per "
             f"microframe where the bus allows {bus_ppu}, and the device NAKed "
             f"{'nothing' if not s.naks else f'only {s.naks} tokens'}; {head}{prof}.")
     if s and s.data_uframe_fraction is not None and s.data_uframe_fraction < _DATA_UFRAMES:
         return "host-limited", (
-            f"Host-limited: the host left gaps between transfers — only "
+            f"The host left gaps between transfers — only "
             f"{s.data_uframe_fraction * 100:.0f} % of microframes carried data although the "
             f"device was ready; {head}{prof}.")
     if s:
         ppu = s.packets_per_data_uframe
         return "host-limited", (
-            f"Host-limited: the device was ready (no NAKs) but the host moved "
+            f"The device was ready (no NAKs) but the host moved "
             f"{ppu:.1f} packets per data microframe of the {bus_ppu} the bus allows; {head}{prof}."
-            if ppu else f"Host-limited: the device was ready (no NAKs); {head}{prof}.")
-    return "host-limited", (f"Host-limited (no device telemetry to confirm the device was ready): "
-                            f"{head}{prof}.")
+            if ppu else f"The device was ready (no NAKs); {head}{prof}.")
+    return "host-limited", (f"No device telemetry to confirm the device was ready; {head}"
+                            f"{prof}.")
 
 
 def _pcie_verdict(efficiency: float, plateau: Plateau, link: Ceiling, bus: BusDescription,
                   direction: str, s: PcieSummary | None) -> tuple[str, str]:
     head = _header(plateau, link, efficiency)
     if efficiency >= LINK_LIMITED:
-        return "link-limited", f"Link-limited: {head}."
+        return "link-limited", f"{_cap(head)}."
     if s and s.stall_fraction is not None and s.stall_fraction >= _STALL_FRACTION:
         what = "writes" if direction == "write" else "completions"
         return "upstream-limited", (
-            f"Upstream-limited: the link held off the device's {what} for "
+            f"The link held off the device's {what} for "
             f"{s.stall_fraction * 100:.0f} % of cycles (credit/backpressure stalls); {head}.")
     if direction == "read" and s and s.latency_mean_ns and s.outstanding_max:
         request = bus.mrrs or 512
         bound = s.outstanding_max * request / (s.latency_mean_ns * 1e-9)
         if bound < link.throughput * LINK_LIMITED:
             return "upstream-limited", (
-                f"Upstream-limited: read completions took {s.latency_mean_ns:.0f} ns on average "
+                f"Read completions took {s.latency_mean_ns:.0f} ns on average "
                 f"(min {s.latency_min_ns or 0:.0f}, max {s.latency_max_ns or 0:.0f}) with at most "
                 f"{s.outstanding_max} requests of {request} B in flight, which allows "
                 f"{_mb(bound)}; {head}.")
@@ -235,12 +239,12 @@ def _pcie_verdict(efficiency: float, plateau: Plateau, link: Ceiling, bus: BusDe
             f"DEVICE-LIMITED — must never happen: the link was ready "
             f"({s.stall_fraction * 100:.1f} % stall cycles) yet the device moved only "
             f"{_mb(plateau.value)}; {head}. The DMA engine does not keep the link busy.")
-    return "upstream-limited", (f"Upstream-limited (no device telemetry: host or root complex "
-                                f"slower than the link): {head}.")
+    return "upstream-limited", (f"No device telemetry: the host or root complex is slower than "
+                                f"the link; {head}.")
 
 
 def _generic_verdict(efficiency: float, plateau: Plateau, link: Ceiling) -> tuple[str, str]:
     head = _header(plateau, link, efficiency)
     if efficiency >= LINK_LIMITED:
-        return "link-limited", f"Link-limited: {head}."
-    return "host-limited", f"Host-limited (no device telemetry to tell more): {head}."
+        return "link-limited", f"{_cap(head)}."
+    return "host-limited", f"No device telemetry to tell more; {head}."

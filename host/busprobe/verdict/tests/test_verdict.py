@@ -93,7 +93,8 @@ def test_without_telemetry_the_verdict_says_it_cannot_confirm():
     for p in doc["points"]:
         p["telemetry"] = {}
     entry = by_direction(assess(doc), "in")
-    assert entry["verdict"] == "host-limited" and "no device telemetry" in entry["explanation"]
+    assert entry["verdict"] == "host-limited"
+    assert "No device telemetry to confirm" in entry["explanation"]
 
 
 def test_queue_depth_effect_is_reported_between_qd1_and_deepest():
