@@ -33,6 +33,8 @@ __all__ = ["prepare_ecp5", "build_ecp5", "ecp5_cache_dir"]
 log = logging.getLogger(__name__)
 
 TOP_NAME = "top"
+#: Part of the cache key: bump when what a build records (``build.json``) changes.
+FLOW_VERSION = 2
 
 
 def _load(spec: str) -> type:
@@ -58,7 +60,8 @@ def prepare_ecp5(board: Board, design: Design) -> tuple:
 def ecp5_cache_dir(root: Path, board: Board, design: Design, plan: BuildPlan) -> Path:
     """``root/gateware/<board>-<design>-<key>``: key = plan digest + toolchain versions."""
     digest = hashlib.sha256(plan.digest())
-    digest.update(json.dumps(toolchain_versions(), sort_keys=True).encode())
+    digest.update(json.dumps({"flow": FLOW_VERSION, **toolchain_versions()},
+                             sort_keys=True).encode())
     return root / "gateware" / f"{board.name}-{design.name}-{digest.hexdigest()[:12]}"
 
 
@@ -105,7 +108,9 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         board=board.name, design=design.name, design_class=_class_name(design),
         fpga=board.fpga, bitstream=str(bitstream), clocks=report.clocks,
         utilisation=report.utilisation, build_seconds=round(seconds, 1),
-        toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1])
+        toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1],
+        extra={"nextpnr_report": str(workdir / f"{TOP_NAME}.report.json"),
+               "build_dir": str(workdir)})
     if result.failing_clocks():
         # Keep the figures, and move the bitstream out of the way: it must not be flashed or
         # taken from the cache as if it were good.

