@@ -68,14 +68,19 @@ def model_dir(name: str, digest: str) -> Path:
 
 def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
                           build_args: Sequence[str] = (), defines: Mapping[str, object] = {},
-                          timescale: tuple[str, str] = ("1ns", "1ps")) -> Path:
+                          timescale: tuple[str, str] = ("1ns", "1ps"),
+                          public_ports_only: bool = False) -> Path:
     """Build (or reuse) a Verilator model of ``sources`` and return its build directory.
 
     The directory name carries a hash of the sources and arguments, and a ``.built`` stamp is
     written last, so an interrupted build is redone and an unchanged design is never rebuilt.
+
+    ``public_ports_only``: only the top module's signals are visible to cocotb (see
+    :func:`_verilator_runner`); much faster models for benches that drive nothing inside.
     """
     apply_verilator_env()
-    digest = source_hash(sources, extra=f"{toplevel}|{list(build_args)}|{sorted(defines.items())}")
+    digest = source_hash(sources, extra=f"{toplevel}|{list(build_args)}|{sorted(defines.items())}"
+                         + ("|public-ports" if public_ports_only else ""))
     out = model_dir(name, digest)
     stamp = out / ".built"
     if stamp.exists():
@@ -86,21 +91,46 @@ def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
     with open(out.parent / f"{out.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not stamp.exists():
-            _build(out, sources, toplevel, build_args, defines, timescale)
+            _build(out, sources, toplevel, build_args, defines, timescale, public_ports_only)
             stamp.write_text(digest)
     return out
 
 
-def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequence[str],
-           defines: Mapping[str, object], timescale: tuple[str, str]) -> None:
+def _verilator_runner(out: Path, toplevel: str, public_ports_only: bool) -> tuple[object, list]:
+    """cocotb's Verilator runner, and extra arguments for it.
+
+    cocotb's runner always passes ``--public-flat-rw``, which keeps every signal of the design
+    visible and unoptimised (several times slower on a LUNA-sized design). With
+    ``public_ports_only`` that flag is dropped here, the one place we work around it, and a
+    Verilator control file makes only the top module's signals public.
+    """
     from cocotb_tools.runner import get_runner
 
     runner = get_runner("verilator")
+    if not public_ports_only:
+        return runner, []
+    control = out / "public_ports.vlt"
+    control.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    build_command = runner._build_command
+
+    def without_public_flat_rw() -> list:
+        commands = build_command()
+        commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
+        return commands
+
+    runner._build_command = without_public_flat_rw
+    return runner, [str(control)]
+
+
+def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequence[str],
+           defines: Mapping[str, object], timescale: tuple[str, str],
+           public_ports_only: bool = False) -> None:
+    runner, extra_args = _verilator_runner(out, toplevel, public_ports_only)
     runner.build(
         verilog_sources=[str(s) for s in sources],
         hdl_toplevel=toplevel,
         build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-                    *build_args],
+                    *build_args, *extra_args],
         defines=dict(defines),
         build_dir=str(out),
         timescale=timescale,

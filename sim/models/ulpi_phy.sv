@@ -25,6 +25,10 @@
 //   tx_len [15:0]                 output  its length in bytes, PID included
 //   tx_start_cycle, tx_end_cycle  output  cycle of its TX CMD and of its stp
 //   tx_count [31:0]               output  device packets captured (chirps are not counted)
+//   tx_busy                       output  the device is transmitting a packet (not a chirp)
+//   tx_stuffed [15:0]             output  bits the line stuffed into that packet (§7.1.9)
+//   tx_crc16 [15:0]               output  CRC16 register over the bytes after the PID; 0xB001
+//                                         (the CRC-16/USB residue) when a data packet is intact
 //   func_ctrl [7:0]               output  Function Control register (XcvrSelect[1:0],
 //                                         TermSelect[2], OpMode[4:3], Reset[5], SuspendM[6])
 //   dev_chirp                     output  the device is driving a chirp K (transmit in OpMode 2)
@@ -56,6 +60,9 @@ module ulpi_phy #(
     output logic [63:0]              tx_start_cycle,
     output logic [63:0]              tx_end_cycle,
     output logic [31:0]              tx_count,
+    output logic                     tx_busy,
+    output logic [15:0]              tx_stuffed,
+    output logic [15:0]              tx_crc16,
     output logic [7:0]               func_ctrl,
     output logic                     dev_chirp,
     output logic [63:0]              cycle
@@ -91,6 +98,7 @@ module ulpi_phy #(
     wire rx_pending = (rx_count != rx_request) && (cycle + SYNC_LEAD >= rx_start_at);
 
     assign func_ctrl = regs[4];
+    assign tx_busy = (state == TX) && !tx_chirp;
 
     // One byte through the stuffing counter: returns {new_run, stuffed bits in this byte}.
     function automatic logic [7:0] stuff_byte(input logic [7:0] value, input logic [3:0] run_in);
@@ -108,6 +116,13 @@ module ulpi_phy #(
             end
         end
         return {run, added};
+    endfunction
+
+    // CRC-16/USB register step (§8.3.5.2), reflected polynomial 0xA001, LSB first.
+    function automatic logic [15:0] crc16_byte(input logic [15:0] crc_in, input logic [7:0] value);
+        logic [15:0] crc = crc_in ^ {8'h00, value};
+        for (int i = 0; i < 8; i++) crc = crc[0] ? (crc >> 1) ^ 16'hA001 : crc >> 1;
+        return crc;
     endfunction
 
     // ULPI registers with set/clear aliases (ULPI 1.1 Table 4.1.1): 0x04..0x12 in groups of 3.
@@ -153,6 +168,8 @@ module ulpi_phy #(
                     tx_start_cycle <= cycle;
                     {stuff_run, stuff_acc[3:0]} <=
                         stuff_byte({~ulpi_data_o[3:0], ulpi_data_o[3:0]}, 4'd1);
+                    tx_stuffed <= 16'(stuff_byte({~ulpi_data_o[3:0], ulpi_data_o[3:0]}, 4'd1) & 8'h0F);
+                    tx_crc16 <= 16'hFFFF;
                     stuff_acc[4] <= 0;
                     ulpi_nxt <= 1;
                     state <= TX;
@@ -259,6 +276,8 @@ module ulpi_phy #(
                         stuffed = stuff_byte(ulpi_data_o, stuff_run);
                         stuff_run <= stuffed[7:4];
                         acc = acc + 5'(stuffed[3:0]);
+                        tx_stuffed <= tx_stuffed + 16'(stuffed[3:0]);
+                        tx_crc16 <= crc16_byte(tx_crc16, ulpi_data_o);
                     end
                     tx_first <= 0;
                     // Every 8 stuffed bits cost the serialiser one byte time: hold nxt low.

@@ -23,6 +23,9 @@ module usb2_sim_top #(
     output logic [63:0]              tx_start_cycle,
     output logic [63:0]              tx_end_cycle,
     output logic [31:0]              tx_count,
+    output logic                     tx_busy,
+    output logic [15:0]              tx_stuffed,
+    output logic [15:0]              tx_crc16,
     output logic [7:0]               func_ctrl,
     output logic                     dev_chirp,
     output logic [63:0]              cycle

@@ -78,6 +78,7 @@ class StreamOutcome:
     naks: int
     nyets: int
     transactions: int
+    repeats: int = 0  # IN packets dropped because their toggle said "already received"
 
 
 def _cycles_from_us(us: float) -> int:
@@ -228,7 +229,7 @@ class HostController:
         for _ in range(min(queue_depth, count)):
             submit(t0)
             submitted += 1
-        moved = shorts = naks = nyets = transactions = 0
+        moved = shorts = naks = nyets = transactions = repeats = 0
         end = t0
         ping_first = False
         last_progress = link.uframe
@@ -260,7 +261,8 @@ class HostController:
                                             f"transfer of {length}")
                         done = (len(result.payload) < max_packet_size
                                 or len(transfer.data) == length)
-                    # else: a repeat of a packet whose ACK the device missed; dropped (§8.6.4)
+                    else:  # a repeat of a packet whose ACK the device missed (§8.6.4)
+                        repeats += 1
             else:
                 if ping_first:
                     result = await link.ping(self.address, endpoint)
@@ -312,4 +314,5 @@ class HostController:
                 submit(finished + resubmit)
                 submitted += 1
         await link.advance_to(end)
-        return StreamOutcome(direction, moved, count, shorts, t0, end, naks, nyets, transactions)
+        return StreamOutcome(direction, moved, count, shorts, t0, end, naks, nyets, transactions,
+                             repeats)

@@ -186,7 +186,7 @@ class UlpiHostModel:
         end = packet.wire_end
         if pid.is_data:
             body = packet.data[1:]
-            if len(body) < 2 or wire.crc16(body[:-2]) != int.from_bytes(body[-2:], "little"):
+            if len(body) < 2 or not packet.crc_ok:
                 # Corrupt data: no handshake, the device will retry (§8.5.2).
                 self.free_at = end + IPD_TURN
                 return TransactionResult(None, pid, b"", start, end)

@@ -18,14 +18,16 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = [
     "BIT_RATE", "BIT_TIME_S", "ULPI_CLOCK_HZ", "BITS_PER_ULPI_CYCLE",
     "UFRAME_S", "UFRAME_BITS", "UFRAME_CYCLES", "SYNC_BITS", "EOP_BITS", "SOF_EOP_BITS",
     "PID_BITS", "TOKEN_FIELD_BITS", "CRC5_BITS", "CRC16_BITS",
     "IPD_MIN_BITS", "IPD_HOST_BACK_TO_BACK_BITS", "RESPONSE_MAX_BITS", "HOST_TIMEOUT_BITS",
     "SPEC_BULK_OVERHEAD_BYTES", "SPEC_MAX_BULK_PER_UFRAME",
-    "Pid", "crc5", "crc16", "stuff_bits", "pid_byte", "token_bytes", "sof_bytes", "data_bytes",
-    "handshake_bytes", "packet_bits", "packet_bits_of", "sof_bits", "TransactionCost",
+    "Pid", "crc5", "crc16", "ones_runs", "stuff_bits", "pid_byte", "token_bytes", "sof_bytes",
+    "data_bytes", "handshake_bytes", "packet_bits", "packet_bits_of", "sof_bits", "TransactionCost",
     "transaction_bits", "bulk_transactions_per_uframe", "bits_to_cycles", "cycles_to_seconds",
 ]
 
@@ -119,34 +121,54 @@ def crc5(value: int, nbits: int = 11) -> int:
     return int(f"{crc:05b}"[::-1], 2)
 
 
-def crc16(data: bytes | bytearray | memoryview) -> int:
-    """§8.3.5.2: CRC16 (x^16 + x^15 + x^2 + 1) of ``data``; the value to append little-endian."""
-    crc = 0xFFFF
-    for byte in bytes(data):
-        crc ^= byte
+def _crc16_table() -> tuple[int, ...]:
+    table = []
+    for byte in range(256):
+        crc = byte
         for _ in range(8):
             crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+        table.append(crc)
+    return tuple(table)
+
+
+_CRC16_TABLE = _crc16_table()
+
+
+def crc16(data: bytes | bytearray | memoryview) -> int:
+    """§8.3.5.2: CRC16 (x^16 + x^15 + x^2 + 1) of ``data``; the value to append little-endian.
+
+    Reflected, initial 0xFFFF, final inversion (CRC-16/USB); table-driven, a byte per step.
+    """
+    crc = 0xFFFF
+    table = _CRC16_TABLE
+    for byte in bytes(data):
+        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
     return crc ^ 0xFFFF
+
+
+def ones_runs(data: bytes | bytearray | memoryview, *,
+              after_sync: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Start bit index and length of every run of 1 bits in ``data`` sent LSB first.
+
+    With ``after_sync`` the SYNC's final 1 is bit index 0 and the data starts at index 1.
+    """
+    bits = np.unpackbits(np.frombuffer(bytes(data), dtype=np.uint8), bitorder="little")
+    if after_sync:
+        bits = np.concatenate((np.ones(1, dtype=np.uint8), bits))
+    edges = np.diff(np.concatenate(([0], bits.astype(np.int8), [0])))
+    starts = np.flatnonzero(edges == 1)
+    return starts, np.flatnonzero(edges == -1) - starts
 
 
 def stuff_bits(data: bytes | bytearray | memoryview, *, after_sync: bool = True) -> int:
     """§7.1.9: number of zero bits the transmitter inserts into ``data`` (sent LSB first).
 
-    A 0 follows every run of six 1s. Stuffing starts with the SYNC pattern (§7.1.9.1), whose last
-    bit is a 1, so a run counts from 1 when ``after_sync``.
+    A 0 follows every run of six 1s, and that 0 ends the run, so a run of ``L`` ones gets
+    ``L // 6`` stuffed bits. Stuffing starts with the SYNC pattern (§7.1.9.1), whose last bit
+    is a 1, so a run at the start counts it when ``after_sync``.
     """
-    run = 1 if after_sync else 0
-    inserted = 0
-    for byte in bytes(data):
-        for i in range(8):
-            if (byte >> i) & 1:
-                run += 1
-                if run == 6:
-                    inserted += 1
-                    run = 0
-            else:
-                run = 0
-    return inserted
+    _, lengths = ones_runs(data, after_sync=after_sync)
+    return int((lengths // 6).sum())
 
 
 def token_bytes(pid: Pid, address: int, endpoint: int) -> bytes:

@@ -1,0 +1,105 @@
+"""Host-side driver of the busprobe USB2 device: vendor requests and telemetry, bus-independent.
+
+Both USB2 backends use it: the libusb backend (real board) and the simulation backend
+(:mod:`busprobe.sim.usb2.backend`). They differ only in how a control transfer reaches the
+device, which they pass in as a :data:`Control` callable, so the request encoding and the
+telemetry decoding are written once.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from ..protocol import usb2
+from ..protocol.patterns import Pattern
+from ..transport import InvalidRequest, Telemetry, TransportError
+
+__all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "Usb2DeviceDriver", "decode_telemetry"]
+
+#: ``control(request_type, request, value, index, length_or_data) -> bytes``: one control
+#: transfer; IN requests pass a length and get the data back, OUT requests pass their data.
+Control = Callable[[int, int, int, int, "int | bytes"], bytes]
+
+#: bmRequestType: vendor, device recipient (USB 2.0 §9.3.1).
+VENDOR_IN = 0xC0
+VENDOR_OUT = 0x40
+
+
+def decode_telemetry(data: bytes) -> Telemetry:
+    """The device's telemetry block (:data:`~busprobe.protocol.usb2.TELEMETRY`) as Telemetry.
+
+    Device seconds per direction run from the first data packet's start to the last one's ACK
+    (cycle counters at :data:`~busprobe.protocol.usb2.CLOCK_HZ`, wrapping at 32 bits).
+    """
+    raw = usb2.unpack_telemetry(data)
+    seconds: dict[str, float] = {}
+    for direction in ("in", "out"):
+        if raw[f"{direction}_packets"]:
+            cycles = (raw[f"{direction}_last_cycle"] - raw[f"{direction}_first_cycle"]) \
+                & 0xFFFF_FFFF
+            if cycles:
+                seconds[direction] = cycles / usb2.CLOCK_HZ
+    offset = raw["first_error_offset"]
+    return Telemetry(
+        raw=dict(raw), device_seconds=seconds,
+        device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
+        errors={"out": raw["pattern_errors"]},
+        first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})
+
+
+class Usb2DeviceDriver:
+    """The busprobe USB2 device's vendor requests over any control-transfer path.
+
+    Parameters
+    ----------
+    control : Control
+        Performs one control transfer on endpoint 0.
+    name : str
+        Prefix for error messages (the device selector).
+    """
+
+    def __init__(self, control: Control, *, name: str = "usb2 device") -> None:
+        self._control = control
+        self.name = name
+        self.max_packet_size = usb2.MAX_PACKET_SIZE
+        self._in_transfer: tuple[int, bool] | None = None
+
+    def check_info(self) -> int:
+        """Check GET_INFO (magic, protocol version); return the device's max packet size."""
+        data = self._control(VENDOR_IN, usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE)
+        try:
+            magic, version, max_packet = struct.unpack(usb2.INFO_FORMAT, bytes(data))
+        except struct.error:
+            magic = version = max_packet = 0
+        if magic != usb2.MAGIC or version != usb2.PROTOCOL_VERSION:
+            raise InvalidRequest(f"{self.name}: not a busprobe USB2 device of protocol version "
+                                 f"{usb2.PROTOCOL_VERSION} (magic {magic:#x}, version "
+                                 f"{version}); flash the matching bitstream")
+        self.max_packet_size = max_packet
+        return max_packet
+
+    def set_pattern(self, pattern: Pattern) -> None:
+        self._control(VENDOR_OUT, usb2.Request.SET_PATTERN, int(pattern), 0, b"")
+
+    def clear_telemetry(self) -> None:
+        self._control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
+
+    def read_telemetry(self) -> Telemetry:
+        data = self._control(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0, usb2.TELEMETRY_SIZE)
+        try:
+            return decode_telemetry(bytes(data))
+        except ValueError as exc:
+            raise TransportError(f"{self.name}: {exc}") from None
+
+    def set_in_transfer(self, length: int, zlp: bool = False) -> None:
+        """Make the device end each IN transfer after ``length`` bytes (sent only on change)."""
+        if self._in_transfer == (length, zlp):
+            return
+        w_value, w_index = usb2.encode_in_transfer(length, zlp)
+        self._control(VENDOR_OUT, usb2.Request.SET_IN_TRANSFER, w_value, w_index, b"")
+        self._in_transfer = (length, zlp)
+
+    def forget_state(self) -> None:
+        """The device was reset: the next :meth:`set_in_transfer` is sent again."""
+        self._in_transfer = None

@@ -1,0 +1,26 @@
+"""Build the USB 2.0 simulation model: the device design + ULPI PHY model, once per source hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..toolchain import build_root, build_verilator_model
+from .phy import PHY_SOURCES
+
+__all__ = ["TOPLEVEL", "build_usb2_model"]
+
+TOPLEVEL = "usb2_sim_top"
+
+
+def build_usb2_model(design: str = "busprobe") -> Path:
+    """Generate the design's Verilog (H1's ``sim_top``) and build it with the PHY; return the dir.
+
+    Both steps are cached by content hash, so a second call in the same or a later run is
+    instant while nothing changed.
+    """
+    from busprobe.gateware.usb2.sim_top import TOP_NAMES, generate_verilog
+
+    verilog = generate_verilog(build_root() / "gateware" / "usb2", design=design)
+    return build_verilator_model(f"usb2-{design}", [verilog, *PHY_SOURCES], TOPLEVEL,
+                                 defines={"DUT_MODULE": TOP_NAMES[design]},
+                                 public_ports_only=True)

@@ -1,0 +1,232 @@
+"""cocotb tests of the busprobe USB2 gateware behind the simulated host (run by test_usb2_sim.py).
+
+Each test powers the device up, resets the bus, enumerates it like a host, then drives bulk
+transfers through the host-controller model; data is checked against
+:class:`~busprobe.protocol.patterns.PatternStream` and the device's own telemetry.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cocotb
+from busprobe.backends.usb2_device import VENDOR_IN, VENDOR_OUT, decode_telemetry
+from busprobe.model.usb2_hosts import load_profile
+from busprobe.model.usb2_wire import Pid
+from busprobe.protocol import usb2
+from busprobe.protocol.patterns import Pattern, PatternStream
+from busprobe.sim.usb2.session import Usb2Session
+from usb_protocol.types.descriptors.standard import (
+    ConfigurationDescriptor,
+    DeviceDescriptor,
+    EndpointDescriptor,
+)
+
+EP_IN = usb2.EP_IN & 0x7F
+EP_OUT = usb2.EP_OUT
+
+
+async def _session(dut, host: str = "ideal") -> Usb2Session:
+    session = Usb2Session(dut, load_profile(os.environ.get("BUSPROBE_TEST_HOST", host)))
+    await session.power_up()
+    return session
+
+
+async def _vendor(session: Usb2Session, request: usb2.Request, value: int = 0, index: int = 0,
+                  length: int = 0) -> bytes:
+    request_type = VENDOR_IN if length else VENDOR_OUT
+    return await session.host.control(request_type, request, value, index, length)
+
+
+async def _telemetry(session: Usb2Session) -> dict[str, int]:
+    data = await _vendor(session, usb2.Request.GET_TELEMETRY, length=usb2.TELEMETRY_SIZE)
+    return decode_telemetry(data).raw
+
+
+async def _prepare(session: Usb2Session, pattern: Pattern, in_length: int = 0,
+                   zlp: bool = False) -> None:
+    await _vendor(session, usb2.Request.SET_PATTERN, int(pattern))
+    await _vendor(session, usb2.Request.CLEAR_TELEMETRY)
+    if in_length:
+        value, index = usb2.encode_in_transfer(in_length, zlp)
+        await _vendor(session, usb2.Request.SET_IN_TRANSFER, value, index)
+
+
+@cocotb.test()
+async def enumeration_reports_busprobe_descriptors(dut):
+    session = await _session(dut)
+    found = session.descriptors
+    device = DeviceDescriptor.parse(found.device)
+    assert (device.idVendor, device.idProduct) == (usb2.VID, usb2.PID)
+    assert device.bcdUSB >= 0x0200
+    config = ConfigurationDescriptor.parse(found.configuration[:9])
+    assert config.wTotalLength == len(found.configuration)
+    endpoints = {}
+    offset = 0
+    while offset < len(found.configuration):
+        size, kind = found.configuration[offset], found.configuration[offset + 1]
+        if kind == 5:
+            ep = EndpointDescriptor.parse(found.configuration[offset:offset + size])
+            endpoints[ep.bEndpointAddress] = ep.wMaxPacketSize
+        offset += size
+    assert endpoints == {usb2.EP_IN: usb2.MAX_PACKET_SIZE, usb2.EP_OUT: usb2.MAX_PACKET_SIZE}
+    assert set(found.strings.values()) >= {usb2.MANUFACTURER, usb2.PRODUCT, usb2.SERIAL}
+    info = await _vendor(session, usb2.Request.GET_INFO, length=usb2.INFO_SIZE)
+    assert len(info) == usb2.INFO_SIZE
+
+
+async def _in_pattern(dut, pattern: Pattern) -> None:
+    session = await _session(dut)
+    length = 3 * 512 + 100  # a short packet ends each transfer
+    await _prepare(session, pattern, length)
+    expected = PatternStream(pattern)
+    chunks: list[bytes] = []
+    outcome = await session.host.stream("in", EP_IN, length, 5, 2, sink=chunks.append)
+    assert [len(c) for c in chunks] == [length] * 5
+    for chunk in chunks:
+        result = expected.check(chunk)
+        assert result.errors == 0, f"IN data differs from the pattern at {result}"
+    telemetry = await _telemetry(session)
+    assert telemetry["in_bytes"] == outcome.bytes == 5 * length
+    assert telemetry["in_short"] == 5
+
+
+@cocotb.test()
+async def in_data_equals_counter_pattern_across_transfers(dut):
+    await _in_pattern(dut, Pattern.COUNTER)
+
+
+@cocotb.test()
+async def in_data_equals_prbs31_pattern_across_transfers(dut):
+    await _in_pattern(dut, Pattern.PRBS31)
+
+
+@cocotb.test()
+async def out_pattern_accepted_and_one_corrupt_word_counted_once(dut):
+    session = await _session(dut)
+    await _prepare(session, Pattern.PRBS31)
+    source = PatternStream(Pattern.PRBS31)
+    await session.host.stream("out", EP_OUT, 4096, 4, 2, source=source.take)
+    telemetry = await _telemetry(session)
+    assert telemetry["out_bytes"] == 4 * 4096
+    assert telemetry["pattern_errors"] == 0
+    assert telemetry["first_error_offset"] == usb2.NO_ERROR_OFFSET
+
+    corrupt_at = 4 * 4096 + 1000  # stream offset of the corrupted byte
+
+    def corrupted(length: int) -> bytes:
+        data = bytearray(source.take(length))
+        start = source.offset - length
+        if start <= corrupt_at < source.offset:
+            data[corrupt_at - start] ^= 0x5A
+        return bytes(data)
+
+    await session.host.stream("out", EP_OUT, 4096, 2, 1, source=corrupted)
+    telemetry = await _telemetry(session)
+    assert telemetry["pattern_errors"] == 1
+    assert telemetry["first_error_offset"] == corrupt_at
+
+
+@cocotb.test()
+async def data_toggles_alternate_across_transfers(dut):
+    session = await _session(dut)
+    host = session.host
+    length = 3 * 512  # odd packet count: each transfer starts on the other toggle
+    await _prepare(session, Pattern.COUNTER, length)
+    expected = PatternStream(Pattern.COUNTER)
+    for transfer in range(3):
+        before = host.toggles.get((EP_IN, "in"), Pid.DATA0)
+        chunks: list[bytes] = []
+        outcome = await host.stream("in", EP_IN, length, 1, 1, sink=chunks.append)
+        assert outcome.repeats == 0, f"transfer {transfer}: device repeated a toggle"
+        assert expected.check(chunks[0]).errors == 0
+        after = host.toggles[(EP_IN, "in")]
+        assert after != before, "three packets must leave the toggle flipped"
+    source = PatternStream(Pattern.COUNTER)
+    for _ in range(3):
+        before = host.toggles.get((EP_OUT, "out"), Pid.DATA0)
+        await host.stream("out", EP_OUT, length, 1, 1, source=source.take)
+        assert host.toggles[(EP_OUT, "out")] != before
+    telemetry = await _telemetry(session)
+    # A toggle mismatch makes the device drop a packet as a repeat: bytes would go missing.
+    assert telemetry["out_bytes"] == 3 * length and telemetry["pattern_errors"] == 0
+    assert telemetry["out_packets"] == 9
+
+
+async def _termination(dut, direction: str, length: int, zlp: bool) -> None:
+    session = await _session(dut)
+    count = 3
+    if direction == "in":
+        await _prepare(session, Pattern.COUNTER, length, zlp)
+        # With a ZLP the host buffer is larger than the device's transfer, as a reader that
+        # does not know the length would ask; the ZLP (or short packet) ends it at `length`.
+        asked = length + 512 if zlp else length
+        chunks: list[bytes] = []
+        await session.host.stream("in", EP_IN, asked, count, 1, sink=chunks.append)
+        assert [len(c) for c in chunks] == [length] * count
+    else:
+        await _prepare(session, Pattern.COUNTER)
+        source = PatternStream(Pattern.COUNTER)
+        await session.host.stream("out", EP_OUT, length, count, 1, source=source.take, zlp=zlp)
+    telemetry = await _telemetry(session)
+    short = length % 512 != 0
+    assert telemetry[f"{direction}_bytes"] == count * length
+    assert telemetry[f"{direction}_short"] == (count if short else 0)
+    assert telemetry[f"{direction}_zlps"] == (count if zlp and not short else 0)
+    if direction == "out":
+        assert telemetry["pattern_errors"] == 0
+
+
+@cocotb.test()
+async def in_short_packet_ends_transfer_not_multiple_of_512(dut):
+    await _termination(dut, "in", 1000, zlp=False)
+
+
+@cocotb.test()
+async def in_zlp_ends_transfer_multiple_of_512(dut):
+    await _termination(dut, "in", 1024, zlp=True)
+
+
+@cocotb.test()
+async def out_short_packet_ends_transfer_not_multiple_of_512(dut):
+    await _termination(dut, "out", 1000, zlp=False)
+
+
+@cocotb.test()
+async def out_zlp_ends_transfer_multiple_of_512(dut):
+    await _termination(dut, "out", 1024, zlp=True)
+
+
+@cocotb.test()
+async def ideal_host_sees_no_naks_over_128_back_to_back_packets(dut):
+    session = await _session(dut, "ideal")
+    await _prepare(session, Pattern.COUNTER, 64 << 10)
+    inbound = await session.host.stream("in", EP_IN, 64 << 10, 1, 1)
+    source = PatternStream(Pattern.COUNTER)
+    outbound = await session.host.stream("out", EP_OUT, 64 << 10, 1, 1, source=source.take)
+    telemetry = await _telemetry(session)
+    assert inbound.transactions == 128 and inbound.naks == 0
+    assert outbound.transactions >= 128 and outbound.naks == 0
+    assert telemetry["in_naks"] == 0 and telemetry["out_naks"] == 0
+    assert telemetry["in_packets"] == 128 and telemetry["out_packets"] == 128
+    # The ideal host fills every microframe: 13 packets each (USB 2.0 Table 5-10).
+    assert telemetry["in_tokens_max_uframe"] == 13
+    assert telemetry["out_tokens_max_uframe"] == 13
+
+
+@cocotb.test()
+async def bus_reset_mid_transfer_then_reenumeration_and_clean_transfer(dut):
+    session = await _session(dut)
+    await _prepare(session, Pattern.COUNTER, 1 << 20)
+    task = cocotb.start_soon(session.host.stream("in", EP_IN, 1 << 20, 1, 1))
+    await session.phy.wait_cycles(20 * 7500)  # 20 microframes into a 1 MiB transfer
+    assert not task.done()
+    task.cancel()
+    await session.reset_and_enumerate()
+    await _prepare(session, Pattern.PRBS31, 8192)
+    expected = PatternStream(Pattern.PRBS31)
+    chunks: list[bytes] = []
+    await session.host.stream("in", EP_IN, 8192, 2, 2, sink=chunks.append)
+    assert [len(c) for c in chunks] == [8192, 8192]
+    for chunk in chunks:
+        assert expected.check(chunk).errors == 0
