@@ -251,6 +251,7 @@ class Sweep:
             if spec.settings != settings:
                 if spec.settings:
                     self.transport.configure(**spec.setting)
+                    self._restart_pattern()  # a bus change may reset the device's engines
                 settings = spec.settings
             point = self.measure(spec)
             self.points.append(point)
