@@ -3,8 +3,8 @@
 Streaming uses libusb's asynchronous API so ``queue_depth`` bulk transfers are really outstanding
 at once: submit N, resubmit each on completion until the count is reached, pump events. IN data
 is handed to the sink in submission order; OUT data comes from the source just before each
-(re)submission. Control requests (pattern, IN transfer length, telemetry) use the protocol in
-:mod:`busprobe.protocol.usb2`.
+(re)submission. Control requests (pattern, IN transfer length, telemetry) go through
+:class:`~busprobe.backends.usb2_device.Usb2DeviceDriver`, the same driver the simulation uses.
 
 libusb errors become :mod:`busprobe.transport` errors: not found → DeviceNotFound, no device →
 DeviceGone, access → PermissionDenied (naming the shipped udev rule), timeout → TransferTimeout.
@@ -36,11 +36,11 @@ from ..transport import (
     Transport,
     TransportError,
 )
+from .usb2_device import Usb2DeviceDriver
 
 __all__ = [
     "open_usb", "UsbTransport", "UsbTarget", "parse_usb_target", "load_usb1", "map_usb_error",
     "transfer_status_error", "udev_rule_path", "udev_install_command", "SPEED_NAMES",
-    "decode_telemetry",
 ]
 
 log = logging.getLogger(__name__)
@@ -278,7 +278,7 @@ class UsbTransport(Transport):
         self._context: Any = None
         self._device: Any = None
         self._handle: Any = None
-        self._in_transfer: int | None = None  # IN transfer length the device is set to
+        self._driver = Usb2DeviceDriver(self._control, name=self.selector)
         self._max_packet = usb2.MAX_PACKET_SIZE
         self._profile: str | None = None  # "" once looked up and not found
 
@@ -291,7 +291,7 @@ class UsbTransport(Transport):
             self._device, self._handle = self._find()
             self._handle.setAutoDetachKernelDriver(True)
             self._handle.claimInterface(_INTERFACE)
-            self._check_info()
+            self._max_packet = self._driver.check_info()
         except usb1.USBError as exc:
             self.close()
             raise map_usb_error(exc, self.selector) from None
@@ -315,20 +315,6 @@ class UsbTransport(Transport):
         raise DeviceNotFound(f"{self.selector}: no such USB device{detail}; "
                              "`busprobe list` shows what is connected")
 
-    def _check_info(self) -> None:
-        import struct
-
-        data = self._control_in(usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE)
-        try:
-            magic, version, max_packet = struct.unpack(usb2.INFO_FORMAT, data)
-        except struct.error:
-            magic = version = max_packet = 0
-        if magic != usb2.MAGIC or version != usb2.PROTOCOL_VERSION:
-            raise InvalidRequest(f"{self.selector}: not a busprobe USB2 device of protocol "
-                                 f"version {usb2.PROTOCOL_VERSION} (magic {magic:#x}, "
-                                 f"version {version}); flash the matching bitstream")
-        self._max_packet = max_packet
-
     def close(self) -> None:
         if self._handle is not None:
             try:
@@ -341,7 +327,7 @@ class UsbTransport(Transport):
             self._context.close()
             self._context = None
         self._device = None
-        self._in_transfer = None
+        self._driver.forget_state()
 
     def now(self) -> float:
         return time.perf_counter()
@@ -394,49 +380,38 @@ class UsbTransport(Transport):
         return [{"hop": "device", "bus": self._device.getBusNumber(), "port": self._port_name(),
                  "address": self._device.getDeviceAddress(), "speed": self.bus.speed}]
 
-    # -- control requests --------------------------------------------------------------------
-    def _control_in(self, request: usb2.Request, value: int, index: int, length: int) -> bytes:
+    # -- control requests (encoding and decoding: Usb2DeviceDriver, shared with the sim) --
+    def _control(self, request_type: int, request: int, value: int, index: int,
+                 length_or_data: int | bytes) -> bytes:
         usb1 = self._usb1
         try:
-            return bytes(self._handle.controlRead(
-                usb1.TYPE_VENDOR | usb1.RECIPIENT_DEVICE | usb1.ENDPOINT_IN,
-                request, value, index, length, _CONTROL_TIMEOUT_MS))
+            if request_type & usb1.ENDPOINT_IN:
+                assert isinstance(length_or_data, int)
+                return bytes(self._handle.controlRead(request_type, request, value, index,
+                                                      length_or_data, _CONTROL_TIMEOUT_MS))
+            self._handle.controlWrite(request_type, request, value, index, bytes(length_or_data),
+                                      _CONTROL_TIMEOUT_MS)
+            return b""
         except usb1.USBError as exc:
-            raise map_usb_error(exc, f"{self.selector}: {request.name}") from None
-
-    def _control_out(self, request: usb2.Request, value: int = 0, index: int = 0) -> None:
-        usb1 = self._usb1
-        try:
-            self._handle.controlWrite(
-                usb1.TYPE_VENDOR | usb1.RECIPIENT_DEVICE | usb1.ENDPOINT_OUT,
-                request, value, index, b"", _CONTROL_TIMEOUT_MS)
-        except usb1.USBError as exc:
-            raise map_usb_error(exc, f"{self.selector}: {request.name}") from None
+            raise map_usb_error(exc, f"{self.selector}: {_request_name(request)}") from None
 
     def set_pattern(self, pattern: Pattern) -> None:
-        self._control_out(usb2.Request.SET_PATTERN, int(pattern))
+        self._driver.set_pattern(pattern)
 
     def clear_telemetry(self) -> None:
-        self._control_out(usb2.Request.CLEAR_TELEMETRY)
+        self._driver.clear_telemetry()
 
     def read_telemetry(self) -> Telemetry:
-        data = self._control_in(usb2.Request.GET_TELEMETRY, 0, 0, usb2.TELEMETRY_SIZE)
-        try:
-            return decode_telemetry(data)
-        except ValueError as exc:
-            raise TransportError(f"{self.selector}: {exc}") from None
+        return self._driver.read_telemetry()
 
     # -- streaming ---------------------------------------------------------------------------
     def stream(self, direction: str, length: int, count: int, queue_depth: int,
                source: Source | None = None, sink: Sink | None = None) -> StreamResult:
         self.validate(direction, length, queue_depth)
         if direction == "in":
-            if self._in_transfer != length:
-                # The device ends each IN transfer where the host's transfer ends, so a short
-                # length completes with a short packet instead of waiting for more data.
-                w_value, w_index = usb2.encode_in_transfer(length)
-                self._control_out(usb2.Request.SET_IN_TRANSFER, w_value, w_index)
-                self._in_transfer = length
+            # The device ends each IN transfer where the host's transfer ends, so a short
+            # length completes with a short packet instead of waiting for more data.
+            self._driver.set_in_transfer(length)
             endpoint = usb2.EP_IN
         else:
             if source is None:
@@ -455,19 +430,8 @@ def _read_serial(handle: Any) -> str | None:
         return None
 
 
-def decode_telemetry(data: bytes) -> Telemetry:
-    """The device's telemetry block as :class:`Telemetry`."""
-    raw = usb2.unpack_telemetry(data)
-    seconds: dict[str, float] = {}
-    for direction in ("in", "out"):
-        if raw[f"{direction}_packets"]:
-            cycles = (raw[f"{direction}_last_cycle"] - raw[f"{direction}_first_cycle"]) \
-                & 0xFFFF_FFFF
-            if cycles:
-                seconds[direction] = cycles / usb2.CLOCK_HZ
-    offset = raw["first_error_offset"]
-    return Telemetry(
-        raw=dict(raw), device_seconds=seconds,
-        device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
-        errors={"out": raw["pattern_errors"]},
-        first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})
+def _request_name(request: int) -> str:
+    try:
+        return usb2.Request(request).name
+    except ValueError:
+        return f"request {request:#04x}"
