@@ -59,6 +59,18 @@ class PCIeTarget:
     bitstream: str | None = None
     build_seconds: float | None = None
 
+    @property
+    def verilog_path(self) -> Path:
+        return Path(self.verilog)
+
+    @property
+    def xdc_path(self) -> Path:
+        return Path(self.xdc)
+
+    @property
+    def tcl_path(self) -> Path:
+        return Path(self.tcl)
+
     def summary_lines(self) -> list[str]:
         lines = [f"{self.design} on {self.board} ({self.fpga}): LiteX target generated in "
                  f"{self.generate_seconds:.1f} s",

@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULT_FILE", "BuildError", "ClockTiming", "BuildResult", "SUMMARY_CELLS"]
+__all__ = ["RESULT_FILE", "BuildError", "ClockTiming", "BuildResult", "SUMMARY_CELLS",
+           "comparison_table"]
 
 RESULT_FILE = "build.json"
 
@@ -135,3 +136,23 @@ class BuildResult:
                 share = f" / {avail} ({100 * cell['used'] / avail:.1f} %)" if avail else ""
                 lines.append(f"  {label:<17}{cell['used']:>6}{share}")
         return lines
+
+
+def comparison_table(results: list[BuildResult]) -> str:
+    """Builds side by side: Fmax per domain, LUT4/FF/EBR, build time (one column per build)."""
+    domains = sorted({c.domain for r in results for c in r.clocks})
+    rows = [("", [r.design for r in results])]
+    for domain in domains:
+        cells = []
+        for r in results:
+            clock = next((c for c in r.clocks if c.domain == domain), None)
+            cells.append(f"{clock.achieved_mhz:.1f} MHz" if clock else "-")
+        rows.append((f"Fmax {domain}", cells))
+    for key, label in SUMMARY_CELLS[:4]:
+        rows.append((label, [str(r.used(key)) for r in results]))
+    rows.append(("build time", [f"{r.build_seconds:.0f} s" for r in results]))
+    width = max(len(label) for label, _ in rows)
+    columns = [max(len(row[1][i]) for row in rows) for i in range(len(results))]
+    return "\n".join(
+        f"{label:<{width}}  " + "  ".join(f"{cell:>{columns[i]}}" for i, cell in enumerate(cells))
+        for label, cells in rows)
