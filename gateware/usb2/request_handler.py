@@ -79,9 +79,20 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         position = Signal(16)
         sending = Signal()
         expecting_ack = Signal()
+        # Packet bounds are registered: they change only on a SETUP or an ACK, always long
+        # before the host's next IN token, and this keeps the 16-bit arithmetic out of the
+        # path into the packet generator (it was the ECP5 critical path).
+        packet_end = Signal(16)
+        last_position = Signal(16)
+        nothing_left = Signal()
         remaining = limit - packet_start
-        packet_end = Mux(remaining > CONTROL_MAX_PACKET_SIZE,
-                         packet_start + CONTROL_MAX_PACKET_SIZE, limit)
+        next_end = Mux(remaining > CONTROL_MAX_PACKET_SIZE,
+                       packet_start + CONTROL_MAX_PACKET_SIZE, limit)
+        m.d.usb += [
+            packet_end.eq(next_end),
+            last_position.eq(next_end - 1),
+            nothing_left.eq(packet_start >= limit),
+        ]
 
         tx = interface.tx
         m.d.comb += tx.payload.eq(Mux(sending_info,
@@ -129,11 +140,11 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                 with m.If(interface.data_requested):
                     m.d.usb += [position.eq(packet_start), sending.eq(1)]
                 with m.If(sending):
-                    with m.If(packet_start >= limit):
+                    with m.If(nothing_left):
                         m.d.comb += self.send_zlp()
                         m.d.usb += [sending.eq(0), expecting_ack.eq(1)]
                     with m.Else():
-                        last = position == packet_end - 1
+                        last = position == last_position
                         m.d.comb += [tx.valid.eq(1), tx.first.eq(position == packet_start),
                                      tx.last.eq(last)]
                         with m.If(tx.ready):
