@@ -1,0 +1,57 @@
+"""Descriptor splitting and telemetry decoding (pure functions of the driver).
+
+The driver's data path is tested against the simulated device in
+``sim/pcie/tests/test_sim_backend.py``; these are the rules it applies before any DMA.
+"""
+
+import pytest
+from busprobe.backends.pcie.driver import decode_telemetry, split_transfer
+from busprobe.protocol import pcie as proto
+from busprobe.transport import InvalidRequest
+
+
+def test_descriptors_end_at_every_4k_boundary():
+    descs = split_transfer(0x1000_0E00, 0x2400)
+    assert descs == [(0x1000_0E00, 0x200), (0x1000_1000, 0x1000), (0x1000_2000, 0x1000),
+                     (0x1000_3000, 0x200)]
+    assert all((a // 4096) == ((a + n - 1) // 4096) for a, n in descs)
+
+
+def test_length_must_be_a_multiple_of_the_datapath_width():
+    with pytest.raises(InvalidRequest, match="not a positive multiple of 8 bytes.*#97"):
+        split_transfer(0, 4100)
+
+
+def test_buffer_must_be_aligned_as_the_core_needs():
+    with pytest.raises(InvalidRequest, match="not 512-byte aligned"):
+        split_transfer(0x1000_0100, 4096)
+
+
+def counters(**values):
+    raw = {name: 0 for name, _ in proto.TELEMETRY}
+    raw["first_error_offset"] = proto.NO_ERROR_OFFSET
+    raw.update(values)
+    return raw
+
+
+def test_device_time_from_cycle_counters_wraps():
+    tel = decode_telemetry(counters(wr_first_cycle=0xFFFF_FF00, wr_last_cycle=0x0000_00FF,
+                                    wr_bytes=4096), 125_000_000)
+    assert tel.device_seconds["write"] == pytest.approx(0x200 / 125e6)
+    assert tel.device_throughput("write") == pytest.approx(4096 / (0x200 / 125e6))
+
+
+def test_read_errors_counted_since_the_last_clear():
+    tel = decode_telemetry(counters(pattern_errors=5, first_error_offset=40), 125e6,
+                           errors_before=3)
+    assert tel.errors["read"] == 2 and tel.first_error_offset["read"] is None  # not this point's
+    tel = decode_telemetry(counters(pattern_errors=1, first_error_offset=40), 125e6)
+    assert tel.errors["read"] == 1 and tel.first_error_offset["read"] == 40
+
+
+def test_latency_in_nanoseconds_and_backpressure_named():
+    tel = decode_telemetry(counters(rd_latency_min=50, rd_latency_max=150, rd_latency_sum=400,
+                                    rd_latency_count=4, tx_stall_cycles=7,
+                                    rd_outstanding_max=6), 125_000_000)
+    assert tel.raw["rd_latency_ns"] == {"min": 400.0, "mean": 800.0, "max": 1200.0}
+    assert (tel.raw["backpressure_cycles"], tel.raw["tag_high_water"]) == (7, 6)

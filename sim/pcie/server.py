@@ -1,0 +1,104 @@
+"""cocotb test module: the PCIe bench as an RPC server for :mod:`busprobe.sim.pcie.backend`.
+
+The host process runs the real driver (:mod:`busprobe.backends.pcie.driver`); every BAR0 access,
+host-memory access and wait it makes arrives here and is carried out on
+:class:`~busprobe.sim.pcie.testbench.PcieTestbench` in simulated time. The link configuration
+comes as JSON in ``BUSPROBE_PCIE_LINK`` (fields of :class:`LinkConfig`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+from busprobe.sim.rpc import serve
+from cocotb.triggers import Event, First, Timer
+
+from .testbench import HostBuffer, LinkConfig, PcieTestbench
+
+__all__ = ["ENV_LINK", "PcieRpcHandler"]
+
+ENV_LINK = "BUSPROBE_PCIE_LINK"
+
+
+class PcieRpcHandler:
+    """The requests the sim backend may make (``rpc_<name>``), each a coroutine.
+
+    Parameters
+    ----------
+    tb : PcieTestbench
+        Started bench.
+    """
+
+    def __init__(self, tb: PcieTestbench) -> None:
+        self.tb = tb
+        self.buffers: dict[int, HostBuffer] = {}
+        self._next_id = 1
+        self.msi_pending = 0
+        self._msi = Event()
+        for vector in range(len(tb.function.msi_vectors)):
+            tb.function.request_irq(vector, self._on_msi)
+
+    async def _on_msi(self) -> None:
+        self.msi_pending += 1
+        self._msi.set()
+
+    async def rpc_info(self) -> dict:
+        cfg = self.tb.config
+        return {"gen": cfg.gen, "width": cfg.width, "mps": cfg.mps, "mrrs": cfg.mrrs,
+                "rcb": cfg.rcb, "cap": cfg.cap, "latency_ns": cfg.latency_ns}
+
+    async def rpc_now(self) -> float:
+        return self.tb.now()
+
+    async def rpc_read32(self, offset: int) -> int:
+        return await self.tb.read32(offset)
+
+    async def rpc_write32(self, offset: int, value: int) -> None:
+        await self.tb.write32(offset, value)
+
+    async def rpc_write32_many(self, writes: list[tuple[int, int]]) -> None:
+        for offset, value in writes:
+            await self.tb.write32(offset, value)
+
+    async def rpc_alloc(self, size: int) -> tuple[int, int]:
+        buf = self.tb.alloc(size)
+        handle, self._next_id = self._next_id, self._next_id + 1
+        self.buffers[handle] = buf
+        return handle, buf.address
+
+    async def rpc_free(self, handle: int) -> None:
+        # cocotbext-pcie's memory pool has no free; the region just stops being used.
+        self.buffers.pop(handle, None)
+
+    async def rpc_buf_read(self, handle: int, offset: int, length: int) -> bytes:
+        return self.buffers[handle].read(offset, length)
+
+    async def rpc_buf_write(self, handle: int, offset: int, data: bytes) -> None:
+        self.buffers[handle].write(offset, data)
+
+    async def rpc_wait_msi(self, timeout: float) -> bool:
+        """Let simulated time run until an MSI arrives or ``timeout`` seconds pass."""
+        if not self.msi_pending:
+            self._msi.clear()
+            await First(self._msi.wait(), Timer(max(1, round(timeout * 1e12)), unit="ps"))
+        got, self.msi_pending = self.msi_pending > 0, 0
+        return got
+
+    async def rpc_configure(self, mps: int | None, mrrs: int | None) -> None:
+        """Reprogram Device Control through the root complex; the core reads it live."""
+        if mps is not None:
+            await self.tb.set_mps(mps)
+        if mrrs is not None:
+            await self.tb.set_mrrs(mrrs)
+        await self.tb.wait_cycles(16)
+
+
+@cocotb.test()
+async def pcie_rpc_server(dut) -> None:
+    """Bring the bench up, then serve the host until it says shutdown."""
+    config = LinkConfig(**json.loads(os.environ.get(ENV_LINK, "{}")))
+    tb = PcieTestbench(dut, config)
+    await tb.start()
+    await serve(PcieRpcHandler(tb))
