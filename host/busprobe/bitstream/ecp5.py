@@ -95,9 +95,8 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
     try:
         plan.execute_local(str(workdir), env=env)
     except Exception as exc:  # amaranth raises CalledProcessError from its build script
-        log_file = workdir / f"{TOP_NAME}.tim"
-        raise BuildError(f"{design.name} on {board.name}: toolchain failed ({exc}); "
-                         f"see {log_file if log_file.exists() else workdir}") from exc
+        raise BuildError(f"{design.name} on {board.name}: {_first_tool_error(workdir)}; "
+                         f"logs in {workdir}") from exc
     seconds = time.monotonic() - start
     bitstream = workdir / f"{TOP_NAME}.bit"
     if not bitstream.exists():
@@ -111,15 +110,32 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1],
         extra={"nextpnr_report": str(workdir / f"{TOP_NAME}.report.json"),
                "build_dir": str(workdir)})
+    if not any(clock.domain == design.clock_domain for clock in result.clocks):
+        # An unconstrained clock has no Fmax: "no failure" would mean nothing.
+        raise BuildError(f"{design.name} on {board.name}: nextpnr reports no timing for the "
+                         f"{design.clock_domain} domain (clocks: "
+                         f"{', '.join(c.net for c in result.clocks) or 'none'}); "
+                         "is it constrained?")
     if result.failing_clocks():
         # Keep the figures, and move the bitstream out of the way: it must not be flashed or
         # taken from the cache as if it were good.
-        report = workdir / "timing-failed.json"
-        result.save(report)
+        failed = workdir / "timing-failed.json"
+        result.save(failed)
         bitstream.rename(bitstream.with_suffix(".bit.timing-failed"))
-        result.check_timing(report)
+        result.check_timing(failed)
     result.save(workdir / RESULT_FILE)
     return result
+
+
+def _first_tool_error(workdir: Path) -> str:
+    """The first ``ERROR`` line of the yosys (``.rpt``) or nextpnr (``.tim``) log."""
+    for log_name in (f"{TOP_NAME}.rpt", f"{TOP_NAME}.tim"):
+        path = workdir / log_name
+        if path.exists():
+            for line in path.read_text(errors="replace").splitlines():
+                if line.startswith("ERROR"):
+                    return f"{log_name}: {line.strip()}"
+    return "toolchain failed"
 
 
 def _class_name(design: Design) -> str:
