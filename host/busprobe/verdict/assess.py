@@ -75,7 +75,9 @@ def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE,
     ``model_name``, ``model_formula``, ``plateau``, ``plateau_spread``, ``plateau_lengths``,
     ``plateau_reached``, ``efficiency`` (plateau / model), ``verdict``, ``explanation``,
     ``qd_effect`` and ``evidence`` (the telemetry summary used); USB 2.0 adds
-    ``profile``, ``profile_ceiling`` and ``profile_efficiency``. Figures in the explanation are
+    ``profile``, ``profile_ceiling`` and ``profile_efficiency``. ``device_plateau`` and
+    ``device_efficiency`` come from the device-timed throughput when recorded (it leaves out the
+    host's per-measurement start-up and completion time). Figures in the explanation are
     in ``units``; the numeric fields are always bytes/s.
     """
     token = _units.set(units)
@@ -127,6 +129,15 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         profile = ceiling_for(bus, direction)
         entry.update(profile=profile.parts["host_profile"], profile_ceiling=profile.throughput,
                      profile_efficiency=plateau.value / profile.throughput)
+    # The device's own timing (first to last data on the bus) leaves out the host's start-up and
+    # completion time of each measurement: it is the figure the bus model predicts.
+    device = detect_plateau([(int(p["length"]), float(p["device_throughput"])) for p in clean
+                             if p.get("queue_depth") == deep and p.get("device_throughput")],
+                            tolerance=tolerance)
+    entry["device_plateau"] = device.value if device else None
+    entry["device_efficiency"] = device.value / link.throughput if device else None
+    if device and profile is not None:
+        entry["device_profile_efficiency"] = device.value / profile.throughput
     entry["qd_effect"] = _qd_effect(clean, shallow, deep, plateau, tolerance)
     telemetries = [p.get("telemetry") or {} for p in clean
                    if p.get("queue_depth") == deep and int(p["length"]) in plateau.lengths]
@@ -145,6 +156,13 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
     if not plateau.reached:
         notes.append("The curve was still rising at the longest length: sweep longer transfers"
                      " (the plateau is a lower bound).")
+    if device and abs(device.value / plateau.value - 1) > 0.02:
+        reference = profile if profile is not None and profile.parts["host_profile"] != "ideal" \
+            else link
+        notes.append(f"Timed by the device the plateau is {_mb(device.value)} "
+                     f"({device.value / reference.throughput * 100:.1f} % of "
+                     f"{'the host profile' if reference is profile else 'the link model'}); the "
+                     "host-timed figure also counts each measurement's start-up and completion.")
     if dropped:
         notes.append(f"{dropped} point(s) with data errors were left out.")
     entry["verdict"] = verdict
