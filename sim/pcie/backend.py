@@ -21,6 +21,7 @@ from typing import Any
 from busprobe.backends.pcie.config import LINK_SPEEDS
 from busprobe.backends.pcie.dma_transport import PcieDmaTransport
 from busprobe.backends.pcie.driver import DmaPlatform
+from busprobe.protocol import pcie as proto
 from busprobe.selectors import Selector
 from busprobe.transport import BusDescription, InvalidRequest
 
@@ -172,8 +173,13 @@ class SimPcieTransport(PcieDmaTransport):
             kind="pcie", speed=LINK_SPEEDS[self.link["gen"]], width=self.link["width"],
             mps=self.identity.get("mps", self.link["mps"]),
             mrrs=self.identity.get("mrrs", self.link["mrrs"]),
+            # What the ceiling model must assume for this link (busprobe.model.pcie): the
+            # simulated link sends no SKP ordered sets, the root adds ``latency_ns`` to reads,
+            # and the core keeps READ_TAGS reads in flight.
             extra={"rcb": self.link.get("rcb", 64), "cap": self.link.get("cap"),
-                   "latency_ns": self.link.get("latency_ns", 0.0), "simulated": True})
+                   "latency_ns": self.link.get("latency_ns", 0.0), "simulated": True,
+                   "skp": False, "read_latency_ns": self.link.get("latency_ns", 0.0),
+                   "outstanding_reads": proto.READ_TAGS})
 
     def configure(self, **settings: Any) -> None:
         unknown = set(settings) - {"mps", "mrrs"}
@@ -189,16 +195,11 @@ class SimPcieTransport(PcieDmaTransport):
             self.identity = self._driver().probe()
 
     def topology(self) -> list[dict[str, Any]]:
-        speed, width = LINK_SPEEDS[self.link["gen"]], self.link["width"]
-        link = {"link_speed_cap": speed, "link_width_cap": width, "link_speed": speed,
-                "link_width": width}
-        return [
-            {"name": "root port (cocotbext-pcie RootComplex)", "bdf": "0000:00:00.0",
-             "mps_supported": 4096, **link,
-             "cap": self.link.get("cap"), "latency_ns": self.link.get("latency_ns", 0.0)},
-            {"name": "busprobe PCIe DMA (Verilator model)", "bdf": "0000:01:00.0",
-             "mps_supported": 512, "mps": self.bus.mps, "mrrs": self.bus.mrrs, **link},
-        ]
+        """The modelled hops (busprobe.topology.sim): root port and device, with link state."""
+        from busprobe.topology.sim import sim_hops
+
+        options = {k: str(v) for k, v in self.link.items() if v is not None}
+        return [hop.to_json() for hop in sim_hops("pcie", options)]
 
 
 def open_sim_pcie(selector: Selector) -> SimPcieTransport:

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ...selectors import Selector
-from ...transport import BusDescription, InvalidRequest, TransportError
+from ...transport import BusDescription, InvalidRequest
 from .config import ConfigSpaceGuard, PciFunction
 from .dma_transport import PcieDmaTransport
 from .driver import DmaBuffer, DmaPlatform, Interrupt, PcieDmaDriver
 from .vfio import VfioBar, VfioDevice, preflight
 
-__all__ = ["open_pcie", "VfioPcieTransport", "PcieDmaDriver", "pcie_hops"]
+__all__ = ["open_pcie", "VfioPcieTransport", "PcieDmaDriver"]
 
 
 class _VfioPlatform:
@@ -53,21 +53,6 @@ class VfioBarAdapter:
     def write32_many(self, writes: list[tuple[int, int]]) -> None:
         for offset, value in writes:
             self._bar.write32(offset, value)
-
-
-def pcie_hops(bdf: str, sysfs_root: Path = Path("/sys")) -> list[dict[str, Any]]:
-    """Root port ... device, each with its link capability and status (root sees them all)."""
-    hops: list[dict[str, Any]] = []
-    fn: PciFunction | None = PciFunction(bdf, sysfs_root)
-    while fn is not None:
-        hop: dict[str, Any] = {"bdf": fn.bdf}
-        try:
-            hop.update(fn.capability().to_json())
-        except TransportError as exc:  # a hop we cannot read is still a hop
-            hop["error"] = str(exc)
-        hops.append(hop)
-        fn = fn.upstream()
-    return hops[::-1]
 
 
 class VfioPcieTransport(PcieDmaTransport):
@@ -132,7 +117,9 @@ class VfioPcieTransport(PcieDmaTransport):
             self.identity = self.driver.probe()
 
     def topology(self) -> list[dict[str, Any]]:
-        return pcie_hops(self.bdf, self.sysfs_root)
+        from ...topology.pci import pcie_hops  # H4's sysfs walk: root port ... device
+
+        return [hop.to_json() for hop in pcie_hops(self.bdf, sysfs_root=self.sysfs_root)]
 
 
 def open_pcie(selector: Selector) -> VfioPcieTransport:

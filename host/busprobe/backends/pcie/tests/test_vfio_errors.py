@@ -151,3 +151,14 @@ def test_permission_denied_on_group_node():
         base.rmdir()
     assert result is not None and result[0] == PermissionDenied.__name__
     assert result[1].startswith(f"permission denied on {node}: run as root")
+
+
+def test_topology_walks_from_the_root_port_to_the_device(tree):
+    from busprobe.backends.pcie import VfioPcieTransport
+    from busprobe.selectors import parse_selector
+
+    tree.add_function(DEV, ConfigSpec(link_speed="gen2"), parent=PORT, driver="vfio-pci",
+                      iommu_group=7)
+    transport = VfioPcieTransport(parse_selector(f"pcie:{DEV}"), sysfs_root=tree.sys,
+                                  dev_root=tree.dev)
+    assert [hop["name"] for hop in transport.topology()] == [PORT, DEV]

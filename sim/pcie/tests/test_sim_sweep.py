@@ -1,0 +1,78 @@
+"""``busprobe sweep`` on ``sim:pcie`` end to end: CLI -> sweep engine -> real driver -> simulated
+gateware, and the figures against the closed-form ceiling model (busprobe.model).
+
+The small versions run in ``make test``; the full ones (1 MiB transfers, reads, a chipset cap)
+are ``bench``.
+"""
+
+import json
+
+import pytest
+from busprobe.cli import main
+from busprobe.model.ceiling import ceiling_for
+from busprobe.transport import BusDescription
+
+MiB = 1 << 20
+
+
+def sweep(capfd, device, *args):
+    """Run the CLI with ``--json -``; stdout must be nothing but the JSON document."""
+    status = main(["sweep", "--device", device, "--no-progress", "--json", "-", *args])
+    out, err = capfd.readouterr()
+    assert status == 0, err
+    return json.loads(out)
+
+
+def model(result, point, direction):
+    bus = BusDescription(**{**result["bus"], "mps": point["mps"] or result["bus"]["mps"],
+                            "mrrs": point["mrrs"] or result["bus"]["mrrs"]})
+    return ceiling_for(bus, direction).throughput
+
+
+def by_mps(result, direction):
+    return {p["mps"]: p for p in result["points"] if p["direction"] == direction}
+
+
+def check_write_sweep(result, tolerance):
+    points = by_mps(result, "write")
+    assert sorted(points) == [128, 256, 512]
+    for mps, point in points.items():
+        assert point["errors"] == 0
+        assert point["telemetry"]["max_payload_size"] == mps
+        expected = model(result, point, "write")
+        assert point["throughput"] == pytest.approx(expected, rel=tolerance), (mps, expected)
+    assert points[256]["throughput"] > points[128]["throughput"]
+
+
+@pytest.mark.sim
+def test_write_sweep_over_mps_follows_the_model(capfd):
+    result = sweep(capfd, "sim:pcie?gen=2&width=1", "--direction", "write",
+                   "--mps", "128,256,512", "--lengths", "256K")
+    check_write_sweep(result, 0.03)
+
+
+@pytest.mark.bench
+def test_write_sweep_over_mps_1m_follows_the_model(capfd):
+    result = sweep(capfd, "sim:pcie?gen=2&width=1", "--direction", "write",
+                   "--mps", "128,256,512", "--lengths", "1M")
+    check_write_sweep(result, 0.03)
+
+
+@pytest.mark.bench
+def test_reads_with_mrrs_512_follow_the_model(capfd):
+    result = sweep(capfd, "sim:pcie?gen=2&width=1&mps=256", "--direction", "read",
+                   "--mrrs", "512", "--lengths", "1M")
+    (point,) = result["points"]
+    assert point["errors"] == 0
+    assert point["throughput"] == pytest.approx(model(result, point, "read"), rel=0.05)
+
+
+@pytest.mark.bench
+def test_chipset_cap_sets_the_plateau_with_backpressure(capfd):
+    cap = 290 * MiB
+    result = sweep(capfd, f"sim:pcie?gen=2&width=1&mps=256&cap={cap}", "--direction", "write",
+                   "--lengths", "1M")
+    (point,) = result["points"]
+    assert point["errors"] == 0
+    assert point["throughput"] == pytest.approx(cap, rel=0.03)
+    assert point["telemetry"]["backpressure_cycles"] > 0
