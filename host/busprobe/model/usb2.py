@@ -21,7 +21,9 @@ Per transfer of ``length`` bytes at queue depth ``q`` (what short transfers and 
     throughput = length / max(t_bus, t_cycle / q)
 
 A transfer that is already queued starts as soon as the previous one leaves the bus, so ``q``
-transfers in flight hide the turnaround once ``t_cycle <= q × t_bus``.
+transfers in flight hide the turnaround once ``t_cycle <= q × t_bus``. For transfers of up to
+128 KiB the microframe phase at which each starts matters more than this average; there the time
+per transfer comes from stepping the same rules (:mod:`.usb2_schedule`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..transport import BusDescription
 from . import usb2_wire as wire
 from .ceiling import Ceiling
 from .usb2_hosts import HostProfile, load_profile
+from .usb2_schedule import MAX_STEPPED_PACKETS, steady_period
 
 __all__ = ["usb2_ceiling", "packets_per_uframe", "UFRAMES_PER_S"]
 
@@ -73,12 +76,13 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     }
     throughput = float(plateau)
     if length is not None or queue_depth is not None:
-        throughput = _per_transfer(profile, used, mps, length, queue_depth, lines, parts)
+        throughput = _per_transfer(profile, direction, used, mps, length, queue_depth, lines,
+                                   parts)
     model = f"usb2-hs host profile {profile.name}"
     return Ceiling(throughput, "\n".join(lines), parts, direction, model)
 
 
-def _per_transfer(profile: HostProfile, used: int, mps: int, length: int | None,
+def _per_transfer(profile: HostProfile, direction: str, used: int, mps: int, length: int | None,
                   queue_depth: int | None, lines: list[str], parts: dict[str, object]) -> float:
     """Throughput of transfers of ``length`` at ``queue_depth`` (the module's per-transfer term)."""
     # Without a length the transfer is long: 1 MiB amortises every turnaround but QD 1 on EHCI.
@@ -91,7 +95,6 @@ def _per_transfer(profile: HostProfile, used: int, mps: int, length: int | None,
         # A small epsilon keeps an exact boundary from rounding up a whole microframe.
         t_cycle = math.ceil(t_cycle / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
     period = max(t_bus, t_cycle / q)
-    throughput = length / period
     qd = "∞" if queue_depth is None else str(queue_depth)
     lines += [
         f"transfer {length} B = {packets} packets -> t_bus = {packets}/{used} × 125 µs"
@@ -101,8 +104,16 @@ def _per_transfer(profile: HostProfile, used: int, mps: int, length: int | None,
         f"{', rounded up to whole µframes,' if profile.completion_on_uframe else ''}"
         f" = {t_cycle * 1e6:.2f} µs",
         f"QD {qd}: {length} B / max({t_bus * 1e6:.2f} µs, {t_cycle * 1e6:.2f} µs / {qd})"
-        f" = {throughput / 1e6:.3f} MB/s",
+        f" = {length / period / 1e6:.3f} MB/s",
     ]
+    if queue_depth is not None and packets <= MAX_STEPPED_PACKETS:
+        # Short transfers: where in a microframe each one starts decides how many microframes
+        # it spans; step the schedule rules instead of trusting the average.
+        period = steady_period(profile, direction, packets=packets, queue_depth=queue_depth,
+                               max_packet_size=mps)
+        lines.append(f"stepped schedule (short transfer, µframe phase matters): "
+                     f"{period * 1e6:.2f} µs per transfer = {length / period / 1e6:.3f} MB/s")
+    throughput = length / period
     parts.update(length=length, queue_depth=queue_depth, packets=packets, t_bus=t_bus,
                  t_cycle=t_cycle, period=period)
     return throughput

@@ -127,3 +127,14 @@ def test_entries_follow_the_design_contract():
                     "verdict", "explanation", "qd_effect"):
             assert key in entry
         json.dumps(entry)
+
+
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_simulated_ehci_run_is_host_limited_and_matches_its_profile(direction):
+    # Recorded from the real simulation: busprobe sweep --device sim:usb2?host=ehci.
+    entry = by_direction(assess(load("sim_usb2_ehci.json")), direction)
+    assert entry["verdict"] == "host-limited"
+    assert "at most 10 packets per microframe where the bus allows 13" in entry["explanation"]
+    # The device times the bus itself: the simulated controller obeys its profile within 1 %.
+    assert entry["device_profile_efficiency"] == pytest.approx(1.0, abs=0.01)
+    assert entry["qd_effect"]["low_at_length"] < 0.5 * entry["plateau"]
