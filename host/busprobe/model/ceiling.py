@@ -101,8 +101,12 @@ def link_ceiling(bus: BusDescription, direction: str) -> Ceiling:
     """What the *bus* allows, whatever the host: the plateau ceiling with the ideal host profile.
 
     The verdict compares measurements with this; :func:`ceiling_for` with the real profile says
-    what that host can reach (an EHCI host at 100 % of its profile is still host-limited).
+    what that host can reach (an EHCI host at 100 % of its profile is still host-limited). For
+    PCIe the root complex's read latency is likewise left out: a read plateau held down by it is
+    upstream-limited, not link-limited.
     """
     if bus.kind == "usb2-hs":
         bus = replace(bus, host_profile="ideal")
+    elif bus.kind == "pcie" and "read_latency_ns" in bus.extra:
+        bus = replace(bus, extra={k: v for k, v in bus.extra.items() if k != "read_latency_ns"})
     return ceiling_for(bus, direction)

@@ -116,6 +116,12 @@ def test_pcie_read_latency_bounds_throughput_by_littles_law():
     assert ceiling.throughput < 2 * 512 / 2e-6
 
 
+def test_pcie_link_ceiling_leaves_the_root_complex_latency_out():
+    slow = pcie(read_latency_ns=4000, outstanding_reads=2, skp=False)
+    assert ceiling_for(slow, "read").throughput < link_ceiling(slow, "read").throughput
+    assert link_ceiling(slow, "read").throughput == pytest.approx(500e6 * 512 / 596)
+
+
 def test_pcie_short_write_transfer_pays_a_header_per_partial_tlp():
     ceiling = ceiling_for(pcie(skp=False), "write", length=200)
     assert ceiling.parts["tlps"] == 2
