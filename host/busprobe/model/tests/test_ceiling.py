@@ -48,9 +48,10 @@ def test_usb2_queue_depth_one_pays_turnaround_and_deep_queue_hides_it():
 
 
 @pytest.mark.parametrize(("host", "length", "qd", "measured"), [
-    # Host-timed figures of a simulated sweep (tests/fixtures/results/sim_usb2_ehci.json): where
+    # Host-timed figures of a simulated sweep (tests/fixtures/results/sim_usb2_*.json): where
     # the measurement window is long against one transfer, the model must agree within 0.5 %.
     ("ehci", 4096, 1, 16.39e6), ("ehci", 65536, 1, 37.48e6), ("ehci", 262144, 1, 39.59e6),
+    ("xhci", 4096, 1, 32.87e6), ("xhci", 65536, 1, 47.88e6), ("xhci", 262144, 1, 48.88e6),
 ])
 def test_usb2_per_transfer_term_matches_the_simulated_controller(host, length, qd, measured):
     ceiling = ceiling_for(usb2(host), "in", length=length, queue_depth=qd)

@@ -70,3 +70,13 @@ def test_incomplete_run_is_compared_and_flagged(capsys, tmp_path):
     partial.write_text(json.dumps(doc))
     _, out, _ = run(capsys, "compare", str(FIXTURES / "usb2_ideal.json"), str(partial))
     assert "B is INCOMPLETE: DeviceGone" in out
+
+
+def test_simulated_ehci_vs_xhci_names_ehci_host_limited_by_packets_per_microframe(capsys):
+    # Both recorded from the real simulation (sim:usb2?host=xhci / host=ehci).
+    _, out, _ = run(capsys, "compare", str(FIXTURES / "sim_usb2_xhci.json"),
+                    str(FIXTURES / "sim_usb2_ehci.json"))
+    assert "B: EHCI controller, 10 packets per microframe" in out
+    assert "B: in: host-limited at 39.60 MB/s while the bus allows 53.25 MB/s" in out
+    rows = [x.split() for x in out.splitlines() if x.startswith("in ")]
+    assert {r[1]: r[-1] for r in rows} == {"A": "host-limited", "B": "host-limited"}
