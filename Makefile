@@ -14,10 +14,12 @@ $(STAMP): pyproject.toml setup.py
 
 install: $(STAMP)
 
+# The simulation runs ~50-90 k cycles/s (a few ms of USB time per second), and every point moves
+# 3 x 256 KiB: three lengths in both directions take about a minute (plus a one-time model build).
 demo: $(STAMP)
 	mkdir -p demo
-	$(VENV)/bin/busprobe sweep --device sim:usb2 --direction both \
-		--json demo/usb2.json --plot demo/usb2.png
+	$(VENV)/bin/busprobe sweep --device sim:usb2 --direction both --lengths 512,8K,64K \
+		--json demo/usb2.json --csv demo/usb2.csv --plot demo/usb2.png
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check host gateware sim tests

@@ -51,6 +51,7 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
     colours = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
     lengths: set[int] = set()
+    top = 0.0  # highest value drawn, for headroom above lines that sit at the ceiling
     for index, doc in enumerate(docs):
         prefix = names[index] if names else (doc["device"] if len(docs) > 1 else "")
         for key, points in series_of(doc).items():
@@ -58,6 +59,7 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
             x = [p["length"] for p in points]
             lengths.update(x)
             y = [units.convert(p["throughput"]) for p in points]
+            top = max(top, *(units.convert(p["throughput_max"]) for p in points))
             ax.fill_between(x, [units.convert(p["throughput_min"]) for p in points],
                             [units.convert(p["throughput_max"]) for p in points],
                             color=colour, alpha=0.2, linewidth=0)
@@ -68,6 +70,7 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
                         label=f"{_label(key, prefix)}: data errors")
             ceilings = [p.get("ceiling") for p in points]
             if all(c is not None for c in ceilings):
+                top = max(top, *(units.convert(c) for c in ceilings))
                 if len(set(ceilings)) == 1:
                     ax.axhline(units.convert(ceilings[0]), color=colour, linestyle="--",
                                linewidth=1, label=f"model ceiling {_label(key, prefix)}")
@@ -80,16 +83,17 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(int(v)) if v >= 1 else ""))
     ax.set_xlabel("transfer length (bytes)")
     ax.set_ylabel(f"throughput ({units.label})")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, top * 1.12 if top > 0 else 1)
     ax.grid(True, which="major", alpha=0.3)
     if title is None and len(docs) == 1:
         bus = docs[0].get("bus") or {}
-        title = f"{docs[0]['device']} ({bus.get('kind', '?')} {bus.get('speed', '')})".strip()
+        host = f", host {bus['host_profile']}" if bus.get("host_profile") else ""
+        title = f"{docs[0]['device']} ({bus.get('kind', '?')} {bus.get('speed', '')}{host})"
         if not docs[0].get("complete", True):
             title += " — INCOMPLETE"
     if title:
         ax.set_title(title)
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="lower right", framealpha=0.9)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
