@@ -58,7 +58,7 @@ async def enumeration_reports_busprobe_descriptors(dut):
     found = session.descriptors
     device = DeviceDescriptor.parse(found.device)
     assert (device.idVendor, device.idProduct) == (usb2.VID, usb2.PID)
-    assert device.bcdUSB >= 0x0200
+    assert device.bcdUSB >= 2.0  # usb_protocol decodes BCD to a float
     config = ConfigurationDescriptor.parse(found.configuration[:9])
     assert config.wTotalLength == len(found.configuration)
     endpoints = {}

@@ -1,0 +1,106 @@
+"""USB2 simulation tests: the cocotb suite (usb2_cocotb.py) and the sim:usb2 Transport.
+
+The model is built once per run (session fixture); the cocotb suite runs in one simulator
+process and each of its tests is reported here as its own pytest case.
+"""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from busprobe.model.usb2 import usb2_ceiling
+from busprobe.protocol.patterns import Pattern, PatternStream
+from busprobe.selectors import open_transport
+
+HERE = Path(__file__).resolve().parent
+COCOTB_MODULE = "usb2_cocotb"
+COCOTB_TESTS = [
+    "enumeration_reports_busprobe_descriptors",
+    "in_data_equals_counter_pattern_across_transfers",
+    "in_data_equals_prbs31_pattern_across_transfers",
+    "out_pattern_accepted_and_one_corrupt_word_counted_once",
+    "data_toggles_alternate_across_transfers",
+    "in_short_packet_ends_transfer_not_multiple_of_512",
+    "in_zlp_ends_transfer_multiple_of_512",
+    "out_short_packet_ends_transfer_not_multiple_of_512",
+    "out_zlp_ends_transfer_multiple_of_512",
+    "ideal_host_sees_no_naks_over_128_back_to_back_packets",
+    "bus_reset_mid_transfer_then_reenumeration_and_clean_transfer",
+]
+
+
+@pytest.fixture(scope="session")
+def usb2_model() -> Path:
+    from busprobe.sim.usb2.model import build_usb2_model
+
+    return build_usb2_model("busprobe")
+
+
+@pytest.fixture(scope="session")
+def cocotb_results(usb2_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Run the whole cocotb suite once; ``{test name: failure text or None}``."""
+    from busprobe.sim.toolchain import apply_verilator_env
+    from cocotb_tools.runner import get_runner
+
+    apply_verilator_env()
+    out = tmp_path_factory.mktemp("usb2_cocotb")
+    results = out / "results.xml"
+    # The runner passes this process's sys.path as the simulator's PYTHONPATH (overriding
+    # extra_env), so the cocotb module's folder goes on sys.path for the call.
+    sys.path.insert(0, str(HERE))
+    try:
+        get_runner("verilator").test(
+            test_module=COCOTB_MODULE, hdl_toplevel="usb2_sim_top", hdl_toplevel_lang="verilog",
+            build_dir=str(usb2_model), test_dir=str(out), results_xml=str(results),
+            extra_env={"COCOTB_LOG_LEVEL": "WARNING"})
+    except SystemExit:
+        pass  # the runner exits when a test failed; the results file says which
+    finally:
+        sys.path.remove(str(HERE))
+    outcome: dict[str, str | None] = {}
+    for case in ET.parse(results).getroot().iter("testcase"):
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        text = None if failure is None else (failure.get("message") or failure.text or "failed")
+        outcome[case.get("name", "").rpartition(".")[2]] = text
+    return outcome
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", COCOTB_TESTS)
+def test_cocotb(cocotb_results: dict, name: str) -> None:
+    assert name in cocotb_results, f"{name} did not run (simulator crashed?)"
+    assert cocotb_results[name] is None, cocotb_results[name]
+
+
+def _measure(selector: str, length: int, count: int, queue_depth: int) -> tuple[float, int]:
+    with open_transport(selector) as transport:
+        transport.set_pattern(Pattern.PRBS31)
+        expected = PatternStream(Pattern.PRBS31)
+        errors = []
+        result = transport.stream("in", length, count, queue_depth,
+                                  sink=lambda data: errors.append(expected.check(data).errors))
+        telemetry = transport.read_telemetry()
+        assert result.bytes == length * count == telemetry.device_bytes["in"]
+        return result.bytes / result.seconds, sum(errors)
+
+
+@pytest.mark.sim
+def test_sim_transport_1mib_in_ideal_reaches_99_5_percent_of_53_248_mb_s(usb2_model: Path):
+    throughput, errors = _measure("sim:usb2", 1 << 20, 2, 2)
+    assert errors == 0
+    assert throughput >= 0.995 * 53.248e6, f"{throughput / 1e6:.3f} MB/s"
+
+
+@pytest.mark.sim
+def test_sim_transport_ehci_plateau_equals_profile_ceiling(usb2_model: Path):
+    throughput, errors = _measure("sim:usb2?host=ehci", 1 << 20, 2, 2)
+    bus = open_transport("sim:usb2?host=ehci").bus  # not opened: no second simulator
+    ceiling = usb2_ceiling(bus, "in", length=1 << 20, queue_depth=2).throughput
+    assert errors == 0
+    assert abs(throughput - ceiling) <= 0.01 * ceiling, \
+        f"{throughput / 1e6:.3f} MB/s vs ceiling {ceiling / 1e6:.3f}"
