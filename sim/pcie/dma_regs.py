@@ -1,0 +1,95 @@
+"""Thin register-level DMA helper for the cocotb tests of the busprobe PCIe core.
+
+Programs the LitePCIe DMA tables and busprobe's CSRs through BAR0 with the offsets of
+:mod:`busprobe.protocol.pcie`, nothing more: the host driver proper (descriptor rings, completion,
+telemetry decoding) is :mod:`busprobe.backends.pcie`'s and is exercised by the sim backend.
+"""
+
+from __future__ import annotations
+
+from busprobe.protocol import pcie as proto
+from busprobe.protocol.patterns import Pattern
+from busprobe.transport import TransferTimeout
+
+__all__ = ["DmaRegisters", "ENGINES"]
+
+ENGINES = ("writer", "reader")
+
+
+class DmaRegisters:
+    """BAR0 programming of the DMA engines, pattern and telemetry.
+
+    Parameters
+    ----------
+    tb : PcieTestbench
+        Gives ``read32``/``write32`` (BAR0), ``wait_cycles`` and ``rc``.
+    """
+
+    def __init__(self, tb):
+        self.tb = tb
+
+    async def _w(self, name: str, value: int) -> None:
+        await self.tb.write32(proto.csr(name), value)
+
+    async def _r(self, name: str) -> int:
+        return await self.tb.read32(proto.csr(name))
+
+    async def reset(self, engine: str) -> None:
+        """Disable ``engine`` (flushing its FIFOs), empty its table, select prog mode."""
+        if engine not in ENGINES:
+            raise ValueError(f"no DMA engine {engine!r}")
+        await self._w(f"pcie_dma0_{engine}_enable", 0)
+        await self._w(f"pcie_dma0_{engine}_table_loop_prog_n", 0)
+        await self._w(f"pcie_dma0_{engine}_table_reset", 1)
+
+    async def queue(self, engine: str, address: int, length: int, *, irq: bool = False) -> None:
+        """Append one descriptor (``length`` bytes at bus ``address``) to ``engine``'s table."""
+        if length <= 0 or length % proto.DMA_LENGTH_ALIGN or length > proto.DESC_MAX_LENGTH:
+            raise ValueError(f"descriptor length {length} must be a positive multiple of "
+                             f"{proto.DMA_LENGTH_ALIGN} up to {proto.DESC_MAX_LENGTH}")
+        if address % proto.DMA_ADDRESS_ALIGN:
+            raise ValueError(f"descriptor address {address:#x} is not "
+                             f"{proto.DMA_ADDRESS_ALIGN}-byte aligned")
+        flags = 0 if irq else proto.DESC_IRQ_DISABLE
+        await self._w(f"pcie_dma0_{engine}_table_value", length | flags)
+        await self._w(f"pcie_dma0_{engine}_table_value_word1", address & 0xFFFF_FFFF)
+        await self._w(f"pcie_dma0_{engine}_table_we", address >> 32)
+
+    async def enable(self, engine: str, on: bool = True) -> None:
+        await self._w(f"pcie_dma0_{engine}_enable", proto.DMA_ENABLE if on else 0)
+
+    async def set_loopback(self, on: bool) -> None:
+        await self._w("pcie_dma0_loopback_enable", int(on))
+
+    async def set_pattern(self, pattern: Pattern) -> None:
+        await self._w("busprobe_pattern", int(pattern))
+
+    async def clear_telemetry(self) -> None:
+        await self._w("busprobe_telemetry_clear", 1)
+
+    async def telemetry(self) -> dict[str, int]:
+        """Every :data:`~busprobe.protocol.pcie.TELEMETRY` counter, by name."""
+        return {name: await self._r(f"busprobe_{name}") for name, _ in proto.TELEMETRY}
+
+    async def wait_counter(self, name: str, target: int, *, timeout_s: float,
+                           poll_cycles: int = 200) -> int:
+        """Poll ``busprobe_<name>`` until it reaches ``target``; raise on simulated timeout."""
+        deadline = self.tb.now() + timeout_s
+        while True:
+            value = await self._r(f"busprobe_{name}")
+            if value >= target:
+                return value
+            if self.tb.now() > deadline:
+                raise TransferTimeout(f"PCIe DMA did not complete: {name} = {value} of {target} "
+                                      f"after {timeout_s * 1e6:.0f} us simulated")
+            await self.tb.wait_cycles(poll_cycles)
+
+    async def wait_host_written(self, target: int, *, timeout_s: float) -> None:
+        """Wait until the root complex has absorbed ``target`` bytes of DMA writes."""
+        deadline = self.tb.now() + timeout_s
+        while self.tb.rc.write_bytes < target:
+            if self.tb.now() > deadline:
+                raise TransferTimeout(f"PCIe DMA write did not complete: "
+                                      f"{self.tb.rc.write_bytes} of {target} bytes reached the "
+                                      f"host after {timeout_s * 1e6:.0f} us simulated")
+            await self.tb.wait_cycles(50)

@@ -1,0 +1,50 @@
+"""Run a cocotb test module against the PCIe core's Verilator model (from pytest or a script).
+
+``run_cocotb(model, module_dir, module, testcase, run_name, **params)`` starts the simulator
+once for ``testcase`` of ``module`` (found in ``module_dir``), passes ``params`` as JSON in
+``$BUSPROBE_PCIE_CASE`` and returns the JSON lines the test appended to
+``$BUSPROBE_PCIE_RESULTS``. Logs and results land in ``<model>/runs/<testcase>-<run_name>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["run_cocotb"]
+
+
+def run_cocotb(model: Path, module_dir: Path, module: str, testcase: str, run_name: str,
+               **params: Any) -> list[dict[str, Any]]:
+    from busprobe.sim.toolchain import apply_verilator_env
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    from .testbench import TIMESCALE, TOPLEVEL
+
+    apply_verilator_env()
+    run_dir = Path(model) / "runs" / f"{testcase}-{run_name}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results = run_dir / "results.jsonl"
+    results.unlink(missing_ok=True)
+    # The runner hands the simulator this process's sys.path as PYTHONPATH (it overrides
+    # extra_env), so the module's folder goes on sys.path for the duration of the call.
+    sys.path.insert(0, str(module_dir))
+    try:
+        xml = get_runner("verilator").test(
+            test_module=module, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+            testcase=testcase, build_dir=str(model), test_dir=str(run_dir), timescale=TIMESCALE,
+            results_xml=str(run_dir / "results.xml"), log_file=str(run_dir / "sim.log"),
+            extra_env={"BUSPROBE_PCIE_CASE": json.dumps(params),
+                       "BUSPROBE_PCIE_RESULTS": str(results)},
+        )
+    finally:
+        sys.path.remove(str(module_dir))
+    total, failed = get_results(Path(xml))
+    if total != 1 or failed:
+        raise AssertionError(f"cocotb {testcase} failed: see {run_dir / 'sim.log'}")
+    if not results.exists():
+        return []
+    return [json.loads(line) for line in results.read_text().splitlines()]

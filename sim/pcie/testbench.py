@@ -1,0 +1,267 @@
+"""The PCIe simulation bench: Verilator model of the busprobe core + cocotbext-pcie root complex.
+
+Building the model (outside the simulator, e.g. a session fixture or the sim backend)::
+
+    from busprobe.sim.pcie.testbench import build_model, TOPLEVEL
+    build_dir = build_model()          # once per design hash, under build/sim/pcie-<hash>
+    # then cocotb_tools.runner.get_runner("verilator").test(build_dir=build_dir,
+    #     hdl_toplevel=TOPLEVEL, test_module=..., timescale=TIMESCALE)
+
+Inside a cocotb test (all methods are coroutines unless marked)::
+
+    tb = PcieTestbench(dut, LinkConfig(gen=2, width=1, mps=256, mrrs=512,
+                                       cap=None, latency_ns=0.0))
+    await tb.start()                   # clock, reset, enumeration, BAR0, MPS/MRRS, bus master
+    value = await tb.read32(offset)    # BAR0 access (offsets: busprobe.protocol.pcie.CSRS)
+    await tb.write32(offset, value)
+    buf = tb.alloc(nbytes)             # (sync) host memory; buf.address is the bus address
+    buf.write(offset, data); buf.read(offset, n)   # (sync) host-side access, no bus traffic
+    await tb.set_mps(512); await tb.set_mrrs(128)  # reprogram Device Control
+    tb.now()                           # (sync) simulated seconds
+    tb.tx_tlps / tb.rx_tlps            # lists, when tb.record_tlps is True: TLPs device->root
+                                       # (tx) and root->device (rx) as cocotbext Tlp objects
+
+Link timing (for the ceiling model, busprobe.model): cocotbext-pcie serialises every TLP for
+``(header + payload + 8) * 8 / rate`` seconds and every DLLP (ACK/NAK, UpdateFC) for
+``8 * 8 / rate``, one packet at a time per direction, where ``rate`` is 4e9 bit/s for Gen2 x1
+(5 GT/s after 8b/10b, i.e. 500 MB/s of symbols). The 8 bytes are STP + sequence number + LCRC +
+END, as on the wire. Not modelled: SKP ordered sets (~0.3 % at Gen1/2), retries, ECRC, link
+power states. DLLPs: ACKs are coalesced by the ACK latency timer of the receiver and travel in the
+*opposite* direction of the data, UpdateFCs are sent when credits are released (rate-limited by
+the same timer) plus every ~10-30 us when idle, so DMA writes see almost no DLLP overhead on
+their direction; read completions share the root-to-device direction with the root's ACKs for
+the device's read requests (one coalesced ACK per timer period) and its UpdateFC-NP DLLPs.
+The core adds no link overhead of its own: its 64-bit x 125 MHz datapath (1 GB/s) is twice Gen2 x1.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cocotb
+from busprobe.protocol import pcie as proto
+from cocotb.clock import Clock
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import ClockCycles, RisingEdge
+from cocotbext.pcie.core import Device
+from cocotbext.pcie.core.caps import PciCapId
+
+from .chipset import ChipsetRootComplex
+from .tlp_stream import TlpStreamEndpoint
+
+__all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "build_model", "TOPLEVEL",
+           "TIMESCALE", "silence_pcie_logging"]
+
+TOPLEVEL = "busprobe_pcie_sim"
+TIMESCALE = ("1ns", "1ps")
+_SIZES = (128, 256, 512, 1024, 2048, 4096)
+
+
+def build_model() -> Path:
+    """Generate the Verilog and build (or reuse) its Verilator model; return the build dir."""
+    from busprobe.gateware.pcie.sim_top import generate_verilog
+    from busprobe.sim.toolchain import build_root, build_verilator_model
+
+    verilog = generate_verilog(build_root() / "pcie-verilog")
+    return build_verilator_model("pcie", [verilog], TOPLEVEL, timescale=TIMESCALE)
+
+
+def silence_pcie_logging(level: int = logging.WARNING) -> None:
+    """cocotbext-pcie logs every memory read/write at INFO; that alone slows long runs."""
+    logging.getLogger("cocotb.pcie").setLevel(level)
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("cocotb.pcie"):
+            logging.getLogger(name).setLevel(level)
+
+
+def _encode_size(nbytes: int, what: str) -> int:
+    if nbytes not in _SIZES:
+        raise ValueError(f"{what} {nbytes} is not one of {', '.join(map(str, _SIZES))}")
+    return _SIZES.index(nbytes)
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """The simulated link and root complex.
+
+    Attributes
+    ----------
+    gen, width : int
+        Link speed generation (1..3) and lane count, set on the device port before connecting.
+    mps, mrrs : int
+        Max Payload Size / Max Read Request Size programmed in the device's Device Control.
+    rcb : int
+        Read Completion Boundary of the root (64 or 128).
+    split_on_all_rcb : bool
+        Root splits read completions at every RCB (otherwise at MPS, RCB-aligned).
+    cap : float or None
+        Root memory throughput in bytes/s (both directions), None for unlimited.
+    latency_ns : float
+        Root read latency.
+    tx_buffer : int
+        TLPs the endpoint's transmit buffer holds before ``tx_ready`` drops.
+    """
+
+    gen: int = 2
+    width: int = 1
+    mps: int = 256
+    mrrs: int = 512
+    rcb: int = 64
+    split_on_all_rcb: bool = False
+    cap: float | None = None
+    latency_ns: float = 0.0
+    tx_buffer: int = 4
+
+    def __post_init__(self) -> None:
+        if self.gen not in (1, 2, 3):
+            raise ValueError(f"PCIe gen {self.gen} not simulated (1, 2 or 3)")
+        if self.width not in (1, 2, 4, 8, 16):
+            raise ValueError(f"bad link width x{self.width}")
+        _encode_size(self.mps, "MPS")
+        _encode_size(self.mrrs, "MRRS")
+        if self.rcb not in (64, 128):
+            raise ValueError(f"RCB {self.rcb} is not 64 or 128")
+
+
+@dataclass
+class HostBuffer:
+    """A block of root-complex memory the device can DMA to/from.
+
+    ``address`` is the bus address; :meth:`read`/:meth:`write` access it directly (no TLPs).
+    """
+
+    address: int
+    size: int
+    _region: object = field(repr=False)
+    _offset: int = field(default=0, repr=False)
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        length = self.size - offset if length is None else length
+        self._check(offset, length)
+        start = self._offset + offset
+        return bytes(self._region.mem[start:start + length])
+
+    def write(self, offset: int, data: bytes) -> None:
+        self._check(offset, len(data))
+        start = self._offset + offset
+        self._region.mem[start:start + len(data)] = data
+
+    def _check(self, offset: int, length: int) -> None:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise ValueError(f"access {offset}+{length} outside a {self.size}-byte buffer")
+
+
+class PcieTestbench:
+    """Root complex + link + :class:`TlpStreamEndpoint` around the busprobe core's top.
+
+    Parameters
+    ----------
+    dut
+        The cocotb handle of :data:`TOPLEVEL`.
+    config : LinkConfig
+    """
+
+    def __init__(self, dut, config: LinkConfig | None = None):
+        self.dut = dut
+        self.config = config = config or LinkConfig()
+        silence_pcie_logging()
+        self.log = logging.getLogger("cocotb.busprobe.pcie")
+        self.rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
+        self.rc.max_payload_size = 0x5  # root supports 4096; the device's Device Control rules
+        self.rc.max_read_request_size = 0x5
+        self.rc.read_completion_boundary = config.rcb == 128
+        self.rc.split_on_all_rcb = config.split_on_all_rcb
+        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix="pcie_sim_",
+                                    data_width=proto.DATA_WIDTH, bar0_size=proto.BAR0_SIZE,
+                                    msi_vectors=32, tx_buffer=config.tx_buffer)
+        self.ep.vendor_id = proto.VENDOR_ID
+        self.ep.device_id = proto.DEVICE_ID
+        self.ep.pcie_cap.max_payload_size_supported = _encode_size(proto.MAX_PAYLOAD_SIZE, "MPS")
+        self.dev = Device(self.ep)
+        # cocotbext-pcie times the link only if the speed/width are set before connecting.
+        self.dev.upstream_port.max_link_speed = config.gen
+        self.dev.upstream_port.max_link_width = config.width
+        self.rc.make_port().connect(self.dev)
+        self.function = None  # the RC's view of the device, after start()
+        self.bar0 = None
+        self.record_tlps = False
+        self.tx_tlps: list = []
+        self.rx_tlps: list = []
+        self.ep.on_tx_tlp = self._record_tx
+        self.ep.on_rx_tlp = self._record_rx
+        self.msi_count = [0] * 32
+
+    def _record_tx(self, tlp) -> None:
+        if self.record_tlps:
+            self.tx_tlps.append(tlp)
+
+    def _record_rx(self, tlp) -> None:
+        if self.record_tlps:
+            self.rx_tlps.append(tlp)
+
+    async def start(self) -> None:
+        """Clock and reset the DUT, enumerate, assign BAR0, program MPS/MRRS, enable mastering."""
+        dut = self.dut
+        cocotb.start_soon(Clock(dut.sys_clk, 1e9 / proto.CLOCK_HZ, unit="ns").start())
+        dut.sys_rst.value = 1
+        await ClockCycles(dut.sys_clk, 8)
+        dut.sys_rst.value = 0
+        await RisingEdge(dut.sys_clk)
+        await self.rc.enumerate()
+        self.function = self.rc.find_device(self.ep.pcie_id)
+        if self.function is None:
+            raise RuntimeError("enumeration did not find the busprobe endpoint")
+        await self.function.enable_device()
+        await self.function.set_master()
+        await self.set_mps(self.config.mps)
+        await self.set_mrrs(self.config.mrrs)
+        self.bar0 = self.function.bar_window[0]
+        try:
+            await self.function.alloc_irq_vectors(1, 32)
+            for vector in range(32):
+                self.function.request_irq(vector, self._count_msi(vector))
+        except Exception as exc:  # MSI is optional for the bench
+            self.log.warning("MSI not enabled: %s", exc)
+
+    def _count_msi(self, vector: int):
+        async def handler() -> None:
+            self.msi_count[vector] += 1
+        return handler
+
+    async def set_mps(self, mps: int) -> None:
+        await self.function.set_mps(_encode_size(mps, "MPS"))
+
+    async def set_mrrs(self, mrrs: int) -> None:
+        await self.function.set_readrq(_encode_size(mrrs, "MRRS"))
+
+    async def read32(self, offset: int) -> int:
+        return await self.bar0.read_dword(offset)
+
+    async def write32(self, offset: int, value: int) -> None:
+        await self.bar0.write_dword(offset, value & 0xFFFF_FFFF)
+
+    def alloc(self, size: int) -> HostBuffer:
+        """Host memory for DMA, :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-aligned."""
+        if size <= 0:
+            raise ValueError(f"buffer size must be positive, not {size}")
+        align = max(proto.DMA_ADDRESS_ALIGN, 4096)
+        region = self.rc.mem_pool.alloc_region(size + align)
+        base = region.get_absolute_address(0)
+        offset = (-base) % align
+        return HostBuffer(base + offset, size, region, offset)
+
+    async def wait_cycles(self, cycles: int) -> None:
+        await ClockCycles(self.dut.sys_clk, cycles)
+
+    @staticmethod
+    def now() -> float:
+        """Simulated time in seconds."""
+        return get_sim_time("ps") * 1e-12
+
+    async def config_read32(self, offset: int) -> int:
+        return await self.function.config_read_dword(offset)
+
+    async def pcie_cap_read32(self, offset: int) -> int:
+        return await self.function.capability_read_dword(PciCapId.EXP, offset)

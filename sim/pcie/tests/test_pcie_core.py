@@ -1,0 +1,89 @@
+"""pytest entry to the cocotb tests of the PCIe core (pcie_core_cocotb.py), one model per run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from busprobe.protocol import pcie as proto
+
+HERE = Path(__file__).resolve().parent
+COCOTB_MODULE = "pcie_core_cocotb"
+
+
+@pytest.fixture(scope="session")
+def pcie_model() -> Path:
+    from busprobe.sim.pcie.testbench import build_model
+
+    return build_model()
+
+
+def run_cocotb(model: Path, testcase: str, run_name: str, **params) -> list[dict]:
+    from busprobe.sim.pcie.runner import run_cocotb as run
+
+    return run(model, HERE, COCOTB_MODULE, testcase, run_name, **params)
+
+
+def test_generated_csr_map_equals_protocol_module(pcie_model):
+    """LiteX's exported csr.csv and busprobe.protocol.pcie.CSRS are the same map."""
+    from busprobe.sim.toolchain import build_root
+
+    rows = csv.reader((build_root() / "pcie-verilog" / "csr.csv").read_text().splitlines())
+    exported = {r[1]: int(r[2], 16) for r in rows if r and r[0] == "csr_register"}
+    ours = {name: offset for name, offset in proto.CSRS.items()
+            if not name.endswith("_table_value_word1")}
+    assert exported == ours
+    bases = {r[1]: int(r[2], 16) for r in csv.reader(
+        (build_root() / "pcie-verilog" / "csr.csv").read_text().splitlines())
+        if r and r[0] == "csr_base"}
+    assert bases == {n: i * proto.CSR_REGION_SIZE for n, i in proto.CSR_REGIONS.items()}
+    assert max(ours.values()) < proto.BAR0_SIZE
+
+
+@pytest.mark.sim
+def test_enumeration_and_bar0_access(pcie_model):
+    run_cocotb(pcie_model, "enumeration_and_bar0", "default")
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("pattern", ["COUNTER", "PRBS31"])
+@pytest.mark.parametrize("mps", [128, 256, 512])
+def test_dma_write_is_the_pattern_in_tlps_no_larger_than_mps(pcie_model, mps, pattern):
+    run_cocotb(pcie_model, "dma_write_data", f"{mps}-{pattern}", mps=mps, pattern=pattern,
+               length=8192, chunk=4096)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("pattern", ["COUNTER", "PRBS31"])
+@pytest.mark.parametrize(("mrrs", "split"), [(512, False), (128, True), (512, True)])
+def test_dma_read_honours_mrrs_and_reassembles_rcb_completions(pcie_model, mrrs, split,
+                                                                pattern):
+    run_cocotb(pcie_model, "dma_read_data", f"{mrrs}-{split}-{pattern}", mrrs=mrrs,
+               split_on_all_rcb=split, pattern=pattern, length=8192, chunk=4096)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize(("direction", "rx_pause", "tx_pause"), [
+    ("write", [1, 0, 0, 1, 1, 0, 0, 0], [0, 1, 1, 0, 0, 1, 0, 0, 0, 1]),
+    ("read", [1, 1, 0, 0, 0, 1, 0], [0, 0, 1, 0, 1]),
+])
+def test_dma_survives_stalls_on_both_phy_streams(pcie_model, direction, rx_pause, tx_pause):
+    testcase = "dma_write_data" if direction == "write" else "dma_read_data"
+    run_cocotb(pcie_model, testcase, "stall", pattern="PRBS31", length=8192, chunk=2048,
+               rx_pause=rx_pause, tx_pause=tx_pause)
+
+
+@pytest.mark.sim
+def test_dma_loopback_returns_the_data_read(pcie_model):
+    run_cocotb(pcie_model, "dma_loopback_data", "default", length=16384, chunk=4096)
+
+
+@pytest.mark.sim
+def test_checker_counts_one_corrupted_word_once(pcie_model):
+    run_cocotb(pcie_model, "checker_counts_one_corrupted_word_once", "prbs", pattern="PRBS31")
+
+
+@pytest.mark.sim
+def test_dma_that_never_completes_is_reported_as_timeout(pcie_model):
+    run_cocotb(pcie_model, "dma_that_never_completes_times_out", "default")
