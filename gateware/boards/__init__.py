@@ -58,6 +58,12 @@ BOARDS: dict[str, Board] = {board.name: board for board in (
         platform="busprobe.gateware.boards.cynthion:CynthionR14Platform",
         phy="target_phy", fpga="LFE5U-12F", programmer="apollo"),
     Board(
+        # Pins: amaranth-boards' ECPIX-5 platform (ULPI PHY with its own 60 MHz clock).
+        name="ecpix5-85", title="LambdaConcept ECPIX-5 85F", family="ecp5",
+        designs=("usb2", "usb2-stock"),
+        platform="amaranth_boards.ecpix5:ECPIX585Platform",
+        phy="ulpi", fpga="LFE5UM5G-85F", programmer="openfpgaloader", loader_board="ecpix5"),
+    Board(
         # PCIe x1 lane of the AC701's x4 edge: litex-boards defines a `pcie_x1` resource for it.
         name="xilinx-ac701", title="Xilinx AC701 (Artix-7 XC7A200T)", family="xc7",
         designs=("pcie",),

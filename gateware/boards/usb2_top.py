@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from amaranth import ClockDomain, ClockSignal, Elaboratable, Module
+from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
 __all__ = ["Usb2BoardTop"]
 
@@ -20,7 +21,8 @@ class Usb2BoardTop(Elaboratable):
     - PHY clock is an FPGA output (Cynthion: the USB3343 takes a 60 MHz reference): the
       platform's ``clock_domain_generator`` makes ``usb`` from the board oscillator (PLL) and
       this top drives the PHY's clock pin from it;
-    - PHY clock is an input (a PHY with its own crystal): ``usb`` is that clock.
+    - PHY clock is an input (ECPIX-5: the PHY has its own crystal): ``usb`` is that clock,
+      constrained here to the 60 MHz ULPI clock.
 
     Parameters
     ----------
@@ -41,7 +43,9 @@ class Usb2BoardTop(Elaboratable):
             m.submodules.car = platform.clock_domain_generator()
             m.d.comb += bus.clk.o.eq(ClockSignal("usb"))
         else:
-            m.domains.usb = ClockDomain("usb")
-            m.d.comb += ClockSignal("usb").eq(bus.clk.i)
+            m.domains.usb = usb = ClockDomain("usb")
+            m.d.comb += usb.clk.eq(bus.clk.i)
+            # On the domain's clock net: the pin buffer's own net is renamed by synthesis.
+            platform.add_clock_constraint(usb.clk, ULPI_CLOCK_HZ)
         m.submodules.device = self.design(ulpi=bus)
         return m

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from busprobe.gateware.boards import Board
+from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
 from .designs import BuildError, Design
 from .nextpnr_report import parse_nextpnr_report
@@ -78,7 +79,9 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
         result = BuildResult.load(result_file)
         result.cached = True
     else:
-        domains_mhz = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ", {})
+        # LUNA-style platforms list their domains; otherwise the design's 60 MHz ULPI domain.
+        domains_mhz = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
+                              {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
         result = _run(plan, board, design, workdir, domains_mhz)
     if out is not None:
         result = result.copy_to(out)
@@ -110,12 +113,7 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1],
         extra={"nextpnr_report": str(workdir / f"{TOP_NAME}.report.json"),
                "build_dir": str(workdir)})
-    if not any(clock.domain == design.clock_domain for clock in result.clocks):
-        # An unconstrained clock has no Fmax: "no failure" would mean nothing.
-        raise BuildError(f"{design.name} on {board.name}: nextpnr reports no timing for the "
-                         f"{design.clock_domain} domain (clocks: "
-                         f"{', '.join(c.net for c in result.clocks) or 'none'}); "
-                         "is it constrained?")
+    _check_design_clock(result, design, domains_mhz)
     if result.failing_clocks():
         # Keep the figures, and move the bitstream out of the way: it must not be flashed or
         # taken from the cache as if it were good.
@@ -125,6 +123,25 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         result.check_timing(failed)
     result.save(workdir / RESULT_FILE)
     return result
+
+
+def _check_design_clock(result: BuildResult, design: Design,
+                        domains_mhz: dict[str, float]) -> None:
+    """The design's clock must be timed, against its real frequency.
+
+    An unconstrained clock has no Fmax, and one nextpnr constrains by default (12 MHz) passes
+    trivially: either way "timing met" would mean nothing.
+    """
+    where = f"{design.name} on {result.board}"
+    clocks = [c for c in result.clocks if c.domain == design.clock_domain]
+    if not clocks:
+        raise BuildError(f"{where}: nextpnr reports no timing for the {design.clock_domain} "
+                         f"domain (clocks: {', '.join(c.net for c in result.clocks) or 'none'})")
+    expected = domains_mhz.get(design.clock_domain)
+    if expected and abs(clocks[0].constraint_mhz - expected) > 0.01 * expected:
+        raise BuildError(f"{where}: the {design.clock_domain} domain was timed at "
+                         f"{clocks[0].constraint_mhz:.2f} MHz, not its {expected:.2f} MHz: "
+                         "clock constraint lost")
 
 
 def _first_tool_error(workdir: Path) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from busprobe.bitstream.designs import get_design
-from busprobe.bitstream.ecp5 import prepare_ecp5
+from busprobe.bitstream.ecp5 import _check_design_clock, prepare_ecp5
 from busprobe.bitstream.flash import bitstream_part
 from busprobe.bitstream.nextpnr_report import parse_nextpnr_report
-from busprobe.bitstream.result import BuildError, BuildResult
+from busprobe.bitstream.result import BuildError, BuildResult, ClockTiming
 from busprobe.cli import main
 from busprobe.gateware.boards import get_board
 
@@ -88,6 +88,27 @@ def test_usb2_probe_design_elaborates_on_the_board():
     assert "LUNA" in rtlil or "usb" in rtlil
     assert "EHXPLLL" in rtlil  # the board's PLL makes the usb domain
     assert "target_phy" in plan.files["top.lpf"]
+
+
+def test_ecpix5_times_the_phy_supplied_usb_clock_at_60_mhz():
+    # ECPIX-5's PHY drives the ULPI clock: the board top must constrain it, or nextpnr would
+    # time the domain at its 12 MHz default and any design would "meet timing".
+    _, plan = prepare_ecp5(get_board("ecpix5-85"), get_design("usb2-stock"))
+    constraints = [line for line in plan.files["top.lpf"].splitlines() if "FREQUENCY" in line]
+    assert any("usb_clk" in line and "60000000.0 HZ" in line for line in constraints), constraints
+
+
+def test_design_clock_timed_at_the_wrong_frequency_is_refused():
+    result = BuildResult(
+        board=BOARD, design="usb2", design_class="x:Y", fpga="LFE5U-12F", bitstream="top.bit",
+        clocks=[ClockTiming(domain="usb", net="$glbnet$usb_clk", achieved_mhz=90.0,
+                            constraint_mhz=12.0)],
+        utilisation={}, build_seconds=1.0, toolchain={}, key="0")
+    with pytest.raises(BuildError, match="timed at 12.00 MHz, not its 60.00 MHz"):
+        _check_design_clock(result, get_design("usb2"), {"usb": 60.0})
+    result.clocks = []
+    with pytest.raises(BuildError, match="no timing for the usb domain"):
+        _check_design_clock(result, get_design("usb2"), {"usb": 60.0})
 
 
 def test_board_refuses_a_design_it_cannot_carry(capsys):

@@ -22,6 +22,15 @@ def ecp5_12f_bitstream(tmp_path_factory) -> Path:
     return out / "empty.bit"
 
 
+@pytest.fixture(scope="module")
+def ecp5_85f_bitstream(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ecp5_85")
+    (out / "empty.config").write_text(".device LFE5UM5G-85F\n")
+    subprocess.run([ecp5_toolchain_env()["ECPPACK"], "--input", "empty.config", "--bit",
+                    "empty.bit"], check=True, capture_output=True, cwd=out)
+    return out / "empty.bit"
+
+
 def xilinx_bit(path: Path, part: str) -> Path:
     """A file with the header layout Vivado writes: field 0, then fields a (design), b (part)."""
     def field(key: bytes, text: str) -> bytes:
@@ -65,6 +74,19 @@ def test_dry_run_prints_the_openfpgaloader_command_for_ac701(capsys, tmp_path, t
     status, out, _ = run_cli(capsys, *argv, *(["--to-flash"] if to_flash else []))
     assert status == 0
     assert out.strip() == f"openFPGALoader -b ac701{flag} {bit}"
+
+
+def test_dry_run_prints_the_openfpgaloader_command_for_ecpix5(capsys, ecp5_85f_bitstream):
+    status, out, _ = run_cli(capsys, "flash", "--board", "ecpix5-85", str(ecp5_85f_bitstream),
+                             "--dry-run", "--to-flash")
+    assert status == 0
+    assert out.strip() == f"openFPGALoader -b ecpix5 -f {ecp5_85f_bitstream}"
+
+
+def test_ecp5_bitstream_for_a_smaller_device_is_refused_on_ecpix5(capsys, ecp5_12f_bitstream):
+    status, _, err = run_cli(capsys, "flash", "--board", "ecpix5-85", str(ecp5_12f_bitstream),
+                             "--dry-run")
+    assert_one_line_error(status, err, "built for LFE5U-12F", "LFE5UM5G-85F")
 
 
 def assert_one_line_error(status, err, *fragments):
