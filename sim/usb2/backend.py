@@ -163,7 +163,8 @@ class SimUsb2Transport(Transport):
         hello, _ = self._receive()
         self._check(hello)
         self._cycle = hello["cycle"]
-        self._driver.check_info()
+        if self.design != "stock":
+            self._driver.check_info()
 
     def close(self) -> None:
         if self._sock is not None:
@@ -261,13 +262,24 @@ class SimUsb2Transport(Transport):
         """Simulated seconds (the ULPI cycle counter at 60 MHz) as of the last request."""
         return self._cycle / ULPI_CLOCK_HZ
 
+    # The stock LUNA design has no vendor requests: its IN stream is COUNTER from power-up (and
+    # the sweep's checker starts there too), it has no telemetry, and it ends no IN transfer
+    # with a short packet, so it is measured with lengths that are multiples of 512.
+
     def set_pattern(self, pattern: Pattern) -> None:
+        if self.design == "stock":
+            if pattern != Pattern.COUNTER:
+                raise InvalidRequest(f"{self.selector}: the stock design only streams COUNTER")
+            return
         self._driver.set_pattern(pattern)
 
     def clear_telemetry(self) -> None:
-        self._driver.clear_telemetry()
+        if self.design != "stock":
+            self._driver.clear_telemetry()
 
     def read_telemetry(self) -> Telemetry:
+        if self.design == "stock":
+            return Telemetry()
         return self._driver.read_telemetry()
 
     def bus_reset(self) -> None:
@@ -279,7 +291,7 @@ class SimUsb2Transport(Transport):
                source: Source | None = None, sink: Sink | None = None,
                zlp: bool = False) -> StreamResult:
         self.validate(direction, length, queue_depth)
-        if direction == "in":
+        if direction == "in" and self.design != "stock":
             self._driver.set_in_transfer(length, zlp)
         elif source is None:
             raise InvalidRequest("an OUT stream needs a data source")
