@@ -8,6 +8,7 @@ directory counts only once its ``build.json`` is written, and that happens only 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib
 import json
@@ -74,15 +75,20 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     """
     platform, plan = prepare_ecp5(board, design)
     workdir = ecp5_cache_dir(root, board, design, plan)
-    result_file = workdir / RESULT_FILE
-    if result_file.exists() and not force:
-        result = BuildResult.load(result_file)
-        result.cached = True
-    else:
-        # LUNA-style platforms list their domains; otherwise the design's 60 MHz ULPI domain.
-        domains_mhz = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
-                              {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
-        result = _run(plan, board, design, workdir, domains_mhz)
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    # One build per key at a time (parallel test workers, make test next to make bench): the
+    # others wait here, then find build.json.
+    with open(workdir.parent / f"{workdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result_file = workdir / RESULT_FILE
+        if result_file.exists() and not force:
+            result = BuildResult.load(result_file)
+            result.cached = True
+        else:
+            # LUNA-style platforms list their domains; else the design's 60 MHz ULPI domain.
+            domains_mhz = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
+                                  {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
+            result = _run(plan, board, design, workdir, domains_mhz)
     if out is not None:
         result = result.copy_to(out)
     return result
