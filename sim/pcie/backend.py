@@ -136,12 +136,13 @@ class SimPlatform:
 class SimPcieTransport(PcieDmaTransport):
     """The simulated device; see the module docstring for the selector."""
 
-    # A simulated link is deterministic, and 1 MiB takes seconds of wall time to simulate:
-    # two transfers and 256 KiB per point amortise start-up (the first descriptors' MMIO writes)
-    # to well under 1 % while keeping a sweep of a few lengths to a minute or two.
+    # A simulated link is deterministic (no jitter to average out) and slow to run: the bench
+    # simulates ~35 us of link time per wall second (~30 s per MiB at Gen2 x1). Two transfers
+    # and 64 KiB per point amortise start-up (the first descriptors' MMIO writes, ~0.2 us) to
+    # under 0.2 %, and the default ladder stops at 256 KiB so a default sweep takes minutes.
     min_transfers = 2
-    min_bytes = 256 << 10
-    default_max_length = 1 << 20
+    min_bytes = 64 << 10
+    default_max_length = 256 << 10
 
     def __init__(self, selector: Selector) -> None:
         super().__init__(selector.text)

@@ -101,4 +101,15 @@ async def pcie_rpc_server(dut) -> None:
     config = LinkConfig(**json.loads(os.environ.get(ENV_LINK, "{}")))
     tb = PcieTestbench(dut, config)
     await tb.start()
-    await serve(PcieRpcHandler(tb))
+    profile = os.environ.get("BUSPROBE_SIM_PROFILE")  # a file name: cProfile the simulator side
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    try:
+        await serve(PcieRpcHandler(tb))
+    finally:
+        if profile:
+            profiler.disable()
+            profiler.dump_stats(profile)

@@ -115,10 +115,10 @@ def test_dma_timeout_aborts_and_is_reported_then_the_device_recovers(pcie):
 
 @pytest.mark.sim
 def test_telemetry_reports_what_the_core_negotiated(pcie):
-    _, _, tel = run(pcie, "read", 65536, 2, 2)
+    _, _, tel = run(pcie, "read", 16384, 2, 2)
     raw = tel.raw
     assert (raw["max_payload_size"], raw["max_request_size"]) == (256, 512)
-    assert raw["rd_requests"] == 2 * 65536 // 512
+    assert raw["rd_requests"] == 2 * 16384 // 512
     assert 1 <= raw["tag_high_water"] <= 8
     lat = raw["rd_latency_ns"]
     assert 0 < lat["min"] <= lat["mean"] <= lat["max"]

@@ -47,7 +47,7 @@ def check_write_sweep(result, tolerance):
 @pytest.mark.sim
 def test_write_sweep_over_mps_follows_the_model(capfd):
     result = sweep(capfd, "sim:pcie?gen=2&width=1", "--direction", "write",
-                   "--mps", "128,256,512", "--lengths", "256K")
+                   "--mps", "128,256,512", "--lengths", "32K")
     check_write_sweep(result, 0.03)
 
 
