@@ -1,0 +1,1 @@
+"""Bus-independent gateware: pattern generator and checker, Yosys set-up."""
