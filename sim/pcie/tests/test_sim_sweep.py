@@ -33,10 +33,22 @@ def by_mps(result, direction):
     return {p["mps"]: p for p in result["points"] if p["direction"] == direction}
 
 
-def check_write_sweep(result, tolerance):
+def report(capfd, point, expected):
+    """One line per point for ``make bench`` (-s) logs."""
+    with capfd.disabled():
+        print(f"{point['direction']} {point['length']} B mps={point['mps']} mrrs={point['mrrs']}: "
+              f"{point['throughput'] / 1e6:.2f} MB/s host-timed, "
+              f"{(point['device_throughput'] or 0) / 1e6:.2f} MB/s device-timed, "
+              f"reference {expected / 1e6:.2f} MB/s ({point['throughput'] / expected:.2%}), "
+              f"errors {point['errors']}, "
+              f"backpressure {point['telemetry'].get('backpressure_cycles')}")
+
+
+def check_write_sweep(capfd, result, tolerance):
     points = by_mps(result, "write")
     assert sorted(points) == [128, 256, 512]
     for mps, point in points.items():
+        report(capfd, point, model(result, point, "write"))
         assert point["errors"] == 0
         assert point["telemetry"]["max_payload_size"] == mps
         expected = model(result, point, "write")
@@ -48,14 +60,14 @@ def check_write_sweep(result, tolerance):
 def test_write_sweep_over_mps_follows_the_model(capfd):
     result = sweep(capfd, "sim:pcie?gen=2&width=1", "--direction", "write",
                    "--mps", "128,256,512", "--lengths", "32K")
-    check_write_sweep(result, 0.03)
+    check_write_sweep(capfd, result, 0.03)
 
 
 @pytest.mark.bench
 def test_write_sweep_over_mps_1m_follows_the_model(capfd):
     result = sweep(capfd, "sim:pcie?gen=2&width=1", "--direction", "write",
                    "--mps", "128,256,512", "--lengths", "1M")
-    check_write_sweep(result, 0.03)
+    check_write_sweep(capfd, result, 0.03)
 
 
 @pytest.mark.bench
@@ -63,6 +75,7 @@ def test_reads_with_mrrs_512_follow_the_model(capfd):
     result = sweep(capfd, "sim:pcie?gen=2&width=1&mps=256", "--direction", "read",
                    "--mrrs", "512", "--lengths", "1M")
     (point,) = result["points"]
+    report(capfd, point, model(result, point, "read"))
     assert point["errors"] == 0
     assert point["throughput"] == pytest.approx(model(result, point, "read"), rel=0.05)
 
@@ -73,6 +86,7 @@ def test_chipset_cap_sets_the_plateau_with_backpressure(capfd):
     result = sweep(capfd, f"sim:pcie?gen=2&width=1&mps=256&cap={cap}", "--direction", "write",
                    "--lengths", "1M")
     (point,) = result["points"]
+    report(capfd, point, cap)
     assert point["errors"] == 0
     assert point["throughput"] == pytest.approx(cap, rel=0.03)
     assert point["telemetry"]["backpressure_cycles"] > 0
