@@ -70,8 +70,17 @@ def test_write_sweep_over_mps_1m_follows_the_model(capfd):
     check_write_sweep(capfd, result, 0.03)
 
 
-@pytest.mark.bench
+@pytest.mark.sim
 def test_reads_with_mrrs_512_follow_the_model(capfd):
+    result = sweep(capfd, "sim:pcie?gen=2&width=1&mps=256", "--direction", "read",
+                   "--mrrs", "512", "--lengths", "32K")
+    (point,) = result["points"]
+    assert point["errors"] == 0 and point["telemetry"]["max_request_size"] == 512
+    assert point["throughput"] == pytest.approx(model(result, point, "read"), rel=0.05)
+
+
+@pytest.mark.bench
+def test_reads_with_mrrs_512_1m_follow_the_model(capfd):
     result = sweep(capfd, "sim:pcie?gen=2&width=1&mps=256", "--direction", "read",
                    "--mrrs", "512", "--lengths", "1M")
     (point,) = result["points"]
