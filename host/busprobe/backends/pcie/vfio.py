@@ -24,7 +24,14 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...transport import DeviceGone, DeviceNotFound, PermissionDenied, TransportError
+from ...protocol import pcie as proto
+from ...transport import (
+    DeviceGone,
+    DeviceNotFound,
+    InvalidRequest,
+    PermissionDenied,
+    TransportError,
+)
 from .config import BDF_RE, PcieCapability, PciFunction
 
 __all__ = ["VfioUnavailable", "VfioGroup", "preflight", "VfioDevice", "VfioBar", "VfioDmaBuffer",
@@ -337,6 +344,9 @@ class VfioDevice:
     def alloc(self, size: int) -> VfioDmaBuffer:
         """A DMA buffer of ``size`` bytes (rounded up to pages) mapped at a fresh IOVA."""
         size = -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
+        if self._next_iova + size > 1 << proto.DMA_ADDRESS_WIDTH:
+            raise InvalidRequest(f"DMA buffers exceed the core's {proto.DMA_ADDRESS_WIDTH}-bit "
+                                 "address space: use shorter transfers or a lower queue depth")
         buf = VfioDmaBuffer(self._container, size, self._next_iova)
         self._next_iova += size
         self._buffers.append(buf)
