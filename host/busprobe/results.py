@@ -35,10 +35,11 @@ units only affect tables and plots. Keys:
     ``spread`` ((max − min) / median), ``repeats``, ``samples`` (each repeat), ``device_throughput``
     (median, device-timed; ``null`` without device timers) with ``_min``/``_max`` and
     ``device_samples``, ``seconds`` (host time per repeat), ``transfers`` and ``bytes`` per repeat,
-    ``errors`` and ``error_detail`` (``mismatched_words``, ``lost_bytes``, ``device_errors``,
-    ``first_error_offset``), ``short_transfers``, ``ceiling`` (model, bytes/s, or ``null``),
-    ``ceiling_formula``, ``efficiency`` (throughput / ceiling), ``telemetry`` (raw device counters
-    of the last repeat) and ``telemetry_repeats`` (all repeats).
+    ``errors`` and ``error_detail`` (``mismatched_words``, ``lost_bytes``,
+    ``device_byte_mismatch``, ``device_errors``, ``first_error_offset``), ``short_transfers``,
+    ``ceiling`` (model, bytes/s, or ``null``), ``ceiling_formula``, ``efficiency``
+    (throughput / ceiling), ``telemetry`` (raw device counters of the last repeat) and
+    ``telemetry_repeats`` (all repeats).
 ``ceiling`` or ``ceilings``
     The verdict (:func:`busprobe.verdict.assess`): one object, or a list when more than one
     direction/MPS applies; :func:`ceilings_of` returns the list either way.
@@ -126,6 +127,9 @@ def finish_document(doc: dict[str, Any], *, error: str | None = None) -> dict[st
 
 
 def _assess(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict entries; when the whole run cannot be judged (a direction the model does not
+    cover, e.g. PCIe loopback), each direction is judged alone and the ones that can be are kept.
+    """
     try:
         from .verdict import assess
     except ImportError:
@@ -133,9 +137,18 @@ def _assess(doc: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         return list(assess(doc))
     except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
-        # The measurement is worth more than the verdict: keep it, say why there is none.
-        log.warning("no verdict: %s", exc)
-        return []
+        whole = exc
+    entries: list[dict[str, Any]] = []
+    for direction in dict.fromkeys(p["direction"] for p in doc["points"]):
+        part = dict(doc, points=[p for p in doc["points"] if p["direction"] == direction])
+        try:
+            entries += assess(part)
+        except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
+            # The measurement is worth more than the verdict: keep it, say why there is none.
+            log.warning("no verdict for %s: %s", direction, exc)
+    if not entries:
+        log.warning("no verdict: %s", whole)
+    return entries
 
 
 def ceilings_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -223,7 +236,8 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     if bad:
         total = sum(p["errors"] for p in bad)
         lines.append(f"!! DATA ERRORS: {total} in {len(bad)} of {len(doc['points'])} points "
-                     "(pattern mismatches + lost/duplicated bytes + device-detected); "
+                     "(pattern mismatches + lost/duplicated bytes + device-detected; "
+                     "error_detail in the JSON says which); "
                      "those figures are not trustworthy")
     for entry in ceilings_of(doc):
         label = " ".join(str(entry[k]) for k in ("direction", "mps") if entry.get(k) is not None)

@@ -9,8 +9,8 @@ and continue across transfers and points. A point with errors is kept and flagge
 pattern is restarted on both ends so one fault does not spill into the following points.
 
 Errors of a point = pattern mismatches the host found (32-bit words) + bytes lost or duplicated
-(moved ≠ asked, by the transport's, the sink's and the device's count) + errors the device's
-checker found.
+(moved ≠ asked, by the transport's and the sink's count) + bytes the device counted beyond or
+short of what was asked + errors the device's checker found.
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ class PointResult:
     seconds: list[float]
     mismatched_words: int
     lost_bytes: int
+    device_byte_mismatch: int
     device_errors: int
     first_error_offset: int | None
     short_transfers: int
@@ -121,7 +122,8 @@ class PointResult:
 
     @property
     def errors(self) -> int:
-        return self.mismatched_words + self.lost_bytes + self.device_errors
+        return (self.mismatched_words + self.lost_bytes + self.device_byte_mismatch
+                + self.device_errors)
 
     def to_json(self) -> dict[str, Any]:
         host = summarise(self.samples)
@@ -149,6 +151,7 @@ class PointResult:
             "errors": self.errors,
             "error_detail": {"mismatched_words": self.mismatched_words,
                              "lost_bytes": self.lost_bytes,
+                             "device_byte_mismatch": self.device_byte_mismatch,
                              "device_errors": self.device_errors,
                              "first_error_offset": self.first_error_offset},
             "short_transfers": self.short_transfers,
@@ -270,7 +273,7 @@ class Sweep:
         device_samples: list[float | None] = []
         seconds: list[float] = []
         telemetry: list[dict[str, Any]] = []
-        mismatched = lost = device_errors = short = 0
+        mismatched = lost = device_mismatch = device_errors = short = 0
         first_error: int | None = None
         for index in range(self.plan.repeat):
             sink = _Checker(self._stream(self._incoming, spec.direction))
@@ -279,7 +282,10 @@ class Sweep:
             result = transport.stream(spec.direction, spec.length, count, spec.queue_depth,
                                       source=source, sink=sink)
             counters = transport.read_telemetry()
-            lost += self._lost_bytes(spec.direction, asked, result, sink, counters)
+            host_lost, device_off = self._lost_bytes(spec.direction, asked, result, sink,
+                                                     counters)
+            lost += host_lost
+            device_mismatch += device_off
             mismatched += sink.result.errors
             device_errors += int(counters.errors.get(spec.direction, 0))
             for offset in (sink.result.first_error_offset,
@@ -297,23 +303,24 @@ class Sweep:
         return PointResult(
             spec=spec, transfers=count, bytes_per_repeat=asked, samples=samples,
             device_samples=device_samples, seconds=seconds, mismatched_words=mismatched,
-            lost_bytes=lost, device_errors=device_errors, first_error_offset=first_error,
+            lost_bytes=lost, device_byte_mismatch=device_mismatch, device_errors=device_errors,
+            first_error_offset=first_error,
             short_transfers=short, telemetry=telemetry,
             ceiling=ceiling[0] if ceiling else None,
             ceiling_formula=ceiling[1] if ceiling else None)
 
     @staticmethod
     def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker,
-                    counters: Telemetry) -> int:
-        """Bytes missing or extra, by every count there is: what the transport reports moved,
-        what the sink really received (incoming), and what the device counted (when it counts
-        that direction). A backend or device that miscounts is caught too."""
-        counts = [result.bytes]
+                    counters: Telemetry) -> tuple[int, int]:
+        """``(lost, device_mismatch)``: bytes missing or extra by the host's counts (what the
+        transport reports moved and, incoming, what the sink really received), and by the
+        device's own count of that direction when it keeps one. A backend or device that
+        miscounts, or moves data nobody asked for during a repeat, is caught too."""
+        lost = abs(asked - result.bytes)
         if direction in INCOMING:
-            counts.append(sink.received)
-        if direction in counters.device_bytes:
-            counts.append(int(counters.device_bytes[direction]))
-        return max(abs(asked - count) for count in counts)
+            lost = max(lost, abs(asked - sink.received))
+        device = counters.device_bytes.get(direction)
+        return lost, 0 if device is None else abs(asked - int(device))
 
 
 def _telemetry_json(counters: Telemetry) -> dict[str, Any]:

@@ -46,6 +46,7 @@ class Faults:
     drop_in: set[int] = field(default_factory=set)  # deliver one byte less
     duplicate_in: set[int] = field(default_factory=set)  # deliver the first 4 bytes twice
     corrupt_out: set[int] = field(default_factory=set)  # flip a byte the device receives
+    device_overcount: set[int] = field(default_factory=set)  # device counts 100 bytes extra
     gone_at: int | None = None  # raise DeviceGone on this call
     interrupt_at: int | None = None  # raise KeyboardInterrupt on this call
     chatter: bool = False  # write to file descriptor 1 in open() and stream(), as builds do
@@ -146,6 +147,8 @@ class LoopbackTransport(Transport):
             moved += len(data)
             self._telemetry["transfers"] += 1
             self.clock += length / RATE + OVERHEAD_S / queue_depth
+        if call in self.faults.device_overcount:
+            self._telemetry[f"{direction}_bytes"] += 100
         return StreamResult(direction, moved, count, start, self.clock)
 
 

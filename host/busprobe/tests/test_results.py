@@ -86,3 +86,17 @@ def test_plot_has_one_series_per_direction_and_queue_depth_and_is_a_png(document
     plot_results([document, document], path, units=Units.MIB, names=["a", "b"])
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_a_direction_the_verdict_cannot_judge_does_not_cost_the_others(document, monkeypatch):
+    import busprobe.verdict
+
+    def assess(doc):
+        directions = {p["direction"] for p in doc["points"]}
+        if "out" in directions:
+            raise ValueError("direction 'out' does not exist on this bus")
+        return [{"direction": d, "verdict": "link-limited"} for d in sorted(directions)]
+
+    monkeypatch.setattr(busprobe.verdict, "assess", assess)
+    doc = finish_document(document)
+    assert ceilings_of(doc) == [{"direction": "in", "verdict": "link-limited"}]

@@ -57,6 +57,7 @@ def test_pattern_continues_across_points_on_both_ends(loopback_factory):
 @pytest.mark.parametrize("fault, detail", [
     ("corrupt_in", "mismatched_words"), ("drop_in", "lost_bytes"),
     ("duplicate_in", "lost_bytes"), ("corrupt_out", "device_errors"),
+    ("device_overcount", "device_byte_mismatch"),
 ])
 def test_faults_are_counted_flagged_and_do_not_spill_into_later_points(loopback_factory,
                                                                         fault, detail):
@@ -70,7 +71,10 @@ def test_faults_are_counted_flagged_and_do_not_spill_into_later_points(loopback_
     assert len(bad) == 1, [p.to_json()["error_detail"] for p in points]
     j = bad[0].to_json()
     assert j["error_detail"][detail] > 0
-    assert j["error_detail"]["first_error_offset"] is not None or detail == "lost_bytes"
+    if detail in ("mismatched_words", "device_errors"):
+        assert j["error_detail"]["first_error_offset"] is not None
+    if detail == "device_byte_mismatch":
+        assert j["errors"] == j["error_detail"]["device_byte_mismatch"] == 100
     assert transport.log.count("set_pattern COUNTER") == 2  # restarted after the bad point
 
 

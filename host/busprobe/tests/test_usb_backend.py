@@ -3,7 +3,6 @@
 import pytest
 from busprobe.backends.usb import (
     UsbTarget,
-    decode_telemetry,
     load_usb1,
     map_usb_error,
     parse_usb_target,
@@ -92,20 +91,6 @@ def test_permission_message_names_the_shipped_rule_and_the_install_command():
 def test_async_transfer_statuses_map_to_transport_errors(status, kind):
     usb1 = load_usb1()
     assert type(transfer_status_error(getattr(usb1, status), "in transfer")) is kind
-
-
-def test_telemetry_decodes_device_time_bytes_and_checker_errors():
-    block = usb2.pack_telemetry({
-        "magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION, "in_bytes": 6_000_000,
-        "in_packets": 11719, "in_first_cycle": 0xFFFF_0000,
-        "in_last_cycle": (0xFFFF_0000 + 6_000_000) & 0xFFFF_FFFF,  # wraps: still 0.1 s
-        "pattern_errors": 3, "first_error_offset": 4096, "out_bytes": 0,
-    })
-    t = decode_telemetry(block)
-    assert t.device_seconds == {"in": pytest.approx(0.1)}
-    assert t.device_throughput("in") == pytest.approx(60e6)
-    assert t.device_throughput("out") is None
-    assert t.errors == {"out": 3} and t.first_error_offset == {"out": 4096}
 
 
 def test_list_works_with_no_device_and_names_the_sim_targets(capsys):
