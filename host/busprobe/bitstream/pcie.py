@@ -23,7 +23,8 @@ from busprobe.gateware.boards import Board
 from .designs import Design
 from .result import BuildError
 
-__all__ = ["BUILD_NAME", "PCIeTarget", "generate_pcie_target", "build_pcie_target"]
+__all__ = ["BUILD_NAME", "PCIeTarget", "generate_pcie_target", "lint_pcie_target",
+           "build_pcie_target"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class PCIeTarget:
     generate_seconds: float
     bitstream: str | None = None
     build_seconds: float | None = None
+    lint_findings: list[str] | None = None
+    lint_style_warnings: int | None = None
 
     @property
     def verilog_path(self) -> Path:
@@ -75,6 +78,11 @@ class PCIeTarget:
         lines = [f"{self.design} on {self.board} ({self.fpga}): LiteX target generated in "
                  f"{self.generate_seconds:.1f} s",
                  f"  verilog {self.verilog}", f"  xdc     {self.xdc}", f"  tcl     {self.tcl}"]
+        if self.lint_findings is not None:
+            verdict = ("clean" if not self.lint_findings else
+                       f"{len(self.lint_findings)} findings, first: {self.lint_findings[0]}")
+            lines.append(f"  verilator lint: {verdict} ({self.lint_style_warnings} LiteX style "
+                         "warnings set aside)")
         if self.bitstream:
             lines.append(f"  bitstream {self.bitstream} (Vivado, {self.build_seconds:.0f} s)")
         else:
@@ -116,11 +124,24 @@ def generate_pcie_target(board: Board, design: Design, *,
     return soc, target
 
 
-def build_pcie_target(board: Board, design: Design, *, root: Path,
-                      out: Path | None = None) -> PCIeTarget:
-    """Generate the target; run Vivado on it when it is installed."""
+def lint_pcie_target(soc: object, target: PCIeTarget) -> None:
+    """Verilator lint of the generated Verilog, black-box stubs beside it; fills ``lint_*``."""
+    from .xilinx_stubs import verilator_lint, write_blackbox_stubs
+
+    stubs = Path(target.gateware_dir) / "xilinx_stubs.v"
+    write_blackbox_stubs(soc, target.verilog_path, stubs)
+    report = verilator_lint([stubs, target.verilog_path], BUILD_NAME)
+    target.lint_findings = report.findings
+    target.lint_style_warnings = report.style_warnings
+
+
+def build_pcie_target(board: Board, design: Design, *, root: Path, out: Path | None = None,
+                      lint: bool = False) -> PCIeTarget:
+    """Generate the target (and lint it); run Vivado on it when it is installed."""
     out_dir = Path(out) if out is not None else root / "gateware" / f"{board.name}-{design.name}"
-    _, target = generate_pcie_target(board, design, out_dir=out_dir)
+    soc, target = generate_pcie_target(board, design, out_dir=out_dir)
+    if lint:
+        lint_pcie_target(soc, target)
     if shutil.which("vivado") is None:
         return target
     start = time.monotonic()

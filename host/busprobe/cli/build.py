@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="copy the bitstream and its JSON report here")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    parser.add_argument("--lint", action="store_true",
+                        help="PCIe: also lint the generated Verilog with Verilator (vendor "
+                             "primitives and the hard IP as generated black boxes)")
     parser.add_argument("--json", dest="json_out", metavar="FILE",
                         help="also write the build report to FILE ('-' for stdout)")
     parser.set_defaults(func=run)
@@ -74,10 +77,11 @@ def _build_pcie(args: argparse.Namespace, board: Board, design: Design) -> int:
     from busprobe.bitstream.pcie import build_pcie_target
     from busprobe.sim.toolchain import build_root
 
-    target = build_pcie_target(board, design, root=build_root(), out=args.out)
+    target = build_pcie_target(board, design, root=build_root(), out=args.out,
+                               lint=args.lint)
     print("\n".join(target.summary_lines()))
     _write_json(args.json_out, target.to_json())
-    return 0
+    return 0 if target.lint_findings is None or not target.lint_findings else 1
 
 
 def _write_json(path: str | None, data: dict) -> None:

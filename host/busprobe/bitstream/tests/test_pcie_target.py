@@ -68,8 +68,9 @@ def test_lint_catches_a_port_the_hard_ip_does_not_have(target, tmp_path):
 @pytest.mark.skipif(shutil.which("vivado") is not None, reason="vivado is installed here")
 def test_build_without_vivado_stops_after_generation_saying_what_to_run(capsys, tmp_path):
     assert main(["build", "--board", "xilinx-ac701", "--design", "pcie",
-                 "--out", str(tmp_path)]) == 0
+                 "--out", str(tmp_path), "--lint"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
+    assert any(line.strip().startswith("verilator lint: clean") for line in out), out
     gateware = tmp_path.resolve() / "gateware"
     assert out[-1] == (f"vivado not on PATH: to build the bitstream run: cd {gateware} && "
                        f"sh build_{BUILD_NAME}.sh")
