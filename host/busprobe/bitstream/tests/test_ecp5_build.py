@@ -85,8 +85,13 @@ def test_missed_timing_is_a_one_line_error_naming_the_clock(stock_build, tmp_pat
 def test_usb2_probe_design_elaborates_on_the_board():
     platform, plan = prepare_ecp5(get_board(BOARD), get_design("usb2"))
     rtlil = plan.files["top.il"]
-    assert "LUNA" in rtlil or "usb" in rtlil
-    assert "EHXPLLL" in rtlil  # the board's PLL makes the usb domain
+    # The probe device (pattern IN endpoint, checked OUT sink, vendor requests) with LUNA's
+    # ULPI translator, under the board's PLL that makes the usb domain.
+    for module in ("top.device.usb.PatternInEndpoint", "top.device.usb.SinkOutEndpoint",
+                   "top.device.checker", "ProbeRequestHandler", "top.device.usb.translator",
+                   "top.car"):
+        assert module in rtlil, module
+    assert "EHXPLLL" in rtlil
     assert "target_phy" in plan.files["top.lpf"]
 
 
