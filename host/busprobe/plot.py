@@ -93,7 +93,12 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
             title += " — INCOMPLETE"
     if title:
         ax.set_title(title)
-    ax.legend(fontsize="small", loc="lower right", framealpha=0.9)
+    entries = len(ax.get_legend_handles_labels()[1])
+    if entries > 6:  # many series: the legend goes beside the axes instead of over the data
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.set_size_inches(12, 5.5)
+    else:
+        ax.legend(fontsize="small", loc="lower right", framealpha=0.9)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

@@ -97,3 +97,19 @@ def test_list_works_with_no_device_and_names_the_sim_targets(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "USB:" in out and "PCIe:" in out and "sim:usb2" in out and "sim:pcie" in out
+
+
+def test_list_finds_pcie_functions_by_the_designs_ids_in_sysfs(tmp_path):
+    from busprobe.cli.list import find_pcie
+    from busprobe.protocol import pcie
+
+    for name, vendor, device in (("0000:01:00.0", pcie.VENDOR_ID, pcie.DEVICE_ID),
+                                 ("0000:00:1f.0", 0x8086, 0x1234)):
+        function = tmp_path / name
+        function.mkdir()
+        (function / "vendor").write_text(f"{vendor:#06x}\n")
+        (function / "device").write_text(f"{device:#06x}\n")
+    (tmp_path / "0000:02:00.0").mkdir()  # unreadable ids are skipped, not fatal
+    found = find_pcie(tmp_path)
+    assert [entry["selector"] for entry in found] == ["pcie:0000:01:00.0"]
+    assert found[0]["driver"] is None
