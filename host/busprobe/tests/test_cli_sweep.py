@@ -146,3 +146,16 @@ def test_unsupported_setting_fails_after_open_but_before_data_moves(loopback_dev
     status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--mrrs", "512")
     assert status == 2 and "cannot set mrrs" in err
     assert instances[0].calls == 0 and instances[0].closed
+
+
+def test_both_means_the_two_streaming_directions_and_all_means_every_one():
+    from busprobe.cli.sweep import expand_directions
+    from busprobe.transport import InvalidRequest
+
+    pcie = ("write", "read", "loopback")
+    assert expand_directions("both", pcie) == ("write", "read")
+    assert expand_directions("all", pcie) == pcie
+    assert expand_directions("read,both", pcie) == ("read", "write")
+    assert expand_directions("both", ("in", "out")) == ("in", "out")
+    with pytest.raises(InvalidRequest, match="direction 'in' is not one of write, read"):
+        expand_directions("in", pcie)
