@@ -61,25 +61,29 @@ class ChipsetRootComplex(RootComplex):
 
     async def handle_tlp(self, tlp):
         now = round(get_sim_time("ps"))
-        if tlp.fmt_type in _WRITES:
-            self.write_bytes += tlp.length * 4
         if tlp.fmt_type in _WRITES and self.cap:
+            # Held in the chipset until its bytes are through: it lands in memory, and its
+            # credits return, then (bookings are sequential, so writes stay in order).
             release, tlp.release_fc_cb = tlp.release_fc_cb, None
             done = self._reserve(tlp.length * 4, now)
-            if release is not None:
-                cocotb.start_soon(self._call_at(done, release))
+            cocotb.start_soon(self._absorb_at(done, tlp, release))
+            return
+        if tlp.fmt_type in _WRITES:
+            self.write_bytes += tlp.length * 4
         elif tlp.fmt_type in _READS and (self.cap or self.latency_ns):
             tlp.release_fc()
             cocotb.start_soon(self._delayed_read(tlp, now))
             return
         await super().handle_tlp(tlp)
 
-    @staticmethod
-    async def _call_at(when_ps: int, func) -> None:
+    async def _absorb_at(self, when_ps: int, tlp, release) -> None:
         delay = when_ps - round(get_sim_time("ps"))
         if delay > 0:
             await Timer(delay, "ps")
-        func()
+        self.write_bytes += tlp.length * 4
+        await super().handle_tlp(tlp)
+        if release is not None:
+            release()
 
     async def _delayed_read(self, tlp, now_ps: int) -> None:
         done = self._reserve(tlp.length * 4, now_ps + round(self.latency_ns * 1000))

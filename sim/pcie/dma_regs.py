@@ -72,9 +72,15 @@ class DmaRegisters:
         return {name: await self._r(f"busprobe_{name}") for name, _ in proto.TELEMETRY}
 
     async def wait_counter(self, name: str, target: int, *, timeout_s: float,
-                           poll_cycles: int = 200) -> int:
-        """Poll ``busprobe_<name>`` until it reaches ``target``; raise on simulated timeout."""
+                           poll_cycles: int = 200, not_before_s: float = 0.0) -> int:
+        """Poll ``busprobe_<name>`` until it reaches ``target``; raise on simulated timeout.
+
+        Polls are BAR0 reads that share the link with the DMA, so a caller that knows the
+        transfer cannot end sooner (its bytes at the raw link rate) passes ``not_before_s``.
+        """
         deadline = self.tb.now() + timeout_s
+        if not_before_s > 0:
+            await self.tb.wait_cycles(int(not_before_s * proto.CLOCK_HZ))
         while True:
             value = await self._r(f"busprobe_{name}")
             if value >= target:

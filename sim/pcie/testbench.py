@@ -18,20 +18,33 @@ Inside a cocotb test (all methods are coroutines unless marked)::
     buf.write(offset, data); buf.read(offset, n)   # (sync) host-side access, no bus traffic
     await tb.set_mps(512); await tb.set_mrrs(128)  # reprogram Device Control
     tb.now()                           # (sync) simulated seconds
+    tb.upstream / tb.downstream        # LinkCounters: TLP/DLLP wire bytes per direction
     tb.tx_tlps / tb.rx_tlps            # lists, when tb.record_tlps is True: TLPs device->root
                                        # (tx) and root->device (rx) as cocotbext Tlp objects
 
-Link timing (for the ceiling model, busprobe.model): cocotbext-pcie serialises every TLP for
-``(header + payload + 8) * 8 / rate`` seconds and every DLLP (ACK/NAK, UpdateFC) for
-``8 * 8 / rate``, one packet at a time per direction, where ``rate`` is 4e9 bit/s for Gen2 x1
-(5 GT/s after 8b/10b, i.e. 500 MB/s of symbols). The 8 bytes are STP + sequence number + LCRC +
-END, as on the wire. Not modelled: SKP ordered sets (~0.3 % at Gen1/2), retries, ECRC, link
-power states. DLLPs: ACKs are coalesced by the ACK latency timer of the receiver and travel in the
-*opposite* direction of the data, UpdateFCs are sent when credits are released (rate-limited by
-the same timer) plus every ~10-30 us when idle, so DMA writes see almost no DLLP overhead on
-their direction; read completions share the root-to-device direction with the root's ACKs for
-the device's read requests (one coalesced ACK per timer period) and its UpdateFC-NP DLLPs.
-The core adds no link overhead of its own: its 64-bit x 125 MHz datapath (1 GB/s) is twice Gen2 x1.
+Link timing, for the ceiling model (busprobe.model.pcie) -- measured with :class:`LinkCounters`:
+
+* cocotbext-pcie serialises each packet for ``wire_bytes * 8 / rate`` seconds, one packet at a
+  time per direction, ``rate`` = 4e9 bit/s for Gen2 x1 (5 GT/s after 8b/10b = 500 MB/s of
+  bytes). TLP wire bytes = header (12, 3DW: the core uses 32-bit addresses) + payload + 8
+  (STP 1 + sequence 2 + LCRC 4 + END 1, as on the wire); a DLLP is 8 bytes. Not modelled: SKP
+  ordered sets (so ``skp=False`` for the model), replays, ECRC, power states; each end adds 5 ns
+  of port delay.
+* ACK: the receiver restarts an ACK latency timer per TLP and ACKs when it expires; at Gen2 x1
+  with back-to-back TLPs that is one ACK per TLP for MPS >= 256 and one per ~2 TLPs at MPS 128.
+  UpdateFC: one per TLP whose credits are released (posted for writes, non-posted for read
+  requests), plus a few per 30 us from the idle timer. Both go the *opposite* way to the TLPs
+  they answer.
+* So for DMA writes the device-to-root lane carries only the MWr TLPs (+0.2 % timer DLLPs):
+  throughput = 500 MB/s x MPS / (MPS + 20); measured 99.5-99.6 % of that at MPS 128/256/512.
+* For DMA reads the root-to-device lane carries the completions *and* 2 DLLPs (ACK + UpdateFC-NP,
+  16 bytes) per read request: use ``ack_every=1, updatefc_every=1`` in the model's assumptions;
+  completions are as large as MPS allows unless ``split_on_all_rcb``. The root complex sends
+  completions with zero memory latency unless ``latency_ns`` is set.
+
+The core adds no link overhead of its own: its 64-bit x 125 MHz datapath (1 GB/s) is twice
+Gen2 x1; telemetry ``tx_stall_cycles`` counts the cycles the link (transmit buffer of
+``LinkConfig.tx_buffer`` TLPs, flow-control credits) held it back.
 """
 
 from __future__ import annotations
@@ -47,11 +60,12 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.pcie.core import Device
 from cocotbext.pcie.core.caps import PciCapId
+from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
 from .tlp_stream import TlpStreamEndpoint
 
-__all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "build_model", "TOPLEVEL",
+__all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_model", "TOPLEVEL",
            "TIMESCALE", "silence_pcie_logging"]
 
 TOPLEVEL = "busprobe_pcie_sim"
@@ -126,6 +140,41 @@ class LinkConfig:
 
 
 @dataclass
+class LinkCounters:
+    """What one direction of the simulated link carried (bytes as serialised on the wire)."""
+
+    tlps: int = 0
+    tlp_bytes: int = 0
+    dllps: dict[str, int] = field(default_factory=dict)
+    dllp_bytes: int = 0
+
+    def count(self, pkt) -> None:
+        size = pkt.get_wire_size()
+        if isinstance(pkt, Dllp):
+            name = pkt.type.name
+            self.dllps[name] = self.dllps.get(name, 0) + 1
+            self.dllp_bytes += size
+        else:
+            self.tlps += 1
+            self.tlp_bytes += size
+
+    def to_json(self) -> dict:
+        return {"tlps": self.tlps, "tlp_bytes": self.tlp_bytes, "dllps": dict(self.dllps),
+                "dllp_bytes": self.dllp_bytes}
+
+
+def _count_transmissions(port, counters: LinkCounters) -> None:
+    """Count every packet ``port`` serialises (wraps its ``handle_tx``)."""
+    transmit = port.handle_tx
+
+    async def handle_tx(pkt) -> None:
+        counters.count(pkt)
+        await transmit(pkt)
+
+    port.handle_tx = handle_tx
+
+
+@dataclass
 class HostBuffer:
     """A block of root-complex memory the device can DMA to/from.
 
@@ -169,7 +218,8 @@ class PcieTestbench:
         silence_pcie_logging()
         self.log = logging.getLogger("cocotb.busprobe.pcie")
         self.rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
-        self.rc.max_payload_size = 0x5  # root supports 4096; the device's Device Control rules
+        # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
+        self.rc.max_payload_size = 0x5
         self.rc.max_read_request_size = 0x5
         self.rc.read_completion_boundary = config.rcb == 128
         self.rc.split_on_all_rcb = config.split_on_all_rcb
@@ -184,6 +234,11 @@ class PcieTestbench:
         self.dev.upstream_port.max_link_speed = config.gen
         self.dev.upstream_port.max_link_width = config.width
         self.rc.make_port().connect(self.dev)
+        #: Wire traffic device -> root ("upstream") and root -> device ("downstream").
+        self.upstream = LinkCounters()
+        self.downstream = LinkCounters()
+        _count_transmissions(self.dev.upstream_port, self.upstream)
+        _count_transmissions(self.dev.upstream_port.other, self.downstream)
         self.function = None  # the RC's view of the device, after start()
         self.bar0 = None
         self.record_tlps = False
@@ -231,7 +286,9 @@ class PcieTestbench:
         return handler
 
     async def set_mps(self, mps: int) -> None:
+        """Program MPS in the device's Device Control; the root sends completions no larger."""
         await self.function.set_mps(_encode_size(mps, "MPS"))
+        self.rc.max_payload_size = _encode_size(mps, "MPS")
 
     async def set_mrrs(self, mrrs: int) -> None:
         await self.function.set_readrq(_encode_size(mrrs, "MRRS"))

@@ -20,9 +20,10 @@ LENGTH = 256 * 1024
 MIB = 1 << 20
 _results: dict[tuple, dict] = {}
 
-#: What the simulated link is, for the model: cocotbext-pcie sends no SKP ordered sets and its
-#: root completes reads with the largest TLPs MPS allows (RCB-aligned), see testbench.py.
-SIM_LINK = {"skp": False, "split_at_rcb": False, "rcb": 64}
+#: What the simulated link is, for the model (see busprobe.sim.pcie.testbench): cocotbext-pcie
+#: sends no SKP ordered sets, ACKs and updates flow control once per read request, and its root
+#: completes reads with the largest TLPs MPS allows (RCB-aligned).
+SIM_LINK = {"skp": False, "split_at_rcb": False, "rcb": 64, "ack_every": 1, "updatefc_every": 1}
 
 
 @pytest.fixture(scope="module")
