@@ -18,7 +18,7 @@ from .usb2_hosts import load_profile
 __all__ = ["bus_from_json", "bus_for_selector", "sim_bus", "SIM_PCIE_DEFAULTS"]
 
 #: What ``sim:pcie`` is when the selector gives no options (the PCIe simulation's defaults).
-SIM_PCIE_DEFAULTS = {"gen": 2, "width": 1, "mps": 128, "mrrs": 512}
+SIM_PCIE_DEFAULTS = {"gen": 2, "width": 1, "mps": 256, "mrrs": 512}
 
 
 def bus_from_json(data: dict[str, Any]) -> BusDescription:

@@ -60,7 +60,7 @@ def test_bad_input_is_one_line_error(capsys, argv, message):
 
 def test_sim_selector_parsing_starts_nothing_and_keeps_extra_options():
     bus = sim_bus("pcie", {"gen": "1", "width": "4", "cap": "304087040", "latency_ns": "800"})
-    assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 4, 128, 512)
+    assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 4, 256, 512)
     assert bus.extra == {"cap": 304087040.0, "latency_ns": 800.0}
 
 

@@ -80,3 +80,10 @@ def test_simulated_ehci_vs_xhci_names_ehci_host_limited_by_packets_per_microfram
     assert "B: in: host-limited at 39.60 MB/s while the bus allows 53.25 MB/s" in out
     rows = [x.split() for x in out.splitlines() if x.startswith("in ")]
     assert {r[1]: r[-1] for r in rows} == {"A": "host-limited", "B": "host-limited"}
+
+
+def test_simulated_capped_run_against_the_design_model(capsys):
+    _, out, _ = run(capsys, "compare", str(FIXTURES / "pcie_gen2x1.json"),
+                    str(FIXTURES / "sim_pcie_gen2x1_cap290.json"), "--units", "mib")
+    assert "B: write: upstream-limited at 292." in out
+    assert "while the link model allows 442.28 MiB/s" in out

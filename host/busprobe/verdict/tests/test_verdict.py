@@ -138,3 +138,15 @@ def test_simulated_ehci_run_is_host_limited_and_matches_its_profile(direction):
     # The device times the bus itself: the simulated controller obeys its profile within 1 %.
     assert entry["device_profile_efficiency"] == pytest.approx(1.0, abs=0.01)
     assert entry["qd_effect"]["low_at_length"] < 0.5 * entry["plateau"]
+
+
+def test_simulated_capped_gen2_x1_is_upstream_limited_both_ways():
+    # Recorded from the real simulation: sim:pcie?gen=2&width=1&cap=304087040 (290 MiB/s).
+    entries = assess(load("sim_pcie_gen2x1_cap290.json"))
+    write = by_direction(entries, "write", None)
+    assert write["verdict"] == "upstream-limited"
+    assert "held off the device's writes" in write["explanation"]
+    assert write["plateau"] == pytest.approx(290 * 2**20, rel=0.03)
+    read = by_direction(entries, "read", None)
+    assert read["verdict"] == "upstream-limited"
+    assert "Read completions took" in read["explanation"]
