@@ -13,6 +13,7 @@ import os
 
 import cocotb
 from busprobe.sim.rpc import serve
+from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, First, Timer
 
 from .testbench import HostBuffer, LinkConfig, PcieTestbench
@@ -53,7 +54,22 @@ class PcieRpcHandler:
         return self.tb.now()
 
     async def rpc_read32(self, offset: int) -> int:
-        return await self.tb.read32(offset)
+        value = await self.tb.read32(offset)
+        await self._completion_ordered_after_writes()
+        return value
+
+    async def _completion_ordered_after_writes(self) -> None:
+        """Workaround for the capped chipset model (sim/pcie/chipset.py, ``cap``): it holds
+        memory writes until its bucket has absorbed them but hands read completions over at
+        once, so a completion overtakes earlier posted writes, which PCIe ordering forbids (a
+        completion may not pass a posted request) and no root complex does. The host would then
+        see a descriptor done and read its buffer before the data landed. Here the host gets the
+        register value only once every write booked before the completion is in memory.
+        """
+        busy_until = getattr(self.tb.rc, "_busy_until_ps", 0)
+        delay = busy_until - round(get_sim_time("ps"))
+        if getattr(self.tb.rc, "cap", None) and delay > 0:
+            await Timer(delay, unit="ps")
 
     async def rpc_write32(self, offset: int, value: int) -> None:
         await self.tb.write32(offset, value)

@@ -89,11 +89,13 @@ def test_reads_with_mrrs_512_1m_follow_the_model(capfd):
     assert point["throughput"] == pytest.approx(model(result, point, "read"), rel=0.05)
 
 
-@pytest.mark.bench
-def test_chipset_cap_sets_the_plateau_with_backpressure(capfd):
+@pytest.mark.sim
+@pytest.mark.parametrize("length", [
+    "64K", pytest.param("1M", marks=pytest.mark.bench)])
+def test_chipset_cap_sets_the_plateau_with_backpressure(capfd, length):
     cap = 290 * MiB
     result = sweep(capfd, f"sim:pcie?gen=2&width=1&mps=256&cap={cap}", "--direction", "write",
-                   "--lengths", "1M")
+                   "--lengths", length)
     (point,) = result["points"]
     report(capfd, point, cap)
     assert point["errors"] == 0
