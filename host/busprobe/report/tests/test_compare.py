@@ -87,3 +87,14 @@ def test_simulated_capped_run_against_the_design_model(capsys):
                     str(FIXTURES / "sim_pcie_gen2x1_cap290.json"), "--units", "mib")
     assert "B: write: upstream-limited at 292." in out
     assert "while the link model allows 442.28 MiB/s" in out
+
+
+def test_simulated_uncapped_vs_capped_names_the_capped_run_upstream_limited(capsys):
+    _, out, _ = run(capsys, "compare", str(FIXTURES / "sim_pcie_gen2x1.json"),
+                    str(FIXTURES / "sim_pcie_gen2x1_cap290.json"), "--units", "mib")
+    rows = {(r[0], r[1]): r[-1] for r in (x.split() for x in out.splitlines())
+            if r and r[0] in ("write", "read") and r[1] in ("A", "B")}
+    assert rows == {("write", "A"): "link-limited", ("read", "A"): "link-limited",
+                    ("write", "B"): "upstream-limited", ("read", "B"): "upstream-limited"}
+    assert "B: write: upstream-limited at 292.13 MiB/s while the link model allows 442.28 MiB/s" \
+        in out

@@ -150,3 +150,13 @@ def test_simulated_capped_gen2_x1_is_upstream_limited_both_ways():
     read = by_direction(entries, "read", None)
     assert read["verdict"] == "upstream-limited"
     assert "Read completions took" in read["explanation"]
+
+
+def test_simulated_uncapped_gen2_x1_write_is_link_limited_within_1_percent_of_the_model():
+    # Recorded from the real simulation: sim:pcie?gen=2&width=1 (cocotbext-pcie link, MPS 256).
+    entries = assess(load("sim_pcie_gen2x1.json"))
+    write = by_direction(entries, "write", None)
+    assert write["verdict"] == "link-limited"
+    assert write["efficiency"] == pytest.approx(1.0, abs=0.01)
+    read = by_direction(entries, "read", None)
+    assert read["verdict"] == "link-limited" and read["efficiency"] > 0.95
