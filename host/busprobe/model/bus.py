@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..protocol import pcie as pcie_protocol
 from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..selectors import parse_selector
 from ..transport import BusDescription
@@ -63,6 +64,12 @@ def sim_bus(target: str, options: dict[str, str]) -> BusDescription:
                 except ValueError:
                     raise ValueError(f"selector option {key}={extra[key]!r} is not a number") \
                         from None
+        # What the simulated link is, as the sim backend states it (sim/pcie/backend.py):
+        # cocotbext-pcie sends no SKP ordered sets, the root adds latency_ns to every read and
+        # the core keeps READ_TAGS reads in flight.
+        extra.setdefault("skp", False)
+        extra.setdefault("read_latency_ns", extra.get("latency_ns", 0.0))
+        extra.setdefault("outstanding_reads", pcie_protocol.READ_TAGS)
         return BusDescription("pcie", f"gen{gen}", width, mps=mps, mrrs=mrrs, extra=extra)
     if target == "usb3":
         return BusDescription("usb3-ss", "super", 1, max_packet_size=1024, extra=dict(options))

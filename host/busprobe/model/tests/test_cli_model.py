@@ -26,7 +26,7 @@ def test_model_pcie_mps_list_in_mib(capsys):
                          "--mps", "128,256,512", "--direction", "write", "--units", "mib")
     assert status == 0
     assert [line.split()[1] for line in out.splitlines() if "write:" in line] == \
-        ["411.19", "440.99", "457.56"]
+        ["412.40", "442.28", "458.91"]
     assert out.count("MiB/s") == 3
 
 
@@ -61,7 +61,18 @@ def test_bad_input_is_one_line_error(capsys, argv, message):
 def test_sim_selector_parsing_starts_nothing_and_keeps_extra_options():
     bus = sim_bus("pcie", {"gen": "1", "width": "4", "cap": "304087040", "latency_ns": "800"})
     assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 4, 256, 512)
-    assert bus.extra == {"cap": 304087040.0, "latency_ns": 800.0}
+    assert bus.extra == {"cap": 304087040.0, "latency_ns": 800.0, "skp": False,
+                         "read_latency_ns": 800.0, "outstanding_reads": 8}
+
+
+def test_sim_pcie_read_latency_bounds_the_config_ceiling_not_the_link(capsys):
+    _, out, _ = run(capsys, "model", "--device", "sim:pcie?latency_ns=4000", "--direction",
+                    "read")
+    # 8 tags × 512 B / (4 µs + 1.1 µs on the lane) = 0.80 GB/s: the link (460 MB/s) still binds.
+    assert "read: 460.43 MB/s" in out
+    _, out, _ = run(capsys, "model", "--device", "sim:pcie?latency_ns=20000", "--direction",
+                    "read")
+    assert "read: 194.01 MB/s" in out and "the link alone allows 460.43 MB/s" in out
 
 
 def test_topology_cli_prints_sim_hops(capsys):

@@ -30,7 +30,7 @@ def test_capped_pcie_run_is_upstream_limited_in_mib(capsys):
                          str(FIXTURES / "pcie_gen2x1_cap290.json"), "--units", "mib")
     assert status == 0
     line = next(x for x in out.splitlines() if x.startswith("  B: write MPS 128"))
-    assert "upstream-limited at 289.51 MiB/s while the link model allows 411.19 MiB/s" in line
+    assert "upstream-limited at 289.51 MiB/s while the link model allows 412.40 MiB/s" in line
     rows = [x.split() for x in out.splitlines() if x.startswith("write ")]
     assert {r[1]: r[-1] for r in rows if r[3] == "128"} == {"A": "link-limited",
                                                             "B": "upstream-limited"}

@@ -37,7 +37,7 @@ def test_report_states_units_and_verdicts(report):
     text = report.read_text()
     assert "Throughput in MiB/s (1 MiB = 2^20 bytes)" in text
     assert "upstream-limited" in text and "link-limited" in text
-    assert "upstream-limited at 289.51 MiB/s while the link model allows 411.19 MiB/s" in text
+    assert "upstream-limited at 289.51 MiB/s while the link model allows 412.40 MiB/s" in text
     # One overlay + one plot per run.
     assert text.count("data:image/png;base64,") == 3
 
