@@ -126,6 +126,7 @@ class _Engine:
 
     name: str
     pushed: int = 0  # descriptors queued since the table reset
+    value_word0: int | None = None  # length/flags word last written to table_value
     consumed: int = 0  # descriptors the engine took from the table (from loop_status)
     pending: deque[tuple[int, int, int]] = field(default_factory=deque)  # (addr, len, flags)
 
@@ -212,6 +213,7 @@ class PcieDmaDriver:
 
     def _stop_writes(self, engine: _Engine) -> list[tuple[int, int]]:
         engine.pushed = engine.consumed = 0
+        engine.value_word0 = None
         engine.pending.clear()
         return [(_reg(engine.reg("enable")), 0), (_reg(engine.reg("table_loop_prog_n")), 0),
                 (_reg(engine.reg("table_reset")), 1)]
@@ -272,7 +274,12 @@ class PcieDmaDriver:
         value, we = _reg(engine.reg("table_value")), _reg(engine.reg("table_we"))
         while engine.pending and room > 0:
             address, size, flags = engine.pending.popleft()
-            writes += [(value, size | flags), (value + 4, address & _MASK32), (we, address >> 32)]
+            # table_value keeps its words between descriptors: runs of equal-length descriptors
+            # cost two MMIO writes each instead of three (less downstream link traffic).
+            if engine.value_word0 != size | flags:
+                engine.value_word0 = size | flags
+                writes.append((value, size | flags))
+            writes += [(value + 4, address & _MASK32), (we, address >> 32)]
             engine.pushed += 1
             room -= 1
         if writes:
