@@ -174,12 +174,14 @@ class SimPcieTransport(PcieDmaTransport):
             kind="pcie", speed=LINK_SPEEDS[self.link["gen"]], width=self.link["width"],
             mps=self.identity.get("mps", self.link["mps"]),
             mrrs=self.identity.get("mrrs", self.link["mrrs"]),
-            # What the ceiling model must assume for this link (busprobe.model.pcie): the
-            # simulated link sends no SKP ordered sets, the root adds ``latency_ns`` to reads,
-            # and the core keeps READ_TAGS reads in flight.
+            # What the ceiling model must assume for this link (busprobe.model.pcie), as
+            # busprobe.sim.pcie.testbench documents it: no SKP ordered sets, one ACK and one
+            # UpdateFC DLLP per read request, completions as large as MPS allows; the root adds
+            # ``latency_ns`` to reads and the core keeps READ_TAGS reads in flight.
             extra={"rcb": self.link.get("rcb", 64), "cap": self.link.get("cap"),
                    "latency_ns": self.link.get("latency_ns", 0.0), "simulated": True,
-                   "skp": False, "read_latency_ns": self.link.get("latency_ns", 0.0),
+                   "skp": False, "ack_every": 1, "updatefc_every": 1, "split_at_rcb": False,
+                   "read_latency_ns": self.link.get("latency_ns", 0.0),
                    "outstanding_reads": proto.READ_TAGS})
 
     def configure(self, **settings: Any) -> None:

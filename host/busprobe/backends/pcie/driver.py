@@ -23,6 +23,7 @@ the datapath width, checked here with a one-line :class:`InvalidRequest`.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,16 +159,19 @@ class PcieDmaDriver:
         and :class:`TransferTimeout` raised (on the platform's clock).
     irq_slice : float
         Longest single sleep on the MSI before the registers are looked at again.
+    poll_interval : float
+        Pause between register polls while read data is still landing.
     """
 
     def __init__(self, platform: DmaPlatform, *, use_msi: bool = True,
                  timeout: Callable[[int], float] | None = None,
-                 irq_slice: float = 0.01) -> None:
+                 irq_slice: float = 0.01, poll_interval: float = 2e-6) -> None:
         self.platform = platform
         self.bar = platform.bar
         self.use_msi = use_msi and platform.msi is not None
         self.timeout = timeout or (lambda nbytes: 0.5 + nbytes / 20e6)  # >= 20 MB/s or abort
         self.irq_slice = irq_slice
+        self.poll_interval = poll_interval
         self.pattern = Pattern.COUNTER
         self.writer = _Engine("writer")
         self.reader = _Engine("reader")
@@ -350,10 +354,21 @@ class PcieDmaDriver:
                 self.abort()
                 raise TransferTimeout(f"PCIe DMA timed out {what} ({nbytes} bytes in "
                                       f"{self.timeout(nbytes):.3g} s); DMA aborted")
-            if state is None and self.use_msi:
+            if state is False:
+                # Data still landing (at most READ_TAGS x MRRS bytes): poll gently, every MMIO
+                # read is a request on the link the data is using.
+                self._pause(min(left, self.poll_interval))
+            elif self.use_msi:
                 if self.platform.msi.wait(min(left, self.irq_slice)):
                     self.bar.write32(_reg("pcie_msi_clear"),
                                      (1 << proto.MSI_READER) | (1 << proto.MSI_WRITER))
+
+    def _pause(self, seconds: float) -> None:
+        """Let ``seconds`` pass on the platform's clock (an MSI wait doubles as a sleep)."""
+        if self.platform.msi is not None:
+            self.platform.msi.wait(seconds)
+        else:
+            time.sleep(seconds)
 
     def abort(self) -> None:
         """Stop both engines and empty their tables; device and host streams are out of step
@@ -399,7 +414,8 @@ class PcieDmaDriver:
             if incoming:
                 self._flush(self.writer)
                 return self._poll(self.writer) >= t.writer_done_at or None
-            if self._poll(self.reader) < t.reader_done_at:
+            requested = self.reader.consumed >= t.reader_done_at  # known from an earlier poll
+            if not requested and self._poll(self.reader) < t.reader_done_at:
                 return None
             # The reader is done when it has *requested* the data; wait for it to be checked.
             return ((self._checked() - t.reader_bytes_at) & _MASK32) < (1 << 31)
