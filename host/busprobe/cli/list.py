@@ -23,7 +23,8 @@ PCI_ROOT = Path("/sys/bus/pci/devices")
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("list", help="list busprobe devices and simulated targets",
-                            description=__doc__.split("\n\n")[0])
+                            description="List busprobe USB and PCIe devices on this computer "
+                                        "and the simulated targets.")
     parser.set_defaults(func=run)
 
 

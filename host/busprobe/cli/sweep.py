@@ -39,14 +39,16 @@ _USB_SIM_TARGETS = ("usb2", "usb3")
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("sweep", help="measure throughput over a ladder of transfer lengths",
-                            description=__doc__.split("\n\n")[0])
+                            description="Measure throughput over transfer lengths, queue depths, "
+                                        "directions and bus settings; every byte is checked.")
     parser.add_argument("--device", required=True, metavar="SEL",
                         help="usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or sim:usb2|pcie[?...]")
     parser.add_argument("--direction", default="both",
                         help="in|out|write|read|loopback, both (the two streaming directions) or "
                              "all; comma list allowed (default: both)")
-    parser.add_argument("--lengths", help="e.g. 512,4096 or 512..4M (powers of two); "
-                                          "default 512..4M for USB, 256..4M for PCIe")
+    parser.add_argument("--lengths", help="e.g. 512,4096 or 512..4M (powers of two); default "
+                                          "512..4M for USB, 256..4M for PCIe (simulated "
+                                          "targets stop lower)")
     parser.add_argument("--queue-depth", help="transfers kept outstanding, e.g. 1,4,8")
     parser.add_argument("--repeat", type=int, default=MIN_REPEATS,
                         help=f"repeats per point, at least {MIN_REPEATS} (default {MIN_REPEATS})")
