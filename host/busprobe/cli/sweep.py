@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TextIO
 
 from .. import selectors
@@ -104,6 +105,22 @@ def _stdout_guard(args: argparse.Namespace) -> Iterator[None]:
         os.close(saved)
 
 
+def _check_writable(path: str | None) -> None:
+    """Fail now, not after the measurement, when an output file cannot be written."""
+    if not path or path == "-":
+        return
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        existed = target.exists()
+        with target.open("a"):
+            pass
+        if not existed:
+            target.unlink()
+    except OSError as exc:
+        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def _progress(total: int, enabled: bool) -> Any:
     if not enabled:
         return None
@@ -123,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     if args.repeat < MIN_REPEATS:
         raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {args.repeat}")
     table_out: TextIO = sys.stderr if "-" in (args.json, args.csv) else sys.stdout
+    for path in (args.json, args.csv, args.plot):
+        _check_writable(path)
 
     transport = selectors.open_transport(args.device)
     directions = expand_directions(args.direction, transport.directions)

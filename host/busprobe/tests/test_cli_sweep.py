@@ -159,3 +159,13 @@ def test_both_means_the_two_streaming_directions_and_all_means_every_one():
     assert expand_directions("both", ("in", "out")) == ("in", "out")
     with pytest.raises(InvalidRequest, match="direction 'in' is not one of write, read"):
         expand_directions("in", pcie)
+
+
+def test_an_unwritable_output_fails_before_the_measurement(loopback_device, capsys, tmp_path):
+    _, instances = loopback_device
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK,
+                          "--csv", str(blocker / "r.csv"))
+    assert status == 2 and f"cannot write {blocker / 'r.csv'}" in err
+    assert not instances or not instances[0].opened
