@@ -180,9 +180,11 @@ class TlpStreamEndpoint(Endpoint):
         self._rx_event.set()
 
     async def _run_stream(self) -> None:
-        # Inputs are driven after a rising edge and handshakes are sampled at the falling edge
-        # that follows: the values seen there are the ones the next rising edge acts on, whether
-        # the simulator shows pre- or post-edge values after a RisingEdge (Verilator: post).
+        # RX inputs are driven after a rising edge and both streams are sampled at the falling
+        # edge that follows: the values seen there are the ones the next rising edge acts on,
+        # whether the simulator shows pre- or post-edge values after a RisingEdge (Verilator:
+        # post). tx_ready is driven at the falling edge itself (a stream's valid and data must
+        # not depend on its ready), so a TX-only stream costs one wake-up per clock, not two.
         sig = self._sig
         rx_valid, rx_ready, rx_last, rx_dat = (sig["rx_valid"], sig["rx_ready"], sig["rx_last"],
                                                sig["rx_dat"])
@@ -196,69 +198,61 @@ class TlpStreamEndpoint(Endpoint):
         rx_tlp: Tlp | None = None
         rx_index = 0
         driving = False  # rx_valid is high
+        rx_fire = False  # the beat on rx_* is taken at the next rising edge
         ready = False  # value driven on tx_ready
         tx_beats: list[tuple[int, int]] = []
-        rx_fire = False
-        tx_beat: tuple[int, int, int] | None = None  # (dat, be, last) taken at the next edge
         while True:
-            if not (driving or rx_fire or tx_beat or self._rx_queue or rx_tlp is not None
-                    or tx_beats or int(tx_valid.value)):
+            rx_busy = driving or rx_fire or rx_tlp is not None or bool(self._rx_queue)
+            if not (rx_busy or tx_beats or int(tx_valid.value)):
                 self._rx_event.clear()
                 await First(self._rx_event.wait(), ValueChange(tx_valid))
-                await falling
-                if ready and int(tx_valid.value):
-                    be = int(tx_be.value) if tx_be is not None else full_be
-                    tx_beat = (int(tx_dat.value), be, int(tx_last.value))
-            await rising
-            # The edge just taken moved the beats sampled at the previous falling edge.
-            if tx_beat is not None:
-                tx_beats.append(tx_beat[:2])
-                if tx_beat[2]:
-                    tlp = beats_to_tlp(tx_beats, self.data_width)
-                    self.log.debug("from DUT: %r", tlp)
-                    tx_beats = []
-                    self._tx_pending += 1
-                    self._tx_queue.put_nowait(tlp)
-                tx_beat = None
-            if rx_fire:
-                rx_index += 1
-                if rx_index == len(rx_beats):
-                    rx_tlp.release_fc()
-                    rx_tlp, rx_beats = None, []
-            # Drive this cycle's inputs.
-            if rx_tlp is None and self._rx_queue:
-                rx_tlp = self._rx_queue.popleft()
-                rx_beats = tlp_to_beats(rx_tlp, self.data_width)
-                rx_index = 0
-                self.log.debug("to DUT: %r", rx_tlp)
-                if self.on_rx_tlp is not None:
-                    self.on_rx_tlp(rx_tlp)
-            pause = self._rx_pause is not None and next(self._rx_pause)
-            if rx_tlp is not None and not pause:
-                dat, be = rx_beats[rx_index]
-                rx_dat.value = dat
-                if rx_be is not None:
-                    rx_be.value = be
-                if rx_first is not None:
-                    rx_first.value = int(rx_index == 0)
-                rx_last.value = int(rx_index == len(rx_beats) - 1)
-                if not driving:
-                    rx_valid.value = 1
-                    driving = True
-            elif driving:
-                rx_valid.value = 0
-                driving = False
+                rx_busy = bool(self._rx_queue)
+            if rx_busy:
+                await rising
+                if rx_fire:
+                    rx_fire = False
+                    rx_index += 1
+                    if rx_index == len(rx_beats):
+                        rx_tlp.release_fc()
+                        rx_tlp, rx_beats = None, []
+                if rx_tlp is None and self._rx_queue:
+                    rx_tlp = self._rx_queue.popleft()
+                    rx_beats = tlp_to_beats(rx_tlp, self.data_width)
+                    rx_index = 0
+                    self.log.debug("to DUT: %r", rx_tlp)
+                    if self.on_rx_tlp is not None:
+                        self.on_rx_tlp(rx_tlp)
+                pause = self._rx_pause is not None and next(self._rx_pause)
+                if rx_tlp is not None and not pause:
+                    dat, be = rx_beats[rx_index]
+                    rx_dat.value = dat
+                    if rx_be is not None:
+                        rx_be.value = be
+                    if rx_first is not None:
+                        rx_first.value = int(rx_index == 0)
+                    rx_last.value = int(rx_index == len(rx_beats) - 1)
+                    if not driving:
+                        rx_valid.value = 1
+                        driving = True
+                elif driving:
+                    rx_valid.value = 0
+                    driving = False
+            await falling
+            rx_fire = driving and bool(int(rx_ready.value))
             tx_pause = self._tx_pause is not None and next(self._tx_pause)
             want = self._tx_pending < self.tx_buffer and not tx_pause
             if want != ready:
                 tx_ready.value = int(want)
                 ready = want
-            # Sample what the next edge will transfer.
-            await falling
-            rx_fire = driving and bool(int(rx_ready.value))
-            if ready and int(tx_valid.value):
+            if ready and int(tx_valid.value):  # taken at the next rising edge
                 be = int(tx_be.value) if tx_be is not None else full_be
-                tx_beat = (int(tx_dat.value), be, int(tx_last.value))
+                tx_beats.append((int(tx_dat.value), be))
+                if int(tx_last.value):
+                    tlp = beats_to_tlp(tx_beats, self.data_width)
+                    self.log.debug("from DUT: %r", tlp)
+                    tx_beats = []
+                    self._tx_pending += 1
+                    self._tx_queue.put_nowait(tlp)
 
     async def _run_transmit(self) -> None:
         while True:
