@@ -1,1 +1,1 @@
-"""Bus-accurate simulation of busprobe's gateware (cocotb + Verilator), importable as busprobe.sim."""
+"""Bus-accurate simulation of busprobe gateware (cocotb + Verilator): busprobe.sim."""
