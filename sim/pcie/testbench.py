@@ -74,12 +74,25 @@ _SIZES = (128, 256, 512, 1024, 2048, 4096)
 
 
 def build_model() -> Path:
-    """Generate the Verilog and build (or reuse) its Verilator model; return the build dir."""
+    """Generate the Verilog and build (or reuse) its Verilator model; return the build dir.
+
+    The Verilog and LiteX's ``csr.csv``/``csr.json`` land in ``build/pcie-verilog/``; they are
+    generated in a private folder and moved there atomically, so parallel test workers never
+    read a half-written file (the generator is deterministic: every worker writes the same).
+    """
+    import os
+    import tempfile
+
     from busprobe.gateware.pcie.sim_top import generate_verilog
     from busprobe.sim.toolchain import build_root, build_verilator_model
 
-    verilog = generate_verilog(build_root() / "pcie-verilog")
-    return build_verilator_model("pcie", [verilog], TOPLEVEL, timescale=TIMESCALE)
+    out = build_root() / "pcie-verilog"
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        verilog = generate_verilog(tmp)
+        for name in (verilog.name, "csr.csv", "csr.json"):
+            os.replace(Path(tmp) / name, out / name)
+    return build_verilator_model("pcie", [out / verilog.name], TOPLEVEL, timescale=TIMESCALE)
 
 
 def silence_pcie_logging(level: int = logging.WARNING) -> None:

@@ -25,18 +25,17 @@ def run_cocotb(model: Path, testcase: str, run_name: str, **params) -> list[dict
     return run(model, HERE, COCOTB_MODULE, testcase, run_name, **params)
 
 
-def test_generated_csr_map_equals_protocol_module(pcie_model):
+def test_generated_csr_map_equals_protocol_module(tmp_path):
     """LiteX's exported csr.csv and busprobe.protocol.pcie.CSRS are the same map."""
-    from busprobe.sim.toolchain import build_root
+    from busprobe.gateware.pcie.sim_top import generate_verilog
 
-    rows = csv.reader((build_root() / "pcie-verilog" / "csr.csv").read_text().splitlines())
-    exported = {r[1]: int(r[2], 16) for r in rows if r and r[0] == "csr_register"}
+    generate_verilog(tmp_path)
+    rows = [r for r in csv.reader((tmp_path / "csr.csv").read_text().splitlines()) if r]
+    exported = {r[1]: int(r[2], 16) for r in rows if r[0] == "csr_register"}
     ours = {name: offset for name, offset in proto.CSRS.items()
             if not name.endswith("_table_value_word1")}
     assert exported == ours
-    bases = {r[1]: int(r[2], 16) for r in csv.reader(
-        (build_root() / "pcie-verilog" / "csr.csv").read_text().splitlines())
-        if r and r[0] == "csr_base"}
+    bases = {r[1]: int(r[2], 16) for r in rows if r[0] == "csr_base"}
     assert bases == {n: i * proto.CSR_REGION_SIZE for n, i in proto.CSR_REGIONS.items()}
     assert max(ours.values()) < proto.BAR0_SIZE
 
