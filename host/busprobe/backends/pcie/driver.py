@@ -339,6 +339,9 @@ class PcieDmaDriver:
                    "draining the writer FIFO")
         self._carry += buf.read(0, ahead)
         self._written = (self._written + ahead) & _MASK32
+        # The drain is housekeeping inside a point whose telemetry was just cleared: its
+        # writes must not count as the point's traffic (device bytes, TLPs, timing).
+        self.bar.write32(_reg("busprobe_telemetry_clear"), 1)
 
     def _wait(self, done: Callable[[], bool | None], nbytes: int, what: str) -> None:
         """Wait until ``done()`` is True; abort the DMA and raise on timeout.
