@@ -18,7 +18,7 @@ __all__ = ["Ceiling", "ceiling_for", "link_ceiling", "DIRECTIONS"]
 DIRECTIONS: dict[str, tuple[str, ...]] = {
     "usb2-hs": ("in", "out"),
     "usb3-ss": ("in", "out"),
-    "pcie": ("write", "read"),
+    "pcie": ("write", "read", "loopback"),
 }
 
 

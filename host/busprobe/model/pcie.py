@@ -30,6 +30,12 @@ Read (data flows downstream)::
                       advertises infinite completion credits, so no UpdateFC-Cpl)
     ceiling = lane rate × width × (1 - SKP) × MRRS / max(downstream, upstream)
 
+Loopback (the device reads a buffer and writes it back: both lanes carry data at once)::
+
+    per loopback byte, upstream   = write TLP wire / MPS + (MRd + n × ACK) / MRRS
+                       downstream = read downstream / MRRS + (ACK + UpdateFC-P) / MPS
+    ceiling = lane rate × width × (1 - SKP) / max(upstream, downstream)
+
 and, when a read latency and a limit on outstanding requests are given (Little's law)::
 
     ceiling <= outstanding × MRRS / (latency + MRRS's time on the lane)
@@ -177,6 +183,9 @@ def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     if direction == "write":
         throughput = _write(rate, mps, req_header, ecrc, a, length, lines, parts)
         model = f"pcie gen{gen} x{bus.width} write MPS {mps}"
+    elif direction == "loopback":
+        throughput = _loopback(rate, mps, mrrs, req_header, ecrc, a, lines, parts)
+        model = f"pcie gen{gen} x{bus.width} loopback MPS {mps} MRRS {mrrs}"
     else:
         throughput = _read(rate, mps, mrrs, req_header, ecrc, a, length, lines, parts)
         model = f"pcie gen{gen} x{bus.width} read MPS {mps} MRRS {mrrs}"
@@ -212,17 +221,52 @@ def _write(rate: float, mps: int, header: int, ecrc: int, a: PcieAssumptions,
     return throughput
 
 
+def _read_request_lanes(request: int, chunk: int, header: int, ecrc: int,
+                        a: PcieAssumptions) -> tuple[int, float, float]:
+    """Completions, downstream and upstream lane bytes for one read request of ``request`` B."""
+    n = math.ceil(request / chunk)
+    per_cpl = FRAMING_BYTES + CPL_HEADER_BYTES + ecrc
+    ack, fc = _dllp_cost(a.ack_every), _dllp_cost(a.updatefc_every)
+    return n, n * per_cpl + request + ack + fc, FRAMING_BYTES + header + ecrc + n * ack
+
+
+def _loopback(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssumptions,
+              lines: list[str], parts: dict[str, Any]) -> float:
+    chunk = a.rcb if a.split_at_rcb else mps
+    write_wire = FRAMING_BYTES + header + mps + ecrc
+    n, read_down, read_up = _read_request_lanes(mrrs, chunk, header, ecrc, a)
+    write_dllps = _dllp_cost(a.ack_every) + _dllp_cost(a.updatefc_every)
+    up = write_wire / mps + read_up / mrrs
+    down = read_down / mrrs + write_dllps / mps
+    throughput = rate / max(up, down)
+    lines += [
+        "loopback: every byte is read (downstream completions) and written back (upstream MWr)",
+        f"upstream per byte = MWr {write_wire}/{mps} + MRd and ACKs {read_up:.1f}/{mrrs}"
+        f" = {up:.4f}",
+        f"downstream per byte = completions {read_down:.1f}/{mrrs} + write ACK/UpdateFC"
+        f" {write_dllps:.1f}/{mps} = {down:.4f}",
+        f"loopback plateau = {rate / 1e6:.1f} MB/s / {max(up, down):.4f}"
+        f" = {throughput / 1e6:.1f} MB/s",
+    ]
+    parts.update(completions_per_request=n, upstream_per_byte=up, downstream_per_byte=down,
+                 plateau=throughput)
+    if a.read_latency_ns > 0:
+        bound = a.outstanding_reads * mrrs / (a.read_latency_ns * 1e-9 + read_down / rate)
+        lines.append(f"read latency bound = {bound / 1e6:.1f} MB/s")
+        parts["latency_bound"] = bound
+        throughput = min(throughput, bound)
+        parts["plateau"] = throughput
+    return throughput
+
+
 def _read(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssumptions,
           length: int | None, lines: list[str], parts: dict[str, Any]) -> float:
     chunk = a.rcb if a.split_at_rcb else mps
-    per_cpl = FRAMING_BYTES + CPL_HEADER_BYTES + ecrc
     request_wire = FRAMING_BYTES + header + ecrc
     ack, fc = _dllp_cost(a.ack_every), _dllp_cost(a.updatefc_every)
 
     def lanes(request: int) -> tuple[int, float, float]:
-        """Completions, downstream and upstream lane bytes for one request of ``request`` B."""
-        n = math.ceil(request / chunk)
-        return n, n * per_cpl + request + ack + fc, request_wire + n * ack
+        return _read_request_lanes(request, chunk, header, ecrc, a)
 
     n, down, up = lanes(mrrs)
     efficiency = mrrs / max(down, up)

@@ -156,3 +156,12 @@ def test_bad_configurations_raise_one_line_value_errors(bus, direction, message)
 def test_assumptions_parse_strings_from_selector_options():
     a = PcieAssumptions.from_extra({"ack_every": "8", "split_at_rcb": "true", "other": 1})
     assert a.ack_every == 8 and a.split_at_rcb is True
+
+
+def test_pcie_loopback_is_bound_by_the_more_loaded_lane():
+    bus = BusDescription("pcie", "gen2", 1, mps=256, mrrs=512, extra={"skp": False})
+    loop = ceiling_for(bus, "loopback")
+    write, read = ceiling_for(bus, "write"), ceiling_for(bus, "read")
+    # Upstream carries the written data plus the read requests, so loopback is below both.
+    assert loop.throughput < min(write.throughput, read.throughput)
+    assert loop.throughput == pytest.approx(500e6 / (276 / 256 + 24 / 512))
