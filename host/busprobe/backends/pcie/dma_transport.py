@@ -53,13 +53,15 @@ class PcieDmaTransport(Transport):
             raise
 
     def close(self) -> None:
-        if self.driver is not None:
-            try:
+        """Stop the DMA and release everything; also undoes :meth:`configure` when the
+        transport was never opened (``_close_platform`` must be idempotent)."""
+        try:
+            if self.driver is not None:
                 self.driver.reset()
                 self.driver.free_buffers()
-            finally:
-                self.driver = None
-                self._close_platform()
+        finally:
+            self.driver = None
+            self._close_platform()
 
     def _driver(self) -> PcieDmaDriver:
         if self.driver is None:

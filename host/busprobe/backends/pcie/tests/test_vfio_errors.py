@@ -162,3 +162,25 @@ def test_topology_walks_from_the_root_port_to_the_device(tree):
     transport = VfioPcieTransport(parse_selector(f"pcie:{DEV}"), sysfs_root=tree.sys,
                                   dev_root=tree.dev)
     assert [hop["name"] for hop in transport.topology()] == [PORT, DEV]
+
+
+def test_configure_mps_goes_through_the_guard_and_close_restores(tree):
+    from busprobe.backends.pcie import VfioPcieTransport
+    from busprobe.backends.pcie.config import PciFunction
+    from busprobe.selectors import parse_selector
+    from busprobe.transport import InvalidRequest
+
+    tree.add_function(DEV, ConfigSpec(mps_supported=512, mps=128), parent=PORT,
+                      driver="vfio-pci", iommu_group=7)
+    before = tree.config_bytes(DEV)
+    plain = VfioPcieTransport(parse_selector(f"pcie:{DEV}"), sysfs_root=tree.sys)
+    with pytest.raises(InvalidRequest, match="--allow-config-write"):
+        plain.configure(mps=256)
+    if os.geteuid() != 0:
+        pytest.skip("writing Device Control needs root")
+    allowed = VfioPcieTransport(parse_selector(f"pcie:{DEV}?allow_config_write=1"),
+                                sysfs_root=tree.sys)
+    allowed.configure(mps=256)
+    assert PciFunction(DEV, tree.sys).capability().mps == 256
+    allowed.close()
+    assert tree.config_bytes(DEV) == before
