@@ -72,6 +72,7 @@ VFIO_PCI_MSI_IRQ_INDEX = 1
 VFIO_IRQ_SET_DATA_NONE, VFIO_IRQ_SET_DATA_EVENTFD = 1 << 0, 1 << 2
 VFIO_IRQ_SET_ACTION_TRIGGER = 1 << 5
 VFIO_DMA_MAP_FLAG_READ, VFIO_DMA_MAP_FLAG_WRITE = 1 << 0, 1 << 1
+PCI_COMMAND, PCI_COMMAND_MEMORY, PCI_COMMAND_MASTER = 0x04, 1 << 1, 1 << 2
 
 _GROUP_STATUS = struct.Struct("<II")  # argsz, flags
 _REGION_INFO = struct.Struct("<IIIIQQ")  # argsz, flags, index, cap_offset, size, offset
@@ -318,6 +319,7 @@ class VfioDevice:
         cap = PcieCapability.parse(self._config_read(0, 0x100))
         if cap is not None:
             check_link(self.bdf, cap.lnksta)
+        self._enable_bus_master()
         flags, size, offset = self._region(VFIO_PCI_BAR0_REGION_INDEX)
         if not size:
             raise DeviceNotFound(f"{self.bdf} has no BAR0: is the busprobe bitstream loaded?")
@@ -336,6 +338,15 @@ class VfioDevice:
         _ioctl(self._device, "DEVICE_GET_REGION_INFO", info)
         _, flags, _, _, size, offset = _REGION_INFO.unpack(info)
         return flags, size, offset
+
+    def _enable_bus_master(self) -> None:
+        """Set Memory Space and Bus Master Enable in the Command register: vfio-pci leaves
+        them as it found them, and without BME every DMA of the device is silently dropped."""
+        command = int.from_bytes(self._config_read(PCI_COMMAND, 2), "little")
+        wanted = command | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER
+        if wanted != command:
+            _, _, offset = self._region(VFIO_PCI_CONFIG_REGION_INDEX)
+            os.pwrite(self._device, wanted.to_bytes(2, "little"), offset + PCI_COMMAND)
 
     def _config_read(self, at: int, length: int) -> bytes:
         _, _, offset = self._region(VFIO_PCI_CONFIG_REGION_INDEX)
