@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import random
 import time
 
 import cocotb
@@ -184,7 +183,7 @@ async def dma_loopback_data(dut):
     params = case()
     tb, regs = await started(dut, params)
     length, chunk = params.get("length", 16384), params.get("chunk", 4096)
-    data = random.Random(1).randbytes(length)
+    data = PatternStream(Pattern[params.get("pattern", "PRBS31")]).take(length)
     src, dst = tb.alloc(length), tb.alloc(length)
     src.write(0, data)
     for engine in ("writer", "reader"):
@@ -198,6 +197,26 @@ async def dma_loopback_data(dut):
     await regs.wait_host_written(length, timeout_s=200e-6)
     assert dst.read() == data
     await regs.set_loopback(False)
+
+
+@cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
+async def msi_when_a_descriptor_completes(dut):
+    """A descriptor queued with an IRQ raises its MSI vector bit and sends one MSI message."""
+    tb, regs = await started(dut, case())
+    buf = tb.alloc(8192)
+    await regs.reset("writer")
+    await tb.write32(proto.csr("pcie_msi_enable"), 1 << proto.MSI_WRITER | 1 << proto.MSI_READER)
+    await regs.queue("writer", buf.address, 4096)
+    await regs.queue("writer", buf.address + 4096, 4096, irq=True)
+    await regs.enable("writer")
+    await regs.wait_host_written(8192 + 4, timeout_s=100e-6)  # data + the 4-byte MSI message
+    await tb.wait_cycles(50)
+    assert sum(tb.msi_count) == 1, tb.msi_count
+    vector = await tb.read32(proto.csr("pcie_msi_vector"))
+    assert vector == 1 << proto.MSI_WRITER, hex(vector)
+    await tb.write32(proto.csr("pcie_msi_clear"), vector)
+    assert await tb.read32(proto.csr("pcie_msi_vector")) == 0
+    await regs.enable("writer", False)
 
 
 @cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")

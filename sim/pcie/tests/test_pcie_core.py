@@ -78,8 +78,15 @@ def test_dma_survives_stalls_on_both_phy_streams(pcie_model, direction, rx_pause
 
 
 @pytest.mark.sim
-def test_dma_loopback_returns_the_data_read(pcie_model):
-    run_cocotb(pcie_model, "dma_loopback_data", "default", length=16384, chunk=4096)
+@pytest.mark.parametrize("pattern", ["COUNTER", "PRBS31"])
+def test_dma_loopback_returns_the_data_read(pcie_model, pattern):
+    run_cocotb(pcie_model, "dma_loopback_data", pattern, pattern=pattern, length=16384,
+               chunk=4096)
+
+
+@pytest.mark.sim
+def test_msi_is_sent_when_a_descriptor_with_irq_completes(pcie_model):
+    run_cocotb(pcie_model, "msi_when_a_descriptor_completes", "writer")
 
 
 @pytest.mark.sim
