@@ -27,7 +27,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from ...protocol import pcie as proto
 from ...protocol.patterns import Pattern
@@ -40,81 +39,17 @@ from ...transport import (
     Telemetry,
     TransferTimeout,
 )
+from .platform import PAGE, Bar, DmaBuffer, DmaPlatform, Interrupt, split_transfer
+from .telemetry import decode_telemetry
 
+# The platform protocols and split_transfer are re-exported: backends import them from here.
 __all__ = ["Bar", "DmaBuffer", "Interrupt", "DmaPlatform", "PcieDmaDriver", "split_transfer",
-           "PAGE", "DIRECTIONS"]
+           "decode_telemetry", "PAGE", "DIRECTIONS"]
 
 log = logging.getLogger(__name__)
 
-#: No TLP may cross a 4 KiB address boundary (PCIe Base Spec 2.2.7); descriptors end there.
-PAGE = 4096
 DIRECTIONS = ("write", "read", "loopback")
 _MASK32 = 0xFFFF_FFFF
-
-
-class Bar(Protocol):
-    """A device register window (BAR0)."""
-
-    def read32(self, offset: int) -> int: ...
-
-    def write32(self, offset: int, value: int) -> None: ...
-
-    def write32_many(self, writes: list[tuple[int, int]]) -> None:
-        """Several writes in order (one round trip for the simulated BAR)."""
-
-
-class DmaBuffer(Protocol):
-    """Host memory the device can reach at :attr:`bus_address`."""
-
-    bus_address: int
-    size: int
-
-    def read(self, offset: int, length: int) -> bytes: ...
-
-    def write(self, offset: int, data: bytes) -> None: ...
-
-
-class Interrupt(Protocol):
-    """MSI delivery."""
-
-    def wait(self, timeout: float) -> bool:
-        """Block until an interrupt arrives (True) or ``timeout`` seconds pass (False)."""
-
-
-class DmaPlatform(Protocol):
-    """What the driver needs from a backend: registers, memory, interrupts, a clock."""
-
-    bar: Bar
-    msi: Interrupt | None
-
-    def alloc(self, size: int) -> DmaBuffer: ...
-
-    def free(self, buf: DmaBuffer) -> None: ...
-
-    def now(self) -> float:
-        """Seconds: wall clock on hardware, simulated time in simulation."""
-
-
-def split_transfer(bus_address: int, length: int, *, page: int = PAGE) -> list[tuple[int, int]]:
-    """``(address, length)`` descriptors covering the transfer, none crossing a ``page`` boundary.
-
-    Raises :class:`InvalidRequest` if the length is not a multiple of the DMA data width or the
-    start is not aligned as the core needs (see :mod:`busprobe.protocol.pcie`).
-    """
-    if length <= 0 or length % proto.DMA_LENGTH_ALIGN:
-        raise InvalidRequest(f"PCIe DMA length {length} is not a positive multiple of "
-                             f"{proto.DMA_LENGTH_ALIGN} bytes (the {proto.DATA_WIDTH}-bit "
-                             "datapath width; LitePCIe #97)")
-    if bus_address % proto.DMA_ADDRESS_ALIGN:
-        raise InvalidRequest(f"DMA buffer at {bus_address:#x} is not "
-                             f"{proto.DMA_ADDRESS_ALIGN}-byte aligned")
-    out = []
-    address, end = bus_address, bus_address + length
-    while address < end:
-        chunk = min(end, (address // page + 1) * page) - address
-        out.append((address, chunk))
-        address += chunk
-    return out
 
 
 def _reg(name: str) -> int:
@@ -458,38 +393,3 @@ class PcieDmaDriver:
     def read_telemetry(self) -> Telemetry:
         raw: dict[str, object] = dict(self.read_counters())
         return decode_telemetry(raw, self.clock_hz, self._baseline.get("pattern_errors", 0))
-
-
-def _span(raw: dict[str, object], first: str, last: str) -> int:
-    return (int(raw[last]) - int(raw[first])) & _MASK32
-
-
-def decode_telemetry(raw: dict[str, object], clock_hz: int, errors_before: int = 0) -> Telemetry:
-    """Turn the raw counters into :class:`Telemetry` (per direction seconds/bytes/errors)."""
-    t = Telemetry(raw=raw)
-    if raw["wr_bytes"]:
-        t.device_seconds["write"] = (_span(raw, "wr_first_cycle", "wr_last_cycle") + 1) / clock_hz
-        t.device_bytes["write"] = int(raw["wr_bytes"])
-    if raw["rd_bytes"]:
-        t.device_seconds["read"] = (_span(raw, "rd_first_cycle", "rd_last_cycle") + 1) / clock_hz
-        t.device_bytes["read"] = int(raw["rd_bytes"])
-    if raw["wr_bytes"] and raw["rd_bytes"]:
-        span = _span(raw, "rd_first_cycle", "wr_last_cycle") + 1
-        t.device_seconds["loopback"] = span / clock_hz
-        t.device_bytes["loopback"] = int(raw["wr_bytes"])
-    errors = (int(raw["pattern_errors"]) - errors_before) & _MASK32
-    t.errors["read"] = errors
-    first = int(raw["first_error_offset"])
-    t.first_error_offset["read"] = (first if errors and errors_before == 0
-                                    and first != proto.NO_ERROR_OFFSET else None)
-    count = int(raw["rd_latency_count"])
-    if count:
-        raw["rd_latency_ns"] = {
-            "min": int(raw["rd_latency_min"]) * 1e9 / clock_hz,
-            "mean": int(raw["rd_latency_sum"]) / count * 1e9 / clock_hz,
-            "max": int(raw["rd_latency_max"]) * 1e9 / clock_hz}
-    raw["backpressure_cycles"] = int(raw["tx_stall_cycles"])
-    raw["tag_high_water"] = int(raw["rd_outstanding_max"])
-    raw["clock_hz"] = clock_hz
-    return t
-
