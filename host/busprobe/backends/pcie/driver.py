@@ -193,7 +193,7 @@ class PcieDmaDriver:
     def _queue(self, engine: _Engine, buf: DmaBuffer, length: int) -> int:
         """Queue the descriptors of one transfer; returns the engine's count when it is done.
 
-        Only the last descriptor of a transfer raises an MSI.
+        The last descriptor of a transfer raises an MSI, and so does every half table's worth.
         """
         descs = split_transfer(buf.bus_address, length)
         half = proto.DMA_TABLE_DEPTH // 2
