@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -201,6 +202,18 @@ class SimUsb2Transport(Transport):
     def _receive(self) -> tuple[dict[str, Any], bytes]:
         if self._sock is None:
             raise DeviceGone(f"{self.selector}: not open")
+        # Wait for the answer while watching the child: a simulator that dies without closing
+        # the socket (its grandchild still holding it) must not hang the host for minutes.
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while not select.select([self._sock], [], [], 1.0)[0]:
+            if self._process is not None and self._process.poll() is not None:
+                detail = self._last_log_line()
+                self._kill()
+                raise DeviceGone(f"{self.selector}: simulator exited: {detail}")
+            if time.monotonic() > deadline:
+                self._kill()
+                raise TransferTimeout(f"{self.selector}: simulator gave no answer within "
+                                      f"{REQUEST_TIMEOUT_S:.0f} s")
         try:
             return recv_message(self._sock)
         except TimeoutError:
@@ -223,8 +236,11 @@ class SimUsb2Transport(Transport):
             raise DeviceGone(f"{self.selector}: simulator exited: {detail}") from None
 
     def _kill(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGKILL)
+        if self._process is not None:
+            try:
+                os.killpg(self._process.pid, signal.SIGKILL)  # the launcher and the simulator
+            except ProcessLookupError:
+                pass
             self._process.wait()
         if self._sock is not None:
             self._sock.close()

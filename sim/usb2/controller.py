@@ -44,8 +44,9 @@ __all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck"]
 log = logging.getLogger(__name__)
 
 CONTROL_MPS = 64
-#: A transfer that makes no progress for this many microframes (1 s simulated) is abandoned.
-STUCK_UFRAMES = 8000
+#: A transfer that makes no progress for this many microframes (100 ms simulated, ~20 s of
+#: simulation) is abandoned with a timeout, as libusb's transfer timeout would.
+STUCK_UFRAMES = 800
 
 
 class TransferStall(LinkError):
@@ -196,7 +197,7 @@ class HostController:
                     raise LinkError("three corrupt packets in a row on endpoint 0")
                 continue
             if self.link.uframe - start_uframe > STUCK_UFRAMES:
-                raise StreamStuck("control request NAKed for 1 s")
+                raise StreamStuck("control request NAKed for 100 ms")
             await self.link.next_uframe()  # NAK: try again in the next microframe
 
     # -- bulk streams -------------------------------------------------------------------------

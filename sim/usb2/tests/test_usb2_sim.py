@@ -33,13 +33,6 @@ COCOTB_TESTS = [
 
 
 @pytest.fixture(scope="session")
-def usb2_model() -> Path:
-    from busprobe.sim.usb2.model import build_usb2_model
-
-    return build_usb2_model("busprobe")
-
-
-@pytest.fixture(scope="session")
 def cocotb_results(usb2_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Run the whole cocotb suite once; ``{test name: failure text or None}``."""
     from busprobe.sim.toolchain import apply_verilator_env

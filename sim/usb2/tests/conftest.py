@@ -1,0 +1,14 @@
+"""Shared fixtures of the USB2 simulation tests: the model, built once per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def usb2_model() -> Path:
+    from busprobe.sim.usb2.model import build_usb2_model
+
+    return build_usb2_model("busprobe")
