@@ -61,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", metavar="FILE.png", help="plot throughput versus length")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--allow-config-write", action="store_true",
+                        help="real PCIe only, as root: let --mps/--mrrs rewrite Device Control of "
+                             "the device and its upstream port (restored on exit)")
     parser.set_defaults(func=run)
 
 
@@ -143,7 +146,11 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.json, args.csv, args.plot):
         _check_writable(path)
 
+    if args.allow_config_write and sel.scheme != "pcie":
+        raise ValueError("--allow-config-write applies to real PCIe devices (pcie:DDDD:BB:DD.F)")
     transport = selectors.open_transport(args.device)
+    if args.allow_config_write:
+        transport.allow_config_write = True  # type: ignore[attr-defined]  # VfioPcieTransport
     directions = expand_directions(args.direction, transport.directions)
     if lengths and depths:  # check what we can before paying for open (a simulator build)
         SweepPlan(directions, tuple(lengths), tuple(depths), args.repeat, settings,

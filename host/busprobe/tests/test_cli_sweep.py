@@ -75,6 +75,7 @@ def test_json_to_stdout_survives_backends_writing_to_file_descriptor_1(loopback_
     (["--direction", "write"], "direction 'write' is not one of in, out"),
     (["--pattern", "zeros"], "unknown pattern 'zeros'"),
     (["--units", "gb"], "unknown units 'gb'"),
+    (["--allow-config-write"], "--allow-config-write applies to real PCIe devices"),
 ])
 def test_bad_input_is_one_line_exit_2_before_anything_runs(loopback_device, capsys, tmp_path,
                                                           argv, message):
