@@ -97,11 +97,15 @@ class SimUsb2Transport(Transport):
     """
 
     directions = ("in", "out")
-    # The simulation is deterministic (no OS jitter to average out) and runs at ~1 M cycles/s,
-    # so 2 transfers and 256 KiB amortise start-up: with 1 MiB transfers the first submit's
-    # offset into a microframe costs < 0.4 % of 2 MiB (measured >= 99.5 % of 53.248 MB/s).
+    # The simulation is deterministic (no OS jitter to average out) and runs at ~250-320 k
+    # cycles/s (~3 ms of bus time per wall second), so 2 transfers and 256 KiB amortise
+    # start-up: with 1 MiB transfers the first submit's offset into a microframe costs < 0.4 %
+    # of 2 MiB (measured >= 99.5 % of 53.248 MB/s).
     min_transfers = 2
     min_bytes = 256 << 10
+    # Every profile's curve is flat well before 256 KiB at queue depth 4; the hardware ladder's
+    # 4 MiB top would cost minutes of simulation per point and show nothing new.
+    default_max_length = 256 << 10
 
     def __init__(self, selector: str, *, host: str = "ideal", design: str = "busprobe") -> None:
         self.selector = selector

@@ -18,7 +18,7 @@ from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.selectors import open_transport
 from busprobe.sim.toolchain import build_root
 
-LENGTHS = "512,1K,2K,4K,8K,16K,32K,64K"  # multiples of 512: the stock design sends no short packet
+LENGTHS = "512..64K"  # as `make demo`; multiples of 512: the stock design sends no short packet
 
 
 def _sweep(selector: str, out: Path) -> tuple[float, dict]:
