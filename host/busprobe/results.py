@@ -164,6 +164,10 @@ def _atomic_write(path: str | os.PathLike[str], text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        # mkstemp makes the file 0600; results are for sharing, so give it what open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", newline="") as handle:
             handle.write(text)
         os.replace(tmp, target)

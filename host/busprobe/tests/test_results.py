@@ -2,6 +2,8 @@
 
 import csv
 import json
+import os
+import stat
 
 import pytest
 from busprobe.plot import plot_results, series_of
@@ -100,3 +102,13 @@ def test_a_direction_the_verdict_cannot_judge_does_not_cost_the_others(document,
     monkeypatch.setattr(busprobe.verdict, "assess", assess)
     doc = finish_document(document)
     assert ceilings_of(doc) == [{"direction": "in", "verdict": "link-limited"}]
+
+
+def test_saved_results_get_the_users_umask_permissions_not_0600(document, tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "r.json"
+        write_json(document, str(path))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
