@@ -12,8 +12,6 @@ DeviceGone, access → PermissionDenied (naming the shipped udev rule), timeout 
 
 from __future__ import annotations
 
-import ctypes
-import importlib.resources
 import logging
 import time
 from dataclasses import dataclass
@@ -24,19 +22,24 @@ from ..protocol.patterns import Pattern
 from ..selectors import Selector
 from ..transport import (
     BusDescription,
-    DeviceGone,
     DeviceNotFound,
     InvalidRequest,
-    PermissionDenied,
     Sink,
     Source,
     StreamResult,
     Telemetry,
-    TransferTimeout,
     Transport,
     TransportError,
 )
+from .libusb import (
+    load_usb1,
+    map_usb_error,
+    transfer_status_error,
+    udev_install_command,
+    udev_rule_path,
+)
 from .usb2_device import Usb2DeviceDriver
+from .usb_stream import BulkStream
 
 __all__ = [
     "open_usb", "UsbTransport", "UsbTarget", "parse_usb_target", "load_usb1", "map_usb_error",
@@ -49,69 +52,6 @@ log = logging.getLogger(__name__)
 SPEED_NAMES = {0: "unknown", 1: "low", 2: "full", 3: "high", 4: "super", 5: "super-plus"}
 _INTERFACE = 0
 _CONTROL_TIMEOUT_MS = 1000
-
-
-def udev_rule_path() -> str:
-    """Where the shipped udev rule is installed with busprobe."""
-    return str(importlib.resources.files("busprobe") / "udev" / "60-busprobe.rules")
-
-
-def udev_install_command() -> str:
-    return (f"sudo install -m 644 {udev_rule_path()} /etc/udev/rules.d/ && "
-            "sudo udevadm control --reload-rules && sudo udevadm trigger")
-
-
-def load_usb1() -> Any:
-    """Import python-libusb1 with a libusb-1.0 library loaded: the system's if it has one,
-    else the copy the ``libusb-package`` wheel ships."""
-    import usb1
-
-    try:
-        import usb1.libusb1  # importing it loads the system library
-    except OSError:
-        try:
-            import libusb_package
-        except ImportError:
-            raise DeviceNotFound("libusb-1.0 is not installed: apt install libusb-1.0-0 "
-                                 "or pip install libusb-package") from None
-        path = libusb_package.get_library_path()
-        if path is None:
-            raise DeviceNotFound("libusb-1.0 is not installed: apt install libusb-1.0-0") from None
-        usb1.loadLibrary(ctypes.CDLL(str(path)))
-    return usb1
-
-
-def map_usb_error(exc: Exception, what: str) -> TransportError:
-    """The :class:`TransportError` for a python-libusb1 exception, with a one-line message."""
-    usb1 = load_usb1()
-    if isinstance(exc, usb1.USBErrorAccess):
-        return PermissionDenied(f"{what}: permission denied; install the udev rule shipped with "
-                                f"busprobe ({udev_install_command()}) and replug the device")
-    if isinstance(exc, usb1.USBErrorNotFound):
-        return DeviceNotFound(f"{what}: not found")
-    if isinstance(exc, usb1.USBErrorNoDevice):
-        return DeviceGone(f"{what}: the device is gone (unplugged or reset)")
-    if isinstance(exc, usb1.USBErrorTimeout):
-        return TransferTimeout(f"{what}: timed out")
-    if isinstance(exc, usb1.USBErrorBusy):
-        return TransportError(f"{what}: interface busy (another program has claimed it)")
-    return TransportError(f"{what}: {exc}")
-
-
-def transfer_status_error(status: int, what: str) -> TransportError:
-    """The error for an asynchronous transfer that completed with ``status`` (not COMPLETED)."""
-    usb1 = load_usb1()
-    if status == usb1.TRANSFER_NO_DEVICE:
-        return DeviceGone(f"{what}: the device is gone (unplugged or reset)")
-    if status == usb1.TRANSFER_TIMED_OUT:
-        return TransferTimeout(f"{what}: timed out")
-    if status == usb1.TRANSFER_STALL:
-        return TransportError(f"{what}: the endpoint stalled")
-    if status == usb1.TRANSFER_OVERFLOW:
-        return TransportError(f"{what}: the device sent more data than asked (overflow)")
-    if status == usb1.TRANSFER_CANCELLED:
-        return TransportError(f"{what}: cancelled")
-    return TransportError(f"{what}: transfer failed (libusb status {status})")
 
 
 @dataclass(frozen=True)
@@ -148,119 +88,6 @@ def open_usb(selector: Selector) -> UsbTransport:
         raise InvalidRequest(f"{selector.text}: USB selectors take no options")
     return UsbTransport(parse_usb_target(selector.target), selector=selector.text)
 
-
-class _BulkRun:
-    """One :meth:`UsbTransport.stream` call in flight: N transfers resubmitted until ``count``.
-
-    libusb calls :meth:`_completed` from inside ``handleEvents``; python-libusb1 cannot pass an
-    exception out of that callback, so failures are kept in :attr:`failure` and raised by
-    :meth:`run`. The callback only copies data and resubmits, so the queue never waits for the
-    host's pattern code: OUT data is generated before the clock starts and IN data is handed to
-    the sink (checked) after the last completion. That holds ``count × length`` bytes in memory
-    (at most 8 × 4 MiB with the default amortisation volume).
-    """
-
-    def __init__(self, usb1: Any, handle: Any, *, endpoint: int, length: int, count: int,
-                 queue_depth: int, source: Source | None, what: str) -> None:
-        self.usb1, self.handle, self.endpoint = usb1, handle, endpoint
-        self.length, self.count, self.source, self.what = length, count, source, what
-        self.incoming = bool(endpoint & usb1.ENDPOINT_IN)
-        self.depth = min(queue_depth, count)
-        # Every queued transfer may wait for all those ahead of it; 1 MB/s is far below any
-        # working USB 2.0 link, so only a stuck device hits this.
-        self.timeout_ms = 2000 + (self.depth * length) // 1000
-        self.submitted = self.completed = self.bytes = self.short = self.in_flight = 0
-        self.received: dict[int, bytes] = {}
-        self.delivered = 0
-        self.failure: BaseException | None = None
-        self.end = 0.0
-        self.transfers: list[Any] = []
-        self.outgoing: list[bytes] = []
-
-    def _load(self, transfer: Any) -> None:
-        """Point ``transfer`` at the next transfer of the stream."""
-        transfer.setUserData(self.submitted)
-        if not self.incoming:
-            transfer.setBuffer(self.outgoing[self.submitted])
-        self.submitted += 1
-
-    def _submit(self, transfer: Any) -> None:
-        try:
-            transfer.submit()
-        except self.usb1.USBError as exc:
-            raise map_usb_error(exc, self.what) from None
-        self.in_flight += 1
-
-    def _completed(self, transfer: Any) -> None:
-        self.in_flight -= 1
-        try:
-            status = transfer.getStatus()
-            if self.failure is not None:
-                return
-            if status != self.usb1.TRANSFER_COMPLETED:
-                self.failure = transfer_status_error(status, self.what)
-                return
-            self.end = time.perf_counter()
-            actual = transfer.getActualLength()
-            self.completed += 1
-            self.bytes += actual
-            self.short += actual < self.length
-            if self.incoming:
-                self.received[transfer.getUserData()] = bytes(transfer.getBuffer()[:actual])
-            if self.submitted < self.count:
-                self._load(transfer)
-                self._submit(transfer)
-        except BaseException as exc:  # raised again by run(), see class doc
-            self.failure = exc
-
-    def _deliver(self, sink: Sink | None) -> None:
-        while self.delivered in self.received:
-            data = self.received.pop(self.delivered)
-            self.delivered += 1
-            if sink is not None:
-                sink(data)
-
-    def _cancel_all(self, context: Any) -> None:
-        for transfer in self.transfers:
-            if transfer.isSubmitted():
-                try:
-                    transfer.cancel()
-                except self.usb1.USBError:
-                    pass  # completed meanwhile, or the device is gone: either way it ends
-        deadline = time.monotonic() + 2.0
-        while self.in_flight > 0 and time.monotonic() < deadline:
-            context.handleEventsTimeout(0.05)
-
-    def run(self, context: Any, sink: Sink | None) -> StreamResult:
-        if not self.incoming:
-            assert self.source is not None
-            self.outgoing = [self.source(self.length) for _ in range(self.count)]
-        for _ in range(self.depth):
-            transfer = self.handle.getTransfer()
-            buffer: Any = bytearray(self.length) if self.incoming else 0
-            transfer.setBulk(self.endpoint, buffer, callback=self._completed,
-                             timeout=self.timeout_ms)
-            self.transfers.append(transfer)
-        start = time.perf_counter()
-        try:
-            for transfer in self.transfers:
-                self._load(transfer)
-                self._submit(transfer)
-            while self.in_flight > 0 and self.failure is None:
-                context.handleEventsTimeout(0.1)
-            if self.failure is not None:
-                raise self.failure
-            self._deliver(sink)
-        except BaseException:
-            self._cancel_all(context)
-            raise
-        finally:
-            for transfer in self.transfers:
-                if not transfer.isSubmitted():
-                    transfer.close()
-        direction = "in" if self.incoming else "out"
-        return StreamResult(direction, self.bytes, self.completed, start, self.end or start,
-                            short_transfers=self.short)
 
 
 class UsbTransport(Transport):
@@ -422,7 +249,7 @@ class UsbTransport(Transport):
             if source is None:
                 raise InvalidRequest("an OUT stream needs a data source")
             endpoint = usb2.EP_OUT
-        run = _BulkRun(self._usb1, self._handle, endpoint=endpoint, length=length, count=count,
+        run = BulkStream(self._usb1, self._handle, endpoint=endpoint, length=length, count=count,
                        queue_depth=queue_depth, source=source,
                        what=f"{self.selector}: {direction} transfer")
         return run.run(self._context, sink)

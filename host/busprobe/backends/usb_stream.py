@@ -1,0 +1,131 @@
+"""Asynchronous bulk streaming with libusb: ``queue_depth`` transfers really outstanding at once.
+
+Submit N transfers, resubmit each on completion until the count is reached, pump libusb events.
+IN data is handed to the sink in submission order; OUT data comes from the source.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..transport import Sink, Source, StreamResult
+from .libusb import map_usb_error, transfer_status_error
+
+__all__ = ["BulkStream"]
+
+
+class BulkStream:
+    """One :meth:`~busprobe.backends.usb.UsbTransport.stream` call in flight.
+
+    N transfers are kept outstanding and resubmitted until ``count`` have completed.
+
+    libusb calls :meth:`_completed` from inside ``handleEvents``; python-libusb1 cannot pass an
+    exception out of that callback, so failures are kept in :attr:`failure` and raised by
+    :meth:`run`. The callback only copies data and resubmits, so the queue never waits for the
+    host's pattern code: OUT data is generated before the clock starts and IN data is handed to
+    the sink (checked) after the last completion. That holds ``count × length`` bytes in memory
+    (at most 8 × 4 MiB with the default amortisation volume).
+    """
+
+    def __init__(self, usb1: Any, handle: Any, *, endpoint: int, length: int, count: int,
+                 queue_depth: int, source: Source | None, what: str) -> None:
+        self.usb1, self.handle, self.endpoint = usb1, handle, endpoint
+        self.length, self.count, self.source, self.what = length, count, source, what
+        self.incoming = bool(endpoint & usb1.ENDPOINT_IN)
+        self.depth = min(queue_depth, count)
+        # Every queued transfer may wait for all those ahead of it; 1 MB/s is far below any
+        # working USB 2.0 link, so only a stuck device hits this.
+        self.timeout_ms = 2000 + (self.depth * length) // 1000
+        self.submitted = self.completed = self.bytes = self.short = self.in_flight = 0
+        self.received: dict[int, bytes] = {}
+        self.delivered = 0
+        self.failure: BaseException | None = None
+        self.end = 0.0
+        self.transfers: list[Any] = []
+        self.outgoing: list[bytes] = []
+
+    def _load(self, transfer: Any) -> None:
+        """Point ``transfer`` at the next transfer of the stream."""
+        transfer.setUserData(self.submitted)
+        if not self.incoming:
+            transfer.setBuffer(self.outgoing[self.submitted])
+        self.submitted += 1
+
+    def _submit(self, transfer: Any) -> None:
+        try:
+            transfer.submit()
+        except self.usb1.USBError as exc:
+            raise map_usb_error(exc, self.what) from None
+        self.in_flight += 1
+
+    def _completed(self, transfer: Any) -> None:
+        self.in_flight -= 1
+        try:
+            status = transfer.getStatus()
+            if self.failure is not None:
+                return
+            if status != self.usb1.TRANSFER_COMPLETED:
+                self.failure = transfer_status_error(status, self.what)
+                return
+            self.end = time.perf_counter()
+            actual = transfer.getActualLength()
+            self.completed += 1
+            self.bytes += actual
+            self.short += actual < self.length
+            if self.incoming:
+                self.received[transfer.getUserData()] = bytes(transfer.getBuffer()[:actual])
+            if self.submitted < self.count:
+                self._load(transfer)
+                self._submit(transfer)
+        except BaseException as exc:  # raised again by run(), see class doc
+            self.failure = exc
+
+    def _deliver(self, sink: Sink | None) -> None:
+        while self.delivered in self.received:
+            data = self.received.pop(self.delivered)
+            self.delivered += 1
+            if sink is not None:
+                sink(data)
+
+    def _cancel_all(self, context: Any) -> None:
+        for transfer in self.transfers:
+            if transfer.isSubmitted():
+                try:
+                    transfer.cancel()
+                except self.usb1.USBError:
+                    pass  # completed meanwhile, or the device is gone: either way it ends
+        deadline = time.monotonic() + 2.0
+        while self.in_flight > 0 and time.monotonic() < deadline:
+            context.handleEventsTimeout(0.05)
+
+    def run(self, context: Any, sink: Sink | None) -> StreamResult:
+        if not self.incoming:
+            assert self.source is not None
+            self.outgoing = [self.source(self.length) for _ in range(self.count)]
+        for _ in range(self.depth):
+            transfer = self.handle.getTransfer()
+            buffer: Any = bytearray(self.length) if self.incoming else 0
+            transfer.setBulk(self.endpoint, buffer, callback=self._completed,
+                             timeout=self.timeout_ms)
+            self.transfers.append(transfer)
+        start = time.perf_counter()
+        try:
+            for transfer in self.transfers:
+                self._load(transfer)
+                self._submit(transfer)
+            while self.in_flight > 0 and self.failure is None:
+                context.handleEventsTimeout(0.1)
+            if self.failure is not None:
+                raise self.failure
+            self._deliver(sink)
+        except BaseException:
+            self._cancel_all(context)
+            raise
+        finally:
+            for transfer in self.transfers:
+                if not transfer.isSubmitted():
+                    transfer.close()
+        direction = "in" if self.incoming else "out"
+        return StreamResult(direction, self.bytes, self.completed, start, self.end or start,
+                            short_transfers=self.short)
