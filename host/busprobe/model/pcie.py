@@ -230,6 +230,12 @@ def _read_request_lanes(request: int, chunk: int, header: int, ecrc: int,
     return n, n * per_cpl + request + ack + fc, FRAMING_BYTES + header + ecrc + n * ack
 
 
+def _latency_bound(a: PcieAssumptions, mrrs: int, downstream: float, rate: float) -> float:
+    """Little's law: ``outstanding_reads`` requests of MRRS in flight, each taking the read
+    latency plus its completions' time on the lane."""
+    return a.outstanding_reads * mrrs / (a.read_latency_ns * 1e-9 + downstream / rate)
+
+
 def _loopback(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssumptions,
               lines: list[str], parts: dict[str, Any]) -> float:
     chunk = a.rcb if a.split_at_rcb else mps
@@ -251,7 +257,7 @@ def _loopback(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieA
     parts.update(completions_per_request=n, upstream_per_byte=up, downstream_per_byte=down,
                  plateau=throughput)
     if a.read_latency_ns > 0:
-        bound = a.outstanding_reads * mrrs / (a.read_latency_ns * 1e-9 + read_down / rate)
+        bound = _latency_bound(a, mrrs, read_down, rate)
         lines.append(f"read latency bound = {bound / 1e6:.1f} MB/s")
         parts["latency_bound"] = bound
         throughput = min(throughput, bound)
@@ -264,11 +270,7 @@ def _read(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssum
     chunk = a.rcb if a.split_at_rcb else mps
     request_wire = FRAMING_BYTES + header + ecrc
     ack, fc = _dllp_cost(a.ack_every), _dllp_cost(a.updatefc_every)
-
-    def lanes(request: int) -> tuple[int, float, float]:
-        return _read_request_lanes(request, chunk, header, ecrc, a)
-
-    n, down, up = lanes(mrrs)
+    n, down, up = _read_request_lanes(mrrs, chunk, header, ecrc, a)
     efficiency = mrrs / max(down, up)
     throughput = rate * efficiency
     split = f"RCB {a.rcb}" if a.split_at_rcb else f"MPS {mps}"
@@ -284,9 +286,8 @@ def _read(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssum
     parts.update(completions_per_request=n, completion_bytes=chunk, downstream_bytes=down,
                  upstream_bytes=up, tlp_efficiency=efficiency, plateau=throughput)
     if a.read_latency_ns > 0:
-        # Little's law: with this many requests in flight the latency, not the lane, may bind.
-        per_request = a.read_latency_ns * 1e-9 + down / rate
-        bound = a.outstanding_reads * mrrs / per_request
+        # With this many requests in flight the latency, not the lane, may bind.
+        bound = _latency_bound(a, mrrs, down, rate)
         lines.append(f"latency bound = {a.outstanding_reads} × {mrrs} B / "
                      f"({a.read_latency_ns:g} ns + {down / rate * 1e9:.0f} ns)"
                      f" = {bound / 1e6:.1f} MB/s")
@@ -298,7 +299,7 @@ def _read(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssum
         requests, down_total = 0, 0.0
         for offset in range(0, length, mrrs):
             requests += 1
-            down_total += lanes(min(mrrs, length - offset))[1]
+            down_total += _read_request_lanes(min(mrrs, length - offset), chunk, header, ecrc, a)[1]
         throughput = min(throughput, rate * length / down_total)
         lines.append(f"transfer {length} B = {requests} requests, {down_total:.0f} B downstream"
                      f" -> {throughput / 1e6:.1f} MB/s")
