@@ -155,10 +155,10 @@ class SimPcieTransport(PcieDmaTransport):
 
     def _open_platform(self) -> DmaPlatform:
         from .server import ENV_LINK
-        from .testbench import TIMESCALE, TOPLEVEL, build_model
+        from .testbench import TIMESCALE, TOPLEVEL, build_pcie_simulator
 
         with _stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
-            build_dir = build_model()
+            build_dir = build_pcie_simulator()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server",
                                 env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE)
         return SimPlatform(self.server)

@@ -2,8 +2,8 @@
 
 Building the model (outside the simulator, e.g. a session fixture or the sim backend)::
 
-    from busprobe.sim.pcie.testbench import build_model, TOPLEVEL
-    build_dir = build_model()          # once per design hash, under build/sim/pcie-<hash>
+    from busprobe.sim.pcie.testbench import build_pcie_simulator, TOPLEVEL
+    build_dir = build_pcie_simulator()          # once per design hash, under build/sim/pcie-<hash>
     # then cocotb_tools.runner.get_runner("verilator").test(build_dir=build_dir,
     #     hdl_toplevel=TOPLEVEL, test_module=..., timescale=TIMESCALE)
 
@@ -65,15 +65,15 @@ from cocotbext.pcie.core.dllp import Dllp
 from .chipset import ChipsetRootComplex
 from .tlp_stream import TlpStreamEndpoint
 
-__all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_model", "TOPLEVEL",
-           "TIMESCALE", "silence_pcie_logging"]
+__all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
+           "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]
 
 TOPLEVEL = "busprobe_pcie_sim"
 TIMESCALE = ("1ns", "1ps")
 _SIZES = (128, 256, 512, 1024, 2048, 4096)
 
 
-def build_model() -> Path:
+def build_pcie_simulator() -> Path:
     """Generate the Verilog and build (or reuse) its Verilator model; return the build dir.
 
     The Verilog and LiteX's ``csr.csv``/``csr.json`` land in ``build/pcie-verilog/``; they are

@@ -2,7 +2,7 @@
 
 Layers, bottom up (like cocotbext's models):
 
-``sim/models/ulpi_phy.sv``  ULPI PHY model in the simulator (per-byte work never reaches Python)
+``sim/hdl/ulpi_phy.sv``  ULPI PHY model in the simulator (per-byte work never reaches Python)
 :mod:`.phy`                 its Python side: whole packets in and out
 :mod:`.link`                host link layer: reset/chirp, SOF timeline, transactions
 :mod:`.controller`          host controller: bulk/control scheduling by a HostProfile

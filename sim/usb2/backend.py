@@ -1,7 +1,7 @@
 """``sim:usb2`` Transport: the busprobe USB2 gateware in Verilator behind a simulated host.
 
-``open_sim_usb2(selector)`` builds the model once (:mod:`busprobe.sim.usb2.model`), starts the
-simulator with the cocotb server (:mod:`busprobe.sim.usb2.server`) in a child process
+``open_sim_usb2(selector)`` builds the simulator once (:mod:`busprobe.sim.usb2.simulator_build`),
+starts it with the cocotb server (:mod:`busprobe.sim.usb2.server`) in a child process
 and talks to it over a Unix socket (:mod:`busprobe.sim.usb2.rpc`). Vendor requests and telemetry go
 through the same driver as the real board (:mod:`busprobe.backends.usb2_device`). Every IN byte
 crosses into this process for the sweep's pattern check; :meth:`now` is simulated time.
@@ -127,14 +127,14 @@ class SimUsb2Transport(Transport):
     def topology(self) -> list[dict[str, Any]]:
         return [{"hop": "host controller (simulated)", "profile": self.host},
                 {"hop": "device", "design": self.design, "speed": "high",
-                 "phy": "ULPI PHY model (sim/models/ulpi_phy.sv)"}]
+                 "phy": "ULPI PHY model (sim/hdl/ulpi_phy.sv)"}]
 
     # -- process lifecycle ----------------------------------------------------------------------
 
     def open(self) -> None:
-        from .model import build_usb2_model
+        from .simulator_build import build_usb2_simulator
 
-        build_dir = build_usb2_model(self.design)
+        build_dir = build_usb2_simulator(self.design)
         self._tmp = tempfile.TemporaryDirectory(prefix="busprobe-sim-usb2-")
         path = os.path.join(self._tmp.name, "rpc.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,4 +1,4 @@
-"""Python side of the ULPI PHY model (``sim/models/ulpi_phy.sv``): whole packets in and out.
+"""Python side of the ULPI PHY model (``sim/hdl/ulpi_phy.sv``): whole packets in and out.
 
 The PHY does the per-byte ULPI work inside the simulator. This driver hands it host->device
 packets (one wide write: bytes, length, per-byte stall mask, start cycle) and collects captured
@@ -17,9 +17,9 @@ from cocotb.triggers import First, Timer, ValueChange
 
 __all__ = ["PHY_SOURCES", "CLOCK_PERIOD_PS", "DevicePacket", "UlpiPhyDriver", "stall_mask"]
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+HDL = Path(__file__).resolve().parent.parent / "hdl"
 #: HDL sources of the PHY and the simulation top (the device design is added by the caller).
-PHY_SOURCES = (MODELS / "ulpi_phy.sv", MODELS / "usb2_sim_top.sv")
+PHY_SOURCES = (HDL / "ulpi_phy.sv", HDL / "usb2_sim_top.sv")
 #: The simulator's clock needs an integer period; simulated time is counted in cycles
 #: (:attr:`UlpiPhyDriver.cycle`) at exactly 60 MHz, so this rounding never shows in a figure.
 CLOCK_PERIOD_PS = 16_666

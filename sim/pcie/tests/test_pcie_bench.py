@@ -28,9 +28,9 @@ SIM_LINK = {"skp": False, "split_at_rcb": False, "rcb": 64, "ack_every": 1, "upd
 
 @pytest.fixture(scope="module")
 def pcie_model() -> Path:
-    from busprobe.sim.pcie.testbench import build_model
+    from busprobe.sim.pcie.testbench import build_pcie_simulator
 
-    return build_model()
+    return build_pcie_simulator()
 
 
 def measure(model: Path, direction: str, **params) -> dict:

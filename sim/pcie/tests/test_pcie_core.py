@@ -14,9 +14,9 @@ COCOTB_MODULE = "pcie_core_cocotb"
 
 @pytest.fixture(scope="session")
 def pcie_model() -> Path:
-    from busprobe.sim.pcie.testbench import build_model
+    from busprobe.sim.pcie.testbench import build_pcie_simulator
 
-    return build_model()
+    return build_pcie_simulator()
 
 
 def run_cocotb(model: Path, testcase: str, run_name: str, **params) -> list[dict]:

@@ -9,6 +9,6 @@ import pytest
 
 @pytest.fixture(scope="session")
 def usb2_model() -> Path:
-    from busprobe.sim.usb2.model import build_usb2_model
+    from busprobe.sim.usb2.simulator_build import build_usb2_simulator
 
-    return build_usb2_model("busprobe")
+    return build_usb2_simulator("busprobe")

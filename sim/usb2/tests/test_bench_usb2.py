@@ -31,11 +31,11 @@ def _sweep(selector: str, out: Path) -> tuple[float, dict]:
 
 @pytest.mark.bench
 def test_bench_usb2_cycles_per_second_and_demo_sweep_busprobe_vs_stock():
-    from busprobe.sim.usb2.model import build_usb2_model
+    from busprobe.sim.usb2.simulator_build import build_usb2_simulator
 
     for design in ("busprobe", "stock"):
         started = time.perf_counter()
-        build_usb2_model(design)
+        build_usb2_simulator(design)
         print(f"model {design}: ready in {time.perf_counter() - started:.1f} s")
 
     with open_transport("sim:usb2") as transport:

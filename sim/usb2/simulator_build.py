@@ -1,4 +1,4 @@
-"""Build the USB 2.0 simulation model: the device design + ULPI PHY model, once per source hash."""
+"""Build the USB 2.0 simulator: device design + ULPI PHY model in Verilator, cached by hash."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 from ..toolchain import build_root, build_verilator_model
 from .phy import PHY_SOURCES
 
-__all__ = ["TOPLEVEL", "build_usb2_model"]
+__all__ = ["TOPLEVEL", "build_usb2_simulator"]
 
 TOPLEVEL = "usb2_sim_top"
 
 
-def build_usb2_model(design: str = "busprobe") -> Path:
-    """Generate the design's Verilog (H1's ``sim_top``) and build it with the PHY; return the dir.
+def build_usb2_simulator(design: str = "busprobe") -> Path:
+    """Generate the design's Verilog (``gateware.usb2.sim_top``), build it with the PHY.
 
     Both steps are cached by content hash, so a second call in the same or a later run is
     instant while nothing changed.

@@ -1,0 +1,1 @@
+"""HDL bus models (SystemVerilog) instantiated next to the device design in simulation tops."""

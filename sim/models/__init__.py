@@ -1,1 +1,0 @@
-"""HDL bus models instantiated next to the device design in simulation tops (SystemVerilog)."""
