@@ -25,7 +25,7 @@ from busprobe.protocol import pcie as proto
 from busprobe.selectors import Selector
 from busprobe.transport import BusDescription, InvalidRequest
 
-from ..rpc import SimServer
+from ..simulator import SimServer
 
 __all__ = ["open_sim_pcie", "SimPcieTransport", "SimPlatform", "parse_link_options"]
 
@@ -160,7 +160,8 @@ class SimPcieTransport(PcieDmaTransport):
         with _stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
             build_dir = build_pcie_simulator()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server",
-                                env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE)
+                                name=self.selector, env={ENV_LINK: json.dumps(self.link)},
+                                timescale=TIMESCALE)
         return SimPlatform(self.server)
 
     def _close_platform(self) -> None:

@@ -45,11 +45,6 @@ class PcieRpcHandler:
         self.msi_pending += 1
         self._msi.set()
 
-    async def rpc_info(self) -> dict:
-        cfg = self.tb.config
-        return {"gen": cfg.gen, "width": cfg.width, "mps": cfg.mps, "mrrs": cfg.mrrs,
-                "rcb": cfg.rcb, "cap": cfg.cap, "latency_ns": cfg.latency_ns}
-
     async def rpc_now(self) -> float:
         return self.tb.now()
 
@@ -115,8 +110,12 @@ class PcieRpcHandler:
 async def pcie_rpc_server(dut) -> None:
     """Bring the bench up, then serve the host until it says shutdown."""
     config = LinkConfig(**json.loads(os.environ.get(ENV_LINK, "{}")))
-    tb = PcieTestbench(dut, config)
-    await tb.start()
+
+    async def setup() -> tuple[PcieRpcHandler, dict]:
+        tb = PcieTestbench(dut, config)
+        await tb.start()
+        return PcieRpcHandler(tb), {}
+
     profile = os.environ.get("BUSPROBE_SIM_PROFILE")  # a file name: cProfile the simulator side
     if profile:
         import cProfile
@@ -124,7 +123,7 @@ async def pcie_rpc_server(dut) -> None:
         profiler = cProfile.Profile()
         profiler.enable()
     try:
-        await serve(PcieRpcHandler(tb))
+        await serve(setup)
     finally:
         if profile:
             profiler.disable()

@@ -1,137 +1,109 @@
-"""cocotb module run inside the simulator: serves the sim Transport's requests over a socket.
+"""cocotb module run inside the simulator: the USB2 platform's requests, carried out on the bus.
 
-Started by :mod:`busprobe.sim.usb2.backend` with ``COCOTB_TEST_MODULES`` pointing here. It powers
-the device up, enumerates it, then answers one request at a time; the simulation does not
-advance between requests, so simulated time only flows while the host model works.
+Started by :class:`~busprobe.sim.simulator.SimServer` for :mod:`busprobe.sim.usb2.backend`. It
+powers the device up and enumerates it, then serves :class:`Usb2RpcHandler` over
+:mod:`busprobe.sim.rpc`: every control transfer and bulk stream the host driver makes is
+carried out by the simulated host controller through the ULPI PHY model against the gateware.
+The simulation does not advance between requests, so simulated time only flows while the host
+model works.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import socket
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import cocotb
 from busprobe.model.usb2_hosts import load_profile
-from busprobe.model.usb2_wire import ULPI_CLOCK_HZ
 from busprobe.protocol import usb2
+from busprobe.sim.rpc import serve
+from busprobe.transport import InvalidRequest, TransferTimeout, TransportError
 
 from .controller import StreamStuck, TransferStall
 from .link import DeviceTimeout, LinkError
-from .rpc import ENV_SOCKET, ConnectionClosed, recv_message, send_message
 from .session import Usb2Session
 
-log = logging.getLogger(__name__)
+__all__ = ["ENV_PROFILE", "Usb2RpcHandler"]
 
+#: Environment variable naming the host-controller profile the simulated host schedules by.
 ENV_PROFILE = "BUSPROBE_SIM_HOST"
 
-
-def _error_kind(exc: Exception) -> str:
-    if isinstance(exc, DeviceTimeout | StreamStuck):
-        return "timeout"
-    if isinstance(exc, TransferStall):
-        return "stall"
-    if isinstance(exc, ValueError):
-        return "invalid"
-    return "link"
+T = TypeVar("T")
 
 
-class _Server:
-    def __init__(self, session: Usb2Session, sock: socket.socket) -> None:
+async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
+    """Run ``action``; the host model's bus errors become the transport's one-line errors."""
+    try:
+        return await action()
+    except (DeviceTimeout, StreamStuck) as exc:
+        raise TransferTimeout(f"{what}: {exc}") from None
+    except TransferStall as exc:
+        raise TransportError(f"{what}: {exc}") from None
+    except ValueError as exc:
+        raise InvalidRequest(f"{what}: {exc}") from None
+    except LinkError as exc:
+        raise TransportError(f"{what}: {exc}") from None
+
+
+class Usb2RpcHandler:
+    """The requests :class:`~busprobe.sim.usb2.backend.SimUsb2Platform` makes (``rpc_<name>``).
+
+    Every answer carries ``cycle``, the ULPI clock count after the request, which is the
+    platform's clock.
+
+    Parameters
+    ----------
+    session : Usb2Session
+        Powered up and enumerated.
+    """
+
+    def __init__(self, session: Usb2Session) -> None:
         self.session = session
-        self.sock = sock
-        self.wall = 0.0
 
-    def now(self) -> dict[str, Any]:
-        return {"cycle": self.session.phy.cycle}
+    async def rpc_control(self, request_type: int, request: int, value: int, index: int,
+                          length_or_data: int | bytes) -> tuple[bytes, int]:
+        data = await _on_the_bus(f"control request {request:#04x}", lambda: self.session.host
+                                 .control(request_type, request, value, index, length_or_data))
+        return bytes(data), self.session.phy.cycle
 
-    async def handle(self, header: dict[str, Any], payload: bytes) -> tuple[dict, bytes]:
-        op = header["op"]
-        session = self.session
-        if op == "control":
-            data: bytes | int = payload if not header["request_type"] & 0x80 \
-                else header["length"]
-            result = await session.host.control(header["request_type"], header["request"],
-                                                header["value"], header["index"], data)
-            return {"ok": True, **self.now()}, result
-        if op == "stream":
-            return await self.stream(header), b""
-        if op == "reset":
-            await session.reset_and_enumerate()
-            return {"ok": True, **self.now()}, b""
-        if op == "now":
-            return {"ok": True, **self.now()}, b""
-        if op == "info":
-            return {"ok": True, "strings": session.descriptors.strings,
-                    "device": session.descriptors.device.hex(),
-                    "configuration": session.descriptors.configuration.hex(), **self.now()}, b""
-        raise ValueError(f"unknown request {op!r}")
+    async def rpc_stream(self, endpoint: int, length: int, count: int, queue_depth: int,
+                         outgoing: Sequence[bytes] | None) -> dict[str, Any]:
+        """``count`` bulk transfers on ``endpoint``; IN data comes back in ``in_data``."""
+        direction = "in" if endpoint & 0x80 else "out"
+        pending = iter(outgoing or ())
+        received: list[bytes] = []
 
-    async def stream(self, header: dict[str, Any]) -> dict[str, Any]:
-        direction = header["direction"]
-        sock = self.sock
-
-        def source(length: int) -> bytes:
-            send_message(sock, {"op": "need", "length": length})
-            _, data = recv_message(sock)
-            if len(data) != length:
-                raise ValueError(f"source gave {len(data)} bytes, not {length}")
+        def source(n: int) -> bytes:
+            data = next(pending, None)
+            if data is None or len(data) != n:
+                raise ValueError(f"OUT transfer {n} bytes: the host sent no such buffer")
             return data
 
-        def sink(data: bytes) -> None:
-            send_message(sock, {"op": "data"}, data)
-
-        endpoint = (usb2.EP_IN if direction == "in" else usb2.EP_OUT) & 0x7F
-        started = time.perf_counter()
-        cycle0 = self.session.phy.cycle
-        outcome = await self.session.host.stream(
-            direction, endpoint, header["length"], header["count"], header["queue_depth"],
-            max_packet_size=usb2.MAX_PACKET_SIZE, source=source, sink=sink,
-            zlp=bool(header.get("zlp")))
-        wall = time.perf_counter() - started
-        cycles = self.session.phy.cycle - cycle0
-        return {"ok": True, "bytes": outcome.bytes, "transfers": outcome.transfers,
+        started, cycle0 = time.perf_counter(), self.session.phy.cycle
+        outcome = await _on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
+                                    .stream(direction, endpoint & 0x7F, length, count,
+                                            queue_depth, max_packet_size=usb2.MAX_PACKET_SIZE,
+                                            source=source, sink=received.append))
+        return {"bytes": outcome.bytes, "transfers": outcome.transfers,
                 "short_transfers": outcome.short_transfers, "start": outcome.start,
                 "end": outcome.end, "naks": outcome.naks, "nyets": outcome.nyets,
-                "transactions": outcome.transactions, "wall_seconds": wall,
-                "sim_cycles": cycles, **self.now()}
-
-    async def serve(self) -> None:
-        while True:
-            try:
-                header, payload = recv_message(self.sock)
-            except ConnectionClosed:
-                return
-            if header.get("op") == "quit":
-                send_message(self.sock, {"ok": True})
-                return
-            try:
-                reply, data = await self.handle(header, payload)
-            except (LinkError, ValueError) as exc:
-                reply, data = {"ok": False, "kind": _error_kind(exc), "error": str(exc)}, b""
-            send_message(self.sock, reply, data)
+                "transactions": outcome.transactions, "repeats": outcome.repeats,
+                "wall_seconds": time.perf_counter() - started,
+                "sim_cycles": self.session.phy.cycle - cycle0, "cycle": self.session.phy.cycle,
+                "in_data": received}
 
 
 @cocotb.test()
-async def serve(dut: Any) -> None:
-    """Power up, enumerate, then serve requests until the client quits or disconnects."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(os.environ[ENV_SOCKET])
+async def serve_usb2(dut: Any) -> None:
+    """Power up, enumerate, then serve requests until the host shuts down or disconnects."""
     profile = load_profile(os.environ.get(ENV_PROFILE, "ideal"))
-    session = Usb2Session(dut, profile)
-    try:
-        await session.power_up()
-    except (LinkError, ValueError) as exc:
-        send_message(sock, {"ok": False, "kind": _error_kind(exc),
-                            "error": f"device did not enumerate: {exc}"})
-        sock.close()
-        return
-    send_message(sock, {"ok": True, "clock_hz": ULPI_CLOCK_HZ, "profile": profile.name,
-                        "strings": session.descriptors.strings,
-                        "cycle": session.phy.cycle})
-    try:
-        await _Server(session, sock).serve()
-    finally:
-        sock.close()
+
+    async def setup() -> tuple[Usb2RpcHandler, dict[str, Any]]:
+        session = Usb2Session(dut, profile)
+        await _on_the_bus("enumeration", session.power_up)
+        return Usb2RpcHandler(session), {"cycle": session.phy.cycle, "profile": profile.name,
+                                         "strings": session.descriptors.strings}
+
+    await serve(setup)

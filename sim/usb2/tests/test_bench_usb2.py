@@ -42,7 +42,7 @@ def test_bench_usb2_cycles_per_second_and_demo_sweep_busprobe_vs_stock():
         transport.set_pattern(Pattern.COUNTER)
         expected = PatternStream(Pattern.COUNTER)
         result = transport.stream("in", 1 << 20, 2, 2, sink=expected.check)
-        info = transport.last_stream
+        info = transport.platform.last_stream
         rate = info["sim_cycles"] / info["wall_seconds"]
         print(f"\n2 x 1 MiB IN: {result.bytes / result.seconds / 1e6:.3f} MB/s simulated, "
               f"{info['sim_cycles']} cycles in {info['wall_seconds']:.1f} s wall "

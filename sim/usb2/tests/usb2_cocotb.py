@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import cocotb
-from busprobe.backends.usb2_device import VENDOR_IN, VENDOR_OUT, decode_telemetry
+from busprobe.backends.usb.requests import VENDOR_IN, VENDOR_OUT, decode_telemetry
 from busprobe.model.usb2_hosts import load_profile
 from busprobe.model.usb2_wire import Pid
 from busprobe.protocol import usb2

@@ -12,7 +12,15 @@ from typing import Any
 
 from ...protocol import pcie as proto
 from ...protocol.patterns import Pattern
-from ...transport import InvalidRequest, Sink, Source, StreamResult, Telemetry, Transport
+from ...transport import (
+    DeviceGone,
+    InvalidRequest,
+    Sink,
+    Source,
+    StreamResult,
+    Telemetry,
+    Transport,
+)
 from .driver import DIRECTIONS, DmaPlatform, PcieDmaDriver, split_transfer
 
 __all__ = ["PcieDmaTransport"]
@@ -59,6 +67,8 @@ class PcieDmaTransport(Transport):
             if self.driver is not None:
                 self.driver.reset()
                 self.driver.free_buffers()
+        except DeviceGone:  # nothing left to stop or free
+            pass
         finally:
             self.driver = None
             self._close_platform()

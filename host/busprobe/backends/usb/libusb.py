@@ -11,7 +11,7 @@ import ctypes
 import importlib.resources
 from typing import Any
 
-from ..transport import (
+from ...transport import (
     DeviceGone,
     DeviceNotFound,
     PermissionDenied,

@@ -1,50 +1,39 @@
-"""The real USB backend: a busprobe USB 2.0 device through libusb-1.0 (python-libusb1).
+"""The busprobe USB device on a real bus: a :class:`UsbPlatform` through libusb-1.0.
 
-Streaming uses libusb's asynchronous API so ``queue_depth`` bulk transfers are really outstanding
-at once: submit N, resubmit each on completion until the count is reached, pump events. IN data
-is handed to the sink in submission order; OUT data comes from the source just before each
-(re)submission. Control requests (pattern, IN transfer length, telemetry) go through
-:class:`~busprobe.backends.usb2_device.Usb2DeviceDriver`, the same driver the simulation uses.
+Streaming uses libusb's asynchronous API (:class:`~.bulk_stream.BulkStream`) so ``queue_depth``
+bulk transfers are really outstanding at once. Everything above endpoint 0 and the bulk streams
+is :class:`~.transport.UsbDeviceTransport`, the same driver the simulation runs.
 
-libusb errors become :mod:`busprobe.transport` errors: not found → DeviceNotFound, no device →
-DeviceGone, access → PermissionDenied (naming the shipped udev rule), timeout → TransferTimeout.
+libusb errors become :mod:`busprobe.transport` errors (:mod:`.libusb`): not found →
+DeviceNotFound, no device → DeviceGone, access → PermissionDenied (naming the shipped udev rule),
+timeout → TransferTimeout.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol import usb2
-from ..protocol.patterns import Pattern
-from ..selectors import Selector
-from ..transport import (
+from ...protocol import usb2
+from ...selectors import Selector, parse_selector
+from ...topology import bus_from_sysfs, topology_for
+from ...transport import (
     BusDescription,
     DeviceNotFound,
     InvalidRequest,
     Sink,
-    Source,
     StreamResult,
-    Telemetry,
-    Transport,
     TransportError,
 )
-from .libusb import (
-    load_usb1,
-    map_usb_error,
-    transfer_status_error,
-    udev_install_command,
-    udev_rule_path,
-)
-from .usb2_device import Usb2DeviceDriver
-from .usb_stream import BulkStream
+from .bulk_stream import BulkStream
+from .libusb import load_usb1, map_usb_error
+from .platform import CONTROL_IN
+from .transport import UsbDeviceTransport
 
-__all__ = [
-    "open_usb", "UsbTransport", "UsbTarget", "parse_usb_target", "load_usb1", "map_usb_error",
-    "transfer_status_error", "udev_rule_path", "udev_install_command", "SPEED_NAMES",
-]
+__all__ = ["open_usb", "LibusbPlatform", "UsbTarget", "parse_usb_target", "SPEED_NAMES"]
 
 log = logging.getLogger(__name__)
 
@@ -82,51 +71,52 @@ def parse_usb_target(target: str) -> UsbTarget:
     return UsbTarget(vid, pid, serial or None)
 
 
-def open_usb(selector: Selector) -> UsbTransport:
+def open_usb(selector: Selector) -> UsbDeviceTransport:
     """Factory registered for the ``usb`` scheme (see :mod:`busprobe.selectors`)."""
     if selector.options:
         raise InvalidRequest(f"{selector.text}: USB selectors take no options")
-    return UsbTransport(parse_usb_target(selector.target), selector=selector.text)
+    return UsbDeviceTransport(LibusbPlatform(parse_usb_target(selector.target),
+                                             name=selector.text))
 
 
-
-class UsbTransport(Transport):
-    """A busprobe USB 2.0 device on a real bus, through libusb.
+class LibusbPlatform:
+    """A busprobe USB device on this machine's bus, through libusb (a :class:`UsbPlatform`).
 
     Parameters
     ----------
     target : UsbTarget
         Vendor/product id and optional serial number to open.
-    selector : str
+    name : str
         The selector text, for messages and results.
     """
 
-    directions = ("in", "out")
+    vendor_requests = True
 
-    def __init__(self, target: UsbTarget, *, selector: str | None = None) -> None:
+    def __init__(self, target: UsbTarget, *, name: str | None = None) -> None:
         self.target = target
-        self.selector = selector or str(target)
+        self.name = name or str(target)
         self._usb1: Any = None
         self._context: Any = None
         self._device: Any = None
         self._handle: Any = None
-        self._driver = Usb2DeviceDriver(self._control, name=self.selector)
-        self._max_packet = usb2.MAX_PACKET_SIZE
         self._profile: str | None = None  # "" once looked up and not found
 
-    # -- life cycle --------------------------------------------------------------------------
+    # -- life cycle ---------------------------------------------------------------------------
     def open(self) -> None:
         self._usb1 = usb1 = load_usb1()
         self._context = usb1.USBContext()
         try:
             self._context.open()
             self._device, self._handle = self._find()
+            speed = SPEED_NAMES.get(self._device.getDeviceSpeed(), "unknown")
+            if speed.startswith("super"):
+                raise InvalidRequest(f"{self.name} runs at {speed} speed; busprobe drives USB "
+                                     "2.0 high-speed devices (SuperSpeed is not built yet)")
             self._handle.setAutoDetachKernelDriver(True)
             self._handle.claimInterface(_INTERFACE)
-            self._max_packet = self._driver.check_info()
         except usb1.USBError as exc:
             self.close()
-            raise map_usb_error(exc, self.selector) from None
+            raise map_usb_error(exc, self.name) from None
         except TransportError:
             self.close()
             raise
@@ -144,7 +134,7 @@ class UsbTransport(Transport):
             found.append(serial)
             handle.close()
         detail = f" (serials present: {', '.join(map(str, found))})" if found else ""
-        raise DeviceNotFound(f"{self.selector}: no such USB device{detail}; "
+        raise DeviceNotFound(f"{self.name}: no such USB device{detail}; "
                              "`busprobe list` shows what is connected")
 
     def close(self) -> None:
@@ -159,19 +149,16 @@ class UsbTransport(Transport):
             self._context.close()
             self._context = None
         self._device = None
-        self._driver.forget_state()
 
     def now(self) -> float:
         return time.perf_counter()
 
-    # -- description -------------------------------------------------------------------------
-    @property
+    # -- description --------------------------------------------------------------------------
     def bus(self) -> BusDescription:
         device = self._device
         speed = SPEED_NAMES.get(device.getDeviceSpeed(), "unknown") if device else "high"
-        kind = "usb3-ss" if speed.startswith("super") else "usb2-hs"
         extra: dict[str, Any] = {"port": self._port_name()} if device else {}
-        return BusDescription(kind=kind, speed=speed, max_packet_size=self._max_packet,
+        return BusDescription(kind="usb2-hs", speed=speed, max_packet_size=usb2.MAX_PACKET_SIZE,
                               host_profile=self._host_profile(), extra=extra)
 
     def _exact_selector(self) -> str:
@@ -189,35 +176,30 @@ class UsbTransport(Transport):
         if self._device is None:
             return None
         if self._profile is None:
-            from ..selectors import parse_selector
-            from ..topology import bus_from_sysfs
-
             try:
                 self._profile = bus_from_sysfs(parse_selector(self._exact_selector())
                                                ).host_profile or ""
             except (TransportError, OSError) as exc:
-                log.info("no host profile for %s: %s", self.selector, exc)
+                log.info("no host profile for %s: %s", self.name, exc)
                 self._profile = ""
         return self._profile or None
 
     def topology(self) -> list[dict[str, Any]]:
         if self._device is None:
             return []
-        from ..topology import topology_for
-
         try:
             return topology_for(self._exact_selector())
         except (TransportError, OSError) as exc:  # no sysfs (not Linux, container): libusb only
-            log.info("sysfs topology of %s: %s", self.selector, exc)
+            log.info("sysfs topology of %s: %s", self.name, exc)
         return [{"hop": "device", "bus": self._device.getBusNumber(), "port": self._port_name(),
-                 "address": self._device.getDeviceAddress(), "speed": self.bus.speed}]
+                 "address": self._device.getDeviceAddress(), "speed": self.bus().speed}]
 
-    # -- control requests (encoding and decoding: Usb2DeviceDriver, shared with the sim) --
-    def _control(self, request_type: int, request: int, value: int, index: int,
-                 length_or_data: int | bytes) -> bytes:
+    # -- transfers ----------------------------------------------------------------------------
+    def control(self, request_type: int, request: int, value: int, index: int,
+                length_or_data: int | bytes) -> bytes:
         usb1 = self._usb1
         try:
-            if request_type & usb1.ENDPOINT_IN:
+            if request_type & CONTROL_IN:
                 assert isinstance(length_or_data, int)
                 return bytes(self._handle.controlRead(request_type, request, value, index,
                                                       length_or_data, _CONTROL_TIMEOUT_MS))
@@ -225,33 +207,14 @@ class UsbTransport(Transport):
                                       _CONTROL_TIMEOUT_MS)
             return b""
         except usb1.USBError as exc:
-            raise map_usb_error(exc, f"{self.selector}: {_request_name(request)}") from None
+            raise map_usb_error(exc, f"{self.name}: {_request_name(request)}") from None
 
-    def set_pattern(self, pattern: Pattern) -> None:
-        self._driver.set_pattern(pattern)
-
-    def clear_telemetry(self) -> None:
-        self._driver.clear_telemetry()
-
-    def read_telemetry(self) -> Telemetry:
-        return self._driver.read_telemetry()
-
-    # -- streaming ---------------------------------------------------------------------------
-    def stream(self, direction: str, length: int, count: int, queue_depth: int,
-               source: Source | None = None, sink: Sink | None = None) -> StreamResult:
-        self.validate(direction, length, queue_depth)
-        if direction == "in":
-            # The device ends each IN transfer where the host's transfer ends, so a short
-            # length completes with a short packet instead of waiting for more data.
-            self._driver.set_in_transfer(length)
-            endpoint = usb2.EP_IN
-        else:
-            if source is None:
-                raise InvalidRequest("an OUT stream needs a data source")
-            endpoint = usb2.EP_OUT
+    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
+             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
+        direction = "in" if endpoint & CONTROL_IN else "out"
         run = BulkStream(self._usb1, self._handle, endpoint=endpoint, length=length, count=count,
-                       queue_depth=queue_depth, source=source,
-                       what=f"{self.selector}: {direction} transfer")
+                         queue_depth=queue_depth, outgoing=outgoing,
+                         what=f"{self.name}: {direction} transfer")
         return run.run(self._context, sink)
 
 

@@ -1,9 +1,8 @@
-"""Host-side driver of the busprobe USB2 device: vendor requests and telemetry, bus-independent.
+"""busprobe's vendor requests on endpoint 0: pattern, IN transfer length, info, telemetry.
 
-Both USB2 backends use it: the libusb backend (real board) and the simulation backend
-(:mod:`busprobe.sim.usb2.backend`). They differ only in how a control transfer reaches the
-device, which they pass in as a :data:`Control` callable, so the request encoding and the
-telemetry decoding are written once.
+The encoding (:mod:`busprobe.protocol.usb2`) and the telemetry decoding, written once and used by
+:class:`~busprobe.backends.usb.transport.UsbDeviceTransport` over any platform's control
+transfer (libusb on a board, the ULPI host model in simulation).
 """
 
 from __future__ import annotations
@@ -11,11 +10,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ..protocol import usb2
-from ..protocol.patterns import Pattern
-from ..transport import InvalidRequest, Telemetry, TransportError
+from ...protocol import usb2
+from ...protocol.patterns import Pattern
+from ...transport import InvalidRequest, Telemetry, TransportError
 
-__all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "Usb2DeviceDriver", "decode_telemetry"]
+__all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "VendorRequests", "decode_telemetry"]
 
 #: ``control(request_type, request, value, index, length_or_data) -> bytes``: one control
 #: transfer; IN requests pass a length and get the data back, OUT requests pass their data.
@@ -48,8 +47,8 @@ def decode_telemetry(data: bytes) -> Telemetry:
         first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})
 
 
-class Usb2DeviceDriver:
-    """The busprobe USB2 device's vendor requests over any control-transfer path.
+class VendorRequests:
+    """The busprobe USB device's vendor requests over any control-transfer path.
 
     Parameters
     ----------

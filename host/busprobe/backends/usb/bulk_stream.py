@@ -1,49 +1,54 @@
 """Asynchronous bulk streaming with libusb: ``queue_depth`` transfers really outstanding at once.
 
 Submit N transfers, resubmit each on completion until the count is reached, pump libusb events.
-IN data is handed to the sink in submission order; OUT data comes from the source.
+IN data is handed to the sink in submission order; OUT data is made before the clock starts.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from ..transport import Sink, Source, StreamResult
+from ...transport import Sink, StreamResult, TransferTimeout
 from .libusb import map_usb_error, transfer_status_error
 
 __all__ = ["BulkStream"]
 
 
 class BulkStream:
-    """One :meth:`~busprobe.backends.usb.UsbTransport.stream` call in flight.
+    """One :meth:`~busprobe.backends.usb.libusb_platform.LibusbPlatform.bulk` call in flight.
 
     N transfers are kept outstanding and resubmitted until ``count`` have completed.
 
     libusb calls :meth:`_completed` from inside ``handleEvents``; python-libusb1 cannot pass an
     exception out of that callback, so failures are kept in :attr:`failure` and raised by
     :meth:`run`. The callback only copies data and resubmits, so the queue never waits for the
-    host's pattern code: OUT data is generated before the clock starts and IN data is handed to
+    host's pattern code: OUT data comes ready-made in ``outgoing`` and IN data is handed to
     the sink (checked) after the last completion. That holds ``count × length`` bytes in memory
     (at most 8 × 4 MiB with the default amortisation volume).
     """
 
     def __init__(self, usb1: Any, handle: Any, *, endpoint: int, length: int, count: int,
-                 queue_depth: int, source: Source | None, what: str) -> None:
+                 queue_depth: int, outgoing: Sequence[bytes] | None, what: str,
+                 timeout_ms: int | None = None) -> None:
         self.usb1, self.handle, self.endpoint = usb1, handle, endpoint
-        self.length, self.count, self.source, self.what = length, count, source, what
+        self.length, self.count, self.what = length, count, what
         self.incoming = bool(endpoint & usb1.ENDPOINT_IN)
         self.depth = min(queue_depth, count)
         # Every queued transfer may wait for all those ahead of it; 1 MB/s is far below any
         # working USB 2.0 link, so only a stuck device hits this.
-        self.timeout_ms = 2000 + (self.depth * length) // 1000
+        self.timeout_ms = timeout_ms or 2000 + (self.depth * length) // 1000
         self.submitted = self.completed = self.bytes = self.short = self.in_flight = 0
         self.received: dict[int, bytes] = {}
         self.delivered = 0
         self.failure: BaseException | None = None
         self.end = 0.0
         self.transfers: list[Any] = []
-        self.outgoing: list[bytes] = []
+        self.outgoing: Sequence[bytes] = outgoing or ()
+        if not self.incoming and len(self.outgoing) != count:
+            raise ValueError(f"{what}: {len(self.outgoing)} OUT buffers for {count} transfers")
+        self.last_completion = 0.0
 
     def _load(self, transfer: Any) -> None:
         """Point ``transfer`` at the next transfer of the stream."""
@@ -68,7 +73,7 @@ class BulkStream:
             if status != self.usb1.TRANSFER_COMPLETED:
                 self.failure = transfer_status_error(status, self.what)
                 return
-            self.end = time.perf_counter()
+            self.end = self.last_completion = time.perf_counter()
             actual = transfer.getActualLength()
             self.completed += 1
             self.bytes += actual
@@ -100,22 +105,25 @@ class BulkStream:
             context.handleEventsTimeout(0.05)
 
     def run(self, context: Any, sink: Sink | None) -> StreamResult:
-        if not self.incoming:
-            assert self.source is not None
-            self.outgoing = [self.source(self.length) for _ in range(self.count)]
         for _ in range(self.depth):
             transfer = self.handle.getTransfer()
             buffer: Any = bytearray(self.length) if self.incoming else 0
             transfer.setBulk(self.endpoint, buffer, callback=self._completed,
                              timeout=self.timeout_ms)
             self.transfers.append(transfer)
-        start = time.perf_counter()
+        start = self.last_completion = time.perf_counter()
+        # libusb completes every submitted transfer, at the latest with TIMED_OUT; a completion
+        # that never comes (a broken driver or library) must still not hang the sweep.
+        silence = 2 * self.timeout_ms / 1000 + 1.0
         try:
             for transfer in self.transfers:
                 self._load(transfer)
                 self._submit(transfer)
             while self.in_flight > 0 and self.failure is None:
                 context.handleEventsTimeout(0.1)
+                if time.perf_counter() - self.last_completion > silence:
+                    raise TransferTimeout(f"{self.what}: {self.in_flight} transfer(s) never "
+                                          f"completed within {silence:.0f} s")
             if self.failure is not None:
                 raise self.failure
             self._deliver(sink)

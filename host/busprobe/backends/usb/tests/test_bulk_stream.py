@@ -1,0 +1,102 @@
+"""BulkStream, the libusb streaming that runs on a board, against a fake libusb that completes
+transfers out of order, short, with errors, never, or loses the device mid-stream."""
+
+import pytest
+from busprobe.backends.usb.bulk_stream import BulkStream
+from busprobe.protocol import usb2
+from busprobe.protocol.patterns import PatternStream
+from busprobe.transport import DeviceGone, TransferTimeout, TransportError
+
+
+def stream_in(bus, length, count, queue_depth, **kwargs):
+    received = []
+    run = BulkStream(bus.usb1, bus.handle(), endpoint=usb2.EP_IN, length=length, count=count,
+                     queue_depth=queue_depth, outgoing=None, what="in transfer", **kwargs)
+    result = run.run(bus.context(), received.append)
+    return result, received
+
+
+def stream_out(bus, outgoing, queue_depth, **kwargs):
+    run = BulkStream(bus.usb1, bus.handle(), endpoint=usb2.EP_OUT, length=len(outgoing[0]),
+                     count=len(outgoing), queue_depth=queue_depth, outgoing=outgoing,
+                     what="out transfer", **kwargs)
+    return run.run(bus.context(), None)
+
+
+def nothing_left_submitted(bus):
+    return not any(t.submitted for t in bus.transfers) and bus.in_flight == 0
+
+
+@pytest.mark.parametrize("order", ["fifo", "reverse", "shuffle"])
+def test_in_data_reaches_the_sink_in_submission_order_whatever_the_completion_order(order,
+                                                                                   fake_bus):
+    bus = fake_bus(order=order)
+    result, received = stream_in(bus, 1000, 20, 4)
+    assert PatternStream().check(b"".join(received)).errors == 0
+    assert [len(chunk) for chunk in received] == [1000] * 20
+    assert (result.bytes, result.transfers, result.short_transfers) == (20_000, 20, 0)
+
+
+@pytest.mark.parametrize("queue_depth, count", [(1, 5), (4, 20), (8, 3)])
+def test_queue_depth_transfers_are_outstanding_and_exactly_count_are_submitted(queue_depth,
+                                                                               count, fake_bus):
+    bus = fake_bus()
+    stream_in(bus, 512, count, queue_depth)
+    assert bus.max_in_flight == min(queue_depth, count)
+    assert bus.submits == count
+    assert len(bus.transfers) == min(queue_depth, count)  # transfers are reused, not leaked
+    assert all(t.closed for t in bus.transfers) and nothing_left_submitted(bus)
+
+
+@pytest.mark.parametrize("order", ["fifo", "reverse"])
+def test_out_buffers_go_out_in_order_and_once_each(order, fake_bus):
+    bus = fake_bus(order=order)
+    source = PatternStream()
+    outgoing = [source.take(700) for _ in range(9)]
+    result = stream_out(bus, outgoing, 3)
+    assert (bus.checked, bus.pattern_errors) == (6300, 0)
+    assert (result.bytes, result.transfers) == (6300, 9)
+
+
+def test_short_in_completions_are_counted_and_delivered_as_they_are(fake_bus):
+    bus = fake_bus(order="reverse", short={2: 100, 5: 0})
+    result, received = stream_in(bus, 1000, 8, 4)
+    assert [len(chunk) for chunk in received] == [1000, 1000, 100, 1000, 1000, 0, 1000, 1000]
+    assert (result.bytes, result.short_transfers) == (6100, 2)
+    assert PatternStream().check(b"".join(received)).errors == 0
+
+
+@pytest.mark.parametrize("status, kind, text", [
+    ("TRANSFER_STALL", TransportError, "stalled"),
+    ("TRANSFER_ERROR", TransportError, "transfer failed"),
+    ("TRANSFER_TIMED_OUT", TransferTimeout, "timed out"),
+    ("TRANSFER_NO_DEVICE", DeviceGone, "gone"),
+    ("TRANSFER_OVERFLOW", TransportError, "overflow"),
+])
+def test_a_failed_completion_raises_its_error_and_cancels_the_rest(status, kind, text,
+                                                                  fake_bus):
+    bus = fake_bus(status={5: status})
+    with pytest.raises(kind, match=text) as info:
+        stream_in(bus, 512, 20, 4)
+    assert "\n" not in str(info.value)
+    assert nothing_left_submitted(bus) and bus.submits < 20
+
+
+def test_the_device_vanishing_on_resubmission_is_device_gone(fake_bus):
+    bus = fake_bus(gone_on_submit=6)
+    with pytest.raises(DeviceGone, match="in transfer: the device is gone"):
+        stream_in(bus, 512, 20, 4)
+    assert nothing_left_submitted(bus)
+
+
+def test_a_completion_that_never_comes_times_out_instead_of_hanging(fake_bus):
+    bus = fake_bus(lost={3})
+    with pytest.raises(TransferTimeout, match="never completed"):
+        stream_in(bus, 512, 10, 4, timeout_ms=100)
+    assert nothing_left_submitted(bus)  # the lost one was cancelled
+
+
+def test_out_buffers_must_match_the_count(fake_bus):
+    with pytest.raises(ValueError, match="2 OUT buffers for 3 transfers"):
+        BulkStream(fake_bus().usb1, None, endpoint=usb2.EP_OUT, length=4, count=3,
+                   queue_depth=1, outgoing=[b"abcd"] * 2, what="x")

@@ -1,0 +1,102 @@
+"""The one USB device driver (UsbDeviceTransport) on the libusb platform, end to end through the
+sweep engine and the CLI, against the fake libusb device of conftest.py."""
+
+import json
+
+import pytest
+from busprobe.cli import main
+from busprobe.protocol import usb2
+from busprobe.protocol.patterns import Pattern, PatternStream
+from busprobe.selectors import open_transport
+from busprobe.sweep import Sweep, SweepPlan
+from busprobe.transport import DeviceNotFound, InvalidRequest
+
+SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}"
+
+
+def sweep(transport, directions=("in", "out")):
+    transport.min_bytes = 16 << 10  # hardware amortises over 4 MiB; the fake needs no more
+    plan = SweepPlan(directions, (1000, 4096), (1, 4), 3, ({},), Pattern.PRBS31)
+    return Sweep(transport, plan).run()
+
+
+@pytest.mark.parametrize("order", ["fifo", "shuffle"])
+def test_a_sweep_over_libusb_checks_every_byte_both_ways_with_zero_errors(fake_bus, order):
+    bus = fake_bus(order=order)
+    with open_transport(SELECTOR) as transport:
+        assert bus.claimed and transport.bus.kind == "usb2-hs"
+        points = sweep(transport)
+    assert not bus.claimed  # released on close
+    assert [p.errors for p in points] == [0] * 8
+    assert all(p.samples[0] > 0 for p in points)
+
+
+def test_a_short_in_completion_shows_up_as_lost_bytes_in_the_sweep(fake_bus):
+    fake_bus(short={3: 10})
+    with open_transport(SELECTOR) as transport:
+        points = sweep(transport, ("in",))
+    assert points[0].lost_bytes == 990 and points[0].short_transfers == 1
+    assert [p.errors for p in points[1:]] == [0, 0, 0]  # the pattern restarted after it
+
+
+def test_an_in_transfer_length_is_sent_to_the_device_only_when_it_changes(fake_bus, monkeypatch):
+    bus = fake_bus()
+    sent = []
+    write = bus.control_write
+    monkeypatch.setattr(bus, "control_write", lambda *a: (sent.append(a[1]), write(*a)))
+    with open_transport(SELECTOR) as transport:
+        for length in (1000, 1000, 4096, 4096):
+            transport.stream("in", length, 2, 1, sink=PatternStream().check)
+    assert sent.count(usb2.Request.SET_IN_TRANSFER) == 2
+    assert bus.in_length == 4096
+
+
+def test_an_out_stream_without_a_source_is_refused_before_anything_moves(fake_bus):
+    bus = fake_bus()
+    with open_transport(SELECTOR) as transport:
+        with pytest.raises(InvalidRequest, match="needs a data source"):
+            transport.stream("out", 512, 2, 1)
+    assert bus.submits == 0
+
+
+def test_a_device_with_another_serial_is_not_opened_and_the_message_lists_serials(fake_bus):
+    fake_bus(serial="OTHER")
+    transport = open_transport(SELECTOR + "#WANTED")
+    with pytest.raises(DeviceNotFound, match="serials present: OTHER"):
+        transport.open()
+
+
+def test_a_device_that_does_not_speak_the_protocol_is_refused_at_open(fake_bus, monkeypatch):
+    bus = fake_bus()
+    monkeypatch.setattr(bus, "control_read", lambda *a: b"\0" * usb2.INFO_SIZE)
+    transport = open_transport(SELECTOR)
+    with pytest.raises(InvalidRequest, match="not a busprobe USB2 device"):
+        transport.open()
+    assert not bus.claimed  # open failed: nothing stays claimed
+
+
+def test_a_device_without_vendor_requests_gets_the_stock_designs_rules(fake_bus):
+    bus = fake_bus()
+    transport = open_transport(SELECTOR)
+    transport.platform.vendor_requests = False  # as LUNA's stock reference design
+    with transport:
+        with pytest.raises(InvalidRequest, match="only streams COUNTER"):
+            transport.set_pattern(Pattern.PRBS31)
+        with pytest.raises(InvalidRequest, match="multiples of 512"):
+            transport.validate("in", 1000, 1)
+        transport.validate("out", 1000, 1)
+        assert transport.read_telemetry().raw == {}
+        transport.stream("in", 1024, 2, 2, sink=PatternStream().check)
+    assert bus.in_length == 0  # no SET_IN_TRANSFER was sent
+
+
+def test_busprobe_sweep_runs_on_the_libusb_backend_and_saves_checked_points(fake_bus, tmp_path,
+                                                                           capsys):
+    fake_bus(order="reverse")
+    out = tmp_path / "r.json"
+    status = main(["sweep", "--device", SELECTOR, "--direction", "both", "--lengths", "4K",
+                   "--queue-depth", "2", "--json", str(out), "--no-progress"])
+    assert status == 0, capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and [p["errors"] for p in doc["points"]] == [0, 0]
+    assert doc["bus"]["kind"] == "usb2-hs" and doc["points"][0]["device_throughput"] is None

@@ -1,0 +1,154 @@
+"""A simulator that dies, stops or is interrupted never hangs a sweep, on either bus.
+
+The simulators here are the real ones (Verilator models of the gateware behind their bus
+models); they are killed, stopped and interrupted with real signals.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from busprobe.cli import main
+from busprobe.selectors import open_transport
+from busprobe.sim.simulator import SimServer
+from busprobe.sweep import Sweep
+from busprobe.transport import DeviceGone
+
+SWEEPS = {  # selector -> one small point per direction the bus streams first
+    "sim:usb2": ["--direction", "in", "--lengths", "4K,8K"],
+    "sim:pcie": ["--direction", "write", "--lengths", "4K,8K"],
+}
+
+
+def server_of(transport) -> SimServer:
+    return transport.platform.server if hasattr(transport, "platform") else transport.server
+
+
+@pytest.fixture
+def servers(monkeypatch):
+    """Every SimServer started while the test runs, in order."""
+    made: list[SimServer] = []
+    init = SimServer.__init__
+
+    def record(self, *args, **kwargs):
+        made.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(SimServer, "__init__", record)
+    return made
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("selector", sorted(SWEEPS))
+def test_a_killed_simulator_is_device_gone_naming_the_signal_at_once(selector):
+    with open_transport(selector) as transport:
+        server = server_of(transport)
+        os.kill(server.pid, signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(DeviceGone, match="simulator killed by SIGKILL") as info:
+            transport.read_telemetry()
+        assert time.monotonic() - started < 5
+        assert "\n" not in str(info.value) and "GPI" not in str(info.value)
+    assert server.proc.poll() is not None
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("selector", sorted(SWEEPS))
+def test_a_stopped_simulator_is_device_gone_within_seconds_and_is_not_left_behind(selector):
+    with open_transport(selector) as transport:
+        server = server_of(transport)
+        os.kill(server.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(DeviceGone, match="simulator is stopped and made no progress"):
+            transport.read_telemetry()
+        assert time.monotonic() - started < 8
+    assert server.proc.poll() is not None and not _alive({server.pid}, wait=2)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("selector", sorted(SWEEPS))
+def test_killing_the_simulator_mid_sweep_ends_in_one_line_within_5_s_and_saves_the_points(
+        selector, servers, monkeypatch, tmp_path, capsys):
+    measure, killed = Sweep.measure, []
+
+    def measure_then_kill(self, spec):
+        point = measure(self, spec)
+        if not killed:  # after the first point, the simulator child dies
+            os.kill(servers[-1].pid, signal.SIGKILL)
+            killed.append(time.monotonic())
+        return point
+
+    monkeypatch.setattr(Sweep, "measure", measure_then_kill)
+    out = tmp_path / "partial.json"
+    status = main(["sweep", "--device", selector, *SWEEPS[selector], "--queue-depth", "2",
+                   "--json", str(out), "--no-progress"])
+    elapsed = time.monotonic() - killed[0]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and elapsed < 5
+    assert "killed by SIGKILL" in err[-1]
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and "DeviceGone" in doc["error"]
+    assert len(doc["points"]) == 1 and doc["points"][0]["errors"] == 0
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pids: set[int], wait: float = 0) -> set[int]:
+    """Those of ``pids`` still running (zombies are dead) after up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = set()
+        for pid in pids:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            if state[state.rindex(")") + 2] != "Z":
+                alive.add(pid)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("interrupts", [1, 2])
+def test_ctrl_c_while_the_simulator_is_busy_ends_the_sweep_at_once_and_leaves_nothing(
+        tmp_path, interrupts):
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "busprobe", "sweep", "--device", "sim:usb2", "--direction", "in",
+         "--lengths", "256K", "--json", str(tmp_path / "r.json"), "--no-progress"],
+        stderr=subprocess.PIPE, text=True)
+    line = sweep.stderr.readline()  # printed once the simulator is up, before measuring
+    assert line.startswith("sweeping sim:usb2"), line
+    time.sleep(1.0)  # well inside the first 3 x 256 KiB repeat
+    family = _descendants(sweep.pid)
+    assert family, "the simulator should be running"
+    started = time.monotonic()
+    for _ in range(interrupts):
+        sweep.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+    status = sweep.wait(timeout=30)
+    elapsed = time.monotonic() - started
+    assert status == 130 and elapsed < 5
+    assert not _alive(family, wait=2)
