@@ -132,9 +132,11 @@ def _alive(pids: set[int], wait: float = 0) -> set[int]:
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("interrupts", [1, 2])
-def test_ctrl_c_while_the_simulator_is_busy_ends_the_sweep_at_once_and_leaves_nothing(
-        tmp_path, interrupts):
+@pytest.mark.parametrize("signals", [
+    [signal.SIGINT], [signal.SIGINT, signal.SIGINT], [signal.SIGTERM], [signal.SIGHUP],
+], ids=["ctrl-c", "ctrl-c-twice", "sigterm", "sighup"])
+def test_a_signal_while_the_simulator_is_busy_ends_the_sweep_at_once_and_leaves_nothing(
+        tmp_path, signals):
     sweep = subprocess.Popen(
         [sys.executable, "-m", "busprobe", "sweep", "--device", "sim:usb2", "--direction", "in",
          "--lengths", "256K", "--json", str(tmp_path / "r.json"), "--no-progress"],
@@ -145,10 +147,12 @@ def test_ctrl_c_while_the_simulator_is_busy_ends_the_sweep_at_once_and_leaves_no
     family = _descendants(sweep.pid)
     assert family, "the simulator should be running"
     started = time.monotonic()
-    for _ in range(interrupts):
-        sweep.send_signal(signal.SIGINT)
+    for signum in signals:
+        sweep.send_signal(signum)
         time.sleep(0.05)
     status = sweep.wait(timeout=30)
     elapsed = time.monotonic() - started
-    assert status == 130 and elapsed < 5
+    assert status == 128 + signals[0] and elapsed < 5
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["complete"] is False
     assert not _alive(family, wait=2)

@@ -2,7 +2,8 @@
 
 A subcommand module adds its parser and sets ``func`` (``args -> int`` exit status). Errors a user
 can cause are :class:`~busprobe.transport.TransportError` or :class:`ValueError`; they end the run
-with one line on stderr and exit status 2, never a traceback (``--debug`` shows it).
+with one line on stderr and exit status 2, never a traceback (``--debug`` shows it). Ctrl-C,
+SIGTERM and SIGHUP end it as an interruption (:mod:`.signals`): 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..transport import TransportError
+from .signals import exit_status, interruptible
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -42,10 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
                         format="%(levelname)s: %(message)s")
     try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("busprobe: interrupted", file=sys.stderr)
-        return 130
+        with interruptible():
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt as exc:
+        print(f"busprobe: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return exit_status(exc)
     except (TransportError, ValueError, OSError) as exc:
         if args.debug:
             raise
