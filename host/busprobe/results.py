@@ -215,7 +215,31 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"{path} is not a busprobe result (missing {', '.join(missing)})")
     if int(doc.get("schema", SCHEMA)) > SCHEMA:
         raise ValueError(f"{path} was written by a newer busprobe (schema {doc['schema']})")
+    _check_points(path, doc["points"])
     return doc
+
+
+#: Point keys every reader relies on, and the JSON types each may have (``None``: null allowed).
+_POINT_TYPES: dict[str, tuple[type, ...]] = {
+    "direction": (str,), "length": (int,), "queue_depth": (int,), "errors": (int,),
+    "throughput": (int, float), "throughput_min": (int, float), "throughput_max": (int, float),
+}
+
+
+def _check_points(path: str | os.PathLike[str], points: object) -> None:
+    """One-line :class:`ValueError` for a ``points`` list that readers would trip over."""
+    if not isinstance(points, list):
+        raise ValueError(f"{path}: points is {type(points).__name__}, not a list")
+    for index, point in enumerate(points):
+        if not isinstance(point, dict):
+            raise ValueError(f"{path}: points[{index}] is not an object")
+        for key, types in _POINT_TYPES.items():
+            value = point.get(key)
+            if isinstance(value, bool) or not isinstance(value, types):
+                raise ValueError(f"{path}: points[{index}].{key} is {value!r}, not a "
+                                 f"{' or '.join(t.__name__ for t in types)}")
+            if key == "length" and value <= 0 or key.startswith("throughput") and value < 0:
+                raise ValueError(f"{path}: points[{index}].{key} is {value!r}")
 
 
 def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:

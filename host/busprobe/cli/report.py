@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..report.compare import load_runs
 from ..report.html import write_report
@@ -22,8 +23,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _check_output(output: str, inputs: list[str]) -> None:
+    """Refuse, before reading anything, an output that would replace an input or a folder."""
+    target = Path(output)
+    if target.is_dir():
+        raise ValueError(f"-o {output} is a directory; name the HTML file, e.g. "
+                         f"{target / 'report.html'}")
+    for name in inputs:
+        if Path(name).exists() and target.exists() and target.samefile(name):
+            raise ValueError(f"-o {output} is one of the results being reported; "
+                             "choose another file name")
+
+
 def run(args: argparse.Namespace) -> int:
     units = Units.parse(args.units)
+    _check_output(args.output, args.results)
     runs = load_runs(args.results, units)
     write_report(runs, args.output, units=units)
     print(f"report: {args.output} ({len(runs)} run{'s' if len(runs) != 1 else ''}, "

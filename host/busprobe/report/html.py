@@ -169,5 +169,9 @@ def write_report(runs: Sequence[Run], path: str | Path, *, units: Units = Units.
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_report(runs, units=units), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(render_report(runs, units=units), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
