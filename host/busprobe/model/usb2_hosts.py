@@ -10,10 +10,10 @@ of their own (``sim:usb2?host=my_host.toml``).
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HostProfile", "load_profile", "PROFILE_DIR", "builtin_profiles"]
+__all__ = ["HostProfile", "load_profile", "PROFILE_DIR", "SCHEMA", "builtin_profiles"]
 
 PROFILE_DIR = Path(__file__).with_name("hosts")
 
@@ -55,8 +55,39 @@ class HostProfile:
         return self.max_bulk_in_per_uframe if direction == "in" else self.max_bulk_out_per_uframe
 
 
+#: Each parameter's schema: (type, smallest, largest, unit). Ranges are what the model and the
+#: simulated controller can honour: at most 13 bulk packets fit a microframe (USB 2.0 §5.8.4),
+#: latencies beyond a second are not a host controller but a hang.
+SCHEMA: dict[str, tuple[type, float, float, str]] = {
+    "max_bulk_in_per_uframe": (int, 1, 13, "packets per microframe"),
+    "max_bulk_out_per_uframe": (int, 1, 13, "packets per microframe"),
+    "inter_transaction_gap_ns": (float, 0.0, 125_000.0, "ns"),
+    "completion_latency_us": (float, 0.0, 1e6, "µs"),
+    "resubmit_latency_us": (float, 0.0, 1e6, "µs"),
+    "completion_on_uframe": (bool, 0, 1, "true or false"),
+}
+
+
+def _checked(path: Path, key: str, value: object) -> object:
+    kind, low, high, unit = SCHEMA[key]
+    where = f"host profile {path}: {key}"
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{where} = {value!r} must be true or false")
+        return value
+    # TOML gives int or float; a bool is an int to Python but never a count or a duration.
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            (kind is int and not float(value).is_integer()):
+        raise ValueError(f"{where} = {value!r} must be {'a whole' if kind is int else 'a'} "
+                         f"number ({unit})")
+    if not low <= value <= high:  # also refuses nan
+        raise ValueError(f"{where} = {value!r} is outside {low:g}..{high:g} {unit}")
+    return kind(value)
+
+
 def load_profile(name_or_path: str) -> HostProfile:
-    """A built-in profile by name, or a TOML file by path; ``ValueError`` with one line if bad."""
+    """A built-in profile by name, or a TOML file by path; ``ValueError`` with one line naming
+    the file and the key if it is bad (see :data:`SCHEMA`)."""
     path = Path(name_or_path)
     if not path.suffix:
         path = PROFILE_DIR / f"{name_or_path}.toml"
@@ -65,21 +96,27 @@ def load_profile(name_or_path: str) -> HostProfile:
                              f"(built in: {', '.join(builtin_profiles())}; or give a .toml file)")
     try:
         table = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"cannot read host profile {path}: {exc}") from None
-    values: dict[str, object] = {"name": table.get("name", path.stem)}
+    unknown = sorted(set(table) - set(SCHEMA) - {"name"})
+    if unknown:
+        raise ValueError(f"host profile {path}: unknown key(s) {', '.join(unknown)} "
+                         f"(known: name, {', '.join(SCHEMA)})")
+    name = table.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"host profile {path}: name must be a non-empty string")
+    values: dict[str, object] = {"name": name}
     sources: dict[str, str] = {}
-    for f in fields(HostProfile):
-        if f.name in ("name", "sources"):
-            continue
-        entry = table.get(f.name)
+    for key in SCHEMA:
+        entry = table.get(key)
         if not isinstance(entry, dict) or "value" not in entry:
-            raise ValueError(f"host profile {path}: {f.name} needs a table with value and source")
-        values[f.name] = entry["value"]
-        sources[f.name] = str(entry.get("source", "assumption"))
-    for key in ("max_bulk_in_per_uframe", "max_bulk_out_per_uframe"):
-        if not 1 <= int(values[key]) <= 13:  # type: ignore[call-overload]
-            raise ValueError(f"host profile {path}: {key} must be 1..13 (USB 2.0 §5.8.4)")
+            raise ValueError(f"host profile {path}: {key} needs a table with value and source, "
+                             f"e.g. {key} = {{ value = ..., source = \"...\" }}")
+        extra = sorted(set(entry) - {"value", "source"})
+        if extra:
+            raise ValueError(f"host profile {path}: {key} has unknown field(s) {', '.join(extra)}")
+        values[key] = _checked(path, key, entry["value"])
+        sources[key] = str(entry.get("source", "assumption"))
     return HostProfile(sources=sources, **values)  # type: ignore[arg-type]
 
 
