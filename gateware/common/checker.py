@@ -3,7 +3,7 @@
 from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol.usb2 import NO_ERROR_OFFSET
+from busprobe.protocol.patterns import NO_ERROR_OFFSET
 
 from .pattern import PATTERN_SHAPE, PatternGenerator
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
 from busprobe.model.usb2_wire import Pid
+from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
 from .link import DeviceTimeout, LinkError, UlpiHostModel
 
@@ -83,7 +84,7 @@ class StreamOutcome:
 
 
 def _cycles_from_us(us: float) -> int:
-    return round(us * wire.ULPI_CLOCK_HZ / 1e6)
+    return round(us * ULPI_CLOCK_HZ / 1e6)
 
 
 class HostController:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_wire import Pid
+from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
 from .phy import DevicePacket, UlpiPhyDriver, wire_linestate
 
@@ -27,7 +28,7 @@ IPD_TURN = wire.bits_to_cycles(wire.IPD_MIN_BITS)  # host packet after a device 
 #: Host waits this long after its packet's EOP for the device to start answering (§7.1.19.2),
 #: plus the PHY's own pipeline (RX CMD, turnaround) on both sides of the ULPI bus.
 RESPONSE_TIMEOUT = wire.bits_to_cycles(wire.HOST_TIMEOUT_BITS) + 16
-CYCLES_PER_US = wire.ULPI_CLOCK_HZ // 1_000_000
+CYCLES_PER_US = ULPI_CLOCK_HZ // 1_000_000
 
 
 class LinkError(Exception):

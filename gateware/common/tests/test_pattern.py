@@ -4,8 +4,7 @@ import pytest
 from amaranth.sim import Simulator
 from busprobe.gateware.common.checker import PatternChecker
 from busprobe.gateware.common.pattern import PatternByteSource
-from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.protocol.usb2 import NO_ERROR_OFFSET
+from busprobe.protocol.patterns import NO_ERROR_OFFSET, Pattern, PatternStream
 
 
 def run(dut, testbench):

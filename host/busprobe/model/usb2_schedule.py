@@ -21,6 +21,7 @@ matters (the caller falls back to the closed form beyond :data:`MAX_STEPPED_PACK
 
 from __future__ import annotations
 
+from ..protocol.usb2 import CLOCK_HZ
 from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 
@@ -32,7 +33,7 @@ MAX_STEPPED_PACKETS = 256
 
 
 def _cycles(seconds: float) -> int:
-    return round(seconds * wire.ULPI_CLOCK_HZ)
+    return round(seconds * CLOCK_HZ)
 
 
 def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_depth: int,
@@ -79,4 +80,4 @@ def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_d
         if len(ready) < total:
             ready.append(done + resubmit)
     span = finished[-1] - finished[-1 - window]
-    return span / window / wire.ULPI_CLOCK_HZ
+    return span / window / CLOCK_HZ

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..protocol.usb2 import CLOCK_HZ
+
 __all__ = [
     "BIT_RATE", "BIT_TIME_S", "ULPI_CLOCK_HZ", "BITS_PER_ULPI_CYCLE",
     "UFRAME_S", "UFRAME_BITS", "UFRAME_CYCLES", "SYNC_BITS", "EOP_BITS", "SOF_EOP_BITS",
@@ -34,9 +36,11 @@ __all__ = [
 #: §7.1.11: high-speed signalling rate.
 BIT_RATE = 480_000_000
 BIT_TIME_S = 1.0 / BIT_RATE
-#: UTMI+ Low Pin Interface rev 1.1 §3.2: 60 MHz clock, 8 bits per clock at high speed.
-ULPI_CLOCK_HZ = 60_000_000
-BITS_PER_ULPI_CYCLE = BIT_RATE // ULPI_CLOCK_HZ
+#: UTMI+ Low Pin Interface rev 1.1 §3.2: 60 MHz clock, 8 bits per clock at high speed. Defined
+#: once, in the device contract (:data:`busprobe.protocol.usb2.CLOCK_HZ`, what the telemetry cycle
+#: counters count); this name stays as an alias while its last users move to the protocol's.
+ULPI_CLOCK_HZ = CLOCK_HZ
+BITS_PER_ULPI_CYCLE = BIT_RATE // CLOCK_HZ
 #: §8.4.3.1 / §11.14: a microframe is 125 us.
 UFRAME_S = 125e-6
 UFRAME_BITS = 60_000
@@ -296,4 +300,4 @@ def bits_to_cycles(bits: int) -> int:
 
 
 def cycles_to_seconds(cycles: int | float) -> float:
-    return cycles / ULPI_CLOCK_HZ
+    return cycles / CLOCK_HZ

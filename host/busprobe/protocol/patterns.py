@@ -20,9 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Pattern", "PatternStream", "CheckResult", "PRBS31_SEED", "prbs31_words"]
+__all__ = ["Pattern", "PatternStream", "CheckResult", "PRBS31_SEED", "prbs31_words",
+           "NO_ERROR_OFFSET"]
 
 PRBS31_SEED = 0x7FFF_FFFF
+#: What a device's checker reports as ``first_error_offset`` while it has seen no mismatch (both
+#: the USB2 and the PCIe telemetry blocks use it; the host decodes it to None).
+NO_ERROR_OFFSET = 0xFFFF_FFFF
 _MASK31 = (1 << 31) - 1
 _MASK28 = (1 << 28) - 1
 

@@ -25,6 +25,8 @@ writer stays enabled through the point.
 
 from __future__ import annotations
 
+from .patterns import NO_ERROR_OFFSET
+
 __all__ = [
     "VENDOR_ID", "DEVICE_ID", "BAR0_SIZE", "DATA_WIDTH", "CLOCK_HZ", "READ_TAGS",
     "DMA_ADDRESS_WIDTH", "DMA_TABLE_DEPTH", "DMA_LENGTH_ALIGN", "DMA_ADDRESS_ALIGN",
@@ -65,7 +67,6 @@ MSI_WRITER = 1
 
 MAGIC = 0x4550_5042  # b"BPPE" little-endian
 PROTOCOL_VERSION = 1
-NO_ERROR_OFFSET = 0xFFFF_FFFF
 
 CSR_REGION_SIZE = 0x800
 #: LiteX CSR region number of each module; region base = number * CSR_REGION_SIZE.

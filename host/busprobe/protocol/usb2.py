@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 import struct
 
+from .patterns import NO_ERROR_OFFSET
+
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL",
     "EP_IN", "EP_OUT", "MAX_PACKET_SIZE", "CLOCK_HZ", "PROTOCOL_VERSION", "MAGIC",
@@ -75,8 +77,6 @@ def decode_in_transfer(w_value: int, w_index: int) -> tuple[int, bool]:
     arg = w_value | (w_index << 16)
     return arg & ~IN_ZLP_FLAG, bool(arg & IN_ZLP_FLAG)
 
-
-NO_ERROR_OFFSET = 0xFFFF_FFFF
 
 #: Telemetry words, in order; every word is an unsigned 32-bit little-endian counter that wraps.
 #: (name, description). Counters are zeroed by CLEAR_TELEMETRY; ``first_error_offset`` and
