@@ -1,1 +1,1 @@
-"""Bus-independent gateware: pattern generator and checker, Yosys set-up."""
+"""Bus-independent gateware: pattern generator and checker."""

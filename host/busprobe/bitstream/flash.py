@@ -9,14 +9,14 @@ checked to exist and to be built for the board's FPGA (the part recorded in its 
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from busprobe.gateware.boards import Board
 from busprobe.transport import DeviceNotFound, TransportError
+
+from .toolchain import find_script
 
 __all__ = ["ProgrammerNotFound", "FlashPlan", "plan_flash", "bitstream_part", "run_flash"]
 
@@ -137,7 +137,7 @@ def _ecp5_parts() -> dict[int, str]:
 
 def run_flash(plan: FlashPlan) -> None:
     """Run the programmer; a one-line :class:`TransportError` when it or the board is missing."""
-    executable = _find_tool(plan.tool)
+    executable = find_script(plan.tool)
     if executable is None:
         raise ProgrammerNotFound(f"{plan.tool} not found on PATH: {_INSTALL[plan.tool]}")
     log.info("running %s", plan.shell_line())
@@ -154,9 +154,3 @@ def run_flash(plan: FlashPlan) -> None:
     if "NoBackendError" in last:
         raise DeviceNotFound(f"{plan.tool} cannot reach USB: no libusb backend on this host")
     raise TransportError(f"{plan.tool} failed: {last}")
-
-
-def _find_tool(name: str) -> str | None:
-    # apollo is a console script of a Python package: prefer this interpreter's environment.
-    local = Path(sys.executable).parent / name
-    return str(local) if local.exists() else shutil.which(name)

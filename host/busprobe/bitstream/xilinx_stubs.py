@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .result import BuildError
-from .toolchain import ecp5_toolchain_env
+from .toolchain import find_tool
 
 __all__ = ["undefined_modules", "iter_instances", "instance_stub", "primitive_stubs",
            "write_blackbox_stubs", "verilator_lint", "LintReport", "LITEX_STYLE_WARNINGS"]
@@ -89,7 +89,7 @@ def primitive_stubs(names: Iterable[str], *, workdir: Path) -> dict[str, str]:
               "setattr -mod -unset blackbox; setattr -mod -unset whitebox; "
               "setattr -mod -unset lib_whitebox; proc; "
               f"write_json -selected {out.name}")
-    yosys = ecp5_toolchain_env()["YOSYS"]
+    yosys = find_tool("YOSYS")
     proc = subprocess.run([yosys, "-q", "-p", script], cwd=workdir, capture_output=True,
                           text=True)
     if proc.returncode != 0 or not out.exists():
