@@ -3,7 +3,7 @@
 Each function directory under ``/sys/devices/pci*/`` sits inside the directory of the port above
 it, so the path to a device *is* its topology. For every hop we read the PCI Express capability
 from the ``config`` file (Link Capabilities vs Link Status, Device Capabilities max payload,
-Device Control MPS/MRRS; decoded by :class:`busprobe.backends.pcie.config.PcieCapability`, the
+Device Control MPS/MRRS; decoded by :class:`busprobe.protocol.pci_config.PcieCapability`, the
 one decoder) and fall back to the kernel's ``current_link_speed``/``max_link_speed`` attributes
 when config space beyond 64 bytes is not readable (non-root users).
 """
@@ -13,7 +13,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..backends.pcie.config import BDF_RE, PCI_CAP_ID_EXP, PcieCapability, find_capability
+from ..protocol.pci_config import (
+    BDF_RE,
+    PCI_CAP_ID_EXP,
+    UNPRIVILEGED_CONFIG_BYTES,
+    PcieCapability,
+    find_capability,
+)
 from ..transport import DeviceNotFound
 from .hop import SPEED_ORDER, Hop
 
@@ -86,7 +92,8 @@ def pci_function_hop(path: Path, *, slots: dict[str, str] | None = None) -> Hop:
         if cap.link_up:
             hop.speed, hop.width = cap.link_speed, cap.link_width
         hop.mps, hop.mps_supported, hop.mrrs = cap.mps, cap.mps_supported, cap.mrrs
-    elif find_capability(config, PCI_CAP_ID_EXP) is None and len(config) <= 64 and config:
+    elif (config and len(config) <= UNPRIVILEGED_CONFIG_BYTES
+          and find_capability(config, PCI_CAP_ID_EXP) is None):
         hop.notes.append("PCIe capability beyond the 64 bytes of config space a non-root user "
                          "may read; link figures from sysfs attributes")
     # The kernel's attributes are readable by anyone: fill what config space did not give.

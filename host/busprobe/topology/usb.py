@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..backends.pcie.config import BDF_RE
+from ..protocol.pci_config import BDF_RE
 from ..transport import DeviceNotFound
 from .hop import Hop
 from .pci import pci_function_hop

@@ -1,7 +1,7 @@
 """PCIe config-space access through sysfs, and the MPS/MRRS guard.
 
-:class:`PcieCapability` decodes the PCI Express capability (Device Capabilities, Device Control,
-Link Capabilities, Link Status) from the bytes of ``/sys/bus/pci/devices/X/config``.
+:class:`PciFunction` reads and writes ``/sys/bus/pci/devices/X/config``; the registers are decoded
+by :mod:`busprobe.protocol.pci_config` (:class:`~busprobe.protocol.pci_config.PcieCapability`).
 :class:`ConfigSpaceGuard` rewrites Max Payload Size / Max Read Request Size for a sweep and always
 puts the original values back: on normal exit, on an exception, on Ctrl-C and on SIGTERM/SIGHUP.
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import re
 import signal
 import threading
 from collections.abc import Callable
@@ -25,129 +24,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from ...protocol.pci_config import (
+    BDF_RE,
+    DEVCTL_MPS_MASK,
+    DEVCTL_MPS_SHIFT,
+    DEVCTL_MRRS_MASK,
+    DEVCTL_MRRS_SHIFT,
+    EXP_DEVCTL,
+    LINK_SPEEDS,
+    UNPRIVILEGED_CONFIG_BYTES,
+    PcieCapability,
+    encode_size,
+)
 from ...transport import DeviceNotFound, InvalidRequest, PermissionDenied
 
-__all__ = [
-    "PCI_CAP_ID_EXP", "BDF_RE", "PcieCapability", "PciFunction", "find_capability",
-    "encode_size", "decode_size", "ConfigSpaceGuard", "GuardPlan",
-]
+# LINK_SPEEDS is re-exported for busprobe.sim.pcie.backend until it imports the protocol module.
+__all__ = ["PciFunction", "ConfigSpaceGuard", "GuardPlan", "LINK_SPEEDS"]
 
 log = logging.getLogger(__name__)
 
-BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
-PCI_STATUS = 0x06
-PCI_STATUS_CAP_LIST = 0x10
-PCI_CAPABILITY_LIST = 0x34
-PCI_CAP_ID_EXP = 0x10
-#: Config space a non-root reader sees through sysfs; capabilities usually lie beyond it.
-UNPRIVILEGED_CONFIG_BYTES = 64
-
-# Offsets inside the PCI Express capability (PCIe Base Spec 7.5.3).
-EXP_DEVCAP = 0x04
-EXP_DEVCTL = 0x08
-EXP_LNKCAP = 0x0C
-EXP_LNKSTA = 0x12
-EXP_LNKSTA_DLLLA = 1 << 13  # Data Link Layer Link Active
-DEVCTL_MPS_SHIFT, DEVCTL_MRRS_SHIFT = 5, 12
-DEVCTL_MPS_MASK = 0x7 << DEVCTL_MPS_SHIFT
-DEVCTL_MRRS_MASK = 0x7 << DEVCTL_MRRS_SHIFT
-
-LINK_SPEEDS = {1: "gen1", 2: "gen2", 3: "gen3", 4: "gen4", 5: "gen5"}
-
-
-def decode_size(code: int) -> int:
-    """Payload/request size in bytes of a 3-bit DevCap/DevCtl code (0 -> 128 ... 5 -> 4096)."""
-    return 128 << (code & 0x7)
-
-
-def encode_size(size: int) -> int:
-    """The 3-bit code of ``size``; :class:`InvalidRequest` unless a power of two in 128..4096."""
-    if size not in (128, 256, 512, 1024, 2048, 4096):
-        raise InvalidRequest(f"MPS/MRRS must be one of 128, 256, 512, 1024, 2048, 4096, not {size}")
-    return size.bit_length() - 8
-
-
-def find_capability(config: bytes, cap_id: int) -> int | None:
-    """Offset of capability ``cap_id`` in the classic capability list of ``config``, or None."""
-    if len(config) < 0x40 or not config[PCI_STATUS] & PCI_STATUS_CAP_LIST:
-        return None
-    offset, seen = config[PCI_CAPABILITY_LIST] & 0xFC, set()
-    while offset and offset not in seen and offset + 2 <= len(config):
-        seen.add(offset)  # a looping list in a broken device must not hang us
-        if config[offset] == cap_id:
-            return offset
-        offset = config[offset + 1] & 0xFC
-    return None
-
-
-@dataclass(frozen=True)
-class PcieCapability:
-    """The fields of one function's PCI Express capability that busprobe uses.
-
-    Attributes
-    ----------
-    offset : int
-        Where the capability starts in config space.
-    devcap, devctl, lnkcap, lnksta : int
-        The raw registers.
-    """
-
-    offset: int
-    devcap: int
-    devctl: int
-    lnkcap: int
-    lnksta: int
-
-    @classmethod
-    def parse(cls, config: bytes) -> PcieCapability | None:
-        off = find_capability(config, PCI_CAP_ID_EXP)
-        if off is None or off + EXP_LNKSTA + 2 > len(config):
-            return None
-
-        def reg(at: int, size: int) -> int:
-            return int.from_bytes(config[off + at:off + at + size], "little")
-
-        return cls(off, reg(EXP_DEVCAP, 4), reg(EXP_DEVCTL, 2), reg(EXP_LNKCAP, 4),
-                   reg(EXP_LNKSTA, 2))
-
-    @property
-    def mps_supported(self) -> int:
-        return decode_size(self.devcap)
-
-    @property
-    def mps(self) -> int:
-        return decode_size(self.devctl >> DEVCTL_MPS_SHIFT)
-
-    @property
-    def mrrs(self) -> int:
-        return decode_size(self.devctl >> DEVCTL_MRRS_SHIFT)
-
-    @property
-    def link_speed_cap(self) -> str:
-        return LINK_SPEEDS.get(self.lnkcap & 0xF, f"code{self.lnkcap & 0xF}")
-
-    @property
-    def link_width_cap(self) -> int:
-        return (self.lnkcap >> 4) & 0x3F
-
-    @property
-    def link_speed(self) -> str:
-        return LINK_SPEEDS.get(self.lnksta & 0xF, f"code{self.lnksta & 0xF}")
-
-    @property
-    def link_width(self) -> int:
-        return (self.lnksta >> 4) & 0x3F
-
-    @property
-    def link_up(self) -> bool:
-        """Negotiated width is non-zero (a down link reads x0; DLLLA is optional for endpoints)."""
-        return self.link_width > 0
-
-    def to_json(self) -> dict[str, object]:
-        return {"mps_supported": self.mps_supported, "mps": self.mps, "mrrs": self.mrrs,
-                "link_speed_cap": self.link_speed_cap, "link_width_cap": self.link_width_cap,
-                "link_speed": self.link_speed, "link_width": self.link_width}
+def _size_code(size: int) -> int:
+    """:func:`encode_size`, with a bad size reported as the one-line :class:`InvalidRequest`."""
+    try:
+        return encode_size(size)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -276,14 +178,14 @@ class ConfigSpaceGuard:
         limit = min(dev.mps_supported, port.mps_supported if port else dev.mps_supported)
         notes: list[str] = []
         mps = dev.mps if self.wanted_mps is None else self.wanted_mps
-        encode_size(mps)
+        _size_code(mps)
         if mps > limit:
             who = (f"{self.device.bdf} supports {dev.mps_supported}" + (
                 f", upstream port {port_fn.bdf} supports {port.mps_supported}" if port else ""))
             notes.append(f"MPS {mps} capped at {limit} ({who})")
             mps = limit
         mrrs = dev.mrrs if self.wanted_mrrs is None else self.wanted_mrrs
-        encode_size(mrrs)
+        _size_code(mrrs)
         return GuardPlan(mps, mrrs, limit, tuple(notes))
 
     def _writes(self, plan: GuardPlan) -> list[tuple[PciFunction, int, int, int]]:
@@ -296,14 +198,14 @@ class ConfigSpaceGuard:
                 port_cap = port_fn.capability()
                 if port_cap.mps != plan.mps:
                     out.append((port_fn, port_cap.offset, DEVCTL_MPS_MASK,
-                                encode_size(plan.mps) << DEVCTL_MPS_SHIFT))
+                                _size_code(plan.mps) << DEVCTL_MPS_SHIFT))
         mask = value = 0
         if plan.mps != dev_cap.mps:
             mask |= DEVCTL_MPS_MASK
-            value |= encode_size(plan.mps) << DEVCTL_MPS_SHIFT
+            value |= _size_code(plan.mps) << DEVCTL_MPS_SHIFT
         if plan.mrrs != dev_cap.mrrs:
             mask |= DEVCTL_MRRS_MASK
-            value |= encode_size(plan.mrrs) << DEVCTL_MRRS_SHIFT
+            value |= _size_code(plan.mrrs) << DEVCTL_MRRS_SHIFT
         if mask:
             out.append((self.device, dev_cap.offset, mask, value))
         return out

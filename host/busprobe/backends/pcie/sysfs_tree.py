@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import (
+from ...protocol.pci_config import (
     DEVCTL_MPS_SHIFT,
     DEVCTL_MRRS_SHIFT,
     EXP_DEVCAP,

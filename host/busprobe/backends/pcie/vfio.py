@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...protocol import pcie as proto
+from ...protocol.pci_config import BDF_RE, PcieCapability
 from ...transport import (
     DeviceGone,
     DeviceNotFound,
@@ -32,7 +33,7 @@ from ...transport import (
     PermissionDenied,
     TransportError,
 )
-from .config import BDF_RE, PcieCapability, PciFunction
+from .config import PciFunction
 
 __all__ = ["VfioUnavailable", "VfioGroup", "preflight", "VfioDevice", "VfioBar", "VfioDmaBuffer",
            "VfioMsi", "VFIO_IOCTL"]
