@@ -3,6 +3,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
+# Builds (simulators, bitstreams) stay in this checkout's build/, shared by demo, test and bench;
+# an installed busprobe without this variable uses ~/.cache/busprobe.
+export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 
 .PHONY: demo test bench lint install clean
 

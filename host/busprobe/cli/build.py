@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
     from busprobe.bitstream.ecp5 import build_ecp5
-    from busprobe.sim.toolchain import build_root
+    from busprobe.build_cache import build_root
 
     result = build_ecp5(board, design, root=build_root(), out=args.out, force=args.force)
     print("\n".join(result.summary_lines()))
@@ -75,7 +75,7 @@ def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
 
 def _build_pcie(args: argparse.Namespace, board: Board, design: Design) -> int:
     from busprobe.bitstream.pcie import build_pcie_target
-    from busprobe.sim.toolchain import build_root
+    from busprobe.build_cache import build_root
 
     target = build_pcie_target(board, design, root=build_root(), out=args.out,
                                lint=args.lint)

@@ -4,8 +4,8 @@ import pytest
 from busprobe.bitstream.designs import get_design
 from busprobe.bitstream.ecp5 import build_ecp5
 from busprobe.bitstream.result import comparison_table
+from busprobe.build_cache import build_root
 from busprobe.gateware.boards import get_board
-from busprobe.sim.toolchain import build_root
 
 
 @pytest.mark.bench
