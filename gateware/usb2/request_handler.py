@@ -15,6 +15,9 @@ from .descriptors import CONTROL_MAX_PACKET_SIZE
 
 __all__ = ["ProbeRequestHandler", "INFO_BYTES"]
 
+#: Bits that address a byte of the telemetry block (the data stage never runs past it).
+_TELEMETRY_INDEX_BITS = (usb2.TELEMETRY_SIZE - 1).bit_length()
+
 #: The GET_INFO answer, packed by the protocol's own format.
 INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
                          usb2.MAX_PACKET_SIZE)
@@ -97,7 +100,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         tx = interface.tx
         m.d.comb += tx.payload.eq(Mux(sending_info,
                                       Array(info_bytes)[position[0:3]],
-                                      Array(telemetry_bytes)[position[0:7]]))
+                                      Array(telemetry_bytes)[position[0:_TELEMETRY_INDEX_BITS]]))
 
         def limit_to(size):
             return Mux(setup.length < size, setup.length, size)

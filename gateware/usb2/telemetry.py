@@ -106,8 +106,10 @@ class Usb2Telemetry(wiring.Component):
         }
         for direction, ep in (("in", self.ep_in), ("out", self.ep_out)):
             length = ep.acked_length
+            moved = counter(f"{direction}_bytes", ep.acked, length)
+            values |= self._window(m, direction, ep.acked, moved, values["sofs"])
             values |= {
-                f"{direction}_bytes": counter(f"{direction}_bytes", ep.acked, length),
+                f"{direction}_bytes": moved,
                 f"{direction}_packets": counter(f"{direction}_packets", ep.acked & (length != 0)),
                 f"{direction}_short": counter(
                     f"{direction}_short",
@@ -153,6 +155,38 @@ class Usb2Telemetry(wiring.Component):
         with m.Elif(moved):
             m.d.usb += moved_this_uframe.eq(1)
         return count + moved_this_uframe
+
+    def _window(self, m, direction, acked, moved, sofs):
+        """The whole-microframe timing window of one direction (see ``usb2.TELEMETRY``).
+
+        At each SOF that ends a microframe with data, the window's end moves to the previous
+        such SOF: the last data microframe, partly idle, never enters it. It needs hindsight,
+        so the newest such SOF is kept aside in ``last_*``.
+        """
+        active = Signal(name=f"{direction}_moved_this_uframe")
+        started = Signal(name=f"{direction}_window_started")
+        words = {}
+        for name in ("start_bytes", "start_uframe", "end_bytes", "end_uframe"):
+            words[name] = Signal(32, name=f"{direction}_window_{name}")
+        last_bytes = Signal(32, name=f"{direction}_window_last_bytes")
+        last_uframe = Signal(32, name=f"{direction}_window_last_uframe")
+        with m.If(self.clear):
+            m.d.usb += [signal.eq(0) for signal in (active, started, last_bytes, last_uframe,
+                                                    *words.values())]
+        with m.Elif(self.sof):
+            m.d.usb += active.eq(0)
+            with m.If(active & ~started):
+                m.d.usb += [started.eq(1),
+                            words["start_bytes"].eq(moved), words["start_uframe"].eq(sofs),
+                            words["end_bytes"].eq(moved), words["end_uframe"].eq(sofs)]
+            with m.Elif(active):
+                m.d.usb += [words["end_bytes"].eq(last_bytes),
+                            words["end_uframe"].eq(last_uframe)]
+            with m.If(active):
+                m.d.usb += [last_bytes.eq(moved), last_uframe.eq(sofs)]
+        with m.Elif(acked):
+            m.d.usb += active.eq(1)
+        return {f"{direction}_window_{name}": word for name, word in words.items()}
 
     def _first_cycle(self, m, direction, start):
         seen = Signal(name=f"{direction}_started")

@@ -327,5 +327,7 @@ def _telemetry_json(counters: Telemetry) -> dict[str, Any]:
     raw = dict(counters.raw)
     raw.setdefault("device_seconds", dict(counters.device_seconds))
     raw.setdefault("device_bytes", dict(counters.device_bytes))
+    if counters.window_bytes:
+        raw.setdefault("window_bytes", dict(counters.window_bytes))
     return raw
 

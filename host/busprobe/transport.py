@@ -117,6 +117,9 @@ class Telemetry:
         Per direction, the time the device measured from its first to its last data, or absent.
     device_bytes : dict
         Per direction, the payload bytes the device counted.
+    window_bytes : dict
+        Per direction, the bytes moved within ``device_seconds`` when the device times only part
+        of its traffic (USB: whole microframes); absent, ``device_bytes`` is what was timed.
     errors : dict
         Per direction, data errors the *device* detected (OUT / read-side checker).
     first_error_offset : dict
@@ -126,14 +129,16 @@ class Telemetry:
     raw: dict[str, Any] = field(default_factory=dict)
     device_seconds: dict[str, float] = field(default_factory=dict)
     device_bytes: dict[str, int] = field(default_factory=dict)
+    window_bytes: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     first_error_offset: dict[str, int | None] = field(default_factory=dict)
 
     def device_throughput(self, direction: str) -> float | None:
         seconds = self.device_seconds.get(direction)
-        if not seconds or direction not in self.device_bytes:
+        timed = self.window_bytes.get(direction, self.device_bytes.get(direction))
+        if not seconds or timed is None:
             return None
-        return self.device_bytes[direction] / seconds
+        return timed / seconds
 
 
 class Transport(abc.ABC):

@@ -62,8 +62,36 @@ def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
         < seen["out_last_cycle"] < seen["cycle"]
     names = [name for name, _ in usb2.TELEMETRY]
     cleared = dict(zip(names, seen["after_clear"], strict=True))
-    assert cleared.pop("magic") == usb2.MAGIC and cleared.pop("version") == 1
+    assert cleared.pop("magic") == usb2.MAGIC and cleared.pop("version") == usb2.PROTOCOL_VERSION
     # The checker's values are inputs (cleared by the checker itself); everything else is zero.
     assert {k: v for k, v in cleared.items() if k not in ("pattern_errors",
                                                           "first_error_offset")} == \
         dict.fromkeys(set(cleared) - {"pattern_errors", "first_error_offset"}, 0)
+
+
+def test_timing_window_spans_whole_microframes_without_the_first_and_last_data_ones():
+    dut = Usb2Telemetry()
+    seen = {}
+
+    async def testbench(ctx):
+        await ctx.tick("usb").repeat(4)
+        for packets in (2, 3, 1, 0, 1):  # IN packets of 512 B per microframe, then its SOF
+            for _ in range(packets):
+                await pulse(ctx, (dut.ep_in.acked, 1), (dut.ep_in.acked_length, 512))
+            await pulse(ctx, (dut.ep_out.acked, 1), (dut.ep_out.acked_length, 8))
+            await pulse(ctx, (dut.sof, 1))
+        words = [ctx.get(dut.words[i]) for i in range(usb2.TELEMETRY_WORDS)]
+        seen.update(zip((name for name, _ in usb2.TELEMETRY), words, strict=True))
+
+    sim = Simulator(dut)
+    sim.add_clock(1 / 60e6, domain="usb")
+    sim.add_testbench(testbench)
+    sim.run()
+
+    # IN moved data in microframes 0, 1, 2 and 4 (SOF counts 0..4 at their ends): the window runs
+    # from the end of microframe 0 to the end of microframe 2, the second-to-last with data.
+    assert (seen["in_window_start_bytes"], seen["in_window_start_uframe"]) == (1024, 0)
+    assert (seen["in_window_end_bytes"], seen["in_window_end_uframe"]) == (3072, 2)
+    # OUT moved 8 bytes in every one of the five microframes.
+    assert (seen["out_window_start_bytes"], seen["out_window_start_uframe"]) == (8, 0)
+    assert (seen["out_window_end_bytes"], seen["out_window_end_uframe"]) == (32, 3)

@@ -15,7 +15,7 @@ __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL",
     "EP_IN", "EP_OUT", "MAX_PACKET_SIZE", "CLOCK_HZ", "PROTOCOL_VERSION", "MAGIC",
     "Request", "IN_ZLP_FLAG", "encode_in_transfer", "decode_in_transfer",
-    "TELEMETRY", "TELEMETRY_WORDS", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
+    "TELEMETRY", "TELEMETRY_WORDS", "UFRAMES_PER_SECOND", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
     "unpack_telemetry", "pack_telemetry", "INFO_FORMAT", "INFO_SIZE",
 ]
 
@@ -31,7 +31,7 @@ MAX_PACKET_SIZE = 512
 CLOCK_HZ = 60_000_000  # ULPI clock; the telemetry cycle counters count it
 
 MAGIC = 0x3255_5042  # b"BPU2" little-endian
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the whole-microframe timing window words
 
 
 class Request(enum.IntEnum):
@@ -108,7 +108,20 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("in_last_cycle", "cycle counter when the last IN data packet was ACKed"),
     ("out_first_cycle", "cycle counter when the first OUT data packet started"),
     ("out_last_cycle", "cycle counter when the last OUT data packet was ACKed"),
+    # The timing window: whole microframes only, from the end of the first microframe that moved
+    # data in that direction to the end of the second-to-last one (the first and the last are
+    # partly idle). Bytes / (microframes x 125 us) over it can never exceed what the bus allows.
+    ("in_window_start_bytes", "in_bytes at the end of the first microframe with IN data"),
+    ("in_window_start_uframe", "sofs at the end of the first microframe with IN data"),
+    ("in_window_end_bytes", "in_bytes at the end of the second-to-last microframe with IN data"),
+    ("in_window_end_uframe", "sofs at the end of the second-to-last microframe with IN data"),
+    ("out_window_start_bytes", "out_bytes at the end of the first microframe with OUT data"),
+    ("out_window_start_uframe", "sofs at the end of the first microframe with OUT data"),
+    ("out_window_end_bytes", "out_bytes at the end of the second-to-last microframe with OUT data"),
+    ("out_window_end_uframe", "sofs at the end of the second-to-last microframe with OUT data"),
 )
+#: Microframes per second: the SOF rate of a high-speed bus (USB 2.0 §8.4.3.1).
+UFRAMES_PER_SECOND = 8000
 TELEMETRY_WORDS = len(TELEMETRY)
 TELEMETRY_SIZE = 4 * TELEMETRY_WORDS
 _FORMAT = f"<{TELEMETRY_WORDS}I"

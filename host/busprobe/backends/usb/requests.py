@@ -28,21 +28,27 @@ VENDOR_OUT = 0x40
 def decode_telemetry(data: bytes) -> Telemetry:
     """The device's telemetry block (:data:`~busprobe.protocol.usb2.TELEMETRY`) as Telemetry.
 
-    Device seconds per direction run from the first data packet's start to the last one's ACK
-    (cycle counters at :data:`~busprobe.protocol.usb2.CLOCK_HZ`, wrapping at 32 bits).
+    Device-timed figures come from the whole-microframe window: the bytes moved between the end
+    of the first and the end of the second-to-last microframe with data, over those microframes
+    at 125 µs each. A direction whose data touched fewer than three microframes has no window,
+    and no device figure: a partial microframe cannot be timed without reading above the bus's
+    limit. ``device_bytes`` is every byte the device counted (for the lost-data check).
     """
     raw = usb2.unpack_telemetry(data)
     seconds: dict[str, float] = {}
+    window_bytes: dict[str, int] = {}
     for direction in ("in", "out"):
-        if raw[f"{direction}_packets"]:
-            cycles = (raw[f"{direction}_last_cycle"] - raw[f"{direction}_first_cycle"]) \
-                & 0xFFFF_FFFF
-            if cycles:
-                seconds[direction] = cycles / usb2.CLOCK_HZ
+        uframes = (raw[f"{direction}_window_end_uframe"]
+                   - raw[f"{direction}_window_start_uframe"]) & 0xFFFF_FFFF
+        if uframes:
+            seconds[direction] = uframes / usb2.UFRAMES_PER_SECOND
+            window_bytes[direction] = (raw[f"{direction}_window_end_bytes"]
+                                       - raw[f"{direction}_window_start_bytes"]) & 0xFFFF_FFFF
     offset = raw["first_error_offset"]
     return Telemetry(
         raw=dict(raw), device_seconds=seconds,
         device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
+        window_bytes=window_bytes,
         errors={"out": raw["pattern_errors"]},
         first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})
 
