@@ -1,8 +1,9 @@
 """``busprobe sweep`` end to end against the simulated USB2 gateware (cocotb + Verilator).
 
 The host tool's real code path: CLI → sweep engine → UsbDeviceTransport (the board's driver)
-over the simulated platform → the simulated host controller → the gateware over ULPI. Every byte in both directions is checked
-against the pattern (host side for IN, the gateware's checker for OUT).
+over the simulated platform → the simulated host controller → the gateware over ULPI. Every byte
+in both directions is checked against the pattern (host side for IN, the gateware's checker for
+OUT).
 """
 
 import csv
