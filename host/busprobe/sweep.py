@@ -107,6 +107,7 @@ class PointResult:
     spec: PointSpec
     transfers: int  # per repeat
     bytes_per_repeat: int
+    sized_by: str  # what set the transfer count (Sweep.transfers_for)
     samples: list[float]
     device_samples: list[float | None]
     seconds: list[float]
@@ -148,6 +149,7 @@ class PointResult:
             "seconds": list(self.seconds),
             "transfers": self.transfers,
             "bytes": self.bytes_per_repeat,
+            "sized_by": self.sized_by,
             "errors": self.errors,
             "error_detail": {"mismatched_words": self.mismatched_words,
                              "lost_bytes": self.lost_bytes,
@@ -232,9 +234,24 @@ class Sweep:
         self._incoming: dict[str, PatternStream] = {}
         self._outgoing: dict[str, PatternStream] = {}
 
-    def transfers_for(self, length: int) -> int:
-        """Transfers per repeat: enough to amortise start-up by count and by volume."""
-        return max(self.transport.min_transfers, math.ceil(self.transport.min_bytes / length))
+    def transfers_for(self, length: int, model_rate: float | None = None) -> tuple[int, str]:
+        """Transfers per repeat and what decided it (``bytes``, ``transfers``, ``bus time``).
+
+        Enough to amortise start-up by volume (``min_bytes``) and count (``min_transfers``),
+        capped by ``max_transfers`` and, where the ceiling model gives the expected rate
+        ``model_rate`` (bytes/s) for this length and queue depth, by ``max_bus_seconds``.
+        """
+        transport = self.transport
+        count, sized_by = math.ceil(transport.min_bytes / length), "bytes"
+        caps = [(transport.max_transfers, "transfers")]
+        if model_rate:
+            caps.append((int(transport.max_bus_seconds * model_rate / length), "bus time"))
+        for cap, name in caps:
+            if count > cap:
+                count, sized_by = cap, name
+        if count < transport.min_transfers:
+            count, sized_by = transport.min_transfers, "transfers"
+        return count, sized_by
 
     def _restart_pattern(self) -> None:
         self.transport.set_pattern(self.plan.pattern)
@@ -267,7 +284,8 @@ class Sweep:
     def measure(self, spec: PointSpec) -> PointResult:
         """Run one point's repeats and return its result."""
         transport = self.transport
-        count = self.transfers_for(spec.length)
+        ceiling = model_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth)
+        count, sized_by = self.transfers_for(spec.length, ceiling[0] if ceiling else None)
         asked = count * spec.length
         samples: list[float] = []
         device_samples: list[float | None] = []
@@ -299,9 +317,9 @@ class Sweep:
             telemetry.append(_telemetry_json(counters))
             if self.on_repeat:
                 self.on_repeat(spec, index)
-        ceiling = model_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth)
         return PointResult(
-            spec=spec, transfers=count, bytes_per_repeat=asked, samples=samples,
+            spec=spec, transfers=count, bytes_per_repeat=asked, sized_by=sized_by,
+            samples=samples,
             device_samples=device_samples, seconds=seconds, mismatched_words=mismatched,
             lost_bytes=lost, device_byte_mismatch=device_mismatch, device_errors=device_errors,
             first_error_offset=first_error,

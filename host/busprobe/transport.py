@@ -151,11 +151,18 @@ class Transport(abc.ABC):
 
     selector: str
     directions: tuple[str, ...]
-    #: A point moves at least this many transfers and bytes so start-up effects are amortised.
-    #: Hardware is noisy and fast: 8 transfers and 4 MiB. A simulated bus is deterministic and
-    #: slow to run, so sim backends lower these (and say why) without changing the sweep code.
+    #: A point's repeat moves at least this many transfers and bytes so start-up effects are
+    #: amortised. Hardware is noisy and fast: 8 transfers and 4 MiB. A simulated bus is
+    #: deterministic and slow to run, so sim backends lower these (and say why) without changing
+    #: the sweep code.
     min_transfers: int = 8
     min_bytes: int = 4 << 20
+    #: ...but no more than this many transfers, nor more than ``max_bus_seconds`` of bus time by
+    #: the ceiling model: tiny transfers reach the byte volume only after hundreds of thousands
+    #: of transfers, each paying the host's per-transfer cost, and their figure settles long
+    #: before that.
+    max_transfers: int = 1 << 16
+    max_bus_seconds: float = 2.0
     #: Longest length of the default ``busprobe sweep`` ladder (``--lengths`` not given). Sim
     #: backends lower it so the default sweep finishes in about a minute of simulation.
     default_max_length: int = 4 << 20

@@ -48,6 +48,10 @@ class SimUsb2Transport(UsbDeviceTransport):
     min_transfers = 2
     min_bytes = 256 << 10
     default_max_length = 256 << 10
+    # 10 ms of bus time (80 microframes, ~3 s of wall time) is enough for any point's figure to
+    # settle; a 1-byte or a queue-depth-1 EHCI point would otherwise run for minutes.
+    max_transfers = 1024
+    max_bus_seconds = 0.01
 
 
 def open_sim_usb2(selector: Selector) -> SimUsb2Transport:

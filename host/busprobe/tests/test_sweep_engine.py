@@ -116,3 +116,36 @@ def test_settings_are_applied_per_value_through_configure(loopback_factory):
     sweep = Sweep(Loopback(), _plan(settings=({"mps": 128},)))
     with pytest.raises(InvalidRequest, match="cannot set mps"):
         sweep.run()
+
+
+def test_tiny_transfers_are_capped_by_count_not_run_to_the_byte_volume(loopback_factory):
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    transport.max_transfers = 100
+    point = Sweep(transport, _plan(directions=("in",), lengths=(1,), queue_depths=(4,))).run()[0]
+    j = point.to_json()
+    assert (j["transfers"], j["bytes"], j["sized_by"]) == (100, 100, "transfers")
+    assert j["errors"] == 0
+
+
+def test_a_point_is_capped_by_the_bus_time_the_ceiling_model_expects(loopback_factory):
+    from busprobe.sweep import model_ceiling
+
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    transport.max_bus_seconds = 50e-6
+    rate, _ = model_ceiling(transport.bus, "in", 512, 1)
+    expected = int(50e-6 * rate / 512)
+    assert transport.min_transfers < expected < (16 << 10) // 512
+    j = Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,))).run()[0] \
+        .to_json()
+    assert (j["transfers"], j["sized_by"]) == (expected, "bus time")
+
+
+def test_the_minimum_transfer_count_wins_over_every_cap(loopback_factory):
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    transport.max_transfers = 1
+    j = Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,))).run()[0] \
+        .to_json()
+    assert (j["transfers"], j["sized_by"]) == (transport.min_transfers, "transfers")
