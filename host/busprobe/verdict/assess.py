@@ -69,7 +69,7 @@ def _curve(points: Sequence[Mapping[str, Any]], queue_depth: int) -> list[tuple[
 
 def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE,
            units: Units = Units.MB) -> list[dict]:
-    """One verdict entry per direction (and MPS/MRRS) of ``result`` (DESIGN.md §3 ``ceilings``).
+    """One verdict per direction (and MPS/MRRS) of ``result`` (``ceilings``, docs/DESIGN.md §3).
 
     Each entry: ``direction``, ``mps``, ``mrrs``, ``model`` (link model, bytes/s),
     ``model_name``, ``model_formula``, ``plateau``, ``plateau_spread``, ``plateau_lengths``,
