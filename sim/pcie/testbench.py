@@ -3,7 +3,7 @@
 Building the model (outside the simulator, e.g. a session fixture or the sim backend)::
 
     from busprobe.sim.pcie.testbench import build_pcie_simulator, TOPLEVEL
-    build_dir = build_pcie_simulator()          # once per design hash, under build/sim/pcie-<hash>
+    build_dir = build_pcie_simulator()          # once per design hash: <build root>/sim/pcie-<hash>
     # then cocotb_tools.runner.get_runner("verilator").test(build_dir=build_dir,
     #     hdl_toplevel=TOPLEVEL, test_module=..., timescale=TIMESCALE)
 
@@ -76,15 +76,16 @@ _SIZES = (128, 256, 512, 1024, 2048, 4096)
 def build_pcie_simulator() -> Path:
     """Generate the Verilog and build (or reuse) its Verilator model; return the build dir.
 
-    The Verilog and LiteX's ``csr.csv``/``csr.json`` land in ``build/pcie-verilog/``; they are
-    generated in a private folder and moved there atomically, so parallel test workers never
+    The Verilog and LiteX's ``csr.csv``/``csr.json`` land in ``<build root>/pcie-verilog/``; they
+    are generated in a private folder and moved there atomically, so parallel test workers never
     read a half-written file (the generator is deterministic: every worker writes the same).
     """
     import os
     import tempfile
 
+    from busprobe.build_cache import build_root
     from busprobe.gateware.pcie.sim_top import generate_verilog
-    from busprobe.sim.toolchain import build_root, build_verilator_model
+    from busprobe.sim.toolchain import build_verilator_model
 
     out = build_root() / "pcie-verilog"
     out.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ Nothing vendor-made is copied: primitives (``MMCME2_ADV``, ``BUFG``, ``FDPE``, `
 GTP/PCIe blocks, ...) get their ports and parameters from the Xilinx cell library that ships with
 Yosys (``+/xilinx/cells_sim.v``, ``cells_xtra.v``, read through the YoWASP Yosys from PyPI); IP
 cores Vivado generates at build time (``pcie_s7``) get them from the design's own Migen
-``Instance`` (direction and width of every connection). Stubs are written under ``build/``.
+``Instance`` (direction and width of every connection). Stubs are written under the build
+directory (:func:`busprobe.build_cache.build_root`).
 """
 
 from __future__ import annotations

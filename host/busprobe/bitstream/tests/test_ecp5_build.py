@@ -1,8 +1,8 @@
 """The ECP5 flow for real: Cynthion r1.4 bitstream, Fmax, utilisation, cache, timing failure.
 
 One full build (``usb2-stock``, ~30-60 s on 2 cores) goes into the shared build cache
-(``build/gateware``), so ``make bench`` and later runs reuse it. The full ``usb2`` build takes
-minutes and is a bench; here it is elaborated on the board (design + board top + pins).
+(``<build root>/gateware``), so ``make bench`` and later runs reuse it. The full ``usb2`` build
+takes minutes and is a bench; here it is elaborated on the board (design + board top + pins).
 """
 
 import json
