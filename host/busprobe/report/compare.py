@@ -180,9 +180,10 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
             elif e["verdict"] == "device-limited":
                 say(f"{where}: DEVICE-LIMITED at {units.format(e['plateau'])} — "
                     f"{e['explanation']}")
-            elif behind:
-                say(f"{where}: {units.format(e['plateau'])}, {e['verdict']}, vs "
-                    f"{top_run.label} {units.format(top)}")
+            if behind:
+                say(f"{where}: {(1 - e['plateau'] / top) * 100:.1f} % below {top_run.label} "
+                    f"({units.format(e['plateau'])}, {e['verdict']}, vs {units.format(top)}; "
+                    f"{top_run.label} is {(top / e['plateau'] - 1) * 100:.1f} % faster)")
             if behind and top_run is not run:
                 link, top_link = _link_of(run), _link_of(top_run)
                 if link and top_link and link != top_link:

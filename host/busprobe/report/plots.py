@@ -1,5 +1,6 @@
 """Overlay plot of several runs: one panel per direction, the deepest queue depth's curve of each
-run and setting, its link model dashed in the same colour, the verdict in the legend."""
+run and setting, its model (host profile, length, queue depth) dashed in the same colour, the
+link model in grey, the verdict in the legend."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, direction in zip(axes[0], directions, strict=True):
         index = 0
+        links: set[float] = set()
         for run in runs:
             for e in run.entries:
                 if e["direction"] != direction:
@@ -50,16 +52,26 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                 ax.plot([p["length"] for p in points],
                         [units.convert(p["throughput"]) for p in points], "o-", color=colour,
                         markersize=3, label=label.replace("  ", " "))
-                ax.axhline(units.convert(e["model"]), color=colour, linestyle="--", linewidth=1)
+                # Each run's own model (host profile, length, queue depth) dashed beside its
+                # curve: a run on its model is limited by what the model names.
+                modelled = [p for p in points if p.get("ceiling")]
+                if modelled:
+                    ax.plot([p["length"] for p in modelled],
+                            [units.convert(p["ceiling"]) for p in modelled], "--", color=colour,
+                            linewidth=1)
                 ax.axhline(units.convert(e["plateau"]), color=colour, linestyle=":",
                            linewidth=1)
+                links.add(units.convert(e["model"]))
+        for link in sorted(links):
+            ax.axhline(link, color="grey", linestyle="--", linewidth=1)
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(
             FuncFormatter(lambda v, _: format_size(int(v)) if v >= 1 else ""))
         ax.set_xlabel("transfer length (bytes)")
         ax.set_ylabel(f"throughput ({units.label})")
         ax.set_ylim(bottom=0)
-        ax.set_title(f"{direction} (dashed: link model, dotted: plateau)", fontsize="medium")
+        ax.set_title(f"{direction} (dashed: each run's model, grey: link model, dotted: plateau)",
+                     fontsize="medium")
         ax.grid(True, alpha=0.3)
         if index:
             ax.legend(fontsize="small", loc="lower right")

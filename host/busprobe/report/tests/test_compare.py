@@ -80,6 +80,10 @@ def test_simulated_ehci_vs_xhci_names_ehci_host_limited_by_packets_per_microfram
     assert "B: in: host-limited at 39.60 MB/s while the bus allows 53.25 MB/s" in out
     rows = [x.split() for x in out.splitlines() if x.startswith("in ")]
     assert {r[1]: r[-1] for r in rows} == {"A": "host-limited", "B": "host-limited"}
+    # The number a user came for: how much slower the EHCI port is, both ways round.
+    assert "B: in: 19.3 % below A (39.60 MB/s, host-limited, vs 49.09 MB/s; A is 24.0 % " \
+        "faster)" in out
+    assert "A: in: 0" not in out and "below B" not in out  # the faster port is the reference
 
 
 def test_simulated_capped_run_against_the_design_model(capsys):
