@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -129,7 +130,12 @@ def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequen
            defines: Mapping[str, object], timescale: tuple[str, str],
            public_ports_only: bool = False) -> None:
     runner, extra_args = _verilator_runner(out, toplevel, public_ports_only)
+    log = out / "build.log"
+    # The compiler's thousands of lines go to a log; a person sees one line saying what waits.
+    print(f"building the {out.name.rsplit('-', 1)[0]} simulation model (once, ~40 s; log: "
+          f"{log})", file=sys.stderr, flush=True)
     runner.build(
+        log_file=str(log),
         verilog_sources=[str(s) for s in sources],
         hdl_toplevel=toplevel,
         build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",

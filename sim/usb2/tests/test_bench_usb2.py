@@ -1,4 +1,4 @@
-"""USB2 simulation benchmark (`make bench`): simulation speed, the demo sweep, busprobe vs stock.
+"""USB2 simulation benchmark (`make bench`): simulation speed, an ideal-host sweep, vs stock LUNA.
 
 Prints simulated cycles per second, the wall time of a sweep through the real CLI (IN and OUT,
 8 lengths), each point as % of its host profile's ceiling, and the stock LUNA design side by side.
@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from busprobe.build_cache import build_root
 from busprobe.model.usb2 import usb2_ceiling
 from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.selectors import open_transport
-from busprobe.sim.toolchain import build_root
 
-LENGTHS = "512..64K"  # as `make demo`; multiples of 512: the stock design sends no short packet
+LENGTHS = "512..64K"  # the ideal-host ladder; multiples of 512: stock sends no short packet
 
 
 def _sweep(selector: str, out: Path) -> tuple[float, dict]:
