@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import sys
@@ -130,6 +131,7 @@ def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequen
            defines: Mapping[str, object], timescale: tuple[str, str],
            public_ports_only: bool = False) -> None:
     runner, extra_args = _verilator_runner(out, toplevel, public_ports_only)
+    runner.log.setLevel(logging.WARNING)  # its "Running command ..." lines are in the log too
     log = out / "build.log"
     # The compiler's thousands of lines go to a log; a person sees one line saying what waits.
     print(f"building the {out.name.rsplit('-', 1)[0]} simulation model (once, ~40 s; log: "
