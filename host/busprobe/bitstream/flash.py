@@ -62,6 +62,10 @@ class FlashPlan:
 def plan_flash(board: Board, bitstream: Path, *, to_flash: bool = False) -> FlashPlan:
     """Check ``bitstream`` against ``board`` and build the programmer command."""
     bitstream = Path(bitstream)
+    if bitstream.is_dir():
+        found = sorted(p.name for p in bitstream.glob("*.bit"))
+        hint = f" (it holds {', '.join(found)})" if found else ""
+        raise ValueError(f"bitstream {bitstream} is a directory{hint}; name the .bit file")
     if not bitstream.is_file():
         raise ValueError(f"bitstream {bitstream} does not exist")
     if bitstream.suffix != board.bitstream_suffix:

@@ -103,6 +103,13 @@ def test_missing_bitstream_is_a_one_line_error(capsys, tmp_path):
     assert_one_line_error(status, err, "does not exist")
 
 
+def test_a_directory_given_as_bitstream_names_the_bit_files_in_it(capsys, tmp_path):
+    (tmp_path / "top.bit").write_bytes(b"")
+    status, _, err = run_cli(capsys, "flash", "--board", "cynthion-r1.4", str(tmp_path),
+                             "--dry-run")
+    assert_one_line_error(status, err, "is a directory (it holds top.bit); name the .bit file")
+
+
 def test_bitstream_for_another_fpga_is_refused(capsys, ecp5_12f_bitstream, tmp_path):
     status, _, err = run_cli(capsys, "flash", "--board", "xilinx-ac701",
                              str(ecp5_12f_bitstream), "--dry-run")
