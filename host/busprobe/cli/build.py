@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if design.name not in board.designs:
         raise ValueError(f"board {board.name} cannot carry design {design.name!r} "
                          f"(it carries: {', '.join(board.designs)})")
+    _check_outputs(args.out, args.json_out)  # before minutes of building, not after
     try:
         if board.family == "ecp5":
             return _build_ecp5(args, board, design)
@@ -82,6 +84,25 @@ def _build_pcie(args: argparse.Namespace, board: Board, design: Design) -> int:
     print("\n".join(target.summary_lines()))
     _write_json(args.json_out, target.to_json())
     return 0 if target.lint_findings is None or not target.lint_findings else 1
+
+
+def _check_outputs(out: Path | None, json_out: str | None) -> None:
+    """One-line ValueError now for an output the build could not write at its end."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a directory")
+    if out is not None and not out.exists():
+        parent = next((p for p in out.parents if p.exists()), Path("."))
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise ValueError(f"--out {out}: cannot create it under {parent}")
+    if json_out and json_out != "-":
+        target = Path(json_out)
+        if target.is_dir():
+            raise ValueError(f"--json {json_out} is a directory; name the file")
+        if not target.parent.is_dir():
+            raise ValueError(f"--json {json_out}: folder {target.parent} does not exist")
+        if not os.access(target.parent, os.W_OK) or (target.exists()
+                                                     and not os.access(target, os.W_OK)):
+            raise ValueError(f"--json {json_out}: not writable")
 
 
 def _write_json(path: str | None, data: dict) -> None:

@@ -121,3 +121,23 @@ def test_board_refuses_a_design_it_cannot_carry(capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("busprobe: error: board cynthion-r1.4 cannot carry design 'pcie' "
                    "(it carries: usb2, usb2-stock)")
+
+
+def _a_file(folder):
+    (folder / "file").write_text("x")
+    return folder / "file"
+
+
+@pytest.mark.parametrize("option, make, message", [
+    ("--out", _a_file, "exists and is not a directory"),
+    ("--json", lambda d: d, "is a directory; name the file"),
+    ("--json", lambda d: d / "missing" / "r.json", "does not exist"),
+])
+def test_unwritable_outputs_are_refused_before_building(capsys, tmp_path, monkeypatch, option,
+                                                        make, message):
+    import busprobe.bitstream.ecp5 as ecp5
+
+    monkeypatch.setattr(ecp5, "build_ecp5", lambda *a, **k: pytest.fail("built anyway"))
+    status = main(["build", "--board", BOARD, "--design", "usb2", option, str(make(tmp_path))])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and message in err and err.count("\n") == 0
