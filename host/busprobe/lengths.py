@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import re
 
+from . import buses
+
 __all__ = [
     "parse_size", "parse_lengths", "parse_counts", "format_size", "power_ladder",
-    "DEFAULT_MIN_LENGTH", "DEFAULT_MAX_LENGTH", "default_lengths",
+    "DEFAULT_MAX_LENGTH", "default_lengths",
 ]
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 
-#: Shortest length of the default ladder per bus kind: one full packet (USB), or the smallest
-#: payload worth sweeping (PCIe: below 256 B every TLP is mostly header).
-DEFAULT_MIN_LENGTH: dict[str, int] = {"usb2-hs": 512, "usb3-ss": 1024, "pcie": 256}
 #: Longest length of the default ladder on hardware (a backend may lower it, see
 #: :attr:`busprobe.transport.Transport.default_max_length`).
 DEFAULT_MAX_LENGTH = 4 << 20
@@ -89,6 +88,7 @@ def parse_counts(text: str, what: str) -> list[int]:
 
 
 def default_lengths(bus_kind: str, max_length: int = DEFAULT_MAX_LENGTH) -> list[int]:
-    """The ladder swept when ``--lengths`` is not given: powers of two up to ``max_length``."""
-    low = DEFAULT_MIN_LENGTH.get(bus_kind, 512)
+    """The ladder swept when ``--lengths`` is not given: powers of two from the bus's
+    :attr:`~busprobe.buses.Bus.default_min_length` up to ``max_length``."""
+    low = buses.by_kind(bus_kind).default_min_length
     return power_ladder(low, max(low, 1 << (max_length.bit_length() - 1)))

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..selectors import SIM_TARGETS
+from .. import buses
 
 __all__ = ["register", "run", "find_usb", "find_pcie", "sim_targets", "PCI_ROOT"]
 
@@ -29,15 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _usb_ids() -> list[tuple[int, int, str]]:
-    """(VID, PID, design) of every busprobe USB design whose protocol module exists."""
-    ids = []
-    for name in ("usb2", "usb3"):
-        try:
-            module = importlib.import_module(f"busprobe.protocol.{name}")
-        except ImportError:
-            continue
-        ids.append((module.VID, module.PID, name))
-    return ids
+    """(VID, PID, design) of every busprobe USB design (the registry's USB buses)."""
+    return [(vid, pid, bus.sim_target) for bus in buses.BUSES
+            if bus.scheme == buses.USB2_HS.scheme for vid, pid in bus.device_ids]
 
 
 def find_usb() -> tuple[list[dict[str, Any]], str | None]:
@@ -80,11 +74,8 @@ def find_usb() -> tuple[list[dict[str, Any]], str | None]:
 def _pcie_ids() -> list[tuple[int, int]]:
     """(vendor, device) ids of the busprobe PCIe design (LitePCIe's defaults: the busprobe
     identity is a CSR, so a listed function may be another LitePCIe design)."""
-    try:
-        module = importlib.import_module("busprobe.protocol.pcie")
-    except ImportError:
-        return []
-    return [(module.VENDOR_ID, module.DEVICE_ID)]
+    return [ids for bus in buses.BUSES if bus.scheme == buses.PCIE.scheme
+            for ids in bus.device_ids]
 
 
 def find_pcie(root: Path = PCI_ROOT) -> list[dict[str, Any]]:
@@ -110,13 +101,14 @@ def find_pcie(root: Path = PCI_ROOT) -> list[dict[str, Any]]:
 def sim_targets() -> list[dict[str, Any]]:
     """Every simulated target, and whether its backend is installed."""
     targets = []
-    for name, spec in sorted(SIM_TARGETS.items()):
-        module = spec.partition(":")[0]
+    for bus in sorted(buses.BUSES, key=lambda b: b.sim_target):
+        module = bus.sim_backend.partition(":")[0]
         try:
             available = importlib.util.find_spec(module) is not None
         except ImportError:  # a parent package is missing
             available = False
-        targets.append({"selector": f"sim:{name}", "available": available})
+        targets.append({"selector": f"{buses.SIM_SCHEME}:{bus.sim_target}",
+                        "available": available})
     return targets
 
 

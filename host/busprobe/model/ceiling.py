@@ -1,55 +1,29 @@
-"""The closed-form throughput ceiling of a bus configuration, and the one entry point to it.
+"""The one entry point to the closed-form ceilings: :func:`ceiling_for` and :func:`link_ceiling`.
 
-:func:`ceiling_for` dispatches on :attr:`BusDescription.kind` to the bus's model
-(:mod:`.usb2`, :mod:`.usb3`, :mod:`.pcie`). Every model returns a :class:`Ceiling` whose
-``formula`` shows the derivation with the numbers put in, so a person can check it by hand.
+Both dispatch on :attr:`BusDescription.kind` through the bus registry (:mod:`busprobe.buses`):
+each row names its model (``ceiling``) and what the link alone is (``link_only``). Every model
+returns a :class:`~.ceiling_type.Ceiling` whose ``formula`` shows the derivation with the numbers
+put in, so a person can check it by hand.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
-
+from .. import buses
 from ..transport import BusDescription
+from .ceiling_type import Ceiling
 
 __all__ = ["Ceiling", "ceiling_for", "link_ceiling", "DIRECTIONS"]
 
 #: The directions each bus kind has (USB named from the host, PCIe from the device's DMA).
-DIRECTIONS: dict[str, tuple[str, ...]] = {
-    "usb2-hs": ("in", "out"),
-    "usb3-ss": ("in", "out"),
-    "pcie": ("write", "read", "loopback"),
-}
+DIRECTIONS: dict[str, tuple[str, ...]] = {bus.kind: bus.directions for bus in buses.BUSES}
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """The most payload a bus configuration can move per second in one direction.
-
-    Attributes
-    ----------
-    throughput : float
-        Payload bytes per second.
-    formula : str
-        The derivation, one step per line, with every number substituted.
-    parts : dict
-        Each term of the formula by name (bytes, seconds, ratios), for tests and reports.
-    direction : str
-        ``in``/``out`` (USB) or ``write``/``read`` (PCIe).
-    model : str
-        What the ceiling describes, e.g. ``"usb2-hs link"``, ``"usb2-hs host profile ehci"``,
-        ``"pcie gen2 x1 MPS 128"``.
-    """
-
-    throughput: float
-    formula: str
-    parts: dict[str, Any] = field(default_factory=dict)
-    direction: str = ""
-    model: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"throughput": self.throughput, "formula": self.formula, "parts": dict(self.parts),
-                "direction": self.direction, "model": self.model}
+def _row(bus: BusDescription) -> buses.Bus:
+    try:
+        return buses.by_kind(bus.kind)
+    except ValueError:
+        raise ValueError(f"no ceiling model for bus kind {bus.kind!r} "
+                         f"(known: {', '.join(DIRECTIONS)})") from None
 
 
 def ceiling_for(bus: BusDescription, direction: str, *, length: int | None = None,
@@ -75,38 +49,26 @@ def ceiling_for(bus: BusDescription, direction: str, *, length: int | None = Non
     ValueError
         Unknown bus kind, direction or a configuration the model cannot describe (one line).
     """
-    kinds = DIRECTIONS.get(bus.kind)
-    if kinds is None:
-        raise ValueError(f"no ceiling model for bus kind {bus.kind!r} "
-                         f"(known: {', '.join(DIRECTIONS)})")
-    if direction not in kinds:
+    row = _row(bus)
+    if direction not in row.directions:
         raise ValueError(f"direction {direction!r} does not exist on {bus.kind} "
-                         f"(use {' or '.join(kinds)})")
+                         f"(use {' or '.join(row.directions)})")
     if length is not None and length <= 0:
         raise ValueError(f"transfer length must be positive, not {length}")
     if queue_depth is not None and queue_depth < 1:
         raise ValueError(f"queue depth must be at least 1, not {queue_depth}")
-    # Imported here so each bus model stays importable alone and this module has no cycle.
-    if bus.kind == "usb2-hs":
-        from .usb2 import usb2_ceiling
-        return usb2_ceiling(bus, direction, length=length, queue_depth=queue_depth)
-    if bus.kind == "usb3-ss":
-        from .usb3 import usb3_ceiling
-        return usb3_ceiling(bus, direction, length=length, queue_depth=queue_depth)
-    from .pcie import pcie_ceiling
-    return pcie_ceiling(bus, direction, length=length, queue_depth=queue_depth)
+    model = buses.load(row.ceiling)
+    return model(bus, direction, length=length, queue_depth=queue_depth)
 
 
 def link_ceiling(bus: BusDescription, direction: str) -> Ceiling:
-    """What the *bus* allows, whatever the host: the plateau ceiling with the ideal host profile.
+    """What the *bus* allows, whatever the host: the plateau ceiling of the link alone.
 
-    The verdict compares measurements with this; :func:`ceiling_for` with the real profile says
-    what that host can reach (an EHCI host at 100 % of its profile is still host-limited). For
-    PCIe the root complex's read latency is likewise left out: a read plateau held down by it is
-    upstream-limited, not link-limited.
+    The verdict compares measurements with this; :func:`ceiling_for` with the real host says
+    what that host can reach (an EHCI host at 100 % of its profile is still host-limited). The
+    host side is what the bus's ``link_only`` leaves out: USB 2.0's host-controller profile
+    (the ideal one is used), PCIe's root-complex read latency (a read plateau held down by it is
+    upstream-limited, not link-limited).
     """
-    if bus.kind == "usb2-hs":
-        bus = replace(bus, host_profile="ideal")
-    elif bus.kind == "pcie" and "read_latency_ns" in bus.extra:
-        bus = replace(bus, extra={k: v for k, v in bus.extra.items() if k != "read_latency_ns"})
-    return ceiling_for(bus, direction)
+    link_only = buses.load(_row(bus).link_only)
+    return ceiling_for(link_only(bus), direction)

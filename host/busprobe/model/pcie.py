@@ -48,11 +48,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..transport import BusDescription
-from .ceiling import Ceiling
+from .ceiling_type import Ceiling
 
 __all__ = [
-    "PcieAssumptions", "pcie_ceiling", "lane_rate", "tlp_wire_bytes", "LANE_RATE", "FRAMING_BYTES",
-    "DLLP_BYTES", "SKP_FRACTION", "PAYLOAD_SIZES", "LINK_WIDTHS",
+    "PcieAssumptions", "pcie_ceiling", "pcie_link_only", "lane_rate", "tlp_wire_bytes",
+    "LANE_RATE", "FRAMING_BYTES", "DLLP_BYTES", "SKP_FRACTION", "PAYLOAD_SIZES", "LINK_WIDTHS",
 ]
 
 #: Payload bytes per second per lane after 8b/10b or 128b/130b coding.
@@ -155,6 +155,11 @@ def _generation(bus: BusDescription) -> int:
 
 def _dllp_cost(every: int) -> float:
     return DLLP_BYTES / every if every else 0.0
+
+
+def pcie_link_only(bus: BusDescription) -> BusDescription:
+    """``bus`` without the root complex's read latency: what the link itself allows."""
+    return replace(bus, extra={k: v for k, v in bus.extra.items() if k != "read_latency_ns"})
 
 
 def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,

@@ -29,15 +29,16 @@ per transfer comes from stepping the same rules (:mod:`.usb2_schedule`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..transport import BusDescription
 from . import usb2_wire as wire
-from .ceiling import Ceiling
+from .ceiling_type import Ceiling
 from .usb2_hosts import HostProfile, load_profile
 from .usb2_schedule import MAX_STEPPED_PACKETS, steady_period
 
-__all__ = ["usb2_ceiling", "packets_per_uframe", "UFRAMES_PER_S"]
+__all__ = ["usb2_ceiling", "usb2_link_only", "packets_per_uframe", "UFRAMES_PER_S"]
 
 UFRAMES_PER_S = round(1 / wire.UFRAME_S)  # 8000
 
@@ -54,6 +55,11 @@ def packets_per_uframe(profile: HostProfile, direction: str,
                                             gap_bits=gap_bits)
     limit = profile.max_per_uframe(direction)
     return min(limit, fit), limit, fit
+
+
+def usb2_link_only(bus: BusDescription) -> BusDescription:
+    """``bus`` behind the ideal host controller: what the bus itself allows."""
+    return replace(bus, host_profile="ideal")
 
 
 def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,

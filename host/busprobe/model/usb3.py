@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from ..transport import BusDescription
-from .ceiling import Ceiling
+from .ceiling_type import Ceiling
 
 __all__ = ["usb3_ceiling", "SS_RATE", "DP_PAYLOAD", "DP_OVERHEAD"]
 

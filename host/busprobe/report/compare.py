@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..buses import PCIE
 from ..lengths import format_size
 from ..results import ceilings_of
 from ..topology.hop import hop_field, hop_findings
@@ -129,7 +130,7 @@ def _controller(run: Run) -> str | None:
 
 def _link_of(run: Run) -> str | None:
     bus = run.doc.get("bus") or {}
-    if bus.get("kind") == "pcie":
+    if bus.get("kind") == PCIE.kind:
         return f"{bus.get('speed')} x{bus.get('width')}"
     return None
 

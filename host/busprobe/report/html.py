@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..buses import PCIE
 from ..lengths import format_size
 from ..topology.hop import format_hops
 from ..units import Units
@@ -107,7 +108,7 @@ def _run_section(run: Run, units: Units, with_plot: bool) -> str:
     bus = doc.get("bus") or {}
     meta = [("source", run.source), ("device", doc.get("device", "?")),
             ("bus", " ".join(str(bus.get(k)) for k in ("kind", "speed") if bus.get(k))
-             + (f" x{bus['width']}" if bus.get("width") and bus.get("kind") == "pcie" else "")
+             + (f" x{bus['width']}" if bus.get("width") and bus.get("kind") == PCIE.kind else "")
              + (f", host profile {bus['host_profile']}" if bus.get("host_profile") else "")),
             ("written by", f"busprobe {doc.get('busprobe_version', '?')}"),
             ("started", doc.get("started", "-")), ("finished", doc.get("finished", "-"))]

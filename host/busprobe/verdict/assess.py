@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
+from ..buses import PCIE, USB2_HS
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
 from ..transport import BusDescription
@@ -125,7 +126,7 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         "queue_depth": deep, "efficiency": efficiency, "units": "bytes/s",
     }
     profile: Ceiling | None = None
-    if bus.kind == "usb2-hs":
+    if bus.kind == USB2_HS.kind:
         profile = ceiling_for(bus, direction)
         entry.update(profile=profile.parts["host_profile"], profile_ceiling=profile.throughput,
                      profile_efficiency=plateau.value / profile.throughput)
@@ -141,11 +142,11 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
     entry["qd_effect"] = _qd_effect(clean, shallow, deep, plateau, tolerance)
     telemetries = [p.get("telemetry") or {} for p in clean
                    if p.get("queue_depth") == deep and int(p["length"]) in plateau.lengths]
-    if bus.kind == "usb2-hs":
+    if bus.kind == USB2_HS.kind:
         summary_u = summarise_usb2(telemetries, direction)
         verdict, why = _usb2_verdict(efficiency, plateau, link, profile, summary_u)
         entry["evidence"] = summary_u.__dict__ if summary_u else None
-    elif bus.kind == "pcie":
+    elif bus.kind == PCIE.kind:
         summary_p = summarise_pcie(telemetries, direction)
         verdict, why = _pcie_verdict(efficiency, plateau, link, bus, direction, summary_p)
         entry["evidence"] = summary_p.__dict__ if summary_p else None

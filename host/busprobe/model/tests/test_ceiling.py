@@ -3,6 +3,7 @@
 import pytest
 from busprobe.model import ceiling_for, link_ceiling
 from busprobe.model.pcie import PcieAssumptions
+from busprobe.model.usb3 import usb3_ceiling
 from busprobe.transport import BusDescription
 
 
@@ -130,12 +131,17 @@ def test_pcie_short_write_transfer_pays_a_header_per_partial_tlp():
 
 
 def test_usb3_superspeed_data_packet_costs_1072_bytes():
-    ceiling = ceiling_for(BusDescription("usb3-ss", "super"), "in")
+    ceiling = usb3_ceiling(BusDescription("usb3-ss", "super"), "in")
     assert ceiling.parts["dp_wire_bytes"] == 1072
     assert 470e6 < ceiling.throughput < 500e6 * 1024 / 1072
-    gapped = ceiling_for(BusDescription("usb3-ss", "super",
-                                        extra={"max_burst": 1, "burst_gap_ns": 3000}), "in")
+    gapped = usb3_ceiling(BusDescription("usb3-ss", "super",
+                                         extra={"max_burst": 1, "burst_gap_ns": 3000}), "in")
     assert gapped.throughput < ceiling.throughput / 2
+
+
+def test_usb3_is_a_formula_not_a_bus_until_the_gateware_exists():
+    with pytest.raises(ValueError, match="no ceiling model for bus kind 'usb3-ss'"):
+        ceiling_for(BusDescription("usb3-ss", "super"), "in")
 
 
 @pytest.mark.parametrize(("bus", "direction", "message"), [

@@ -1,0 +1,184 @@
+"""The buses busprobe knows: one row per bus, read by every part that behaves per bus.
+
+A row says what the bus is called (:attr:`Bus.kind`, the :attr:`BusDescription.kind` of its
+configurations), its directions, how a device on it is selected (the selector scheme of real
+devices, the name of its simulated target), where its code lives and its sweep defaults. Code is
+named by ``"module:name"`` strings and loaded only when used (:func:`load`), so this module imports
+nothing above the protocol: a missing extra (``[sim]``, libusb) costs only the commands that need
+it, and adding a bus is one row here plus the modules it names.
+
+What each ``"module:name"`` must be:
+
+``describe_real`` / ``describe_sim``
+    ``(selector, bus, sysfs_root) -> TargetDescription`` (:mod:`busprobe.targets`): checks the
+    selector's options and says what it selects, without opening anything.
+``real_backend`` / ``sim_backend``
+    ``(target: TargetDescription) -> Transport``, built but not opened.
+``ceiling``
+    ``(bus: BusDescription, direction, *, length=None, queue_depth=None) -> Ceiling``.
+``link_only``
+    ``(bus: BusDescription) -> BusDescription``: the same bus without what the host side adds
+    (its controller profile, its memory latency), for :func:`busprobe.model.link_ceiling`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol import pcie as pcie_protocol
+from .protocol import usb2 as usb2_protocol
+from .transport import InvalidRequest
+
+__all__ = ["Bus", "BUSES", "USB2_HS", "PCIE", "by_kind", "by_scheme", "by_sim_target",
+           "schemes", "sim_targets", "selector_syntax", "load", "SIM_SCHEME", "SIM_EXTRA_HINT"]
+
+#: Selector scheme of every simulated target (``sim:usb2``).
+SIM_SCHEME = "sim"
+
+#: What to do when a simulated target's backend cannot be imported.
+SIM_EXTRA_HINT = "install busprobe with the [sim] extra (make demo does)"
+
+
+@dataclass(frozen=True)
+class Bus:
+    """One bus busprobe measures and models.
+
+    Attributes
+    ----------
+    kind : str
+        :attr:`busprobe.transport.BusDescription.kind` of its configurations (``usb2-hs``).
+    family : str
+        What a user calls a device on it, in messages (``USB``, ``PCIe``).
+    directions : tuple of str
+        Its data directions; the first two are the streaming pair ``--direction both`` means.
+    settings : tuple of str
+        Bus settings a sweep may vary (``--mps``/``--mrrs``), empty when there are none.
+    scheme : str
+        Selector scheme of a real device on this bus (``usb`` in ``usb:VID:PID``).
+    real_syntax : str
+        The real-device selector as help and error messages show it.
+    describe_real, real_backend : str
+        ``"module:name"`` of the real device's describer and transport factory.
+    sim_target : str
+        Name of its simulated target (``usb2`` in ``sim:usb2``).
+    sim_syntax : str
+        The simulated target's options as help and error messages show them.
+    describe_sim, sim_backend : str
+        ``"module:name"`` of the simulated target's describer and transport factory (the
+        factory needs the ``[sim]`` extra).
+    ceiling, link_only : str
+        ``"module:name"`` of the closed-form model and of its host-side stripper.
+    default_queue_depths : tuple of int
+        Queue depths a sweep uses when none are given.
+    default_min_length : int
+        Shortest length of the default length ladder.
+    device_ids : tuple of (int, int)
+        Vendor and product/device ids of busprobe's gateware on this bus, for ``busprobe list``.
+    """
+
+    kind: str
+    family: str
+    directions: tuple[str, ...]
+    settings: tuple[str, ...]
+    scheme: str
+    real_syntax: str
+    describe_real: str
+    real_backend: str
+    sim_target: str
+    sim_syntax: str
+    describe_sim: str
+    sim_backend: str
+    ceiling: str
+    link_only: str
+    default_queue_depths: tuple[int, ...]
+    default_min_length: int
+    device_ids: tuple[tuple[int, int], ...]
+
+
+USB2_HS = Bus(
+    kind="usb2-hs", family="USB", directions=("in", "out"), settings=(),
+    scheme="usb", real_syntax="usb:VID:PID[#SERIAL]",
+    describe_real="busprobe.targets.real:describe_usb",
+    real_backend="busprobe.backends.usb:open_usb",
+    sim_target="usb2", sim_syntax="host=ideal|ehci|xhci|FILE.toml&design=busprobe|stock",
+    describe_sim="busprobe.targets.sim_usb2:describe_sim_usb2",
+    sim_backend="busprobe.sim.usb2.backend:open_sim_usb2",
+    ceiling="busprobe.model.usb2:usb2_ceiling", link_only="busprobe.model.usb2:usb2_link_only",
+    # 4 keeps a USB 2.0 host controller's schedule full across completions; one full packet is
+    # the shortest length worth a point.
+    default_queue_depths=(4,), default_min_length=512,
+    device_ids=((usb2_protocol.VID, usb2_protocol.PID),),
+)
+
+PCIE = Bus(
+    kind="pcie", family="PCIe", directions=("write", "read", "loopback"),
+    settings=("mps", "mrrs"),
+    scheme="pcie", real_syntax="pcie:DDDD:BB:DD.F",
+    describe_real="busprobe.targets.real:describe_pcie",
+    real_backend="busprobe.backends.pcie:open_pcie",
+    sim_target="pcie",
+    sim_syntax="gen=1|2|3&width=1&mps=..&mrrs=..&rcb=64|128&cap=BYTES_PER_S&latency_ns=..",
+    describe_sim="busprobe.targets.sim_pcie:describe_sim_pcie",
+    sim_backend="busprobe.sim.pcie.backend:open_sim_pcie",
+    ceiling="busprobe.model.pcie:pcie_ceiling", link_only="busprobe.model.pcie:pcie_link_only",
+    # DMA engines want more in flight than a USB host; below 256 B every TLP is mostly header.
+    default_queue_depths=(8,), default_min_length=256,
+    device_ids=((pcie_protocol.VENDOR_ID, pcie_protocol.DEVICE_ID),),
+)
+
+#: Every bus, in the order help texts list them.
+BUSES: tuple[Bus, ...] = (USB2_HS, PCIE)
+
+
+def by_kind(kind: str) -> Bus:
+    """The row of :attr:`BusDescription.kind` ``kind``; one-line ``ValueError`` if unknown."""
+    for bus in BUSES:
+        if bus.kind == kind:
+            return bus
+    raise ValueError(f"unknown bus kind {kind!r} (known: {', '.join(b.kind for b in BUSES)})")
+
+
+def by_scheme(scheme: str) -> Bus:
+    """The row whose real devices use selector scheme ``scheme``."""
+    for bus in BUSES:
+        if bus.scheme == scheme:
+            return bus
+    raise InvalidRequest(f"no bus with selector scheme {scheme!r} "
+                         f"(known: {', '.join(schemes())})")
+
+
+def by_sim_target(name: str) -> Bus:
+    """The row of the simulated target ``sim:name``."""
+    for bus in BUSES:
+        if bus.sim_target == name:
+            return bus
+    raise InvalidRequest(f"no simulated target {name!r} "
+                         f"(available: {', '.join(sorted(sim_targets()))})")
+
+
+def schemes() -> tuple[str, ...]:
+    """Every selector scheme: the real devices' and ``sim``."""
+    return (*(bus.scheme for bus in BUSES), SIM_SCHEME)
+
+
+def sim_targets() -> tuple[str, ...]:
+    return tuple(bus.sim_target for bus in BUSES)
+
+
+def selector_syntax() -> str:
+    """The selectors in one line, for help texts and error messages."""
+    real = ", ".join(bus.real_syntax for bus in BUSES)
+    return f"{real} or {SIM_SCHEME}:{'|'.join(sim_targets())}[?key=value&...]"
+
+
+def load(spec: str, hint: str = "reinstall busprobe") -> Callable[..., Any]:
+    """The object a ``"module:name"`` string names; :class:`InvalidRequest` (one line, ending
+    in ``hint``) when its module cannot be imported."""
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise InvalidRequest(f"{module} is not available ({exc}); {hint}") from None
