@@ -1,69 +1,119 @@
-"""Device selectors: ``usb:VID:PID[#SERIAL]``, ``pcie:DDDD:BB:DD.F``, ``sim:BUS[?k=v&...]``.
+"""Device selector grammar: ``usb:VID:PID[#SERIAL]``, ``pcie:DDDD:BB:DD.F``, ``sim:TARGET[?k=v]``.
 
-Backends register a factory for their scheme (and, for ``sim``, their bus name); the CLI opens a
-transport with :func:`open_transport` and never imports a backend itself.
+The one parser of selector text, below everything that reads a selector (:mod:`busprobe.topology`,
+:mod:`busprobe.targets`, the backends). It checks the syntax only: what the options mean and which
+values they take is the target's business (:func:`busprobe.targets.describe`, which also opens
+transports: :func:`busprobe.targets.open_transport`). The schemes come from :mod:`busprobe.buses`.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qsl
 
+from . import buses
+from .protocol.pci_config import BDF_RE
 from .transport import InvalidRequest, Transport
 
-__all__ = ["Selector", "parse_selector", "open_transport", "BACKENDS", "SIM_TARGETS"]
+__all__ = ["Selector", "parse_selector", "UsbTarget", "parse_usb_target", "parse_pci_address",
+           "open_transport"]
 
 
 @dataclass(frozen=True)
 class Selector:
+    """A device selector as typed, split into its parts (no option interpreted).
+
+    Attributes
+    ----------
+    text : str
+        The selector as the user typed it.
+    scheme : str
+        ``usb``, ``pcie`` or ``sim`` (:func:`busprobe.buses.schemes`).
+    target : str
+        What follows the scheme, without options: ``1209:0001#SER``, ``0000:01:00.0``, ``usb2``.
+    options : dict
+        ``?key=value&...`` as strings; every key appears once.
+    """
+
     text: str
-    scheme: str  # usb, pcie, sim
-    target: str  # "1209:0001#SER", "0000:01:00.0", "usb2"
-    options: dict[str, str] = field(default_factory=dict)
+    scheme: str
+    target: str
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 def parse_selector(text: str) -> Selector:
+    """Split ``text``; :class:`InvalidRequest` (one line) for an unknown scheme, a malformed or
+    repeated option."""
     scheme, sep, rest = text.partition(":")
-    if not sep or scheme not in ("usb", "pcie", "sim") or not rest:
-        raise InvalidRequest(f"bad device selector {text!r}: expected usb:VID:PID[#SERIAL], "
-                             "pcie:DDDD:BB:DD.F or sim:usb2|pcie[?key=value&...]")
+    if not sep or scheme not in buses.schemes() or not rest:
+        raise InvalidRequest(f"bad device selector {text!r}: expected {buses.selector_syntax()}")
     target, _, query = rest.partition("?")
     try:
-        options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
-        raise InvalidRequest(f"bad options {query!r} in selector {text!r}") from None
-    return Selector(text, scheme, target, options)
+        raise InvalidRequest(f"bad options {query!r} in selector {text!r}: "
+                             "expected key=value&key=value") from None
+    # A repeated key is a typo or a pasted-together selector; taking either value would hide it.
+    repeated = [key for key, n in Counter(key for key, _ in pairs).items() if n > 1]
+    if repeated:
+        key = repeated[0]
+        values = ", ".join(f"{key}={v}" for k, v in pairs if k == key)
+        raise InvalidRequest(f"{scheme}:{target} option {key} given more than once ({values}); "
+                             "give each option once")
+    return Selector(text, scheme, target, dict(pairs))
 
 
-#: scheme -> "module:factory"; the factory takes a :class:`Selector` and returns a Transport.
-BACKENDS: dict[str, str] = {
-    "usb": "busprobe.backends.usb:open_usb",
-    "pcie": "busprobe.backends.pcie:open_pcie",
-}
-#: sim bus name -> "module:factory" (simulation extras needed).
-SIM_TARGETS: dict[str, str] = {
-    "usb2": "busprobe.sim.usb2.backend:open_sim_usb2",
-    "pcie": "busprobe.sim.pcie.backend:open_sim_pcie",
-}
+@dataclass(frozen=True)
+class UsbTarget:
+    """What ``usb:VID:PID[#SERIAL]`` selects.
+
+    Attributes
+    ----------
+    vid, pid : int
+        Vendor and product id.
+    serial : str or None
+        Serial number string, when the selector names one.
+    """
+
+    vid: int
+    pid: int
+    serial: str | None = None
+
+    def __str__(self) -> str:
+        return f"usb:{self.vid:04x}:{self.pid:04x}" + (f"#{self.serial}" if self.serial else "")
 
 
-def _load(spec: str) -> Callable[[Selector], Transport]:
-    module, _, name = spec.partition(":")
+def parse_usb_target(target: str) -> UsbTarget:
+    """``"1209:0001#BP2-0001"`` → :class:`UsbTarget`; :class:`InvalidRequest` if malformed."""
+    ids, _, serial = target.partition("#")
+    parts = ids.split(":")
     try:
-        return getattr(importlib.import_module(module), name)
-    except ImportError as exc:
-        raise InvalidRequest(f"{module} is not available ({exc}); "
-                             "install busprobe with the [sim] extra (make demo does)") from None
+        if len(parts) != 2 or not all(parts):
+            raise ValueError
+        vid, pid = (int(p, 16) for p in parts)
+        if not (0 <= vid <= 0xFFFF and 0 <= pid <= 0xFFFF):
+            raise ValueError
+    except ValueError:
+        raise InvalidRequest(f"bad USB selector usb:{target}: expected usb:VID:PID[#SERIAL] "
+                             "with 4-digit hex ids, e.g. usb:1209:0001") from None
+    return UsbTarget(vid, pid, serial or None)
+
+
+def parse_pci_address(target: str) -> str:
+    """``"0000:01:00.0"`` (any case) → the lower-case address; :class:`InvalidRequest` if it is
+    not ``DDDD:BB:DD.F``."""
+    bdf = target.lower()
+    if not BDF_RE.match(bdf):
+        raise InvalidRequest(f"bad PCI address {target!r}: expected DDDD:BB:DD.F in hex, "
+                             "e.g. pcie:0000:01:00.0")
+    return bdf
 
 
 def open_transport(text: str) -> Transport:
-    """Parse ``text`` and build (not yet open) the transport it selects."""
-    sel = parse_selector(text)
-    if sel.scheme == "sim":
-        if sel.target not in SIM_TARGETS:
-            raise InvalidRequest(f"no simulated target {sel.target!r} "
-                                 f"(available: {', '.join(sorted(SIM_TARGETS))})")
-        return _load(SIM_TARGETS[sel.target])(sel)
-    return _load(BACKENDS[sel.scheme])(sel)
+    """Kept for callers not yet moved to :func:`busprobe.targets.open_transport` (same
+    behaviour); looked up by name because :mod:`busprobe.targets` sits above this module."""
+    opener: Any = buses.load("busprobe.targets:open_transport")
+    return opener(text)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from busprobe.cli import main
-from busprobe.selectors import open_transport
 from busprobe.sim.simulator import SimServer
 from busprobe.sweep import Sweep
+from busprobe.targets import open_transport
 from busprobe.transport import DeviceGone
 
 SWEEPS = {  # selector -> one small point per direction the bus streams first

@@ -1,7 +1,8 @@
 """``busprobe model``: the closed-form ceiling(s) of a bus configuration, with the derivation.
 
-Simulated targets are described by their selector's options (no simulator starts); real devices
-are read from sysfs. ``--mps``/``--mrrs`` override or list PCIe settings, ``--length`` and
+The bus is the selector's description (:func:`busprobe.targets.describe`, the one a sweep of
+the same selector uses): simulated targets from their options (no simulator starts), real devices
+from sysfs. ``--mps``/``--mrrs`` override or list PCIe settings, ``--length`` and
 ``--queue-depth`` add the per-transfer term, ``--formula`` prints each derivation.
 """
 
@@ -11,20 +12,20 @@ import argparse
 import json
 from dataclasses import replace
 
+from .. import buses, targets
 from ..lengths import parse_size
-from ..model import DIRECTIONS, ceiling_for, link_ceiling
-from ..model.bus import bus_for_selector
+from ..model import ceiling_for, link_ceiling
 from ..transport import BusDescription
 from ..units import Units
 
-__all__ = ["register", "run", "describe"]
+__all__ = ["register", "run", "describe_bus"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("model", help="closed-form throughput ceiling(s) for a bus",
                             description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", required=True, metavar="SEL",
-                        help="usb:VID:PID, pcie:DDDD:BB:DD.F or sim:usb2|pcie|usb3[?options]")
+                        help=buses.selector_syntax())
     parser.add_argument("--direction", help="only this direction (in/out, write/read)")
     parser.add_argument("--mps", help="PCIe Max Payload Size(s), e.g. 128,256,512")
     parser.add_argument("--mrrs", help="PCIe Max Read Request Size(s), e.g. 512")
@@ -46,25 +47,27 @@ def _sizes(text: str | None, name: str) -> list[int | None]:
         raise ValueError(f"--{name}: {exc}") from None
 
 
-def describe(bus: BusDescription) -> str:
+def describe_bus(bus: BusDescription) -> str:
     """One line naming the configuration."""
-    if bus.kind == "pcie":
+    if bus.kind == buses.PCIE.kind:
         return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
-    if bus.kind == "usb2-hs":
+    if bus.kind == buses.USB2_HS.kind:
         return f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
     return f"{bus.kind} {bus.speed}"
 
 
 def run(args: argparse.Namespace) -> int:
     units = Units.parse(args.units)
-    base = bus_for_selector(args.device, sysfs_root=args.sysfs_root)
-    directions = DIRECTIONS[base.kind]
+    target = targets.describe(args.device, sysfs_root=args.sysfs_root)
+    base = target.require_bus()
+    directions = target.spec.directions
     if args.direction:
         if args.direction not in directions:
             raise ValueError(f"direction {args.direction!r} does not exist on {base.kind} "
                              f"(use {' or '.join(directions)})")
         directions = (args.direction,)
-    if base.kind != "pcie" and (args.mps or args.mrrs):
+    if (args.mps and "mps" not in target.spec.settings) or (
+            args.mrrs and "mrrs" not in target.spec.settings):
         raise ValueError("--mps/--mrrs apply to PCIe devices only")
     length = parse_size(args.length) if args.length else None
     out: list[dict] = []
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     for mps in _sizes(args.mps, "mps"):
         for mrrs in _sizes(args.mrrs, "mrrs"):
             bus = replace(base, mps=mps or base.mps, mrrs=mrrs or base.mrrs)
-            lines.append(f"{args.device}: {describe(bus)}")
+            lines.append(f"{args.device}: {describe_bus(bus)}")
             for direction in directions:
                 ceiling = ceiling_for(bus, direction, length=length,
                                       queue_depth=args.queue_depth)

@@ -11,31 +11,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import selectors
+from .. import buses, targets
 from ..lengths import default_lengths, format_size, parse_counts, parse_lengths
 from ..plot import plot_results
 from ..protocol.patterns import Pattern
 from ..results import finish_document, format_table, new_document, write_csv, write_json
 from ..stats import MIN_REPEATS
+from ..stdout_guard import stdout_to_stderr
 from ..sweep import PointSpec, Sweep, SweepPlan
 from ..transport import BusDescription, InvalidRequest, Transport, TransportError
 from ..units import Units
 
-__all__ = ["register", "run", "expand_directions", "DEFAULT_QUEUE_DEPTHS"]
+__all__ = ["register", "run", "expand_directions"]
 
 log = logging.getLogger(__name__)
-
-#: Queue depths swept when ``--queue-depth`` is not given, per bus kind: 4 keeps a USB 2.0 host
-#: controller's schedule full across completions; PCIe DMA engines want more in flight.
-DEFAULT_QUEUE_DEPTHS: dict[str, list[int]] = {"usb2-hs": [4], "usb3-ss": [8], "pcie": [8]}
-#: Simulated or real USB selectors, for which ``--mps``/``--mrrs`` make no sense.
-_USB_SIM_TARGETS = ("usb2", "usb3")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description="Measure throughput over transfer lengths, queue depths, "
                                         "directions and bus settings; every byte is checked.")
     parser.add_argument("--device", required=True, metavar="SEL",
-                        help="usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or sim:usb2|pcie[?...]")
+                        help=buses.selector_syntax())
     parser.add_argument("--direction", default="both",
                         help="in|out|write|read|loopback, both (the two streaming directions) or "
                              "all; comma list allowed (default: both)")
@@ -81,11 +75,14 @@ def expand_directions(text: str, available: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _settings(args: argparse.Namespace, sel: selectors.Selector) -> tuple[dict[str, int], ...]:
+def _settings(args: argparse.Namespace,
+              target: targets.TargetDescription) -> tuple[dict[str, int], ...]:
     mps = parse_counts(args.mps, "MPS") if args.mps else [None]
     mrrs = parse_counts(args.mrrs, "MRRS") if args.mrrs else [None]
-    if (args.mps or args.mrrs) and (sel.scheme == "usb" or sel.target in _USB_SIM_TARGETS):
-        raise InvalidRequest(f"--mps/--mrrs are PCIe settings; {sel.text} is a USB device")
+    wanted = [name for name, given in (("mps", args.mps), ("mrrs", args.mrrs)) if given]
+    if any(name not in target.spec.settings for name in wanted):
+        raise InvalidRequest(f"--mps/--mrrs are PCIe settings; {target.text} is a "
+                             f"{target.spec.family} device")
     return tuple({k: v for k, v in (("mps", m), ("mrrs", r)) if v is not None}
                  for m in mps for r in mrrs)
 
@@ -94,18 +91,8 @@ def _settings(args: argparse.Namespace, sel: selectors.Selector) -> tuple[dict[s
 def _stdout_guard(args: argparse.Namespace) -> Iterator[None]:
     """With ``--json -``/``--csv -``, stdout carries only the data: anything else written to
     file descriptor 1 meanwhile (a simulator build's compiler lines) goes to stderr."""
-    if "-" not in (args.json, args.csv):
+    with stdout_to_stderr() if "-" in (args.json, args.csv) else contextlib.nullcontext():
         yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def _check_writable(path: str | None) -> None:
@@ -136,19 +123,21 @@ def run(args: argparse.Namespace) -> int:
     # 1. Everything typed, checked before the device is opened.
     units = Units.parse(args.units)
     pattern = Pattern.parse(args.pattern)
-    sel = selectors.parse_selector(args.device)
+    # Described once, before anything is built: a bad selector fails here, as in model/topology.
+    target = targets.describe(args.device, sysfs_root=None)
     lengths = parse_lengths(args.lengths) if args.lengths else None
     depths = parse_counts(args.queue_depth, "queue depth") if args.queue_depth else None
-    settings = _settings(args, sel)
+    settings = _settings(args, target)
     if args.repeat < MIN_REPEATS:
         raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {args.repeat}")
     table_out: TextIO = sys.stderr if "-" in (args.json, args.csv) else sys.stdout
     for path in (args.json, args.csv, args.plot):
         _check_writable(path)
 
-    if args.allow_config_write and sel.scheme != "pcie":
-        raise ValueError("--allow-config-write applies to real PCIe devices (pcie:DDDD:BB:DD.F)")
-    transport = selectors.open_transport(args.device)
+    if args.allow_config_write and (target.simulated or target.spec is not buses.PCIE):
+        raise ValueError("--allow-config-write applies to real PCIe devices "
+                         f"({buses.PCIE.real_syntax})")
+    transport = targets.open_transport(target)
     if args.allow_config_write:
         transport.allow_config_write = True  # type: ignore[attr-defined]  # VfioPcieTransport
     directions = expand_directions(args.direction, transport.directions)
@@ -165,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             directions,
             tuple(lengths or default_lengths(
                 bus.kind, transport.default_max_length)),
-            tuple(depths or DEFAULT_QUEUE_DEPTHS.get(bus.kind, [4])),
+            tuple(depths or buses.by_kind(bus.kind).default_queue_depths),
             args.repeat, settings, pattern)
         plan.validate(transport)
         print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)

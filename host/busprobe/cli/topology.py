@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..topology import format_hops, topology_for
+from .. import buses, targets
+from ..topology.hop import format_hops
 
 __all__ = ["register", "run"]
 
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("topology", help="each hop root -> device with link caps and status",
                             description=__doc__)
     parser.add_argument("--device", required=True, metavar="SEL",
-                        help="usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or sim:usb2|pcie[?...]")
+                        help=buses.selector_syntax())
     parser.add_argument("--json", action="store_true", help="print the hops as JSON")
     parser.add_argument("--sysfs-root", default="/sys",
                         help="read this tree instead of /sys (fixtures, other machines' dumps)")
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    hops = topology_for(args.device, sysfs_root=args.sysfs_root)
+    hops = targets.describe(args.device, sysfs_root=args.sysfs_root).hops_json()
     if args.json:
         print(json.dumps(hops, indent=1))
     else:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from busprobe import selectors
+from busprobe import buses, targets
 from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.transport import (
     BusDescription,
@@ -27,6 +27,8 @@ from busprobe.transport import (
     Transport,
 )
 
+#: What the loopback says it is: a USB 2.0 high-speed device.
+LOOP_BUS = BusDescription(kind=buses.USB2_HS.kind, speed="high", max_packet_size=512)
 #: Link rate and per-transfer cost of the loopback's timing model.
 RATE = 40e6
 OVERHEAD_S = 50e-6
@@ -77,7 +79,7 @@ class LoopbackTransport(Transport):
 
     @property
     def bus(self) -> BusDescription:
-        return BusDescription(kind="usb2-hs", speed="high", max_packet_size=512)
+        return LOOP_BUS
 
     def open(self) -> None:
         if self.faults.chatter:
@@ -154,20 +156,29 @@ class LoopbackTransport(Transport):
 
 @pytest.fixture
 def loopback_device(monkeypatch: pytest.MonkeyPatch) -> tuple[Faults, list[LoopbackTransport]]:
-    """Route ``sim:loop`` selectors to a :class:`LoopbackTransport`; returns its
-    ``(faults, instances)`` so a test sets faults first and inspects the transport after."""
+    """Route ``sim:loop`` selectors to a :class:`LoopbackTransport` (described as a USB 2.0
+    device); returns its ``(faults, instances)`` so a test sets faults first and inspects the
+    transport after."""
     faults = Faults()
     instances: list[LoopbackTransport] = []
-    real_open = selectors.open_transport
+    real_describe, real_open = targets.describe, targets.open_transport
 
-    def open_transport(text: str) -> Transport:
+    def describe(text: str, **kwargs: object) -> targets.TargetDescription:
         if not text.startswith("sim:loop"):
-            return real_open(text)
+            return real_describe(text, **kwargs)
+        return targets.TargetDescription(text, "sim", "loop", {}, buses.USB2_HS, bus=LOOP_BUS,
+                                         simulated=True)
+
+    def open_transport(target: targets.TargetDescription | str) -> Transport:
+        text = target if isinstance(target, str) else target.text
+        if not text.startswith("sim:loop"):
+            return real_open(target)
         transport = LoopbackTransport(text, faults)
         instances.append(transport)
         return transport
 
-    monkeypatch.setattr(selectors, "open_transport", open_transport)
+    monkeypatch.setattr(targets, "describe", describe)
+    monkeypatch.setattr(targets, "open_transport", open_transport)
     return faults, instances
 
 

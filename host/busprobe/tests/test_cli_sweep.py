@@ -1,9 +1,11 @@
 """``busprobe sweep`` through the real argument parser, on the loopback device (conftest.py)."""
 
 import csv
+import dataclasses
 import json
 
 import pytest
+from busprobe import buses, targets
 from busprobe.cli import main
 from busprobe.results import CSV_COLUMNS, load_results
 
@@ -141,9 +143,22 @@ def test_mps_on_a_usb_device_is_refused_before_libusb_is_touched(capsys, tmp_pat
     assert err == "busprobe: error: --mps/--mrrs are PCIe settings; usb:1209:0001 is a USB device\n"
 
 
-def test_unsupported_setting_fails_after_open_but_before_data_moves(loopback_device, capsys,
-                                                                    tmp_path):
+def test_a_setting_the_bus_does_not_have_is_refused_before_the_device_is_opened(
+        loopback_device, capsys):
     _, instances = loopback_device
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--mrrs", "512")
+    assert status == 2
+    assert err == "busprobe: error: --mps/--mrrs are PCIe settings; sim:loop is a USB device\n"
+    assert not instances
+
+
+def test_a_setting_the_device_refuses_fails_after_open_but_before_data_moves(
+        loopback_device, capsys, monkeypatch):
+    _, instances = loopback_device
+    described = targets.describe
+    with_settings = dataclasses.replace(buses.USB2_HS, settings=("mps", "mrrs"))
+    monkeypatch.setattr(targets, "describe", lambda text, **kw: dataclasses.replace(
+        described(text, **kw), spec=with_settings))
     status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--mrrs", "512")
     assert status == 2 and "cannot set mrrs" in err
     assert instances[0].calls == 0 and instances[0].closed

@@ -7,7 +7,8 @@ cocotbext-pcie's root complex (one simulator process per selector, shared by the
 
 import pytest
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.selectors import open_transport
+from busprobe.sim.pcie.backend import SimPcieTransport
+from busprobe.targets import describe, open_transport
 from busprobe.transport import InvalidRequest, TransferTimeout
 
 GEN2 = "sim:pcie?gen=2&width=1&mps=256&mrrs=512"
@@ -141,7 +142,23 @@ def test_configure_changes_mps_as_the_core_sees_it(pcie):
 
 
 def test_bad_selector_options_are_one_line_errors():
-    with pytest.raises(InvalidRequest, match=r"gen='4': expected 1\|2\|3"):
+    with pytest.raises(InvalidRequest, match="gen='4': gen must be 1, 2 or 3"):
         open_transport("sim:pcie?gen=4")
-    with pytest.raises(InvalidRequest, match="has no option 'speed'"):
+    with pytest.raises(InvalidRequest, match=r"unknown option\(s\) speed"):
         open_transport("sim:pcie?speed=5")
+
+
+def test_an_unopened_transport_is_its_description_and_configure_keeps_the_selectors_rules():
+    target = describe("sim:pcie?gen=1&mrrs=1024&latency_ns=500")
+    transport = SimPcieTransport(target)  # nothing built, nothing started
+    assert transport.server is None
+    assert transport.bus == target.bus and transport.topology() == target.hops_json()
+    with pytest.raises(InvalidRequest, match="sim:pcie option mps='300': mps must be 128, 256 or"):
+        transport.configure(mps=300)
+    with pytest.raises(InvalidRequest, match="cannot set rcb"):
+        transport.configure(rcb=128)
+    transport.configure(mps=128, mrrs=4096)
+    assert (transport.bus.mps, transport.bus.mrrs) == (128, 4096)
+    assert transport.bus.extra == target.bus.extra
+    assert (transport.topology()[-1]["mps"], transport.topology()[-1]["mrrs"]) == (128, 4096)
+    assert transport.link == {**target.options, "mps": 128, "mrrs": 4096}

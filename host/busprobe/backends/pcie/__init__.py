@@ -1,7 +1,7 @@
 """Real PCIe backend: the busprobe DMA device through Linux VFIO (``pcie:DDDD:BB:DD.F``).
 
-:func:`open_pcie` is the selector factory (see :mod:`busprobe.selectors`). The driver that
-programs the device (:mod:`.driver`) is shared with the simulated backend
+:func:`open_pcie` is the transport factory of real PCIe devices (see :mod:`busprobe.buses`).
+The driver that programs the device (:mod:`.driver`) is shared with the simulated backend
 (:mod:`busprobe.sim.pcie.backend`); this package adds VFIO plumbing (:mod:`.vfio`) and the
 MPS/MRRS config-space guard (:mod:`.config`).
 
@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...selectors import Selector
+from ...buses import PCIE
 from ...transport import BusDescription, InvalidRequest
 from .config import ConfigSpaceGuard, PciFunction
 from .dma_transport import PcieDmaTransport
 from .driver import DmaBuffer, DmaPlatform, Interrupt, PcieDmaDriver
 from .vfio import VfioBar, VfioDevice, preflight
+
+if TYPE_CHECKING:  # the description is built above the backends and handed down
+    from ...targets import TargetDescription
 
 __all__ = ["open_pcie", "VfioPcieTransport", "PcieDmaDriver"]
 
@@ -60,18 +63,19 @@ class VfioPcieTransport(PcieDmaTransport):
 
     Parameters
     ----------
-    selector : Selector
-        ``pcie:DDDD:BB:DD.F[?allow_config_write=1]``.
+    target : TargetDescription
+        ``pcie:DDDD:BB:DD.F[?allow_config_write=1]`` described (:func:`busprobe.targets.describe`;
+        sysfs is read when the device is opened, so it need not have been).
     sysfs_root, dev_root : Path
         ``/sys`` and ``/dev`` (fixture trees in tests).
     """
 
-    def __init__(self, selector: Selector, *, sysfs_root: Path = Path("/sys"),
+    def __init__(self, target: TargetDescription, *, sysfs_root: Path = Path("/sys"),
                  dev_root: Path = Path("/dev")) -> None:
-        super().__init__(selector.text)
-        self.bdf = selector.target.lower()
+        super().__init__(target.text)
+        self.bdf = target.target
         self.sysfs_root, self.dev_root = sysfs_root, dev_root
-        self.allow_config_write = selector.options.get("allow_config_write", "0") in ("1", "yes")
+        self.allow_config_write = bool(target.options.get("allow_config_write", False))
         self._device: VfioDevice | None = None
         self._guard: ConfigSpaceGuard | None = None
         self._mps: int | None = None
@@ -96,7 +100,7 @@ class VfioPcieTransport(PcieDmaTransport):
     def bus(self) -> BusDescription:
         cap = PciFunction(self.bdf, self.sysfs_root).capability()
         return BusDescription(
-            kind="pcie", speed=cap.link_speed, width=cap.link_width,
+            kind=PCIE.kind, speed=cap.link_speed, width=cap.link_width,
             mps=self.identity.get("mps") or cap.mps, mrrs=self.identity.get("mrrs") or cap.mrrs,
             extra={"bdf": self.bdf, "mps_supported": cap.mps_supported,
                    "link_speed_cap": cap.link_speed_cap, "link_width_cap": cap.link_width_cap})
@@ -122,5 +126,6 @@ class VfioPcieTransport(PcieDmaTransport):
         return [hop.to_json() for hop in pcie_hops(self.bdf, sysfs_root=self.sysfs_root)]
 
 
-def open_pcie(selector: Selector) -> VfioPcieTransport:
-    return VfioPcieTransport(selector)
+def open_pcie(target: TargetDescription) -> VfioPcieTransport:
+    """Factory of real PCIe devices (:attr:`busprobe.buses.PCIE`)."""
+    return VfioPcieTransport(target)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 from busprobe.cli import main
-from busprobe.model.bus import sim_bus
+from busprobe.targets import describe
 
 
 def run(capsys, *argv):
@@ -31,7 +31,7 @@ def test_model_pcie_mps_list_in_mib(capsys):
 
 
 def test_model_json_carries_formula_and_parts(capsys):
-    _, out, _ = run(capsys, "model", "--device", "sim:pcie?gen=3&width=4&mps=256", "--json")
+    _, out, _ = run(capsys, "model", "--device", "sim:pcie?gen=3&width=1&mps=256", "--json")
     doc = json.loads(out)
     write = next(c for c in doc["ceilings"] if c["direction"] == "write")
     assert write["ceiling"]["parts"]["tlp_wire_bytes"] == 276
@@ -45,8 +45,9 @@ def test_model_per_transfer_term(capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["model", "--device", "sim:pcie?gen=7"], "generation must be 1, 2 or 3"),
-    (["model", "--device", "sim:pcie?mps=100"], "MPS 100"),
+    (["model", "--device", "sim:pcie?gen=7"], "sim:pcie option gen='7': gen must be 1, 2 or 3"),
+    (["model", "--device", "sim:pcie?mps=100"], "mps='100': mps must be 128, 256 or 512"),
+    (["model", "--device", "sim:pcie", "--mps", "100"], "MPS 100 is not one of"),
     (["model", "--device", "sim:usb2?host=nosuch"], "unknown host profile"),
     (["model", "--device", "sim:usb2", "--mps", "128"], "PCIe devices only"),
     (["model", "--device", "sim:pcie", "--direction", "in"], "does not exist on pcie"),
@@ -58,21 +59,23 @@ def test_bad_input_is_one_line_error(capsys, argv, message):
     assert status == 2 and message in err and err.count("\n") == 1
 
 
-def test_sim_selector_parsing_starts_nothing_and_keeps_extra_options():
-    bus = sim_bus("pcie", {"gen": "1", "width": "4", "cap": "304087040", "latency_ns": "800"})
-    assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 4, 256, 512)
-    assert bus.extra == {"cap": 304087040.0, "latency_ns": 800.0, "skp": False,
-                         "read_latency_ns": 800.0, "outstanding_reads": 8}
+def test_sim_selector_options_become_the_simulated_links_assumptions():
+    bus = describe("sim:pcie?gen=1&cap=304087040&latency_ns=800").bus
+    assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 1, 256, 512)
+    assert bus.extra == {"rcb": 64, "cap": 304087040.0, "latency_ns": 800.0, "simulated": True,
+                         "skp": False, "ack_every": 1, "updatefc_every": 1,
+                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8}
 
 
 def test_sim_pcie_read_latency_bounds_the_config_ceiling_not_the_link(capsys):
     _, out, _ = run(capsys, "model", "--device", "sim:pcie?latency_ns=4000", "--direction",
                     "read")
-    # 8 tags × 512 B / (4 µs + 1.1 µs on the lane) = 0.80 GB/s: the link (460 MB/s) still binds.
-    assert "read: 460.43 MB/s" in out
+    # 8 tags × 512 B / (4 µs + 1.14 µs on the lane) = 0.80 GB/s: the link (451 MB/s, one ACK and
+    # one UpdateFC per read request on the completion lane) still binds.
+    assert "read: 450.70 MB/s" in out
     _, out, _ = run(capsys, "model", "--device", "sim:pcie?latency_ns=20000", "--direction",
                     "read")
-    assert "read: 194.01 MB/s" in out and "the link alone allows 460.43 MB/s" in out
+    assert "read: 193.79 MB/s" in out and "the link alone allows 450.70 MB/s" in out
 
 
 def test_topology_cli_prints_sim_hops(capsys):

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from busprobe.model.bus import bus_for_selector
+from busprobe.targets import describe
 from busprobe.topology import format_hops, topology_for
 from busprobe.transport import DeviceNotFound, InvalidRequest
 
@@ -22,7 +22,7 @@ def test_ehci_port_names_the_controller_driver_and_its_pci_device(tree):
     assert hops[0]["name"] == "0000:00:1d.0" and hops[0]["driver"] == "ehci-pci"
     assert "host profile ehci" in hops[0]["description"]
     assert hops[-1]["name"] == "1-1" and hops[-1]["speed"] == "high"
-    bus = bus_for_selector("usb:1209:0001", sysfs_root=tree.sys)
+    bus = describe("usb:1209:0001", sysfs_root=tree.sys).bus
     assert (bus.kind, bus.host_profile) == ("usb2-hs", "ehci")
 
 
@@ -31,7 +31,7 @@ def test_xhci_port_maps_to_the_xhci_profile(tree):
     usb_device_below(tree, root_hub, "1-4")
     hops = topology_for("usb:1209:0001#BP2-0001", sysfs_root=tree.sys)
     assert hops[0]["driver"] == "xhci_hcd"
-    assert bus_for_selector("usb:1209:0001", sysfs_root=tree.sys).host_profile == "xhci"
+    assert describe("usb:1209:0001", sysfs_root=tree.sys).bus.host_profile == "xhci"
 
 
 def test_hub_chain_lists_every_hub_between_root_and_device(tree):
@@ -78,7 +78,9 @@ def test_pcie_switch_path_reads_caps_status_payload_and_slot(tree):
     assert (device["mps"], device["mps_supported"], device["mrrs"]) == (256, 512, 1024)
     assert device["slot"] == "4" and device["driver"] == "vfio-pci"
     assert not any(h["notes"] for h in hops)
-    bus = bus_for_selector("pcie:0000:03:00.0", sysfs_root=tree.sys)
+    target = describe("pcie:0000:03:00.0", sysfs_root=tree.sys)
+    assert target.hops_json() == hops
+    bus = target.bus
     assert (bus.kind, bus.speed, bus.width, bus.mps, bus.mrrs) == ("pcie", "gen2", 1, 256, 1024)
 
 
@@ -109,10 +111,18 @@ def test_missing_pci_device_is_a_one_line_error(tree):
         topology_for("pcie:0000:09:00.0", sysfs_root=tree.sys)
 
 
-def test_sim_targets_return_their_modelled_hops():
-    hops = topology_for("sim:pcie?gen=2&width=1&cap=304087040")
-    assert hops[-1]["speed"] == "gen2" and "cap" in " ".join(hops[0]["notes"])
-    assert "ehci" in topology_for("sim:usb2?host=ehci")[0]["description"]
+def test_a_full_speed_device_still_shows_its_path_but_has_no_model(tree):
+    root_hub = tree.usb_controller("0000:00:14.0", "xhci_hcd")
+    usb_device_below(tree, root_hub, "1-1", speed="12")
+    target = describe("usb:1209:0001", sysfs_root=tree.sys)
+    assert target.bus is None and target.hops[-1].speed == "full"
+    with pytest.raises(InvalidRequest, match="runs at full speed"):
+        target.require_bus()
+
+
+def test_simulated_targets_have_no_sysfs_path():
+    with pytest.raises(InvalidRequest, match="sim:pcie is simulated"):
+        topology_for("sim:pcie")
 
 
 @pytest.mark.skipif(not Path("/sys/bus/pci/devices").is_dir(), reason="no /sys on this machine")

@@ -13,8 +13,8 @@ import pytest
 from busprobe.backends.pcie import open_pcie
 from busprobe.backends.pcie.sysfs_tree import ConfigSpec, SysfsTree
 from busprobe.backends.pcie.vfio import VFIO_IOCTL, VfioDevice, VfioUnavailable, preflight
-from busprobe.selectors import open_transport
-from busprobe.transport import DeviceGone, DeviceNotFound, PermissionDenied
+from busprobe.targets import open_transport
+from busprobe.transport import DeviceGone, DeviceNotFound, InvalidRequest, PermissionDenied
 
 DEV, PORT = "0000:01:00.0", "0000:00:1c.0"
 REAL_GROUPS = Path("/sys/kernel/iommu_groups")
@@ -34,8 +34,8 @@ def test_ioctl_numbers_match_linux_vfio_h():
 
 
 def test_malformed_address_is_rejected_by_the_selector():
-    with pytest.raises(DeviceNotFound, match="expected DDDD:BB:DD.F"):
-        open_transport("pcie:01:00.0").open()
+    with pytest.raises(InvalidRequest, match="expected DDDD:BB:DD.F"):
+        open_transport("pcie:01:00.0")
 
 
 def test_absent_device_on_this_machine():
@@ -53,8 +53,8 @@ def test_iommu_off_on_this_machine_says_how_to_enable_it():
 
 
 def open_pcie_selector(text):
-    from busprobe.selectors import parse_selector
-    return open_pcie(parse_selector(text)).open()
+    from busprobe.targets import describe
+    return open_pcie(describe(text, sysfs_root=None)).open()
 
 
 @pytest.fixture
@@ -155,11 +155,11 @@ def test_permission_denied_on_group_node():
 
 def test_topology_walks_from_the_root_port_to_the_device(tree):
     from busprobe.backends.pcie import VfioPcieTransport
-    from busprobe.selectors import parse_selector
+    from busprobe.targets import describe
 
     tree.add_function(DEV, ConfigSpec(link_speed="gen2"), parent=PORT, driver="vfio-pci",
                       iommu_group=7)
-    transport = VfioPcieTransport(parse_selector(f"pcie:{DEV}"), sysfs_root=tree.sys,
+    transport = VfioPcieTransport(describe(f"pcie:{DEV}", sysfs_root=None), sysfs_root=tree.sys,
                                   dev_root=tree.dev)
     assert [hop["name"] for hop in transport.topology()] == [PORT, DEV]
 
@@ -167,18 +167,18 @@ def test_topology_walks_from_the_root_port_to_the_device(tree):
 def test_configure_mps_goes_through_the_guard_and_close_restores(tree):
     from busprobe.backends.pcie import VfioPcieTransport
     from busprobe.backends.pcie.config import PciFunction
-    from busprobe.selectors import parse_selector
+    from busprobe.targets import describe
     from busprobe.transport import InvalidRequest
 
     tree.add_function(DEV, ConfigSpec(mps_supported=512, mps=128), parent=PORT,
                       driver="vfio-pci", iommu_group=7)
     before = tree.config_bytes(DEV)
-    plain = VfioPcieTransport(parse_selector(f"pcie:{DEV}"), sysfs_root=tree.sys)
+    plain = VfioPcieTransport(describe(f"pcie:{DEV}", sysfs_root=None), sysfs_root=tree.sys)
     with pytest.raises(InvalidRequest, match="--allow-config-write"):
         plain.configure(mps=256)
     if os.geteuid() != 0:
         pytest.skip("writing Device Control needs root")
-    allowed = VfioPcieTransport(parse_selector(f"pcie:{DEV}?allow_config_write=1"),
+    allowed = VfioPcieTransport(describe(f"pcie:{DEV}?allow_config_write=1", sysfs_root=None),
                                 sysfs_root=tree.sys)
     allowed.configure(mps=256)
     assert PciFunction(DEV, tree.sys).capability().mps == 256

@@ -1,0 +1,97 @@
+"""``sim:pcie``: what the PCIe simulation is, from the selector's options alone.
+
+``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..``
+
+The options are the fields of the simulated link (:class:`busprobe.sim.pcie.testbench.LinkConfig`)
+the backend (:mod:`busprobe.sim.pcie.backend`) hands to the simulator; the
+:class:`~busprobe.transport.BusDescription` says what the ceiling model must assume for that link,
+so ``busprobe model`` and a sweep of the same selector report the same ceilings. Nothing here
+imports the simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..buses import PCIE, Bus
+from ..protocol import pcie as pcie_protocol
+from ..protocol.pci_config import LINK_SPEEDS, SIZES
+from ..selectors import Selector
+from ..topology.hop import Hop
+from ..transport import BusDescription, InvalidRequest
+from .description import TargetDescription
+from .options import Option, check_value, choice, number, one_of, parse_options
+
+__all__ = ["describe_sim_pcie", "sim_pcie_bus", "sim_pcie_hops", "check_setting", "OPTIONS",
+           "NAME", "MAX_LATENCY_NS"]
+
+NAME = "sim:pcie"
+#: A second of read latency already makes every read point take hours of simulation.
+MAX_LATENCY_NS = 1e9
+_MPS = (128, 256, 512)  # what the core supports (protocol.pcie.MAX_PAYLOAD_SIZE)
+
+#: The options, in the order they are listed; defaults are the simulated link's defaults.
+OPTIONS: tuple[Option, ...] = (
+    Option("gen", 2, choice((1, 2, 3)), one_of((1, 2, 3))),
+    Option("width", 1, choice((1,)), "1 (the gateware is x1)"),
+    Option("mps", 256, choice(_MPS), one_of(_MPS)),
+    Option("mrrs", 512, choice(SIZES), one_of(SIZES)),
+    Option("rcb", 64, choice((64, 128)), one_of((64, 128))),
+    Option("cap", None, number(0.0, low_open=True), "a finite number of bytes/s above 0"),
+    Option("latency_ns", 0.0, number(0.0, MAX_LATENCY_NS),
+           "a finite number of ns from 0 to 1e9 (one second)"),
+)
+_BY_KEY = {option.key: option for option in OPTIONS}
+
+
+def check_setting(key: str, value: int) -> int:
+    """``value`` if the simulation can switch ``mps``/``mrrs`` to it (the selector's rules);
+    :class:`InvalidRequest` otherwise."""
+    if key not in ("mps", "mrrs"):
+        raise InvalidRequest(f"{NAME}: cannot set {key} (only mps and mrrs)")
+    return check_value(NAME, _BY_KEY[key], str(value))
+
+
+def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
+    """The bus of the simulated link ``link`` (typed options, as :data:`OPTIONS` gives them)."""
+    latency = link["latency_ns"]
+    return BusDescription(
+        kind=PCIE.kind, speed=LINK_SPEEDS[link["gen"]], width=link["width"], mps=link["mps"],
+        mrrs=link["mrrs"],
+        # What the ceiling model must assume for this link (busprobe.model.pcie), as
+        # busprobe.sim.pcie.testbench documents it: no SKP ordered sets, one ACK and one
+        # UpdateFC DLLP per read request, completions as large as MPS allows; the root adds
+        # ``latency_ns`` to reads and the core keeps READ_TAGS reads in flight.
+        extra={"rcb": link["rcb"], "cap": link["cap"], "latency_ns": latency,
+               "simulated": True, "skp": False, "ack_every": 1, "updatefc_every": 1,
+               "split_at_rcb": False, "read_latency_ns": latency,
+               "outstanding_reads": pcie_protocol.READ_TAGS})
+
+
+def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
+    """The root complex and the gateware, with the simulated link between them."""
+    speed, width = LINK_SPEEDS[link["gen"]], link["width"]
+    notes = []
+    if link["cap"] is not None:
+        notes.append(f"root complex accepts at most {link['cap'] / 1e6:.1f} MB/s "
+                     "(simulated chipset cap)")
+    if link["latency_ns"]:
+        notes.append(f"memory read latency {link['latency_ns']:g} ns (simulated)")
+    return (
+        Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
+            speed=speed, width=width, speed_cap=speed, width_cap=width, mps=link["mps"],
+            notes=notes),
+        Hop("sim-pci-endpoint", "busprobe PCIe gateware", driver="litepcie",
+            description="LitePCIe DMA on the simulated PHY", speed=speed, width=width,
+            speed_cap=speed, width_cap=width, mps=link["mps"], mrrs=link["mrrs"]),
+    )
+
+
+def describe_sim_pcie(selector: Selector, spec: Bus,
+                      sysfs_root: str | Path | None = None) -> TargetDescription:
+    """The description of a ``sim:pcie`` selector (``sysfs_root`` is not needed)."""
+    link = parse_options(NAME, selector.options, OPTIONS)
+    return TargetDescription(selector.text, selector.scheme, selector.target, link, spec,
+                             bus=sim_pcie_bus(link), hops=sim_pcie_hops(link), simulated=True)

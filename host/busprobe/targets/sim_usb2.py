@@ -1,0 +1,75 @@
+"""``sim:usb2``: what the USB 2.0 simulation is, from the selector's options alone.
+
+``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|stock``
+
+``host`` is the host-controller profile the simulated controller obeys and the model reads
+(:mod:`busprobe.model.usb2_hosts`; loading it here is what checks it), ``design`` the gateware
+under test (``stock``: LUNA's reference endpoints, for the benchmark). The simulation backend
+(:mod:`busprobe.sim.usb2.backend`) builds its device from this description; nothing here imports
+the simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..buses import USB2_HS, Bus
+from ..model.usb2_hosts import load_profile
+from ..protocol.usb2 import MAX_PACKET_SIZE
+from ..selectors import Selector
+from ..topology.hop import Hop
+from ..transport import BusDescription
+from .description import TargetDescription
+from .options import Option, Refused, choice, one_of, parse_options
+
+__all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS"]
+
+NAME = "sim:usb2"
+#: Gateware the simulation can run: busprobe's, or LUNA's stock endpoints (no vendor requests).
+DESIGNS = ("busprobe", "stock")
+
+
+def _host(text: str) -> str:
+    try:
+        load_profile(text)  # a bad name or file fails here, in one line naming the key
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    return text
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("host", "ideal", _host, "ideal, ehci, xhci or a FILE.toml"),
+    Option("design", "busprobe", choice(DESIGNS), one_of(DESIGNS)),
+)
+
+
+def sim_usb2_bus(options: Mapping[str, Any]) -> BusDescription:
+    """The bus the simulation presents for typed ``options`` (``host``, ``design``)."""
+    return BusDescription(kind=USB2_HS.kind, speed="high", host_profile=options["host"],
+                          max_packet_size=MAX_PACKET_SIZE,
+                          extra={"simulated": True, "design": options["design"]})
+
+
+def sim_usb2_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
+    """The simulated host controller and the gateware on the ULPI PHY model."""
+    device = ("busprobe USB2 HS gateware" if options["design"] == "busprobe"
+              else "stock LUNA USB2 HS endpoints")
+    return (
+        Hop("sim-usb-host-controller", "sim usb2 host", driver="busprobe.sim.usb2",
+            description=f"simulated host controller, host profile {options['host']}",
+            speed="high", speed_cap="high"),
+        Hop("sim-usb-device", device, driver="ulpi",
+            description="LUNA device on the ULPI PHY model (sim/hdl/ulpi_phy.sv)",
+            speed="high", speed_cap="high"),
+    )
+
+
+def describe_sim_usb2(selector: Selector, spec: Bus,
+                      sysfs_root: str | Path | None = None) -> TargetDescription:
+    """The description of a ``sim:usb2`` selector (``sysfs_root`` is not needed)."""
+    options = parse_options(NAME, selector.options, OPTIONS)
+    return TargetDescription(selector.text, selector.scheme, selector.target, options, spec,
+                             bus=sim_usb2_bus(options), hops=sim_usb2_hops(options),
+                             simulated=True)

@@ -1,0 +1,56 @@
+"""The bus registry: every row names code that exists and agrees with its transports."""
+
+import pytest
+from busprobe import buses
+from busprobe.lengths import default_lengths
+from busprobe.model import DIRECTIONS
+from busprobe.targets import describe, open_transport
+from busprobe.transport import InvalidRequest
+
+NAMED = ("describe_real", "real_backend", "describe_sim", "sim_backend", "ceiling", "link_only")
+
+
+@pytest.mark.parametrize("bus", buses.BUSES, ids=lambda b: b.kind)
+def test_every_name_a_row_gives_can_be_loaded(bus):
+    for field in NAMED:
+        assert callable(buses.load(getattr(bus, field))), field
+
+
+def test_kinds_schemes_and_simulated_targets_are_each_one_row():
+    for key in ("kind", "scheme", "sim_target"):
+        values = [getattr(bus, key) for bus in buses.BUSES]
+        assert len(set(values)) == len(values), key
+    assert buses.by_kind("pcie") is buses.PCIE and buses.by_scheme("usb") is buses.USB2_HS
+    assert buses.by_sim_target("usb2") is buses.USB2_HS
+    assert DIRECTIONS == {"usb2-hs": ("in", "out"), "pcie": ("write", "read", "loopback")}
+
+
+@pytest.mark.parametrize("selector", ["sim:usb2", "sim:pcie"])
+def test_a_simulated_transport_has_its_rows_kind_and_directions(selector):
+    target = describe(selector)
+    transport = open_transport(target)  # built, not opened
+    assert transport.directions == target.spec.directions
+    assert transport.bus.kind == target.spec.kind
+
+
+def test_sweep_defaults_come_from_the_row():
+    assert default_lengths("usb2-hs")[0] == buses.USB2_HS.default_min_length == 512
+    assert default_lengths("pcie")[0] == buses.PCIE.default_min_length == 256
+    with pytest.raises(ValueError, match="unknown bus kind 'usb3-ss'"):
+        default_lengths("usb3-ss")
+
+
+def test_a_missing_module_is_one_line_naming_the_extra():
+    with pytest.raises(InvalidRequest) as info:
+        buses.load("busprobe.sim.nonexistent:open", buses.SIM_EXTRA_HINT)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.endswith("install busprobe with the [sim] extra (make demo does)")
+
+
+def test_unknown_names_list_what_exists():
+    with pytest.raises(InvalidRequest, match=r"no simulated target 'usb3' \(available: pcie, "
+                                             r"usb2\)"):
+        buses.by_sim_target("usb3")
+    assert buses.selector_syntax() == ("usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or "
+                                       "sim:usb2|pcie[?key=value&...]")
