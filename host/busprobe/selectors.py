@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qsl
 
 from . import buses
 from .protocol.pci_config import BDF_RE
-from .transport import InvalidRequest, Transport
+from .transport import InvalidRequest
 
-__all__ = ["Selector", "parse_selector", "UsbTarget", "parse_usb_target", "parse_pci_address",
-           "open_transport"]
+__all__ = ["Selector", "parse_selector", "UsbTarget", "parse_usb_target", "parse_pci_address"]
 
 
 @dataclass(frozen=True)
@@ -110,10 +108,3 @@ def parse_pci_address(target: str) -> str:
         raise InvalidRequest(f"bad PCI address {target!r}: expected DDDD:BB:DD.F in hex, "
                              "e.g. pcie:0000:01:00.0")
     return bdf
-
-
-def open_transport(text: str) -> Transport:
-    """Kept for callers not yet moved to :func:`busprobe.targets.open_transport` (same
-    behaviour); looked up by name because :mod:`busprobe.targets` sits above this module."""
-    opener: Any = buses.load("busprobe.targets:open_transport")
-    return opener(text)

@@ -57,7 +57,7 @@ class BusDescription:
     Attributes
     ----------
     kind : str
-        ``"usb2-hs"``, ``"usb3-ss"`` or ``"pcie"``.
+        A row of :data:`busprobe.buses.BUSES` (``"usb2-hs"``, ``"pcie"``).
     speed : str
         ``"high"``/``"super"`` for USB, ``"gen1"``/``"gen2"``/``"gen3"`` for PCIe.
     width : int

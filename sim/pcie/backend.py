@@ -107,6 +107,10 @@ class SimPcieTransport(PcieDmaTransport):
     min_transfers = 2
     min_bytes = 64 << 10
     default_max_length = 256 << 10
+    # 200 us of link time (~6 s of wall time per repeat) settles any point's figure; short
+    # transfers would otherwise need thousands of descriptors for 64 KiB.
+    max_transfers = 512
+    max_bus_seconds = 200e-6
 
     def __init__(self, target: TargetDescription) -> None:
         super().__init__(target.text)

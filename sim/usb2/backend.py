@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from busprobe.backends.usb import UsbDeviceTransport
-from busprobe.model.usb2_hosts import load_profile
 from busprobe.protocol import usb2
-from busprobe.selectors import Selector
+from busprobe.targets import TargetDescription
 from busprobe.transport import BusDescription, InvalidRequest, Sink, StreamResult
 
 from ..simulator import SimServer
@@ -28,7 +27,6 @@ from .simulator_build import TOPLEVEL, build_usb2_simulator
 
 __all__ = ["open_sim_usb2", "SimUsb2Platform", "SimUsb2Transport"]
 
-OPTIONS = ("host", "design")
 #: The simulation moves >= 150 kB of bus data per wall second on a loaded 2-core machine; a
 #: stream request gets 60 s plus 20 kB/s, so only a livelocked simulator meets the bound (a dead
 #: or stopped one is caught within seconds by the watchdog).
@@ -54,20 +52,9 @@ class SimUsb2Transport(UsbDeviceTransport):
     max_bus_seconds = 0.01
 
 
-def open_sim_usb2(selector: Selector) -> SimUsb2Transport:
-    unknown = set(selector.options) - set(OPTIONS)
-    if unknown:
-        raise InvalidRequest(f"{selector.text}: unknown option(s) {', '.join(sorted(unknown))} "
-                             f"(sim:usb2 takes {', '.join(OPTIONS)})")
-    host = selector.options.get("host", "ideal")
-    try:
-        load_profile(host)
-    except ValueError as exc:
-        raise InvalidRequest(str(exc)) from None
-    design = selector.options.get("design", "busprobe")
-    if design not in ("busprobe", "stock"):
-        raise InvalidRequest(f"{selector.text}: design must be busprobe or stock, not {design!r}")
-    return SimUsb2Transport(SimUsb2Platform(selector.text, host=host, design=design))
+def open_sim_usb2(target: TargetDescription) -> SimUsb2Transport:
+    """Factory of the ``sim:usb2`` row of :mod:`busprobe.buses` (options already checked)."""
+    return SimUsb2Transport(SimUsb2Platform(target))
 
 
 class SimUsb2Platform:
@@ -75,12 +62,10 @@ class SimUsb2Platform:
 
     Parameters
     ----------
-    name : str
-        The selector text.
-    host : str
-        Host-controller profile name or TOML path.
-    design : str
-        ``busprobe`` or ``stock`` (LUNA's reference endpoints: no vendor requests).
+    target : TargetDescription
+        What ``sim:usb2?...`` selects: host-controller profile (``host``), gateware under test
+        (``design``: ``busprobe``, or ``stock``, LUNA's reference endpoints without vendor
+        requests), the bus and the hops the simulation models.
 
     Attributes
     ----------
@@ -88,11 +73,12 @@ class SimUsb2Platform:
         What the last bulk stream cost in the simulator (cycles, wall seconds, NAKs, ...).
     """
 
-    def __init__(self, name: str, *, host: str = "ideal", design: str = "busprobe") -> None:
-        self.name = name
-        self.host = host
-        self.design = design
-        self.vendor_requests = design != "stock"
+    def __init__(self, target: TargetDescription) -> None:
+        self.target = target
+        self.name = target.text
+        self.host = target.options["host"]
+        self.design = target.options["design"]
+        self.vendor_requests = self.design != "stock"
         self.server: SimServer | None = None
         self.last_stream: dict[str, Any] = {}
         self._cycle = 0
@@ -118,14 +104,10 @@ class SimUsb2Platform:
         return self._cycle / usb2.CLOCK_HZ
 
     def bus(self) -> BusDescription:
-        return BusDescription(kind="usb2-hs", speed="high", host_profile=self.host,
-                              max_packet_size=usb2.MAX_PACKET_SIZE,
-                              extra={"simulated": True, "design": self.design})
+        return self.target.require_bus()
 
     def topology(self) -> list[dict[str, Any]]:
-        return [{"hop": "host controller (simulated)", "profile": self.host},
-                {"hop": "device", "design": self.design, "speed": "high",
-                 "phy": "ULPI PHY model (sim/hdl/ulpi_phy.sv)"}]
+        return self.target.hops_json()
 
     def control(self, request_type: int, request: int, value: int, index: int,
                 length_or_data: int | bytes) -> bytes:

@@ -187,7 +187,8 @@ def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
         with _stdout_guard(args):
             sweep.run(specs)
     except (TransportError, KeyboardInterrupt) as exc:
-        reason = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        reason = (str(exc) or "interrupted (Ctrl-C)") if isinstance(exc, KeyboardInterrupt) \
+            else str(exc)
         doc["points"] = [p.to_json() for p in sweep.points]
         _save(finish_document(doc, error=f"{type(exc).__name__}: {reason}"), args, units,
               table_out)
@@ -236,4 +237,6 @@ def _plan_json(plan: SweepPlan, transport: Transport) -> dict[str, Any]:
     return {"directions": list(plan.directions), "lengths": list(plan.lengths),
             "queue_depths": list(plan.queue_depths), "repeat": plan.repeat,
             "pattern": plan.pattern.name.lower(), "settings": [dict(s) for s in plan.settings],
-            "min_transfers": transport.min_transfers, "min_bytes": transport.min_bytes}
+            "min_transfers": transport.min_transfers, "min_bytes": transport.min_bytes,
+            "max_transfers": transport.max_transfers,
+            "max_bus_seconds": transport.max_bus_seconds}

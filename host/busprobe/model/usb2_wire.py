@@ -23,7 +23,7 @@ import numpy as np
 from ..protocol.usb2 import CLOCK_HZ
 
 __all__ = [
-    "BIT_RATE", "BIT_TIME_S", "ULPI_CLOCK_HZ", "BITS_PER_ULPI_CYCLE",
+    "BIT_RATE", "BIT_TIME_S", "BITS_PER_ULPI_CYCLE",
     "UFRAME_S", "UFRAME_BITS", "UFRAME_CYCLES", "SYNC_BITS", "EOP_BITS", "SOF_EOP_BITS",
     "PID_BITS", "TOKEN_FIELD_BITS", "CRC5_BITS", "CRC16_BITS",
     "IPD_MIN_BITS", "IPD_HOST_BACK_TO_BACK_BITS", "RESPONSE_MAX_BITS", "HOST_TIMEOUT_BITS",
@@ -36,10 +36,8 @@ __all__ = [
 #: §7.1.11: high-speed signalling rate.
 BIT_RATE = 480_000_000
 BIT_TIME_S = 1.0 / BIT_RATE
-#: UTMI+ Low Pin Interface rev 1.1 §3.2: 60 MHz clock, 8 bits per clock at high speed. Defined
-#: once, in the device contract (:data:`busprobe.protocol.usb2.CLOCK_HZ`, what the telemetry cycle
-#: counters count); this name stays as an alias while its last users move to the protocol's.
-ULPI_CLOCK_HZ = CLOCK_HZ
+#: UTMI+ Low Pin Interface rev 1.1 §3.2: 60 MHz clock (defined once, in the device contract:
+#: :data:`busprobe.protocol.usb2.CLOCK_HZ`), 8 bits per clock at high speed.
 BITS_PER_ULPI_CYCLE = BIT_RATE // CLOCK_HZ
 #: §8.4.3.1 / §11.14: a microframe is 125 us.
 UFRAME_S = 125e-6

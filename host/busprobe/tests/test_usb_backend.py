@@ -1,18 +1,17 @@
-"""The libusb backend without a device: selectors, a real libusb context, error mapping."""
+"""The libusb backend without a device: a real libusb context, error mapping, the udev rule
+(selector parsing: test_selectors.py)."""
 
 import pytest
 from busprobe.backends.usb import (
-    UsbTarget,
     load_usb1,
     map_usb_error,
-    parse_usb_target,
     transfer_status_error,
     udev_install_command,
     udev_rule_path,
 )
 from busprobe.cli import main
 from busprobe.protocol import usb2
-from busprobe.selectors import open_transport
+from busprobe.targets import open_transport
 from busprobe.transport import (
     DeviceGone,
     DeviceNotFound,
@@ -21,23 +20,6 @@ from busprobe.transport import (
     TransferTimeout,
     TransportError,
 )
-
-
-@pytest.mark.parametrize("target, expected", [
-    ("1209:0001", UsbTarget(0x1209, 0x0001)),
-    ("1209:0001#BP2-0001", UsbTarget(0x1209, 0x0001, "BP2-0001")),
-    ("ABCD:ef01", UsbTarget(0xABCD, 0xEF01)),
-])
-def test_usb_selectors_parse_hex_ids_and_an_optional_serial(target, expected):
-    assert parse_usb_target(target) == expected
-    assert parse_usb_target(str(expected).removeprefix("usb:")) == expected
-
-
-@pytest.mark.parametrize("target", ["1209", "1209:", ":0001", "1209:0001:3", "xyz:0001",
-                                    "12345:0001"])
-def test_malformed_usb_selectors_are_invalid_requests(target):
-    with pytest.raises(InvalidRequest, match="expected usb:VID:PID"):
-        parse_usb_target(target)
 
 
 def test_usb_selectors_take_no_options():

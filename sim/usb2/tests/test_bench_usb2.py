@@ -16,7 +16,7 @@ import pytest
 from busprobe.build_cache import build_root
 from busprobe.model.usb2 import usb2_ceiling
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.selectors import open_transport
+from busprobe.targets import open_transport
 
 LENGTHS = "512..64K"  # the ideal-host ladder; multiples of 512: stock sends no short packet
 

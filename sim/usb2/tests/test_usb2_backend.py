@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from busprobe.model import usb2_wire as wire
-from busprobe.selectors import open_transport
 from busprobe.sim.usb2.phy import stall_mask
+from busprobe.targets import open_transport
 from busprobe.transport import InvalidRequest
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from busprobe.model.usb2 import usb2_ceiling
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.selectors import open_transport
+from busprobe.targets import open_transport
 
 HERE = Path(__file__).resolve().parent
 COCOTB_MODULE = "usb2_cocotb"

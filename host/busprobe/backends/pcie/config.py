@@ -31,15 +31,13 @@ from ...protocol.pci_config import (
     DEVCTL_MRRS_MASK,
     DEVCTL_MRRS_SHIFT,
     EXP_DEVCTL,
-    LINK_SPEEDS,
     UNPRIVILEGED_CONFIG_BYTES,
     PcieCapability,
     encode_size,
 )
 from ...transport import DeviceNotFound, InvalidRequest, PermissionDenied
 
-# LINK_SPEEDS is re-exported for busprobe.sim.pcie.backend until it imports the protocol module.
-__all__ = ["PciFunction", "ConfigSpaceGuard", "GuardPlan", "LINK_SPEEDS"]
+__all__ = ["PciFunction", "ConfigSpaceGuard", "GuardPlan"]
 
 log = logging.getLogger(__name__)
 

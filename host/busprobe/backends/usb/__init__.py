@@ -17,11 +17,11 @@ from .libusb import (
            udev_install_command,
            udev_rule_path,
 )
-from .libusb_platform import SPEED_NAMES, LibusbPlatform, UsbTarget, open_usb, parse_usb_target
+from .libusb_platform import SPEED_NAMES, LibusbPlatform, open_usb
 from .platform import UsbPlatform
 from .requests import VendorRequests
 from .transport import UsbDeviceTransport
 
 __all__ = ["open_usb", "UsbDeviceTransport", "UsbPlatform", "LibusbPlatform", "VendorRequests",
-           "UsbTarget", "parse_usb_target", "load_usb1", "map_usb_error", "transfer_status_error",
+           "load_usb1", "map_usb_error", "transfer_status_error",
            "udev_rule_path", "udev_install_command", "SPEED_NAMES"]

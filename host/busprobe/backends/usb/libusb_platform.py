@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ...buses import USB2_HS
 from ...protocol import usb2
-from ...selectors import Selector, parse_selector
+from ...selectors import UsbTarget, parse_selector
+from ...targets import TargetDescription
 from ...topology import bus_from_sysfs, topology_for
 from ...transport import (
     BusDescription,
@@ -33,7 +34,7 @@ from .libusb import load_usb1, map_usb_error
 from .platform import CONTROL_IN
 from .transport import UsbDeviceTransport
 
-__all__ = ["open_usb", "LibusbPlatform", "UsbTarget", "parse_usb_target", "SPEED_NAMES"]
+__all__ = ["open_usb", "LibusbPlatform", "SPEED_NAMES"]
 
 log = logging.getLogger(__name__)
 
@@ -43,40 +44,9 @@ _INTERFACE = 0
 _CONTROL_TIMEOUT_MS = 1000
 
 
-@dataclass(frozen=True)
-class UsbTarget:
-    """What ``usb:VID:PID[#SERIAL]`` selects."""
-
-    vid: int
-    pid: int
-    serial: str | None = None
-
-    def __str__(self) -> str:
-        return f"usb:{self.vid:04x}:{self.pid:04x}" + (f"#{self.serial}" if self.serial else "")
-
-
-def parse_usb_target(target: str) -> UsbTarget:
-    """``"1209:0001#BP2-0001"`` → :class:`UsbTarget`; :class:`InvalidRequest` if malformed."""
-    ids, _, serial = target.partition("#")
-    parts = ids.split(":")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        vid, pid = (int(p, 16) for p in parts)
-        if not (0 <= vid <= 0xFFFF and 0 <= pid <= 0xFFFF and all(parts)):
-            raise ValueError
-    except ValueError:
-        raise InvalidRequest(f"bad USB selector usb:{target}: expected usb:VID:PID[#SERIAL] "
-                             "with 4-digit hex ids, e.g. usb:1209:0001") from None
-    return UsbTarget(vid, pid, serial or None)
-
-
-def open_usb(selector: Selector) -> UsbDeviceTransport:
-    """Factory registered for the ``usb`` scheme (see :mod:`busprobe.selectors`)."""
-    if selector.options:
-        raise InvalidRequest(f"{selector.text}: USB selectors take no options")
-    return UsbDeviceTransport(LibusbPlatform(parse_usb_target(selector.target),
-                                             name=selector.text))
+def open_usb(target: TargetDescription) -> UsbDeviceTransport:
+    """Factory of the ``usb`` row of :mod:`busprobe.buses` (the selector is already checked)."""
+    return UsbDeviceTransport(LibusbPlatform(target.address, name=target.text))
 
 
 class LibusbPlatform:
@@ -158,7 +128,7 @@ class LibusbPlatform:
         device = self._device
         speed = SPEED_NAMES.get(device.getDeviceSpeed(), "unknown") if device else "high"
         extra: dict[str, Any] = {"port": self._port_name()} if device else {}
-        return BusDescription(kind="usb2-hs", speed=speed, max_packet_size=usb2.MAX_PACKET_SIZE,
+        return BusDescription(kind=USB2_HS.kind, speed=speed, max_packet_size=usb2.MAX_PACKET_SIZE,
                               host_profile=self._host_profile(), extra=extra)
 
     def _exact_selector(self) -> str:

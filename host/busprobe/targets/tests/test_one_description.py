@@ -78,7 +78,7 @@ def test_model_prints_the_ceilings_the_sweep_computes(selector, capsys, no_simul
         assert entry["link"]["throughput"] == link_ceiling(bus, direction).throughput
 
 
-@pytest.mark.parametrize("selector", [s for s in DOCUMENTED if s.startswith("sim:pcie")])
+@pytest.mark.parametrize("selector", DOCUMENTED)
 def test_topology_prints_the_hops_the_sweep_records(selector, capsys, no_simulator):
     status, out, err = run(capsys, "topology", "--device", selector, "--json")
     assert status == 0, err

@@ -7,8 +7,8 @@ import pytest
 from busprobe.cli import main
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.selectors import open_transport
 from busprobe.sweep import Sweep, SweepPlan
+from busprobe.targets import open_transport
 from busprobe.transport import DeviceNotFound, InvalidRequest
 
 SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}"
