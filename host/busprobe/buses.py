@@ -143,20 +143,21 @@ def by_kind(kind: str) -> Bus:
 
 def by_scheme(scheme: str) -> Bus:
     """The row whose real devices use selector scheme ``scheme``."""
-    for bus in BUSES:
-        if bus.scheme == scheme:
-            return bus
-    raise InvalidRequest(f"no bus with selector scheme {scheme!r} "
-                         f"(known: {', '.join(schemes())})")
+    return _row("scheme", scheme, f"no bus with selector scheme {scheme!r} "
+                                  f"(known: {', '.join(schemes())})")
 
 
 def by_sim_target(name: str) -> Bus:
     """The row of the simulated target ``sim:name``."""
+    return _row("sim_target", name, f"no simulated target {name!r} "
+                                    f"(available: {', '.join(sorted(sim_targets()))})")
+
+
+def _row(field: str, value: str, missing: str) -> Bus:
     for bus in BUSES:
-        if bus.sim_target == name:
+        if getattr(bus, field) == value:
             return bus
-    raise InvalidRequest(f"no simulated target {name!r} "
-                         f"(available: {', '.join(sorted(sim_targets()))})")
+    raise InvalidRequest(missing)
 
 
 def schemes() -> tuple[str, ...]:
