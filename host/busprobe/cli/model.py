@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                 entry = {"direction": direction, "mps": bus.mps, "mrrs": bus.mrrs,
                          "ceiling": ceiling.to_json(), "link": link.to_json()}
                 out.append(entry)
-                line = f"  {direction:>5}: {units.format(ceiling.throughput)}  ({ceiling.model})"
+                line = f"  {direction:>8}: {units.format(ceiling.throughput)}  ({ceiling.model})"
                 if link.throughput != ceiling.throughput and length is None:
                     line += f"; the link alone allows {units.format(link.throughput)}"
                 lines.append(line)
