@@ -135,15 +135,17 @@ def _assess(doc: dict[str, Any]) -> list[dict[str, Any]]:
         from .verdict import assess
     except ImportError:
         return []
+    # The explanations are sentences with figures in them: in the units the run was shown in.
+    units = next((u for u in Units if u.label == doc.get("display_units")), Units.MB)
     try:
-        return list(assess(doc))
+        return list(assess(doc, units=units))
     except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
         whole = exc
     entries: list[dict[str, Any]] = []
     for direction in dict.fromkeys(p["direction"] for p in doc["points"]):
         part = dict(doc, points=[p for p in doc["points"] if p["direction"] == direction])
         try:
-            entries += assess(part)
+            entries += assess(part, units=units)
         except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
             # The measurement is worth more than the verdict: keep it, say why there is none.
             log.warning("no verdict for %s: %s", direction, exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,9 +78,10 @@ def expand_directions(text: str, available: tuple[str, ...]) -> tuple[str, ...]:
 
 def _settings(args: argparse.Namespace,
               target: targets.TargetDescription) -> tuple[dict[str, int], ...]:
-    mps = parse_counts(args.mps, "MPS") if args.mps else [None]
-    mrrs = parse_counts(args.mrrs, "MRRS") if args.mrrs else [None]
-    wanted = [name for name, given in (("mps", args.mps), ("mrrs", args.mrrs)) if given]
+    mps = parse_counts(args.mps, "MPS") if args.mps is not None else [None]
+    mrrs = parse_counts(args.mrrs, "MRRS") if args.mrrs is not None else [None]
+    wanted = [name for name, given in (("mps", args.mps), ("mrrs", args.mrrs))
+              if given is not None]
     if any(name not in target.spec.settings for name in wanted):
         raise InvalidRequest(f"--mps/--mrrs are PCIe settings; {target.text} is a "
                              f"{target.spec.family} device")
@@ -96,19 +98,19 @@ def _stdout_guard(args: argparse.Namespace) -> Iterator[None]:
 
 
 def _check_writable(path: str | None) -> None:
-    """Fail now, not after the measurement, when an output file cannot be written."""
+    """Fail now, not after the measurement, when an output file cannot be written. Nothing is
+    created here: a run that fails before its first point leaves the file system as it was."""
     if not path or path == "-":
         return
     target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        existed = target.exists()
-        with target.open("a"):
-            pass
-        if not existed:
-            target.unlink()
-    except OSError as exc:
-        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if target.is_dir():
+        raise ValueError(f"cannot write {path}: it is a directory")
+    folder = next(p for p in (target.parent, *target.parent.parents) if p.exists())
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: {folder} is a file, not a directory")
+    writable = os.access(target, os.W_OK) if target.exists() else os.access(folder, os.W_OK)
+    if not writable:
+        raise ValueError(f"cannot write {path}: permission denied")
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -125,8 +127,12 @@ def run(args: argparse.Namespace) -> int:
     pattern = Pattern.parse(args.pattern)
     # Described once, before anything is built: a bad selector fails here, as in model/topology.
     target = targets.describe(args.device, sysfs_root=None)
-    lengths = parse_lengths(args.lengths) if args.lengths else None
-    depths = parse_counts(args.queue_depth, "queue depth") if args.queue_depth else None
+    # An empty value is a mistake, not "use the default": only an absent option means that.
+    lengths = parse_lengths(args.lengths) if args.lengths is not None else None
+    depths = parse_counts(args.queue_depth, "queue depth") if args.queue_depth is not None \
+        else None
+    if args.json == "-" and args.csv == "-":
+        raise ValueError("--json - and --csv - would both write to stdout; send one to a file")
     settings = _settings(args, target)
     if args.repeat < MIN_REPEATS:
         raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {args.repeat}")
@@ -201,18 +207,23 @@ def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
 
 
 def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units, table_out: TextIO) -> None:
-    if doc["points"]:
-        print(format_table(doc, units), file=table_out, flush=True)
-    elif not doc["complete"]:
-        print(f"!! INCOMPLETE: {doc['error']} (no point was finished)", file=table_out)
+    if not doc["points"]:
+        # Nothing measured, nothing written: an earlier good result at the same path stays.
+        print(f"!! INCOMPLETE: {doc['error']} (no point was finished; nothing written)",
+              file=table_out)
+        return
+    print(format_table(doc, units), file=table_out, flush=True)
+    for path in (args.json, args.csv, args.plot):
+        if path and path != "-":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
     if args.json:
         write_json(doc, args.json)
     if args.csv:
         write_csv(doc, args.csv)
-    if args.plot and doc["points"]:
+    if args.plot:
         plot_results([doc], args.plot, units=units)
     for what, path in (("JSON", args.json), ("CSV", args.csv), ("plot", args.plot)):
-        if path and path != "-" and (doc["points"] or what != "plot"):
+        if path and path != "-":
             print(f"{what}: {path}", file=table_out)
 
 

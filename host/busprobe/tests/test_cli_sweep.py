@@ -185,3 +185,44 @@ def test_an_unwritable_output_fails_before_the_measurement(loopback_device, caps
                           "--csv", str(blocker / "r.csv"))
     assert status == 2 and f"cannot write {blocker / 'r.csv'}" in err
     assert not instances or not instances[0].opened
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lengths", ""], "bad length list ''"),
+    (["--queue-depth", ""], "bad queue depth ''"),
+    (["--json", "-", "--csv", "-"], "would both write to stdout"),
+])
+def test_empty_values_and_two_outputs_on_stdout_are_refused(loopback_device, capsys, argv,
+                                                            message):
+    _, instances = loopback_device
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", "--no-progress", *argv)
+    assert status == 2 and message in err and err.count("\n") == 1
+    assert not instances or not instances[0].opened
+
+
+def test_an_output_below_a_file_is_refused_before_measuring(loopback_device, capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK,
+                          "--json", str(tmp_path / "file" / "sub" / "r.json"))
+    assert status == 2 and "is a file, not a directory" in err and err.count("\n") == 1
+
+
+def test_a_run_that_measures_nothing_writes_nothing_and_keeps_the_previous_result(
+        loopback_device, capsys, tmp_path):
+    faults, _ = loopback_device
+    faults.gone_at = 0  # the device is gone at the first transfer
+    good = tmp_path / "r.json"
+    good.write_text('{"a good": "result"}')
+    new_folder = tmp_path / "new" / "r.csv"
+    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--json", str(good),
+                            "--csv", str(new_folder))
+    assert status == 2 and "nothing written" in out
+    assert good.read_text() == '{"a good": "result"}' and not (tmp_path / "new").exists()
+
+
+def test_verdict_lines_speak_the_units_the_run_is_shown_in(loopback_device, capsys, tmp_path):
+    status, out, _ = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--units", "mib")
+    verdicts = [line for line in out.splitlines() if ": link-limited" in line
+                or "-limited:" in line]
+    assert status == 0 and verdicts
+    assert all("MiB/s" in line and "MB/s" not in line for line in verdicts)

@@ -93,7 +93,7 @@ def test_plot_has_one_series_per_direction_and_queue_depth_and_is_a_png(document
 def test_a_direction_the_verdict_cannot_judge_does_not_cost_the_others(document, monkeypatch):
     import busprobe.verdict
 
-    def assess(doc):
+    def assess(doc, units=None):
         directions = {p["direction"] for p in doc["points"]}
         if "out" in directions:
             raise ValueError("direction 'out' does not exist on this bus")
