@@ -30,7 +30,8 @@ units only affect tables and plots. Keys:
 ``errors``
     Total data errors over all points (0 on a clean run).
 ``points``
-    One object per measured point: ``direction``, ``length``, ``queue_depth``, ``mps``, ``mrrs``,
+    One object per measured point: ``direction``, ``length``, ``queue_depth`` (asked) and
+    ``queue_depth_in_force`` (at most the transfers per repeat), ``mps``, ``mrrs``,
     ``throughput`` (median of repeats, host-timed), ``throughput_min``, ``throughput_max``,
     ``spread`` ((max − min) / median), ``repeats``, ``samples`` (each repeat), ``device_throughput``
     (median, device-timed; ``null`` without device timers) with ``_min``/``_max`` and
@@ -270,6 +271,12 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
                      "(pattern mismatches + lost/duplicated bytes + device-detected; "
                      "error_detail in the JSON says which); "
                      "those figures are not trustworthy")
+    shallow = [p for p in doc["points"]
+               if p.get("queue_depth_in_force", p["queue_depth"]) < p["queue_depth"]]
+    if shallow:
+        lines.append(f"note: {len(shallow)} point(s) moved fewer transfers per repeat than their "
+                     "queue depth, so the queue never filled; queue_depth_in_force in the JSON "
+                     "says how deep it got")
     for entry in ceilings_of(doc):
         label = " ".join(str(entry[k]) for k in ("direction", "mps") if entry.get(k) is not None)
         verdict = entry.get("verdict", "?")

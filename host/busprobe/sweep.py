@@ -134,6 +134,8 @@ class PointResult:
             "direction": self.spec.direction,
             "length": self.spec.length,
             "queue_depth": self.spec.queue_depth,
+            # A repeat of fewer transfers than the queue depth never fills the queue.
+            "queue_depth_in_force": min(self.spec.queue_depth, self.transfers),
             "mps": setting.get("mps"),
             "mrrs": setting.get("mrrs"),
             "throughput": host.median,

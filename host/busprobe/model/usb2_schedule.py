@@ -51,6 +51,11 @@ def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_d
     completion = _cycles(profile.completion_latency_us * 1e-6)
     resubmit = _cycles(profile.resubmit_latency_us * 1e-6)
 
+    # A queue deeper than the transfers the bus can move during one completion round trip never
+    # runs dry: more depth changes nothing, so it is capped (a --queue-depth of a million would
+    # otherwise step millions of transfers).
+    round_trip = completion + resubmit + 2 * uframe
+    queue_depth = min(queue_depth, -(-limit * (round_trip // uframe + 2) // packets) + 1)
     # Enough transfers for the start-up to wash out, then a window of at least 64 microframes
     # of traffic (and 4 queue depths) to average over: the pattern of which transfers share a
     # completion boundary repeats, and a short window could catch a lucky part of it.

@@ -226,3 +226,14 @@ def test_verdict_lines_speak_the_units_the_run_is_shown_in(loopback_device, caps
                 or "-limited:" in line]
     assert status == 0 and verdicts
     assert all("MiB/s" in line and "MB/s" not in line for line in verdicts)
+
+
+def test_a_queue_deeper_than_the_transfers_of_a_repeat_is_recorded_as_it_was(loopback_device,
+                                                                            capsys, tmp_path):
+    status, out, _ = _run(capsys, "sweep", "--device", "sim:loop", "--direction", "in",
+                          "--lengths", "8K", "--queue-depth", "1000000", "--no-progress",
+                          "--json", str(tmp_path / "r.json"))
+    point = load_results(tmp_path / "r.json")["points"][0]
+    assert status == 0 and point["queue_depth"] == 1000000
+    assert point["queue_depth_in_force"] == point["transfers"] == 2
+    assert "the queue never filled" in out
