@@ -36,7 +36,8 @@ units only affect tables and plots. Keys:
     ``spread`` ((max − min) / median), ``repeats``, ``samples`` (each repeat), ``device_throughput``
     (median, device-timed; ``null`` without device timers) with ``_min``/``_max`` and
     ``device_samples``, ``seconds`` (host time per repeat), ``transfers`` and ``bytes`` per repeat
-    and ``sized_by`` (what set the count: ``bytes``, ``transfers`` or ``bus time``),
+    and ``sized_by`` (what set the count: ``bytes``, ``transfers``, ``bus time`` or
+    ``queue depth``),
     ``errors`` and ``error_detail`` (``mismatched_words``, ``lost_bytes``,
     ``device_byte_mismatch``, ``device_errors``, ``first_error_offset``), ``short_transfers``,
     ``ceiling`` (model, bytes/s, or ``null``), ``ceiling_formula``, ``efficiency``

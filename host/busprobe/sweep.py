@@ -236,12 +236,16 @@ class Sweep:
         self._incoming: dict[str, PatternStream] = {}
         self._outgoing: dict[str, PatternStream] = {}
 
-    def transfers_for(self, length: int, model_rate: float | None = None) -> tuple[int, str]:
-        """Transfers per repeat and what decided it (``bytes``, ``transfers``, ``bus time``).
+    def transfers_for(self, length: int, queue_depth: int = 1,
+                      model_rate: float | None = None) -> tuple[int, str]:
+        """Transfers per repeat and what decided it (``bytes``, ``transfers``, ``bus time``,
+        ``queue depth``).
 
-        Enough to amortise start-up by volume (``min_bytes``) and count (``min_transfers``),
-        capped by ``max_transfers`` and, where the ceiling model gives the expected rate
-        ``model_rate`` (bytes/s) for this length and queue depth, by ``max_bus_seconds``.
+        Enough to amortise start-up by volume (``min_bytes``), capped by ``max_transfers`` and,
+        where the ceiling model gives the expected rate ``model_rate`` (bytes/s) for this length
+        and queue depth, by ``max_bus_seconds``; then at least ``min_transfers`` and at least
+        ``queue_depth`` (a repeat shorter than the queue never fills it), within
+        ``max_transfers``.
         """
         transport = self.transport
         count, sized_by = math.ceil(transport.min_bytes / length), "bytes"
@@ -251,8 +255,12 @@ class Sweep:
         for cap, name in caps:
             if count > cap:
                 count, sized_by = cap, name
-        if count < transport.min_transfers:
-            count, sized_by = transport.min_transfers, "transfers"
+        for floor, name in ((transport.min_transfers, "transfers"),
+                            (queue_depth, "queue depth")):
+            if count < floor:
+                count, sized_by = floor, name
+        if count > transport.max_transfers:
+            count, sized_by = transport.max_transfers, "transfers"
         return count, sized_by
 
     def _restart_pattern(self) -> None:
@@ -287,7 +295,8 @@ class Sweep:
         """Run one point's repeats and return its result."""
         transport = self.transport
         ceiling = model_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth)
-        count, sized_by = self.transfers_for(spec.length, ceiling[0] if ceiling else None)
+        count, sized_by = self.transfers_for(spec.length, spec.queue_depth,
+                                             ceiling[0] if ceiling else None)
         asked = count * spec.length
         samples: list[float] = []
         device_samples: list[float | None] = []

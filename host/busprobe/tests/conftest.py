@@ -60,6 +60,7 @@ class LoopbackTransport(Transport):
     min_transfers = 2
     min_bytes = 16 << 10
     default_max_length = 8 << 10
+    max_transfers = 64
 
     def __init__(self, selector: str = "sim:loop", faults: Faults | None = None) -> None:
         self.selector = selector

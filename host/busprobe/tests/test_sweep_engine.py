@@ -142,10 +142,14 @@ def test_a_point_is_capped_by_the_bus_time_the_ceiling_model_expects(loopback_fa
     assert (j["transfers"], j["sized_by"]) == (expected, "bus time")
 
 
-def test_the_minimum_transfer_count_wins_over_every_cap(loopback_factory):
+def test_the_minimum_count_and_the_queue_depth_win_over_the_volume_caps(loopback_factory):
     Loopback, _ = loopback_factory
     transport = Loopback()
-    transport.max_transfers = 1
-    j = Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,))).run()[0] \
-        .to_json()
-    assert (j["transfers"], j["sized_by"]) == (transport.min_transfers, "transfers")
+    transport.max_bus_seconds = 1e-9  # the bus-time cap alone would allow no transfer at all
+    j = Sweep(transport, _plan(directions=("in",), lengths=(4096,), queue_depths=(1, 8))).run()
+    assert [(p.transfers, p.sized_by) for p in j] == [(transport.min_transfers, "transfers"),
+                                                      (8, "queue depth")]
+    assert [p.to_json()["queue_depth_in_force"] for p in j] == [1, 8]
+    transport.max_transfers = 5  # ...but nothing exceeds the absolute cap
+    j = Sweep(transport, _plan(directions=("in",), lengths=(4096,), queue_depths=(8,))).run()
+    assert (j[0].transfers, j[0].to_json()["queue_depth_in_force"]) == (5, 5)
