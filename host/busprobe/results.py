@@ -40,7 +40,10 @@ units only affect tables and plots. Keys:
     ``queue depth``),
     ``errors`` and ``error_detail`` (``mismatched_words``, ``lost_bytes``,
     ``device_byte_mismatch``, ``device_errors``, ``first_error_offset``), ``short_transfers``,
-    ``ceiling`` (model, bytes/s, or ``null``), ``ceiling_formula``, ``efficiency``
+    ``ceiling`` (model, bytes/s, or ``null``), ``ceiling_formula``, ``link_ceiling`` (what the
+    link allows whatever the host), ``link_efficiency`` (device-timed where the device times,
+    else host-timed, over ``link_ceiling``: never above 1 for a device that times whole bus
+    intervals), ``efficiency``
     (throughput / ceiling), ``telemetry`` (raw device counters of the last repeat) and
     ``telemetry_repeats`` (all repeats).
 ``ceiling`` or ``ceilings``
@@ -247,10 +250,26 @@ def _check_points(path: str | os.PathLike[str], points: object) -> None:
                 raise ValueError(f"{path}: points[{index}].{key} is {value!r}")
 
 
+def _timing_note(points: list[dict[str, Any]]) -> list[str]:
+    """What the two percentages are, and why host and device figures differ, when they do."""
+    ratios = [p["throughput"] / p["device_throughput"] - 1 for p in points
+              if p.get("device_throughput") and p.get("throughput")]
+    if not ratios:
+        return []
+    line = ("% link: device-timed (whole bus intervals) over what the link allows; % ceiling: "
+            "host-timed over this point's model (host profile, length, queue depth).")
+    if max(abs(r) for r in ratios) >= 0.001:
+        line += (f" Host-timed figures differ from the device's by {min(ratios) * 100:+.1f}.."
+                 f"{max(ratios) * 100:+.1f} %: the host's window runs from the first submission "
+                 "to the last completion, so it adds start-up and completion time and leaves "
+                 "out the idle end of the last bus interval.")
+    return [line]
+
+
 def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     """The human summary of a run: one line per point, then what went wrong, loudly."""
     rows = [("dir", "length", "qd", "setting", f"host {units.label}", "min..max",
-             f"device {units.label}", "% ceiling", "errors")]
+             f"device {units.label}", "% link", "% ceiling", "errors")]
     for p in doc["points"]:
         setting = " ".join(f"{k}={p[k]}" for k in ("mps", "mrrs") if p.get(k) is not None)
         rng = f"{units.convert(p['throughput_min']):.2f}..{units.convert(p['throughput_max']):.2f}"
@@ -259,12 +278,14 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
             p["direction"], format_size(p["length"]), str(p["queue_depth"]), setting or "-",
             f"{units.convert(p['throughput']):.2f}", rng,
             "-" if device is None else f"{units.convert(device):.2f}",
+            "-" if not p.get("link_efficiency") else f"{100 * p['link_efficiency']:.1f}",
             "-" if not p.get("efficiency") else f"{100 * p['efficiency']:.1f}",
             str(p["errors"]) + (" !!" if p["errors"] else "")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    lines += _timing_note(doc["points"])
     bad = [p for p in doc["points"] if p["errors"]]
     if bad:
         total = sum(p["errors"] for p in bad)

@@ -120,6 +120,7 @@ class PointResult:
     telemetry: list[dict[str, Any]]
     ceiling: float | None = None
     ceiling_formula: str | None = None
+    link: float | None = None
 
     @property
     def errors(self) -> int:
@@ -162,6 +163,11 @@ class PointResult:
             "ceiling": self.ceiling,
             "ceiling_formula": self.ceiling_formula,
             "efficiency": host.median / self.ceiling if self.ceiling else None,
+            # The figure that answers to physics: device-timed (whole bus intervals) where the
+            # device times, over what the link allows; the host's window is reported beside it.
+            "link_ceiling": self.link,
+            "link_efficiency": (median_or_none(self.device_samples) or host.median) / self.link
+            if self.link else None,
             "telemetry": self.telemetry[-1] if self.telemetry else {},
             "telemetry_repeats": self.telemetry,
         }
@@ -181,6 +187,18 @@ def model_ceiling(bus: BusDescription, direction: str, length: int,
         log.info("no ceiling model for %s %s: %s", bus.kind, direction, exc)
         return None
     return float(ceiling.throughput), str(ceiling.formula)
+
+
+def link_model(bus: BusDescription, direction: str) -> float | None:
+    """What the link allows in ``direction`` whatever the host (the verdict's link model), or
+    ``None`` where there is no model for this bus."""
+    from .model import link_ceiling
+
+    try:
+        return float(link_ceiling(bus, direction).throughput)
+    except (ValueError, NotImplementedError, KeyError) as exc:
+        log.info("no link model for %s %s: %s", bus.kind, direction, exc)
+        return None
 
 
 class _Checker:
@@ -336,6 +354,7 @@ class Sweep:
             first_error_offset=first_error,
             short_transfers=short, telemetry=telemetry,
             ceiling=ceiling[0] if ceiling else None,
+            link=link_model(transport.bus, spec.direction),
             ceiling_formula=ceiling[1] if ceiling else None)
 
     @staticmethod
