@@ -261,9 +261,9 @@ class Sweep:
 
         Enough to amortise start-up by volume (``min_bytes``), capped by ``max_transfers`` and,
         where the ceiling model gives the expected rate ``model_rate`` (bytes/s) for this length
-        and queue depth, by ``max_bus_seconds``; then at least ``min_transfers`` and at least
-        ``queue_depth`` (a repeat shorter than the queue never fills it), within
-        ``max_transfers``.
+        and queue depth, by ``max_bus_seconds``; then at least ``min_transfers``, at least
+        ``queue_depth`` (a repeat shorter than the queue never fills it) and at least
+        ``min_bus_seconds`` of bus time, within ``max_transfers``.
         """
         transport = self.transport
         count, sized_by = math.ceil(transport.min_bytes / length), "bytes"
@@ -273,8 +273,11 @@ class Sweep:
         for cap, name in caps:
             if count > cap:
                 count, sized_by = cap, name
-        for floor, name in ((transport.min_transfers, "transfers"),
-                            (queue_depth, "queue depth")):
+        floors = [(transport.min_transfers, "transfers"), (queue_depth, "queue depth")]
+        if model_rate:
+            floors.append((math.ceil(transport.min_bus_seconds * model_rate / length),
+                           "bus time"))
+        for floor, name in floors:
             if count < floor:
                 count, sized_by = floor, name
         if count > transport.max_transfers:

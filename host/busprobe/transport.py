@@ -163,6 +163,9 @@ class Transport(abc.ABC):
     #: before that.
     max_transfers: int = 1 << 16
     max_bus_seconds: float = 2.0
+    #: ...and at least this much bus time by the ceiling model (when it covers the point), so a
+    #: device that times whole bus intervals always has some to time.
+    min_bus_seconds: float = 0.0
     #: Longest length of the default ``busprobe sweep`` ladder (``--lengths`` not given). Sim
     #: backends lower it so the default sweep finishes in about a minute of simulation.
     default_max_length: int = 4 << 20

@@ -50,6 +50,8 @@ class SimUsb2Transport(UsbDeviceTransport):
     # settle; a 1-byte or a queue-depth-1 EHCI point would otherwise run for minutes.
     max_transfers = 1024
     max_bus_seconds = 0.01
+    # 1 ms is 8 microframes: the device's whole-microframe window always has some to time.
+    min_bus_seconds = 0.001
 
 
 def open_sim_usb2(target: TargetDescription) -> SimUsb2Transport:

@@ -153,3 +153,17 @@ def test_the_minimum_count_and_the_queue_depth_win_over_the_volume_caps(loopback
     transport.max_transfers = 5  # ...but nothing exceeds the absolute cap
     j = Sweep(transport, _plan(directions=("in",), lengths=(4096,), queue_depths=(8,))).run()
     assert (j[0].transfers, j[0].to_json()["queue_depth_in_force"]) == (5, 5)
+
+
+def test_a_point_moves_at_least_the_bus_time_the_transport_asks_for(loopback_factory):
+    from busprobe.sweep import model_ceiling
+
+    Loopback, _ = loopback_factory
+    transport = Loopback()
+    transport.min_bus_seconds = 1e-3
+    transport.max_transfers = 1 << 20
+    rate, _ = model_ceiling(transport.bus, "in", 512, 1)
+    expected = -(-1e-3 * rate // 512)
+    assert expected > (16 << 10) // 512  # more than the byte volume alone would move
+    j = Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,))).run()[0]
+    assert (j.transfers, j.sized_by) == (int(expected), "bus time")
