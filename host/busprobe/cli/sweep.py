@@ -250,4 +250,5 @@ def _plan_json(plan: SweepPlan, transport: Transport) -> dict[str, Any]:
             "pattern": plan.pattern.name.lower(), "settings": [dict(s) for s in plan.settings],
             "min_transfers": transport.min_transfers, "min_bytes": transport.min_bytes,
             "max_transfers": transport.max_transfers,
+            "min_bus_seconds": transport.min_bus_seconds,
             "max_bus_seconds": transport.max_bus_seconds}
