@@ -23,7 +23,8 @@ units only affect tables and plots. Keys:
     ``"bytes/s"``, and the units the table and plot used (``"MB/s"`` or ``"MiB/s"``).
 ``plan``
     ``directions``, ``lengths``, ``queue_depths``, ``repeat``, ``pattern``, ``settings`` (list of
-    ``{"mps": .., "mrrs": ..}``), ``min_transfers``, ``min_bytes``.
+    ``{"mps": .., "mrrs": ..}``), ``min_transfers``, ``min_bytes``, ``max_transfers``,
+    ``min_bus_seconds``, ``max_bus_seconds`` (how points were sized: docs/DESIGN.md §3).
 ``complete``, ``error``
     ``false`` and a one-line reason when the run stopped early (device gone, timeout, Ctrl-C); the
     points measured until then are all present.
