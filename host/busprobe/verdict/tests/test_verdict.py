@@ -160,3 +160,16 @@ def test_simulated_uncapped_gen2_x1_write_is_link_limited_within_1_percent_of_th
     assert write["efficiency"] == pytest.approx(1.0, abs=0.01)
     read = by_direction(entries, "read", None)
     assert read["verdict"] == "link-limited" and read["efficiency"] > 0.95
+
+
+def test_a_host_timed_plateau_above_the_link_comes_with_the_devices_reading():
+    doc = copy.deepcopy(load("usb2_ideal.json"))
+    for point in doc["points"]:
+        if point["direction"] == "in":  # the host's window reads 0.1 % above the physics
+            point["throughput"] = point["throughput_min"] = point["throughput_max"] = 53_301_248
+            point["device_throughput"] = 53_248_000
+    entry = by_direction(assess(doc), "in")
+    assert entry["efficiency"] > 1
+    assert "Timed by the device the plateau is 53.25 MB/s (100.0 % of the link model)" in \
+        entry["explanation"]
+    assert "leaves out the idle end of its last bus interval" in entry["explanation"]
