@@ -70,6 +70,7 @@ from typing import Any
 
 from . import __version__
 from .lengths import format_size
+from .result_schema import SCHEMA, check_document
 from .units import Units
 
 __all__ = [
@@ -79,8 +80,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SCHEMA = 1
-_REQUIRED = ("busprobe_version", "device", "bus", "points")
 
 #: CSV columns: (header, point key). Throughputs in bytes per second, as in the JSON.
 CSV_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -210,45 +209,25 @@ def write_csv(doc: dict[str, Any], path: str) -> None:
 
 def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a result JSON written by ``busprobe sweep``; :class:`ValueError` (one line) if it is
-    not one."""
+    not one, checked against :mod:`busprobe.result_schema` once, here."""
     try:
-        doc = json.loads(Path(path).read_text())
+        text = Path(path).read_bytes()
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+    try:
+        # NaN and Infinity are not JSON; Python's reader would take them and a reader later
+        # would compare or plot them.
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path} is not a busprobe result (not a JSON object)")
-    missing = [key for key in _REQUIRED if key not in doc]
-    if missing:
-        raise ValueError(f"{path} is not a busprobe result (missing {', '.join(missing)})")
-    if int(doc.get("schema", SCHEMA)) > SCHEMA:
-        raise ValueError(f"{path} was written by a newer busprobe (schema {doc['schema']})")
-    _check_points(path, doc["points"])
+    except RecursionError:
+        raise ValueError(f"{path} is not a busprobe result (nested too deep)") from None
+    check_document(doc, str(path))
     return doc
 
 
-#: Point keys every reader relies on, and the JSON types each may have (``None``: null allowed).
-_POINT_TYPES: dict[str, tuple[type, ...]] = {
-    "direction": (str,), "length": (int,), "queue_depth": (int,), "errors": (int,),
-    "throughput": (int, float), "throughput_min": (int, float), "throughput_max": (int, float),
-}
-
-
-def _check_points(path: str | os.PathLike[str], points: object) -> None:
-    """One-line :class:`ValueError` for a ``points`` list that readers would trip over."""
-    if not isinstance(points, list):
-        raise ValueError(f"{path}: points is {type(points).__name__}, not a list")
-    for index, point in enumerate(points):
-        if not isinstance(point, dict):
-            raise ValueError(f"{path}: points[{index}] is not an object")
-        for key, types in _POINT_TYPES.items():
-            value = point.get(key)
-            if isinstance(value, bool) or not isinstance(value, types):
-                raise ValueError(f"{path}: points[{index}].{key} is {value!r}, not a "
-                                 f"{' or '.join(t.__name__ for t in types)}")
-            if key == "length" and value <= 0 or key.startswith("throughput") and value < 0:
-                raise ValueError(f"{path}: points[{index}].{key} is {value!r}")
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
 
 
 def _timing_note(points: list[dict[str, Any]]) -> list[str]:

@@ -3,7 +3,9 @@
 import csv
 import json
 import os
+import re
 import stat
+from pathlib import Path
 
 import pytest
 from busprobe.plot import plot_results, series_of
@@ -64,6 +66,44 @@ def test_loading_something_else_is_a_one_line_value_error(tmp_path, content, mes
         load_results(path)
     with pytest.raises(ValueError, match="cannot read"):
         load_results(tmp_path / "absent.json")
+
+
+FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "results" / "usb2_ideal.json"
+
+
+@pytest.mark.parametrize("change, message", [
+    # Each of these reached a reader (compare, report, plot) and ended in a traceback there.
+    (lambda doc: doc.update(device=None), "device is None, not str"),
+    (lambda doc: doc.update(bus=None), "bus is None, not an object"),
+    (lambda doc: doc["bus"].pop("kind"), "bus has no kind"),
+    (lambda doc: doc.update(ceilings=1.5), "ceilings is 1.5, not a list"),
+    (lambda doc: doc.update(ceilings=[{"direction": "in", "verdict": "fast", "explanation": ""}]),
+     "verdict is 'fast', not one of"),
+    (lambda doc: doc["points"][0].update(direction="sideways"), "direction is 'sideways'"),
+    (lambda doc: doc["points"][0].update(throughput=-1.0), "throughput is -1.0, out of range"),
+    (lambda doc: doc.update(schema=True), "schema is True"),
+    (lambda doc: doc.update(display_units="furlongs"), "display_units is 'furlongs'"),
+])
+def test_a_result_breaking_the_layout_is_refused_naming_the_key(tmp_path, change, message):
+    doc = json.loads(FIXTURE.read_text())
+    change(doc)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        load_results(path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_result_with_nan_throughput_is_not_json(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text(FIXTURE.read_text().replace('"throughput": ', '"throughput": NaN, "x": ', 1))
+    with pytest.raises(ValueError, match="NaN is not a JSON number"):
+        load_results(path)
+
+
+def test_every_shipped_result_fixture_fits_the_layout():
+    for path in FIXTURE.parent.glob("*.json"):
+        load_results(path)
 
 
 def test_table_shows_units_and_switches_to_mib(document):

@@ -34,10 +34,10 @@ def test_report_into_a_directory_names_the_file_to_give_and_leaves_no_temporary(
 
 
 @pytest.mark.parametrize("points, message", [
-    ("oops", "points is str, not a list"),
-    ([1], "points[0] is not an object"),
-    ("null-throughput", "points[0].throughput is None, not a int or float"),
-    ("negative-length", "points[0].length is -4"),
+    ("oops", "points is 'oops', not a list"),
+    ([1], "points[0] is 1, not an object"),
+    ("null-throughput", "points[0].throughput is None, not number"),
+    ("negative-length", "points[0].length is -4, out of range"),
 ])
 def test_a_result_with_malformed_points_is_one_line_not_a_traceback(tmp_path, capsys, points,
                                                                    message):
