@@ -13,6 +13,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..transport import TransportError
@@ -25,8 +26,22 @@ COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", 
 log = logging.getLogger("busprobe")
 
 
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks escaped: a value or file name holding one must not split the
+    error line (docs/DESIGN.md §2.3)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are the command line's one line and exit status 2,
+    like every other user error (argparse's own print the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"busprobe: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="busprobe",
         description="Measure how fast a USB or PCIe link really is, and say why it is not faster.")
     parser.add_argument("--version", action="version", version=f"busprobe {__version__}")
@@ -52,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TransportError, ValueError, OSError) as exc:
         if args.debug:
             raise
-        print(f"busprobe: error: {exc}", file=sys.stderr)
+        print(f"busprobe: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -91,13 +91,19 @@ def load_profile(name_or_path: str) -> HostProfile:
     path = Path(name_or_path)
     if not path.suffix:
         path = PROFILE_DIR / f"{name_or_path}.toml"
-        if not path.exists():
+        # A name, not a path: looked up among the built-in ones (asking the file system about a
+        # name too long for it would be an OSError, not this message).
+        if name_or_path not in builtin_profiles():
             raise ValueError(f"unknown host profile {name_or_path!r} "
                              f"(built in: {', '.join(builtin_profiles())}; or give a .toml file)")
     try:
         table = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"cannot read host profile {path}: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read host profile {_shown(path)}: {exc.strerror or exc}") \
+            from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"cannot read host profile {_shown(path)}: {exc}") from None
+    path = Path(_shown(path))  # every message below names it: one line, whatever the name
     unknown = sorted(set(table) - set(SCHEMA) - {"name"})
     if unknown:
         raise ValueError(f"host profile {path}: unknown key(s) {', '.join(unknown)} "
@@ -118,6 +124,12 @@ def load_profile(name_or_path: str) -> HostProfile:
         values[key] = _checked(path, key, entry["value"])
         sources[key] = str(entry.get("source", "assumption"))
     return HostProfile(sources=sources, **values)  # type: ignore[arg-type]
+
+
+def _shown(path: Path) -> str:
+    """``path`` as text for a one-line message: a line break in a file name is shown escaped."""
+    text = str(path)
+    return text.encode("unicode_escape").decode() if not text.isprintable() else text
 
 
 def builtin_profiles() -> list[str]:
