@@ -42,6 +42,9 @@ class SinkOutEndpoint(wiring.Component):
         ``acked_length``. Duplicates (toggle mismatch, ACKed and dropped) are not counted.
     acked_length: Signal(range(max_packet_size + 1)), output
         Payload length of the packet accepted.
+    duplicate: Signal(), output
+        Strobe: a data packet arrived with the toggle of the one before (its ACK was lost, or
+        the host is wrong): ACKed, and dropped (§8.6.3).
     interface: EndpointInterface
         Connection to LUNA's ``USBDevice`` (not part of the wiring signature).
 
@@ -63,6 +66,7 @@ class SinkOutEndpoint(wiring.Component):
     nyet: Out(1)
     acked: Out(1)
     acked_length: Out(range(usb2.MAX_PACKET_SIZE + 1))
+    duplicate: Out(1)
 
     def __init__(self, *, endpoint_number=usb2.EP_OUT, max_packet_size=usb2.MAX_PACKET_SIZE,
                  buffer_packets=4):
@@ -82,12 +86,15 @@ class SinkOutEndpoint(wiring.Component):
             buffer_size=self._buffer_size)
         inner = endpoint.interface
 
+        reject, rejected = self._unwanted_data(m)
         m.d.comb += [
             outer.tokenizer.connect(inner.tokenizer),
             outer.rx.connect(inner.rx),
-            inner.rx_complete.eq(outer.rx_complete),
-            inner.rx_ready_for_response.eq(outer.rx_ready_for_response),
-            inner.rx_invalid.eq(outer.rx_invalid),
+            # A data packet LUNA would wrongly keep reaches it as one with a bad CRC: discarded,
+            # never answered (see _unwanted_data).
+            inner.rx_complete.eq(outer.rx_complete & ~reject),
+            inner.rx_ready_for_response.eq(outer.rx_ready_for_response & ~rejected),
+            inner.rx_invalid.eq(outer.rx_invalid | (outer.rx_complete & reject)),
             inner.rx_pid_toggle.eq(outer.rx_pid_toggle),
             inner.handshakes_out.connect(outer.handshakes_out),
 
@@ -108,6 +115,38 @@ class SinkOutEndpoint(wiring.Component):
 
         self._add_traffic_taps(m)
         return m
+
+    def _unwanted_data(self, m):
+        """``(reject, rejected)``: the data packet ending now must be dropped; the last one was.
+
+        Upstream (luna-usb 0.2.3), two gaps, both found by ``sim/usb2/hostile.py``:
+
+        - ``USBStreamOutEndpoint`` keeps and ACKs a data packet of any length, so babble (more
+          than wMaxPacketSize bytes, §8.4.4) would enter the stream;
+        - it takes any data packet while the last token it saw was an OUT for it, so a second
+          data packet, or one after a token for another device (the token detector drops
+          those and keeps the old token), is taken as the next packet of the stream
+          (https://github.com/greatscottgadgets/luna/issues/135). A data packet belongs only
+          to the OUT token right before it (§8.5).
+        """
+        tokenizer, interface = self.interface.tokenizer, self.interface
+        for_us = tokenizer.is_out & (tokenizer.endpoint == self._endpoint_number)
+        received = Signal(range(self._max_packet_size + 2))
+        armed = Signal()  # an OUT token for us came, and no data packet yet
+        rejected = Signal()
+        packet_end = interface.rx_complete | interface.rx_invalid
+        with m.If(tokenizer.new_token):
+            m.d.usb += [received.eq(0), armed.eq(for_us), rejected.eq(0)]
+        with m.Else():
+            with m.If(interface.rx.valid & interface.rx.next
+                      & (received <= self._max_packet_size)):
+                m.d.usb += received.eq(received + 1)
+            with m.If(packet_end):
+                m.d.usb += armed.eq(0)
+        reject = (received > self._max_packet_size) | ~armed
+        with m.If(interface.rx_complete & reject):
+            m.d.usb += rejected.eq(1)
+        return reject, rejected | (received > self._max_packet_size)
 
     def _add_traffic_taps(self, m):
         """Telemetry strobes; mirrors the endpoint's data toggle to tell new data from retries."""
@@ -130,6 +169,8 @@ class SinkOutEndpoint(wiring.Component):
             self.acked.eq(data_response & outer.handshakes_out.ack
                           & (outer.rx_pid_toggle[0] == expected_toggle)),
             self.acked_length.eq(length),
+            self.duplicate.eq(data_response & outer.handshakes_out.ack
+                              & (outer.rx_pid_toggle[0] != expected_toggle)),
         ]
 
         with m.If(tokenizer.new_token):

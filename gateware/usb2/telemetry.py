@@ -30,6 +30,20 @@ class EndpointTrafficSignature(wiring.Signature):
         })
 
 
+class RxDropsSignature(wiring.Signature):
+    """What :class:`~.rx_monitor.RxPacketMonitor` saw (all strobes, driven by the monitor).
+
+    Members
+    -------
+    packet: a packet was received.
+    bad_pid, malformed, crc_error, foreign: it was dropped, and why.
+    """
+
+    def __init__(self):
+        super().__init__({name: Out(1) for name in
+                          ("packet", "bad_pid", "malformed", "crc_error", "foreign")})
+
+
 class _Counter:
     """A 32-bit wrapping counter cleared by the telemetry's ``clear``."""
 
@@ -66,6 +80,10 @@ class Usb2Telemetry(wiring.Component):
         Strobe: PING addressed to the OUT endpoint.
     nyet: Signal(), input
         Strobe: the OUT endpoint answered NYET.
+    rx: RxDropsSignature, input
+        Every packet received, and the class of each one dropped.
+    out_duplicate: Signal(), input
+        Strobe: an OUT data packet repeated the previous toggle (ACKed and dropped).
     pattern_errors: Signal(32), input
         From the OUT pattern checker.
     first_error_offset: Signal(32), input
@@ -82,6 +100,8 @@ class Usb2Telemetry(wiring.Component):
     ep_out: In(EndpointTrafficSignature())
     ping: In(1)
     nyet: In(1)
+    rx: In(RxDropsSignature())
+    out_duplicate: In(1)
     pattern_errors: In(32)
     first_error_offset: In(32)
     cycle: Out(32)
@@ -101,6 +121,12 @@ class Usb2Telemetry(wiring.Component):
             "sofs": counter("sofs", self.sof),
             "out_nyets": counter("out_nyets", self.nyet),
             "data_uframes": self._data_uframes(m),
+            "rx_packets": counter("rx_packets", self.rx.packet),
+            "rx_bad_pids": counter("rx_bad_pids", self.rx.bad_pid),
+            "rx_malformed": counter("rx_malformed", self.rx.malformed),
+            "rx_crc_errors": counter("rx_crc_errors", self.rx.crc_error),
+            "rx_foreign": counter("rx_foreign", self.rx.foreign),
+            "out_duplicates": counter("out_duplicates", self.out_duplicate),
             "pattern_errors": self.pattern_errors,
             "first_error_offset": self.first_error_offset,
         }

@@ -31,7 +31,7 @@ MAX_PACKET_SIZE = 512
 CLOCK_HZ = 60_000_000  # ULPI clock; the telemetry cycle counters count it
 
 MAGIC = 0x3255_5042  # b"BPU2" little-endian
-PROTOCOL_VERSION = 2  # 2: the whole-microframe timing window words
+PROTOCOL_VERSION = 3  # 2: the whole-microframe timing window words; 3: dropped packets
 
 
 class Request(enum.IntEnum):
@@ -119,6 +119,16 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("out_window_start_uframe", "sofs at the end of the first microframe with OUT data"),
     ("out_window_end_bytes", "out_bytes at the end of the second-to-last microframe with OUT data"),
     ("out_window_end_uframe", "sofs at the end of the second-to-last microframe with OUT data"),
+    # What the device received and dropped (protocol version 3). A dropped packet gets no
+    # answer, so the host sees only a timeout; these say why. Each packet counts in one class.
+    ("rx_packets", "packets received from the host, intact or not (SOFs included)"),
+    ("rx_bad_pids", "packets dropped: PID check nibble wrong, or a PID no device acts on"),
+    ("rx_malformed", "packets dropped: receive error, or a length that does not fit the PID "
+                     "(babble: a data packet longer than PID + 512 + CRC16)"),
+    ("rx_crc_errors", "packets dropped: token CRC5 or data CRC16 wrong"),
+    ("rx_foreign", "intact packets ignored as not for this device: tokens for another address "
+                   "or a missing endpoint, data not right after an OUT or SETUP token for it"),
+    ("out_duplicates", "OUT data packets repeating the previous toggle: ACKed and dropped"),
 )
 #: Microframes per second: the SOF rate of a high-speed bus (USB 2.0 §8.4.3.1).
 UFRAMES_PER_SECOND = 8000
