@@ -29,17 +29,18 @@ COCOTB_TESTS = [
     "out_zlp_ends_transfer_multiple_of_512",
     "ideal_host_sees_no_naks_over_128_back_to_back_packets",
     "bus_reset_mid_transfer_then_reenumeration_and_clean_transfer",
+    "hostile_bus_packets_dropped_counted_and_device_recovers",
 ]
 
 
-@pytest.fixture(scope="session")
-def cocotb_results(usb2_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Run the whole cocotb suite once; ``{test name: failure text or None}``."""
+def run_cocotb(model: Path, out: Path, testcases: list[str] | None = None,
+               env: dict[str, str] | None = None) -> dict[str, str | None]:
+    """Run cocotb tests of ``usb2_cocotb`` (all, or ``testcases``) in one simulator process;
+    ``{test name: failure text or None}``."""
     from busprobe.sim.toolchain import apply_verilator_env
     from cocotb_tools.runner import get_runner
 
     apply_verilator_env()
-    out = tmp_path_factory.mktemp("usb2_cocotb")
     results = out / "results.xml"
     # The runner passes this process's sys.path as the simulator's PYTHONPATH (overriding
     # extra_env), so the cocotb module's folder goes on sys.path for the call.
@@ -47,8 +48,8 @@ def cocotb_results(usb2_model: Path, tmp_path_factory: pytest.TempPathFactory) -
     try:
         get_runner("verilator").test(
             test_module=COCOTB_MODULE, hdl_toplevel="usb2_sim_top", hdl_toplevel_lang="verilog",
-            build_dir=str(usb2_model), test_dir=str(out), results_xml=str(results),
-            extra_env={"COCOTB_LOG_LEVEL": "WARNING"})
+            build_dir=str(model), test_dir=str(out), results_xml=str(results),
+            testcase=testcases, extra_env={"COCOTB_LOG_LEVEL": "WARNING", **(env or {})})
     except SystemExit:
         pass  # the runner exits when a test failed; the results file says which
     finally:
@@ -63,11 +64,28 @@ def cocotb_results(usb2_model: Path, tmp_path_factory: pytest.TempPathFactory) -
     return outcome
 
 
+@pytest.fixture(scope="session")
+def cocotb_results(usb2_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The whole cocotb suite, run once."""
+    return run_cocotb(usb2_model, tmp_path_factory.mktemp("usb2_cocotb"))
+
+
 @pytest.mark.sim
 @pytest.mark.parametrize("name", COCOTB_TESTS)
 def test_cocotb(cocotb_results: dict, name: str) -> None:
     assert name in cocotb_results, f"{name} did not run (simulator crashed?)"
     assert cocotb_results[name] is None, cocotb_results[name]
+
+
+@pytest.mark.bench
+def test_hostile_bus_100k_corrupted_packets_dropped_counted_and_recovered(usb2_model: Path,
+                                                                         tmp_path: Path):
+    """The hostile-bus test of the suite (10,000 faults) at ten times the budget, another seed;
+    the fault and drop counts are in the simulator's log."""
+    name = "hostile_bus_packets_dropped_counted_and_device_recovers"
+    outcome = run_cocotb(usb2_model, tmp_path, [name],
+                         {"BUSPROBE_HOSTILE_PACKETS": "100000", "BUSPROBE_HOSTILE_SEED": "1313"})
+    assert outcome.get(name, "did not run") is None, outcome.get(name, "did not run")
 
 
 def _measure(selector: str, length: int, count: int, queue_depth: int) -> tuple[float, int]:
