@@ -17,7 +17,7 @@ from .protocol.patterns import Pattern
 __all__ = [
     "BusDescription", "StreamResult", "Telemetry", "Transport", "TransportError",
     "DeviceNotFound", "PermissionDenied", "DeviceGone", "TransferTimeout", "InvalidRequest",
-    "Source", "Sink",
+    "EndpointStalled", "Source", "Sink",
 ]
 
 #: Produces the next ``n`` bytes to send (OUT / write).
@@ -44,6 +44,11 @@ class DeviceGone(TransportError):
 
 class TransferTimeout(TransportError):
     pass
+
+
+class EndpointStalled(TransportError):
+    """The device answered STALL (an unsupported request, a halted endpoint): a relay of the
+    device (the usbredir export) must pass it on as a STALL, not as an I/O error."""
 
 
 class InvalidRequest(TransportError):

@@ -19,7 +19,7 @@ import cocotb
 from busprobe.model.usb2_hosts import load_profile
 from busprobe.protocol import usb2
 from busprobe.sim.rpc import serve
-from busprobe.transport import InvalidRequest, TransferTimeout, TransportError
+from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
 from .controller import StreamStuck, TransferStall
 from .link import DeviceTimeout, LinkError
@@ -40,7 +40,7 @@ async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
     except (DeviceTimeout, StreamStuck) as exc:
         raise TransferTimeout(f"{what}: {exc}") from None
     except TransferStall as exc:
-        raise TransportError(f"{what}: {exc}") from None
+        raise EndpointStalled(f"{what}: {exc}") from None
     except ValueError as exc:
         raise InvalidRequest(f"{what}: {exc}") from None
     except LinkError as exc:

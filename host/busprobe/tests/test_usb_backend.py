@@ -15,6 +15,7 @@ from busprobe.targets import open_transport
 from busprobe.transport import (
     DeviceGone,
     DeviceNotFound,
+    EndpointStalled,
     InvalidRequest,
     PermissionDenied,
     TransferTimeout,
@@ -67,7 +68,7 @@ def test_permission_message_names_the_shipped_rule_and_the_install_command():
 
 @pytest.mark.parametrize("status, kind", [
     ("TRANSFER_NO_DEVICE", DeviceGone), ("TRANSFER_TIMED_OUT", TransferTimeout),
-    ("TRANSFER_STALL", TransportError), ("TRANSFER_OVERFLOW", TransportError),
+    ("TRANSFER_STALL", EndpointStalled), ("TRANSFER_OVERFLOW", TransportError),
     ("TRANSFER_ERROR", TransportError),
 ])
 def test_async_transfer_statuses_map_to_transport_errors(status, kind):

@@ -14,6 +14,7 @@ from typing import Any
 from ...transport import (
     DeviceGone,
     DeviceNotFound,
+    EndpointStalled,
     PermissionDenied,
     TransferTimeout,
     TransportError,
@@ -77,7 +78,7 @@ def transfer_status_error(status: int, what: str) -> TransportError:
     if status == usb1.TRANSFER_TIMED_OUT:
         return TransferTimeout(f"{what}: timed out")
     if status == usb1.TRANSFER_STALL:
-        return TransportError(f"{what}: the endpoint stalled")
+        return EndpointStalled(f"{what}: the endpoint stalled")
     if status == usb1.TRANSFER_OVERFLOW:
         return TransportError(f"{what}: the device sent more data than asked (overflow)")
     if status == usb1.TRANSFER_CANCELLED:
