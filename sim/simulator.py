@@ -236,7 +236,7 @@ class SimServer:
                 try:
                     send(self._sock, ("shutdown", ()))
                     self._answer("shutdown", 10.0)
-                except TransportError:
+                except (TransportError, OSError):  # it died while idle: nothing to ask
                     pass
             try:
                 self.proc.wait(timeout=10)

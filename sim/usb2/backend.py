@@ -117,6 +117,11 @@ class SimUsb2Platform:
                                                 index, length_or_data)
         return data
 
+    def bus_reset(self) -> None:
+        """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
+        export relays a guest's); the device's data toggles and address start over."""
+        self._cycle = self._server().call("reset")
+
     def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
              outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
         timeout = _STREAM_BASE_S + length * count / _STREAM_RATE

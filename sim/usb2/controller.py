@@ -37,6 +37,7 @@ from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
 from busprobe.model.usb2_wire import Pid
 from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
+from usb_protocol.types import USBStandardFeatures, USBStandardRequests
 
 from .link import DeviceTimeout, LinkError, UlpiHostModel
 
@@ -173,7 +174,21 @@ class HostController:
             toggle = Pid.DATA0 if toggle == Pid.DATA1 else Pid.DATA1
         await self._until_handshake(lambda: link.transaction_in(
             address, 0, reserve_cycles=self.reservation("in", 0)))
+        self._after_standard_request(request_type, request, value, index)
         return b""
+
+    def _after_standard_request(self, request_type: int, request: int, value: int,
+                                index: int) -> None:
+        """The toggles a host starts over after a request that makes the device start over
+        (USB 2.0 §9.1.1.5, §9.4.5): every endpoint's after SET_CONFIGURATION and SET_INTERFACE,
+        one endpoint's after CLEAR_FEATURE(ENDPOINT_HALT). Without it the host model sends the
+        device's DATA0 as a repeat after a guest re-configures it through the usbredir export."""
+        if (request_type, request) in ((0x00, USBStandardRequests.SET_CONFIGURATION),
+                                       (0x01, USBStandardRequests.SET_INTERFACE)):
+            self.toggles.clear()
+        elif (request_type, request, value) == (0x02, USBStandardRequests.CLEAR_FEATURE,
+                                                USBStandardFeatures.ENDPOINT_HALT):
+            self.toggles.pop((index & 0x0F, "in" if index & 0x80 else "out"), None)
 
     async def _until_handshake(self, attempt: Callable) -> object:
         """Retry a control-stage transaction while NAKed; raise on STALL or repeated errors."""

@@ -68,6 +68,11 @@ class Usb2RpcHandler:
                                  .control(request_type, request, value, index, length_or_data))
         return bytes(data), self.session.phy.cycle
 
+    async def rpc_reset(self) -> int:
+        """Bus reset, then the standard enumeration again (address, configuration)."""
+        await _on_the_bus("bus reset", self.session.reset_and_enumerate)
+        return self.session.phy.cycle
+
     async def rpc_stream(self, endpoint: int, length: int, count: int, queue_depth: int,
                          outgoing: Sequence[bytes] | None) -> dict[str, Any]:
         """``count`` bulk transfers on ``endpoint``; IN data comes back in ``in_data``."""
