@@ -21,7 +21,7 @@ from .signals import exit_status, interruptible
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
-COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash")
+COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash", "sim")
 
 log = logging.getLogger("busprobe")
 

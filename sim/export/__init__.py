@@ -1,0 +1,1 @@
+"""Exports of the simulated gateware to other programs: usbredir for virtual machines."""
