@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .emulation import emulated_host
 from .lengths import format_size
 from .result_schema import SCHEMA, check_document
 from .units import Units
@@ -97,9 +98,10 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def host_info() -> dict[str, str]:
+def host_info() -> dict[str, str | None]:
     return {"hostname": socket.gethostname(), "platform": platform.platform(),
-            "python": platform.python_version(), "machine": platform.machine()}
+            "python": platform.python_version(), "machine": platform.machine(),
+            "emulated": emulated_host()}
 
 
 def new_document(device: str, *, command: Sequence[str] | None = None,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import buses, targets
-from ..lengths import default_lengths, format_size, parse_counts, parse_lengths
+from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
 from ..plot import plot_results
 from ..protocol.patterns import Pattern
 from ..results import finish_document, format_table, new_document, write_csv, write_json
@@ -50,6 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help=f"repeats per point, at least {MIN_REPEATS} (default {MIN_REPEATS})")
     parser.add_argument("--mps", help="PCIe Max Payload Size values to sweep, e.g. 128,256")
     parser.add_argument("--mrrs", help="PCIe Max Read Request Size values to sweep")
+    parser.add_argument("--min-bytes", metavar="SIZE",
+                        help="bytes a repeat moves at least, e.g. 64K (default: the device's: "
+                             "4M on hardware, less in simulation); a quick look, or a slow host "
+                             "such as an emulator")
     parser.add_argument("--pattern", default="counter", help="counter or prbs31")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
     parser.add_argument("--csv", metavar="FILE", help="write one CSV row per point")
@@ -134,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json == "-" and args.csv == "-":
         raise ValueError("--json - and --csv - would both write to stdout; send one to a file")
     settings = _settings(args, target)
+    min_bytes = parse_size(args.min_bytes) if args.min_bytes is not None else None
     if args.repeat < MIN_REPEATS:
         raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {args.repeat}")
     table_out: TextIO = sys.stderr if "-" in (args.json, args.csv) else sys.stdout
@@ -144,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--allow-config-write applies to real PCIe devices "
                          f"({buses.PCIE.real_syntax})")
     transport = targets.open_transport(target)
+    if min_bytes is not None:
+        transport.min_bytes = min_bytes
     if args.allow_config_write:
         transport.allow_config_write = True  # type: ignore[attr-defined]  # VfioPcieTransport
     directions = expand_directions(args.direction, transport.directions)
