@@ -1,4 +1,4 @@
-"""LUNA's control endpoint, shown only the traffic of endpoint 0."""
+"""LUNA's control endpoint, shown only the tokens of endpoint 0."""
 
 from amaranth import Elaboratable, Module
 from luna.gateware.usb.usb2.endpoint import EndpointInterface
@@ -8,17 +8,16 @@ __all__ = ["Endpoint0Guard"]
 
 class Endpoint0Guard(Elaboratable):
     """Sits between ``USBDevice`` and LUNA's ``USBControlEndpoint``; passes everything through
-    except traffic for other endpoints.
+    except tokens for other endpoints.
 
     Upstream (luna-usb 0.2.3): ``USBSetupDecoder`` matches a SETUP token by its PID alone and
     ACKs the 8 bytes that follow, whatever the token's endpoint, so a SETUP to an endpoint the
-    device does not have is answered (§8.4.6.4 says a device must not answer tokens for
-    endpoints it lacks; the hostile-bus test in ``sim/usb2/hostile.py`` found it). And its
-    request handlers see the host's ACKs for every endpoint, which makes a descriptor read
-    skip ahead when bulk traffic runs between its stages
-    (https://github.com/greatscottgadgets/luna/pull/139). Here a token for another endpoint
-    reaches the control endpoint without its ``new_token``/``ready_for_response`` strobes
-    and with PID 0, and host handshakes reach it only after an endpoint-0 token.
+    device does not have was answered (a device must not answer tokens for endpoints it lacks;
+    the hostile-bus test in ``sim/usb2/hostile.py`` found it). Here a token for another
+    endpoint reaches the control endpoint without its ``new_token``/``ready_for_response``
+    strobes and with PID 0. (Host ACKs for other endpoints still reach it, as in LUNA: its
+    handlers here only take an ACK right after sending, which the interleaved-control tests in
+    ``sim/usb2/tests/usb2_cocotb.py`` check.)
 
     Attributes
     ----------
@@ -67,10 +66,6 @@ class Endpoint0Guard(Elaboratable):
                 inner.tokenizer.pid.eq(0),
                 inner.tokenizer.new_token.eq(0),
                 inner.tokenizer.ready_for_response.eq(0),
-                inner.handshakes_in.ack.eq(0),
-                inner.handshakes_in.nak.eq(0),
-                inner.handshakes_in.stall.eq(0),
-                inner.handshakes_in.nyet.eq(0),
             ]
 
         # Endpoint -> device.

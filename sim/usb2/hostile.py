@@ -321,6 +321,37 @@ class HostileHost:
         await self._in_data()
         await self.valid_out()
 
+    async def control_read_between_bulk(self, request_type: int, request: int, value: int,
+                                        index: int, length: int) -> bytes:
+        """A control read whose every stage is separated by an ACKed bulk IN transaction, as a
+        host does that polls other endpoints meanwhile (§5.5.5 allows it). The device must tell
+        the host's ACK of bulk data from that of its control data."""
+        setup = bytes((request_type, request, value & 0xFF, value >> 8, index & 0xFF,
+                       index >> 8, length & 0xFF, length >> 8))
+        answer = await self._send(self._token(Pid.SETUP, 0), wire.data_bytes(Pid.DATA0, setup),
+                                  expect="handshake")
+        if answer != Pid.ACK:
+            raise LinkError(f"device answered SETUP with {answer.name}")
+        received = bytearray()
+        toggle = Pid.DATA1
+        while len(received) < length:
+            await self.valid_in()
+            pid = await self._send(self._token(Pid.IN, 0), expect="data")
+            payload = self._last_answer.data[1:-2]
+            await self._after_in(wire.handshake_bytes(Pid.ACK))
+            if pid != toggle:
+                continue
+            toggle = Pid.DATA0 if toggle == Pid.DATA1 else Pid.DATA1
+            received += payload
+            if len(payload) < 64:
+                break
+        await self.valid_in()
+        answer = await self._send(self._token(Pid.OUT, 0), wire.data_bytes(Pid.DATA1, b""),
+                                  expect="handshake")
+        if answer != Pid.ACK:
+            raise LinkError(f"device answered the status stage with {answer.name}")
+        return bytes(received)
+
     async def run(self, corrupted: int, valid_per_fault: int = 1,
                   progress: Callable[[int], None] | None = None) -> HostileTally:
         """``corrupted`` faults drawn at random from :data:`FAULTS`, each followed by

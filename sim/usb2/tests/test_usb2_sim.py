@@ -30,6 +30,8 @@ COCOTB_TESTS = [
     "ideal_host_sees_no_naks_over_128_back_to_back_packets",
     "bus_reset_mid_transfer_then_reenumeration_and_clean_transfer",
     "hostile_bus_packets_dropped_counted_and_device_recovers",
+    "control_read_with_bulk_acks_between_its_stages_returns_every_byte",
+    "descriptor_read_with_bulk_acks_between_its_stages_returns_every_byte",
 ]
 
 

@@ -270,3 +270,33 @@ async def hostile_bus_packets_dropped_counted_and_device_recovers(dut):
     assert sum(expected.check(c).errors for c in chunks) == 0
     assert telemetry["pattern_errors"] == 0 and telemetry["out_bytes"] == 128 << 10
     assert all(telemetry[name] == 0 for name in (*DROP_COUNTERS, "out_duplicates"))
+
+
+@cocotb.test()
+async def control_read_with_bulk_acks_between_its_stages_returns_every_byte(dut):
+    """Bulk IN packets, each ACKed, between the SETUP, the three data packets and the status
+    stage of GET_TELEMETRY: the request handler must not take those ACKs as its own (the bug
+    class of luna PR #139, which the handler avoids by taking an ACK only right after it sent)."""
+    session = await _session(dut)
+    await _prepare(session, Pattern.PRBS31, 1 << 30)
+    hostile = HostileHost(session, Pattern.PRBS31, seed=139)
+    data = await hostile.control_read_between_bulk(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0,
+                                                   usb2.TELEMETRY_SIZE)
+    assert len(data) == usb2.TELEMETRY_SIZE
+    assert decode_telemetry(data).raw["in_bytes"] == 0  # the snapshot is taken at SETUP
+    assert (await _telemetry(session))["in_bytes"] == hostile.tally.in_bytes == 4 * 512
+    assert hostile.tally.in_errors == 0 and hostile.tally.in_repeats == 0
+
+
+@cocotb.test()
+async def descriptor_read_with_bulk_acks_between_its_stages_returns_every_byte(dut):
+    """The same for LUNA's standard GET_DESCRIPTOR handler (luna PR #139 saw it skip ahead)."""
+    session = await _session(dut)
+    await _prepare(session, Pattern.PRBS31, 1 << 30)
+    hostile = HostileHost(session, Pattern.PRBS31, seed=139)
+    for kind, length in ((1, 18), (2, 255), (3, 255)):
+        data = await hostile.control_read_between_bulk(0x80, 6, (kind << 8) | (kind == 3),
+                                                       0x0409 if kind == 3 else 0, length)
+        expected = await session.get_descriptor(kind, kind == 3, length,
+                                                0x0409 if kind == 3 else 0)
+        assert data == expected, (kind, data.hex(), expected.hex())
