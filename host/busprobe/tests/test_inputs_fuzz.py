@@ -311,13 +311,18 @@ def test_sweep_arguments_measure_or_are_refused_in_one_line_before_anything_is_w
         run_cli(work, ["sweep", *argv])
 
 
+def _root_port_and_endpoint(work: Path, *, link_up: bool) -> None:
+    """A sysfs tree under ``work`` with one root port and one endpoint below it."""
+    tree = SysfsTree(work)
+    tree.add_function("0000:00:01.0", ConfigSpec(mps=256))
+    tree.add_function("0000:01:00.0", ConfigSpec(link_up=link_up), parent="0000:00:01.0")
+
+
 @fuzz(150, 5000)
 @given(MODEL)
 def test_model_arguments_give_ceilings_or_are_refused_in_one_line(tmp_path, argv):
     with workdir(tmp_path) as work:
-        tree = SysfsTree(work)
-        tree.add_function("0000:00:01.0", ConfigSpec(mps=256))
-        tree.add_function("0000:01:00.0", ConfigSpec(), parent="0000:00:01.0")
+        _root_port_and_endpoint(work, link_up=True)
         run_cli(work, ["model", *argv])
 
 
@@ -325,9 +330,7 @@ def test_model_arguments_give_ceilings_or_are_refused_in_one_line(tmp_path, argv
 @given(TOPOLOGY)
 def test_topology_arguments_give_hops_or_are_refused_in_one_line(tmp_path, argv):
     with workdir(tmp_path) as work:
-        tree = SysfsTree(work)
-        tree.add_function("0000:00:01.0", ConfigSpec(mps=256))
-        tree.add_function("0000:01:00.0", ConfigSpec(link_up=False), parent="0000:00:01.0")
+        _root_port_and_endpoint(work, link_up=False)
         run_cli(work, ["topology", *argv])
 
 
