@@ -9,13 +9,18 @@ export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 
 .PHONY: demo test bench lint install clean
 
-# The HTML report is checked in a real headless browser; on a Debian machine where we are root,
-# the setup installs it (a test that skips for want of it would check nothing).
+# Debian packages the tests need; on a Debian machine where we are root the setup installs the
+# missing ones (a test that skips for want of them would check nothing): chromium checks the HTML
+# report in a real browser; qemu-system-x86, busybox-static and udev run the VM harness (sim/vm:
+# a guest kernel drives the exported simulated device, its udevd applies the shipped rule).
+DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev
 $(STAMP): pyproject.toml setup.py
-	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
-		|| { echo "installing chromium (Debian) for the report test"; apt-get update -qq \
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q "ok installed" || echo $$p; done); \
+	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
+		|| { echo "installing" $$missing "(Debian) for the tests"; apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		chromium >/dev/null; }
+		$$missing >/dev/null; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev]"
@@ -49,8 +54,11 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check host gateware sim tests
 
+# The VM harness (sim/vm, marker vm) runs last and alone: each guest is a QEMU (one core) in
+# front of a simulator (the other), and -s puts what the guests showed into the log.
 test: lint
-	$(PY) -m pytest -m "not bench" -n 2 --dist loadfile
+	$(PY) -m pytest -m "not bench and not vm" -n 2 --dist loadfile
+	$(PY) -m pytest -m vm -n 0 -s -p no:cacheprovider sim/vm
 
 bench: $(STAMP)
 	$(PY) -m pytest -m bench -s -p no:cacheprovider

@@ -266,6 +266,7 @@ class UsbredirExport:
         if not live:
             return
         received: list[bytes] = []
+        log.info("usbredir: bulk %#04x %d x %d B", endpoint, len(live), length)
         try:
             result = self.platform.bulk(endpoint, length, len(live), len(live),
                                         None if incoming else [p.data for p in live],

@@ -1,0 +1,49 @@
+#!/bin/sh
+# One USB pass inside the guest (docs/DESIGN.md §6): the real busprobe, its libusb backend and
+# the guest kernel's sysfs against the exported simulated device. Run by the initramfs's /init
+# with the host's root filesystem as its root (read-only below a tmpfs overlay).
+#
+# $1: the run's output folder, shared with the host at the same path. guest.env there sets
+# BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR.
+# Every result line starts with BUSPROBE-VM; each command's output goes to $1/NAME.out/.err.
+OUT=$1
+. "$OUT/guest.env"
+export HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib PYTHONDONTWRITEBYTECODE=1
+mark() { echo "BUSPROBE-VM $*"; }
+run() {  # run NAME COMMAND...: its exit status and first error line as one marker line
+    name=$1; shift
+    "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
+    status=$?
+    mark "$name rc=$status $(grep -m1 'busprobe: error:' "$OUT/$name.err")"
+}
+SMALL="--direction in --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress"
+
+i=0
+while [ $i -lt 150 ] && ! grep -qs '^1209$' /sys/bus/usb/devices/*/idVendor; do
+    sleep 0.2; i=$((i + 1))
+done
+dmesg > "$OUT/dmesg.txt"
+grep -E 'new high-speed USB device' "$OUT/dmesg.txt" | while read -r line; do
+    mark "dmesg $line"
+done
+
+run list "$BUSPROBE" list
+run topology "$BUSPROBE" topology --device "$SELECTOR" --json
+run sweep "$BUSPROBE" sweep --device "$SELECTOR" --direction both --lengths 511,4K,64K \
+    --queue-depth 1,8 --min-bytes 1 --no-progress --json "$OUT/sweep.json"
+
+# A user who is not root, in plugdev, before and after the shipped udev rule is applied.
+PLUGDEV=$(getent group plugdev | cut -d: -f3)
+USER_RUN="setpriv --reuid=65534 --regid=65534 --groups=$PLUGDEV"
+run denied $USER_RUN "$BUSPROBE" sweep --device "$SELECTOR" $SMALL
+mkdir -p /run/udev/rules.d && cp "$RULE" /run/udev/rules.d/
+/lib/systemd/systemd-udevd --daemon > "$OUT/udevd.out" 2>&1
+udevadm trigger --action=add --subsystem-match=usb && udevadm settle --timeout=30
+ls -l /dev/bus/usb/*/* > "$OUT/devnodes.txt" 2>&1
+run allowed $USER_RUN "$BUSPROBE" sweep --device "$SELECTOR" $SMALL --json "$OUT/user/allowed.json"
+
+# The host kills the exporter once this sweep has moved 64 KiB transfers (after its 4K point).
+mark unplug-started
+run unplug "$BUSPROBE" sweep --device "$SELECTOR" --direction in --lengths 4K,64K \
+    --queue-depth 1 --min-bytes 256K --no-progress --json "$OUT/unplug.json"
+mark checks-done

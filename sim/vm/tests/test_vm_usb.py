@@ -1,0 +1,69 @@
+"""The real host backends against a real Linux kernel: the simulated busprobe device exported
+over usbredir to a QEMU guest, once behind an emulated xHCI and once behind an EHCI controller.
+
+Every check is behaviour (drivers, sysfs, errors, every byte checked), never speed: inside QEMU
+the throughput is the emulator's. The lines the make log shows are printed with ``-s``.
+"""
+
+import json
+
+import pytest
+from busprobe.protocol import usb2
+from busprobe.sim.vm.usb_pass import SELECTOR, run_usb_pass
+
+
+def report(usb_pass, lines):
+    print(f"\n== USB pass behind {usb_pass.controller} ({usb_pass.boot.seconds:.0f} s, "
+          f"guest ready after {usb_pass.boot.ready_seconds or 0:.1f} s) ==")
+    for line in lines:
+        print(f"  {line}")
+
+
+@pytest.mark.vm
+@pytest.mark.parametrize("controller", ["xhci", "ehci"])
+def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(controller):
+    usb_pass = run_usb_pass(controller)
+    marks = usb_pass.boot.marks
+    report(usb_pass, marks)
+    assert "checks-done" in marks, f"the guest did not finish: see {usb_pass.boot.console}"
+
+    # Enumerated by the guest kernel's driver for this controller, at high speed.
+    assert any("new high-speed USB device number" in m and f"using {usb_pass.driver}" in m
+               for m in usb_pass.boot.find("dmesg")), usb_pass.boot.find("dmesg")
+
+    # busprobe list and topology read the guest's sysfs.
+    assert usb_pass.status("list") == "rc=0 "
+    assert f"{SELECTOR}#{usb2.SERIAL}" in usb_pass.text("list.out")
+    assert "high-speed" in usb_pass.text("list.out")
+    assert usb_pass.status("topology") == "rc=0 "
+    hops = json.loads(usb_pass.text("topology.out"))
+    assert hops[0]["kind"] == "usb-host-controller" and hops[0]["driver"] == usb_pass.driver
+    assert hops[-1]["kind"] == "usb-device" and hops[-1]["speed"] == "high"
+    assert hops[-1]["name"] == "1-1"  # bus 1, root port 1
+
+    # The sweep: both directions, 3 lengths x 2 queue depths, every byte checked, no error.
+    assert usb_pass.status("sweep") == "rc=0 "
+    sweep = usb_pass.result("sweep")
+    assert sweep["complete"] and sweep["errors"] == 0
+    assert sorted((p["direction"], p["length"], p["queue_depth"]) for p in sweep["points"]) == \
+        sorted((d, n, q) for d in ("in", "out") for n in (511, 4096, 65536) for q in (1, 8))
+    assert all(p["errors"] == 0 and p["transfers"] >= 8 for p in sweep["points"])
+    assert sweep["host"]["emulated"] == "qemu"  # the figures are QEMU's, and say so
+    assert sweep["bus"]["host_profile"] == controller
+    assert sweep["topology"][0]["driver"] == usb_pass.driver
+
+    # A user without the udev rule gets the one line naming it; with the rule, the sweep runs.
+    denied = usb_pass.status("denied")
+    assert denied.startswith("rc=2 busprobe: error: ") and "permission denied" in denied
+    assert "60-busprobe.rules" in denied
+    assert usb_pass.status("allowed") == "rc=0 ", usb_pass.text("allowed.err")
+    assert usb_pass.result("user/allowed")["errors"] == 0
+
+    # The exporter killed mid-sweep: one line "device gone", the points before it saved.
+    assert usb_pass.unplugged and usb_pass.exporter_status == -9
+    unplug = usb_pass.status("unplug")
+    assert unplug.startswith("rc=2 busprobe: error: ") and "gone" in unplug
+    partial = usb_pass.result("unplug")
+    assert partial["complete"] is False and "gone" in partial["error"]
+    assert [p["length"] for p in partial["points"]] == [4096]
+    assert partial["points"][0]["errors"] == 0

@@ -1,0 +1,106 @@
+"""One USB pass: the simulated device exported to a guest behind one emulated host controller.
+
+:func:`run_usb_pass` starts ``busprobe sim serve`` (:mod:`.exporter`), boots the pinned kernel
+with ``qemu-xhci`` or ``usb-ehci`` and the export attached to it through ``usb-redir``, and runs
+``guest/usb_checks.sh`` there: ``busprobe list``, ``topology`` and ``sweep`` against
+``usb:1209:0001`` through the guest kernel's real drivers, usbfs and sysfs. When the guest
+starts its last sweep the harness kills the exporter at its first 64 KiB transfer: an unplug in
+the middle of a sweep. What the guest printed and wrote is in :class:`UsbPass`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from busprobe.backends.usb.libusb import udev_rule_path
+from busprobe.build_cache import build_root
+from busprobe.protocol import usb2
+
+from .exporter import Exporter
+from .initramfs import build_initramfs
+from .kernel import fetch_kernel
+from .qemu import Boot, Machine, boot
+
+__all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR"]
+
+#: Controller kind -> (QEMU device, the guest driver that must bind it).
+CONTROLLERS = {"xhci": ("qemu-xhci", "xhci_hcd"), "ehci": ("usb-ehci", "ehci-pci")}
+SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}"
+#: The unplug sweep's long point; the exporter is killed at its first transfer.
+UNPLUG_AT = f"bulk {usb2.EP_IN:#04x} 1 x 65536 B"
+
+
+@dataclass
+class UsbPass:
+    """What one pass showed."""
+
+    controller: str
+    driver: str
+    boot: Boot
+    out: Path
+    exporter_log: Path
+    exporter_status: int | None
+    unplugged: bool
+
+    def result(self, name: str) -> dict[str, Any] | None:
+        """A result document the guest wrote (None if it wrote none)."""
+        path = self.out / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def text(self, name: str) -> str:
+        path = self.out / name
+        return path.read_text(errors="replace") if path.is_file() else ""
+
+    def status(self, step: str) -> str | None:
+        """The guest's marker line of ``step`` (``rc=N`` and its first error line)."""
+        lines = self.boot.find(f"{step} rc=")
+        return lines[0][len(step) + 1:] if lines else None
+
+
+def _busprobe_command() -> Path:
+    script = Path(sys.executable).parent / "busprobe"
+    if not script.is_file():
+        raise RuntimeError(f"no busprobe console script beside {sys.executable}")
+    return script
+
+
+def run_usb_pass(controller: str, *, timeout: float = 300.0) -> UsbPass:
+    """Boot a guest with the exported device behind ``controller`` (``xhci``/``ehci``)."""
+    device, driver = CONTROLLERS[controller]
+    root = build_root() / "vm"
+    kernel = fetch_kernel()
+    initramfs = build_initramfs(kernel, root / "initramfs")
+    out = root / "runs" / f"usb-{controller}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    (out / "user").mkdir(mode=0o777)  # the guest's user who is not root writes here
+    (out / "user").chmod(0o777)
+    (out / "guest.env").write_text(f"BUSPROBE={_busprobe_command()}\nRULE={udev_rule_path()}\n"
+                                   f"SELECTOR={SELECTOR}\n")
+    exporter = Exporter(out / "exporter.log")
+    unplugged = False
+
+    def on_mark(line: str) -> None:
+        if line == "unplug-started":
+            def at_first_long_transfer(log_line: str) -> bool:
+                nonlocal unplugged
+                if UNPLUG_AT in log_line:
+                    exporter.kill()
+                    unplugged = True
+                return unplugged
+            exporter.when(at_first_long_transfer)
+
+    script = Path(str(resources.files("busprobe.sim.vm") / "guest" / "usb_checks.sh"))
+    machine = Machine(kernel.image, initramfs, script, out,
+                      devices=["-device", f"{device},id=hc", *exporter.qemu_args("hc.0")])
+    try:
+        result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
+    finally:
+        status = exporter.stop()
+    return UsbPass(controller, driver, result, out, exporter.log_path, status, unplugged)
