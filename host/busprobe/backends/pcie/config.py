@@ -20,7 +20,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
@@ -110,6 +110,20 @@ class PciFunction:
             f.seek(at)
             f.write(((old & ~mask) | (value & mask)).to_bytes(2, "little"))
         return old
+
+
+def _check_taken(function: PciFunction, mask: int, value: int) -> None:
+    """A field a function does not implement as writable keeps its value (QEMU's emulated
+    functions hardwire MPS and MRRS, some hardware does too): the sweep would then be labelled
+    with sizes that are not in force. Read Device Control back and refuse that in one line."""
+    now = function.capability()
+    if now.devctl & mask == value & mask:
+        return
+    wanted = replace(now, devctl=(now.devctl & ~mask) | (value & mask))
+    raise InvalidRequest(
+        f"{function.bdf} kept MPS {now.mps} / MRRS {now.mrrs} when MPS {wanted.mps} / MRRS "
+        f"{wanted.mrrs} was written to Device Control: the field is read-only on this function "
+        "(an emulated or hardwired device); the original values stay in force")
 
 
 @dataclass(frozen=True)
@@ -230,6 +244,7 @@ class ConfigSpaceGuard:
                     self._saved.append((fn, offset, mask, old))
                 log.info("%s: Device Control %#06x -> %#06x", fn.bdf, old,
                          (old & ~mask) | (value & mask))
+                _check_taken(fn, mask, value)
         except BaseException:
             self.restore()
             raise

@@ -118,3 +118,24 @@ def test_restore_on_sigterm_in_a_separate_process(tree, tmp_path):
     finally:
         proc.kill()
     assert (tree.config_bytes(DEV), tree.config_bytes(PORT)) == before
+
+
+def test_a_field_the_function_does_not_let_change_is_refused_and_the_rest_restored(tree,
+                                                                                  monkeypatch):
+    """The device keeps its MRRS (QEMU's functions hardwire MPS/MRRS: the VM harness meets this
+    on a real kernel, sim/vm): the sweep must not run labelled with sizes not in force."""
+    before = tree.config_bytes(DEV), tree.config_bytes(PORT)
+    write = PciFunction.write_devctl_fields
+
+    def hardwired_mrrs(self, cap_offset, mask, value):
+        old = write(self, cap_offset, mask, value)
+        if self.bdf == DEV:  # the device puts its MRRS bits back at once
+            write(self, cap_offset, 0x7000, old)
+        return old
+
+    monkeypatch.setattr(PciFunction, "write_devctl_fields", hardwired_mrrs)
+    with pytest.raises(InvalidRequest, match="0000:01:00.0 kept MPS 256 / MRRS 512 when MPS "
+                                             "256 / MRRS 128 was written.*read-only"):
+        with guard(tree, mps=256, mrrs=128, allow_write=True):
+            pytest.fail("the guard must not let the sweep run")
+    assert (tree.config_bytes(DEV), tree.config_bytes(PORT)) == before
