@@ -17,15 +17,20 @@ them), on a timeline of 60 MHz line cycles:
 :func:`steady_period` runs transfers until the start-up has passed and returns the mean time per
 transfer over a long window. It is only used for transfers short enough that the microframe phase
 matters (the caller falls back to the closed form beyond :data:`MAX_STEPPED_PACKETS`).
+:func:`run_transfers` is the stepping itself, for a finite run from a given start: what one
+repeat of a sweep point takes and when its data moved (``busprobe fit`` predicts measured points
+with it).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..protocol.usb2 import CLOCK_HZ
 from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 
-__all__ = ["steady_period", "MAX_STEPPED_PACKETS"]
+__all__ = ["steady_period", "run_transfers", "TransferRun", "MAX_STEPPED_PACKETS"]
 
 #: Transfers longer than this (128 KiB of 512-byte packets) use the closed form: the phase of
 #: their first and last microframe is then worth less than 1 % of their time.
@@ -36,20 +41,34 @@ def _cycles(seconds: float) -> int:
     return round(seconds * CLOCK_HZ)
 
 
+@dataclass(frozen=True)
+class TransferRun:
+    """When a run of transfers moved its data and completed, in line cycles.
+
+    Attributes
+    ----------
+    first_start : int
+        Start of the first transaction (its token).
+    ends : list of int
+        Per transfer, the end of its last transaction (the handshake).
+    completions : list of int
+        Per transfer, when the application sees it complete.
+    """
+
+    first_start: int
+    ends: list[int]
+    completions: list[int]
+
+
 def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_depth: int,
                   max_packet_size: int = 512) -> float:
     """Seconds per transfer of ``packets`` packets at ``queue_depth``, in steady state."""
     if packets < 1 or queue_depth < 1:
         raise ValueError("packets and queue depth must be at least 1")
-    uframe = wire.UFRAME_CYCLES
-    after_sof = wire.bits_to_cycles(wire.sof_bits()) + \
-        wire.bits_to_cycles(wire.IPD_HOST_BACK_TO_BACK_BITS)
-    budget = wire.bits_to_cycles(wire.transaction_bits(direction, max_packet_size).total) + \
-        wire.bits_to_cycles(wire.IPD_MIN_BITS)
-    gap = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns * wire.BIT_RATE / 1e9))
     limit = profile.max_per_uframe(direction)
     completion = _cycles(profile.completion_latency_us * 1e-6)
     resubmit = _cycles(profile.resubmit_latency_us * 1e-6)
+    uframe = wire.UFRAME_CYCLES
 
     # A queue deeper than the transfers the bus can move during one completion round trip never
     # runs dry: more depth changes nothing, so it is capped (a --queue-depth of a million would
@@ -60,29 +79,68 @@ def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_d
     # of traffic (and 4 queue depths) to average over: the pattern of which transfers share a
     # completion boundary repeats, and a short window could catch a lucky part of it.
     window = max(4 * queue_depth, -(-64 * limit // packets))
-    total = 2 * window + queue_depth
-    ready = [after_sof] * min(queue_depth, total)
+    finished = run_transfers(profile, direction, packets=packets, queue_depth=queue_depth,
+                             count=2 * window + queue_depth,
+                             max_packet_size=max_packet_size).completions
+    span = finished[-1] - finished[-1 - window]
+    return span / window / CLOCK_HZ
+
+
+def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_depth: int,
+                  count: int, start: int = 0, max_packet_size: int = 512) -> TransferRun:
+    """``count`` transfers stepped by the module's rules: when each one's data ended and when it
+    completed.
+
+    The first ``queue_depth`` transfers are submitted at cycle ``start`` (microframes start every
+    :data:`~.usb2_wire.UFRAME_CYCLES` from cycle 0, each with its SOF, so ``start`` sets the phase
+    a finite run begins at, as a sweep's repeat does); each completion submits the next.
+    ``completions[-1] - start`` is what the simulated controller reports as the run's duration.
+    """
+    if packets < 1 or queue_depth < 1 or count < 1:
+        raise ValueError("packets, queue depth and count must be at least 1")
+    uframe = wire.UFRAME_CYCLES
+    after_sof = wire.bits_to_cycles(wire.sof_bits()) + \
+        wire.bits_to_cycles(wire.IPD_HOST_BACK_TO_BACK_BITS)
+    budget = wire.bits_to_cycles(wire.transaction_bits(direction, max_packet_size).total) + \
+        wire.bits_to_cycles(wire.IPD_MIN_BITS)
+    gap = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns * wire.BIT_RATE / 1e9))
+    limit = profile.max_per_uframe(direction)
+    completion = _cycles(profile.completion_latency_us * 1e-6)
+    resubmit = _cycles(profile.resubmit_latency_us * 1e-6)
+
+    ready = [start] * min(queue_depth, count)
+    ends: list[int] = []
     finished: list[int] = []
-    free_at, uframe_start, in_uframe = after_sof, 0, 0
-    for index in range(total):
+    first_start: int | None = None
+    # No transaction starts before the SOF that opens the microframe and the host's gap after it.
+    uframe_start, in_uframe = start // uframe * uframe, 0
+    free_at = max(start, uframe_start + after_sof)
+    for index in range(count):
         free_at = max(free_at, ready[index])
-        for _ in range(packets):
-            while True:
-                while free_at >= uframe_start + uframe:  # SOFs of the microframes passed
-                    uframe_start += uframe
-                    in_uframe = 0
-                    free_at = max(free_at, uframe_start + after_sof)
-                if in_uframe < limit and free_at + budget <= uframe_start + uframe:
-                    break
+        left = packets
+        while left:
+            if free_at >= uframe_start + uframe:  # the SOFs of the microframes passed
+                uframe_start = free_at // uframe * uframe
+                in_uframe = 0
+                free_at = max(free_at, uframe_start + after_sof)
+            # As many of the transfer's packets as this microframe still takes, back to back
+            # (one step per microframe, not per packet: a fit runs this thousands of times).
+            fit = min(left, limit - in_uframe,
+                      (uframe_start + uframe - budget - free_at) // (budget + gap) + 1)
+            if fit <= 0:
                 free_at = uframe_start + uframe  # wait for the next microframe
-            end = free_at + budget
-            in_uframe += 1
+                continue
+            if first_start is None:
+                first_start = free_at
+            end = free_at + (fit - 1) * (budget + gap) + budget
+            in_uframe += fit
+            left -= fit
             free_at = end + gap
         done = end + completion
         if profile.completion_on_uframe:
             done = -(-done // uframe) * uframe
+        ends.append(end)
         finished.append(done)
-        if len(ready) < total:
+        if len(ready) < count:
             ready.append(done + resubmit)
-    span = finished[-1] - finished[-1 - window]
-    return span / window / CLOCK_HZ
+    return TransferRun(start if first_start is None else first_start, ends, finished)
