@@ -1,0 +1,61 @@
+"""The PCIe pass: busprobe's real PCIe backend on a q35 guest with an IOMMU.
+
+The guest has an Intel 82574 (QEMU's ``e1000e``) behind a ``pcie-root-port`` and an emulated
+``intel-iommu`` (``intel_iommu=on``); no driver claims the endpoint (its module is not loaded).
+``guest/pcie_checks.sh`` reads the path with ``busprobe topology`` from the kernel's config space,
+runs the MPS/MRRS guard there, binds the endpoint to ``vfio-pci`` and opens it through busprobe's
+VFIO code, then runs ``busprobe sweep`` on it, which must stop at "not a busprobe" device.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from busprobe.build_cache import build_root
+
+from .initramfs import build_initramfs
+from .kernel import fetch_kernel
+from .qemu import Boot, Machine, boot
+
+__all__ = ["run_pcie_pass", "PciePass", "ENDPOINT", "ROOT_PORT_DEVICES"]
+
+#: The endpoint's address: bus 1 is the secondary bus of the first (only) root port.
+ENDPOINT = "0000:01:00.0"
+#: QEMU arguments of the PCIe topology (the e1000e needs no network: it is never used as one).
+ROOT_PORT_DEVICES = ["-device", "intel-iommu,intremap=on",
+                     "-device", "pcie-root-port,id=rp1,chassis=1,slot=1",
+                     "-device", "e1000e,bus=rp1"]
+
+
+@dataclass
+class PciePass:
+    boot: Boot
+    out: Path
+
+    def lines(self, prefix: str) -> list[str]:
+        return [line[len(prefix) + 1:] for line in self.boot.find(prefix + " ")]
+
+    def text(self, name: str) -> str:
+        path = self.out / name
+        return path.read_text(errors="replace") if path.is_file() else ""
+
+
+def run_pcie_pass(*, timeout: float = 240.0) -> PciePass:
+    """Boot the q35 guest and run the PCIe checks."""
+    root = build_root() / "vm"
+    kernel = fetch_kernel()
+    initramfs = build_initramfs(kernel, root / "initramfs")
+    out = root / "runs" / "pcie"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    python = Path(sys.executable)
+    (out / "guest.env").write_text(f"BUSPROBE={python.parent / 'busprobe'}\nPYTHON={python}\n"
+                                   f"BDF={ENDPOINT}\n")
+    script = Path(str(resources.files("busprobe.sim.vm") / "guest" / "pcie_checks.sh"))
+    machine = Machine(kernel.image, initramfs, script, out, devices=ROOT_PORT_DEVICES,
+                      machine="q35,kernel-irqchip=split", kernel_args="intel_iommu=on")
+    return PciePass(boot(machine, timeout=timeout, console=out / "console.log"), out)
