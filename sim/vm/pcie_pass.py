@@ -55,7 +55,7 @@ def run_pcie_pass(*, timeout: float = 240.0) -> PciePass:
     python = Path(sys.executable)
     (out / "guest.env").write_text(f"BUSPROBE={python.parent / 'busprobe'}\nPYTHON={python}\n"
                                    f"BDF={ENDPOINT}\n")
-    script = Path(str(resources.files("busprobe.sim.vm") / "guest" / "pcie_checks.sh"))
+    script = Path(str(resources.files("busprobe.sim.vm.guest") / "pcie_checks.sh"))
     machine = Machine(kernel.image, initramfs, script, out, devices=ROOT_PORT_DEVICES,
                       machine="q35,kernel-irqchip=split", kernel_args="intel_iommu=on")
     return PciePass(boot(machine, timeout=timeout, console=out / "console.log"), out)

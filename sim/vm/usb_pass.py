@@ -96,7 +96,7 @@ def run_usb_pass(controller: str, *, timeout: float = 300.0) -> UsbPass:
                 return unplugged
             exporter.when(at_first_long_transfer)
 
-    script = Path(str(resources.files("busprobe.sim.vm") / "guest" / "usb_checks.sh"))
+    script = Path(str(resources.files("busprobe.sim.vm.guest") / "usb_checks.sh"))
     machine = Machine(kernel.image, initramfs, script, out,
                       devices=["-device", f"{device},id=hc", *exporter.qemu_args("hc.0")])
     try:

@@ -1,0 +1,1 @@
+"""What runs inside the VM harness's guests: shell scripts and a helper (docs/DESIGN.md §2.5)."""
