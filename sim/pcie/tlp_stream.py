@@ -206,7 +206,12 @@ class TlpStreamEndpoint(Endpoint):
             if not (rx_busy or tx_beats or int(tx_valid.value)):
                 self._rx_event.clear()
                 await First(self._rx_event.wait(), ValueChange(tx_valid))
-                rx_busy = bool(self._rx_queue)
+                # Always sample at the coming falling edge first; the RX stream starts a cycle
+                # later. A coroutine that queues a TLP on a rising edge may run before the
+                # simulator has evaluated that edge, so tx_valid can read 0 here and still rise
+                # at this edge: awaiting the next rising edge would then lose the DUT's first
+                # beat (the fault fuzz caught a memory write leaving without its header).
+                rx_busy = False
             if rx_busy:
                 await rising
                 if rx_fire:
