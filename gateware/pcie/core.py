@@ -9,8 +9,13 @@ One design for the board and the simulation: :class:`BusprobePCIeSoC` takes a PH
 Data path::
 
     pattern generator ──> DMA writer ──> MWr TLPs ──> host memory        ("write")
-    host memory ──> MRd/CplD ──> DMA reader ──> pattern checker          ("read")
+    host memory ──> MRd/CplD ──> receive guard ──> DMA reader ──> pattern checker   ("read")
     DMA reader ──> DMA writer when ``pcie_dma0_loopback_enable`` = 1      ("loopback")
+
+Every TLP from the link passes the receive guard (:mod:`.rx_guard`) before LitePCIe's
+depacketizer: malformed, poisoned, unexpected, failed (UR/CA) and inconsistent completions are
+dropped and counted, reads that lose data or time out fail, and the checker takes no data after
+a failure until the read path is reset (:mod:`.read_reset`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ from litepcie.frontend.wishbone import LitePCIeWishboneMaster
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCMini
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
+from migen import Signal
 
 from .pattern import PatternChecker, PatternGenerator
-from .telemetry import TLPTelemetry
+from .read_reset import ReadPathReset, reset_with
+from .rx_guard import RxTlpGuard
+from .telemetry import GuardCounters, TLPTelemetry
 
 __all__ = ["BusprobePCIeSoC", "BusprobeCSRs"]
 
@@ -40,17 +48,27 @@ class BusprobeCSRs(LiteXModule):
     telemetry : TLPTelemetry
     generator : PatternGenerator
     checker : PatternChecker
+    guard : RxTlpGuard
+    guard_counters : GuardCounters
+    read_path : ReadPathReset
     clk_freq : int
         Core clock in Hz (reported in ``clock_hz``).
+    completion_timeout : int
+        Reset value of ``completion_timeout``, core cycles.
     """
 
-    def __init__(self, *, telemetry, generator, checker, clk_freq):
+    def __init__(self, *, telemetry, generator, checker, guard, guard_counters, read_path,
+                 clk_freq, completion_timeout):
         values = {
             "magic": proto.MAGIC, "version": proto.PROTOCOL_VERSION, "clock_hz": int(clk_freq),
         }
-        signals = {name: getattr(telemetry, name) for name, _ in proto.TELEMETRY
-                   if hasattr(telemetry, name)}
+        signals = {name: getattr(source, name) for name, _ in proto.TELEMETRY
+                   for source in (telemetry, guard_counters) if hasattr(source, name)}
+        rd_status = Signal(32)
+        self.comb += rd_status.eq(guard.failed * proto.RD_FAILED
+                                  | read_path.pending * proto.RD_RESET_PENDING)
         signals.update({
+            "rd_status": rd_status,
             "pattern_errors": checker.errors,
             "first_error_offset": checker.first_error_offset,
             "checked_bytes": checker.bytes,
@@ -70,7 +88,15 @@ class BusprobeCSRs(LiteXModule):
                 ]
             elif name == "telemetry_clear":
                 self.telemetry_clear = CSRStorage(1, name=name, description=description)
-                self.comb += telemetry.clear.eq(self.telemetry_clear.re)
+                self.comb += [telemetry.clear.eq(self.telemetry_clear.re),
+                              guard_counters.clear.eq(self.telemetry_clear.re)]
+            elif name == "read_reset":
+                self.read_reset = CSRStorage(1, name=name, description=description)
+                self.comb += read_path.request.eq(self.read_reset.re)
+            elif name == "completion_timeout":
+                self.completion_timeout = CSRStorage(32, name=name, reset=completion_timeout,
+                                                     description=description)
+                self.comb += guard.timeout_cycles.eq(self.completion_timeout.storage)
             elif name in values:
                 setattr(self, name, CSRStatus(32, name=name, reset=values[name],
                                               description=description))
@@ -90,6 +116,10 @@ class BusprobePCIeSoC(SoCMini):
     generator : PatternGenerator
     checker : PatternChecker
     telemetry : TLPTelemetry
+    rx_guard : RxTlpGuard
+        Between the PHY's receive stream and LitePCIe.
+    read_path : ReadPathReset
+    guard_counters : GuardCounters
 
     Parameters
     ----------
@@ -101,12 +131,15 @@ class BusprobePCIeSoC(SoCMini):
         The ``sys`` clock frequency the PHY runs the core at.
     crg : LiteXModule or None
         Clock/reset generator for ``sys``, or None if the caller provides the domain.
+    completion_timeout_s : float
+        Completion timeout the core starts with (``busprobe_completion_timeout``).
     """
 
     csr_map = dict(proto.CSR_REGIONS)
     mem_map = {**SoCMini.mem_map, "csr": 0x0000_0000}
 
-    def __init__(self, platform, *, phy, clk_freq=proto.CLOCK_HZ, crg=None):
+    def __init__(self, platform, *, phy, clk_freq=proto.CLOCK_HZ, crg=None,
+                 completion_timeout_s=proto.COMPLETION_TIMEOUT_S):
         if phy.data_width != proto.DATA_WIDTH:
             raise ValueError(f"PHY data width {phy.data_width} is not {proto.DATA_WIDTH}")
         SoCMini.__init__(self, platform, clk_freq=clk_freq, csr_data_width=32,
@@ -114,6 +147,18 @@ class BusprobePCIeSoC(SoCMini):
         if crg is not None:
             self.crg = crg
         self.pcie_phy = phy
+        tag_bits = proto.READ_TAGS.bit_length() - 1
+        # The receive guard goes between the PHY and LitePCIe: the endpoint connects whatever
+        # ``phy.source`` is when it is built, so the guard's output takes that name (the PHY's
+        # own logic keeps driving the stream it created, now the guard's input).
+        link_rx = phy.source
+        self.rx_guard = guard = RxTlpGuard(phy.sink, tag_bits=tag_bits)
+        self.comb += [
+            link_rx.connect(guard.sink),
+            guard.requester_id.eq(phy.id),
+            guard.max_payload_size.eq(phy.max_payload_size),
+        ]
+        phy.source = guard.source
         self.pcie_endpoint = endpoint = LitePCIeEndpoint(
             phy, endianness=phy.endianness, address_width=proto.DMA_ADDRESS_WIDTH,
             max_pending_requests=proto.READ_TAGS)
@@ -131,21 +176,31 @@ class BusprobePCIeSoC(SoCMini):
         self.comb += [
             generator.enable.eq(dma.writer.enable),
             generator.source.connect(dma.sink),
-            dma.source.connect(checker.sink),
+            # After a failed read the data still on its way is not the host's stream.
+            dma.source.connect(checker.sink, omit={"valid"}),
+            checker.sink.valid.eq(dma.source.valid & ~guard.failed),
         ]
+        self.read_path = read_path = ReadPathReset(phy.sink)
+        self.comb += [guard.flush.eq(read_path.reset),
+                      *reset_with(read_path.reset, endpoint=endpoint, reader=dma.reader)]
 
-        self.telemetry = telemetry = TLPTelemetry(phy.sink, phy.source,
-                                                  tag_bits=proto.READ_TAGS.bit_length() - 1)
+        self.telemetry = telemetry = TLPTelemetry(phy.sink, link_rx, tag_bits=tag_bits)
+        self.guard_counters = guard_counters = GuardCounters(guard)
         self.comb += [
             telemetry.max_payload_size.eq(phy.max_payload_size),
             telemetry.max_request_size.eq(phy.max_request_size),
         ]
-        self.busprobe = BusprobeCSRs(telemetry=telemetry, generator=generator, checker=checker,
-                                     clk_freq=clk_freq)
+        self.busprobe = BusprobeCSRs(
+            telemetry=telemetry, generator=generator, checker=checker, guard=guard,
+            guard_counters=guard_counters, read_path=read_path, clk_freq=clk_freq,
+            completion_timeout=round(completion_timeout_s * clk_freq))
 
         self.pcie_msi = msi = LitePCIeMSI(width=32)
+        failed_before = Signal()
+        self.sync += failed_before.eq(guard.failed)
         self.comb += [
             msi.source.connect(phy.msi),
-            msi.irqs[proto.MSI_READER].eq(dma.reader.irq),
+            # A failed read also raises the reader's MSI: the host is waiting on it.
+            msi.irqs[proto.MSI_READER].eq(dma.reader.irq | (guard.failed & ~failed_before)),
             msi.irqs[proto.MSI_WRITER].eq(dma.writer.irq),
         ]

@@ -13,30 +13,9 @@ from __future__ import annotations
 
 from migen import Array, If, Module, Signal
 
-__all__ = ["TLPTelemetry"]
+from .tlp_beats import CPLD, MRD32, MRD64, MWR32, MWR64, PacketTracker
 
-# fmt[1:0] << 5 | type[4:0], as in the first header byte (PCIe base spec table 2-3).
-_MRD32, _MRD64, _MWR32, _MWR64, _CPLD = 0x00, 0x20, 0x40, 0x60, 0x4A
-
-
-class _PacketTracker(Module):
-    """``start`` is high on the first beat of a packet of ``stream`` (valid & ready)."""
-
-    def __init__(self, endpoint):
-        self.fire = Signal()
-        self.start = Signal()
-        self.second = Signal()  # the second beat of a packet
-        in_packet = Signal()
-        beat = Signal(2)
-        self.comb += [
-            self.fire.eq(endpoint.valid & endpoint.ready),
-            self.start.eq(self.fire & ~in_packet),
-            self.second.eq(self.fire & in_packet & (beat == 1)),
-        ]
-        self.sync += If(self.fire,
-            in_packet.eq(~endpoint.last),
-            If(endpoint.last, beat.eq(0)).Elif(beat != 3, beat.eq(beat + 1)),
-        )
+__all__ = ["TLPTelemetry", "GuardCounters", "GUARD_COUNTERS"]
 
 
 class TLPTelemetry(Module):
@@ -77,15 +56,15 @@ class TLPTelemetry(Module):
             setattr(self, name, Signal(32, name=name))
         self.rd_latency_min.reset = 0xFFFF_FFFF
 
-        self.submodules.txp = txp = _PacketTracker(tx)
-        self.submodules.rxp = rxp = _PacketTracker(rx)
+        self.submodules.txp = txp = PacketTracker(tx)
+        self.submodules.rxp = rxp = PacketTracker(rx)
         self.sync += self.cycles.eq(self.cycles + 1)
 
         # TX: memory writes and read requests leave the core. ----------------------------------
         tx_kind = tx.dat[24:32]
         tx_len = tx.dat[0:10]
-        tx_is_mwr = txp.start & ((tx_kind == _MWR32) | (tx_kind == _MWR64))
-        tx_is_mrd = txp.start & ((tx_kind == _MRD32) | (tx_kind == _MRD64))
+        tx_is_mwr = txp.start & ((tx_kind == MWR32) | (tx_kind == MWR64))
+        tx_is_mrd = txp.start & ((tx_kind == MRD32) | (tx_kind == MRD64))
         tx_tag = tx.dat[40:40 + tag_bits]
         in_mwr = Signal()  # the packet in flight on TX is a memory write
         wr_seen = Signal()
@@ -143,15 +122,15 @@ class TLPTelemetry(Module):
             If(outstanding > self.rd_outstanding_max, self.rd_outstanding_max.eq(outstanding)),
             # Completions.
             If(rxp.start,
-                in_cpld.eq(rx_kind == _CPLD),
+                in_cpld.eq(rx_kind == CPLD),
                 cpl_len.eq(rx_len),
                 cpl_final.eq(rx_byte_count <= (rx_len << 2)),
-                If(rx_kind == _CPLD,
+                If(rx_kind == CPLD,
                     self.rd_completions.eq(self.rd_completions + 1),
                     self.rd_bytes.eq(self.rd_bytes + (rx_len << 2)),
                 ),
             ),
-            If(rxp.fire & rx.last & (in_cpld | (rxp.start & (rx_kind == _CPLD))),
+            If(rxp.fire & rx.last & (in_cpld | (rxp.start & (rx_kind == CPLD))),
                 self.rd_last_cycle.eq(self.cycles),
             ),
             If(first_cpl,
@@ -162,3 +141,40 @@ class TLPTelemetry(Module):
                 If(latency > self.rd_latency_max, self.rd_latency_max.eq(latency)),
             ),
         )
+
+
+class GuardCounters(Module):
+    """What the receive guard dropped, by class, as the telemetry counters the host reads.
+
+    Attributes
+    ----------
+    clear : Signal(), input
+        Zero every counter (``busprobe_telemetry_clear``).
+    Other attributes are 32-bit counters named as in :data:`busprobe.protocol.pcie.TELEMETRY`,
+    one per entry of :data:`GUARD_COUNTERS`.
+
+    Parameters
+    ----------
+    guard : RxTlpGuard
+        Its one-cycle event strobes are counted.
+    """
+
+    def __init__(self, guard):
+        self.clear = Signal()
+        for event, name in GUARD_COUNTERS:
+            counter = Signal(32, name=name)
+            setattr(self, name, counter)
+            self.sync += If(self.clear, counter.eq(0)).Elif(getattr(guard, event),
+                                                            counter.eq(counter + 1))
+
+
+#: Receive-guard event (:data:`busprobe.gateware.pcie.rx_guard.EVENTS`) -> telemetry counter.
+GUARD_COUNTERS = (
+    ("malformed", "rx_malformed"),
+    ("poisoned", "rx_poisoned"),
+    ("unexpected", "rd_cpl_unexpected"),
+    ("status", "rd_cpl_status"),
+    ("mismatch", "rd_cpl_mismatch"),
+    ("timeout", "rd_cpl_timeouts"),
+    ("discarded", "rd_cpl_discarded"),
+)

@@ -67,6 +67,28 @@ class DmaRegisters:
     async def clear_telemetry(self) -> None:
         await self._w("busprobe_telemetry_clear", 1)
 
+    async def read_reset(self) -> None:
+        """Both engines off, then the read path's reset (``busprobe_read_reset``); returns once
+        it is done and the failure flag is clear."""
+        for engine in ENGINES:
+            await self._w(f"pcie_dma0_{engine}_enable", 0)
+        await self._w("busprobe_read_reset", 1)
+        while await self._r("busprobe_rd_status"):
+            await self.tb.wait_cycles(16)
+
+    async def set_completion_timeout(self, seconds: float) -> None:
+        await self._w("busprobe_completion_timeout", round(seconds * proto.CLOCK_HZ))
+
+    async def link_errors(self) -> dict[str, int]:
+        """The receive guard's counters (:data:`~busprobe.protocol.pcie.LINK_ERRORS` and the
+        completions discarded), by name, the ones that are 0 left out."""
+        values = {}
+        for name in (*proto.LINK_ERRORS, "rd_cpl_discarded"):
+            value = await self._r(f"busprobe_{name}")
+            if value:
+                values[name] = value
+        return values
+
     async def telemetry(self) -> dict[str, int]:
         """Every :data:`~busprobe.protocol.pcie.TELEMETRY` counter, by name."""
         return {name: await self._r(f"busprobe_{name}") for name, _ in proto.TELEMETRY}

@@ -21,6 +21,13 @@ the DUT's ``tx_ready`` drops while ``tx_buffer`` TLPs wait for the link (as a ha
 buffer does). Stall testing in the cocotbext style: :meth:`set_rx_pause_generator` idles the RX
 stream, :meth:`set_tx_pause_generator` drops ``tx_ready``, both from any iterable of booleans.
 Received/sent TLPs can be observed with :attr:`on_rx_tlp` / :attr:`on_tx_tlp` callbacks.
+
+Fault injection (:mod:`busprobe.sim.pcie.faults`) happens here, where the link hands TLPs to the
+core: :attr:`rx_filter` may replace each TLP for the DUT by any number of TLPs or
+:class:`RawPacket` s (beats no cocotbext :class:`Tlp` can hold: truncated, overlong, fragments),
+and :meth:`inject` queues one at any time. It cannot happen in the link itself: cocotbext-pcie
+asserts every TLP's consistency (``Tlp.check``) on each hop and routes completions by their
+Requester ID, so a malformed or misrouted TLP only exists below it, at the PHY stream.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import cocotb
 from cocotb.queue import Queue
@@ -36,7 +44,7 @@ from cocotbext.pcie.core import Endpoint
 from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-__all__ = ["TlpStreamEndpoint", "tlp_to_beats", "beats_to_tlp"]
+__all__ = ["TlpStreamEndpoint", "RawPacket", "tlp_to_beats", "beats_to_tlp"]
 
 _TO_DUT = {TlpType.MEM_READ, TlpType.MEM_READ_64, TlpType.MEM_WRITE, TlpType.MEM_WRITE_64,
            TlpType.IO_READ, TlpType.IO_WRITE, TlpType.CPL, TlpType.CPL_DATA,
@@ -65,6 +73,17 @@ def beats_to_tlp(beats: Iterable[tuple[int, int]], data_width: int = 64) -> Tlp:
             if (be >> (4 * k)) & 0xF:
                 raw += ((dat >> (32 * k)) & 0xFFFF_FFFF).to_bytes(4, "big")
     return Tlp.unpack(bytes(raw))
+
+
+@dataclass
+class RawPacket:
+    """Beats handed to the DUT exactly as given (``last`` on the final one): a TLP the link
+    layer could not carry, for fault injection. It holds no flow-control credits."""
+
+    beats: list[tuple[int, int]]
+
+    def release_fc(self) -> None:
+        pass
 
 
 class TlpStreamEndpoint(Endpoint):
@@ -121,12 +140,16 @@ class TlpStreamEndpoint(Endpoint):
 
         #: Called with every TLP the DUT sends, before it goes upstream.
         self.on_tx_tlp: Callable[[Tlp], None] | None = None
-        #: Called with every TLP handed to the DUT.
-        self.on_rx_tlp: Callable[[Tlp], None] | None = None
-        self._rx_queue: deque[Tlp] = deque()
+        #: Called with every TLP (or RawPacket) handed to the DUT.
+        self.on_rx_tlp: Callable[[Tlp | RawPacket], None] | None = None
+        #: Given each TLP for the DUT, returns what the DUT gets instead (in order; [] drops
+        #: it). The TLP's credits return when it is taken if it is in the list, else at once.
+        self.rx_filter: Callable[[Tlp], list[Tlp | RawPacket]] | None = None
+        self._rx_queue: deque[Tlp | RawPacket] = deque()
         self._rx_event = Event()
         self._tx_queue: Queue[Tlp] = Queue()
         self._tx_pending = 0
+        self._rx_busy = False
         self._rx_pause: Iterator[bool] | None = None
         self._tx_pause: Iterator[bool] | None = None
         for name in ("rx_valid", "rx_first", "rx_last", "msi_ready", "link_up"):
@@ -176,8 +199,23 @@ class TlpStreamEndpoint(Endpoint):
         if tlp.fmt_type not in _TO_DUT:
             await super().handle_tlp(tlp)
             return
-        self._rx_queue.append(tlp)
+        if self.rx_filter is None:
+            self.inject(tlp)
+            return
+        replacements = self.rx_filter(tlp)
+        if not any(item is tlp for item in replacements):
+            tlp.release_fc()
+        for item in replacements:
+            self.inject(item)
+
+    def inject(self, item: Tlp | RawPacket) -> None:
+        """Queue ``item`` for the DUT behind what is already waiting."""
+        self._rx_queue.append(item)
         self._rx_event.set()
+
+    def rx_idle(self) -> bool:
+        """Nothing waits for the DUT and no packet is being handed over."""
+        return not self._rx_queue and not self._rx_busy
 
     async def _run_stream(self) -> None:
         # RX inputs are driven after a rising edge and both streams are sampled at the falling
@@ -202,6 +240,7 @@ class TlpStreamEndpoint(Endpoint):
         ready = False  # value driven on tx_ready
         tx_beats: list[tuple[int, int]] = []
         while True:
+            self._rx_busy = rx_tlp is not None
             rx_busy = driving or rx_fire or rx_tlp is not None or bool(self._rx_queue)
             if not (rx_busy or tx_beats or int(tx_valid.value)):
                 self._rx_event.clear()
@@ -222,7 +261,8 @@ class TlpStreamEndpoint(Endpoint):
                         rx_tlp, rx_beats = None, []
                 if rx_tlp is None and self._rx_queue:
                     rx_tlp = self._rx_queue.popleft()
-                    rx_beats = tlp_to_beats(rx_tlp, self.data_width)
+                    rx_beats = (rx_tlp.beats if isinstance(rx_tlp, RawPacket)
+                                else tlp_to_beats(rx_tlp, self.data_width))
                     rx_index = 0
                     self.log.debug("to DUT: %r", rx_tlp)
                     if self.on_rx_tlp is not None:

@@ -17,6 +17,15 @@ and at most :data:`DESC_MAX_LENGTH`; its address is :data:`DMA_ADDRESS_ALIGN`-al
 the splitter cuts requests every MPS/MRRS bytes from the descriptor start without looking at
 4 KiB boundaries (aligned starts never cross one).
 
+Link faults (``docs/DESIGN.md`` §2.6): the core checks every TLP the link delivers before
+LitePCIe sees it and drops what is malformed, poisoned, unexpected, not successful (UR/CA) or
+inconsistent with the read it claims to answer; each class has a :data:`TELEMETRY` counter
+(:data:`LINK_ERRORS`). A read that loses data that way, or is not completed within
+``busprobe_completion_timeout`` cycles, fails: ``busprobe_rd_status`` shows :data:`RD_FAILED`,
+the reader MSI fires, the device's checker stops taking data, and the read path stays stalled
+until ``busprobe_read_reset`` (written with both DMA engines disabled; :data:`RD_RESET_PENDING`
+until done).
+
 Pattern rules: write ``busprobe_pattern`` (a :class:`~busprobe.protocol.patterns.Pattern`) only
 while the DMA writer is disabled (disabling flushes the writer's FIFO); the generator only
 advances while the writer is enabled, so a point's data continues across descriptors if the
@@ -34,7 +43,8 @@ __all__ = [
     "MAX_PAYLOAD_SIZE", "MAX_READ_REQUEST_SIZE", "MSI_READER", "MSI_WRITER",
     "MAGIC", "PROTOCOL_VERSION", "NO_ERROR_OFFSET",
     "CSR_REGION_SIZE", "CSR_REGIONS", "TELEMETRY", "BUSPROBE_CSRS", "CSRS",
-    "DMA_ENABLE", "DMA_IDLE", "csr",
+    "DMA_ENABLE", "DMA_IDLE", "csr", "COMPLETION_TIMEOUT_S", "RD_FAILED", "RD_RESET_PENDING",
+    "LINK_ERRORS",
 ]
 
 #: Xilinx vendor id and the 7-series "x1 Gen2" device id LitePCIe uses by default (0x7021), so
@@ -66,7 +76,19 @@ MSI_READER = 0
 MSI_WRITER = 1
 
 MAGIC = 0x4550_5042  # b"BPPE" little-endian
-PROTOCOL_VERSION = 1
+#: 2: the receive guard's counters, ``rd_status``, ``read_reset``, ``completion_timeout``.
+PROTOCOL_VERSION = 2
+
+#: Completion timeout the board starts with (``busprobe_completion_timeout`` after reset). PCIe
+#: Base Spec 3.0 §2.8 (and Device Control 2's default range): a request must time out between
+#: 50 us and 50 ms, preferably not before 10 ms. The core fails a read 1 to 1.25 times this
+#: after it left: 16 to 20 ms. Simulation builds start shorter (``gateware/pcie/sim_top.py``).
+COMPLETION_TIMEOUT_S = 16e-3
+
+#: ``busprobe_rd_status`` bits: a read failed since the last read reset; a read reset is waiting
+#: for the link to go quiet.
+RD_FAILED = 1 << 0
+RD_RESET_PENDING = 1 << 1
 
 CSR_REGION_SIZE = 0x800
 #: LiteX CSR region number of each module; region base = number * CSR_REGION_SIZE.
@@ -111,7 +133,24 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("first_error_offset", "read-stream byte offset of the first mismatch, or NO_ERROR_OFFSET"),
     ("checked_bytes", "bytes the checker compared since the pattern was (re)started"),
     ("generated_bytes", "bytes the generator handed to the DMA writer since the pattern restart"),
+    ("rx_malformed", "TLPs dropped because their beats do not match their header (length, "
+                     "byte enables, prefix, payload above MPS, no room for a header)"),
+    ("rx_poisoned", "TLPs dropped because their EP (poisoned) bit was set"),
+    ("rd_cpl_unexpected", "completions dropped because no read in flight matches them (tag, "
+                          "requester ID, locked)"),
+    ("rd_cpl_status", "completions dropped for a status other than SC (UR, CRS, CA)"),
+    ("rd_cpl_mismatch", "completions dropped because byte count, lower address or length do not "
+                        "fit the read they answer"),
+    ("rd_cpl_timeouts", "reads failed because they were not completed within the completion "
+                        "timeout"),
+    ("rd_cpl_discarded", "further completions of reads that had already failed, dropped"),
+    ("rd_status", "RD_FAILED | RD_RESET_PENDING (not a counter; telemetry_clear leaves it)"),
 )
+
+#: Counters of :data:`TELEMETRY` that count a link fault (``rd_cpl_discarded`` counts what a
+#: fault already counted made useless).
+LINK_ERRORS: tuple[str, ...] = ("rx_malformed", "rx_poisoned", "rd_cpl_unexpected",
+                                "rd_cpl_status", "rd_cpl_mismatch", "rd_cpl_timeouts")
 
 #: busprobe's CSR block, in register order (each one 32-bit word from the region base).
 BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
@@ -121,6 +160,11 @@ BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
     ("pattern", "write a Pattern: restarts the generator and the checker at its first word "
                 "(zeroes pattern_errors, first_error_offset, checked/generated_bytes)"),
     ("telemetry_clear", "write anything: zero the telemetry counters"),
+    ("read_reset", "write anything, with both DMA engines disabled: return the read path (DMA "
+                   "reader, completion reordering, reads in flight) to its power-on state and "
+                   "clear RD_FAILED"),
+    ("completion_timeout", "core cycles a memory read may wait for its completions (0: no "
+                           "timeout); it fails 1 to 1.25 times this after it left"),
     *TELEMETRY,
 )
 

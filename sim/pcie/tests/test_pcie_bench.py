@@ -26,12 +26,6 @@ _results: dict[tuple, dict] = {}
 SIM_LINK = {"skp": False, "split_at_rcb": False, "rcb": 64, "ack_every": 1, "updatefc_every": 1}
 
 
-@pytest.fixture(scope="module")
-def pcie_model() -> Path:
-    from busprobe.sim.pcie.testbench import build_pcie_simulator
-
-    return build_pcie_simulator()
-
 
 def measure(model: Path, direction: str, **params) -> dict:
     from busprobe.sim.pcie.runner import run_cocotb

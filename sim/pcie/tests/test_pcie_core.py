@@ -12,12 +12,6 @@ HERE = Path(__file__).resolve().parent
 COCOTB_MODULE = "pcie_core_cocotb"
 
 
-@pytest.fixture(scope="session")
-def pcie_model() -> Path:
-    from busprobe.sim.pcie.testbench import build_pcie_simulator
-
-    return build_pcie_simulator()
-
 
 def run_cocotb(model: Path, testcase: str, run_name: str, **params) -> list[dict]:
     from busprobe.sim.pcie.runner import run_cocotb as run
