@@ -326,6 +326,11 @@ class VfioDevice:
             raise DeviceNotFound(f"{self.bdf} has no BAR0: is the busprobe bitstream loaded?")
         if not flags & VFIO_REGION_INFO_FLAG_MMAP:
             raise VfioUnavailable(f"{self.bdf}: BAR0 cannot be mmap'd through VFIO")
+        if size < proto.BAR0_SIZE:
+            # The identity registers lie beyond a smaller BAR: reading them would not be a
+            # register access but an IndexError (a 4 KiB BAR0 did that on a real kernel).
+            raise InvalidRequest(f"{self.bdf}: not a busprobe PCIe bitstream (BAR0 is {size} "
+                                 f"bytes, busprobe's is {proto.BAR0_SIZE})")
         mapping = mmap.mmap(self._device, size, flags=mmap.MAP_SHARED,
                             prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=offset)
         self.bar = VfioBar(mapping, size)
