@@ -2,7 +2,7 @@
 # The PCIe pass inside the guest (q35, an endpoint behind a pcie-root-port, intel-iommu): busprobe
 # topology from the kernel's real config space, the MPS/MRRS guard's three exits with config
 # space read back after each, and VFIO up to the point where busprobe finds the endpoint is not
-# its own. $1: output folder; guest.env there sets BUSPROBE, PYTHON and BDF.
+# its own. $1: output folder; guest.env there sets BUSPROBE, PYTHON, BDF and SMALL_BAR_BDF.
 OUT=$1
 . "$OUT/guest.env"
 export HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib PYTHONDONTWRITEBYTECODE=1
@@ -53,4 +53,9 @@ mark "vfio rc=$?"
 cat "$OUT/vfio.out"
 run sweep "$BUSPROBE" sweep --device "pcie:$BDF" --direction write --lengths 4K \
     --queue-depth 1 --no-progress --json "$OUT/sweep.json"
+# Another function, whose BAR0 is smaller than busprobe's (QEMU's vmxnet3: 4 KiB).
+echo vfio-pci > "/sys/bus/pci/devices/$SMALL_BAR_BDF/driver_override"
+echo "$SMALL_BAR_BDF" > /sys/bus/pci/drivers_probe
+run small-bar "$BUSPROBE" sweep --device "pcie:$SMALL_BAR_BDF" --direction write --lengths 4K \
+    --queue-depth 1 --no-progress
 mark checks-done

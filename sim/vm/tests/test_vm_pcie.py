@@ -5,7 +5,7 @@ point where busprobe finds the endpoint is not its own."""
 import json
 
 import pytest
-from busprobe.sim.vm.pcie_pass import ENDPOINT, run_pcie_pass
+from busprobe.sim.vm.pcie_pass import ENDPOINT, SMALL_BAR_ENDPOINT, run_pcie_pass
 
 PORT = "0000:00:03.0"  # q35's first free slot takes the root port
 
@@ -53,3 +53,7 @@ def test_topology_guard_and_vfio_meet_real_config_space_and_a_real_iommu():
     # ... and the sweep stops in one line: the endpoint is not a busprobe device.
     (sweep,) = pcie.lines("sweep")
     assert sweep.startswith("rc=2 busprobe: error: not a busprobe PCIe")
+    # So is a function whose BAR0 cannot hold busprobe's registers (once an IndexError).
+    (small,) = pcie.lines("small-bar")
+    assert small.startswith(f"rc=2 busprobe: error: {SMALL_BAR_ENDPOINT}: not a busprobe PCIe "
+                            "bitstream (BAR0 is 4096 bytes")
