@@ -264,6 +264,9 @@ class UsbredirExport:
             else:
                 self._held = more
         live = [p for p in batch if not self._take_cancelled(p.id)]
+        if len(live) < len(batch):
+            log.info("usbredir: bulk %#04x %d cancelled before reaching the bus", endpoint,
+                     len(batch) - len(live))
         for packet in batch:
             if packet not in live:
                 self._reply_bulk(packet, Status.CANCELLED, b"", 0)
@@ -286,6 +289,9 @@ class UsbredirExport:
             data = received[index] if incoming and index < len(received) else b""
             moved = len(data) if incoming else (length if index < result.transfers else 0)
             status = Status.CANCELLED if self._take_cancelled(packet.id) else Status.SUCCESS
+            if status == Status.CANCELLED:
+                log.info("usbredir: bulk %#04x cancelled on the bus (answered cancelled)",
+                         endpoint)
             self._reply_bulk(packet, status, data, moved)
 
     def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:

@@ -36,11 +36,28 @@ run sweep "$BUSPROBE" sweep --device "$SELECTOR" --direction both --lengths 511,
 PLUGDEV=$(getent group plugdev | cut -d: -f3)
 USER_RUN="setpriv --reuid=65534 --regid=65534 --groups=$PLUGDEV"
 run denied $USER_RUN "$BUSPROBE" sweep --device "$SELECTOR" $SMALL
+run list-denied $USER_RUN "$BUSPROBE" list
+mark "list-denied-note $(grep -m1 -o 'no permission to open it: .*' "$OUT/list-denied.out")"
 mkdir -p /run/udev/rules.d && cp "$RULE" /run/udev/rules.d/
 /lib/systemd/systemd-udevd --daemon > "$OUT/udevd.out" 2>&1
 udevadm trigger --action=add --subsystem-match=usb && udevadm settle --timeout=30
 ls -l /dev/bus/usb/*/* > "$OUT/devnodes.txt" 2>&1
 run allowed $USER_RUN "$BUSPROBE" sweep --device "$SELECTOR" $SMALL --json "$OUT/user/allowed.json"
+
+# Ctrl-C with queue-depth-8 transfers in flight (the sweep needs minutes, so it is running):
+# libusb cancels them through the guest kernel, the device works for the next run at once.
+"$BUSPROBE" sweep --device "$SELECTOR" --direction in --lengths 64K --queue-depth 8 \
+    --min-bytes 4M --no-progress > "$OUT/interrupted.out" 2> "$OUT/interrupted.err" &
+pid=$!
+i=0
+while [ $i -lt 300 ] && ! grep -qs '^sweeping' "$OUT/interrupted.err"; do
+    sleep 0.1; i=$((i + 1))
+done
+sleep 3
+kill -INT $pid
+wait $pid
+mark "interrupted rc=$? $(grep -m1 '^busprobe: ' "$OUT/interrupted.err")"
+run after-interrupt "$BUSPROBE" sweep --device "$SELECTOR" $SMALL --json "$OUT/after-interrupt.json"
 
 # The host kills the exporter once this sweep has moved 64 KiB transfers (after its 4K point).
 mark unplug-started

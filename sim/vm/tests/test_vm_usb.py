@@ -56,8 +56,18 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
     denied = usb_pass.status("denied")
     assert denied.startswith("rc=2 busprobe: error: ") and "permission denied" in denied
     assert "60-busprobe.rules" in denied
+    assert usb_pass.status("list-denied") == "rc=0 "  # list says why, and still lists it
+    (note,) = usb_pass.boot.find("list-denied-note")
+    assert "no permission to open it: sudo install -m 644" in note and "60-busprobe.rules" in note
     assert usb_pass.status("allowed") == "rc=0 ", usb_pass.text("allowed.err")
     assert usb_pass.result("user/allowed")["errors"] == 0
+
+    # Ctrl-C with 8 transfers in flight: libusb cancels them through the kernel (the export
+    # gets usbredir cancels), exit 130, and the next run finds the device ready.
+    assert usb_pass.status("interrupted") == "rc=130 busprobe: interrupted"
+    assert "cancelled before reaching the bus" in usb_pass.exporter_log.read_text()
+    assert usb_pass.status("after-interrupt") == "rc=0 ", usb_pass.text("after-interrupt.err")
+    assert usb_pass.result("after-interrupt")["errors"] == 0
 
     # The exporter killed mid-sweep: one line "device gone", the points before it saved.
     assert usb_pass.unplugged and usb_pass.exporter_status == -9
