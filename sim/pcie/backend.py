@@ -19,6 +19,7 @@ from typing import Any
 
 from busprobe.backends.pcie.dma_transport import PcieDmaTransport
 from busprobe.backends.pcie.driver import DmaPlatform
+from busprobe.protocol import pcie as proto
 from busprobe.stdout_guard import stdout_to_stderr
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
@@ -26,7 +27,22 @@ from busprobe.transport import BusDescription, InvalidRequest
 
 from ..simulator import SimServer
 
-__all__ = ["open_sim_pcie", "SimPcieTransport", "SimPlatform"]
+__all__ = ["open_sim_pcie", "SimPcieTransport", "SimPlatform", "completion_timeout"]
+
+_LANE_BYTES_PER_S = {1: 250e6, 2: 500e6, 3: 984.6e6}
+
+
+def completion_timeout(link: dict[str, Any]) -> float:
+    """Seconds a DMA read may wait for its completions on the simulated ``link`` before the
+    core fails it: 4x the longest normal wait (the root's latency, then twice the reads the core
+    keeps in flight at the root's rate), and at least PCIe's 50 us (Base Spec 3.0 §2.8), which
+    the simulated core starts with. A slow root (``cap``, ``latency_ns``) gets more, as a real
+    chipset's would be given a longer Completion Timeout range."""
+    rate = _LANE_BYTES_PER_S[link["gen"]] * link["width"]
+    if link.get("cap"):
+        rate = min(rate, link["cap"])
+    wait = link["latency_ns"] * 1e-9 + 2 * proto.READ_TAGS * proto.MAX_READ_REQUEST_SIZE / rate
+    return max(50e-6, 4 * wait)
 
 
 class _SimBar:
@@ -123,7 +139,8 @@ class SimPcieTransport(PcieDmaTransport):
         # Timeouts are on the simulated clock: 20 us plus 10 MB/s is 40x slower than the link,
         # so only a stuck DMA meets them, and it is found in seconds of wall time.
         self.driver_options = {"timeout": lambda nbytes: 20e-6 + nbytes / 10e6,
-                               "irq_slice": 20e-6}
+                               "irq_slice": 20e-6,
+                               "completion_timeout": completion_timeout(self.link)}
 
     def _open_platform(self) -> DmaPlatform:
         from .server import ENV_LINK

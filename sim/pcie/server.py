@@ -16,6 +16,8 @@ from busprobe.sim.rpc import serve
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, First, Timer
 
+from .faults import FATAL, STRAY, FaultInjector
+from .guard_model import GuardModel
 from .testbench import HostBuffer, LinkConfig, PcieTestbench
 
 __all__ = ["ENV_LINK", "PcieRpcHandler"]
@@ -37,6 +39,7 @@ class PcieRpcHandler:
         self.buffers: dict[int, HostBuffer] = {}
         self._next_id = 1
         self.msi_pending = 0
+        self.injector: FaultInjector | None = None
         self._msi = Event()
         for vector in range(len(tb.function.msi_vectors)):
             tb.function.request_irq(vector, self._on_msi)
@@ -103,7 +106,27 @@ class PcieRpcHandler:
             await self.tb.set_mps(mps)
         if mrrs is not None:
             await self.tb.set_mrrs(mrrs)
+        if self.injector is not None:
+            self.injector.model.max_payload_size = 128 << self.tb.ep.pcie_cap.max_payload_size
         await self.tb.wait_cycles(16)
+
+    async def rpc_faults(self, seed: int, fault_rate: float, stray_rate: float,
+                         fatal: list[str] | None = None, stray: list[str] | None = None) -> None:
+        """Make the root complex hostile from now on (:mod:`busprobe.sim.pcie.faults`): each
+        real completion becomes a fault of ``fatal`` with ``fault_rate``, and a stray of
+        ``stray`` goes next to it with ``stray_rate`` (rates 0: a well-behaved root again)."""
+        if self.injector is None:
+            model = GuardModel(int(self.tb.ep.pcie_id), self.tb.config.mps)
+            self.injector = FaultInjector(model, seed)
+            self.injector.attach(self.tb.ep)
+        self.injector.rng.seed(seed)
+        self.injector.fault_rate, self.injector.stray_rate = fault_rate, stray_rate
+        self.injector.fatal = tuple(fatal or FATAL)
+        self.injector.stray = tuple(stray or STRAY)
+
+    async def rpc_faults_injected(self) -> dict[str, int]:
+        """Faults and strays made so far, by kind."""
+        return dict(self.injector.injected) if self.injector else {}
 
 
 @cocotb.test()

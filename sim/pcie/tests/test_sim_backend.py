@@ -7,7 +7,7 @@ cocotbext-pcie's root complex (one simulator process per selector, shared by the
 
 import pytest
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.sim.pcie.backend import SimPcieTransport
+from busprobe.sim.pcie.backend import SimPcieTransport, completion_timeout
 from busprobe.targets import describe, open_transport
 from busprobe.transport import InvalidRequest, TransferTimeout
 
@@ -162,3 +162,11 @@ def test_an_unopened_transport_is_its_description_and_configure_keeps_the_select
     assert transport.bus.extra == target.bus.extra
     assert (transport.topology()[-1]["mps"], transport.topology()[-1]["mrrs"]) == (128, 4096)
     assert transport.link == {**target.options, "mps": 128, "mrrs": 4096}
+
+
+def test_a_slow_simulated_root_gets_a_longer_completion_timeout():
+    default = describe(GEN2).options
+    assert completion_timeout(default) == pytest.approx(4 * 2 * 8 * 512 / 500e6)  # 65.5 us
+    assert completion_timeout({**default, "gen": 3}) == 50e-6  # the spec's least
+    assert completion_timeout({**default, "latency_ns": 1e6}) > 4e-3
+    assert completion_timeout({**default, "cap": 1e6}) == pytest.approx(4 * 2 * 8 * 512 / 1e6)

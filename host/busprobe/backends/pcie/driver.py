@@ -18,6 +18,10 @@ Queue depth = transfers (each with its own host buffer) in flight. Each transfer
 descriptors that never cross a 4 KiB boundary (LitePCIe's splitter cuts only every MPS/MRRS from
 the descriptor start and does not check, LitePCIe #97), and their lengths must be multiples of
 the datapath width, checked here with a one-line :class:`InvalidRequest`.
+
+A read that loses data on the link fails in the device (:mod:`.read_path`): the transfer waiting
+on it raises :class:`ReadPathFailed` after the DMA is aborted and the read path reset, so no
+throughput is ever taken from it. Every :meth:`PcieDmaDriver.reset` resets the read path too.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ...protocol import pcie as proto
 from ...protocol.patterns import Pattern
@@ -39,12 +43,14 @@ from ...transport import (
     Telemetry,
     TransferTimeout,
 )
+from .descriptor_table import DescriptorTable
 from .platform import PAGE, Bar, DmaBuffer, DmaPlatform, Interrupt, split_transfer
+from .read_path import ReadPath, ReadPathFailed
 from .telemetry import decode_telemetry
 
 # The platform protocols and split_transfer are re-exported: backends import them from here.
 __all__ = ["Bar", "DmaBuffer", "Interrupt", "DmaPlatform", "PcieDmaDriver", "split_transfer",
-           "decode_telemetry", "PAGE", "DIRECTIONS"]
+           "decode_telemetry", "PAGE", "DIRECTIONS", "ReadPathFailed"]
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +60,6 @@ _MASK32 = 0xFFFF_FFFF
 
 def _reg(name: str) -> int:
     return proto.csr(name)
-
-
-@dataclass
-class _Engine:
-    """Host bookkeeping of one LitePCIe DMA engine (``writer`` or ``reader``)."""
-
-    name: str
-    pushed: int = 0  # descriptors queued since the table reset
-    value_word0: int | None = None  # length/flags word last written to table_value
-    consumed: int = 0  # descriptors the engine took from the table (from loop_status)
-    pending: deque[tuple[int, int, int]] = field(default_factory=deque)  # (addr, len, flags)
-
-    def reg(self, what: str) -> str:
-        return f"pcie_dma0_{self.name}_{what}"
 
 
 @dataclass
@@ -96,20 +88,26 @@ class PcieDmaDriver:
         Longest single sleep on the MSI before the registers are looked at again.
     poll_interval : float
         Pause between register polls while read data is still landing.
+    completion_timeout : float or None
+        Seconds a DMA read may wait for its completions before the device fails it (set at
+        :meth:`probe`); None keeps the device's own (16 ms on the board).
     """
 
     def __init__(self, platform: DmaPlatform, *, use_msi: bool = True,
                  timeout: Callable[[int], float] | None = None,
-                 irq_slice: float = 0.01, poll_interval: float = 2e-6) -> None:
+                 irq_slice: float = 0.01, poll_interval: float = 2e-6,
+                 completion_timeout: float | None = None) -> None:
         self.platform = platform
         self.bar = platform.bar
         self.use_msi = use_msi and platform.msi is not None
         self.timeout = timeout or (lambda nbytes: 0.5 + nbytes / 20e6)  # >= 20 MB/s or abort
         self.irq_slice = irq_slice
         self.poll_interval = poll_interval
+        self.completion_timeout = completion_timeout
+        self.read_path = ReadPath(self.bar)
         self.pattern = Pattern.COUNTER
-        self.writer = _Engine("writer")
-        self.reader = _Engine("reader")
+        self.writer = DescriptorTable("writer", self.bar)
+        self.reader = DescriptorTable("reader", self.bar)
         self.clock_hz = proto.CLOCK_HZ
         self._buffers: dict[tuple[str, int], DmaBuffer] = {}
         # Stream positions since the last pattern restart, mod 2**32 like the device counters.
@@ -135,27 +133,25 @@ class PcieDmaDriver:
             raise InvalidRequest(f"bitstream protocol version {version}, this busprobe speaks "
                                  f"{proto.PROTOCOL_VERSION}: rebuild one of them")
         self.clock_hz = self.bar.read32(_reg("busprobe_clock_hz")) or proto.CLOCK_HZ
+        if self.completion_timeout is not None:
+            self.read_path.set_completion_timeout(self.completion_timeout, self.clock_hz)
         return {"clock_hz": self.clock_hz,
                 "mps": self.bar.read32(_reg("busprobe_max_payload_size")),
                 "mrrs": self.bar.read32(_reg("busprobe_max_request_size")),
                 "link_status": self.bar.read32(_reg("pcie_phy_phy_link_status"))}
 
     def reset(self) -> None:
-        """Stop both engines, empty their tables, leave loopback, arm MSIs."""
+        """Stop both engines, empty their tables, reset the read path, leave loopback, arm
+        MSIs."""
         self.bar.write32_many([
             (_reg("pcie_dma0_loopback_enable"), 0),
-            *self._stop_writes(self.writer), *self._stop_writes(self.reader),
+            *self.writer.stop_writes(), *self.reader.stop_writes(),
+            *self.read_path.reset_writes(),
             (_reg("pcie_msi_enable"), (1 << proto.MSI_READER) | (1 << proto.MSI_WRITER)),
             (_reg("pcie_msi_clear"), (1 << proto.MSI_READER) | (1 << proto.MSI_WRITER)),
         ])
         self._loopback = False
-
-    def _stop_writes(self, engine: _Engine) -> list[tuple[int, int]]:
-        engine.pushed = engine.consumed = 0
-        engine.value_word0 = None
-        engine.pending.clear()
-        return [(_reg(engine.reg("enable")), 0), (_reg(engine.reg("table_loop_prog_n")), 0),
-                (_reg(engine.reg("table_reset")), 1)]
+        self.read_path.wait_reset()
 
     def set_pattern(self, pattern: Pattern) -> None:
         """Restart generator and checker at ``pattern`` (writer disabled while writing it)."""
@@ -188,52 +184,6 @@ class PcieDmaDriver:
             self.platform.free(buf)
         self._buffers.clear()
 
-    # -- descriptors -----------------------------------------------------------------------------
-
-    def _queue(self, engine: _Engine, buf: DmaBuffer, length: int) -> int:
-        """Queue the descriptors of one transfer; returns the engine's count when it is done.
-
-        The last descriptor of a transfer raises an MSI, and so does every half table's worth.
-        """
-        descs = split_transfer(buf.bus_address, length)
-        half = proto.DMA_TABLE_DEPTH // 2
-        for i, (address, size) in enumerate(descs):
-            sequence = engine.pushed + len(engine.pending)
-            # An MSI at the end of the transfer, and every half table so a long transfer's
-            # remaining descriptors are pushed before the table runs dry.
-            irq = i == len(descs) - 1 or sequence % half == half - 1
-            flags = proto.DESC_LAST_DISABLE | (0 if irq else proto.DESC_IRQ_DISABLE)
-            engine.pending.append((address, size, flags))
-        return engine.pushed + len(engine.pending)
-
-    def _flush(self, engine: _Engine) -> None:
-        """Push pending descriptors while the table has room (known from loop_status)."""
-        room = proto.DMA_TABLE_DEPTH - (engine.pushed - engine.consumed)
-        writes = []
-        value, we = _reg(engine.reg("table_value")), _reg(engine.reg("table_we"))
-        while engine.pending and room > 0:
-            address, size, flags = engine.pending.popleft()
-            # table_value keeps its words between descriptors: runs of equal-length descriptors
-            # cost two MMIO writes each instead of three (less downstream link traffic).
-            if engine.value_word0 != size | flags:
-                engine.value_word0 = size | flags
-                writes.append((value, size | flags))
-            writes += [(value + 4, address & _MASK32), (we, address >> 32)]
-            engine.pushed += 1
-            room -= 1
-        if writes:
-            self.bar.write32_many(writes)
-
-    def _poll(self, engine: _Engine) -> int:
-        """Descriptors consumed since the table reset (loop_status: count << 16 | index)."""
-        status = self.bar.read32(_reg(engine.reg("table_loop_status")))
-        if status == _MASK32:
-            raise DeviceGone("BAR0 reads all ones mid-transfer: the device dropped off the bus")
-        seen = ((status >> 16) << 16) | (status & 0xFFFF)
-        # loop_status is 32 bits in prog mode (index wraps into count); extend past 2**32.
-        engine.consumed += (seen - engine.consumed) & _MASK32
-        return engine.consumed
-
     def _checked(self) -> int:
         return self.bar.read32(_reg("busprobe_checked_bytes"))
 
@@ -245,13 +195,13 @@ class PcieDmaDriver:
             self.bar.write32(_reg("pcie_dma0_loopback_enable"), 1)
             self._loopback = True
         elif direction != "loopback" and self._loopback:
-            self.bar.write32_many([*self._stop_writes(self.writer),
+            self.bar.write32_many([*self.writer.stop_writes(),
                                    (_reg("pcie_dma0_loopback_enable"), 0)])
             self._loopback = False
         if direction in ("write", "loopback"):
-            self.bar.write32(_reg(self.writer.reg("enable")), proto.DMA_ENABLE)
+            self.bar.write32(self.writer.reg("enable"), proto.DMA_ENABLE)
         if direction in ("read", "loopback"):
-            self.bar.write32(_reg(self.reader.reg("enable")), proto.DMA_ENABLE)
+            self.bar.write32(self.reader.reg("enable"), proto.DMA_ENABLE)
 
     def _drain_writer_fifo(self) -> None:
         """Keep the generator bytes that wait in the writer FIFO before loopback takes it over.
@@ -263,14 +213,14 @@ class PcieDmaDriver:
         """
         # Loopback disconnects the generator from the writer, so the count below stays put.
         self.bar.write32_many([(_reg("pcie_dma0_loopback_enable"), 1),
-                               (_reg(self.writer.reg("enable")), proto.DMA_ENABLE)])
+                               (self.writer.reg("enable"), proto.DMA_ENABLE)])
         ahead = (self.bar.read32(_reg("busprobe_generated_bytes")) - self._written) & _MASK32
         if not 0 < ahead < (1 << 31):
             return
         buf = self._buffer("scratch", 0, ahead)
-        done = self._queue(self.writer, buf, ahead)
-        self._flush(self.writer)
-        self._wait(lambda: self._poll(self.writer) >= done or None, ahead,
+        done = self.writer.queue(buf, ahead)
+        self.writer.flush()
+        self._wait(lambda: self.writer.poll() >= done or None, ahead,
                    "draining the writer FIFO")
         self._carry += buf.read(0, ahead)
         self._written = (self._written + ahead) & _MASK32
@@ -278,8 +228,10 @@ class PcieDmaDriver:
         # writes must not count as the point's traffic (device bytes, TLPs, timing).
         self.bar.write32(_reg("busprobe_telemetry_clear"), 1)
 
-    def _wait(self, done: Callable[[], bool | None], nbytes: int, what: str) -> None:
-        """Wait until ``done()`` is True; abort the DMA and raise on timeout.
+    def _wait(self, done: Callable[[], bool | None], nbytes: int, what: str,
+              reads: bool = False) -> None:
+        """Wait until ``done()`` is True; abort the DMA and raise on timeout, or when ``reads``
+        are part of it and the device's read path failed (it raises the reader MSI then).
 
         ``done()`` returns None while the engine still has descriptors to execute (an MSI will
         come: sleep on it, in slices so a merged or lost MSI costs one slice at most) and False
@@ -289,24 +241,37 @@ class PcieDmaDriver:
         while (state := done()) is not True:
             left = deadline - self.platform.now()
             if left <= 0:
+                self._raise_if_read_failed(reads, what)
                 self.abort()
                 raise TransferTimeout(f"PCIe DMA timed out {what} ({nbytes} bytes in "
                                       f"{self.timeout(nbytes):.3g} s); DMA aborted")
             if state is False:
                 # Data still landing (at most READ_TAGS x MRRS bytes): poll gently, every MMIO
                 # read is a request on the link the data is using.
-                self._pause(min(left, self.poll_interval))
+                interrupted = self._pause(min(left, self.poll_interval))
             elif self.use_msi:
-                if self.platform.msi.wait(min(left, self.irq_slice)):
+                interrupted = self.platform.msi.wait(min(left, self.irq_slice))
+                if interrupted:
                     self.bar.write32(_reg("pcie_msi_clear"),
                                      (1 << proto.MSI_READER) | (1 << proto.MSI_WRITER))
+            else:
+                interrupted = True  # no MSI to say so: look every time
+            if interrupted:
+                self._raise_if_read_failed(reads, what)
 
-    def _pause(self, seconds: float) -> None:
-        """Let ``seconds`` pass on the platform's clock (an MSI wait doubles as a sleep)."""
+    def _raise_if_read_failed(self, reads: bool, what: str) -> None:
+        if reads and self.read_path.failed():
+            failure = self.read_path.failure(what)  # the counts, before the reset
+            self.abort()
+            raise failure
+
+    def _pause(self, seconds: float) -> bool:
+        """Let ``seconds`` pass on the platform's clock (an MSI wait doubles as a sleep);
+        True if an MSI came (or there is no MSI to tell)."""
         if self.platform.msi is not None:
-            self.platform.msi.wait(seconds)
-        else:
-            time.sleep(seconds)
+            return self.platform.msi.wait(seconds)
+        time.sleep(seconds)
+        return True
 
     def abort(self) -> None:
         """Stop both engines and empty their tables; device and host streams are out of step
@@ -338,22 +303,22 @@ class PcieDmaDriver:
             if outgoing:
                 src = self._buffer("out", slot, length)
                 src.write(0, source(length) if source else bytes(length))
-                t.reader_done_at = self._queue(self.reader, src, length)
+                t.reader_done_at = self.reader.queue(src, length)
                 if direction == "read":
                     self._read = (self._read + length) & _MASK32
                     t.reader_bytes_at = self._read
             if incoming:
-                t.writer_done_at = self._queue(self.writer, t.buffer, length)
+                t.writer_done_at = self.writer.queue(t.buffer, length)
             transfers.append(t)
 
         def complete(t: _Transfer) -> bool | None:
             if outgoing:
-                self._flush(self.reader)
+                self.reader.flush()
             if incoming:
-                self._flush(self.writer)
-                return self._poll(self.writer) >= t.writer_done_at or None
+                self.writer.flush()
+                return self.writer.poll() >= t.writer_done_at or None
             requested = self.reader.consumed >= t.reader_done_at  # known from an earlier poll
-            if not requested and self._poll(self.reader) < t.reader_done_at:
+            if not requested and self.reader.poll() < t.reader_done_at:
                 return None
             # The reader is done when it has *requested* the data; wait for it to be checked.
             return ((self._checked() - t.reader_bytes_at) & _MASK32) < (1 << 31)
@@ -361,13 +326,13 @@ class PcieDmaDriver:
         start = self.platform.now()
         for index in range(queue_depth):
             submit(index)
-        self._flush(self.reader)
-        self._flush(self.writer)
+        self.reader.flush()
+        self.writer.flush()
         moved = 0
         for index in range(count):
             t = transfers.popleft()
             self._wait(lambda t=t: complete(t), length * (1 + len(transfers)),
-                       f"on {direction} transfer {index + 1}/{count}")
+                       f"on {direction} transfer {index + 1}/{count}", reads=outgoing)
             if incoming and sink is not None:
                 data = t.buffer.read(0, length)
                 if carry:  # generator bytes kept from before a loopback come first
@@ -378,8 +343,8 @@ class PcieDmaDriver:
             moved += length
             if index + queue_depth < count:
                 submit(index + queue_depth)
-                self._flush(self.reader)
-                self._flush(self.writer)
+                self.reader.flush()
+                self.writer.flush()
         end = self.platform.now()
         if carry:  # the stream moved on by len(carry): keep it for the next write point
             self._carry = carry

@@ -2,13 +2,20 @@
 
 The counters and their meaning are :data:`busprobe.protocol.pcie.TELEMETRY`; this module turns
 them into per-direction device time, bytes and errors, and adds derived figures (read latency in
-ns, backpressure cycles, tag high-water mark) to ``raw`` for the result JSON.
+ns, backpressure cycles, tag high-water mark, the link faults counted) to ``raw`` for the result
+JSON.
+
+A point's device errors are the words the checker found wrong (read) plus every link fault the
+device counted during it (:func:`~busprobe.backends.pcie.read_path.link_errors`), whatever the
+direction: a point measured while the link misbehaved is flagged, and its figure is left out of
+the verdict.
 """
 
 from __future__ import annotations
 
 from ...protocol import pcie as proto
 from ...transport import Telemetry
+from .read_path import link_errors
 
 __all__ = ["decode_telemetry"]
 
@@ -33,7 +40,10 @@ def decode_telemetry(raw: dict[str, object], clock_hz: int, errors_before: int =
         t.device_seconds["loopback"] = span / clock_hz
         t.device_bytes["loopback"] = int(raw["wr_bytes"])
     errors = (int(raw["pattern_errors"]) - errors_before) & _MASK32
-    t.errors["read"] = errors
+    faults = link_errors(raw)
+    raw["link_errors"] = faults
+    t.errors = {"write": sum(faults.values()), "read": errors + sum(faults.values()),
+                "loopback": sum(faults.values())}
     first = int(raw["first_error_offset"])
     t.first_error_offset["read"] = (first if errors and errors_before == 0
                                     and first != proto.NO_ERROR_OFFSET else None)

@@ -6,8 +6,9 @@ The driver's data path is tested against the simulated device in
 
 import pytest
 from busprobe.backends.pcie.driver import decode_telemetry, split_transfer
+from busprobe.backends.pcie.read_path import ReadPath, describe_link_errors
 from busprobe.protocol import pcie as proto
-from busprobe.transport import InvalidRequest
+from busprobe.transport import DeviceGone, InvalidRequest, TransferTimeout
 
 
 def test_descriptors_end_at_every_4k_boundary():
@@ -55,3 +56,41 @@ def test_latency_in_nanoseconds_and_backpressure_named():
                                     rd_outstanding_max=6), 125_000_000)
     assert tel.raw["rd_latency_ns"] == {"min": 400.0, "mean": 800.0, "max": 1200.0}
     assert (tel.raw["backpressure_cycles"], tel.raw["tag_high_water"]) == (7, 6)
+
+
+def test_link_faults_are_every_directions_errors_and_named_in_the_telemetry():
+    tel = decode_telemetry(counters(rd_cpl_unexpected=2, rx_malformed=1, rd_cpl_discarded=5,
+                                    pattern_errors=3), 125e6)
+    assert tel.raw["link_errors"] == {"rd_cpl_unexpected": 2, "rx_malformed": 1}
+    assert tel.errors == {"write": 3, "read": 6, "loopback": 3}
+    clean = decode_telemetry(counters(), 125e6)
+    assert clean.errors == {"write": 0, "read": 0, "loopback": 0}
+    assert clean.raw["link_errors"] == {}
+
+
+def test_link_faults_are_described_in_words():
+    assert describe_link_errors({"rx_poisoned": 1, "rd_cpl_timeouts": 2}) == (
+        "1 poisoned TLP, 2 completion timeouts")
+    assert describe_link_errors({}) == "no link fault counted"
+
+
+class _StatusBar:
+    """A BAR whose ``rd_status`` always reads ``status``."""
+
+    def __init__(self, status):
+        self.status, self.reads = status, 0
+
+    def read32(self, offset):
+        assert offset == proto.csr("busprobe_rd_status")
+        self.reads += 1
+        return self.status
+
+
+def test_a_read_path_reset_that_never_ends_is_an_error_not_a_hang():
+    bar = _StatusBar(proto.RD_RESET_PENDING)
+    with pytest.raises(TransferTimeout, match="read path reset did not complete"):
+        ReadPath(bar).wait_reset()
+    assert bar.reads == 1000
+    with pytest.raises(DeviceGone, match="all ones"):
+        ReadPath(_StatusBar(0xFFFF_FFFF)).wait_reset()
+    ReadPath(_StatusBar(proto.RD_FAILED)).wait_reset()  # done: the failure flag is not pending
