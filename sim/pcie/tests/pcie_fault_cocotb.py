@@ -48,6 +48,9 @@ async def idle_case(bench: HostileBench, kind: str) -> None:
         write.set_data((0x0BAD_F00D).to_bytes(4, "little"))
         write.ep = True
         await tb.write32(proto.csr("ctrl_scratch"), 0x600D)
+        # Injected TLPs skip the link: read back first so the root's write is in place before
+        # the poisoned one arrives (else it would overwrite it and prove nothing).
+        assert await tb.read32(proto.csr("ctrl_scratch")) == 0x600D
         tb.ep.inject(*bench.injector.deliver([write]))
     else:
         raise ValueError(f"no idle case {kind!r}")
