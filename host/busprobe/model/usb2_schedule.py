@@ -112,32 +112,40 @@ def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_d
     ends: list[int] = []
     finished: list[int] = []
     first_start: int | None = None
+    slot = budget + gap  # one transaction and the idle after it
+    on_uframe = profile.completion_on_uframe
     # No transaction starts before the SOF that opens the microframe and the host's gap after it.
     uframe_start, in_uframe = start // uframe * uframe, 0
     free_at = max(start, uframe_start + after_sof)
+    # Plain comparisons instead of min/max: a fit runs this loop millions of times.
     for index in range(count):
-        free_at = max(free_at, ready[index])
+        if ready[index] > free_at:
+            free_at = ready[index]
         left = packets
         while left:
             if free_at >= uframe_start + uframe:  # the SOFs of the microframes passed
-                uframe_start = free_at // uframe * uframe
+                uframe_start = free_at - free_at % uframe
                 in_uframe = 0
-                free_at = max(free_at, uframe_start + after_sof)
+                if free_at < uframe_start + after_sof:
+                    free_at = uframe_start + after_sof
             # As many of the transfer's packets as this microframe still takes, back to back
-            # (one step per microframe, not per packet: a fit runs this thousands of times).
-            fit = min(left, limit - in_uframe,
-                      (uframe_start + uframe - budget - free_at) // (budget + gap) + 1)
+            # (one step per microframe, not per packet).
+            fit = (uframe_start + uframe - budget - free_at) // slot + 1
+            if fit > limit - in_uframe:
+                fit = limit - in_uframe
+            if fit > left:
+                fit = left
             if fit <= 0:
                 free_at = uframe_start + uframe  # wait for the next microframe
                 continue
             if first_start is None:
                 first_start = free_at
-            end = free_at + (fit - 1) * (budget + gap) + budget
+            end = free_at + (fit - 1) * slot + budget
             in_uframe += fit
             left -= fit
             free_at = end + gap
         done = end + completion
-        if profile.completion_on_uframe:
+        if on_uframe:
             done = -(-done // uframe) * uframe
         ends.append(end)
         finished.append(done)
