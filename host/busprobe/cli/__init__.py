@@ -21,7 +21,8 @@ from .signals import exit_status, interruptible
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
-COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash", "sim")
+COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash", "sim",
+            "fit")
 
 log = logging.getLogger("busprobe")
 

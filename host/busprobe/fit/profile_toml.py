@@ -1,0 +1,90 @@
+"""Writing a fitted profile as a host-profile TOML file the loader accepts.
+
+Every parameter gets ``{ value = ..., source = "..." }`` as the shipped profiles have; the source
+says ``fitted from FILE on DATE`` and carries the uncertainty (the loader takes no other field),
+or, for a parameter the sweep did not pin down, says so and which points would. The text is
+read back through :func:`busprobe.model.usb2_hosts.load_profile` before the file is replaced, so
+a profile ``fit`` writes is one the simulator and the model accept.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import date
+from pathlib import Path
+
+from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
+from .fitted import FittedProfile, FittedValue
+
+__all__ = ["render_profile", "write_profile", "source_of"]
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (quotes, backslashes and control characters escaped)."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _toml_value(value: int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def source_of(fitted_value: FittedValue, result: str, day: str) -> str:
+    """The ``source`` text of one parameter."""
+    head = f"fitted from {result} on {day}"
+    if fitted_value.determined:
+        return f"{head}: {fitted_value.uncertainty}"
+    hints = ", ".join(f"{s.direction} {s.length} B at queue depth {s.queue_depth}"
+                      for s in fitted_value.suggestions)
+    more = f"; would be pinned down by {hints}" if hints else ""
+    return f"{head}: not determined by this sweep, {fitted_value.why}; {fitted_value.uncertainty}" \
+        f"{more}"
+
+
+def render_profile(fitted: FittedProfile, name: str, *, day: str | None = None) -> str:
+    """The TOML text of ``fitted`` named ``name``."""
+    day = day or date.today().isoformat()
+    data = fitted.data
+    lines = [f"# Fitted by busprobe fit from {data.path} on {day}: {len(data.points)} points,",
+             "# every value with the uncertainty the sweep leaves (a source that says \"not",
+             "# determined\" names the points that would pin it down).",
+             f"name = {_toml_string(name)}"]
+    width = max(len(key) for key in SCHEMA)
+    for key in SCHEMA:
+        fitted_value = fitted.values[key]
+        source = source_of(fitted_value, data.path, day)
+        lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(fitted_value.value)}, "
+                     f"source = {_toml_string(source)} }}")
+    return "\n".join(lines) + "\n"
+
+
+def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
+                  day: str | None = None) -> HostProfile:
+    """Write ``fitted`` to ``path`` (atomically, checked by the loader first); returns the
+    profile as the loader reads it."""
+    target = Path(path)
+    text = render_profile(fitted, name, day=day)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".toml", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        profile = load_profile(tmp)  # what the simulator will read, or a one-line error
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; a profile is for sharing
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return profile
