@@ -23,7 +23,8 @@ def run_cocotb(model: Path, module_dir: Path, module: str, testcase: str, run_na
     from cocotb_tools.runner import get_runner
 
     apply_verilator_env()
-    run_dir = Path(model) / "runs" / f"{testcase}-{run_name}"
+    # Absolute: the simulator runs in run_dir, where a relative results path would not be ours.
+    run_dir = Path(model).resolve() / "runs" / f"{testcase}-{run_name}"
     run_dir.mkdir(parents=True, exist_ok=True)
     results = run_dir / "results.jsonl"
     results.unlink(missing_ok=True)
