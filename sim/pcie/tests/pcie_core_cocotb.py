@@ -241,7 +241,8 @@ async def checker_counts_one_corrupted_word_once(dut):
 @cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
 async def dma_that_never_completes_times_out(dut):
     """A read from memory the host does not have gets UR completions: the wait reports a
-    timeout instead of hanging, and the device still answers BAR0 afterwards."""
+    timeout instead of hanging, the device counts each UR and flags the read as failed, still
+    answers BAR0, and reads clean after a read-path reset."""
     tb, regs = await started(dut, case())
     await regs.reset("reader")
     await regs.queue("reader", 0x7F00_0000, 4096)  # outside every allocated host region
@@ -254,6 +255,13 @@ async def dma_that_never_completes_times_out(dut):
         raise AssertionError("a DMA with no host memory behind it completed")
     await regs.enable("reader", False)
     assert await tb.read32(proto.csr("busprobe_magic")) == proto.MAGIC
+    assert await tb.read32(proto.csr("busprobe_rd_status")) == proto.RD_FAILED
+    # Every read the core sent (4096 / MRRS, at most its tags) was answered UR by the root.
+    assert await regs.link_errors() == {"rd_cpl_status": 4096 // tb.config.mrrs}
+    await regs.read_reset()
+    await regs.set_pattern(Pattern.COUNTER)
+    tel, _ = await dma_read(tb, regs, PatternStream(Pattern.COUNTER).take(4096), 4096)
+    assert tel["checked_bytes"] == 4096 and tel["pattern_errors"] == 0 and tel["rd_status"] == 0
 
 
 @cocotb.test(timeout_time=TIMEOUT_US, timeout_unit="us")
