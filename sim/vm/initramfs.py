@@ -48,8 +48,9 @@ then
 fi
 chmod 711 /host/root
 mount -t proc proc /host/proc && mount -t sysfs sysfs /host/sys
-mount -t devtmpfs devtmpfs /host/dev && mount -t tmpfs tmpfs /host/tmp
-mount -t tmpfs tmpfs /host/run
+# /run starts empty (the host's sockets and pid files are not the guest's); /tmp stays the
+# host's below the overlay, so a checkout under /tmp is visible in the guest too.
+mount -t devtmpfs devtmpfs /host/dev && mount -t tmpfs tmpfs /host/run
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results "/host$bp_out" \\
     || echo "{MARK} init-failed mount results"
 echo "{MARK} init-ready"
