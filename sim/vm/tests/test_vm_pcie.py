@@ -44,6 +44,8 @@ def test_topology_guard_and_vfio_meet_real_config_space_and_a_real_iommu():
     assert pcie.lines("guard-INT") == ["rc=0"] and pcie.lines("guard-TERM") == ["rc=0"]
     for after in ("after-written", "after-normal", "after-INT", "after-TERM"):
         assert [line for line in pcie.lines(after) if " mps=" in line] == before, after
+    print(f"  => config space after the refused write and after a normal exit, SIGINT and "
+          f"SIGTERM reads as before: {'; '.join(before)}")
 
     # VFIO: bound, group and container opened, BAR0 mapped, a DMA buffer mapped and used.
     assert pcie.lines("driver") == ["vfio-pci"]

@@ -77,3 +77,7 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
     assert partial["complete"] is False and "gone" in partial["error"]
     assert [p["length"] for p in partial["points"]] == [4096]
     assert partial["points"][0]["errors"] == 0
+    print(f"  => behind {usb_pass.controller}: enumerated by {usb_pass.driver}; sweep "
+          f"{len(sweep['points'])} points, {sweep['errors']} errors, host.emulated="
+          f"{sweep['host']['emulated']}; permission error without the rule, sweep with it; "
+          f"Ctrl-C exit 130; unplug: {partial['error']!r}, {len(partial['points'])} point saved")
