@@ -171,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
             args.repeat, settings, pattern)
         plan.validate(transport)
         print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)
+        if doc["host"].get("emulated"):
+            print(f"note: this computer is emulated ({doc['host']['emulated']}): every figure "
+                  "is the emulator's, not a host controller's", file=sys.stderr, flush=True)
         doc["bus"] = bus.to_json()
         doc["topology"] = _topology(transport)
         doc["plan"] = _plan_json(plan, transport)

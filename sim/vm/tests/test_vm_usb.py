@@ -49,6 +49,7 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
         sorted((d, n, q) for d in ("in", "out") for n in (511, 4096, 65536) for q in (1, 8))
     assert all(p["errors"] == 0 and p["transfers"] >= 8 for p in sweep["points"])
     assert sweep["host"]["emulated"] == "qemu"  # the figures are QEMU's, and say so
+    assert "note: this computer is emulated (qemu)" in usb_pass.text("sweep.err")
     assert sweep["bus"]["host_profile"] == controller
     assert sweep["topology"][0]["driver"] == usb_pass.driver
 
