@@ -5,6 +5,8 @@ import os
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -178,3 +180,24 @@ def test_a_dead_simulator_is_a_device_disconnect(exported):
         guest.receive()
     thread.join(10)
     assert ended == ["sim:usb2: the simulator exited"]
+
+
+@pytest.mark.sim
+def test_the_command_serves_one_guest_on_a_unix_socket_and_ends_when_it_leaves(tmp_path):
+    path = tmp_path / "usbredir.sock"
+    serve = subprocess.Popen([sys.executable, "-m", "busprobe", "sim", "serve", "--device",
+                              "sim:usb2", "--usbredir", str(path)],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        ready = serve.stderr.readline()
+        assert ready.startswith("busprobe: serving sim:usb2 ") and str(path) in ready
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(path))
+            guest = Guest(sock)
+            speed, *_, vendor, product, _ = guest.until(PacketType.DEVICE_CONNECT).fields
+            assert (speed, vendor, product) == (2, usb2.VID, usb2.PID)
+        assert serve.wait(timeout=30) == 0
+        assert serve.stderr.read() == "busprobe: the usbredir guest disconnected\n"
+    finally:
+        serve.kill()
+        serve.wait()
