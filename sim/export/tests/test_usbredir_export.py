@@ -189,7 +189,11 @@ def test_the_command_serves_one_guest_on_a_unix_socket_and_ends_when_it_leaves(t
                               "sim:usb2", "--usbredir", str(path)],
                              stderr=subprocess.PIPE, text=True)
     try:
-        ready = serve.stderr.readline()
+        # A first run builds the simulator first and says so; then the one ready line.
+        ready = ""
+        while not ready.startswith("busprobe: serving"):
+            ready = serve.stderr.readline()
+            assert ready, "busprobe sim serve ended before serving"
         assert ready.startswith("busprobe: serving sim:usb2 ") and str(path) in ready
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(str(path))
