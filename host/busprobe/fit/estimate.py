@@ -5,9 +5,12 @@ Integer and boolean parameters are searched exactly, continuous ones by a compas
 
 1. Seeds. Packets per microframe from the device's telemetry (the most tokens it saw in one
    microframe, else its whole-microframe plateau); the turnaround from the queue-depth-1 points
-   (time per transfer less its bus time at that many packets per microframe).
+   (time per transfer less its bus time at that many packets per microframe); the completion
+   latency from the points' tails (at most the shortest, at least the longest less a microframe:
+   a completion rounded up to a microframe boundary adds up to one).
 2. For each completion granularity (on microframe boundaries or not): a coarse grid over the
-   turnaround, its completion share and the gap, a compass search from the best grid points, then
+   completion latency, the turnaround and the gap, a compass search from the grid points with the
+   least robust misfit (:meth:`.Objective.robust`), then
    every packets-per-microframe value 1..13 of each direction tried with the others held, and the
    continuous search repeated whenever one changes.
 3. The noise of each kind of residual re-estimated from the best fit (:meth:`.Objective.reweight`)
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..model import usb2_wire as wire
 from ..model.usb2_hosts import SCHEMA
@@ -33,17 +36,19 @@ from .search import compass_search
 __all__ = ["Estimate", "estimate", "refine", "BOUNDS"]
 
 UFRAME_US = wire.UFRAME_S * 1e6
-#: Search bounds of the continuous coordinates: the profile schema's own (a latency of at most a
-#: second, so the turnaround too: either latency may take all of it; a gap up to a microframe);
-#: the share is a fraction.
-BOUNDS = ((0.0, SCHEMA["completion_latency_us"][2]), (0.0, 1.0),
+#: Search bounds of the coordinates (completion, turnaround, gap): the profile schema's own (a
+#: latency of at most a second, a gap up to a microframe).
+BOUNDS = ((0.0, SCHEMA["completion_latency_us"][2]), (0.0, SCHEMA["resubmit_latency_us"][2]),
           (0.0, SCHEMA["inter_transaction_gap_ns"][2]))
-#: The finest steps worth taking: one line cycle of turnaround or gap, a thousandth of the share.
-TOLERANCES = (US_PER_CYCLE, 1e-3, NS_PER_CYCLE)
-#: Coarse grid the search starts from: shares of the turnaround spent before the completion, and
-#: gaps as fractions of a 512-byte transaction's ~9 µs of line time (none, a few %, a tenth).
-GRID_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: The finest steps worth taking: one line cycle.
+TOLERANCES = (US_PER_CYCLE, US_PER_CYCLE, NS_PER_CYCLE)
+#: Gaps the coarse grid tries, as shares of a 512-byte transaction's ~9 µs of line time: none, a
+#: few per cent, a tenth.
 GRID_GAPS_NS = (0.0, 300.0, 900.0)
+#: Shares of the least turnaround the queue-depth-1 points show that the grid tries.
+GRID_TURNAROUND_SHARES = (0.5, 0.75, 1.0, 1.5)
+#: Grid points the compass search starts from.
+SEARCH_STARTS = 3
 #: Rounds of "try every integer, re-fit the continuous" before giving up on it settling.
 INTEGER_ROUNDS = 3
 #: Rounds of "estimate the noise from the residuals, fit again" (:meth:`Objective.reweight`).
@@ -85,12 +90,13 @@ def estimate(data: SweepData) -> Estimate:
     objective = Objective(data)
     directions = data.fitted_directions()
     per_uframe = _seed_per_uframe(data, directions)
-    turnaround = _seed_turnaround(data, per_uframe)
+    turnarounds = _seed_turnarounds(data, per_uframe)
+    completions = _seed_completions(data, max(turnarounds))
     found: dict[bool, Candidate] = {}
     for on_uframe in (False, True):
-        seed = Candidate(per_uframe, on_uframe, turnaround, 0.5, 0.0)
-        found[on_uframe] = _settle_integers(objective, _grid_then_search(objective, seed),
-                                            directions)
+        seed = Candidate(per_uframe, on_uframe, 0.0, 0.0, 0.0)
+        best = _grid_then_search(objective, seed, completions, turnarounds)
+        found[on_uframe] = _settle_integers(objective, best, directions)
     # The noise of each kind of residual is what the best fit leaves; with it re-weighted, both
     # granularities are searched again from where they ended.
     for _ in range(REWEIGHTINGS):
@@ -115,20 +121,21 @@ def refine(objective: Objective, start: Candidate, *,
 
 
 def _steps(candidate: Candidate) -> tuple[float, float, float]:
-    """First steps: a quarter of the turnaround (at least a tenth of a microframe), a quarter of
-    the share, the grid's smallest gap."""
-    return (max(candidate.turnaround_us / 4, UFRAME_US / 10), 0.25, GRID_GAPS_NS[1])
+    """First steps: a quarter of each latency coordinate (at least a tenth of a microframe), the
+    grid's smallest gap."""
+    return (max(candidate.completion_us / 4, UFRAME_US / 10),
+            max(candidate.turnaround_us / 4, UFRAME_US / 10), GRID_GAPS_NS[1])
 
 
-def _grid_then_search(objective: Objective, seed: Candidate) -> Candidate:
-    spread = max(seed.turnaround_us / 2, UFRAME_US / 8)
-    turnarounds = sorted({max(0.0, seed.turnaround_us - spread), seed.turnaround_us,
-                          seed.turnaround_us + spread})
-    grid = [replace(seed, turnaround_us=t, completion_share=s, gap_ns=g)
-            for t in turnarounds for s in GRID_SHARES for g in GRID_GAPS_NS]
-    ranked = sorted(grid, key=objective)
-    # Two starts: the staircase has local minima a single start can settle in.
-    found = [refine(objective, start) for start in ranked[:2]]
+def _grid_then_search(objective: Objective, seed: Candidate, completions: tuple[float, ...],
+                      turnarounds: tuple[float, ...]) -> Candidate:
+    grid = [seed.with_continuous((c, max(c, t), g))
+            for c in completions for t in turnarounds for g in GRID_GAPS_NS]
+    # Ranked by a robust misfit: far from the answer every grid point misses some point by far,
+    # and squares would rank them by that point alone.
+    ranked = sorted(grid, key=objective.robust)
+    # Several starts: the staircase has local minima a single start can settle in.
+    found = [refine(objective, start) for start in ranked[:SEARCH_STARTS]]
     return min(found, key=lambda pair: pair[1])[0]
 
 
@@ -168,13 +175,26 @@ def _seed_per_uframe(data: SweepData, directions: tuple[str, ...]) -> tuple[int,
     return inward, seeds.get("out", inward)
 
 
-def _seed_turnaround(data: SweepData, per_uframe: tuple[int, int]) -> float:
-    """Median over the queue-depth-1 points of time per transfer less its bus time (µs)."""
+def _seed_completions(data: SweepData, turnaround: float) -> tuple[float, ...]:
+    """Completion latencies the grid tries (µs): from the tails where the device timed them
+    (between the longest less a microframe and the shortest), else shares of the turnaround."""
+    tails = [p.tail * 1e6 for p in data.points if p.tail is not None]
+    low, high = (max(0.0, max(tails) - UFRAME_US), min(tails)) if tails else (0.0, turnaround)
+    high = max(low, high)
+    return tuple(sorted({low, (low + high) / 2, high}))
+
+
+def _seed_turnarounds(data: SweepData, per_uframe: tuple[int, int]) -> tuple[float, ...]:
+    """Turnarounds the grid tries (µs), from the queue-depth-1 points' time per transfer less its
+    bus time: the least of them (completions rounded up to a microframe boundary add to the
+    others), the median, and shares of the least around it."""
     spare = []
     for p in data.points:
         if p.queue_depth != 1:
             continue
         packets = math.ceil(p.length / data.max_packet_size)
         limit = per_uframe[0 if p.direction == "in" else 1]
-        spare.append(p.length / p.throughput * 1e6 - packets / limit * UFRAME_US)
-    return max(0.0, statistics.median(spare)) if spare else 0.0
+        spare.append(max(0.0, p.length / p.throughput * 1e6 - packets / limit * UFRAME_US))
+    least = min(spare)
+    return tuple(sorted({least * share for share in GRID_TURNAROUND_SHARES}
+                        | {statistics.median(spare)}))

@@ -3,17 +3,16 @@
 :func:`fit_sweep` runs the whole fit: read and check the result (:mod:`.observations`), least
 squares (:mod:`.estimate`), intervals (:mod:`.uncertainty`), suggestions (:mod:`.suggest`).
 
-The value written for a latency is the middle of its interval (± half its width): on the model's
-staircase the least-squares point is just one of the equally good values, and the middle is the
-one furthest from being wrong. The gap is written at the low end of its interval (:func:`_written`
-says why). A parameter is *determined* when that half
+The value written for a continuous parameter is the middle of its interval (± half its width):
+on the model's staircase the least-squares point is just one of the equally good values, and the
+middle is the one furthest from being wrong. A parameter is *determined* when that half
 width is within :data:`GOAL_SHARE` of the value (or below :data:`GOAL_FLOOR`, the scale below
 which a figure does not matter); an integer or the granularity, when one value alone fits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .estimate import Estimate, estimate
@@ -124,21 +123,12 @@ def fit_sweep(path: str | Path) -> FittedProfile:
 
 
 def _written(found: Estimate, intervals: dict[str, Interval], noise: float) -> Candidate:
-    """The gap at the low end of its interval (the others re-fitted there), the latencies at
-    the middles of theirs if together that still fits within the noise, else as re-fitted.
-
-    Why the low end: the model counts a transaction's line time as the specification budgets it
-    (unstuffed bits, the shortest turnaround); a real line, and the simulated one, take a little
-    longer (bit stuffing, the device's response time), and a fitted gap carries that excess. A
-    simulator replaying the profile adds its own line time again, so the least gap the sweep
-    allows is the one nearest the host's own idle time.
-    """
-    base = intervals["gap_ns"].low_end
-    completion = intervals["completion_us"].middle
-    turnaround = completion + intervals["resubmit_us"].middle
-    share = completion / turnaround if turnaround > 0 else base.completion_share
-    candidate = base.with_continuous((turnaround, share, *base.continuous[2:]))
-    return candidate if found.objective(candidate) <= found.misfit + noise else base
+    """The middles of the intervals, if together they still fit within the noise (each middle
+    was found with the others re-fitted, so together they may not); else the best fit."""
+    candidate = replace(found.best, completion_us=intervals["completion_us"].middle,
+                        resubmit_us=intervals["resubmit_us"].middle,
+                        gap_ns=intervals["gap_ns"].middle)
+    return candidate if found.objective(candidate) <= found.misfit + noise else found.best
 
 
 def _continuous(found: Estimate, written: Candidate, interval: Interval) -> FittedValue:

@@ -11,7 +11,8 @@ Where the model predicts a range (a repeat's start phase unknown, :mod:`.predict
 is how far the measurement lies outside it: zero anywhere inside.
 
 The noise of each kind starts as what the points' repeats scatter by (at least one line cycle of
-their run) and is then re-estimated from the fit's own residuals (:meth:`Objective.reweight`):
+their run; a tail at least a token and the line's excess, :data:`TAIL_RESOLUTION_S`) and is then
+re-estimated from the fit's own residuals (:meth:`Objective.reweight`):
 what the model cannot explain is noise too, and it is usually larger than the scatter of a
 deterministic simulation. That is feasible generalised least squares with one variance per kind.
 
@@ -23,15 +24,20 @@ from __future__ import annotations
 
 import math
 
+from ..model import usb2_wire as wire
 from ..protocol.usb2 import CLOCK_HZ
 from .observations import Observation, SweepData
 from .parameters import Candidate
-from .predict import predict
+from .predict import LINE_EXCESS_CYCLES, predict
 
 __all__ = ["Objective", "Residuals"]
 
 #: One line cycle, in seconds: no time is known finer.
 CYCLE_S = 1 / CLOCK_HZ
+#: The finest a tail is known: the model times a run from its first token, the device from its
+#: first data packet, a token and the line's excess later (:data:`.predict.LINE_EXCESS_CYCLES`).
+TAIL_RESOLUTION_S = (wire.bits_to_cycles(wire.packet_bits(wire.Pid.IN)) + LINE_EXCESS_CYCLES) \
+    * CYCLE_S
 Residuals = tuple[tuple[float, ...], tuple[float, ...]]
 
 
@@ -60,8 +66,8 @@ class Objective:
             sum(max((p.spread / 2) ** 2, _cycle_share(p) ** 2) for p in points) / len(points))
         timed = [p for p in points if p.tail is not None]
         self.tail_floor = math.sqrt(
-            sum(max((p.tail_spread / 2) ** 2, CYCLE_S ** 2) for p in timed) / len(timed)) \
-            if timed else CYCLE_S
+            sum(max((p.tail_spread / 2) ** 2, TAIL_RESOLUTION_S ** 2) for p in timed)
+            / len(timed)) if timed else TAIL_RESOLUTION_S
         self.throughput_noise = self.throughput_floor
         self.tail_noise = self.tail_floor
 
@@ -101,6 +107,14 @@ class Objective:
         throughput, tail = self.residuals(candidate, direction)
         return (sum(r * r for r in throughput) / self.throughput_noise ** 2
                 + sum(r * r for r in tail) / self.tail_noise ** 2)
+
+    def robust(self, candidate: Candidate) -> float:
+        """``sum(log(1 + (residual / noise)^2))``: a misfit in which a point the candidate misses
+        by far counts little more than one it misses by a little (Cauchy loss), for ranking
+        far-apart starting points, where the squares would be all about the worst point."""
+        throughput, tail = self.residuals(candidate)
+        return (sum(math.log1p((r / self.throughput_noise) ** 2) for r in throughput)
+                + sum(math.log1p((r / self.tail_noise) ** 2) for r in tail))
 
     def reweight(self, candidate: Candidate) -> None:
         """Set each kind's noise to its rms residual at ``candidate`` (never below the points'

@@ -1,9 +1,10 @@
-"""The parameters a fit estimates: a host profile written as the search sees it.
+"""The parameters a fit estimates: a host profile as the search sees it.
 
-The search moves along the total turnaround and the share of it spent before the completion, not
-along the two latencies themselves: at queue depth 1 a transfer pays their sum, so the misfit is
-a long valley along ``completion + resubmit = constant`` that a search along either latency alone
-cannot follow.
+The search moves along the completion latency, the turnaround (completion + resubmit) and the
+gap, not along the two latencies: the device telemetry's tail pins the completion latency and
+the queue-depth-1 points pin the turnaround, so along these axes each sharp direction of the
+misfit is one coordinate. Along the two latencies it would be a long diagonal valley
+(``completion + resubmit = constant``) that steps along either one alone cannot follow.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ MAX_PER_UFRAME = int(SCHEMA["max_bulk_in_per_uframe"][2])
 #: one can be told apart (docs/DESIGN.md §4.1).
 US_PER_CYCLE = 1 / 60
 NS_PER_CYCLE = 1000 / 60
-#: The continuous coordinates of :class:`Candidate`, in the search's order.
-CONTINUOUS = ("turnaround_us", "completion_share", "gap_ns")
+#: The search's coordinates (:attr:`Candidate.continuous`), in order.
+CONTINUOUS = ("completion_us", "turnaround_us", "gap_ns")
 
 
 @dataclass(frozen=True)
@@ -34,35 +35,33 @@ class Candidate:
         Bulk packets per microframe, IN then OUT.
     completion_on_uframe : bool
         Completions land on microframe boundaries.
-    turnaround_us : float
-        Completion plus resubmit latency.
-    completion_share : float
-        Fraction of the turnaround that is completion latency (0..1).
+    completion_us, resubmit_us : float
+        Completion and resubmit latency.
     gap_ns : float
         Inter-transaction gap.
     """
 
     per_uframe: tuple[int, int]
     completion_on_uframe: bool
-    turnaround_us: float
-    completion_share: float
+    completion_us: float
+    resubmit_us: float
     gap_ns: float
 
     @property
-    def completion_us(self) -> float:
-        return self.turnaround_us * self.completion_share
-
-    @property
-    def resubmit_us(self) -> float:
-        return self.turnaround_us - self.completion_us
+    def turnaround_us(self) -> float:
+        return self.completion_us + self.resubmit_us
 
     @property
     def continuous(self) -> tuple[float, float, float]:
-        return (self.turnaround_us, self.completion_share, self.gap_ns)
+        """The search's coordinates: completion, turnaround, gap."""
+        return (self.completion_us, self.turnaround_us, self.gap_ns)
 
     def with_continuous(self, values: tuple[float, ...]) -> Candidate:
-        turnaround, share, gap = values
-        return replace(self, turnaround_us=turnaround, completion_share=share, gap_ns=gap)
+        """These parameters at search coordinates ``values`` (a turnaround shorter than the
+        completion leaves no resubmit latency, not a negative one)."""
+        completion, turnaround, gap = values
+        return replace(self, completion_us=completion,
+                       resubmit_us=max(0.0, turnaround - completion), gap_ns=gap)
 
     def with_per_uframe(self, direction: str, packets: int) -> Candidate:
         inward, outward = self.per_uframe

@@ -12,6 +12,7 @@ import shlex
 from ..lengths import format_size
 from .fitted import UNITS, FittedProfile
 from .predict import predict
+from .suggest import Suggestion
 
 __all__ = ["format_fit", "model_deviations"]
 
@@ -63,18 +64,22 @@ def format_fit(fitted: FittedProfile, *, seconds: float | None = None) -> str:
             points = ", ".join(f"{s.direction} {format_size(s.length)} qd {s.queue_depth} "
                                f"({100 * s.separation:.1f} % apart)" for s in value.suggestions)
             lines.append(f"  would be pinned down by {points}")
-            lines.append("  " + _sweep_command(data.device, value.suggestions))
+            lines.append(_sweep_command(fitted, value.suggestions))
         elif "--direction" not in value.why:
             lines.append("  no length of 1..16 packets or power of two, at queue depth 1..8, "
                          "tells its possible values apart")
     return "\n".join(lines)
 
 
-def _sweep_command(device: str, suggestions: list) -> str:  # type: ignore[type-arg]
-    directions = ",".join(dict.fromkeys(s.direction for s in suggestions))
-    lengths = ",".join(str(n) for n in sorted({s.length for s in suggestions}))
-    depths = ",".join(str(n) for n in sorted({s.queue_depth for s in suggestions}))
-    return shlex.join(["busprobe", "sweep", "--device", device or "DEVICE", "--direction",
-                       directions, "--lengths", lengths, "--queue-depth", depths])
-
-
+def _sweep_command(fitted: FittedProfile, suggestions: list[Suggestion]) -> str:
+    """The sweep that measures the suggested points beside the ones fitted: one result the fit
+    can read again."""
+    data = fitted.data
+    points = [(p.direction, p.length, p.queue_depth) for p in data.points] + \
+        [(s.direction, s.length, s.queue_depth) for s in suggestions]
+    directions = ",".join(d for d in ("in", "out") if any(p[0] == d for p in points))
+    lengths = ",".join(str(n) for n in sorted({p[1] for p in points}))
+    depths = ",".join(str(n) for n in sorted({p[2] for p in points}))
+    return "  " + shlex.join(["busprobe", "sweep", "--device", data.device or "DEVICE",
+                              "--direction", directions, "--lengths", lengths,
+                              "--queue-depth", depths, "--json", "RESULT.json"])

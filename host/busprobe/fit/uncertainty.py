@@ -14,7 +14,7 @@ misfit is within the noise is listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .estimate import BOUNDS, Estimate
 from .objective import Objective
@@ -86,9 +86,7 @@ def _coordinates(candidate: Candidate) -> list[float]:
 
 def _candidate(template: Candidate, coords: list[float]) -> Candidate:
     completion, resubmit, gap = coords
-    turnaround = completion + resubmit
-    share = completion / turnaround if turnaround > 0 else template.completion_share
-    return template.with_continuous((turnaround, share, gap))
+    return replace(template, completion_us=completion, resubmit_us=resubmit, gap_ns=gap)
 
 
 def _profiled(objective: Objective, start: Candidate, index: int, value: float,

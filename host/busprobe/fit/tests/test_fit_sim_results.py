@@ -1,8 +1,8 @@
 """A fit of real ``sim:usb2`` sweeps (recorded fixtures) recovers the profile each was swept with.
 
 ``tests/fixtures/results/sim_usb2_fit_{ideal,ehci,xhci}.json`` are sweeps of the simulated gateware
-behind each shipped host profile (IN, lengths 512 B..64 KiB at queue depth 1, three of them at
-depth 4, ``make_fit_fixtures.sh`` beside them says how they were made). Unlike the model-generated
+behind each shipped host profile (IN, lengths 512 B..64 KiB at queue depths 1 and 4;
+``make_fit_fixtures.sh`` beside them says how they were made). Unlike the model-generated
 documents, these carry everything the model leaves out: bit stuffing, the device's response time,
 the simulated controller's own start phases.
 """
