@@ -71,6 +71,12 @@ CAPABILITIES = frozenset({Cap.CONNECT_DEVICE_VERSION, Cap.EP_INFO_MAX_PACKET_SIZ
 MAX_BATCH = 32
 MAX_BATCH_BYTES = 64 << 10
 _IDLE_CHECK_S = 0.5
+#: bmRequestType of standard requests (USB 2.0 §9.3.1): to/from the device, to/from an interface.
+_TO_DEVICE, _FROM_DEVICE, _TO_INTERFACE, _FROM_INTERFACE = 0x00, 0x80, 0x01, 0x81
+#: Packet types that are malformed without their type-specific header.
+_WITH_FIELDS = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET,
+                          PacketType.SET_CONFIGURATION, PacketType.SET_ALT_SETTING,
+                          PacketType.GET_ALT_SETTING})
 
 
 def bulk_length(fields: tuple) -> int:
@@ -112,7 +118,6 @@ class UsbredirExport:
         self.check_device = check_device
         self.negotiated = Negotiated(CAPABILITIES)
         self.info: DeviceInfo | None = None
-        self.requests = 0
         self._incoming: queue.Queue[Packet | None] = queue.Queue()
         self._held: Packet | None = None
         self._cancelled: set[int] = set()
@@ -184,43 +189,55 @@ class UsbredirExport:
 
     def _handle(self, packet: Packet) -> None:
         kind = packet.kind
-        self.requests += 1
         if kind == PacketType.HELLO:
             log.info("usbredir guest %r", self.negotiated.peer_version)
             self._announce()
-        elif kind == PacketType.CONTROL_PACKET and packet.fields:
-            self._control(packet)
-        elif kind == PacketType.BULK_PACKET and packet.fields:
-            self._bulk(packet)
-        elif kind == PacketType.SET_CONFIGURATION and packet.fields:
-            (value,) = packet.fields
-            status = self._standard(0x00, USBStandardRequests.SET_CONFIGURATION, value, 0)[0]
-            self._send(self.negotiated.encode(PacketType.CONFIGURATION_STATUS, packet.id,
-                                              CONFIGURATION_STATUS.pack(status, value)))
-            self._announce_interfaces()
-        elif kind == PacketType.GET_CONFIGURATION:
-            status, data = self._standard(0x80, USBStandardRequests.GET_CONFIGURATION, 0, 0, 1)
-            self._send(self.negotiated.encode(PacketType.CONFIGURATION_STATUS, packet.id,
-                                              CONFIGURATION_STATUS.pack(status, data[:1][0]
-                                                                        if data else 0)))
-        elif kind == PacketType.SET_ALT_SETTING and packet.fields:
-            interface, alt = packet.fields
-            status = self._standard(0x01, USBStandardRequests.SET_INTERFACE, alt, interface)[0]
-            self._send(self.negotiated.encode(PacketType.ALT_SETTING_STATUS, packet.id,
-                                              ALT_SETTING_STATUS.pack(status, interface, alt)))
-        elif kind == PacketType.GET_ALT_SETTING and packet.fields:
-            (interface,) = packet.fields
-            status, data = self._standard(0x81, USBStandardRequests.GET_INTERFACE, 0, interface,
-                                          1)
-            self._send(self.negotiated.encode(PacketType.ALT_SETTING_STATUS, packet.id,
-                                              ALT_SETTING_STATUS.pack(status, interface,
-                                                                      data[0] if data else 0)))
-        elif kind == PacketType.RESET:
-            reset = getattr(self.platform, "bus_reset", None)
-            if reset is not None:
-                reset()
-        else:  # disconnect acks, filters, iso/interrupt requests for endpoints we do not have
+            return
+        handler = {PacketType.CONTROL_PACKET: self._control, PacketType.BULK_PACKET: self._bulk,
+                   PacketType.SET_CONFIGURATION: self._set_configuration,
+                   PacketType.GET_CONFIGURATION: self._get_configuration,
+                   PacketType.SET_ALT_SETTING: self._set_alt_setting,
+                   PacketType.GET_ALT_SETTING: self._get_alt_setting,
+                   PacketType.RESET: self._reset}.get(kind)  # type: ignore[arg-type]
+        if handler is None or (kind in _WITH_FIELDS and not packet.fields):
+            # disconnect acks, filters, iso/interrupt requests for endpoints we do not have
             log.info("usbredir: ignored packet type %s", kind.name if kind else packet.type)
+            return
+        handler(packet)
+
+    def _set_configuration(self, packet: Packet) -> None:
+        (value,) = packet.fields
+        status, _ = self._standard(_TO_DEVICE, USBStandardRequests.SET_CONFIGURATION, value, 0)
+        self._send(self.negotiated.encode(PacketType.CONFIGURATION_STATUS, packet.id,
+                                          CONFIGURATION_STATUS.pack(status, value)))
+        self._announce_interfaces()  # the spec has the usb-host announce them again
+
+    def _get_configuration(self, packet: Packet) -> None:
+        status, data = self._standard(_FROM_DEVICE, USBStandardRequests.GET_CONFIGURATION, 0, 0,
+                                      1)
+        self._send(self.negotiated.encode(PacketType.CONFIGURATION_STATUS, packet.id,
+                                          CONFIGURATION_STATUS.pack(status, data[0] if data
+                                                                    else 0)))
+
+    def _set_alt_setting(self, packet: Packet) -> None:
+        interface, alt = packet.fields
+        status, _ = self._standard(_TO_INTERFACE, USBStandardRequests.SET_INTERFACE, alt,
+                                   interface)
+        self._send(self.negotiated.encode(PacketType.ALT_SETTING_STATUS, packet.id,
+                                          ALT_SETTING_STATUS.pack(status, interface, alt)))
+
+    def _get_alt_setting(self, packet: Packet) -> None:
+        (interface,) = packet.fields
+        status, data = self._standard(_FROM_INTERFACE, USBStandardRequests.GET_INTERFACE, 0,
+                                      interface, 1)
+        self._send(self.negotiated.encode(PacketType.ALT_SETTING_STATUS, packet.id,
+                                          ALT_SETTING_STATUS.pack(status, interface,
+                                                                  data[0] if data else 0)))
+
+    def _reset(self, packet: Packet) -> None:
+        reset = getattr(self.platform, "bus_reset", None)
+        if reset is not None:  # no answer: the spec has none for a reset
+            reset()
 
     def _standard(self, request_type: int, request: int, value: int, index: int,
                   length_or_data: int | bytes = b"") -> tuple[Status, bytes]:
