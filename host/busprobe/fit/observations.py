@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,9 @@ class SweepData:
         The result's ``plan`` (how points were sized), empty when it has none.
     device : str
         The selector swept.
+    naks : dict
+        Per direction, ``(tokens the device NAKed, tokens)`` over the points' last repeats: a
+        device that NAKs shapes the curve too, and the profile then describes both.
     """
 
     path: str
@@ -110,6 +113,7 @@ class SweepData:
     device_packets_per_uframe: dict[str, float]
     plan: dict[str, Any]
     device: str = ""
+    naks: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def directions(self) -> tuple[str, ...]:
@@ -149,7 +153,7 @@ def read_sweep(path: str | Path) -> SweepData:
                  if p["direction"] in DIRECTIONS]
     return SweepData(shown, points, mps, _tokens_max(telemetry),
                      _device_packets(telemetry, mps), dict(doc.get("plan") or {}),
-                     str(doc.get("device") or ""))
+                     str(doc.get("device") or ""), _naks(telemetry))
 
 
 def _depth(point: dict[str, Any]) -> int:
@@ -228,6 +232,18 @@ def _tokens_max(telemetry: list[tuple[str, Any, int]]) -> dict[str, int]:
         if value:
             most[direction] = max(most.get(direction, 0), value)
     return most
+
+
+def _naks(telemetry: list[tuple[str, Any, int]]) -> dict[str, tuple[int, int]]:
+    """Per direction, NAKed tokens and all tokens the device counted (last repeats)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for direction, counters, _ in telemetry:
+        naks = _count(counters, f"{direction}_naks")
+        tokens = _count(counters, f"{direction}_tokens")
+        if naks is not None and tokens:
+            before = counts.get(direction, (0, 0))
+            counts[direction] = (before[0] + naks, before[1] + tokens)
+    return counts
 
 
 def _device_packets(telemetry: list[tuple[str, Any, int]], mps: int) -> dict[str, float]:

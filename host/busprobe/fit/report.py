@@ -51,6 +51,11 @@ def format_fit(fitted: FittedProfile, *, seconds: float | None = None) -> str:
              for key, v in fitted.values.items()]
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
     lines += [f"  {r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}" for r in rows]
+    for direction, (naks, tokens) in data.naks.items():
+        if naks:
+            lines.append(f"!! the device NAKed {naks} of {tokens} {direction.upper()} tokens "
+                         f"({100 * naks / tokens:.1f} %): the curve is partly the device's, and "
+                         "the profile describes host and device together")
     deviations = model_deviations(fitted)
     label, worst = max(deviations, key=lambda d: abs(d[1]))
     lines.append(f"the fitted profile's model (each point's range over start phases) vs the "

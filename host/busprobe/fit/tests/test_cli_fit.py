@@ -121,3 +121,16 @@ def test_fit_refuses_what_is_not_a_result(tmp_path, capsys):
     assert "bad.json" in err
     err = refused(capsys, ["fit", str(tmp_path / "missing.json"), "-o", str(output)], output)
     assert "missing.json" in err
+
+
+def test_fit_says_when_the_device_nakked_and_the_curve_is_not_the_hosts_alone(
+        model_result, tmp_path, capsys):
+    def nak(doc):
+        for point in doc["points"]:
+            point["telemetry"]["in_naks"] = 10
+            point["telemetry"]["in_tokens"] += 10
+
+    path = _edited(model_result, tmp_path, nak)
+    assert main(["fit", str(path), "-o", str(tmp_path / "nak.toml")]) == 0
+    out, _ = capsys.readouterr()
+    assert "!! the device NAKed 90 of " in out and "IN tokens" in out
