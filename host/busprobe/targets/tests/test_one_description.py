@@ -31,9 +31,16 @@ DOCUMENTED = documented_sim_selectors()
 
 
 @pytest.fixture
-def no_simulator(monkeypatch):
-    """Fails the test if a simulator process is started or a transport opened."""
+def no_simulator(monkeypatch, tmp_path):
+    """Fails the test if a simulator process is started or a transport opened. Runs in a
+    folder holding the host-profile files the documented selectors name (``host=myhost.toml``,
+    which the README has the user write with ``busprobe fit``), as copies of a shipped one."""
+    from busprobe.model.usb2_hosts import PROFILE_DIR
     from busprobe.sim.simulator import SimServer
+
+    for name in {m for s in DOCUMENTED for m in re.findall(r"host=([\w.-]+\.toml)", s)}:
+        (tmp_path / name).write_text((PROFILE_DIR / "xhci.toml").read_text())
+    monkeypatch.chdir(tmp_path)
 
     def refuse(*args, **kwargs):
         raise AssertionError("a simulator was started")
