@@ -4,16 +4,8 @@
 # space read back after each, and VFIO up to the point where busprobe finds the endpoint is not
 # its own. $1: output folder; guest.env there sets BUSPROBE, PYTHON, BDF and SMALL_BAR_BDF.
 OUT=$1
-. "$OUT/guest.env"
-export HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib PYTHONDONTWRITEBYTECODE=1
+. "$(dirname "$0")/common.sh"
 HELPER="$(dirname "$0")/pcie_checks.py"
-mark() { echo "BUSPROBE-VM $*"; }
-run() {  # run NAME COMMAND...: its exit status and first error line as one marker line
-    name=$1; shift
-    "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
-    status=$?
-    mark "$name rc=$status $(grep -m1 'busprobe: error:' "$OUT/$name.err")"
-}
 config() {  # config NAME: MPS/MRRS of every hop, read from config space by busprobe topology
     run "$1" "$BUSPROBE" topology --device "pcie:$BDF" --json
     "$PYTHON" "$HELPER" hops "$OUT/$1.out" "$1"

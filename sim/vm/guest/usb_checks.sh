@@ -7,15 +7,7 @@
 # BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR.
 # Every result line starts with BUSPROBE-VM; each command's output goes to $1/NAME.out/.err.
 OUT=$1
-. "$OUT/guest.env"
-export HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib PYTHONDONTWRITEBYTECODE=1
-mark() { echo "BUSPROBE-VM $*"; }
-run() {  # run NAME COMMAND...: its exit status and first error line as one marker line
-    name=$1; shift
-    "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
-    status=$?
-    mark "$name rc=$status $(grep -m1 'busprobe: error:' "$OUT/$name.err")"
-}
+. "$(dirname "$0")/common.sh"
 SMALL="--direction in --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress"
 
 i=0
