@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from busprobe.model import usb2_wire as wire
@@ -132,19 +132,32 @@ class HostController:
         """Cycles the schedule reserves for a transaction (spec budget: unstuffed, 8-bit IPDs)."""
         return wire.bits_to_cycles(wire.transaction_bits(direction, payload).total)
 
-    def _toggle(self, endpoint: int, direction: str) -> Pid:
+    def toggle(self, endpoint: int, direction: str) -> Pid:
+        """The data PID the host expects (IN) or sends (OUT) next on ``endpoint``."""
         return self.toggles.get((endpoint, direction), Pid.DATA0)
 
-    def _flip(self, endpoint: int, direction: str) -> None:
-        current = self._toggle(endpoint, direction)
+    def flip(self, endpoint: int, direction: str) -> None:
+        """A data packet was accepted on ``endpoint``: the next one has the other PID."""
+        current = self.toggle(endpoint, direction)
         self.toggles[(endpoint, direction)] = Pid.DATA1 if current == Pid.DATA0 else Pid.DATA0
 
     # -- control transfers ------------------------------------------------------------------
 
     async def control(self, request_type: int, request: int, value: int, index: int,
-                      data_or_length: bytes | int = 0) -> bytes:
-        """One control transfer on endpoint 0 (§8.5.3); returns the IN data stage's bytes."""
+                      data_or_length: bytes | int = 0, *,
+                      between: Callable[[], Awaitable[object]] | None = None) -> bytes:
+        """One control transfer on endpoint 0 (§8.5.3); returns the IN data stage's bytes.
+
+        ``between``, if given, runs before every data- and status-stage transaction: other
+        traffic a host schedules while the control transfer is in progress (§5.5.5 allows it).
+        """
         link, address = self.link, self.address
+
+        async def stage(attempt: Callable) -> object:
+            if between is not None:
+                await between()
+            return await self._until_handshake(attempt)
+
         device_to_host = bool(request_type & 0x80)
         length = data_or_length if isinstance(data_or_length, int) else len(data_or_length)
         setup = bytes((request_type, request, value & 0xFF, value >> 8, index & 0xFF, index >> 8,
@@ -155,7 +168,7 @@ class HostController:
         received = bytearray()
         if device_to_host:
             while len(received) < length:
-                result = await self._until_handshake(lambda: link.transaction_in(
+                result = await stage(lambda: link.transaction_in(
                     address, 0, reserve_cycles=self.reservation("in", CONTROL_MPS)))
                 if result.data_pid != toggle:
                     continue  # a retry of data we already have
@@ -163,16 +176,16 @@ class HostController:
                 received += result.payload
                 if len(result.payload) < CONTROL_MPS:
                     break
-            await self._until_handshake(lambda: link.transaction_out(
+            await stage(lambda: link.transaction_out(
                 address, 0, Pid.DATA1, b"", reserve_cycles=self.reservation("out", 0)))
             return bytes(received[:length])
         data = b"" if isinstance(data_or_length, int) else bytes(data_or_length)
         for offset in range(0, len(data), CONTROL_MPS):
             chunk = data[offset:offset + CONTROL_MPS]
-            await self._until_handshake(lambda chunk=chunk, toggle=toggle: link.transaction_out(
+            await stage(lambda chunk=chunk, toggle=toggle: link.transaction_out(
                 address, 0, toggle, chunk, reserve_cycles=self.reservation("out", len(chunk))))
             toggle = Pid.DATA0 if toggle == Pid.DATA1 else Pid.DATA1
-        await self._until_handshake(lambda: link.transaction_in(
+        await stage(lambda: link.transaction_in(
             address, 0, reserve_cycles=self.reservation("in", 0)))
         self._after_standard_request(request_type, request, value, index)
         return b""
@@ -270,8 +283,8 @@ class HostController:
                     naks += 1
                 elif result.data_pid is not None and result.handshake == Pid.ACK:
                     last_progress = link.uframe
-                    if result.data_pid == self._toggle(endpoint, "in"):
-                        self._flip(endpoint, "in")
+                    if result.data_pid == self.toggle(endpoint, "in"):
+                        self.flip(endpoint, "in")
                         transfer.data += result.payload
                         if len(transfer.data) > length:
                             raise LinkError(f"device sent {len(transfer.data)} bytes into an IN "
@@ -291,7 +304,7 @@ class HostController:
                         self._bump(endpoint, direction)
                         continue
                 chunk = bytes(transfer.data[transfer.offset:transfer.offset + max_packet_size])
-                toggle = self._toggle(endpoint, "out")
+                toggle = self.toggle(endpoint, "out")
                 result = await link.transaction_out(self.address, endpoint, toggle, chunk,
                                                     reserve_cycles=reserve)
                 transactions += 1
@@ -299,7 +312,7 @@ class HostController:
                     raise TransferStall(f"device STALLed bulk OUT endpoint {endpoint}")
                 if result.handshake in (Pid.ACK, Pid.NYET):
                     last_progress = link.uframe
-                    self._flip(endpoint, "out")
+                    self.flip(endpoint, "out")
                     if result.handshake == Pid.NYET:
                         nyets += 1
                         ping_first = True

@@ -26,6 +26,7 @@ from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 
 from .link import IPD_HOST, IPD_TURN, RESPONSE_TIMEOUT, LinkError
+from .phy import DevicePacket
 from .session import Usb2Session
 
 __all__ = ["HostileHost", "HostileTally", "DropOracle", "FAULTS", "DROP_COUNTERS"]
@@ -147,7 +148,6 @@ class HostileHost:
         self.tally = HostileTally()
         self.oracle = DropOracle(lambda: self.host.address)
         self._in_owed = False
-        self._last_answer = None
 
     # -- the line --------------------------------------------------------------------------------
 
@@ -156,18 +156,16 @@ class HostileHost:
         return self.host.address
 
     def _toggle(self, direction: str) -> Pid:
-        return self.host.toggles.get((EP_IN if direction == "in" else EP_OUT, direction),
-                                     Pid.DATA0)
+        return self.host.toggle(EP_IN if direction == "in" else EP_OUT, direction)
 
     def _flip(self, direction: str) -> None:
-        key = (EP_IN if direction == "in" else EP_OUT, direction)
-        self.host.toggles[key] = Pid.DATA1 if self._toggle(direction) == Pid.DATA0 else Pid.DATA0
+        self.host.flip(EP_IN if direction == "in" else EP_OUT, direction)
 
-    async def _send(self, *packets: bytes, expect: str) -> wire.Pid | None:
+    async def _send(self, *packets: bytes, expect: str) -> DevicePacket | None:
         """Put ``packets`` on the line back to back in one microframe and collect the answer.
 
         ``expect`` is ``"none"`` (the device must stay silent), ``"handshake"`` or ``"data"``.
-        Returns the answer's PID (None for silence); a wrong kind of answer is a
+        Returns the answer (None for silence); a wrong kind of answer is a
         :class:`LinkError` naming the packets.
         """
         bits = sum(wire.packet_bits_of(p) for p in packets) + 2 * wire.RESPONSE_MAX_BITS
@@ -186,11 +184,10 @@ class HostileHost:
             return None
         self.link.free_at = answer.wire_end + IPD_TURN
         pid = Pid(answer.pid)
-        self._last_answer = answer
         if expect == "none" or (expect == "data") != pid.is_data:
             raise LinkError(f"device answered {self._show(packets)} with {pid.name} "
                             f"(expected {expect})")
-        return pid
+        return answer
 
     @staticmethod
     def _show(packets: tuple[bytes, ...]) -> str:
@@ -205,19 +202,19 @@ class HostileHost:
         """One OUT packet of the pattern; sent again until the device ACKs it."""
         if self.out_chunk is None:
             self.out_chunk = self.out_source.take(usb2.MAX_PACKET_SIZE)
-        pid = await self._send(self._token(Pid.OUT, EP_OUT),
-                               wire.data_bytes(self._toggle("out"), self.out_chunk),
-                               expect="handshake")
-        if pid in (Pid.ACK, Pid.NYET):
+        answer = await self._send(self._token(Pid.OUT, EP_OUT),
+                                  wire.data_bytes(self._toggle("out"), self.out_chunk),
+                                  expect="handshake")
+        if answer.pid in (Pid.ACK, Pid.NYET):
             self._flip("out")
             self.tally.out_bytes += len(self.out_chunk)
             self.out_chunk = None
 
-    async def _in_data(self) -> tuple[Pid, bytes] | None:
-        pid = await self._send(self._token(Pid.IN, EP_IN), expect="data")
-        if pid is None or not self._last_answer.crc_ok:
-            raise LinkError("IN data missing or corrupt")
-        return pid, self._last_answer.data[1:-2]
+    async def _in_data(self) -> tuple[Pid, bytes]:
+        answer = await self._send(self._token(Pid.IN, EP_IN), expect="data")
+        if not answer.crc_ok:
+            raise LinkError("IN data corrupt")
+        return Pid(answer.pid), answer.data[1:-2]
 
     def _accept_in(self, pid: Pid, payload: bytes) -> None:
         if pid == self._toggle("in"):
@@ -293,8 +290,9 @@ class HostileHost:
         """Garbage under the previous toggle: the device ACKs it and must drop it (§8.6.3)."""
         stale = Pid.DATA1 if self._toggle("out") == Pid.DATA0 else Pid.DATA0
         garbage = bytes(self.rng.randrange(256) for _ in range(usb2.MAX_PACKET_SIZE))
-        pid = await self._send(self._token(Pid.OUT, EP_OUT), wire.data_bytes(stale, garbage),
-                               expect="handshake")
+        answer = await self._send(self._token(Pid.OUT, EP_OUT), wire.data_bytes(stale, garbage),
+                                  expect="handshake")
+        pid = Pid(answer.pid)
         if pid != Pid.ACK:
             raise LinkError(f"device answered a repeated OUT toggle with {pid.name}, not ACK")
         self.tally.duplicates += 1
@@ -320,37 +318,6 @@ class HostileHost:
         """IN data answered by the next transaction's OUT token instead of an ACK."""
         await self._in_data()
         await self.valid_out()
-
-    async def control_read_between_bulk(self, request_type: int, request: int, value: int,
-                                        index: int, length: int) -> bytes:
-        """A control read whose every stage is separated by an ACKed bulk IN transaction, as a
-        host does that polls other endpoints meanwhile (§5.5.5 allows it). The device must tell
-        the host's ACK of bulk data from that of its control data."""
-        setup = bytes((request_type, request, value & 0xFF, value >> 8, index & 0xFF,
-                       index >> 8, length & 0xFF, length >> 8))
-        answer = await self._send(self._token(Pid.SETUP, 0), wire.data_bytes(Pid.DATA0, setup),
-                                  expect="handshake")
-        if answer != Pid.ACK:
-            raise LinkError(f"device answered SETUP with {answer.name}")
-        received = bytearray()
-        toggle = Pid.DATA1
-        while len(received) < length:
-            await self.valid_in()
-            pid = await self._send(self._token(Pid.IN, 0), expect="data")
-            payload = self._last_answer.data[1:-2]
-            await self._after_in(wire.handshake_bytes(Pid.ACK))
-            if pid != toggle:
-                continue
-            toggle = Pid.DATA0 if toggle == Pid.DATA1 else Pid.DATA1
-            received += payload
-            if len(payload) < 64:
-                break
-        await self.valid_in()
-        answer = await self._send(self._token(Pid.OUT, 0), wire.data_bytes(Pid.DATA1, b""),
-                                  expect="handshake")
-        if answer != Pid.ACK:
-            raise LinkError(f"device answered the status stage with {answer.name}")
-        return bytes(received)
 
     async def run(self, corrupted: int, valid_per_fault: int = 1,
                   progress: Callable[[int], None] | None = None) -> HostileTally:

@@ -280,8 +280,8 @@ async def control_read_with_bulk_acks_between_its_stages_returns_every_byte(dut)
     session = await _session(dut)
     await _prepare(session, Pattern.PRBS31, 1 << 30)
     hostile = HostileHost(session, Pattern.PRBS31, seed=139)
-    data = await hostile.control_read_between_bulk(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0,
-                                                   usb2.TELEMETRY_SIZE)
+    data = await session.host.control(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0,
+                                      usb2.TELEMETRY_SIZE, between=hostile.valid_in)
     assert len(data) == usb2.TELEMETRY_SIZE
     assert decode_telemetry(data).raw["in_bytes"] == 0  # the snapshot is taken at SETUP
     assert (await _telemetry(session))["in_bytes"] == hostile.tally.in_bytes == 4 * 512
@@ -295,8 +295,9 @@ async def descriptor_read_with_bulk_acks_between_its_stages_returns_every_byte(d
     await _prepare(session, Pattern.PRBS31, 1 << 30)
     hostile = HostileHost(session, Pattern.PRBS31, seed=139)
     for kind, length in ((1, 18), (2, 255), (3, 255)):
-        data = await hostile.control_read_between_bulk(0x80, 6, (kind << 8) | (kind == 3),
-                                                       0x0409 if kind == 3 else 0, length)
+        data = await session.host.control(0x80, 6, (kind << 8) | (kind == 3),
+                                          0x0409 if kind == 3 else 0, length,
+                                          between=hostile.valid_in)
         expected = await session.get_descriptor(kind, kind == 3, length,
                                                 0x0409 if kind == 3 else 0)
         assert data == expected, (kind, data.hex(), expected.hex())
