@@ -46,7 +46,6 @@ if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 ho
 then
     echo "{MARK} init-failed mount hostroot"; poweroff -f
 fi
-chmod 711 /host/root
 mount -t proc proc /host/proc && mount -t sysfs sysfs /host/sys
 # /run starts empty (the host's sockets and pid files are not the guest's); /tmp stays the
 # host's below the overlay, so a checkout under /tmp is visible in the guest too.

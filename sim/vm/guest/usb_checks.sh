@@ -27,6 +27,7 @@ run sweep "$BUSPROBE" sweep --device "$SELECTOR" --direction both --lengths 511,
 # A user who is not root, in plugdev, before and after the shipped udev rule is applied.
 PLUGDEV=$(getent group plugdev | cut -d: -f3)
 USER_RUN="setpriv --reuid=65534 --regid=65534 --groups=$PLUGDEV"
+reachable "$BUSPROBE"
 run denied $USER_RUN "$BUSPROBE" sweep --device "$SELECTOR" $SMALL
 run list-denied $USER_RUN "$BUSPROBE" list
 mark "list-denied-note $(grep -m1 -o 'no permission to open it: .*' "$OUT/list-denied.out")"
