@@ -14,7 +14,7 @@ from .patterns import NO_ERROR_OFFSET
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL",
     "EP_IN", "EP_OUT", "MAX_PACKET_SIZE", "CLOCK_HZ", "PROTOCOL_VERSION", "MAGIC",
-    "Request", "IN_ZLP_FLAG", "encode_in_transfer", "decode_in_transfer",
+    "Request", "DataMode", "IN_ZLP_FLAG", "encode_in_transfer", "decode_in_transfer",
     "TELEMETRY", "TELEMETRY_WORDS", "UFRAMES_PER_SECOND", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
     "unpack_telemetry", "pack_telemetry", "INFO_FORMAT", "INFO_SIZE",
 ]
@@ -50,6 +50,20 @@ class Request(enum.IntEnum):
     #: (see :func:`encode_in_transfer`). Takes effect at the next IN packet, which starts a new
     #: transfer; the IN pattern stream itself continues (it is not restarted).
     SET_IN_TRANSFER = 0x04
+    #: OUT, no data, ``wValue`` = :class:`DataMode`: what the bulk endpoints carry. Restarts both
+    #: pattern streams like SET_PATTERN and discards data buffered in either direction.
+    SET_DATA_MODE = 0x05
+
+
+class DataMode(enum.IntEnum):
+    """What the bulk endpoints carry (:data:`Request.SET_DATA_MODE`)."""
+
+    #: IN streams the pattern, OUT is checked against it (the default after reset).
+    PATTERN = 0
+    #: OUT data comes back on IN, byte for byte and packet for packet (both directions at once).
+    LOOPBACK = 1
+    #: USB mass storage Bulk-Only Transport framing: CBW on OUT, then the data, then a CSW on IN.
+    BOT = 2
 
 
 INFO_FORMAT = "<IHH"  # magic, protocol version, max packet size
