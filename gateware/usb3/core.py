@@ -1,0 +1,191 @@
+"""LUNA's SuperSpeed layers, opened where busprobe needs to see or add to them.
+
+LUNA's ``USBSuperSpeedDevice`` builds its physical, link and protocol layers inside its
+``elaborate``, so nothing between them can be observed or extended. :class:`SuperSpeedCore`
+composes the same LUNA layers (through the two thin subclasses below) and keeps LUNA's endpoint
+multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
+
+- a second transaction-packet producer beside LUNA's (whose generator always advertises one
+  packet and sends NRDY when asked for ERDY, see :mod:`.transaction`);
+- the End Of Burst bit of outgoing data packet headers (LUNA leaves it 0);
+- what the link shows the telemetry: ITPs and header packets waiting for a link credit.
+"""
+
+from amaranth import Elaboratable, Module, Signal
+from luna.gateware.usb.usb3.link import USB3LinkLayer
+from luna.gateware.usb.usb3.link.header import HeaderQueue
+from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
+from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
+from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
+
+__all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer"]
+
+#: Bit of a data packet header's second word that is End Of Burst (USB 3.2 §8.6.1, LUNA's
+#: ``DataHeaderPacket.DW1_LAYOUT``: sequence 5 bits, reserved 1, then EOB).
+_EOB_BIT = 6
+
+
+class BurstLinkLayer(USB3LinkLayer):
+    """LUNA's link layer, with End Of Burst on data headers and the header-credit state visible.
+
+    Attributes
+    ----------
+    data_sink_end_of_burst: Signal(), input
+        EOB of the data packet being sent; held with ``data_sink.valid`` (or ``send_zlp``).
+    header_credit_stall: Signal(), output
+        A header packet is waiting to be sent and the link partner has granted no credit (LCRD).
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.data_sink_end_of_burst = Signal()
+        self.header_credit_stall = Signal()
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        transmitter = m.submodules.transmitter
+        m.d.comb += self.header_credit_stall.eq(transmitter.queue.valid
+                                                & (transmitter.credits_available == 0))
+
+        # Upstream limitation (luna-usb 0.2.3, DataPacketTransmitter): data headers never carry
+        # End Of Burst. The link's header arbiter has not been elaborated yet, so its data-header
+        # input is swapped here for a copy of that queue with the EOB bit set from
+        # ``data_sink_end_of_burst``; nothing else of the transmitter changes.
+        header_mux = m.submodules.hp_mux
+        data_headers = m.submodules.data_tx.header_source
+        with_eob = HeaderQueue()
+        position = next(i for i, queue in enumerate(header_mux._sinks) if queue is data_headers)
+        header_mux._sinks[position] = with_eob
+        m.d.comb += with_eob.header_eq(data_headers)
+        m.d.comb += with_eob.header.dw1[_EOB_BIT].eq(self.data_sink_end_of_burst)
+        return m
+
+
+class ProbeProtocolLayer(USB3ProtocolLayer):
+    """LUNA's protocol layer with a second header producer and the ITP strobe visible.
+
+    Attributes
+    ----------
+    extra_header_source: HeaderQueue, input queue
+        Header packets from busprobe's bulk transaction generator, arbitrated with LUNA's own.
+    itp_received: Signal(), output
+        Strobe: an isochronous timestamp packet arrived (one per 125 µs bus interval).
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.extra_header_source = HeaderQueue()
+        self.itp_received = Signal()
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        # The arbiter elaborates after this method returns, so a producer added now is served.
+        m.submodules.hp_mux.add_producer(self.extra_header_source)
+        m.d.comb += self.itp_received.eq(m.submodules.itp_handler.update_received)
+        return m
+
+
+class SuperSpeedCore(Elaboratable):
+    """LUNA's SuperSpeed device stack over a PIPE interface, with busprobe's extensions.
+
+    Endpoints are added with :meth:`add_endpoint` as with LUNA's ``USBSuperSpeedDevice``; the
+    device address and configuration are kept the same way.
+
+    Attributes
+    ----------
+    link_trained: Signal(), output
+        The link reached U0.
+    link_in_reset: Signal(), output
+        A warm or hot reset is in progress.
+    configuration: Signal(8), output
+        The configuration value set by SET_CONFIGURATION (0: unconfigured).
+    address: Signal(7), output
+        The device address in force.
+    bulk_header_source: HeaderQueue, input queue
+        Transaction packets of busprobe's bulk endpoints (see :mod:`.transaction`).
+    end_of_burst: Signal(), input
+        EOB of the data packet an endpoint is sending.
+    itp_received: Signal(), output
+        Strobe per ITP.
+    header_credit_stall: Signal(), output
+        A header packet waits for a link credit this cycle.
+
+    Parameters
+    ----------
+    phy: PIPEInterface
+        4 symbols wide, synchronous to the ``ss`` domain (LUNA's ``AsyncPIPEInterface`` on a board,
+        the simulation's ports in simulation).
+    sync_frequency: float
+        Frequency of the ``sync`` domain LUNA's PHY reset controller runs in.
+    ss_frequency: float
+        Frequency of the ``ss`` domain (125 MHz for a 4-symbol PIPE at 5 Gb/s).
+    """
+
+    def __init__(self, *, phy, sync_frequency, ss_frequency=125e6):
+        self._phy = phy
+        self._sync_frequency = sync_frequency
+        self._ss_frequency = ss_frequency
+        self._endpoints = []
+        self.link_trained = Signal()
+        self.link_in_reset = Signal()
+        self.configuration = Signal(8)
+        self.address = Signal(7)
+        self.bulk_header_source = HeaderQueue()
+        self.end_of_burst = Signal()
+        self.itp_received = Signal()
+        self.header_credit_stall = Signal()
+
+    def add_endpoint(self, endpoint):
+        """Add an endpoint: any elaboratable with a ``SuperSpeedEndpointInterface`` named
+        ``interface``."""
+        self._endpoints.append(endpoint)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.physical = physical = USB3PhysicalLayer(
+            phy=self._phy, sync_frequency=self._sync_frequency)
+        m.submodules.link = link = BurstLinkLayer(physical_layer=physical,
+                                                  ss_clock_frequency=self._ss_frequency)
+        m.submodules.protocol = protocol = ProbeProtocolLayer(link_layer=link)
+        m.d.comb += [
+            self.link_trained.eq(link.trained),
+            self.link_in_reset.eq(link.in_reset),
+            link.current_address.eq(self.address),
+            protocol.current_address.eq(self.address),
+            protocol.current_configuration.eq(self.configuration),
+            protocol.extra_header_source.header_eq(self.bulk_header_source),
+            link.data_sink_end_of_burst.eq(self.end_of_burst),
+            self.itp_received.eq(protocol.itp_received),
+            self.header_credit_stall.eq(link.header_credit_stall),
+        ]
+
+        m.submodules.endpoint_mux = endpoint_mux = SuperSpeedEndpointMultiplexer()
+        shared = endpoint_mux.shared
+        endpoints = protocol.endpoint_interface
+        m.d.comb += [
+            shared.rx.tap(endpoints.rx),
+            shared.rx_header.eq(endpoints.rx_header),
+            shared.rx_complete.eq(endpoints.rx_complete),
+            shared.rx_invalid.eq(endpoints.rx_invalid),
+            endpoints.tx.stream_eq(shared.tx),
+            endpoints.tx_zlp.eq(shared.tx_zlp),
+            endpoints.tx_length.eq(shared.tx_length),
+            endpoints.tx_endpoint_number.eq(shared.tx_endpoint_number),
+            endpoints.tx_sequence_number.eq(shared.tx_sequence_number),
+            endpoints.tx_direction.eq(shared.tx_direction),
+            endpoints.handshakes_out.connect(shared.handshakes_out),
+            endpoints.handshakes_in.connect(shared.handshakes_in),
+            shared.active_config.eq(self.configuration),
+            shared.active_address.eq(self.address),
+        ]
+        with m.If(shared.address_changed):
+            m.d.ss += self.address.eq(shared.new_address)
+        with m.If(shared.config_changed):
+            m.d.ss += self.configuration.eq(shared.new_config)
+        with m.If(link.in_reset):
+            m.d.ss += [self.address.eq(0), self.configuration.eq(0)]
+
+        for index, endpoint in enumerate(self._endpoints):
+            endpoint_mux.add_interface(endpoint.interface)
+            m.submodules[f"endpoint_{index}"] = endpoint
+        return m

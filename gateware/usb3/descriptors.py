@@ -1,0 +1,55 @@
+"""USB descriptors of the busprobe SuperSpeed device, from :mod:`busprobe.protocol.usb3`."""
+
+from busprobe.protocol import usb3
+from usb_protocol.emitters.descriptors.standard import SuperSpeedDeviceDescriptorCollection
+from usb_protocol.types import USBTransferType
+
+__all__ = ["build_descriptors", "CONTROL_MAX_PACKET_EXPONENT"]
+
+#: bMaxPacketSize0 of a SuperSpeed device: 2**9 = 512 bytes (USB 3.2 §9.6.1).
+CONTROL_MAX_PACKET_EXPONENT = (usb3.CONTROL_MAX_PACKET_SIZE - 1).bit_length()
+
+
+def build_descriptors() -> SuperSpeedDeviceDescriptorCollection:
+    """Device, configuration (bulk IN and OUT with their SuperSpeed endpoint companions) and BOS.
+
+    The BOS carries the SuperSpeed USB device capability (and the USB 2.0 extension every
+    SuperSpeed device must have, USB 3.2 §9.6.2); the companions advertise
+    :data:`~busprobe.protocol.usb3.MAX_BURST`.
+    """
+    descriptors = SuperSpeedDeviceDescriptorCollection()
+    with descriptors.DeviceDescriptor() as d:
+        d.bcdUSB = 3.00
+        d.idVendor = usb3.VID
+        d.idProduct = usb3.PID
+        d.iManufacturer = usb3.MANUFACTURER
+        d.iProduct = usb3.PRODUCT
+        d.iSerialNumber = usb3.SERIAL
+        d.bMaxPacketSize0 = CONTROL_MAX_PACKET_EXPONENT
+        d.bNumConfigurations = 1
+
+    with descriptors.ConfigurationDescriptor() as c:
+        c.bmAttributes = 0x80  # bus powered, no remote wakeup
+        c.bMaxPower = 12  # × 8 mA at SuperSpeed = 96 mA
+        with c.InterfaceDescriptor() as i:
+            i.bInterfaceNumber = 0
+            i.bInterfaceClass = 0xFF  # vendor specific
+            for address in (usb3.EP_IN, usb3.EP_OUT):
+                with i.EndpointDescriptor() as e:
+                    e.bEndpointAddress = address
+                    e.bmAttributes = USBTransferType.BULK
+                    e.wMaxPacketSize = usb3.MAX_PACKET_SIZE
+                    e.bInterval = 0
+                    with e.SuperSpeedCompanion() as companion:
+                        companion.bMaxBurst = usb3.MAX_BURST
+                        companion.bmAttributes = 0  # no streams
+
+    with descriptors.BOSDescriptor() as bos:
+        with bos.USB2Extension() as usb2_extension:
+            usb2_extension.bmAttributes = 0  # no LPM
+        with bos.SuperSpeedUSBDeviceCapability() as capability:
+            capability.wSpeedsSupported = 0b1000  # SuperSpeed only: this device has no USB 2.0
+            capability.bFunctionalitySupport = 3  # lowest speed with full function: SuperSpeed
+            capability.bU1DevExitLat = 0
+            capability.wU2DevExitLat = 0
+    return descriptors

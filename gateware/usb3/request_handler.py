@@ -1,0 +1,180 @@
+"""Vendor request handler of the SuperSpeed device: :class:`busprobe.protocol.usb3.Request`."""
+
+from amaranth import Array, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol import usb3
+from busprobe.protocol.patterns import Pattern
+from luna.gateware.usb.usb3.application.request import SuperSpeedRequestHandlerInterface
+from luna.gateware.utils import falling_edge_detected
+from usb_protocol.types import USBRequestType
+
+from ..common.pattern import PATTERN_SHAPE
+
+__all__ = ["SuperSpeedProbeRequestHandler", "INFO_WORDS"]
+
+_INFO = usb3.pack_info() + bytes(-len(usb3.pack_info()) % 4)
+#: The GET_INFO answer as little-endian words, padded to a whole word.
+INFO_WORDS = tuple(int.from_bytes(_INFO[i:i + 4], "little") for i in range(0, len(_INFO), 4))
+_WORDS = max(usb3.TELEMETRY_WORDS, len(INFO_WORDS))
+_IN_REQUESTS = {usb3.Request.GET_INFO: usb3.INFO_SIZE,
+                usb3.Request.GET_TELEMETRY: usb3.TELEMETRY_SIZE}
+
+
+class SuperSpeedProbeRequestHandler(wiring.Component):
+    """Answers the busprobe vendor requests on EP0 at SuperSpeed; stalls any other non-standard
+    request.
+
+    GET_INFO and GET_TELEMETRY answer in one data packet (both are shorter than the 512-byte
+    control packet); GET_TELEMETRY snapshots every counter when the SETUP packet arrives, so the
+    block is from one instant. A retried data stage (the host's ACK asks again) resends the same
+    snapshot. The OUT requests take effect when the host sends the STATUS TP, as LUNA's standard
+    SET_ADDRESS does.
+
+    Attributes
+    ----------
+    telemetry: ArrayLayout(32, TELEMETRY_WORDS), input
+        Live telemetry words, in protocol order.
+    clear_telemetry: Signal(), output
+        Strobe: CLEAR_TELEMETRY.
+    set_pattern: Signal(), output
+        Strobe: SET_PATTERN (and SET_DATA_MODE PATTERN, which restarts both streams the same
+        way); ``pattern`` holds the new pattern from the next cycle on.
+    pattern: Signal(PATTERN_SHAPE), output
+        The selected pattern.
+    set_in_transfer: Signal(), output
+        Strobe: SET_IN_TRANSFER; ``in_transfer_length``/``in_zlp`` hold the new values from the
+        next cycle on.
+    in_transfer_length: Signal(31), output
+        IN transfer length in bytes (0 = endless).
+    in_zlp: Signal(), output
+        End IN transfers that are a multiple of 1024 bytes with a ZLP.
+    interface: SuperSpeedRequestHandlerInterface
+        LUNA's connection to the SuperSpeed control endpoint (not part of the wiring signature).
+    """
+
+    telemetry: In(data.ArrayLayout(32, usb3.TELEMETRY_WORDS))
+    clear_telemetry: Out(1)
+    set_pattern: Out(1)
+    pattern: Out(PATTERN_SHAPE)
+    set_in_transfer: Out(1)
+    in_transfer_length: Out(31)
+    in_zlp: Out(1)
+
+    def __init__(self):
+        super().__init__()
+        self.interface = SuperSpeedRequestHandlerInterface()
+
+    def elaborate(self, platform):
+        m = Module()
+        interface = self.interface
+        setup = interface.setup
+        handshakes = interface.handshakes_out
+        # Status-stage ACKs carry sequence 1, as LUNA's standard handler's (USB 3.2 §8.12.2).
+        m.d.comb += handshakes.next_sequence.eq(1)
+
+        reply = Array(Signal(32, name=f"reply_{i}") for i in range(_WORDS))
+        reply_length = Signal(range(4 * _WORDS + 1))
+        word = Signal(range(_WORDS))
+        last_word = Signal(range(_WORDS))
+        sending = Signal()
+        m.d.comb += last_word.eq((reply_length - 1) >> 2)
+
+        is_vendor = setup.type == USBRequestType.VENDOR
+        request = setup.request
+        argument = Signal(32)
+        m.d.comb += argument.eq(setup.value | (setup.index << 16))
+        # OUT requests without a data stage that this device accepts, by request code.
+        accepted_out = Signal()
+        with m.Switch(request):
+            with m.Case(usb3.Request.CLEAR_TELEMETRY, usb3.Request.SET_IN_TRANSFER):
+                m.d.comb += accepted_out.eq(1)
+            with m.Case(usb3.Request.SET_PATTERN):
+                m.d.comb += accepted_out.eq(setup.value < len(Pattern))
+            with m.Case(usb3.Request.SET_DATA_MODE):
+                m.d.comb += accepted_out.eq(
+                    setup.value.matches(*(int(mode) for mode in usb3.SUPPORTED_DATA_MODES)))
+        accepted_in = Signal()
+        with m.Switch(request):
+            for code in _IN_REQUESTS:
+                with m.Case(code):
+                    m.d.comb += accepted_in.eq(1)
+
+        data_received = falling_edge_detected(m, interface.rx.valid, domain="ss")
+
+        def start_request():
+            # A new SETUP packet ends whatever request was in progress, in any state;
+            # called last in each state so its next state wins.
+            with m.If(setup.received):
+                m.d.ss += sending.eq(0)
+                with m.If(setup.type == USBRequestType.STANDARD):
+                    m.next = "IDLE"  # LUNA's standard handler answers these
+                with m.Elif(is_vendor & setup.is_in_request & accepted_in & (setup.length != 0)):
+                    for code, size in _IN_REQUESTS.items():
+                        with m.If(request == code):
+                            m.d.ss += reply_length.eq(Mux(setup.length < size, setup.length,
+                                                          size))
+                    with m.If(request == usb3.Request.GET_INFO):
+                        m.d.ss += [reply[i].eq(Const(w, 32)) for i, w in enumerate(INFO_WORDS)]
+                    with m.Else():
+                        m.d.ss += [reply[i].eq(self.telemetry[i])
+                                   for i in range(usb3.TELEMETRY_WORDS)]
+                    m.next = "DATA_IN"
+                with m.Elif(is_vendor & ~setup.is_in_request & accepted_out & (setup.length == 0)):
+                    m.next = "STATUS_OUT"
+                with m.Else():
+                    m.next = "STALL"
+
+        with m.FSM(domain="ss"):
+            with m.State("IDLE"):
+                start_request()
+
+            with m.State("DATA_IN"):
+                # Each IN token (ACK TP with NumP > 0) asks for the data packet, again on a retry.
+                with m.If(interface.data_requested):
+                    m.d.ss += [word.eq(0), sending.eq(1)]
+                with m.If(sending):
+                    remaining = reply_length - (word << 2)
+                    m.d.comb += [
+                        interface.tx.valid.eq(Mux(remaining >= 4, 0b1111,
+                                                  Mux(remaining == 3, 0b0111,
+                                                      Mux(remaining == 2, 0b0011, 0b0001)))),
+                        interface.tx.first.eq(word == 0),
+                        interface.tx.last.eq(word == last_word),
+                        interface.tx.data.eq(reply[word]),
+                    ]
+                    with m.If(interface.tx.ready):
+                        m.d.ss += word.eq(word + 1)
+                        with m.If(word == last_word):
+                            m.d.ss += sending.eq(0)
+                with m.If(interface.status_requested):
+                    m.d.comb += handshakes.send_ack.eq(1)
+                    m.next = "IDLE"
+                start_request()
+
+            with m.State("STATUS_OUT"):
+                with m.If(interface.status_requested):
+                    m.d.comb += handshakes.send_ack.eq(1)
+                    with m.Switch(request):
+                        with m.Case(usb3.Request.CLEAR_TELEMETRY):
+                            m.d.comb += self.clear_telemetry.eq(1)
+                        with m.Case(usb3.Request.SET_PATTERN, usb3.Request.SET_DATA_MODE):
+                            m.d.comb += self.set_pattern.eq(1)
+                            with m.If(request == usb3.Request.SET_PATTERN):
+                                m.d.ss += self.pattern.eq(setup.value)
+                        with m.Case(usb3.Request.SET_IN_TRANSFER):
+                            m.d.comb += self.set_in_transfer.eq(1)
+                            m.d.ss += [
+                                self.in_transfer_length.eq(argument & ~usb3.IN_ZLP_FLAG),
+                                self.in_zlp.eq((argument & usb3.IN_ZLP_FLAG) != 0),
+                            ]
+                    m.next = "IDLE"
+                start_request()
+
+            with m.State("STALL"):
+                with m.If(interface.data_requested | interface.status_requested | data_received):
+                    m.d.comb += handshakes.send_stall.eq(1)
+                    m.next = "IDLE"
+                start_request()
+
+        return m
