@@ -142,6 +142,8 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                         interface.tx.first.eq(word == 0),
                         interface.tx.last.eq(word == last_word),
                         interface.tx.data.eq(reply[word]),
+                        interface.tx_length.eq(reply_length),
+                        interface.tx_sequence_number.eq(0),
                     ]
                     with m.If(interface.tx.ready):
                         m.d.ss += word.eq(word + 1)
