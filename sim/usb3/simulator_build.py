@@ -1,0 +1,34 @@
+"""Build the USB 3.0 simulator: device design + PIPE link partner in Verilator, cached by hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..toolchain import build_root, build_verilator_model
+
+__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "build_usb3_simulator", "symbol_defines"]
+
+TOPLEVEL = "usb3_sim_top"
+HDL = Path(__file__).resolve().parent.parent / "hdl"
+#: HDL sources of the link partner and the simulation top (the device design is added).
+PARTNER_SOURCES = (HDL / "pipe_receiver.sv", HDL / "pipe_partner.sv", HDL / "usb3_sim_top.sv")
+
+
+def symbol_defines() -> dict[str, str]:
+    """The K symbols the partner frames with, from LUNA's one definition (physical/coding.py)."""
+    from luna.gateware.usb.usb3.physical import coding
+
+    return {f"K_{name}": f"8'h{getattr(coding, name).value:02X}"
+            for name in ("SKP", "COM", "SHP", "SLC", "SDP", "END", "EDB", "EPF")}
+
+
+def build_usb3_simulator(design: str = "stock") -> Path:
+    """Generate the design's Verilog and build it with the link partner (both steps cached)."""
+    if design != "stock":
+        raise ValueError(f"unknown USB3 design {design!r}")
+    from .scratch_top import TOP_NAME, generate_verilog
+
+    verilog = generate_verilog(build_root() / "gateware" / "usb3")
+    return build_verilator_model(f"usb3-{design}", [verilog, *PARTNER_SOURCES], TOPLEVEL,
+                                 defines={"DUT_MODULE": TOP_NAME, **symbol_defines()},
+                                 public_ports_only=True)
