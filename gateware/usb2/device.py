@@ -1,17 +1,19 @@
 """The busprobe USB 2.0 high-speed device: always-ready bulk IN and OUT, pattern, telemetry."""
 
 from amaranth import DomainRenamer, Elaboratable, Module, Signal
+from amaranth.lib import wiring
 from luna.gateware.usb.usb2.control import USBControlEndpoint
 from luna.gateware.usb.usb2.device import USBDevice
 
-from ..common.checker import PatternChecker
 from .control_endpoint import Endpoint0Guard
+from .data_path import Usb2DataPath
 from .descriptors import build_descriptors
-from .in_endpoint import PatternInEndpoint
-from .out_endpoint import SinkOutEndpoint
+from .in_endpoint import StreamInEndpoint
+from .out_endpoint import StreamOutEndpoint
 from .request_handler import ProbeRequestHandler
 from .rx_monitor import RxPacketMonitor
 from .telemetry import Usb2Telemetry
+from .telemetry_snapshot import TelemetrySnapshot
 
 __all__ = ["Usb2ProbeDevice", "usb_device"]
 
@@ -52,11 +54,15 @@ class Usb2ProbeDevice(Elaboratable):
     """USB 2.0 HS bulk device that is never the bottleneck (issue 2).
 
     - EP0: LUNA standard requests + :class:`ProbeRequestHandler` (busprobe vendor requests).
-    - EP1 IN (0x81): :class:`PatternInEndpoint`, a double-buffered pattern source that never NAKs.
-    - EP2 OUT (0x02): :class:`SinkOutEndpoint` + :class:`PatternChecker`, ACKs back-to-back packets.
+    - EP1 IN (0x81): :class:`StreamInEndpoint`, a block-RAM ring of packets filled from a
+      packet stream; never NAKs a source that keeps up.
+    - EP2 OUT (0x02): :class:`StreamOutEndpoint`, ACKs back-to-back packets into a packet stream.
+    - :class:`Usb2DataPath`: what those streams carry (the pattern and its checker, or OUT looped
+      back to IN), as SET_DATA_MODE selects.
     - :class:`RxPacketMonitor`: every packet received, and the ones dropped (bad PID, malformed,
       bad CRC, not for this device).
-    - :class:`Usb2Telemetry`: what the host did, in protocol order.
+    - :class:`Usb2Telemetry`: what the host did, in protocol order; :class:`TelemetrySnapshot`
+      copies it into block RAM for GET_TELEMETRY.
 
     Everything runs in the ``usb`` domain (60 MHz from the PHY); the board or simulation top
     provides that domain.
@@ -75,9 +81,11 @@ class Usb2ProbeDevice(Elaboratable):
         Let LUNA drive the ``usb`` clock from ``ulpi.clk`` (False: the caller provides it).
     out_buffer_packets: int
         OUT buffer size in packets.
+    in_buffer_packets: int
+        IN ring size in packets (a power of two).
     """
 
-    def __init__(self, *, ulpi, handle_clocking=False, out_buffer_packets=4):
+    def __init__(self, *, ulpi, handle_clocking=False, out_buffer_packets=4, in_buffer_packets=4):
         self.usb, self._usb_renamed = usb_device(ulpi=ulpi, handle_clocking=handle_clocking)
         # What USBDevice.add_standard_control_endpoint does, with the endpoint behind a guard.
         self.control = USBControlEndpoint(utmi=self.usb.utmi)
@@ -85,19 +93,21 @@ class Usb2ProbeDevice(Elaboratable):
         self.usb.add_endpoint(Endpoint0Guard(self.control))
         self.requests = ProbeRequestHandler()
         self.control.add_request_handler(self.requests)
-        self.ep_in = PatternInEndpoint()
-        self.ep_out = SinkOutEndpoint(buffer_packets=out_buffer_packets)
+        self.ep_in = StreamInEndpoint(buffer_packets=in_buffer_packets)
+        self.ep_out = StreamOutEndpoint(buffer_packets=out_buffer_packets)
         self.usb.add_endpoint(self.ep_in)
         self.usb.add_endpoint(self.ep_out)
-        self.checker = PatternChecker(domain="usb")
+        self.data_path = Usb2DataPath()
         self.rx_monitor = RxPacketMonitor()
         self.telemetry = Usb2Telemetry()
+        self.snapshot = TelemetrySnapshot()
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.usb = self._usb_renamed
-        m.submodules.checker = checker = self.checker
+        m.submodules.data_path = data_path = self.data_path
         m.submodules.telemetry = telemetry = self.telemetry
+        m.submodules.snapshot = snapshot = self.snapshot
         m.submodules.rx_monitor = rx_monitor = self.rx_monitor
         usb, requests, ep_in, ep_out = self.usb, self.requests, self.ep_in, self.ep_out
 
@@ -109,19 +119,19 @@ class Usb2ProbeDevice(Elaboratable):
             usb.full_speed_only.eq(0),
             usb.low_speed_only.eq(0),
 
-            ep_in.pattern.eq(requests.pattern),
-            ep_in.restart.eq(requests.set_pattern),
+            # A new pattern or data mode starts both directions afresh, nothing left buffered.
+            data_path.mode.eq(requests.data_mode),
+            data_path.pattern.eq(requests.pattern),
+            data_path.restart.eq(requests.set_pattern | requests.set_data_mode),
+            data_path.clear.eq(requests.clear_telemetry),
+            ep_in.flush.eq(requests.set_pattern | requests.set_data_mode),
             ep_in.reframe.eq(requests.set_in_transfer),
+            ep_in.cut_through.eq(data_path.in_cut_through),
             ep_in.transfer_length.eq(requests.in_transfer_length),
             ep_in.zlp.eq(requests.in_zlp),
             ep_in.reset_toggle.eq(reset_toggle),
             ep_out.reset_toggle.eq(reset_toggle),
 
-            checker.pattern.eq(requests.pattern),
-            checker.restart.eq(requests.set_pattern),
-            checker.clear.eq(requests.clear_telemetry),
-            checker.stream.valid.eq(ep_out.stream.valid),
-            checker.stream.payload.eq(ep_out.stream.payload),
 
             telemetry.clear.eq(requests.clear_telemetry),
             telemetry.sof.eq(usb.sof_detected),
@@ -138,10 +148,15 @@ class Usb2ProbeDevice(Elaboratable):
             telemetry.rx.crc_error.eq(rx_monitor.crc_error),
             telemetry.rx.foreign.eq(rx_monitor.foreign),
             telemetry.out_duplicate.eq(ep_out.duplicate),
-            telemetry.pattern_errors.eq(checker.errors),
-            telemetry.first_error_offset.eq(checker.first_error_offset),
-            requests.telemetry.eq(telemetry.words),
+            telemetry.pattern_errors.eq(data_path.pattern_errors),
+            telemetry.first_error_offset.eq(data_path.first_error_offset),
+            snapshot.words.eq(telemetry.words),
+            snapshot.capture.eq(requests.capture_telemetry),
+            snapshot.read_address.eq(requests.read_address),
+            requests.read_data.eq(snapshot.read_data),
         ]
+        wiring.connect(m, data_path.to_in, ep_in.stream)
+        wiring.connect(m, ep_out.stream, data_path.from_out)
         for endpoint, traffic in ((ep_in, telemetry.ep_in), (ep_out, telemetry.ep_out)):
             m.d.comb += [
                 traffic.token.eq(endpoint.token),

@@ -1,48 +1,52 @@
-"""Always-ready bulk IN endpoint streaming a pattern."""
+"""Always-ready bulk IN endpoint: a block-RAM ring of packets filled from a packet stream."""
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.endpoint import EndpointInterface
 
-from ..common.pattern import (
-    PATTERN_SHAPE,
-    PATTERN_START,
-    PatternPosition,
-    next_position,
-    pattern_byte,
-)
+from ..common.packet_stream import PacketStreamSignature
 
-__all__ = ["PatternInEndpoint"]
+__all__ = ["StreamInEndpoint"]
 
 
-class PatternInEndpoint(wiring.Component):
-    """Bulk IN endpoint that answers every IN token with data: never NAKs.
+class StreamInEndpoint(wiring.Component):
+    """Bulk IN endpoint sending what a packet stream gives it; never NAKs a stream that keeps up.
 
-    The data is a pattern, a pure function of its stream position, so this endpoint double-buffers
-    *positions* instead of bytes: ``committed`` is the :data:`PatternPosition` of the first byte
-    not yet ACKed, ``live`` the position of the byte on the wire. On an IN token a packet is sent
-    from ``committed``; the host's ACK moves ``committed`` to ``live`` (the next packet is ready
-    that very cycle); a new token without an ACK resends the same packet with the same data toggle,
-    so the pattern never advances past unacknowledged data. The two 97-bit positions replace two
-    512-byte buffers, and a packet's length is chosen when it is sent, so SET_IN_TRANSFER takes
-    effect at the next packet with the stream continuing exactly where it was.
+    The buffer is one block RAM used as a ring of ``buffer_packets`` packets, each byte stored
+    with the stream's ``last`` bit. Two read pointers make it a multi-buffer: ``committed`` is
+    the first byte the host has not ACKed, ``live`` the byte on the wire. A packet goes out from
+    ``committed``; the host's ACK moves ``committed`` to ``live`` (freeing the packet for the
+    writer); a new token without an ACK resends the same bytes with the same data toggle. The
+    writer fills the free part of the ring from ``stream`` meanwhile, so with a source that is
+    always valid the next packet is ready the cycle the last one is ACKed, and the first one from
+    the first cycle after reset.
 
-    Transfer framing: with ``transfer_length`` N > 0 every transfer is N bytes; its last packet is
-    short, or, when N is a multiple of the packet size and ``zlp`` is set, followed by a ZLP.
-    N = 0 streams full packets.
+    Packet length is chosen as the packet is sent: ``max_packet_size``, less where the transfer
+    ends (``transfer_length``) or where the stream closed a packet with ``last``. With
+    ``transfer_length`` N > 0 every transfer is N bytes; its last packet is short, or, when N is a
+    multiple of the packet size and ``zlp`` is set, followed by a ZLP. N = 0 leaves the framing
+    to the stream (full packets, and whatever ``last`` closes). A token that finds less than a
+    full packet and no ``last`` in the ring is NAKed, unless ``cut_through`` says the stream is
+    a generator (valid whenever the ring has room): then a packet starts as soon as two bytes
+    are in, because the writer, one byte per cycle, stays ahead of the transmitter, which takes
+    at most one — a ring just flushed answers the host's first token without a NAK.
 
     Attributes
     ----------
-    pattern: Signal(PATTERN_SHAPE), input
-        Pattern to stream.
-    restart: Signal(), input
-        Strobe: start over at byte 0 of the pattern and of a transfer (SET_PATTERN).
+    stream: PacketStreamSignature(1), input
+        The data to send (see :mod:`~gateware.common.packet_stream`).
+    cut_through: Signal(), input
+        The stream never stalls while the ring has room (a pattern generator): packets may start
+        before they are all in the ring.
+    flush: Signal(), input
+        Strobe: forget every byte buffered and not yet ACKed (SET_PATTERN, SET_DATA_MODE).
     reframe: Signal(), input
-        Strobe: a new transfer starts at the next packet; the stream continues (SET_IN_TRANSFER).
+        Strobe: a new transfer starts at the next packet; buffered data stays (SET_IN_TRANSFER).
     transfer_length: Signal(31), input
-        Transfer length in bytes, 0 for endless.
+        Transfer length in bytes, 0 for framing by the stream only.
     zlp: Signal(), input
         End transfers whose length is a multiple of the packet size with a ZLP.
     reset_toggle: Signal(), input
@@ -50,8 +54,7 @@ class PatternInEndpoint(wiring.Component):
     token: Signal(), output
         Strobe: an IN token addressed to this endpoint arrived.
     nak: Signal(), output
-        Strobe: this endpoint answered NAK. It has no path that does; the strobe is wired to the
-        handshake output so telemetry shows that rather than assumes it.
+        Strobe: this endpoint answered NAK (the stream had not filled a packet).
     packet_start: Signal(), output
         Strobe: a data packet (or ZLP, or a retry) starts.
     acked: Signal(), output
@@ -67,10 +70,13 @@ class PatternInEndpoint(wiring.Component):
         Endpoint number (not address).
     max_packet_size: int
         wMaxPacketSize of the endpoint.
+    buffer_packets: int
+        Ring size in full packets (a power of two, at least 2).
     """
 
-    pattern: In(PATTERN_SHAPE)
-    restart: In(1)
+    stream: In(PacketStreamSignature(1))
+    cut_through: In(1)
+    flush: In(1)
     reframe: In(1)
     transfer_length: In(31)
     zlp: In(1)
@@ -82,26 +88,52 @@ class PatternInEndpoint(wiring.Component):
     acked_length: Out(range(usb2.MAX_PACKET_SIZE + 1))
 
     def __init__(self, *, endpoint_number=usb2.EP_IN & 0x7F,
-                 max_packet_size=usb2.MAX_PACKET_SIZE):
+                 max_packet_size=usb2.MAX_PACKET_SIZE, buffer_packets=4):
+        depth = buffer_packets * max_packet_size
+        if buffer_packets < 2 or depth & (depth - 1):
+            raise ValueError("the IN ring must hold a power of two of at least two packets")
         self._endpoint_number = endpoint_number
         self._max_packet_size = max_packet_size
+        self._depth = depth
         super().__init__()
         self.interface = EndpointInterface()
 
     def elaborate(self, platform):
         m = Module()
-        mps = self._max_packet_size
+        mps, depth = self._max_packet_size, self._depth
         interface = self.interface
         tokenizer, tx = interface.tokenizer, interface.tx
 
-        committed = Signal(PatternPosition, init=PATTERN_START)
-        live = Signal(PatternPosition, init=PATTERN_START)
+        # One bit beyond the address tells a full ring from an empty one.
+        pointer = range(2 * depth)
+        written = Signal(pointer)
+        committed = Signal(pointer)
+        live = Signal(pointer)
+        closed = Signal(range(depth + 1))   # bytes with `last` between committed and written
 
-        # Framing state, committed on ACK like the pattern position.
+        m.submodules.ring = ring = Memory(shape=9, depth=depth, init=[])
+        write = ring.write_port(domain="usb")
+        read = ring.read_port(domain="usb")
+
+        # -- writer: the free part of the ring, from the stream -----------------------------
+        level = Signal(pointer)
+        m.d.comb += [
+            level.eq(written - committed),
+            self.stream.ready.eq(level < depth),
+            write.addr.eq(written),
+            write.data.eq(self.stream.p.as_value()),
+            write.en.eq(self.stream.valid & self.stream.ready),
+        ]
+        wrote_last = write.en & self.stream.p.last
+        with m.If(write.en):
+            m.d.usb += written.eq(written + 1)
+
+        # -- sender ----------------------------------------------------------------------------
         transfer_position = Signal(31)   # bytes of the current transfer already ACKed
         zlp_owed = Signal()              # the transfer ended on a full packet and wants a ZLP
         packet_length = Signal(range(mps + 1))
         sent = Signal(range(mps + 1))
+        sent_last = Signal()             # the packet in flight was closed by the stream
         data_toggle = Signal()
 
         for_us = tokenizer.endpoint == self._endpoint_number
@@ -110,23 +142,30 @@ class PatternInEndpoint(wiring.Component):
                       & interface.clear_endpoint_halt_in.direction
                       & (interface.clear_endpoint_halt_in.number == self._endpoint_number))
 
-        # Framing arithmetic is pipelined two registers deep: its inputs change only on an ACK or
-        # a control request, and the next IN token is always many cycles later (token packet +
-        # inter-packet delay), so the registered values are settled when they are used. This keeps
-        # the 31-bit subtract/compare chain out of the token-to-response path (ECP5 timing).
+        # Framing arithmetic is registered: its inputs change only on an ACK, a write or a
+        # control request, and the next IN token is always many cycles later (token packet +
+        # inter-packet delay), so the values are settled when they are used; this keeps the
+        # 31-bit subtract/compare chain out of the token-to-response path (ECP5 timing).
         remaining = Signal(31)
         next_length = Signal(range(mps + 1))
-        transfer_ends = Signal()  # the packet in flight is the last of its transfer
+        transfer_ends = Signal()   # the packet in flight is the last of its transfer
+        ready = Signal()           # a packet can go out: a full one, or one the stream closed
         m.d.usb += [
             remaining.eq(self.transfer_length - transfer_position),
             next_length.eq(Mux(zlp_owed, 0, Mux((self.transfer_length == 0) | (remaining >= mps),
                                                 mps, remaining))),
             transfer_ends.eq((self.transfer_length != 0) & (remaining <= packet_length)),
+            ready.eq(zlp_owed | (level >= next_length) | (closed != 0)
+                     | (self.cut_through & (level >= 2))),
         ]
 
+        # The read port is addressed one byte ahead, so the byte at `live` is on its output in
+        # every cycle of SEND (block RAM reads take a cycle).
+        byte_last = read.data[8]
         m.d.comb += [
+            read.addr.eq(live),
             interface.tx_pid_toggle.eq(data_toggle),
-            tx.payload.eq(pattern_byte(live, self.pattern)),
+            tx.payload.eq(read.data[0:8]),
             self.token.eq(tokenizer.new_token & tokenizer.is_in & for_us),
             self.nak.eq(interface.handshakes_out.nak),
             self.acked_length.eq(packet_length),
@@ -135,30 +174,37 @@ class PatternInEndpoint(wiring.Component):
         with m.If(self.reset_toggle | clear_halt):
             m.d.usb += data_toggle.eq(0)
 
+        acked_closed = Signal()
         with m.FSM(domain="usb"):
             with m.State("READY"):
-                m.d.usb += [live.eq(committed), sent.eq(0)]
+                m.d.comb += read.addr.eq(committed)
+                m.d.usb += [live.eq(committed), sent.eq(0), sent_last.eq(0)]
                 with m.If(in_token_ready):
-                    m.d.comb += self.packet_start.eq(1)
-                    m.d.usb += packet_length.eq(next_length)
-                    with m.If(next_length == 0):
-                        # LUNA's packet generator sends a ZLP for `last` without `first`.
-                        m.d.comb += [tx.valid.eq(1), tx.last.eq(1)]
-                        m.next = "WAIT_FOR_ACK"
+                    with m.If(~ready):
+                        m.d.comb += interface.handshakes_out.nak.eq(1)
                     with m.Else():
-                        m.next = "SEND"
+                        m.d.comb += self.packet_start.eq(1)
+                        m.d.usb += packet_length.eq(next_length)
+                        with m.If(next_length == 0):
+                            # LUNA's packet generator sends a ZLP for `last` without `first`.
+                            m.d.comb += [tx.valid.eq(1), tx.last.eq(1)]
+                            m.next = "WAIT_FOR_ACK"
+                        with m.Else():
+                            m.next = "SEND"
 
             with m.State("SEND"):
-                last = sent == packet_length - 1
+                last = (sent == packet_length - 1) | byte_last
                 m.d.comb += [tx.valid.eq(1), tx.first.eq(sent == 0), tx.last.eq(last)]
                 with m.If(tx.ready):
-                    m.d.usb += [sent.eq(sent + 1), *next_position(live, live)]
+                    m.d.comb += read.addr.eq(live + 1)
+                    m.d.usb += [sent.eq(sent + 1), live.eq(live + 1)]
                     with m.If(last):
+                        m.d.usb += [packet_length.eq(sent + 1), sent_last.eq(byte_last)]
                         m.next = "WAIT_FOR_ACK"
 
             with m.State("WAIT_FOR_ACK"):
                 with m.If(interface.handshakes_in.ack):
-                    m.d.comb += self.acked.eq(1)
+                    m.d.comb += [self.acked.eq(1), acked_closed.eq(sent_last)]
                     m.d.usb += [committed.eq(live), data_toggle.eq(~data_toggle)]
                     self._advance_framing(m, transfer_position, zlp_owed, packet_length,
                                           transfer_ends)
@@ -167,11 +213,15 @@ class PatternInEndpoint(wiring.Component):
                     # No ACK before the next token: the host will ask for this packet again.
                     m.next = "READY"
 
+        with m.If(wrote_last & ~acked_closed):
+            m.d.usb += closed.eq(closed + 1)
+        with m.Elif(acked_closed & ~wrote_last):
+            m.d.usb += closed.eq(closed - 1)
+
         # Control requests win over traffic (the bus is idle on this endpoint meanwhile).
-        with m.If(self.restart):
-            start = PatternPosition.const(PATTERN_START)
-            m.d.usb += [committed.eq(start), live.eq(start)]
-        with m.If(self.restart | self.reframe):
+        with m.If(self.flush):
+            m.d.usb += [written.eq(0), committed.eq(0), live.eq(0), closed.eq(0)]
+        with m.If(self.flush | self.reframe):
             m.d.usb += [transfer_position.eq(0), zlp_owed.eq(0)]
         return m
 

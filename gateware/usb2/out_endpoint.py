@@ -1,22 +1,25 @@
 """Always-ready bulk OUT endpoint: LUNA's stream OUT endpoint, room for back-to-back packets."""
 
 from amaranth import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.endpoint import EndpointInterface
 from luna.gateware.usb.usb2.endpoints.stream import USBStreamOutEndpoint
 
-__all__ = ["SinkOutEndpoint"]
+from ..common.packet_stream import PacketStreamSignature
+
+__all__ = ["StreamOutEndpoint"]
 
 
-class SinkOutEndpoint(wiring.Component):
-    """Bulk OUT endpoint that ACKs back-to-back packets and hands their bytes on at line rate.
+class StreamOutEndpoint(wiring.Component):
+    """Bulk OUT endpoint that ACKs back-to-back packets and hands them on as a packet stream.
 
-    Wraps LUNA's :class:`USBStreamOutEndpoint` with a buffer of ``buffer_packets`` full packets
-    (LUNA's default of 2×MPS−1 bytes NAKs the second of two back-to-back packets). The buffer is
-    drained one byte per clock — as fast as a 60 MHz ULPI link can fill it — so it never holds more
-    than about one packet and no OUT or PING is NAKed.
+    Wraps LUNA's :class:`USBStreamOutEndpoint` with a block-RAM buffer of ``buffer_packets``
+    full packets (LUNA's default of 2×MPS−1 bytes NAKs the second of two back-to-back packets).
+    A sink that takes one byte per clock — as fast as a 60 MHz ULPI link fills the buffer — keeps
+    it under about one packet, so no OUT or PING is NAKed; a slower sink makes the endpoint NAK,
+    and no byte is lost.
 
     The wrapper sits between the device and the LUNA endpoint so it can reset the data toggle
     (LUNA's endpoint only does so on CLEAR_FEATURE(ENDPOINT_HALT); the spec also requires it after
@@ -26,8 +29,9 @@ class SinkOutEndpoint(wiring.Component):
     ----------
     reset_toggle: Signal(), input
         Strobe: expect DATA0 next (bus reset, SET_CONFIGURATION).
-    stream: stream.Signature(8, always_ready=True), output
-        Payload bytes of the packets received and ACKed, in order.
+    stream: PacketStreamSignature(1), output
+        The packets received and ACKed, in order, ``last`` on each one's final byte (see
+        :mod:`~gateware.common.packet_stream`).
     token: Signal(), output
         Strobe: an OUT token addressed to this endpoint arrived.
     ping: Signal(), output
@@ -59,7 +63,7 @@ class SinkOutEndpoint(wiring.Component):
     """
 
     reset_toggle: In(1)
-    stream: Out(stream.Signature(8, always_ready=True))
+    stream: Out(PacketStreamSignature(1))
     token: Out(1)
     ping: Out(1)
     nak: Out(1)
@@ -99,9 +103,17 @@ class SinkOutEndpoint(wiring.Component):
             inner.handshakes_out.connect(outer.handshakes_out),
 
             self.stream.valid.eq(endpoint.stream.valid),
-            self.stream.payload.eq(endpoint.stream.payload),
-            endpoint.stream.ready.eq(1),
+            self.stream.p.data.eq(endpoint.stream.payload),
+            endpoint.stream.ready.eq(self.stream.ready),
         ]
+        # LUNA marks only the end of a short packet; every other packet is exactly full.
+        in_packet = Signal(range(self._max_packet_size))
+        packet_end = endpoint.stream.last | (in_packet == self._max_packet_size - 1)
+        m.d.comb += self.stream.p.last.eq(packet_end)
+        with m.If(self.stream.valid & self.stream.ready):
+            m.d.usb += in_packet.eq(0)
+            with m.If(~packet_end):
+                m.d.usb += in_packet.eq(in_packet + 1)
 
         # Our toggle reset reaches LUNA's endpoint as the CLEAR_FEATURE(ENDPOINT_HALT) it obeys.
         with m.If(self.reset_toggle):

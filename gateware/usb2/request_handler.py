@@ -1,9 +1,7 @@
 """Vendor request handler of the USB 2.0 device: :class:`busprobe.protocol.usb2.Request`."""
 
-import struct
-
-from amaranth import Array, Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth import Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
@@ -12,28 +10,31 @@ from usb_protocol.types import USBRequestType
 
 from ..common.pattern import PATTERN_SHAPE
 from .descriptors import CONTROL_MAX_PACKET_SIZE
+from .telemetry_snapshot import INFO_BYTES, INFO_WORD
 
 __all__ = ["ProbeRequestHandler", "INFO_BYTES"]
 
-#: Bits that address a byte of the telemetry block (the data stage never runs past it).
-_TELEMETRY_INDEX_BITS = (usb2.TELEMETRY_SIZE - 1).bit_length()
-
-#: The GET_INFO answer, packed by the protocol's own format.
-INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
-                         usb2.MAX_PACKET_SIZE)
+#: Data modes the gateware carries out (SET_DATA_MODE stalls any other).
+SUPPORTED_DATA_MODES = (usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK)
 
 
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     """Answers the busprobe vendor requests on EP0; stalls any other vendor request.
 
-    GET_TELEMETRY snapshots all counters when the SETUP packet arrives, so the block the host reads
-    is from one instant even when it spans two 64-byte packets. Actions of the OUT requests take
-    effect when the host ACKs the status stage, like LUNA's standard SET_ADDRESS.
+    GET_TELEMETRY starts a snapshot (:class:`~.telemetry_snapshot.TelemetrySnapshot`) when the
+    SETUP packet arrives, so the block the host reads is the same in every packet of the data
+    stage and in a retry. GET_INFO and GET_TELEMETRY are both read from the snapshot RAM.
+    Actions of the OUT requests take effect when the host ACKs the status stage, like LUNA's
+    standard SET_ADDRESS.
 
     Attributes
     ----------
-    telemetry: ArrayLayout(32, TELEMETRY_WORDS), input
-        Live telemetry words, in protocol order.
+    capture_telemetry: Signal(), output
+        Strobe: snapshot the telemetry now (GET_TELEMETRY's SETUP).
+    read_address: Signal(range(TELEMETRY_WORDS + 2)), output
+        Snapshot RAM word to read next.
+    read_data: Signal(32), input
+        The word ``read_address`` gave, a cycle later.
     clear_telemetry: Signal(), output
         Strobe: CLEAR_TELEMETRY.
     set_pattern: Signal(), output
@@ -47,17 +48,25 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         IN transfer length in bytes (0 = endless).
     in_zlp: Signal(), output
         End IN transfers that are a multiple of the packet size with a ZLP.
+    set_data_mode: Signal(), output
+        Strobe: SET_DATA_MODE; ``data_mode`` holds the new mode from the next cycle on.
+    data_mode: Signal(DataMode), output
+        What the bulk endpoints carry.
     interface: RequestHandlerInterface
         LUNA's connection to the control endpoint (not part of the wiring signature).
     """
 
-    telemetry: In(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+    capture_telemetry: Out(1)
+    read_address: Out(range(usb2.TELEMETRY_WORDS + 2))
+    read_data: In(32)
     clear_telemetry: Out(1)
     set_pattern: Out(1)
     pattern: Out(PATTERN_SHAPE)
     set_in_transfer: Out(1)
     in_transfer_length: Out(31)
     in_zlp: Out(1)
+    set_data_mode: Out(1)
+    data_mode: Out(usb2.DataMode)
 
     def __init__(self):
         wiring.Component.__init__(self)
@@ -70,11 +79,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
 
         m.d.comb += interface.claim.eq(setup.type == USBRequestType.VENDOR)
 
-        snapshot = Signal(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
-        telemetry_bytes = [snapshot[i][8 * b:8 * b + 8]
-                           for i in range(usb2.TELEMETRY_WORDS) for b in range(4)]
-        info_bytes = [Const(b, 8) for b in INFO_BYTES]
-        sending_info = Signal()
+        base_word = Signal(range(usb2.TELEMETRY_WORDS + 2))   # 0, or INFO_WORD for GET_INFO
 
         request = Signal(8)
         limit = Signal(16)              # bytes the data stage carries: min(block, wLength)
@@ -97,10 +102,15 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             nothing_left.eq(packet_start >= limit),
         ]
 
+        # The RAM is addressed one byte ahead (its read takes a cycle): the word holding the
+        # byte at `position` is on `read_data` whenever a byte is offered.
         tx = interface.tx
-        m.d.comb += tx.payload.eq(Mux(sending_info,
-                                      Array(info_bytes)[position[0:3]],
-                                      Array(telemetry_bytes)[position[0:_TELEMETRY_INDEX_BITS]]))
+        next_position = Signal(16)
+        m.d.comb += [
+            next_position.eq(position),
+            self.read_address.eq(base_word + next_position[2:]),
+            tx.payload.eq(self.read_data.word_select(position[0:2], 8)),
+        ]
 
         def limit_to(size):
             return Mux(setup.length < size, setup.length, size)
@@ -114,13 +124,13 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                             interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
                 with m.Switch(setup.request):
                     with m.Case(usb2.Request.GET_INFO):
-                        m.d.usb += [sending_info.eq(1), limit.eq(limit_to(len(INFO_BYTES)))]
+                        m.d.usb += [base_word.eq(INFO_WORD), limit.eq(limit_to(len(INFO_BYTES)))]
                         m.next = "SEND_DATA"
                         with m.If(~is_in):
                             m.next = "STALL"
                     with m.Case(usb2.Request.GET_TELEMETRY):
-                        m.d.usb += [sending_info.eq(0), limit.eq(limit_to(usb2.TELEMETRY_SIZE)),
-                                    snapshot.eq(self.telemetry)]
+                        m.d.usb += [base_word.eq(0), limit.eq(limit_to(usb2.TELEMETRY_SIZE))]
+                        m.d.comb += self.capture_telemetry.eq(is_in)
                         m.next = "SEND_DATA"
                         with m.If(~is_in):
                             m.next = "STALL"
@@ -132,6 +142,10 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                         m.next = "STATUS_ACTION"
                         with m.If(~no_data | (setup.value > max(Pattern))):
                             m.next = "STALL"
+                    with m.Case(usb2.Request.SET_DATA_MODE):
+                        m.next = "STALL"
+                        with m.If(no_data & setup.value.matches(*SUPPORTED_DATA_MODES)):
+                            m.next = "STATUS_ACTION"
                     with m.Default():
                         m.next = "STALL"
 
@@ -141,6 +155,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
 
             with m.State("SEND_DATA"):
                 with m.If(interface.data_requested):
+                    m.d.comb += next_position.eq(packet_start)
                     m.d.usb += [position.eq(packet_start), sending.eq(1)]
                 with m.If(sending):
                     with m.If(nothing_left):
@@ -151,6 +166,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                         m.d.comb += [tx.valid.eq(1), tx.first.eq(position == packet_start),
                                      tx.last.eq(last)]
                         with m.If(tx.ready):
+                            m.d.comb += next_position.eq(position + 1)
                             m.d.usb += position.eq(position + 1)
                             with m.If(last):
                                 m.d.usb += [sending.eq(0), expecting_ack.eq(1)]
@@ -185,6 +201,9 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             with m.Case(usb2.Request.SET_PATTERN):
                 m.d.comb += self.set_pattern.eq(1)
                 m.d.usb += self.pattern.eq(setup.value)
+            with m.Case(usb2.Request.SET_DATA_MODE):
+                m.d.comb += self.set_data_mode.eq(1)
+                m.d.usb += self.data_mode.eq(setup.value)
             with m.Case(usb2.Request.SET_IN_TRANSFER):
                 argument = setup.value | (setup.index << 16)
                 m.d.comb += self.set_in_transfer.eq(1)

@@ -1,11 +1,40 @@
 """The always-ready IN endpoint, driven through LUNA's endpoint interface (Amaranth simulation)."""
 
+from amaranth import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
-from busprobe.gateware.usb2.in_endpoint import PatternInEndpoint
+from busprobe.gateware.common.pattern import PATTERN_SHAPE, PatternByteSource
+from busprobe.gateware.usb2.in_endpoint import StreamInEndpoint
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 
 IN_PID = 0b1001
+
+
+class PatternIn(Elaboratable):
+    """The IN endpoint fed by the pattern source, as the device wires it in pattern mode."""
+
+    def __init__(self):
+        self.endpoint = StreamInEndpoint()
+        self.pattern = Signal(PATTERN_SHAPE)
+        self.restart = Signal()
+        for name in ("interface", "transfer_length", "zlp", "reframe", "nak", "token",
+                     "acked", "acked_length"):
+            setattr(self, name, getattr(self.endpoint, name))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.endpoint = endpoint = self.endpoint
+        m.submodules.source = source = PatternByteSource(domain="usb")
+        m.d.comb += [
+            source.pattern.eq(self.pattern),
+            source.restart.eq(self.restart),
+            endpoint.flush.eq(self.restart),
+            endpoint.cut_through.eq(1),
+            endpoint.stream.valid.eq(1),
+            endpoint.stream.p.data.eq(source.stream.payload),
+            source.stream.ready.eq(endpoint.stream.ready),
+        ]
+        return m
 
 
 def run(dut, testbench):
@@ -63,10 +92,11 @@ async def configure(ctx, dut, *, pattern=Pattern.COUNTER, length=0, zlp=False):
     ctx.set(dut.transfer_length, length)
     ctx.set(dut.zlp, zlp)
     await strobe(ctx, dut.restart)
+    await ctx.tick("usb").repeat(8)   # the ring fills while the host's token is on its way
 
 
 def test_in_endpoint_frames_transfers_and_continues_the_pattern_across_them():
-    dut = PatternInEndpoint()
+    dut = PatternIn()
     stream = PatternStream(Pattern.PRBS31)
 
     async def testbench(ctx):
@@ -82,7 +112,7 @@ def test_in_endpoint_frames_transfers_and_continues_the_pattern_across_them():
 
 
 def test_in_endpoint_resends_an_unacknowledged_packet_with_the_same_toggle():
-    dut = PatternInEndpoint()
+    dut = PatternIn()
 
     async def testbench(ctx):
         await configure(ctx, dut)
@@ -97,7 +127,7 @@ def test_in_endpoint_resends_an_unacknowledged_packet_with_the_same_toggle():
 
 
 def test_in_endpoint_sends_a_zlp_after_a_full_packet_transfer_when_asked():
-    dut = PatternInEndpoint()
+    dut = PatternIn()
 
     async def testbench(ctx):
         await configure(ctx, dut, length=1024, zlp=True)
@@ -108,7 +138,7 @@ def test_in_endpoint_sends_a_zlp_after_a_full_packet_transfer_when_asked():
 
 
 def test_set_in_transfer_reframes_at_the_next_packet_without_restarting_the_stream():
-    dut = PatternInEndpoint()
+    dut = PatternIn()
     stream = PatternStream(Pattern.COUNTER)
 
     async def testbench(ctx):
@@ -120,5 +150,48 @@ def test_set_in_transfer_reframes_at_the_next_packet_without_restarting_the_stre
         for _ in range(2):
             payload, _, _ = await in_transaction(ctx, dut)
             assert payload == stream.take(100)
+
+    run(dut, testbench)
+
+
+async def token_nak(ctx, dut):
+    """An IN token the endpoint must NAK."""
+    tokenizer = dut.interface.tokenizer
+    ctx.set(tokenizer.endpoint, usb2.EP_IN & 0x7F)
+    ctx.set(tokenizer.is_in, 1)
+    await strobe(ctx, tokenizer.new_token)
+    await ctx.tick("usb").repeat(3)
+    ctx.set(tokenizer.ready_for_response, 1)
+    nak, valid = ctx.get(dut.interface.handshakes_out.nak), ctx.get(dut.interface.tx.valid)
+    await ctx.tick("usb")
+    ctx.set(tokenizer.ready_for_response, 0)
+    return nak and not valid
+
+
+def test_in_endpoint_sends_packets_the_stream_closes_and_naks_until_one_is_ready():
+    dut = StreamInEndpoint()
+    data = bytes((7 * i) & 0xFF for i in range(700))
+
+    async def write(ctx, chunk, last):
+        for i, byte in enumerate(chunk):
+            ctx.set(dut.stream.valid, 1)
+            ctx.set(dut.stream.p.data, byte)
+            ctx.set(dut.stream.p.last, last and i == len(chunk) - 1)
+            await ctx.tick("usb")
+        ctx.set(dut.stream.valid, 0)
+        await ctx.tick("usb").repeat(3)
+
+    async def testbench(ctx):
+        assert await token_nak(ctx, dut)        # nothing written yet
+        await write(ctx, data[:30], last=False)
+        assert await token_nak(ctx, dut)        # 30 bytes and no `last`: not a packet yet
+        await write(ctx, data[30:40], last=True)
+        payload, toggle, _ = await in_transaction(ctx, dut)
+        assert (payload, toggle) == (data[:40], 0)
+        await write(ctx, data[40:700], last=True)
+        first, _, _ = await in_transaction(ctx, dut)
+        second, toggle, _ = await in_transaction(ctx, dut)
+        assert (first, second, toggle) == (data[40:552], data[552:700], 0)
+        assert await token_nak(ctx, dut)
 
     run(dut, testbench)

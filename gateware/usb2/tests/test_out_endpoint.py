@@ -1,7 +1,7 @@
 """The OUT sink endpoint, driven through LUNA's endpoint interface (Amaranth simulation)."""
 
 from amaranth.sim import Simulator
-from busprobe.gateware.usb2.out_endpoint import SinkOutEndpoint
+from busprobe.gateware.usb2.out_endpoint import StreamOutEndpoint
 from busprobe.protocol import usb2
 
 OUT_PID = 0b0001
@@ -24,11 +24,14 @@ async def out_transaction(ctx, dut, payload, toggle):
     await strobe(ctx, tokenizer.new_token)
     ctx.set(interface.rx_pid_toggle, toggle)
     streamed = bytearray()
+    ctx.set(dut.stream.ready, 1)
 
     async def tick():
         await ctx.tick("usb")
         if ctx.get(dut.stream.valid):
-            streamed.append(ctx.get(dut.stream.payload))
+            streamed.append(ctx.get(dut.stream.p.data))
+            # `last` marks the final byte of the packet, and only that one.
+            assert ctx.get(dut.stream.p.last) == (len(streamed) == len(payload))
 
     for byte in payload:
         ctx.set(rx.valid, 1)
@@ -54,7 +57,7 @@ async def out_transaction(ctx, dut, payload, toggle):
 
 
 def test_out_endpoint_acks_drops_duplicates_and_restarts_toggles_on_reset():
-    dut = SinkOutEndpoint()
+    dut = StreamOutEndpoint()
 
     async def testbench(ctx):
         first, second = bytes(range(200, 240)), bytes(range(7))
@@ -78,4 +81,4 @@ def test_out_endpoint_refuses_a_buffer_smaller_than_two_packets():
     import pytest
 
     with pytest.raises(ValueError, match="two full packets"):
-        SinkOutEndpoint(buffer_packets=1)
+        StreamOutEndpoint(buffer_packets=1)

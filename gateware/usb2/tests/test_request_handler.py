@@ -2,11 +2,38 @@
 
 import struct
 
+from amaranth import Elaboratable, Module, Signal
+from amaranth.lib import data
 from amaranth.sim import Simulator
 from busprobe.gateware.usb2.request_handler import ProbeRequestHandler
+from busprobe.gateware.usb2.telemetry_snapshot import TelemetrySnapshot
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
 from usb_protocol.types import USBRequestType
+
+
+class HandlerWithSnapshot(Elaboratable):
+    """The request handler reading the snapshot RAM, as the device wires them."""
+
+    def __init__(self):
+        self.handler = ProbeRequestHandler()
+        self.telemetry = Signal(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+        self.interface = self.handler.interface
+
+    def __getattr__(self, name):
+        return getattr(self.handler, name)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.handler = handler = self.handler
+        m.submodules.snapshot = snapshot = TelemetrySnapshot()
+        m.d.comb += [
+            snapshot.words.eq(self.telemetry),
+            snapshot.capture.eq(handler.capture_telemetry),
+            snapshot.read_address.eq(handler.read_address),
+            handler.read_data.eq(snapshot.read_data),
+        ]
+        return m
 
 
 async def strobe(ctx, signal):
@@ -55,7 +82,7 @@ def run(dut, testbench):
 
 
 def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets():
-    dut = ProbeRequestHandler()
+    dut = HandlerWithSnapshot()
     values = {name: 0x0101_0101 * (i + 1) for i, (name, _) in enumerate(usb2.TELEMETRY)}
     values |= {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION}
     names = [name for name, _ in usb2.TELEMETRY]
@@ -64,7 +91,10 @@ def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets()
         for i, name in enumerate(names):
             ctx.set(dut.telemetry[i], values[name])
         await setup(ctx, dut, usb2.Request.GET_TELEMETRY, is_in=True, length=usb2.TELEMETRY_SIZE)
-        for i in range(usb2.TELEMETRY_WORDS):  # counters moving after the SETUP don't tear it
+        # The scan copies a word per cycle; counters moving after it don't tear the block,
+        # and the host's first IN token never comes sooner than this.
+        await ctx.tick("usb").repeat(usb2.TELEMETRY_WORDS + 2)
+        for i in range(usb2.TELEMETRY_WORDS):
             ctx.set(dut.telemetry[i], 0)
         block, toggles = b"", []
         while len(block) < usb2.TELEMETRY_SIZE:
@@ -80,7 +110,7 @@ def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets()
 
 
 def test_get_info_is_limited_to_the_requested_length():
-    dut = ProbeRequestHandler()
+    dut = HandlerWithSnapshot()
 
     async def testbench(ctx):
         await setup(ctx, dut, usb2.Request.GET_INFO, is_in=True, length=64)
@@ -104,14 +134,14 @@ async def out_request(ctx, dut, request, **kwargs):
     ctx.set(dut.interface.status_requested, 0)
     ctx.set(dut.interface.handshakes_in.ack, 1)
     seen = {name: ctx.get(getattr(dut, name))
-            for name in ("clear_telemetry", "set_pattern", "set_in_transfer")}
+            for name in ("clear_telemetry", "set_pattern", "set_in_transfer", "set_data_mode")}
     await ctx.tick("usb")
     ctx.set(dut.interface.handshakes_in.ack, 0)
     return seen, "ZLP" if zlp else "STALL" if stall else None
 
 
 def test_out_requests_act_after_their_status_stage_and_bad_ones_stall():
-    dut = ProbeRequestHandler()
+    dut = HandlerWithSnapshot()
 
     async def testbench(ctx):
         seen, answer = await out_request(ctx, dut, usb2.Request.SET_PATTERN,
@@ -127,6 +157,13 @@ def test_out_requests_act_after_their_status_stage_and_bad_ones_stall():
         seen, answer = await out_request(ctx, dut, usb2.Request.SET_PATTERN, value=7)
         assert (answer, seen["set_pattern"], ctx.get(dut.pattern)) == \
             ("STALL", 0, Pattern.PRBS31)
+        seen, answer = await out_request(ctx, dut, usb2.Request.SET_DATA_MODE,
+                                         value=usb2.DataMode.LOOPBACK)
+        assert (answer, seen["set_data_mode"], ctx.get(dut.data_mode)) == \
+            ("ZLP", 1, usb2.DataMode.LOOPBACK)
+        seen, answer = await out_request(ctx, dut, usb2.Request.SET_DATA_MODE, value=9)
+        assert (answer, seen["set_data_mode"], ctx.get(dut.data_mode)) == \
+            ("STALL", 0, usb2.DataMode.LOOPBACK)
         seen, answer = await out_request(ctx, dut, 0x7F)
         assert answer == "STALL" and not any(seen.values())
 

@@ -85,11 +85,12 @@ def test_missed_timing_is_a_one_line_error_naming_the_clock(stock_build, tmp_pat
 def test_usb2_probe_design_elaborates_on_the_board():
     platform, plan = prepare_ecp5(get_board(BOARD), get_design("usb2"))
     rtlil = plan.files["top.il"]
-    # The probe device (pattern IN endpoint, checked OUT sink, vendor requests) with LUNA's
-    # ULPI translator, under the board's PLL that makes the usb domain.
-    for module in ("top.device.usb.PatternInEndpoint", "top.device.usb.SinkOutEndpoint",
-                   "top.device.checker", "ProbeRequestHandler", "top.device.usb.translator",
-                   "top.car"):
+    # The probe device (stream IN and OUT endpoints, the data path with its pattern checker,
+    # vendor requests, the telemetry snapshot) with LUNA's ULPI translator, under the board's
+    # PLL that makes the usb domain.
+    for module in ("top.device.usb.StreamInEndpoint", "top.device.usb.StreamOutEndpoint",
+                   "top.device.data_path.checker", "ProbeRequestHandler", "top.device.snapshot",
+                   "top.device.usb.translator", "top.car"):
         assert module in rtlil, module
     assert "EHXPLLL" in rtlil
     assert "target_phy" in plan.files["top.lpf"]

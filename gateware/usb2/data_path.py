@@ -1,0 +1,89 @@
+"""What the bulk endpoints carry: the pattern, or the host's own data looped back."""
+
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol import usb2
+
+from ..common.checker import PatternChecker
+from ..common.packet_stream import PacketStreamSignature
+from ..common.pattern import PATTERN_SHAPE, PatternByteSource
+
+__all__ = ["Usb2DataPath"]
+
+
+class Usb2DataPath(wiring.Component):
+    """Connects the packet streams of the bulk endpoints as the data mode asks.
+
+    - :attr:`~busprobe.protocol.usb2.DataMode.PATTERN`: a :class:`PatternByteSource` feeds the
+      IN endpoint (always valid, so the IN ring is always full); every OUT byte goes to the
+      :class:`PatternChecker` and is taken at once.
+    - :attr:`~busprobe.protocol.usb2.DataMode.LOOPBACK`: OUT packets go into the IN endpoint as
+      they are, packet boundaries included; when the IN ring is full the OUT endpoint NAKs. The
+      checker still sees every OUT byte, so the device checks what the host sent and the host
+      checks what came back.
+
+    Attributes
+    ----------
+    mode: Signal(DataMode), input
+        The data mode.
+    pattern: Signal(PATTERN_SHAPE), input
+        The pattern sent and expected.
+    restart: Signal(), input
+        Strobe: both pattern streams start over at byte 0.
+    clear: Signal(), input
+        Strobe: clear the checker's error count.
+    to_in: PacketStreamSignature(1), output
+        Into the IN endpoint.
+    in_cut_through: Signal(), output
+        ``to_in`` is a generator that never stalls (the IN endpoint's ``cut_through``).
+    from_out: PacketStreamSignature(1), input
+        From the OUT endpoint.
+    pattern_errors: Signal(32), output
+        Mismatched 32-bit words of the OUT stream (see :class:`PatternChecker`).
+    first_error_offset: Signal(32), output
+        OUT stream offset of the first mismatch.
+    """
+
+    mode: In(usb2.DataMode)
+    pattern: In(PATTERN_SHAPE)
+    restart: In(1)
+    clear: In(1)
+    to_in: Out(PacketStreamSignature(1))
+    in_cut_through: Out(1)
+    from_out: In(PacketStreamSignature(1))
+    pattern_errors: Out(32)
+    first_error_offset: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.source = source = PatternByteSource(domain="usb")
+        m.submodules.checker = checker = PatternChecker(domain="usb")
+        to_in, from_out = self.to_in, self.from_out
+
+        m.d.comb += [
+            source.pattern.eq(self.pattern),
+            source.restart.eq(self.restart),
+            checker.pattern.eq(self.pattern),
+            checker.restart.eq(self.restart),
+            checker.clear.eq(self.clear),
+            checker.stream.valid.eq(from_out.valid & from_out.ready),
+            checker.stream.payload.eq(from_out.p.data),
+            self.pattern_errors.eq(checker.errors),
+            self.first_error_offset.eq(checker.first_error_offset),
+        ]
+        with m.If(self.mode == usb2.DataMode.LOOPBACK):
+            m.d.comb += [
+                to_in.valid.eq(from_out.valid),
+                to_in.p.eq(from_out.p),
+                from_out.ready.eq(to_in.ready),
+            ]
+        with m.Else():
+            m.d.comb += [
+                to_in.valid.eq(source.stream.valid),
+                self.in_cut_through.eq(1),
+                to_in.p.data.eq(source.stream.payload),
+                source.stream.ready.eq(to_in.ready),
+                from_out.ready.eq(1),
+            ]
+        return m
