@@ -1,8 +1,9 @@
-// Simulation top for USB 3.0 SuperSpeed: the device design (+define+DUT_MODULE=...) wired at its
+// Simulation top for USB 3.0 SuperSpeed: the device design (busprobe_usb3, or usb3_stock with
+// +define+DUT_MODULE=usb3_stock) wired at its
 // PIPE interface to the link partner model. Every port here belongs to the partner's model side
 // (see pipe_partner.sv), plus the device's link_trained (LTSSM in U0).
 `ifndef DUT_MODULE
-`define DUT_MODULE usb3_stock
+`define DUT_MODULE busprobe_usb3
 `endif
 
 module usb3_sim_top #(
@@ -49,7 +50,9 @@ module usb3_sim_top #(
     output logic [63:0]                 symbols_in,
     output logic [63:0]                 symbols_out,
     output logic [63:0]                 cycle,
-    output logic                        link_trained
+    output logic                        link_trained,
+    output logic                        link_in_reset,
+    output logic [7:0]                  configuration
 );
     logic [31:0] rx_data, tx_data;
     logic [3:0]  rx_datak, tx_datak;
@@ -60,12 +63,21 @@ module usb3_sim_top #(
 
     `DUT_MODULE dut (
         .clk(clk), .rst(rst),
-        .tx_data(tx_data), .tx_datak(tx_datak), .rx_data(rx_data), .rx_datak(rx_datak),
-        .rx_valid(rx_valid), .rx_status(rx_status), .phy_status(phy_status),
-        .rx_elec_idle(rx_elec_idle), .power_present(power_present), .phy_reset(phy_reset),
-        .power_down(power_down), .tx_elec_idle(tx_elec_idle), .tx_detrx_lpbk(tx_detrx_lpbk),
-        .rx_polarity(rx_polarity), .rx_termination(rx_termination), .link_trained(link_trained)
+        .pipe_tx_data(tx_data), .pipe_tx_datak(tx_datak), .pipe_rx_data(rx_data),
+        .pipe_rx_datak(rx_datak), .pipe_rx_valid(rx_valid), .pipe_rx_status(rx_status),
+        .pipe_phy_status(phy_status), .pipe_rx_elec_idle(rx_elec_idle),
+        .pipe_power_present(power_present), .pipe_reset(phy_reset),
+        .pipe_power_down(power_down), .pipe_tx_elec_idle(tx_elec_idle),
+        .pipe_tx_detrx_lpbk(tx_detrx_lpbk), .pipe_rx_polarity(rx_polarity),
+        .pipe_rx_termination(rx_termination), .link_trained(link_trained)
+`ifndef DUT_STOCK
+        , .link_in_reset(link_in_reset), .configuration(configuration)
+`endif
     );
+`ifdef DUT_STOCK
+    assign link_in_reset = 0;
+    assign configuration = 0;
+`endif
 
     // The K symbols come from LUNA's definitions (busprobe.sim.usb3.simulator_build passes them).
     pipe_partner #(.MAX_BLOCK(MAX_BLOCK), .MAX_CAPTURE(MAX_CAPTURE),

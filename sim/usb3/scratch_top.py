@@ -26,15 +26,18 @@ TOP_NAME = "usb3_stock"
 SS_CLOCK_HZ = 125_000_000
 
 #: The PIPE port contract, seen from the device (MAC): name -> (direction, width). The names
-#: are LUNA's ``PIPEInterface`` attributes; ``link_trained`` is the LTSSM's U0 (``link_ready``).
+#: are ``pipe_`` + LUNA's ``PIPEInterface`` attributes, as in busprobe's top; ``link_trained``
+#: is the LTSSM's U0 (``link_ready``).
 PORTS = {
     "clk": ("input", 1), "rst": ("input", 1),
-    "tx_data": ("output", 32), "tx_datak": ("output", 4),
-    "rx_data": ("input", 32), "rx_datak": ("input", 4),
-    "rx_valid": ("input", 1), "rx_status": ("input", 3), "phy_status": ("input", 1),
-    "rx_elec_idle": ("input", 1), "power_present": ("input", 1),
-    "phy_reset": ("output", 1), "power_down": ("output", 2), "tx_elec_idle": ("output", 1),
-    "tx_detrx_lpbk": ("output", 1), "rx_polarity": ("output", 1), "rx_termination": ("output", 1),
+    "pipe_tx_data": ("output", 32), "pipe_tx_datak": ("output", 4),
+    "pipe_rx_data": ("input", 32), "pipe_rx_datak": ("input", 4),
+    "pipe_rx_valid": ("input", 1), "pipe_rx_status": ("input", 3),
+    "pipe_phy_status": ("input", 1), "pipe_rx_elec_idle": ("input", 1),
+    "pipe_power_present": ("input", 1), "pipe_reset": ("output", 1),
+    "pipe_power_down": ("output", 2), "pipe_tx_elec_idle": ("output", 1),
+    "pipe_tx_detrx_lpbk": ("output", 1), "pipe_rx_polarity": ("output", 1),
+    "pipe_rx_termination": ("output", 1),
     "link_trained": ("output", 1),
 }
 
@@ -66,29 +69,30 @@ class StockSuperSpeedSimTop(wiring.Component):
     ----------
     clk, rst: Signal(), input
         The 125 MHz PIPE clock (``ss`` and ``sync`` domains) and its synchronous reset.
-    tx_data, tx_datak, rx_data, rx_datak ...
-        The PIPE signals of :data:`PORTS`, directions as seen by the device.
+    pipe_tx_data, pipe_tx_datak, pipe_rx_data ...
+        The PIPE signals of :data:`PORTS`, directions as seen by the device, named as
+        busprobe's own top (``gateware/usb3/sim_top.py``) names them.
     link_trained: Signal(), output
         High in U0.
     """
 
     clk: In(1)
     rst: In(1)
-    tx_data: Out(32)
-    tx_datak: Out(4)
-    rx_data: In(32)
-    rx_datak: In(4)
-    rx_valid: In(1)
-    rx_status: In(3)
-    phy_status: In(1)
-    rx_elec_idle: In(1)
-    power_present: In(1)
-    phy_reset: Out(1)
-    power_down: Out(2)
-    tx_elec_idle: Out(1)
-    tx_detrx_lpbk: Out(1)
-    rx_polarity: Out(1)
-    rx_termination: Out(1)
+    pipe_tx_data: Out(32)
+    pipe_tx_datak: Out(4)
+    pipe_rx_data: In(32)
+    pipe_rx_datak: In(4)
+    pipe_rx_valid: In(1)
+    pipe_rx_status: In(3)
+    pipe_phy_status: In(1)
+    pipe_rx_elec_idle: In(1)
+    pipe_power_present: In(1)
+    pipe_reset: Out(1)
+    pipe_power_down: Out(2)
+    pipe_tx_elec_idle: Out(1)
+    pipe_tx_detrx_lpbk: Out(1)
+    pipe_rx_polarity: Out(1)
+    pipe_rx_termination: Out(1)
     link_trained: Out(1)
 
     def elaborate(self, platform):
@@ -102,16 +106,10 @@ class StockSuperSpeedSimTop(wiring.Component):
             m.d.comb += [ClockSignal(name).eq(self.clk), ResetSignal(name).eq(self.rst)]
         pipe = PIPEInterface(width=4)
         pipe._MustUse__silence = True  # only its signals are used: the PHY is the partner model
-        m.d.comb += [
-            self.tx_data.eq(pipe.tx_data), self.tx_datak.eq(pipe.tx_datak),
-            pipe.rx_data.eq(self.rx_data), pipe.rx_datak.eq(self.rx_datak),
-            pipe.rx_valid.eq(self.rx_valid), pipe.rx_status.eq(self.rx_status),
-            pipe.phy_status.eq(self.phy_status), pipe.rx_elec_idle.eq(self.rx_elec_idle),
-            pipe.power_present.eq(self.power_present),
-            self.phy_reset.eq(pipe.reset), self.power_down.eq(pipe.power_down),
-            self.tx_elec_idle.eq(pipe.tx_elec_idle), self.tx_detrx_lpbk.eq(pipe.tx_detrx_lpbk),
-            self.rx_polarity.eq(pipe.rx_polarity), self.rx_termination.eq(pipe.rx_termination),
-        ]
+        for name, (direction, _) in PORTS.items():
+            if name.startswith("pipe_"):
+                port, signal = getattr(self, name), getattr(pipe, name[len("pipe_"):])
+                m.d.comb += signal.eq(port) if direction == "input" else port.eq(signal)
         m.submodules.usb = usb = USBSuperSpeedDevice(phy=pipe, sync_frequency=SS_CLOCK_HZ)
         usb.add_standard_control_endpoint(_descriptors())
         m.d.comb += self.link_trained.eq(usb.link_trained)

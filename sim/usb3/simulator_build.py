@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..toolchain import build_root, build_verilator_model
 
-__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "build_usb3_simulator", "symbol_defines"]
+__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "DESIGNS", "build_usb3_simulator", "symbol_defines"]
 
 TOPLEVEL = "usb3_sim_top"
 HDL = Path(__file__).resolve().parent.parent / "hdl"
@@ -22,13 +22,23 @@ def symbol_defines() -> dict[str, str]:
             for name in ("SKP", "COM", "SHP", "SLC", "SDP", "END", "EDB", "EPF")}
 
 
-def build_usb3_simulator(design: str = "stock") -> Path:
-    """Generate the design's Verilog and build it with the link partner (both steps cached)."""
-    if design != "stock":
-        raise ValueError(f"unknown USB3 design {design!r}")
-    from .scratch_top import TOP_NAME, generate_verilog
+#: Designs the simulator can hold: busprobe's (``gateware/usb3/sim_top.py``) and a stock LUNA
+#: device with only its control endpoint (``scratch_top``), both with the same PIPE ports.
+DESIGNS = ("busprobe", "stock")
 
-    verilog = generate_verilog(build_root() / "gateware" / "usb3")
+
+def build_usb3_simulator(design: str = "busprobe") -> Path:
+    """Generate the design's Verilog and build it with the link partner (both steps cached)."""
+    out = build_root() / "gateware" / "usb3"
+    defines: dict[str, object] = dict(symbol_defines())
+    if design == "busprobe":
+        from busprobe.gateware.usb3.sim_top import TOP_NAME, generate_verilog
+    elif design == "stock":
+        from .scratch_top import TOP_NAME, generate_verilog
+        defines["DUT_STOCK"] = 1
+    else:
+        raise ValueError(f"unknown USB3 design {design!r} (choose from {', '.join(DESIGNS)})")
+    verilog = generate_verilog(out)
     return build_verilator_model(f"usb3-{design}", [verilog, *PARTNER_SOURCES], TOPLEVEL,
-                                 defines={"DUT_MODULE": TOP_NAME, **symbol_defines()},
+                                 defines={"DUT_MODULE": TOP_NAME, **defines},
                                  public_ports_only=True)

@@ -11,4 +11,4 @@ import pytest
 def usb3_model() -> Path:
     from busprobe.sim.usb3.simulator_build import build_usb3_simulator
 
-    return build_usb3_simulator()
+    return build_usb3_simulator("busprobe")
