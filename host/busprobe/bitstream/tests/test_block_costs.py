@@ -35,7 +35,7 @@ def test_cells_are_attributed_by_the_path_of_the_net_they_drive(tmp_path):
     assert costs["I/O buffers"]["LUT4"] == 1
     assert costs["other"]["LUT4"] == 1
     table = cost_table([("a", costs), ("b", {})])
-    assert table.splitlines()[-1].replace("|", "").split() == ["total", "6", "2", "0", "0"]
+    assert table.splitlines()[-1].replace("|", "").split() == ["total", "5", "2", "0", "0"]
 
 
 def test_a_file_that_is_not_a_netlist_is_one_line_error(tmp_path):
