@@ -29,16 +29,21 @@ Scheduling semantics (the ceiling model's closed form matches these; keep them i
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
 from busprobe.model.usb2_wire import Pid
-from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 from usb_protocol.types import USBStandardFeatures, USBStandardRequests
 
+from .bulk_queue import (
+    STUCK_UFRAMES,
+    BulkQueue,
+    StreamOutcome,
+    StreamStuck,
+    TransferStall,
+    cycles_from_us,
+)
 from .link import DeviceTimeout, LinkError, UlpiHostModel
 
 __all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck"]
@@ -46,46 +51,10 @@ __all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck"]
 log = logging.getLogger(__name__)
 
 CONTROL_MPS = 64
-#: A transfer that makes no progress for this many microframes (100 ms simulated, ~20 s of
-#: simulation) is abandoned with a timeout, as libusb's transfer timeout would.
-STUCK_UFRAMES = 800
 
 
-class TransferStall(LinkError):
-    """The device answered STALL."""
-
-
-class StreamStuck(LinkError):
-    """Transfers made no progress for :data:`STUCK_UFRAMES` microframes."""
-
-
-@dataclass
-class _Transfer:
-    length: int
-    ready_at: int
-    data: bytearray = field(default_factory=bytearray)  # IN: received; OUT: to send
-    offset: int = 0  # OUT: bytes ACKed
-    zlp_sent: bool = False
-
-
-@dataclass
-class StreamOutcome:
-    """What :meth:`HostController.stream` measured (cycles are 60 MHz line cycles)."""
-
-    direction: str
-    bytes: int
-    transfers: int
-    short_transfers: int
-    start: int
-    end: int
-    naks: int
-    nyets: int
-    transactions: int
-    repeats: int = 0  # IN packets dropped because their toggle said "already received"
-
-
-def _cycles_from_us(us: float) -> int:
-    return round(us * ULPI_CLOCK_HZ / 1e6)
+#: Kept under its old name for the modules that compute latencies like the controller.
+_cycles_from_us = cycles_from_us
 
 
 class HostController:
@@ -241,108 +210,59 @@ class HostController:
         OUT data comes from ``source(length)`` when a transfer is submitted; each completed IN
         transfer's data goes to ``sink`` in order. See the module docstring for the timing.
         """
-        link, profile = self.link, self.profile
-        limit = profile.max_per_uframe(direction)
-        completion = _cycles_from_us(profile.completion_latency_us)
-        resubmit = _cycles_from_us(profile.resubmit_latency_us)
-        reserve = self.reservation(direction, max_packet_size)
-        t0 = max(link.free_at, link.phy.cycle)
-        pending: deque[_Transfer] = deque()
-
-        def submit(ready_at: int) -> None:
-            transfer = _Transfer(length, ready_at)
-            if direction == "out":
-                transfer.data = bytearray(source(length) if source else bytes(length))
-            pending.append(transfer)
-
-        submitted = 0
-        for _ in range(min(queue_depth, count)):
-            submit(t0)
-            submitted += 1
-        moved = shorts = naks = nyets = transactions = repeats = 0
-        end = t0
-        ping_first = False
-        last_progress = link.uframe
-        while pending:
-            transfer = pending[0]
-            if transfer.ready_at > link.free_at:
-                await link.advance_to(transfer.ready_at)
-            if self._count(endpoint, direction) >= limit:
+        link = self.link
+        queue = BulkQueue(self, direction, endpoint, length, count, queue_depth,
+                          t0=max(link.free_at, link.phy.cycle), max_packet_size=max_packet_size,
+                          source=source, sink=sink, zlp=zlp)
+        while queue.busy:
+            if queue.ready_at > link.free_at:
+                await link.advance_to(queue.ready_at)
+            if queue.at_limit():
                 await link.next_uframe()
                 continue
-            if link.uframe - last_progress > STUCK_UFRAMES:
-                raise StreamStuck(f"bulk {direction} on endpoint {endpoint} made no progress "
-                                  f"for {STUCK_UFRAMES} microframes")
-            done = False
-            if direction == "in":
-                result = await link.transaction_in(self.address, endpoint, reserve_cycles=reserve)
-                transactions += 1
-                if result.handshake == Pid.STALL:
-                    raise TransferStall(f"device STALLed bulk IN endpoint {endpoint}")
-                if result.handshake == Pid.NAK:
-                    naks += 1
-                elif result.data_pid is not None and result.handshake == Pid.ACK:
-                    last_progress = link.uframe
-                    if result.data_pid == self.toggle(endpoint, "in"):
-                        self.flip(endpoint, "in")
-                        transfer.data += result.payload
-                        if len(transfer.data) > length:
-                            raise LinkError(f"device sent {len(transfer.data)} bytes into an IN "
-                                            f"transfer of {length}")
-                        done = (len(result.payload) < max_packet_size
-                                or len(transfer.data) == length)
-                    else:  # a repeat of a packet whose ACK the device missed (§8.6.4)
-                        repeats += 1
-            else:
-                if ping_first:
-                    result = await link.ping(self.address, endpoint)
-                    transactions += 1
-                    if result.handshake == Pid.ACK:
-                        ping_first = False
-                    else:
-                        naks += 1
-                        self._bump(endpoint, direction)
-                        continue
-                chunk = bytes(transfer.data[transfer.offset:transfer.offset + max_packet_size])
-                toggle = self.toggle(endpoint, "out")
-                result = await link.transaction_out(self.address, endpoint, toggle, chunk,
-                                                    reserve_cycles=reserve)
-                transactions += 1
-                if result.handshake == Pid.STALL:
-                    raise TransferStall(f"device STALLed bulk OUT endpoint {endpoint}")
-                if result.handshake in (Pid.ACK, Pid.NYET):
-                    last_progress = link.uframe
-                    self.flip(endpoint, "out")
-                    if result.handshake == Pid.NYET:
-                        nyets += 1
-                        ping_first = True
-                    if not chunk:
-                        transfer.zlp_sent = True
-                    transfer.offset += len(chunk)
-                    done = transfer.offset == length and (
-                        not zlp or length % max_packet_size or transfer.zlp_sent)
+            queue.check_stuck()
+            await queue.transact()
+        await link.advance_to(queue.end)
+        return queue.outcome()
+
+    async def loopback(self, out_endpoint: int, in_endpoint: int, length: int, count: int,
+                       queue_depth: int, *, max_packet_size: int = 512,
+                       source: Callable[[int], bytes] | None = None,
+                       sink: Callable[[bytes], None] | None = None) -> StreamOutcome:
+        """``count`` OUT transfers and ``count`` IN transfers of ``length`` bytes, both queues
+        ``queue_depth`` deep and served in turn, as a controller serves two endpoints of one
+        device: what a device looping OUT back to IN returns.
+
+        The outcome counts the bytes that came back (IN), from the first submission to the last
+        completion of either direction; NAKs and transactions are those of both endpoints.
+        """
+        link = self.link
+        t0 = max(link.free_at, link.phy.cycle)
+        queues = [BulkQueue(self, "out", out_endpoint, length, count, queue_depth, t0=t0,
+                            max_packet_size=max_packet_size, source=source),
+                  BulkQueue(self, "in", in_endpoint, length, count, queue_depth, t0=t0,
+                            max_packet_size=max_packet_size, sink=sink)]
+        turn = 0
+        while any(queue.busy for queue in queues):
+            order = queues[turn:] + queues[:turn]
+            chosen = next((queue for queue in order if queue.busy and not queue.at_limit()
+                           and queue.ready_at <= link.free_at), None)
+            if chosen is None:
+                waiting = [queue.ready_at for queue in queues
+                           if queue.busy and not queue.at_limit()]
+                if waiting and min(waiting) > link.free_at:
+                    await link.advance_to(min(waiting))
                 else:
-                    naks += 1
-                    ping_first = True
-            self._bump(endpoint, direction)
-            if not done:
+                    await link.next_uframe()
                 continue
-            pending.popleft()
-            finished = result.end + completion
-            if profile.completion_on_uframe:
-                base = link.uframe_start
-                while base < finished:
-                    base += wire.UFRAME_CYCLES
-                finished = base
-            end = max(end, finished)
-            got = len(transfer.data) if direction == "in" else transfer.offset
-            moved += got
-            shorts += got < length
-            if direction == "in" and sink is not None:
-                sink(bytes(transfer.data))
-            if submitted < count:
-                submit(finished + resubmit)
-                submitted += 1
-        await link.advance_to(end)
-        return StreamOutcome(direction, moved, count, shorts, t0, end, naks, nyets, transactions,
-                             repeats)
+            chosen.check_stuck()
+            await chosen.transact()
+            turn = (queues.index(chosen) + 1) % len(queues)
+        sent, returned = queues
+        await link.advance_to(max(sent.end, returned.end))
+        outcome = returned.outcome("loopback")
+        outcome.end = max(sent.end, returned.end)
+        outcome.naks += sent.naks
+        outcome.nyets += sent.nyets
+        outcome.transactions += sent.transactions
+        return outcome

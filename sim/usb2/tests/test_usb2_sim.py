@@ -28,6 +28,7 @@ COCOTB_TESTS = [
     "out_short_packet_ends_transfer_not_multiple_of_512",
     "out_zlp_ends_transfer_multiple_of_512",
     "ideal_host_sees_no_naks_over_128_back_to_back_packets",
+    "loopback_returns_every_byte_and_packet_boundary_the_host_sent",
     "bus_reset_mid_transfer_then_reenumeration_and_clean_transfer",
     "hostile_bus_packets_dropped_counted_and_device_recovers",
     "control_read_with_bulk_acks_between_its_stages_returns_every_byte",

@@ -216,6 +216,35 @@ async def ideal_host_sees_no_naks_over_128_back_to_back_packets(dut):
 
 
 @cocotb.test()
+async def loopback_returns_every_byte_and_packet_boundary_the_host_sent(dut):
+    session = await _session(dut, "ideal")
+    await _prepare(session, Pattern.PRBS31)
+    await _vendor(session, usb2.Request.SET_DATA_MODE, usb2.DataMode.LOOPBACK)
+    await _vendor(session, usb2.Request.CLEAR_TELEMETRY)
+    sent, back = PatternStream(Pattern.PRBS31), PatternStream(Pattern.PRBS31)
+    for length, count, depth in ((1000, 3, 1), (4096, 4, 2), (300, 2, 2)):
+        chunks: list[bytes] = []
+        outcome = await session.host.loopback(EP_OUT, EP_IN, length, count, depth,
+                                              source=sent.take, sink=chunks.append)
+        # Short packets came back short: every IN transfer ends where its OUT transfer did.
+        assert [len(c) for c in chunks] == [length] * count
+        assert outcome.bytes == length * count
+        for chunk in chunks:
+            assert back.check(chunk).errors == 0
+    telemetry = await _telemetry(session)
+    moved = 1000 * 3 + 4096 * 4 + 300 * 2
+    assert telemetry["out_bytes"] == telemetry["in_bytes"] == moved
+    assert telemetry["pattern_errors"] == 0   # the device checked what the host sent, too
+    # Back to the pattern: the IN source starts over at byte 0, nothing of the loop left.
+    await _vendor(session, usb2.Request.SET_DATA_MODE, usb2.DataMode.PATTERN)
+    chunks = []
+    value, index = usb2.encode_in_transfer(2048)
+    await _vendor(session, usb2.Request.SET_IN_TRANSFER, value, index)
+    await session.host.stream("in", EP_IN, 2048, 1, 1, sink=chunks.append)
+    assert chunks == [PatternStream(Pattern.PRBS31).take(2048)]
+
+
+@cocotb.test()
 async def bus_reset_mid_transfer_then_reenumeration_and_clean_transfer(dut):
     session = await _session(dut)
     await _prepare(session, Pattern.COUNTER, 1 << 20)
