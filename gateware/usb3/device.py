@@ -1,12 +1,19 @@
 """The busprobe USB 3.0 SuperSpeed device: bursting bulk IN and OUT, pattern, telemetry."""
 
 from amaranth import Elaboratable, Module
+from amaranth.lib import wiring
+from busprobe.protocol import usb3
 from luna.gateware.usb.usb3.endpoints import USB3ControlEndpoint
 
+from ..common.pattern import PatternGenerator
 from .core import SuperSpeedCore
 from .descriptors import build_descriptors
+from .in_endpoint import BurstInEndpoint
+from .out_endpoint import BurstOutEndpoint
 from .request_handler import SuperSpeedProbeRequestHandler
 from .telemetry import SuperSpeedTelemetry
+from .transaction import BulkHandshakeGenerator
+from .word_checker import PatternWordChecker
 
 __all__ = ["Usb3ProbeDevice"]
 
@@ -17,6 +24,11 @@ class Usb3ProbeDevice(Elaboratable):
     - EP0: LUNA's SuperSpeed control endpoint with its standard requests (descriptors from
       :func:`.descriptors.build_descriptors`: device, configuration with endpoint companions, BOS)
       and :class:`.request_handler.SuperSpeedProbeRequestHandler` (busprobe's vendor requests).
+    - EP1 IN (0x81): :class:`.in_endpoint.BurstInEndpoint`, bursts of up to 16 packets from a
+      ring the pattern generator fills at 4 bytes per cycle (500 MB/s, above the link's 477).
+    - EP2 OUT (0x02): :class:`.out_endpoint.BurstOutEndpoint` into
+      :class:`.word_checker.PatternWordChecker`, 16 buffers advertised as NumP.
+    - :class:`.transaction.BulkHandshakeGenerator`: the bulk endpoints' ACK/NRDY/ERDY.
     - :class:`.telemetry.SuperSpeedTelemetry`: what the host did, in protocol order.
 
     Everything runs in the ``ss`` domain (125 MHz, 4 symbols per cycle); LUNA's PHY reset
@@ -48,10 +60,57 @@ class Usb3ProbeDevice(Elaboratable):
         control.add_request_handler(requests)
         core.add_endpoint(control)
 
+        endpoint_in = BurstInEndpoint(endpoint_number=usb3.EP_IN & 0xF,
+                                      slots=usb3.MAX_BURST_PACKETS)
+        endpoint_out = BurstOutEndpoint(endpoint_number=usb3.EP_OUT & 0xF,
+                                        slots=usb3.OUT_BUFFER_PACKETS)
+        core.add_endpoint(endpoint_in)
+        core.add_endpoint(endpoint_out)
+        m.submodules.handshakes = handshakes = BulkHandshakeGenerator(ports=2)
+        m.d.comb += [
+            core.bulk_header_source.header_eq(handshakes.header_source),
+            handshakes.address.eq(core.address),
+            core.end_of_burst.eq(endpoint_in.end_of_burst),
+        ]
+        # OUT first: its ACKs pace the host's bursts; IN's NRDY/ERDY can wait a header.
+        wiring_pairs = ((endpoint_out.handshake, handshakes.requests[0]),
+                        (endpoint_in.handshake, handshakes.requests[1]))
+        for endpoint_port, generator_port in wiring_pairs:
+            m.d.comb += [generator_port.valid.eq(endpoint_port.valid),
+                         generator_port.request.eq(endpoint_port.request),
+                         endpoint_port.done.eq(generator_port.done)]
+
+        restart = requests.set_pattern
+        m.submodules.source = source = PatternGenerator(domain="ss")
+        m.d.comb += [
+            source.pattern.eq(requests.pattern),
+            source.restart.eq(restart),
+            source.advance.eq(endpoint_in.stream.ready),
+            endpoint_in.stream.valid.eq(1),
+            endpoint_in.stream.payload.data.eq(source.word),
+            endpoint_in.stream.payload.keep.eq(0b1111),
+            endpoint_in.flush.eq(restart),
+            endpoint_in.new_transfer.eq(requests.set_in_transfer),
+            endpoint_in.transfer_length.eq(requests.in_transfer_length),
+            endpoint_in.zlp.eq(requests.in_zlp),
+            endpoint_out.flush.eq(restart),
+        ]
+        m.submodules.checker = checker = PatternWordChecker()
+        m.d.comb += [
+            checker.pattern.eq(requests.pattern),
+            checker.restart.eq(restart),
+            checker.clear.eq(requests.clear_telemetry),
+        ]
+        wiring.connect(m, endpoint_out.stream, checker.stream)
+
         m.submodules.telemetry = telemetry = SuperSpeedTelemetry()
         m.d.comb += [
+            telemetry.events["in"].eq(endpoint_in.events),
+            telemetry.events["out"].eq(endpoint_out.events),
             telemetry.events.itp.eq(core.itp_received),
             telemetry.events.header_credit_stall.eq(core.header_credit_stall),
+            telemetry.pattern_errors.eq(checker.errors),
+            telemetry.first_error_offset.eq(checker.first_error_offset),
             telemetry.clear.eq(requests.clear_telemetry),
             requests.telemetry.eq(telemetry.words),
         ]

@@ -112,8 +112,8 @@ class SuperSpeedTelemetry(wiring.Component):
         count("out_bad_dps", out.retry)
         count("out_sequence_errors", out.sequence_error)
         count("out_nump_zero", out.ack_tp & (out.nump == 0))
-        updates.append(("out_nump_min", out.ack_tp & out.acked
-                        & (out.nump < counters["out_nump_min"]), out.nump))
+        updates.append(("out_nump_min", out.ack_tp & (out.nump < counters["out_nump_min"]),
+                        out.nump))
         count("header_credit_stalls", self.events.header_credit_stall)
         count("itps", self.events.itp)
 

@@ -112,10 +112,10 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("out_bad_dps", "OUT DPs whose payload failed CRC-32 or framing: answered with a retry"),
     ("out_sequence_errors", "OUT DPs with an unexpected sequence number: answered with a retry"),
     ("out_ack_tps", "ACK TPs sent for the OUT endpoint"),
-    ("out_nump_min", "smallest NumP advertised in an ACK TP while OUT data flowed "
-                     "(0xFFFFFFFF if none)"),
+    ("out_nump_min", "smallest NumP advertised in an ACK TP (0xFFFFFFFF if none)"),
     ("out_nump_zero", "ACK TPs advertising NumP 0: every OUT buffer was full"),
-    ("out_bursts", "OUT bursts: runs of DPs received without a gap the window did not cause"),
+    ("out_bursts", "OUT bursts: runs of good DPs, each starting within 256 ns of the previous "
+                   "one's end, or ended by a DP with EOB"),
     ("out_burst_max", "most DPs in one OUT burst"),
     ("out_nrdys", "NRDY TPs sent for the OUT endpoint"),
     ("out_erdys", "ERDY TPs sent for the OUT endpoint"),
@@ -123,7 +123,7 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("header_credit_stalls", "ss cycles a header packet waited for a link header credit (LCRD)"),
     ("itps", "isochronous timestamp packets (ITPs) received: bus intervals elapsed"),
     ("data_intervals", "bus intervals in which at least one DP moved on either bulk endpoint"),
-    ("pattern_errors", "32-bit words received on OUT that did not match the pattern"),
+    ("pattern_errors", "32-bit words of the OUT stream that did not match the pattern"),
     ("first_error_offset", "OUT stream byte offset of the first mismatch, NO_ERROR_OFFSET if none"),
     ("in_first_cycle", "ss cycle counter when the first IN DP started"),
     ("in_last_cycle", "ss cycle counter when the last IN DP was acknowledged"),

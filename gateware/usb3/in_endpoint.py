@@ -1,0 +1,274 @@
+"""busprobe's SuperSpeed bulk IN endpoint: a ring buffer sent in bursts of up to 16 packets."""
+
+from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
+
+from ..common.packet_stream import PacketStreamSignature
+from .telemetry import DIRECTION_EVENTS
+from .transaction import HandshakeKind, HandshakeRequestSignature
+
+__all__ = ["BurstInEndpoint"]
+
+PACKET_BYTES = 1024
+
+
+class BurstInEndpoint(wiring.Component):
+    """Bulk IN endpoint, wMaxPacketSize 1024, sending up to ``slots`` packets per burst.
+
+    The 32-bit ``stream`` fills a ring buffer (one BRAM of ``slots`` × 1024 bytes) continuously;
+    packets are cut from it when they are first sent, by the transfer framing of
+    SET_IN_TRANSFER (full packets, then a short packet or a ZLP where the host's transfer ends),
+    so a new transfer length takes effect at the next packet and the byte stream never breaks.
+    Each packet's start, length and End Of Burst are kept by sequence number for retries. The
+    host's ACK TPs drive the rest (USB 3.2 §8.10-8.11):
+
+    - an ACK TP for this endpoint with sequence ``s`` and NumP ``n`` opens the window
+      ``[s, s + n)``, and retires every packet before ``s`` (cumulative acknowledgement);
+    - with Rty set, sending rewinds to ``s``, the first unacknowledged packet, once the packet
+      on the wire (if any) ends;
+    - the packet that ends a transfer carries EOB; the endpoint then waits, as after an NRDY,
+      until all it sent is acknowledged and the next packet is buffered, and sends ERDY;
+    - an ACK TP asking for data (NumP > 0) when the next packet is not buffered gets an NRDY.
+
+    Attributes
+    ----------
+    stream: PacketStreamSignature(4), input stream
+        Data to send, as whole 32-bit words (``keep`` and ``last`` are not used: the transfer
+        framing cuts the packets).
+    transfer_length: Signal(31), input
+        IN transfer length in bytes (0: full packets forever); read when a transfer starts.
+    zlp: Signal(), input
+        End transfers that are a multiple of 1024 bytes with a zero-length packet.
+    new_transfer: Signal(), input
+        Strobe: the next new packet starts a transfer (SET_IN_TRANSFER).
+    flush: Signal(), input
+        Strobe: discard the data not sent yet and start a transfer (a pattern restart).
+    handshake: HandshakeRequestSignature, output
+        NRDY/ERDY requests to :class:`.transaction.BulkHandshakeGenerator`.
+    end_of_burst: Signal(), output
+        EOB of the data packet being sent (to :class:`.core.SuperSpeedCore`).
+    events: DIRECTION_EVENTS, output
+        Telemetry events.
+    interface: SuperSpeedEndpointInterface
+        LUNA's connection to the device (not part of the wiring signature).
+
+    Parameters
+    ----------
+    endpoint_number: int
+    slots: int
+        Packets the ring holds, a power of two from 2 to 16 (the burst is at most 16).
+    """
+
+    stream: In(PacketStreamSignature(4))
+    transfer_length: In(31)
+    zlp: In(1)
+    new_transfer: In(1)
+    flush: In(1)
+    handshake: Out(HandshakeRequestSignature())
+    end_of_burst: Out(1)
+    events: Out(DIRECTION_EVENTS)
+
+    def __init__(self, *, endpoint_number=1, slots=16):
+        if slots not in (2, 4, 8, 16):
+            raise ValueError(f"slots must be a power of two from 2 to 16, not {slots}")
+        super().__init__()
+        self.interface = SuperSpeedEndpointInterface()
+        self._number = endpoint_number
+        self._slots = slots
+
+    def elaborate(self, platform):
+        m = Module()
+        slots, interface = self._slots, self.interface
+        # Twice the window: a full window of unacknowledged packets and the next ones filling.
+        ring_bytes = 2 * slots * PACKET_BYTES
+        word_bits = (ring_bytes // 4 - 1).bit_length()
+        m.submodules.ring = ring = Memory(shape=32, depth=ring_bytes // 4, init=[])
+        write, read = ring.write_port(domain="ss"), ring.read_port(domain="ss")
+        starts = Array(Signal(16, name=f"start_{i}") for i in range(slots))
+        lengths = Array(Signal(11, name=f"length_{i}") for i in range(slots))
+        eobs = Array(Signal(name=f"eob_{i}") for i in range(slots))
+
+        def entry(sequence):
+            return sequence[:(slots - 1).bit_length()]
+
+        # Byte positions in the stream (mod 2**16): retired <= next_byte <= filled.
+        filled, next_byte, retired = Signal(16), Signal(16), Signal(16)
+        # Sequence numbers (mod 32): retire_seq <= send_seq <= never_sent.
+        send_seq, retire_seq, retire_target = Signal(5), Signal(5), Signal(5)
+        window_end, never_sent = Signal(5), Signal(5)
+        rewind, rewind_seq = Signal(), Signal(5)
+        waiting = Signal()  # after an NRDY or an EOB packet: nothing is sent until ERDY
+
+        # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes.
+        m.d.comb += [
+            self.stream.ready.eq((filled - retired)[:16] <= ring_bytes - 8),
+            write.addr.eq(filled[2:2 + word_bits]),
+            write.data.eq(self.stream.payload.data),
+            write.en.eq(self.stream.valid & self.stream.ready),
+        ]
+        with m.If(write.en):
+            m.d.ss += filled.eq(filled + 4)
+
+        # Transfer framing of the next new packet.
+        transfer_left, transfer_started, zlp_due = Signal(31), Signal(), Signal()
+        new_length, new_eob = Signal(11), Signal()
+        left = Mux(transfer_started, transfer_left, self.transfer_length)
+        endless = self.transfer_length == 0
+        with m.If(endless):
+            m.d.comb += new_length.eq(PACKET_BYTES)
+        with m.Elif(zlp_due):
+            m.d.comb += [new_length.eq(0), new_eob.eq(1)]
+        with m.Else():
+            m.d.comb += [new_length.eq(Mux(left < PACKET_BYTES, left, PACKET_BYTES)),
+                         new_eob.eq((left < PACKET_BYTES) | ((left == PACKET_BYTES) & ~self.zlp))]
+
+        # Acknowledgements from the host retire packets, one per cycle.
+        handshakes_in = interface.handshakes_in
+        ack = (handshakes_in.ack_received & (handshakes_in.endpoint_number == self._number)
+               & handshakes_in.direction)
+        with m.If(retire_seq != retire_target):
+            m.d.comb += [self.events.acked.eq(1),
+                         self.events.acked_bytes.eq(lengths[entry(retire_seq)])]
+            m.d.ss += [retire_seq.eq(retire_seq + 1),
+                       retired.eq(starts[entry(retire_seq)] + lengths[entry(retire_seq)])]
+
+        # Sending: a new packet when the window reaches past what was ever sent, else a retry.
+        is_new = send_seq == never_sent
+        # +8: the aligner reads up to two words past an unaligned packet's last whole word.
+        buffered = (filled - next_byte)[:16] >= new_length + 8
+        can_send = ((send_seq != window_end) & ~waiting & ~rewind
+                    & (~is_new | buffered) & ((send_seq - retire_seq)[:5] < slots))
+        number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
+        beat, beats, shift = Signal(9), Signal(9), Signal(2)
+        previous_word = Signal(32)
+        done = Signal()
+        m.d.comb += [
+            interface.tx_endpoint_number.eq(self._number),
+            interface.tx_direction.eq(1),
+            interface.tx_sequence_number.eq(number),
+            interface.tx_length.eq(length),
+            self.end_of_burst.eq(eob),
+            beats.eq((length + 3)[2:11]),
+        ]
+        read_word = Signal(16)  # the next word to read; with en low the read port holds
+        m.d.comb += read.addr.eq(read_word[:word_bits])
+        with m.FSM(domain="ss"):
+            with m.State("IDLE"):
+                with m.If(can_send):
+                    m.d.comb += self.events.dp_start.eq(1)
+                    m.d.ss += number.eq(send_seq)
+                    with m.If(is_new):
+                        m.d.ss += [start.eq(next_byte), length.eq(new_length), eob.eq(new_eob),
+                                   starts[entry(send_seq)].eq(next_byte),
+                                   lengths[entry(send_seq)].eq(new_length),
+                                   eobs[entry(send_seq)].eq(new_eob),
+                                   next_byte.eq(next_byte + new_length),
+                                   never_sent.eq(never_sent + 1)]
+                        with m.If(~endless):
+                            with m.If(new_eob):
+                                m.d.ss += [transfer_started.eq(0), zlp_due.eq(0)]
+                            with m.Else():
+                                m.d.ss += [transfer_started.eq(1),
+                                           transfer_left.eq(left - new_length),
+                                           zlp_due.eq((left == PACKET_BYTES) & self.zlp)]
+                    with m.Else():
+                        m.d.ss += [start.eq(starts[entry(send_seq)]),
+                                   length.eq(lengths[entry(send_seq)]),
+                                   eob.eq(eobs[entry(send_seq)])]
+                    m.next = "START"
+            with m.State("START"):
+                m.d.ss += [beat.eq(0), shift.eq(start[:2])]
+                with m.If(length == 0):
+                    m.d.comb += [interface.tx_zlp.eq(1), done.eq(1)]
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += [read.addr.eq(start[2:2 + word_bits]), read.en.eq(1)]
+                    m.d.ss += read_word.eq(start[2:] + 1)
+                    m.next = "PRIME"
+            with m.State("PRIME"):
+                # Two words in hand (previous and read.data) cover any byte alignment.
+                m.d.comb += [read.en.eq(1)]
+                m.d.ss += [previous_word.eq(read.data), read_word.eq(read_word + 1)]
+                m.next = "SEND"
+            with m.State("SEND"):
+                at_last = beat == beats - 1
+                remainder = length[:2]
+                window = Cat(previous_word, read.data)
+                m.d.comb += [
+                    interface.tx.valid.eq(Mux(at_last & (remainder != 0),
+                                              Mux(remainder == 1, 0b0001,
+                                                  Mux(remainder == 2, 0b0011, 0b0111)),
+                                              0b1111)),
+                    interface.tx.first.eq(beat == 0),
+                    interface.tx.last.eq(at_last),
+                    interface.tx.data.eq((window >> (shift * 8))[:32]),
+                ]
+                with m.If(interface.tx.ready):
+                    m.d.comb += read.en.eq(~at_last)
+                    m.d.ss += [beat.eq(beat + 1), previous_word.eq(read.data),
+                               read_word.eq(read_word + 1)]
+                    with m.If(at_last):
+                        m.d.comb += done.eq(1)
+                        m.next = "IDLE"  # valid drops a cycle between packets: LUNA needs it
+
+        burst_length = Signal(5)
+        with m.If(done):
+            m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),
+                         self.events.retry.eq(number + 1 != never_sent)]
+            m.d.ss += [send_seq.eq(number + 1),
+                       burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1))]
+            with m.If(eob):
+                m.d.ss += waiting.eq(1)
+        idle = ~interface.tx.valid.any() & ~done
+        with m.If(rewind & idle):
+            m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
+        with m.If(idle & ((send_seq == window_end) | waiting) & (burst_length != 0)):
+            m.d.comb += [self.events.burst_end.eq(1), self.events.burst_length.eq(burst_length)]
+            m.d.ss += burst_length.eq(0)
+
+        # NRDY when asked for data that is not buffered; ERDY once it is.
+        request, asking = self.handshake.request, Signal()
+        m.d.comb += [request.endpoint_number.eq(self._number), request.direction.eq(1),
+                     request.number_of_packets.eq(slots)]  # ERDY: a burst is buffered or filling
+        with m.If(ack):
+            m.d.comb += [self.events.ack_tp.eq(1),
+                         self.events.nump.eq(handshakes_in.number_of_packets)]
+            m.d.ss += [retire_target.eq(handshakes_in.next_sequence),
+                       window_end.eq(handshakes_in.next_sequence
+                                     + handshakes_in.number_of_packets)]
+            with m.If(handshakes_in.retry_required):
+                m.d.ss += [rewind.eq(1), rewind_seq.eq(handshakes_in.next_sequence),
+                           waiting.eq(0)]
+            with m.Elif((handshakes_in.number_of_packets != 0) & ~waiting & ~asking
+                        & (handshakes_in.next_sequence == never_sent) & ~buffered):
+                m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.NRDY)]
+        all_acknowledged = (retire_seq == send_seq) & (retire_target == send_seq)
+        with m.If(waiting & ~asking & all_acknowledged & buffered & idle):
+            m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.ERDY)]
+        m.d.comb += self.handshake.valid.eq(asking)
+        with m.If(self.handshake.done):
+            m.d.ss += asking.eq(0)
+            with m.If(request.kind == HandshakeKind.NRDY):
+                m.d.comb += self.events.nrdy.eq(1)
+                m.d.ss += waiting.eq(1)
+            with m.Else():
+                m.d.comb += self.events.erdy.eq(1)
+                # The host answers ERDY with an ACK TP that opens the window again.
+                m.d.ss += [waiting.eq(0), window_end.eq(send_seq)]
+
+        with m.If(self.new_transfer | self.flush):
+            m.d.ss += [transfer_started.eq(0), zlp_due.eq(0)]
+        with m.If(self.flush):
+            # The ring is written in whole words: the new data starts at the next word boundary.
+            aligned = (next_byte + 3) & ~3
+            m.d.ss += [filled.eq(aligned), next_byte.eq(aligned)]
+        with m.If(interface.ep_reset):
+            for counter in (filled, next_byte, retired, send_seq, retire_seq, retire_target,
+                            window_end, never_sent):
+                m.d.ss += counter.eq(0)
+            m.d.ss += [waiting.eq(0), rewind.eq(0), asking.eq(0), transfer_started.eq(0),
+                       zlp_due.eq(0)]
+        return m

@@ -1,0 +1,212 @@
+"""busprobe's SuperSpeed bulk OUT endpoint: packet buffers advertised as the NumP window."""
+
+from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
+
+from ..common.packet_stream import PacketStreamSignature
+from .telemetry import DIRECTION_EVENTS
+from .transaction import HandshakeKind, HandshakeRequestSignature
+
+__all__ = ["BurstOutEndpoint", "BURST_GAP_CYCLES"]
+
+WORDS_PER_PACKET = 1024 // 4
+#: An OUT burst ends when no data packet starts this many ss cycles (256 ns) after the last one
+#: ended, or with a packet carrying End Of Burst (back to back, packets are ~10 cycles apart).
+BURST_GAP_CYCLES = 32
+
+
+class BurstOutEndpoint(wiring.Component):
+    """Bulk OUT endpoint, wMaxPacketSize 1024, accepting bursts of up to ``slots`` packets.
+
+    Each data packet (DP) for the endpoint is written into the buffer of its sequence number
+    (slot = sequence mod ``slots``) and answered, when its CRC-32 is checked, with an ACK TP
+    (USB 3.2 §8.10-8.11):
+
+    - in sequence and good: ACK with the next sequence number and NumP = the buffers free now
+      (the host may send that many more packets without waiting);
+    - corrupted (``rx_invalid``) or out of sequence: dropped, ACK with Rty and the expected
+      sequence number;
+    - no buffer free (the host ignored the window): dropped, NRDY; after an NRDY or an ACK with
+      NumP 0, ERDY as soon as a buffer is free.
+
+    Good packets leave, in order, as a 32-bit packet stream at one word per cycle (faster than
+    the link fills them, so the buffers are free again by the next burst).
+
+    Attributes
+    ----------
+    stream: PacketStreamSignature(4), output stream
+        The packets received (``gateware.common.packet_stream``: ``last`` on each packet's final
+        beat, ``keep`` for a partial last word; a ZLP has no beat).
+    handshake: HandshakeRequestSignature, output
+        ACK/NRDY/ERDY requests to :class:`.transaction.BulkHandshakeGenerator`.
+    flush: Signal(), input
+        Strobe: drop the packets not drained yet (a pattern restart).
+    events: DIRECTION_EVENTS, output
+        Telemetry events.
+    interface: SuperSpeedEndpointInterface
+        LUNA's connection to the device (not part of the wiring signature).
+
+    Parameters
+    ----------
+    endpoint_number: int
+    slots: int
+        Packet buffers, a power of two from 2 to 16 (NumP is at most 16).
+    """
+
+    stream: Out(PacketStreamSignature(4))
+    handshake: Out(HandshakeRequestSignature())
+    flush: In(1)
+    events: Out(DIRECTION_EVENTS)
+
+    def __init__(self, *, endpoint_number=2, slots=16):
+        if slots not in (2, 4, 8, 16):
+            raise ValueError(f"slots must be a power of two from 2 to 16, not {slots}")
+        super().__init__()
+        self.interface = SuperSpeedEndpointInterface()
+        self._number = endpoint_number
+        self._slots = slots
+
+    def elaborate(self, platform):
+        m = Module()
+        slots, interface = self._slots, self.interface
+        slot_bits = (slots - 1).bit_length()
+        m.submodules.buffers = buffers = Memory(shape=32, depth=slots * WORDS_PER_PACKET,
+                                                init=[])
+        write, read = buffers.write_port(domain="ss"), buffers.read_port(domain="ss")
+        lengths = Array(Signal(11, name=f"length_{i}") for i in range(slots))
+
+        expected, drained = Signal(5), Signal(5)  # sequence numbers (mod 32)
+        free = Signal(range(slots + 1))
+        m.d.comb += free.eq(slots - (expected - drained)[:5])
+
+        # Receiving.
+        rx, header = interface.rx, interface.rx_header
+        for_us = ((header.endpoint_number == self._number) & ~header.setup
+                  & ~header.direction)
+        receiving, accepting, out_of_sequence = Signal(), Signal(), Signal()
+        word, count = Signal(8), Signal(11)
+        starting = rx.valid.any() & rx.first & for_us
+        in_sequence = header.data_sequence == expected
+        beat_bytes = sum(rx.valid[i] for i in range(4))
+        with m.If(starting):
+            m.d.comb += self.events.dps.eq(1)
+            m.d.ss += [receiving.eq(1), accepting.eq(in_sequence & (free != 0)),
+                       out_of_sequence.eq(~in_sequence), word.eq(0), count.eq(0)]
+            with m.If(in_sequence & (free != 0)):
+                m.d.comb += self.events.dp_start.eq(1)
+        writing = Mux(starting, in_sequence & (free != 0), accepting & receiving)
+        with m.If(rx.valid.any() & (starting | receiving)):
+            m.d.comb += [
+                write.addr.eq(Cat(Mux(starting, 0, word), expected[:slot_bits])),
+                write.data.eq(rx.data),
+                write.en.eq(writing),
+            ]
+            m.d.ss += [word.eq(Mux(starting, 1, word + 1)),
+                       count.eq(Mux(starting, 0, count) + beat_bytes)]
+
+        # A ZLP for us has no payload beats: its header and the CRC verdict arrive together.
+        zero_length = ~receiving & for_us & (header.data_length == 0)
+        ours = receiving | zero_length
+        good = interface.rx_complete & ours
+        bad = interface.rx_invalid & ours
+        accepted = Mux(receiving, accepting, in_sequence & (free != 0))
+        sequence_error = Mux(receiving, out_of_sequence, ~in_sequence)
+
+        # Handshakes: one request at a time; its fields are the state when the link takes it.
+        request, asking, retry_flag = self.handshake.request, Signal(), Signal()
+        waiting = Signal()  # after NRDY or an ACK with NumP 0: ERDY when a buffer frees
+        m.d.comb += [request.endpoint_number.eq(self._number), request.direction.eq(0),
+                     request.sequence.eq(expected), request.retry.eq(retry_flag),
+                     request.number_of_packets.eq(free), self.handshake.valid.eq(asking)]
+        kind = request.kind
+        event = Signal()  # this cycle needs an ACK (sent after it, with its outcome)
+        with m.If(good | bad):
+            m.d.ss += receiving.eq(0)
+            with m.If(good & accepted):
+                m.d.comb += [self.events.acked.eq(1),
+                             self.events.acked_bytes.eq(Mux(receiving, count, 0)), event.eq(1)]
+                m.d.ss += [lengths[expected[:slot_bits]].eq(Mux(receiving, count, 0)),
+                           expected.eq(expected + 1), retry_flag.eq(0)]
+            with m.Elif(good & sequence_error):
+                m.d.comb += [self.events.sequence_error.eq(1), event.eq(1)]
+                m.d.ss += retry_flag.eq(1)
+            with m.Elif(good):  # in sequence but no buffer: the host overran the window
+                m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.NRDY)]
+            with m.If(bad):
+                m.d.comb += [self.events.retry.eq(1), event.eq(1)]
+                m.d.ss += retry_flag.eq(1)
+        with m.If(event):
+            m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.ACK)]
+        with m.If(waiting & ~asking & ~event & (free != 0)):
+            m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.ERDY)]
+        with m.If(self.handshake.done):
+            m.d.ss += asking.eq(event)
+            with m.Switch(kind):
+                with m.Case(HandshakeKind.ACK):
+                    m.d.comb += [self.events.ack_tp.eq(1), self.events.nump.eq(free)]
+                    m.d.ss += waiting.eq(free == 0)
+                with m.Case(HandshakeKind.NRDY):
+                    m.d.comb += self.events.nrdy.eq(1)
+                    m.d.ss += waiting.eq(1)
+                with m.Case(HandshakeKind.ERDY):
+                    m.d.comb += self.events.erdy.eq(1)
+                    m.d.ss += waiting.eq(0)
+
+        # Bursts, for the telemetry.
+        burst_length, gap = Signal(5), Signal(range(BURST_GAP_CYCLES + 1))
+        with m.If(good & accepted):
+            m.d.ss += [burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1)), gap.eq(0)]
+        with m.Elif(receiving):
+            m.d.ss += gap.eq(0)
+        with m.Elif(burst_length != 0):
+            m.d.ss += gap.eq(gap + 1)
+            with m.If((gap == BURST_GAP_CYCLES) | header.end_of_burst):
+                m.d.comb += [self.events.burst_end.eq(1),
+                             self.events.burst_length.eq(burst_length)]
+                m.d.ss += [burst_length.eq(0), gap.eq(0)]
+
+        # Draining, a word per cycle.
+        length, beat = Signal(11), Signal(9)
+        beats = (length + 3)[2:11]
+        m.d.comb += read.addr.eq(Cat(beat[:8], drained[:slot_bits]))
+        with m.FSM(domain="ss"):
+            with m.State("IDLE"):
+                with m.If(drained != expected):
+                    m.d.ss += [length.eq(lengths[drained[:slot_bits]]), beat.eq(0)]
+                    m.next = "START"
+            with m.State("START"):
+                with m.If(length == 0):
+                    m.d.ss += drained.eq(drained + 1)
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += read.en.eq(1)
+                    m.d.ss += beat.eq(1)
+                    m.next = "SEND"
+            with m.State("SEND"):
+                at_last = beat == beats
+                remainder = length[:2]
+                m.d.comb += [
+                    self.stream.valid.eq(1),
+                    self.stream.payload.data.eq(read.data),
+                    self.stream.payload.last.eq(at_last),
+                    self.stream.payload.keep.eq(Mux(at_last & (remainder != 0),
+                                                    Mux(remainder == 1, 0b0001,
+                                                        Mux(remainder == 2, 0b0011, 0b0111)),
+                                                    0b1111)),
+                ]
+                with m.If(self.stream.ready):
+                    m.d.comb += read.en.eq(~at_last)
+                    m.d.ss += beat.eq(beat + 1)
+                    with m.If(at_last):
+                        m.d.ss += drained.eq(drained + 1)
+                        m.next = "IDLE"
+
+        with m.If(self.flush):
+            m.d.ss += drained.eq(expected)
+        with m.If(interface.ep_reset):
+            m.d.ss += [expected.eq(0), drained.eq(0), receiving.eq(0), asking.eq(0),
+                       waiting.eq(0), retry_flag.eq(0)]
+        return m

@@ -1,0 +1,177 @@
+"""Bulk IN endpoint: bursts within the host's NumP window, cumulative ACKs, retries, transfer
+framing with EOB, NRDY/ERDY; the data is the pattern stream, unbroken."""
+
+from amaranth import Module
+from amaranth.sim import Simulator
+from busprobe.gateware.common.pattern import PatternGenerator
+from busprobe.gateware.usb3.in_endpoint import BurstInEndpoint
+from busprobe.gateware.usb3.transaction import HandshakeKind
+
+
+class SourcedEndpoint(BurstInEndpoint):
+    """The endpoint fed by the pattern generator, as the device wires it."""
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.endpoint = super().elaborate(platform)
+        m.submodules.pattern = pattern = PatternGenerator(domain="ss")
+        m.d.comb += [self.stream.valid.eq(1), self.stream.payload.data.eq(pattern.word),
+                     self.stream.payload.keep.eq(0b1111),
+                     pattern.advance.eq(self.stream.valid & self.stream.ready),
+                     pattern.restart.eq(self.flush)]
+        return m
+
+
+class Host:
+    """Records what the endpoint sends and answers with ACK TPs when told."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.packets = []  # (sequence, payload, eob)
+        self.handshakes = []  # "NRDY" / "ERDY"
+        self._current = None
+
+    async def cycle(self, ctx, *, ack=None):
+        """One clock; ``ack`` = (sequence, nump, retry) puts an ACK TP on the interface."""
+        iface = self.dut.interface
+        hs = iface.handshakes_in
+        if ack is not None:
+            sequence, nump, retry = ack
+            ctx.set(hs.endpoint_number, 1)
+            ctx.set(hs.direction, 1)
+            ctx.set(hs.next_sequence, sequence)
+            ctx.set(hs.number_of_packets, nump)
+            ctx.set(hs.retry_required, retry)
+            ctx.set(hs.ack_received, 1)
+        ctx.set(iface.tx.ready, 1)
+        valid = ctx.get(iface.tx.valid)
+        if ctx.get(iface.tx_zlp):
+            self.packets.append((ctx.get(iface.tx_sequence_number), b"",
+                                 ctx.get(self.dut.end_of_burst)))
+        if valid:
+            if ctx.get(iface.tx.first):
+                self._current = bytearray()
+                self._length = ctx.get(iface.tx_length)
+            word = ctx.get(iface.tx.data).to_bytes(4, "little")
+            self._current += word[:bin(valid).count("1")]
+            if ctx.get(iface.tx.last):
+                assert len(self._current) == self._length
+                self.packets.append((ctx.get(iface.tx_sequence_number), bytes(self._current),
+                                     ctx.get(self.dut.end_of_burst)))
+        if ctx.get(self.dut.handshake.valid):
+            kind = ctx.get(self.dut.handshake.request.kind)
+            self.handshakes.append(HandshakeKind(kind).name)
+            ctx.set(self.dut.handshake.done, 1)
+        await ctx.tick("ss")
+        ctx.set(hs.ack_received, 0)
+        ctx.set(self.dut.handshake.done, 0)
+
+    async def run_until(self, ctx, packets, limit=20000):
+        for _ in range(limit):
+            if len(self.packets) >= packets:
+                return
+            await self.cycle(ctx)
+        raise AssertionError(f"only {len(self.packets)} of {packets} packets in {limit} cycles")
+
+    async def idle(self, ctx, cycles):
+        for _ in range(cycles):
+            await self.cycle(ctx)
+
+
+def simulate(body, **kwargs):
+    dut = SourcedEndpoint(**kwargs)
+    host = Host(dut)
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+
+    async def testbench(ctx):
+        await body(ctx, dut, host)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    return host
+
+
+def expected_stream(total):
+    """The first ``total`` bytes of the COUNTER pattern."""
+    return b"".join(i.to_bytes(4, "little") for i in range((total + 3) // 4))[:total]
+
+
+def test_sends_the_window_then_stops_and_continues_on_the_next_ack():
+    async def body(ctx, dut, host):
+        await host.idle(ctx, 600)  # the ring fills
+        await host.cycle(ctx, ack=(0, 4, 0))
+        await host.run_until(ctx, 4)
+        await host.idle(ctx, 600)
+        assert len(host.packets) == 4, "sent past the NumP window"
+        await host.cycle(ctx, ack=(4, 3, 0))
+        await host.run_until(ctx, 7)
+
+    host = simulate(body)
+    assert [seq for seq, _, _ in host.packets] == list(range(7))
+    data = b"".join(payload for _, payload, _ in host.packets)
+    assert all(len(payload) == 1024 for _, payload, _ in host.packets)
+    assert data == expected_stream(len(data))
+    assert not any(eob for _, _, eob in host.packets) and host.handshakes == []
+
+
+def test_retry_rewinds_to_the_first_unacknowledged_packet():
+    async def body(ctx, dut, host):
+        await host.idle(ctx, 600)
+        await host.cycle(ctx, ack=(0, 4, 0))
+        await host.run_until(ctx, 4)
+        await host.cycle(ctx, ack=(1, 4, 1))  # packet 1 arrived corrupted
+        await host.run_until(ctx, 8)
+
+    host = simulate(body)
+    sequences = [seq for seq, _, _ in host.packets]
+    assert sequences == [0, 1, 2, 3, 1, 2, 3, 4]
+    first = {seq: payload for seq, payload, _ in host.packets[:4]}
+    assert [payload for _, payload, _ in host.packets[4:7]] == [first[1], first[2], first[3]]
+    assert host.packets[7][1] == expected_stream(5 * 1024)[4096:]
+
+
+def test_transfer_ends_with_a_short_eob_packet_then_erdy_and_the_stream_continues():
+    async def body(ctx, dut, host):
+        ctx.set(dut.transfer_length, 2500)
+        await host.idle(ctx, 600)
+        await host.cycle(ctx, ack=(0, 8, 0))
+        await host.run_until(ctx, 3)
+        await host.idle(ctx, 50)
+        assert len(host.packets) == 3 and host.handshakes == []
+        await host.cycle(ctx, ack=(3, 8, 0))  # acknowledges the EOB packet
+        await host.idle(ctx, 20)
+        assert host.handshakes == ["ERDY"]
+        await host.cycle(ctx, ack=(3, 8, 0))
+        await host.run_until(ctx, 6)
+
+    host = simulate(body)
+    assert [len(p) for _, p, _ in host.packets] == [1024, 1024, 452, 1024, 1024, 452]
+    assert [eob for _, _, eob in host.packets] == [0, 0, 1, 0, 0, 1]
+    data = b"".join(payload for _, payload, _ in host.packets)
+    assert data == expected_stream(len(data))
+
+
+def test_exact_multiple_with_zlp_flag_ends_with_a_zero_length_eob_packet():
+    async def body(ctx, dut, host):
+        ctx.set(dut.transfer_length, 2048)
+        ctx.set(dut.zlp, 1)
+        await host.idle(ctx, 600)
+        await host.cycle(ctx, ack=(0, 8, 0))
+        await host.run_until(ctx, 3)
+
+    host = simulate(body)
+    assert [(len(p), eob) for _, p, eob in host.packets] == [(1024, 0), (1024, 0), (0, 1)]
+
+
+def test_a_request_with_nothing_buffered_gets_nrdy_then_erdy():
+    async def body(ctx, dut, host):
+        await host.cycle(ctx, ack=(0, 4, 0))  # at reset: the ring is still empty
+        await host.idle(ctx, 400)
+        assert host.packets == []
+        assert host.handshakes == ["NRDY", "ERDY"]
+        await host.cycle(ctx, ack=(0, 2, 0))
+        await host.run_until(ctx, 2)
+
+    host = simulate(body)
+    assert [seq for seq, _, _ in host.packets] == [0, 1]

@@ -1,0 +1,99 @@
+"""Pattern checker for a 32-bit packet stream: the byte checker's semantics, four bytes a clock."""
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol.patterns import NO_ERROR_OFFSET
+
+from ..common.packet_stream import PacketStreamSignature
+from ..common.pattern import PATTERN_SHAPE, PatternGenerator
+
+__all__ = ["PatternWordChecker"]
+
+
+class PatternWordChecker(wiring.Component):
+    """Compares a 32-bit packet stream with the selected pattern, up to four bytes per clock.
+
+    The stream's bytes (``keep`` says how many a beat holds; packet boundaries do not matter)
+    continue the pattern byte stream at any alignment: a short packet leaves the next one
+    starting mid-word. As :class:`~busprobe.gateware.common.checker.PatternChecker`, a 32-bit word
+    of the pattern stream counts as one error however many of its bytes are wrong, and the offset
+    of the first wrong byte is kept.
+
+    Attributes
+    ----------
+    pattern: Signal(PATTERN_SHAPE), input
+    restart: Signal(), input
+        Strobe: expect byte 0 of the pattern next; clears the error count and first offset.
+    clear: Signal(), input
+        Strobe: clear the error count and first offset only.
+    stream: PacketStreamSignature(4), input stream
+        The received data; ready except for two cycles after a restart.
+    errors: Signal(32), output
+        Mismatched pattern words since the last restart or clear.
+    first_error_offset: Signal(32), output
+        Stream offset of the first mismatched byte, ``NO_ERROR_OFFSET`` if none.
+    offset: Signal(32), output
+        Bytes checked since the last restart.
+    """
+
+    pattern: In(PATTERN_SHAPE)
+    restart: In(1)
+    clear: In(1)
+    stream: In(PacketStreamSignature(4))
+    errors: Out(32)
+    first_error_offset: Out(32, init=NO_ERROR_OFFSET)
+    offset: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.generator = generator = PatternGenerator(domain="ss")
+        m.d.comb += generator.pattern.eq(self.pattern)
+
+        # ``low`` is pattern word k (the one ``offset`` is in), the generator shows word k + 1.
+        low, primed, counted = Signal(32), Signal(), Signal()
+        with m.If(~primed):
+            m.d.ss += [low.eq(generator.word), primed.eq(1)]
+            m.d.comb += generator.advance.eq(1)
+        m.d.comb += self.stream.ready.eq(primed)
+
+        shift = self.offset[:2]
+        expected = (Cat(low, generator.word) >> (shift * 8))[:32]
+        keep = self.stream.payload.keep
+        wrong = Signal(4)
+        for i in range(4):
+            m.d.comb += wrong[i].eq(keep[i] & (self.stream.payload.data.word_select(i, 8)
+                                               != expected.word_select(i, 8)))
+        # Byte i of the beat is in word k if shift + i < 4, else in word k + 1.
+        in_low = Signal(4)
+        m.d.comb += in_low.eq(Mux(shift == 0, 0b1111, Mux(shift == 1, 0b0111,
+                                                          Mux(shift == 2, 0b0011, 0b0001))))
+        low_wrong = (wrong & in_low).any()
+        high_wrong = (wrong & ~in_low).any()
+        count = sum(keep[i] for i in range(4))
+        crosses = (shift + count) >= 4
+
+        first_wrong = Signal(2)
+        for i in reversed(range(4)):
+            with m.If(wrong[i]):
+                m.d.comb += first_wrong.eq(i)
+
+        with m.If(self.stream.valid & primed):
+            m.d.ss += [
+                self.offset.eq(self.offset + count),
+                self.errors.eq(self.errors + (low_wrong & ~counted) + high_wrong),
+            ]
+            with m.If(crosses):
+                m.d.comb += generator.advance.eq(1)
+                m.d.ss += [low.eq(generator.word), counted.eq(high_wrong)]
+            with m.Else():
+                m.d.ss += counted.eq(counted | low_wrong)
+            with m.If(wrong.any() & (self.first_error_offset == NO_ERROR_OFFSET)):
+                m.d.ss += self.first_error_offset.eq(self.offset + first_wrong)
+
+        with m.If(self.clear | self.restart):
+            m.d.ss += [self.errors.eq(0), self.first_error_offset.eq(NO_ERROR_OFFSET)]
+        with m.If(self.restart):
+            m.d.ss += [self.offset.eq(0), primed.eq(0), counted.eq(0)]
+            m.d.comb += generator.restart.eq(1)
+        return m
