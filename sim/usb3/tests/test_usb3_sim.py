@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 COCOTB_MODULE = "usb3_cocotb"
 COCOTB_TESTS = [
     "device_trains_to_u0",
+    "enumeration_reads_superspeed_descriptors_and_info",
 ]
 
 

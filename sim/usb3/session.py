@@ -1,0 +1,106 @@
+"""A simulated SuperSpeed host with the device attached: power-up, training, enumeration.
+
+Used by the cocotb tests (and the RPC server behind ``sim:usb3``), so both drive the device as an
+xHCI root port and its driver would: link training to U0, the link's advertisement, then the
+standard SuperSpeed enumeration (USB 3.2 §9.1.2, §9.4): GET_DESCRIPTOR device (with the default
+address), SET_ADDRESS, device, configuration, BOS, SET_CONFIGURATION, SET_SEL, SET_ISOCH_DELAY.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from dataclasses import dataclass
+
+from usb_protocol.types import USBRequestType, USBStandardRequests
+from usb_protocol.types.descriptors.standard import StandardDescriptorNumbers as DescriptorTypes
+
+from .link import SuperSpeedLink
+from .pipe import CLOCK_HZ, PipePartnerDriver
+from .protocol import SuperSpeedProtocol
+from .training import TrainingResult, train_to_u0
+
+__all__ = ["Usb3Session", "Descriptors", "DEVICE_ADDRESS"]
+
+log = logging.getLogger(__name__)
+
+DEVICE_ADDRESS = 9
+#: USB 3.2 §9.4.12 SET_SEL: U1SEL, U1PEL (µs), U2SEL, U2PEL (µs); the values xhci_hcd sends
+#: when U1/U2 are disabled are irrelevant to a device that rejects LGO_Ux (LUNA's).
+SEL_VALUES = (0, 0, 0, 0)
+#: USB 3.2 §9.4.11 SET_ISOCH_DELAY wValue (ns): a single-hop root port's delay (assumption).
+ISOCH_DELAY_NS = 40
+
+
+@dataclass
+class Descriptors:
+    """What enumeration read, raw (tests parse them with usb-protocol)."""
+
+    device: bytes = b""
+    configuration: bytes = b""
+    bos: bytes = b""
+
+
+def _request_type(direction_in: bool) -> int:
+    return (0x80 if direction_in else 0) | USBRequestType.STANDARD << 5
+
+
+class Usb3Session:
+    """Host model + device: the objects a test or the RPC server works with.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        ``usb3_sim_top``.
+    credit_return_cycles : int
+        The host's header-buffer latency (see :class:`SuperSpeedLink`).
+    """
+
+    def __init__(self, dut: object, *, credit_return_cycles: int = 0) -> None:
+        self.dut = dut
+        self.partner = PipePartnerDriver(dut)
+        self.link = SuperSpeedLink(self.partner, credit_return_cycles=credit_return_cycles)
+        self.protocol = SuperSpeedProtocol(self.link)
+        self.descriptors = Descriptors()
+        self.training: TrainingResult | None = None
+
+    async def power_up(self) -> None:
+        """Clock and reset, link training to U0, link advertisement, enumeration."""
+        await self.partner.start()
+        await self.bring_up_link()
+        await self.enumerate()
+
+    async def bring_up_link(self) -> None:
+        self.training = await train_to_u0(self.partner)
+        await self.link.start()
+        log.info("U0 after %.1f us", self.training.u0_cycle / CLOCK_HZ * 1e6)
+
+    async def get_descriptor(self, kind: int, index: int, length: int) -> bytes:
+        return await self.protocol.control(_request_type(True), USBStandardRequests.GET_DESCRIPTOR,
+                                           kind << 8 | index, 0, length)
+
+    async def enumerate(self) -> Descriptors:
+        """The enumeration sequence xhci_hcd + usbcore perform on a SuperSpeed device."""
+        protocol = self.protocol
+        protocol.address = 0
+        head = await self.get_descriptor(DescriptorTypes.DEVICE, 0, 8)
+        if len(head) < 8 or head[1] != DescriptorTypes.DEVICE:
+            raise ValueError(f"bad device descriptor head {head.hex()}")
+        await protocol.control(_request_type(False), USBStandardRequests.SET_ADDRESS,
+                               DEVICE_ADDRESS, 0, 0)
+        protocol.address = DEVICE_ADDRESS
+        device = await self.get_descriptor(DescriptorTypes.DEVICE, 0, 18)
+        bos_head = await self.get_descriptor(DescriptorTypes.BOS, 0, 5)
+        bos = await self.get_descriptor(DescriptorTypes.BOS, 0,
+                                        struct.unpack_from("<H", bos_head, 2)[0])
+        config_head = await self.get_descriptor(DescriptorTypes.CONFIGURATION, 0, 9)
+        configuration = await self.get_descriptor(
+            DescriptorTypes.CONFIGURATION, 0, struct.unpack_from("<H", config_head, 2)[0])
+        await protocol.control(_request_type(False), USBStandardRequests.SET_CONFIGURATION,
+                               configuration[5], 0, 0)
+        await protocol.control(_request_type(False), USBStandardRequests.SET_SEL, 0, 0,
+                               struct.pack("<BBHH", *SEL_VALUES))
+        await protocol.control(_request_type(False), USBStandardRequests.SET_ISOCH_DELAY,
+                               ISOCH_DELAY_NS, 0, 0)
+        self.descriptors = Descriptors(device, configuration, bos)
+        return self.descriptors
