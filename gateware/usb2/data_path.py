@@ -1,10 +1,11 @@
 """What the bulk endpoints carry: the pattern, or the host's own data looped back."""
 
-from amaranth import Module
+from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 
+from ..common.bot import BotFramer
 from ..common.checker import PatternChecker
 from ..common.packet_stream import PacketStreamSignature
 from ..common.pattern import PATTERN_SHAPE, PatternByteSource
@@ -22,6 +23,9 @@ class Usb2DataPath(wiring.Component):
       they are, packet boundaries included; when the IN ring is full the OUT endpoint NAKs. The
       checker still sees every OUT byte, so the device checks what the host sent and the host
       checks what came back.
+    - :attr:`~busprobe.protocol.usb2.DataMode.BOT`: a :class:`BotFramer` between the endpoints
+      and the pattern engines: CBWs from OUT, the pattern into IN or OUT data into the checker,
+      CSWs into IN.
 
     Attributes
     ----------
@@ -59,7 +63,9 @@ class Usb2DataPath(wiring.Component):
         m = Module()
         m.submodules.source = source = PatternByteSource(domain="usb")
         m.submodules.checker = checker = PatternChecker(domain="usb")
+        m.submodules.bot = bot = BotFramer(max_packet_size=usb2.MAX_PACKET_SIZE, domain="usb")
         to_in, from_out = self.to_in, self.from_out
+        bot_mode = self.mode == usb2.DataMode.BOT
 
         m.d.comb += [
             source.pattern.eq(self.pattern),
@@ -67,8 +73,11 @@ class Usb2DataPath(wiring.Component):
             checker.pattern.eq(self.pattern),
             checker.restart.eq(self.restart),
             checker.clear.eq(self.clear),
-            checker.stream.valid.eq(from_out.valid & from_out.ready),
-            checker.stream.payload.eq(from_out.p.data),
+            checker.stream.valid.eq(Mux(bot_mode, bot.checked.valid,
+                                        from_out.valid & from_out.ready)),
+            checker.stream.payload.eq(Mux(bot_mode, bot.checked.p.data, from_out.p.data)),
+            bot.restart.eq(self.restart),
+            bot.checked.ready.eq(1),
             self.pattern_errors.eq(checker.errors),
             self.first_error_offset.eq(checker.first_error_offset),
         ]
@@ -77,6 +86,20 @@ class Usb2DataPath(wiring.Component):
                 to_in.valid.eq(from_out.valid),
                 to_in.p.eq(from_out.p),
                 from_out.ready.eq(to_in.ready),
+            ]
+        with m.Elif(bot_mode):
+            # Packets end where the framing says, so the IN ring waits for whole ones: no
+            # cut-through.
+            m.d.comb += [
+                bot.out_packets.valid.eq(from_out.valid),
+                bot.out_packets.p.eq(from_out.p),
+                from_out.ready.eq(bot.out_packets.ready),
+                to_in.valid.eq(bot.in_packets.valid),
+                to_in.p.eq(bot.in_packets.p),
+                bot.in_packets.ready.eq(to_in.ready),
+                bot.source.valid.eq(source.stream.valid),
+                bot.source.p.eq(source.stream.payload),
+                source.stream.ready.eq(bot.source.ready),
             ]
         with m.Else():
             m.d.comb += [

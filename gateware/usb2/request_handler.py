@@ -15,7 +15,7 @@ from .telemetry_snapshot import INFO_BYTES, INFO_WORD
 __all__ = ["ProbeRequestHandler", "INFO_BYTES"]
 
 #: Data modes the gateware carries out (SET_DATA_MODE stalls any other).
-SUPPORTED_DATA_MODES = (usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK)
+SUPPORTED_DATA_MODES = (usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK, usb2.DataMode.BOT)
 
 
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):

@@ -22,13 +22,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SCHEMA", "check_document", "DIRECTIONS", "VERDICTS"]
+__all__ = ["SCHEMA", "check_document", "DIRECTIONS", "PROTOCOLS", "VERDICTS", "protocol_of"]
 
 #: The result layout this busprobe writes and reads (a document with a larger one is refused).
 SCHEMA = 1
 #: Every transfer direction a point may have (USB: ``in``/``out``; PCIe: ``write``/``read``;
 #: both: ``loopback``; ``both`` is a sweep option, never a point's direction).
 DIRECTIONS = ("in", "out", "write", "read", "loopback")
+#: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``).
+PROTOCOLS = ("stream", "bot")
 #: The verdicts ``busprobe.verdict.assess`` gives.
 VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
 
@@ -74,7 +76,7 @@ BUS = Object(
     required={"kind": STR},
     optional={"speed": OPT_STR, "width": OPT_INT, "mps": OPT_INT, "mrrs": OPT_INT,
               "host_profile": OPT_STR, "max_packet_size": OPT_INT,
-              "extra": ("object", "null")})
+              "extra": ("object", "null"), "protocol": Choice(PROTOCOLS)})
 
 POINT = Object(
     required={"direction": Choice(DIRECTIONS), "length": INT, "queue_depth": INT, "errors": INT,
@@ -182,3 +184,8 @@ def check_document(doc: Any, name: str = "result") -> None:
         _check("", DOCUMENT, doc)
     except ValueError as exc:
         raise ValueError(f"{name}: {str(exc).lstrip('.')}") from None
+
+
+def protocol_of(doc: dict[str, Any]) -> str:
+    """The transfer framing of a checked result document (``stream`` when it does not say)."""
+    return (doc.get("bus") or {}).get("protocol") or "stream"

@@ -75,6 +75,9 @@ class BusDescription:
         USB endpoint max packet size.
     extra : dict
         Anything else a backend wants recorded (read completion boundary, caps, ...).
+    protocol : str
+        How transfers are framed: ``stream`` (bare bulk transfers, queued), or ``bot`` (USB
+        mass storage Bulk-Only Transport: CBW, data, CSW per transfer, one at a time).
     """
 
     kind: str
@@ -85,6 +88,7 @@ class BusDescription:
     host_profile: str | None = None
     max_packet_size: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "stream"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,6 +179,9 @@ class Transport(abc.ABC):
     #: backends lower it so the default sweep finishes in about a minute of simulation.
     default_max_length: int = 4 << 20
 
+    #: Transfer framings this transport offers (:attr:`BusDescription.protocol`), the default first.
+    protocols: tuple[str, ...] = ("stream",)
+
     @property
     @abc.abstractmethod
     def bus(self) -> BusDescription:
@@ -205,6 +212,12 @@ class Transport(abc.ABC):
         """Change bus settings between points (PCIe ``mps``/``mrrs``). Default: none supported."""
         if settings:
             raise InvalidRequest(f"{self.selector}: cannot set {', '.join(settings)}")
+
+    def set_protocol(self, protocol: str) -> None:
+        """Frame every transfer from now on as ``protocol`` (one of :attr:`protocols`)."""
+        if protocol not in self.protocols:
+            raise InvalidRequest(f"{self.selector}: protocol {protocol!r} is not offered "
+                                 f"(offered: {', '.join(self.protocols)})")
 
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         """Raise :class:`InvalidRequest` if a point cannot run; called before any data moves."""

@@ -122,19 +122,33 @@ class SimUsb2Platform:
         export relays a guest's); the device's data toggles and address start over."""
         self._cycle = self._server().call("reset")
 
-    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
-             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
-        timeout = _STREAM_BASE_S + length * count / _STREAM_RATE
-        reply = self._server().call("stream", endpoint, length, count, queue_depth,
+    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
+            outgoing: Sequence[bytes] | None,
+            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
+        """The commands run inside the simulator in one request (``bot_host``), so the time
+        between stages is the host profile's, not this process's."""
+        timeout = _STREAM_BASE_S + (length + 64) * len(cbws) / _STREAM_RATE
+        reply = self._server().call("bot", list(cbws), direction, length,
                                     list(outgoing) if outgoing is not None else None,
                                     timeout=timeout)
+        return self._result(reply, direction, sink), list(reply["csws"])
+
+    def _result(self, reply: dict[str, Any], direction: str, sink: Sink | None) -> StreamResult:
         chunks = reply.pop("in_data")
         self._cycle = reply["cycle"]
         self.last_stream = reply
         if sink is not None:
             for chunk in chunks:
                 sink(chunk)
-        return StreamResult(direction="in" if endpoint & 0x80 else "out", bytes=reply["bytes"],
+        return StreamResult(direction=direction, bytes=reply["bytes"],
                             transfers=reply["transfers"], start=reply["start"] / usb2.CLOCK_HZ,
                             end=reply["end"] / usb2.CLOCK_HZ,
                             short_transfers=reply["short_transfers"])
+
+    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
+             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
+        timeout = _STREAM_BASE_S + length * count / _STREAM_RATE
+        reply = self._server().call("stream", endpoint, length, count, queue_depth,
+                                    list(outgoing) if outgoing is not None else None,
+                                    timeout=timeout)
+        return self._result(reply, "in" if endpoint & 0x80 else "out", sink)

@@ -21,6 +21,7 @@ from busprobe.protocol import usb2
 from busprobe.sim.rpc import serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
+from .bot_host import run_commands
 from .controller import StreamStuck, TransferStall
 from .link import DeviceTimeout, LinkError
 from .session import Usb2Session
@@ -98,6 +99,21 @@ class Usb2RpcHandler:
                 "wall_seconds": time.perf_counter() - started,
                 "sim_cycles": self.session.phy.cycle - cycle0, "cycle": self.session.phy.cycle,
                 "in_data": received}
+
+    async def rpc_bot(self, cbws: Sequence[bytes], direction: str, length: int,
+                      outgoing: Sequence[bytes] | None) -> dict[str, Any]:
+        """One Bulk-Only Transport command per CBW (``bot_host``); IN data in ``in_data``."""
+        received: list[bytes] = []
+        started, cycle0 = time.perf_counter(), self.session.phy.cycle
+        outcome = await _on_the_bus(f"BOT {direction} command", lambda: run_commands(
+            self.session.host, cbws, direction, length, outgoing, received))
+        return {"bytes": outcome.bytes, "transfers": outcome.transfers,
+                "short_transfers": outcome.short_transfers, "start": outcome.start,
+                "end": outcome.end, "naks": outcome.naks, "nyets": outcome.nyets,
+                "transactions": outcome.transactions, "repeats": outcome.repeats,
+                "wall_seconds": time.perf_counter() - started,
+                "sim_cycles": self.session.phy.cycle - cycle0, "cycle": self.session.phy.cycle,
+                "in_data": received, "csws": outcome.csws}
 
 
 @cocotb.test()

@@ -55,6 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "4M on hardware, less in simulation); a quick look, or a slow host "
                              "such as an emulator")
     parser.add_argument("--pattern", default="counter", help="counter or prbs31")
+    parser.add_argument("--protocol", default="stream",
+                        help="stream (bare bulk transfers, default) or bot (USB mass storage "
+                             "Bulk-Only Transport: CBW, data, CSW per transfer, queue depth 1)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
     parser.add_argument("--csv", metavar="FILE", help="write one CSV row per point")
     parser.add_argument("--plot", metavar="FILE.png", help="plot throughput versus length")
@@ -149,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--allow-config-write applies to real PCIe devices "
                          f"({buses.PCIE.real_syntax})")
     transport = targets.open_transport(target)
+    transport.set_protocol(args.protocol)
     if min_bytes is not None:
         transport.min_bytes = min_bytes
     if args.allow_config_write:
@@ -167,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
             directions,
             tuple(lengths or default_lengths(
                 bus.kind, transport.default_max_length)),
-            tuple(depths or buses.by_kind(bus.kind).default_queue_depths),
+            tuple(depths or (buses.by_kind(bus.kind).default_queue_depths
+                             if bus.protocol == "stream" else (1,))),
             args.repeat, settings, pattern)
         plan.validate(transport)
         print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)
@@ -239,6 +244,7 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units, table_out
 
 def _describe(device: str, bus: BusDescription, plan: SweepPlan, transport: Transport) -> str:
     host = f", host {bus.host_profile}" if bus.host_profile else ""
+    host += f", protocol {bus.protocol}" if bus.protocol != "stream" else ""
     lengths = ",".join(format_size(n) for n in plan.lengths)
     return (f"sweeping {device} ({bus.kind} {bus.speed}{host}): {'/'.join(plan.directions)}, "
             f"lengths {lengths}, queue depth {','.join(map(str, plan.queue_depths))}, "

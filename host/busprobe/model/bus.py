@@ -19,4 +19,5 @@ def bus_from_json(data: dict[str, Any]) -> BusDescription:
     return BusDescription(
         kind=str(data["kind"]), speed=str(data.get("speed", "")), width=int(data.get("width") or 1),
         mps=data.get("mps"), mrrs=data.get("mrrs"), host_profile=data.get("host_profile"),
-        max_packet_size=data.get("max_packet_size"), extra=dict(data.get("extra") or {}))
+        max_packet_size=data.get("max_packet_size"), extra=dict(data.get("extra") or {}),
+        protocol=str(data.get("protocol") or "stream"))

@@ -35,7 +35,9 @@ from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..transport import BusDescription
 from . import usb2_wire as wire
 from .ceiling_type import Ceiling
+from .usb2_bot import bot_command, bot_lines
 from .usb2_hosts import HostProfile, load_profile
+from .usb2_loopback import loopback_ceiling
 from .usb2_schedule import MAX_STEPPED_PACKETS, steady_period
 
 __all__ = ["usb2_ceiling", "usb2_link_only", "packets_per_uframe", "UFRAMES_PER_S"]
@@ -67,6 +69,9 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     """Ceiling of bulk ``direction`` on a high-speed bus with ``bus.host_profile`` (see module)."""
     profile = load_profile(bus.host_profile or "ideal")
     mps = bus.max_packet_size or MAX_PACKET_SIZE
+    if direction == "loopback":
+        return loopback_ceiling(profile, mps, length=length, queue_depth=queue_depth,
+                                uframes_per_s=UFRAMES_PER_S)
     used, limit, fit = packets_per_uframe(profile, direction, mps)
     plateau = used * mps * UFRAMES_PER_S
     binding = "host profile" if limit < fit else "bus"
@@ -81,10 +86,17 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         "plateau": plateau,
     }
     throughput = float(plateau)
-    if length is not None or queue_depth is not None:
+    if bus.protocol == "bot" and length is not None:
+        # One command at a time whatever the queue depth: BOT has no queue (usb2_bot).
+        times = bot_command(profile, direction, length, max_packet_size=mps)
+        lines += bot_lines(profile, direction, length, times)
+        parts.update(protocol="bot", length=length, period=times["command"],
+                     stage_seconds={k: v for k, v in times.items() if k != "command"})
+        throughput = length / times["command"]
+    elif length is not None or queue_depth is not None:
         throughput = _per_transfer(profile, direction, used, mps, length, queue_depth, lines,
                                    parts)
-    model = f"usb2-hs host profile {profile.name}"
+    model = f"usb2-hs host profile {profile.name}" + (" BOT" if bus.protocol == "bot" else "")
     return Ceiling(throughput, "\n".join(lines), parts, direction, model)
 
 

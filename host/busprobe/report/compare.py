@@ -15,10 +15,12 @@ from typing import Any
 
 from ..buses import PCIE
 from ..lengths import format_size
+from ..result_schema import protocol_of
 from ..results import ceilings_of
 from ..topology.hop import hop_field, hop_findings
 from ..units import Units
 from ..verdict import assess
+from .bot_overhead import bot_overhead_sections
 
 __all__ = ["Run", "load_runs", "runs_from_docs", "format_comparison", "differences",
            "verdicts_of"]
@@ -194,7 +196,8 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
 
 def format_comparison(runs: Sequence[Run], units: Units = Units.MB) -> str:
     """The text ``busprobe compare`` prints."""
-    lines = [f"{run.label} = {run.source} ({run.doc.get('device', '?')})" for run in runs]
+    lines = [f"{run.label} = {run.source} ({run.doc.get('device', '?')}"
+             f"{', protocol bot' if protocol_of(run.doc) == 'bot' else ''})" for run in runs]
     lines.append(f"throughput in {units.label} ({'10^6' if units is Units.MB else '2^20'} B/s)")
     lines.append("")
     lines += _table(comparison_rows(runs, units))
@@ -202,6 +205,8 @@ def format_comparison(runs: Sequence[Run], units: Units = Units.MB) -> str:
     if diffs:
         lines += ["", "What explains the differences:"]
         lines += [f"  {d}" for d in diffs]
+    for title, rows, notes in bot_overhead_sections(runs, units):
+        lines += ["", title, *(_table(rows) if rows else []), *(f"  {n}" for n in notes)]
     incomplete = [run for run in runs if not run.doc.get("complete", True)]
     for run in incomplete:
         lines.append(f"!! {run.label} is INCOMPLETE: {run.doc.get('error')}")

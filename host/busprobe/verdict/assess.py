@@ -170,9 +170,25 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
                      "last bus interval.")
     if dropped:
         notes.append(f"{dropped} point(s) with data errors were left out.")
+    if bus.protocol == "bot":
+        notes.append(_bot_note(bus, direction, plateau))
     entry["verdict"] = verdict
     entry["explanation"] = " ".join([why, *notes])
     return entry
+
+
+def _bot_note(bus: BusDescription, direction: str, plateau: Plateau) -> str:
+    """What BOT framing allows at the plateau's longest length (``model/usb2_bot.py``)."""
+    longest = max(plateau.lengths)
+    note = ("BOT framing: one command at a time, each paying the host's completion and resubmit "
+            "latency for its CBW, data and CSW")
+    try:
+        framed = ceiling_for(bus, direction, length=longest, queue_depth=1)
+    except (ValueError, NotImplementedError, KeyError):
+        return note + "; busprobe compare with a streamed run shows the overhead per length."
+    return (f"{note}: at {longest} B the BOT model allows {_mb(framed.throughput)} "
+            f"(the plateau is {plateau.value / framed.throughput * 100:.1f} % of it); busprobe "
+            f"compare with a streamed run shows the overhead per length.")
 
 
 def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, plateau: Plateau,

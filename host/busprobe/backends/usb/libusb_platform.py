@@ -29,6 +29,7 @@ from ...transport import (
     StreamResult,
     TransportError,
 )
+from .bot import run_by_bulk
 from .bulk_stream import BulkStream
 from .libusb import load_usb1, map_usb_error
 from .platform import CONTROL_IN
@@ -186,6 +187,11 @@ class LibusbPlatform:
                          queue_depth=queue_depth, outgoing=outgoing,
                          what=f"{self.name}: {direction} transfer")
         return run.run(self._context, sink)
+
+    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
+            outgoing: Sequence[bytes] | None,
+            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
+        return run_by_bulk(self.bulk, cbws, direction, length, outgoing, sink)
 
 
 def _read_serial(handle: Any) -> str | None:

@@ -58,6 +58,18 @@ class UsbPlatform(Protocol):
         order, short ones included. ``start``/``end`` of the result are on :meth:`now`'s clock.
         """
 
+    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
+            outgoing: Sequence[bytes] | None,
+            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
+        """Run one Bulk-Only Transport command per CBW in ``cbws``, one at a time: the CBW on
+        the OUT endpoint, ``length`` data bytes in ``direction`` (OUT: ``outgoing[i]``; IN: to
+        ``sink``), then a 13-byte CSW read on the IN endpoint, each stage submitted when the one
+        before completed (:func:`~busprobe.backends.usb.bot.run_by_bulk` on libusb).
+
+        Returns the data phases as one result (first CBW submitted to last CSW completed, data
+        bytes only) and the CSWs as received, for the transport to check.
+        """
+
     def now(self) -> float:
         """Seconds: wall clock on hardware, simulated time in simulation."""
 

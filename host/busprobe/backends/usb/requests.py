@@ -97,6 +97,10 @@ class VendorRequests:
         except ValueError as exc:
             raise TransportError(f"{self.name}: {exc}") from None
 
+    def set_data_mode(self, mode: usb2.DataMode) -> None:
+        """What the bulk endpoints carry (restarts both pattern streams on the device)."""
+        self._control(VENDOR_OUT, usb2.Request.SET_DATA_MODE, int(mode), 0, b"")
+
     def set_in_transfer(self, length: int, zlp: bool = False) -> None:
         """Make the device end each IN transfer after ``length`` bytes (sent only on change)."""
         if self._in_transfer == (length, zlp):

@@ -22,6 +22,7 @@ from ...transport import (
     Telemetry,
     Transport,
 )
+from .bot import BotCommands, wrapper_bytes
 from .platform import UsbPlatform
 from .requests import VendorRequests
 
@@ -45,23 +46,31 @@ class UsbDeviceTransport(Transport):
     """
 
     directions = ("in", "out")
+    protocols = ("stream", "bot")
 
     def __init__(self, platform: UsbPlatform) -> None:
         self.platform = platform
         self.selector = platform.name
         self.requests = VendorRequests(platform.control, name=platform.name)
+        self.protocol = "stream"
+        self.commands = BotCommands(platform.name)
+        self._opened = False
 
     # -- life cycle ---------------------------------------------------------------------------
     def open(self) -> None:
         self.platform.open()
+        self._opened = True
         try:
             if self.platform.vendor_requests:
                 self.requests.check_info()
+            if self.protocol != "stream":
+                self._apply_protocol()
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
+        self._opened = False
         try:
             self.platform.close()
         finally:
@@ -72,7 +81,8 @@ class UsbDeviceTransport(Transport):
 
     @property
     def bus(self) -> BusDescription:
-        return replace(self.platform.bus(), max_packet_size=self.requests.max_packet_size)
+        return replace(self.platform.bus(), max_packet_size=self.requests.max_packet_size,
+                       protocol=self.protocol)
 
     def topology(self) -> list[dict[str, Any]]:
         return self.platform.topology()
@@ -84,9 +94,30 @@ class UsbDeviceTransport(Transport):
             raise InvalidRequest(f"USB transfer length {length} does not fit SET_IN_TRANSFER "
                                  f"(at most {usb2.IN_ZLP_FLAG - 1} bytes)")
         packet = self.requests.max_packet_size
+        if self.protocol == "bot" and queue_depth != 1:
+            raise InvalidRequest(f"BOT runs one command at a time: queue depth must be 1, "
+                                 f"not {queue_depth}")
         if not self.platform.vendor_requests and direction == "in" and length % packet:
             raise InvalidRequest(f"{self.selector}: the stock design ends no IN transfer with a "
                                  f"short packet; use lengths that are multiples of {packet}")
+
+    def set_protocol(self, protocol: str) -> None:
+        """``stream`` (the default) or ``bot``: sent to the device now if it is open, else when
+        it opens."""
+        super().set_protocol(protocol)
+        if protocol != "stream" and not self.platform.vendor_requests:
+            raise InvalidRequest(f"{self.selector}: the stock design has no BOT framing")
+        self.protocol = protocol
+        if self._opened:
+            self._apply_protocol()
+
+    def _apply_protocol(self) -> None:
+        mode = usb2.DataMode.BOT if self.protocol == "bot" else usb2.DataMode.PATTERN
+        self.requests.set_data_mode(mode)
+        if mode == usb2.DataMode.BOT:
+            # The framer closes every data phase and CSW itself: the IN endpoint must not cut
+            # packets at a transfer length left over from a streamed run.
+            self.requests.set_in_transfer(0)
 
     def set_pattern(self, pattern: Pattern) -> None:
         if self.platform.vendor_requests:
@@ -97,11 +128,22 @@ class UsbDeviceTransport(Transport):
     def clear_telemetry(self) -> None:
         if self.platform.vendor_requests:
             self.requests.clear_telemetry()
+        self.commands.since_clear = 0
 
     def read_telemetry(self) -> Telemetry:
         if not self.platform.vendor_requests:
             return Telemetry()
-        return self.requests.read_telemetry()
+        counters = self.requests.read_telemetry()
+        if self.protocol == "bot":
+            # The device counts CBWs and CSWs with the data; the sweep checks data bytes. Its
+            # microframe window times the wrappers and the gaps between stages too, so in BOT
+            # the host's window is the only timing (the CSW closes each command anyway).
+            for direction, extra in wrapper_bytes(self.commands.since_clear).items():
+                if direction in counters.device_bytes:
+                    counters.device_bytes[direction] -= extra
+            counters.device_seconds.clear()
+            counters.window_bytes.clear()
+        return counters
 
     # -- streaming ----------------------------------------------------------------------------
     def stream(self, direction: str, length: int, count: int, queue_depth: int,
@@ -109,6 +151,8 @@ class UsbDeviceTransport(Transport):
         self.validate(direction, length, queue_depth)
         if count < 1:
             raise InvalidRequest(f"transfer count must be at least 1, not {count}")
+        if self.protocol == "bot":
+            return self._stream_bot(direction, length, count, source, sink)
         outgoing: list[bytes] | None = None
         if direction == "in":
             if self.platform.vendor_requests:
@@ -122,3 +166,16 @@ class UsbDeviceTransport(Transport):
             outgoing = [source(length) for _ in range(count)]
             endpoint = usb2.EP_OUT
         return self.platform.bulk(endpoint, length, count, queue_depth, outgoing, sink)
+
+    def _stream_bot(self, direction: str, length: int, count: int, source: Source | None,
+                    sink: Sink | None) -> StreamResult:
+        """``count`` BOT commands of ``length`` bytes, each CBW -> data -> CSW, one at a time."""
+        if direction == "out" and source is None:
+            raise InvalidRequest("an OUT stream needs a data source")
+        outgoing = [source(length) for _ in range(count)] if direction == "out" and source \
+            else None
+        cbws = self.commands.cbws(direction, length, count)
+        result, csws = self.platform.bot([c.pack() for c in cbws], direction, length, outgoing,
+                                         sink)
+        self.commands.check(cbws, csws)
+        return result

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from busprobe.backends.usb import load_usb1
-from busprobe.protocol import usb2
+from busprobe.protocol import bot, usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 
 
@@ -34,6 +34,56 @@ class Faults:
     status: dict[int, str] = field(default_factory=dict)  # index -> usb1 TRANSFER_* name
     lost: set[int] = field(default_factory=set)  # completions that never come
     gone_on_submit: int | None = None  # submit() raises USBErrorNoDevice at this index
+
+
+class FakeBotFramer:
+    """The gateware's BOT framer (``gateware/common/bot.py``) in Python: a CBW, its data
+    (IN from the pattern source, OUT into the checker), a CSW. ``tamper(csw)`` may change a CSW
+    before it is sent (a device that answers wrongly)."""
+
+    def __init__(self, bus: FakeBus) -> None:
+        self.bus = bus
+        self.command: bot.Cbw | None = None
+        self.remaining = 0
+        self.csws: list[bot.Csw] = []
+        self.tamper = lambda csw: csw
+
+    def _close(self, status: int = bot.CswStatus.PASSED) -> None:
+        self.csws.append(self.tamper(bot.Csw(self.command.tag, self.remaining, status)))
+        self.command = None
+
+    def transfer(self, endpoint: int, buffer: bytearray | bytes) -> int:
+        """Bytes the device moves for one bulk transfer (IN: written into ``buffer``)."""
+        if not endpoint & 0x80:
+            data = bytes(buffer)
+            if self.command is None:
+                try:
+                    self.command = bot.Cbw.unpack(data)
+                except ValueError:
+                    tag, length = (int.from_bytes(data[i:i + 4], "little") for i in (4, 8))
+                    self.csws.append(bot.Csw(tag, length, bot.CswStatus.PHASE_ERROR))
+                    return len(data)
+                self.remaining = self.command.length
+                if not self.remaining:
+                    self._close()
+                return len(data)
+            self.bus.check_out(data[:self.remaining])
+            self.remaining -= min(len(data), self.remaining)
+            if not self.remaining or len(data) % usb2.MAX_PACKET_SIZE:
+                self._close()
+            return len(data)
+        if self.command is not None and self.command.direction == "in":
+            n = min(len(buffer), self.remaining)
+            buffer[:n] = self.bus.source.take(n)
+            self.remaining -= n
+            if not self.remaining:
+                self._close()
+        elif self.csws:
+            n = bot.CSW_SIZE
+            buffer[:n] = self.csws.pop(0).pack()
+        else:
+            n = 0
+        return n
 
 
 class FakeTransfer:
@@ -95,6 +145,7 @@ class FakeBus:
         self.restart(Pattern.COUNTER)
         self.telemetry = {}
         self.claimed = False
+        self.bot: FakeBotFramer | None = None  # set by SET_DATA_MODE(BOT)
 
     def restart(self, pattern: Pattern) -> None:
         self.source, self.checker = PatternStream(pattern), PatternStream(pattern)
@@ -111,7 +162,11 @@ class FakeBus:
         status = getattr(usb1, self.faults.status.get(index, "TRANSFER_COMPLETED"))
         transfer.status, transfer.actual = status, 0
         if status == usb1.TRANSFER_COMPLETED:
-            if transfer.endpoint & 0x80:
+            if self.bot is not None:  # DataMode.BOT: the framer decides what moves
+                transfer.actual = self.bot.transfer(transfer.endpoint, transfer.buffer)
+                if not transfer.endpoint & 0x80:
+                    self.count("out", transfer.actual)
+            elif transfer.endpoint & 0x80:
                 n = self.faults.short.get(index, len(transfer.buffer))
                 if self.in_length:
                     n = min(n, self.in_length)
@@ -119,11 +174,7 @@ class FakeBus:
                 transfer.actual = n
             else:
                 data = bytes(transfer.buffer)
-                result = self.checker.check(data)
-                if result.errors and self.first_error == usb2.NO_ERROR_OFFSET:
-                    self.first_error = self.checked + result.first_error_offset
-                self.pattern_errors += result.errors
-                self.checked += len(data)
+                self.check_out(data)
                 self.count("out", len(data))
                 transfer.actual = len(data)
         if transfer.endpoint & 0x80:
@@ -131,6 +182,14 @@ class FakeBus:
         self.queue.append(transfer)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def check_out(self, data: bytes) -> None:
+        """OUT data through the device's pattern checker."""
+        result = self.checker.check(data)
+        if result.errors and self.first_error == usb2.NO_ERROR_OFFSET:
+            self.first_error = self.checked + result.first_error_offset
+        self.pattern_errors += result.errors
+        self.checked += len(data)
 
     def count(self, direction: str, n: int) -> None:
         self.telemetry[f"{direction}_bytes"] = self.telemetry.get(f"{direction}_bytes", 0) + n
@@ -173,6 +232,10 @@ class FakeBus:
             self.in_length, _ = usb2.decode_in_transfer(value, index)
         elif request == usb2.Request.CLEAR_TELEMETRY:
             self.telemetry = {}
+        elif request == usb2.Request.SET_DATA_MODE and value in (usb2.DataMode.PATTERN,
+                                                                 usb2.DataMode.BOT):
+            self.restart(self.source.pattern)
+            self.bot = FakeBotFramer(self) if value == usb2.DataMode.BOT else None
         else:
             raise self.usb1.USBErrorPipe(self.usb1.USBErrorPipe.value)
 
