@@ -84,7 +84,7 @@ POINT = Object(
     optional={"queue_depth_in_force": OPT_INT, "mps": OPT_INT, "mrrs": OPT_INT,
               "spread": OPT_NUM, "repeats": INT, "samples": ListOf(NUM),
               "device_throughput": OPT_NUM, "device_throughput_min": OPT_NUM,
-              "device_throughput_max": OPT_NUM, "device_samples": ListOf(NUM, nullable=True),
+              "device_throughput_max": OPT_NUM, "device_samples": ListOf(OPT_NUM, nullable=True),
               "seconds": ListOf(NUM), "transfers": INT, "bytes": INT, "sized_by": OPT_STR,
               "error_detail": ("object", "null"), "short_transfers": INT,
               "ceiling": OPT_NUM, "ceiling_formula": OPT_STR, "efficiency": OPT_NUM,

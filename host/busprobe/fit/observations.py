@@ -16,6 +16,7 @@ from typing import Any
 
 from ..buses import USB2_HS
 from ..protocol.usb2 import CLOCK_HZ, MAX_PACKET_SIZE
+from ..result_schema import protocol_of
 from ..results import load_results
 
 __all__ = ["Observation", "SweepData", "read_sweep", "DIRECTIONS", "MIN_SHALLOW_LENGTHS",
@@ -133,6 +134,9 @@ def read_sweep(path: str | Path) -> SweepData:
     if kind != USB2_HS.kind:
         raise ValueError(f"{shown} is a {kind or 'bus-less'} sweep: fit builds USB 2.0 host "
                          f"profiles and needs a {USB2_HS.kind} result")
+    if protocol_of(doc) != "stream":
+        raise ValueError(f"{shown} is a --protocol {protocol_of(doc)} sweep: fit needs streamed "
+                         "transfers (its model has no framing), run the sweep without --protocol")
     if doc.get("complete") is False:
         raise ValueError(f"{shown} is incomplete ({doc.get('error') or 'stopped early'}): fit "
                          "needs a finished sweep, run it again")
