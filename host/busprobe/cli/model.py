@@ -15,6 +15,7 @@ from dataclasses import replace
 from .. import buses, targets
 from ..lengths import parse_size
 from ..model import ceiling_for, link_ceiling
+from ..result_schema import PROTOCOLS
 from ..transport import BusDescription
 from ..units import Units
 
@@ -31,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--mrrs", help="PCIe Max Read Request Size(s), e.g. 512")
     parser.add_argument("--length", help="transfer length (K/M suffixes) for the per-transfer term")
     parser.add_argument("--queue-depth", type=int, help="transfers outstanding")
+    parser.add_argument("--protocol", default="stream",
+                        help="stream (default) or bot: USB mass storage Bulk-Only Transport, "
+                             "CBW, data and CSW per transfer (needs --length)")
     parser.add_argument("--formula", action="store_true", help="show each derivation")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
     parser.add_argument("--json", action="store_true", help="print the ceilings as JSON")
@@ -52,7 +56,8 @@ def describe_bus(bus: BusDescription) -> str:
     if bus.kind == buses.PCIE.kind:
         return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
     if bus.kind == buses.USB2_HS.kind:
-        return f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
+        return (f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
+                + (", BOT framing" if bus.protocol == "bot" else ""))
     return f"{bus.kind} {bus.speed}"
 
 
@@ -70,6 +75,19 @@ def run(args: argparse.Namespace) -> int:
             args.mrrs and "mrrs" not in target.spec.settings):
         raise ValueError("--mps/--mrrs apply to PCIe devices only")
     length = parse_size(args.length) if args.length else None
+    if args.protocol not in PROTOCOLS:
+        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, "
+                         f"not {args.protocol!r}")
+    if args.protocol == "bot":
+        if base.kind != buses.USB2_HS.kind:
+            raise ValueError(f"--protocol bot is USB mass storage framing; {args.device} is "
+                             f"a {target.spec.family} device")
+        if length is None:
+            raise ValueError("--protocol bot needs --length: BOT's cost is per command")
+        base = replace(base, protocol="bot")
+        directions = tuple(d for d in directions if d in ("in", "out"))
+        if not directions:
+            raise ValueError("--protocol bot moves data in or out, not loopback")
     out: list[dict] = []
     lines: list[str] = []
     for mps in _sizes(args.mps, "mps"):

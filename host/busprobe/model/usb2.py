@@ -86,6 +86,8 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         "plateau": plateau,
     }
     throughput = float(plateau)
+    if bus.protocol == "bot" and direction not in ("in", "out"):
+        raise ValueError(f"BOT moves data in or out, not {direction}")
     if bus.protocol == "bot" and length is not None:
         # One command at a time whatever the queue depth: BOT has no queue (usb2_bot).
         times = bot_command(profile, direction, length, max_packet_size=mps)

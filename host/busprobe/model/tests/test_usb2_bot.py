@@ -58,3 +58,29 @@ def test_the_bot_ceiling_has_no_queue_and_shows_its_derivation():
     # Without a length the figure is what the bus allows, BOT or not.
     assert ceiling_for(bus, "in").throughput == ceiling_for(replace(bus, protocol="stream"),
                                                             "in").throughput
+
+
+def test_busprobe_model_protocol_bot_prints_the_per_command_derivation(capsys):
+    from busprobe.cli import main
+
+    assert main(["model", "--device", "sim:usb2?host=ehci", "--protocol", "bot",
+                 "--length", "4K", "--direction", "in", "--formula"]) == 0
+    out = capsys.readouterr().out
+    assert "host profile ehci, BOT framing" in out and "in: 5.46 MB/s" in out
+    # EHCI: each stage ends on a microframe boundary, 210 µs after the driver submitted it.
+    assert "stepped: CBW 210.00 + data 210.00 + CSW 210.00 + 3 × resubmit 40.00" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--device", "sim:usb2", "--protocol", "bot"], "--protocol bot needs --length"),
+    (["--device", "sim:pcie", "--protocol", "bot", "--length", "4K"], "sim:pcie is a PCIe device"),
+    (["--device", "sim:usb2", "--protocol", "uas", "--length", "4K"], "one of stream, bot"),
+    (["--device", "sim:usb2", "--protocol", "bot", "--length", "4K", "--direction", "loopback"],
+     "in or out, not loopback"),
+])
+def test_busprobe_model_protocol_refuses_what_bot_cannot_mean(capsys, argv, message):
+    from busprobe.cli import main
+
+    assert main(["model", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
