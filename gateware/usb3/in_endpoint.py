@@ -112,18 +112,23 @@ class BurstInEndpoint(wiring.Component):
         with m.If(write.en):
             m.d.ss += filled.eq(filled + 4)
 
-        # Transfer framing of the next new packet.
+        # Transfer framing of the next new packet. Length, EOB and "buffered" are registered (the
+        # 31-bit compares would not meet 125 MHz in one cycle with what depends on them); after
+        # anything they depend on changes, ``settling`` holds new packets back until both
+        # registers have caught up.
         transfer_left, transfer_started, zlp_due = Signal(31), Signal(), Signal()
-        new_length, new_eob = Signal(11), Signal()
+        new_length, new_eob, settling = Signal(11), Signal(), Signal(2)
         left = Mux(transfer_started, transfer_left, self.transfer_length)
         endless = self.transfer_length == 0
         with m.If(endless):
-            m.d.comb += new_length.eq(PACKET_BYTES)
+            m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
         with m.Elif(zlp_due):
-            m.d.comb += [new_length.eq(0), new_eob.eq(1)]
+            m.d.ss += [new_length.eq(0), new_eob.eq(1)]
         with m.Else():
-            m.d.comb += [new_length.eq(Mux(left < PACKET_BYTES, left, PACKET_BYTES)),
-                         new_eob.eq((left < PACKET_BYTES) | ((left == PACKET_BYTES) & ~self.zlp))]
+            m.d.ss += [new_length.eq(Mux(left < PACKET_BYTES, left, PACKET_BYTES)),
+                       new_eob.eq((left < PACKET_BYTES) | ((left == PACKET_BYTES) & ~self.zlp))]
+        with m.If(settling != 0):
+            m.d.ss += settling.eq(settling - 1)
 
         # Acknowledgements from the host retire packets, one per cycle.
         handshakes_in = interface.handshakes_in
@@ -138,9 +143,11 @@ class BurstInEndpoint(wiring.Component):
         # Sending: a new packet when the window reaches past what was ever sent, else a retry.
         is_new = send_seq == never_sent
         # +8: the aligner reads up to two words past an unaligned packet's last whole word.
-        buffered = (filled - next_byte)[:16] >= new_length + 8
+        buffered = Signal()
+        m.d.ss += buffered.eq((filled - next_byte)[:16] >= new_length + 8)
         can_send = ((send_seq != window_end) & ~waiting & ~rewind
-                    & (~is_new | buffered) & ((send_seq - retire_seq)[:5] < slots))
+                    & (~is_new | (buffered & (settling == 0)))
+                    & ((send_seq - retire_seq)[:5] < slots))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
         beat, beats, shift = Signal(9), Signal(9), Signal(2)
         previous_word = Signal(32)
@@ -166,7 +173,7 @@ class BurstInEndpoint(wiring.Component):
                                    lengths[entry(send_seq)].eq(new_length),
                                    eobs[entry(send_seq)].eq(new_eob),
                                    next_byte.eq(next_byte + new_length),
-                                   never_sent.eq(never_sent + 1)]
+                                   never_sent.eq(never_sent + 1), settling.eq(2)]
                         with m.If(~endless):
                             with m.If(new_eob):
                                 m.d.ss += [transfer_started.eq(0), zlp_due.eq(0)]
@@ -246,7 +253,7 @@ class BurstInEndpoint(wiring.Component):
                         & (handshakes_in.next_sequence == never_sent) & ~buffered):
                 m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.NRDY)]
         all_acknowledged = (retire_seq == send_seq) & (retire_target == send_seq)
-        with m.If(waiting & ~asking & all_acknowledged & buffered & idle):
+        with m.If(waiting & ~asking & all_acknowledged & buffered & (settling == 0) & idle):
             m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.ERDY)]
         m.d.comb += self.handshake.valid.eq(asking)
         with m.If(self.handshake.done):
@@ -260,7 +267,7 @@ class BurstInEndpoint(wiring.Component):
                 m.d.ss += [waiting.eq(0), window_end.eq(send_seq)]
 
         with m.If(self.new_transfer | self.flush):
-            m.d.ss += [transfer_started.eq(0), zlp_due.eq(0)]
+            m.d.ss += [transfer_started.eq(0), zlp_due.eq(0), settling.eq(2)]
         with m.If(self.flush):
             # The ring is written in whole words: the new data starts at the next word boundary.
             aligned = (next_byte + 3) & ~3

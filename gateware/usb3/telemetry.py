@@ -72,6 +72,10 @@ class SuperSpeedTelemetry(wiring.Component):
 
         cycle = Signal(32)
         m.d.ss += cycle.eq(cycle + 1)
+        # Events are registered once: the endpoints' decisions do not share a cycle with the
+        # counters' carry chains (a count lands one cycle later, the cycle stamps too).
+        events = Signal(EVENTS)
+        m.d.ss += events.eq(self.events)
         updates = []  # (counter name, condition, new value)
 
         def count(name, condition, amount=1):
@@ -82,7 +86,7 @@ class SuperSpeedTelemetry(wiring.Component):
 
         moved_this_interval = Signal()
         for direction in ("in", "out"):
-            event = self.events[direction]
+            event = events[direction]
             count(f"{direction}_bytes", event.acked, event.acked_bytes)
             count(f"{direction}_packets", event.acked)
             count(f"{direction}_short", event.acked & (event.acked_bytes != 0)
@@ -101,7 +105,7 @@ class SuperSpeedTelemetry(wiring.Component):
             with m.If(self.clear):
                 m.d.ss += started.eq(0)
             updates.append((f"{direction}_last_cycle", event.acked, cycle))
-        inn, out = self.events["in"], self.events["out"]
+        inn, out = events["in"], events["out"]
         m.d.comb += moved_this_interval.eq(inn.acked | out.acked)
         count("in_dps_sent", inn.dps)
         count("in_retries", inn.retry)
@@ -114,27 +118,27 @@ class SuperSpeedTelemetry(wiring.Component):
         count("out_nump_zero", out.ack_tp & (out.nump == 0))
         updates.append(("out_nump_min", out.ack_tp & (out.nump < counters["out_nump_min"]),
                         out.nump))
-        count("header_credit_stalls", self.events.header_credit_stall)
-        count("itps", self.events.itp)
+        count("header_credit_stalls", events.header_credit_stall)
+        count("itps", events.itp)
 
         # Bus intervals: an ITP closes one. The window rows follow USB 2.0's microframe window.
         interval_had_data = Signal()
-        with m.If(self.events.itp):
+        with m.If(events.itp):
             m.d.ss += interval_had_data.eq(0)
         with m.Elif(moved_this_interval):
             m.d.ss += interval_had_data.eq(1)
-        count("data_intervals", self.events.itp & interval_had_data)
+        count("data_intervals", events.itp & interval_had_data)
         for direction in ("in", "out"):
-            event = self.events[direction]
+            event = events[direction]
             had = Signal(name=f"{direction}_interval_had_data")
             started = Signal(name=f"{direction}_window_started")
-            with m.If(self.events.itp):
+            with m.If(events.itp):
                 m.d.ss += had.eq(0)
             with m.Elif(event.acked):
                 m.d.ss += had.eq(1)
             # At the end of each interval with data: the first sets the window's start; every
             # later one moves the end to the previous such interval (the last is partly idle).
-            closing = self.events.itp & had
+            closing = events.itp & had
             now_bytes = counters[f"{direction}_bytes"]
             now_itps = counters["itps"] + 1
             previous_bytes = Signal(32, name=f"{direction}_previous_close_bytes")
