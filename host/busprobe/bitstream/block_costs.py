@@ -29,6 +29,7 @@ BLOCKS: tuple[tuple[str, str], ...] = (
     ("device.data_path.source", "pattern source"),
     ("device.source", "pattern source"),
     ("device.data_path.checker", "pattern checker"),
+    ("device.data_path.bot", "BOT framer"),
     ("device.data_path", "data path"),
     ("device.telemetry", "telemetry counters"),
     ("device.rx_monitor", "telemetry counters"),
