@@ -99,7 +99,7 @@ class Bus:
 
 
 USB2_HS = Bus(
-    kind="usb2-hs", family="USB", directions=("in", "out"), settings=(),
+    kind="usb2-hs", family="USB", directions=("in", "out", "loopback"), settings=(),
     scheme="usb", real_syntax="usb:VID:PID[#SERIAL]",
     describe_real="busprobe.targets.real:describe_usb",
     real_backend="busprobe.backends.usb:open_usb",

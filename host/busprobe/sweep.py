@@ -298,7 +298,12 @@ class Sweep:
         """Measure every point of the plan (or ``specs``); returns :attr:`points`."""
         settings: tuple[tuple[str, int], ...] | None = None
         self._restart_pattern()
+        previous: str | None = None
         for spec in self.plan.points() if specs is None else specs:
+            if (self.transport.loopback_restarts_pattern and previous is not None
+                    and (previous == "loopback") != (spec.direction == "loopback")):
+                self._restart_pattern()
+            previous = spec.direction
             if spec.settings != settings:
                 if spec.settings:
                     self.transport.configure(**spec.setting)

@@ -179,6 +179,10 @@ class Transport(abc.ABC):
     #: backends lower it so the default sweep finishes in about a minute of simulation.
     default_max_length: int = 4 << 20
 
+    #: Moving into or out of ``loopback`` restarts the device's pattern streams; the sweep then
+    #: restarts its own copies at the same moment (a USB device flushes its IN buffer).
+    loopback_restarts_pattern: bool = False
+
     #: Transfer framings this transport offers (:attr:`BusDescription.protocol`), the default first.
     protocols: tuple[str, ...] = ("stream",)
 

@@ -145,6 +145,13 @@ class SimUsb2Platform:
                             end=reply["end"] / usb2.CLOCK_HZ,
                             short_transfers=reply["short_transfers"])
 
+    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
+                 sink: Sink | None) -> StreamResult:
+        timeout = _STREAM_BASE_S + 2 * length * count / _STREAM_RATE
+        reply = self._server().call("loopback", length, count, queue_depth, list(outgoing),
+                                    timeout=timeout)
+        return self._result(reply, "loopback", sink)
+
     def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
              outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
         timeout = _STREAM_BASE_S + length * count / _STREAM_RATE

@@ -48,6 +48,19 @@ async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
         raise TransportError(f"{what}: {exc}") from None
 
 
+def _buffers(outgoing: Sequence[bytes] | None) -> Callable[[int], bytes]:
+    """The OUT source of a stream: the host's buffers in order, each exactly as long as asked."""
+    pending = iter(outgoing or ())
+
+    def source(n: int) -> bytes:
+        data = next(pending, None)
+        if data is None or len(data) != n:
+            raise ValueError(f"OUT transfer {n} bytes: the host sent no such buffer")
+        return data
+
+    return source
+
+
 class Usb2RpcHandler:
     """The requests :class:`~busprobe.sim.usb2.backend.SimUsb2Platform` makes (``rpc_<name>``).
 
@@ -78,20 +91,28 @@ class Usb2RpcHandler:
                          outgoing: Sequence[bytes] | None) -> dict[str, Any]:
         """``count`` bulk transfers on ``endpoint``; IN data comes back in ``in_data``."""
         direction = "in" if endpoint & 0x80 else "out"
-        pending = iter(outgoing or ())
         received: list[bytes] = []
-
-        def source(n: int) -> bytes:
-            data = next(pending, None)
-            if data is None or len(data) != n:
-                raise ValueError(f"OUT transfer {n} bytes: the host sent no such buffer")
-            return data
-
         started, cycle0 = time.perf_counter(), self.session.phy.cycle
         outcome = await _on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
                                     .stream(direction, endpoint & 0x7F, length, count,
                                             queue_depth, max_packet_size=usb2.MAX_PACKET_SIZE,
-                                            source=source, sink=received.append))
+                                            source=_buffers(outgoing), sink=received.append))
+        return self._reply(outcome, started, cycle0, received)
+
+    async def rpc_loopback(self, length: int, count: int, queue_depth: int,
+                           outgoing: Sequence[bytes]) -> dict[str, Any]:
+        """``count`` OUT and ``count`` IN transfers queued together (the device loops OUT back
+        to IN); what came back is in ``in_data``."""
+        received: list[bytes] = []
+        started, cycle0 = time.perf_counter(), self.session.phy.cycle
+        outcome = await _on_the_bus("loopback transfer", lambda: self.session.host.loopback(
+            usb2.EP_OUT, usb2.EP_IN & 0x7F, length, count, queue_depth,
+            max_packet_size=usb2.MAX_PACKET_SIZE, source=_buffers(outgoing),
+            sink=received.append))
+        return self._reply(outcome, started, cycle0, received)
+
+    def _reply(self, outcome: Any, started: float, cycle0: int,
+               received: list[bytes]) -> dict[str, Any]:
         return {"bytes": outcome.bytes, "transfers": outcome.transfers,
                 "short_transfers": outcome.short_transfers, "start": outcome.start,
                 "end": outcome.end, "naks": outcome.naks, "nyets": outcome.nyets,
@@ -107,13 +128,7 @@ class Usb2RpcHandler:
         started, cycle0 = time.perf_counter(), self.session.phy.cycle
         outcome = await _on_the_bus(f"BOT {direction} command", lambda: run_commands(
             self.session.host, cbws, direction, length, outgoing, received))
-        return {"bytes": outcome.bytes, "transfers": outcome.transfers,
-                "short_transfers": outcome.short_transfers, "start": outcome.start,
-                "end": outcome.end, "naks": outcome.naks, "nyets": outcome.nyets,
-                "transactions": outcome.transactions, "repeats": outcome.repeats,
-                "wall_seconds": time.perf_counter() - started,
-                "sim_cycles": self.session.phy.cycle - cycle0, "cycle": self.session.phy.cycle,
-                "in_data": received, "csws": outcome.csws}
+        return self._reply(outcome, started, cycle0, received) | {"csws": outcome.csws}
 
 
 @cocotb.test()

@@ -66,8 +66,8 @@ def loopback_ceiling(profile: HostProfile, max_packet_size: int, *, length: int 
     ]
     parts: dict[str, object] = {
         "host_profile": profile.name, "transactions_per_uframe": transactions,
-        "returned_per_uframe": returned, "max_packet_size": max_packet_size,
-        "uframes_per_s": uframes_per_s, "plateau": plateau,
+        "returned_per_uframe": returned, "packets_per_uframe": returned,
+        "max_packet_size": max_packet_size, "uframes_per_s": uframes_per_s, "plateau": plateau,
     }
     throughput = plateau
     if length is not None or queue_depth is not None:

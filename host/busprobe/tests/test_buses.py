@@ -22,7 +22,8 @@ def test_kinds_schemes_and_simulated_targets_are_each_one_row():
         assert len(set(values)) == len(values), key
     assert buses.by_kind("pcie") is buses.PCIE and buses.by_scheme("usb") is buses.USB2_HS
     assert buses.by_sim_target("usb2") is buses.USB2_HS
-    assert DIRECTIONS == {"usb2-hs": ("in", "out"), "pcie": ("write", "read", "loopback")}
+    assert DIRECTIONS == {"usb2-hs": ("in", "out", "loopback"),
+                          "pcie": ("write", "read", "loopback")}
 
 
 @pytest.mark.parametrize("selector", ["sim:usb2", "sim:pcie"])

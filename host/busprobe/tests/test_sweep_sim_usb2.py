@@ -49,3 +49,26 @@ def test_sweep_both_directions_on_the_simulated_device_writes_checked_results(tm
     rows = list(csv.DictReader(c.open()))
     assert len(rows) == 4 and all(row["errors"] == "0" for row in rows)
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.sim
+def test_loopback_between_streamed_directions_returns_every_byte_at_its_ceiling(tmp_path,
+                                                                               capsys):
+    # in -> loopback -> out: entering and leaving loopback restarts the pattern on both ends
+    # (the device flushes its IN ring), so every point checks clean.
+    j = tmp_path / "loop.json"
+    status = main(["sweep", "--device", "sim:usb2", "--direction", "in,loopback,out",
+                   "--lengths", "64K", "--repeat", "3", "--no-progress", "--json", str(j)])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    doc = load_results(j)
+    assert doc["complete"] is True and doc["errors"] == 0
+    points = {pt["direction"]: pt for pt in doc["points"]}
+    assert list(points) == ["in", "loopback", "out"]
+    loop = points["loopback"]
+    # Both directions share each microframe: 13 / 2 packets come back per microframe.
+    assert loop["ceiling"] == pytest.approx(6.5 * 512 * 8000)
+    assert 0.99 < loop["efficiency"] < 1.01
+    assert loop["telemetry"]["in_bytes"] == loop["telemetry"]["out_bytes"] == loop["bytes"]
+    assert loop["telemetry"]["pattern_errors"] == 0
+    assert "loopback: link-limited" in out

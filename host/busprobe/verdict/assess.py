@@ -218,7 +218,7 @@ def _header(plateau: Plateau, link: Ceiling, efficiency: float) -> str:
 
 def _usb2_verdict(efficiency: float, plateau: Plateau, link: Ceiling, profile: Ceiling | None,
                   s: Usb2Summary | None) -> tuple[str, str]:
-    bus_ppu = int(link.parts["packets_per_uframe"])
+    bus_ppu = link.parts["packets_per_uframe"]  # 6.5 for loopback: OUT and IN share them
     head = _header(plateau, link, efficiency)
     prof = ""
     if profile is not None and profile.parts["host_profile"] != "ideal":

@@ -75,7 +75,19 @@ class Usb2Summary:
 
 
 def summarise_usb2(telemetries: Iterable[Mapping[str, Any]], direction: str) -> Usb2Summary | None:
-    """Sum ``in_*``/``out_*`` counters of ``direction``; None when no point has telemetry."""
+    """Sum ``in_*``/``out_*`` counters of ``direction``; None when no point has telemetry.
+
+    ``loopback`` uses both endpoints: the packets that came back (IN), the OUT endpoint's
+    tokens and NAKs (an IN NAK there only means the host's own data had not arrived yet), and
+    no per-endpoint token maximum (each endpoint has only its share of a microframe).
+    """
+    if direction == "loopback":
+        telemetries = list(telemetries)
+        back, sent = summarise_usb2(telemetries, "in"), summarise_usb2(telemetries, "out")
+        if back is None or sent is None:
+            return None
+        return Usb2Summary(None, back.packets, sent.tokens, sent.naks, sent.nyets,
+                           back.data_uframes, back.busy_uframes)
     seen = False
     tmax: int | None = None
     packets = tokens = naks = nyets = data_uframes = 0

@@ -13,7 +13,7 @@ from typing import Any
 from ...transport import Sink, StreamResult, TransferTimeout
 from .libusb import map_usb_error, transfer_status_error
 
-__all__ = ["BulkStream"]
+__all__ = ["BulkStream", "run_together"]
 
 
 class BulkStream:
@@ -52,7 +52,7 @@ class BulkStream:
         self.outgoing: Sequence[bytes] = outgoing or ()
         if not self.incoming and len(self.outgoing) != count:
             raise ValueError(f"{what}: {len(self.outgoing)} OUT buffers for {count} transfers")
-        self.last_completion = 0.0
+        self.last_completion = self.start = 0.0
 
     def _load(self, transfer: Any) -> None:
         """Point ``transfer`` at the next transfer of the stream."""
@@ -109,33 +109,64 @@ class BulkStream:
             context.handleEventsTimeout(0.05)
 
     def run(self, context: Any, sink: Sink | None) -> StreamResult:
+        return run_together(context, [(self, sink)])[0]
+
+    def _start(self) -> None:
         for _ in range(self.depth):
             transfer = self.handle.getTransfer()
             buffer: Any = bytearray(self.length) if self.incoming else 0
             transfer.setBulk(self.endpoint, buffer, callback=self._completed, timeout=0)
             self.transfers.append(transfer)
-        start = self.last_completion = time.perf_counter()
-        silence = self.stall_ms / 1000
-        try:
-            for transfer in self.transfers:
-                self._load(transfer)
-                self._submit(transfer)
-            while self.in_flight > 0 and self.failure is None:
-                context.handleEventsTimeout(0.1)
-                if time.perf_counter() - self.last_completion > silence:
-                    raise TransferTimeout(f"{self.what}: timed out: {self.in_flight} "
-                                          f"transfer(s) in flight, none completed within "
-                                          f"{silence:.1f} s")
-            if self.failure is not None:
-                raise self.failure
-            self._deliver(sink)
-        except BaseException:
-            self._cancel_all(context)
-            raise
-        finally:
-            for transfer in self.transfers:
-                if not transfer.isSubmitted():
-                    transfer.close()
+        self.start = self.last_completion = time.perf_counter()
+        for transfer in self.transfers:
+            self._load(transfer)
+            self._submit(transfer)
+
+    def _close(self) -> None:
+        for transfer in self.transfers:
+            if not transfer.isSubmitted():
+                transfer.close()
+
+    def _result(self) -> StreamResult:
         direction = "in" if self.incoming else "out"
-        return StreamResult(direction, self.bytes, self.completed, start, self.end or start,
-                            short_transfers=self.short)
+        return StreamResult(direction, self.bytes, self.completed, self.start,
+                            self.end or self.start, short_transfers=self.short)
+
+
+def run_together(context: Any, streams: Sequence[tuple[BulkStream, Sink | None]]
+                 ) -> list[StreamResult]:
+    """Run ``streams`` on one libusb context at once (a loopback keeps OUT and IN queued
+    together); each stream's IN data goes to its sink after the last completion of all.
+
+    The run fails when no transfer of any stream has completed for the longest ``stall_ms``
+    of them, or when a stream fails; every transfer still in flight is then cancelled.
+    """
+    silence = max(stream.stall_ms for stream, _ in streams) / 1000
+    try:
+        for stream, _ in streams:
+            stream._start()
+        while any(stream.in_flight > 0 for stream, _ in streams):
+            failed = next((stream.failure for stream, _ in streams
+                           if stream.failure is not None), None)
+            if failed is not None:
+                raise failed
+            context.handleEventsTimeout(0.1)
+            latest = max(stream.last_completion for stream, _ in streams)
+            if time.perf_counter() - latest > silence:
+                flying = sum(stream.in_flight for stream, _ in streams)
+                raise TransferTimeout(f"{streams[0][0].what}: timed out: {flying} transfer(s) "
+                                      f"in flight, none completed within {silence:.1f} s")
+        failed = next((stream.failure for stream, _ in streams if stream.failure is not None),
+                      None)
+        if failed is not None:
+            raise failed
+        for stream, sink in streams:
+            stream._deliver(sink)
+    except BaseException:
+        for stream, _ in streams:
+            stream._cancel_all(context)
+        raise
+    finally:
+        for stream, _ in streams:
+            stream._close()
+    return [stream._result() for stream, _ in streams]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ...buses import USB2_HS
@@ -30,7 +31,7 @@ from ...transport import (
     TransportError,
 )
 from .bot import run_by_bulk
-from .bulk_stream import BulkStream
+from .bulk_stream import BulkStream, run_together
 from .libusb import load_usb1, map_usb_error
 from .platform import CONTROL_IN
 from .transport import UsbDeviceTransport
@@ -187,6 +188,17 @@ class LibusbPlatform:
                          queue_depth=queue_depth, outgoing=outgoing,
                          what=f"{self.name}: {direction} transfer")
         return run.run(self._context, sink)
+
+    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
+                 sink: Sink | None) -> StreamResult:
+        streams = [BulkStream(self._usb1, self._handle, endpoint=endpoint, length=length,
+                              count=count, queue_depth=queue_depth,
+                              outgoing=outgoing if endpoint == usb2.EP_OUT else None,
+                              what=f"{self.name}: loopback {name} transfer")
+                   for endpoint, name in ((usb2.EP_OUT, "out"), (usb2.EP_IN, "in"))]
+        sent, returned = run_together(self._context, [(streams[0], None), (streams[1], sink)])
+        return replace(returned, direction="loopback", start=min(sent.start, returned.start),
+                       end=max(sent.end, returned.end))
 
     def bot(self, cbws: Sequence[bytes], direction: str, length: int,
             outgoing: Sequence[bytes] | None,

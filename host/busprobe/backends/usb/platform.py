@@ -58,6 +58,14 @@ class UsbPlatform(Protocol):
         order, short ones included. ``start``/``end`` of the result are on :meth:`now`'s clock.
         """
 
+    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
+                 sink: Sink | None) -> StreamResult:
+        """``count`` OUT transfers of ``outgoing[i]`` and ``count`` IN transfers of ``length``
+        bytes, both queues ``queue_depth`` deep at once, for a device in loopback mode: every
+        IN transfer's data goes to ``sink`` in order. The result counts the bytes that came
+        back, from the first submission to the last completion of either direction.
+        """
+
     def bot(self, cbws: Sequence[bytes], direction: str, length: int,
             outgoing: Sequence[bytes] | None,
             sink: Sink | None) -> tuple[StreamResult, list[bytes]]:

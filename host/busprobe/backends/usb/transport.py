@@ -45,8 +45,10 @@ class UsbDeviceTransport(Transport):
         The device's vendor requests over the platform's endpoint 0.
     """
 
-    directions = ("in", "out")
     protocols = ("stream", "bot")
+    #: Entering or leaving loopback restarts the device's pattern streams (SET_DATA_MODE
+    #: flushes what the IN ring had generated), so the sweep restarts its copies with them.
+    loopback_restarts_pattern = True
 
     def __init__(self, platform: UsbPlatform) -> None:
         self.platform = platform
@@ -55,6 +57,7 @@ class UsbDeviceTransport(Transport):
         self.protocol = "stream"
         self.commands = BotCommands(platform.name)
         self._opened = False
+        self._mode: usb2.DataMode | None = None   # as last set; None: not known
 
     # -- life cycle ---------------------------------------------------------------------------
     def open(self) -> None:
@@ -63,7 +66,7 @@ class UsbDeviceTransport(Transport):
         try:
             if self.platform.vendor_requests:
                 self.requests.check_info()
-            if self.protocol != "stream":
+                # Whatever mode an earlier run left the device in, start from a known one.
                 self._apply_protocol()
         except BaseException:
             self.close()
@@ -75,6 +78,7 @@ class UsbDeviceTransport(Transport):
             self.platform.close()
         finally:
             self.requests.forget_state()
+            self._mode = None
 
     def now(self) -> float:
         return self.platform.now()
@@ -88,8 +92,16 @@ class UsbDeviceTransport(Transport):
         return self.platform.topology()
 
     # -- what the device offers ---------------------------------------------------------------
+    @property
+    def directions(self) -> tuple[str, ...]:  # type: ignore[override]
+        """``in`` and ``out``; ``loopback`` too where the design has busprobe's data modes."""
+        return ("in", "out", "loopback") if self.platform.vendor_requests else ("in", "out")
+
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         super().validate(direction, length, queue_depth)
+        if direction == "loopback" and self.protocol == "bot":
+            raise InvalidRequest("BOT frames in and out transfers; loopback streams both "
+                                 "directions at once and has no BOT form")
         if length >= usb2.IN_ZLP_FLAG:
             raise InvalidRequest(f"USB transfer length {length} does not fit SET_IN_TRANSFER "
                                  f"(at most {usb2.IN_ZLP_FLAG - 1} bytes)")
@@ -112,11 +124,19 @@ class UsbDeviceTransport(Transport):
             self._apply_protocol()
 
     def _apply_protocol(self) -> None:
-        mode = usb2.DataMode.BOT if self.protocol == "bot" else usb2.DataMode.PATTERN
+        """Put the device in the protocol's data mode, whatever it was in (sent every time)."""
+        self._set_mode(usb2.DataMode.BOT if self.protocol == "bot" else usb2.DataMode.PATTERN,
+                       again=True)
+
+    def _set_mode(self, mode: usb2.DataMode, *, again: bool = False) -> None:
+        """Put the device in data ``mode`` (sent only on change, unless ``again``)."""
+        if mode == self._mode and not again:
+            return
         self.requests.set_data_mode(mode)
-        if mode == usb2.DataMode.BOT:
-            # The framer closes every data phase and CSW itself: the IN endpoint must not cut
-            # packets at a transfer length left over from a streamed run.
+        self._mode = mode
+        if mode != usb2.DataMode.PATTERN:
+            # The BOT framer and the loopback close their packets themselves: the IN endpoint
+            # must not cut them at a transfer length left over from a streamed run.
             self.requests.set_in_transfer(0)
 
     def set_pattern(self, pattern: Pattern) -> None:
@@ -143,6 +163,15 @@ class UsbDeviceTransport(Transport):
                     counters.device_bytes[direction] -= extra
             counters.device_seconds.clear()
             counters.window_bytes.clear()
+        elif self._mode == usb2.DataMode.LOOPBACK:
+            # What came back was timed on IN; what the device received was checked on OUT.
+            # Both counts must equal what the host asked for.
+            for table, key in ((counters.device_seconds, "in"), (counters.window_bytes, "in"),
+                               (counters.errors, "out"), (counters.first_error_offset, "out")):
+                if key in table:
+                    table["loopback"] = table[key]
+            counters.device_bytes["loopback"] = min(counters.device_bytes["in"],
+                                                    counters.device_bytes["out"])
         return counters
 
     # -- streaming ----------------------------------------------------------------------------
@@ -153,6 +182,14 @@ class UsbDeviceTransport(Transport):
             raise InvalidRequest(f"transfer count must be at least 1, not {count}")
         if self.protocol == "bot":
             return self._stream_bot(direction, length, count, source, sink)
+        if direction == "loopback":
+            if source is None:
+                raise InvalidRequest("a loopback stream needs a data source")
+            self._set_mode(usb2.DataMode.LOOPBACK)
+            return self.platform.loopback(length, count, queue_depth,
+                                          [source(length) for _ in range(count)], sink)
+        if self.platform.vendor_requests:
+            self._set_mode(usb2.DataMode.PATTERN)
         outgoing: list[bytes] | None = None
         if direction == "in":
             if self.platform.vendor_requests:

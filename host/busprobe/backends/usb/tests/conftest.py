@@ -39,7 +39,8 @@ class Faults:
 class FakeBotFramer:
     """The gateware's BOT framer (``gateware/common/bot.py``) in Python: a CBW, its data
     (IN from the pattern source, OUT into the checker), a CSW. ``tamper(csw)`` may change a CSW
-    before it is sent (a device that answers wrongly)."""
+    before it is sent, ``refuse`` answers every CBW with a phase error (a device that answers
+    wrongly)."""
 
     def __init__(self, bus: FakeBus) -> None:
         self.bus = bus
@@ -47,6 +48,7 @@ class FakeBotFramer:
         self.remaining = 0
         self.csws: list[bot.Csw] = []
         self.tamper = lambda csw: csw
+        self.refuse = False  # answer every CBW as a bridge chip answers one it cannot take
 
     def _close(self, status: int = bot.CswStatus.PASSED) -> None:
         self.csws.append(self.tamper(bot.Csw(self.command.tag, self.remaining, status)))
@@ -58,6 +60,8 @@ class FakeBotFramer:
             data = bytes(buffer)
             if self.command is None:
                 try:
+                    if self.refuse:
+                        raise ValueError("refused")
                     self.command = bot.Cbw.unpack(data)
                 except ValueError:
                     tag, length = (int.from_bytes(data[i:i + 4], "little") for i in (4, 8))
@@ -146,6 +150,8 @@ class FakeBus:
         self.telemetry = {}
         self.claimed = False
         self.bot: FakeBotFramer | None = None  # set by SET_DATA_MODE(BOT)
+        self.loop: bytearray | None = None      # SET_DATA_MODE(LOOPBACK): OUT bytes not yet back
+        self.modes: list[int] = []              # every SET_DATA_MODE, in order
 
     def restart(self, pattern: Pattern) -> None:
         self.source, self.checker = PatternStream(pattern), PatternStream(pattern)
@@ -166,6 +172,18 @@ class FakeBus:
                 transfer.actual = self.bot.transfer(transfer.endpoint, transfer.buffer)
                 if not transfer.endpoint & 0x80:
                     self.count("out", transfer.actual)
+            elif self.loop is not None:  # DataMode.LOOPBACK: OUT comes back on IN
+                if transfer.endpoint & 0x80:
+                    n = min(len(transfer.buffer), len(self.loop))
+                    transfer.buffer[:n] = self.loop[:n]
+                    del self.loop[:n]
+                else:
+                    data = bytes(transfer.buffer)
+                    self.check_out(data)
+                    self.count("out", len(data))
+                    self.loop += data
+                    n = len(data)
+                transfer.actual = n
             elif transfer.endpoint & 0x80:
                 n = self.faults.short.get(index, len(transfer.buffer))
                 if self.in_length:
@@ -232,10 +250,11 @@ class FakeBus:
             self.in_length, _ = usb2.decode_in_transfer(value, index)
         elif request == usb2.Request.CLEAR_TELEMETRY:
             self.telemetry = {}
-        elif request == usb2.Request.SET_DATA_MODE and value in (usb2.DataMode.PATTERN,
-                                                                 usb2.DataMode.BOT):
+        elif request == usb2.Request.SET_DATA_MODE and value in set(usb2.DataMode):
+            self.modes.append(value)
             self.restart(self.source.pattern)
             self.bot = FakeBotFramer(self) if value == usb2.DataMode.BOT else None
+            self.loop = bytearray() if value == usb2.DataMode.LOOPBACK else None
         else:
             raise self.usb1.USBErrorPipe(self.usb1.USBErrorPipe.value)
 

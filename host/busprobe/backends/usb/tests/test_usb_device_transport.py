@@ -100,3 +100,24 @@ def test_busprobe_sweep_runs_on_the_libusb_backend_and_saves_checked_points(fake
     doc = json.loads(out.read_text())
     assert doc["complete"] and [p["errors"] for p in doc["points"]] == [0, 0]
     assert doc["bus"]["kind"] == "usb2-hs" and doc["points"][0]["device_throughput"] is None
+
+
+def test_loopback_between_streamed_directions_sets_the_mode_and_checks_every_byte(fake_bus):
+    bus = fake_bus()
+    with open_transport(SELECTOR) as transport:
+        assert "loopback" in transport.directions
+        points = sweep(transport, ("in", "loopback", "out"))
+    assert [p.errors for p in points] == [0] * 12
+    assert all(p.lost_bytes == 0 and p.device_byte_mismatch == 0 for p in points)
+    # Pattern at open, loopback for its four points, pattern again: each switch sent once.
+    assert bus.modes == [usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK, usb2.DataMode.PATTERN]
+
+
+def test_loopback_is_refused_in_bot_and_needs_a_source(fake_bus):
+    fake_bus()
+    with open_transport(SELECTOR) as transport:
+        with pytest.raises(InvalidRequest, match="needs a data source"):
+            transport.stream("loopback", 512, 2, 1)
+        transport.set_protocol("bot")
+        with pytest.raises(InvalidRequest, match="no BOT form"):
+            transport.stream("loopback", 512, 1, 1, source=PatternStream().take)
