@@ -71,7 +71,14 @@ async def run_commands(host: HostController, cbws: Sequence[bytes], direction: s
     for index, cbw in enumerate(cbws):
         await stage("out", usb2.EP_OUT, bot.CBW_SIZE, bytes(cbw), None)
         if direction == "in":
-            data = await stage("in", usb2.EP_IN, length, None, sink)
+            received: list[bytes] = []
+            data = await stage("in", usb2.EP_IN, length, None, received)
+            if len(received) == 1 and bot.is_csw_for(received[0], cbw):
+                # The device refused the CBW: its CSW came instead of the data.
+                outcome.csws.append(received[0])
+                outcome.end = data.end
+                break
+            sink += received
         else:
             if outgoing is None or len(outgoing[index]) != length:
                 raise ValueError(f"OUT command {index}: the host sent no {length}-byte buffer")
@@ -80,4 +87,6 @@ async def run_commands(host: HostController, cbws: Sequence[bytes], direction: s
         outcome.short_transfers += data.short_transfers
         csw = await stage("in", usb2.EP_IN, bot.CSW_SIZE, None, outcome.csws)
         outcome.end = csw.end
+        if not bot.csw_passed(outcome.csws[-1] if outcome.csws else b"", cbw):
+            break  # a driver looks at each command's status before it sends the next
     return outcome

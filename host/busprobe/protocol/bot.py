@@ -21,7 +21,7 @@ from dataclasses import dataclass
 __all__ = [
     "CBW_SIGNATURE", "CSW_SIGNATURE", "CBW_FORMAT", "CSW_FORMAT", "CBW_SIZE", "CSW_SIZE",
     "CBW_FLAG_IN", "CB_MAX_LENGTH", "CBW_OFFSETS", "CSW_OFFSETS", "CswStatus", "Cbw", "Csw",
-    "scsi_block_command",
+    "scsi_block_command", "is_csw_for", "csw_passed",
 ]
 
 #: ``dCBWSignature``: the bytes ``USBC`` read little-endian (BOT §5.1).
@@ -156,3 +156,17 @@ class Csw:
         if self.residue:
             return f"command {cbw.tag:#x} left a residue of {self.residue} of {cbw.length} bytes"
         return None
+
+
+def is_csw_for(data: bytes, cbw: bytes) -> bool:
+    """``data`` is a CSW answering the packed CBW ``cbw`` (the same tag): what a device sends
+    instead of the data of a command it refused (BOT §6.7: a driver takes it as the status)."""
+    tag = slice(CSW_OFFSETS["tag"], CSW_OFFSETS["tag"] + 4)
+    return (len(data) == CSW_SIZE and data[:4] == struct.pack("<I", CSW_SIGNATURE)
+            and data[tag] == cbw[CBW_OFFSETS["tag"]:CBW_OFFSETS["tag"] + 4])
+
+
+def csw_passed(data: bytes, cbw: bytes) -> bool:
+    """``data`` is the CSW of ``cbw`` with status passed: the driver may send the next command
+    (anything else stops it; :meth:`Csw.problem` says why)."""
+    return is_csw_for(data, cbw) and data[CSW_OFFSETS["status"]] == CswStatus.PASSED

@@ -48,6 +48,11 @@ def test_the_gateware_answers_a_bad_cbw_with_a_phase_error_and_stays_in_step(xhc
     assert _csw_after(xhci_bot, b"USBX" + good[4:]) == bot.Csw(0x5A5A, 4096,
                                                                bot.CswStatus.PHASE_ERROR)
     assert _csw_after(xhci_bot, good[:30]) == bot.Csw(0x5A5A, 4096, bot.CswStatus.PHASE_ERROR)
+    # Through the simulated driver: the CSW comes in place of the data, and no command follows.
+    bad = b"USBX" + bot.Cbw(0x77, 4096, "in").pack()[4:]
+    result, csws = xhci_bot.platform.bot([bad, bad], "in", 4096, None, None)
+    assert [bot.Csw.unpack(c) for c in csws] == [bot.Csw(0x77, 4096, bot.CswStatus.PHASE_ERROR)]
+    assert result.bytes == 0
     # A zero-length command, then real ones through the driver: the framer is in step again.
     assert _csw_after(xhci_bot, bot.Cbw(77, 0, "out").pack()) == bot.Csw(77, 0, 0)
     xhci_bot.set_pattern(Pattern.COUNTER)

@@ -33,7 +33,9 @@ def run_by_bulk(bulk: BulkCall, cbws: Sequence[bytes], direction: str, length: i
     """Run the commands of ``cbws`` one at a time, each stage a bulk transfer of its own.
 
     Returns the data phases as one :class:`StreamResult` (from the first CBW's submission to the
-    last CSW's completion; ``bytes`` counts data only) and the CSWs as received.
+    last CSW's completion; ``bytes`` counts data only) and the CSWs as received. A CSW that
+    arrives in place of IN data (the device refused the CBW) is taken as that command's status;
+    no command follows one whose CSW did not pass.
     """
     csws: list[bytes] = []
     moved = shorts = 0
@@ -41,15 +43,25 @@ def run_by_bulk(bulk: BulkCall, cbws: Sequence[bytes], direction: str, length: i
     end = 0.0
     for index, cbw in enumerate(cbws):
         sent = bulk(usb2.EP_OUT, bot.CBW_SIZE, 1, 1, [cbw], None)
+        start = sent.start if start is None else start
         if direction == "in":
-            data = bulk(usb2.EP_IN, length, 1, 1, None, sink)
+            received: list[bytes] = []
+            data = bulk(usb2.EP_IN, length, 1, 1, None, received.append)
+            if len(received) == 1 and bot.is_csw_for(received[0], cbw):
+                csws.append(received[0])
+                end = data.end
+                break
+            for chunk in received:
+                if sink is not None:
+                    sink(chunk)
         else:
             data = bulk(usb2.EP_OUT, length, 1, 1, [outgoing[index]] if outgoing else None, None)
         status = bulk(usb2.EP_IN, bot.CSW_SIZE, 1, 1, None, csws.append)
-        start = sent.start if start is None else start
         end = status.end
         moved += data.bytes
         shorts += data.short_transfers
+        if not bot.csw_passed(csws[-1] if csws else b"", cbw):
+            break  # a driver looks at each command's status before it sends the next
     return StreamResult(direction, moved, len(cbws), start or 0.0, end, shorts), csws
 
 
@@ -84,12 +96,12 @@ class BotCommands:
     def check(self, cbws: Sequence[bot.Cbw], csws: Sequence[bytes]) -> None:
         """Raise :class:`TransportError` naming the first CSW that does not close its CBW."""
         self.since_clear += len(csws)
-        if len(csws) != len(cbws):
-            raise TransportError(f"{self.name}: {len(csws)} CSWs for {len(cbws)} commands")
-        for cbw, raw in zip(cbws, csws, strict=True):
+        for cbw, raw in zip(cbws, csws, strict=False):
             try:
                 problem = bot.Csw.unpack(raw).problem(cbw)
             except ValueError as exc:
                 problem = str(exc)
             if problem:
                 raise TransportError(f"{self.name}: BOT: {problem}")
+        if len(csws) != len(cbws):
+            raise TransportError(f"{self.name}: BOT: {len(csws)} CSWs for {len(cbws)} commands")

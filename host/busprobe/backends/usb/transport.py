@@ -21,6 +21,7 @@ from ...transport import (
     StreamResult,
     Telemetry,
     Transport,
+    TransportError,
 )
 from .bot import BotCommands, wrapper_bytes
 from .platform import UsbPlatform
@@ -214,5 +215,15 @@ class UsbDeviceTransport(Transport):
         cbws = self.commands.cbws(direction, length, count)
         result, csws = self.platform.bot([c.pack() for c in cbws], direction, length, outgoing,
                                          sink)
-        self.commands.check(cbws, csws)
+        try:
+            self.commands.check(cbws, csws)
+        except TransportError:
+            # Reset recovery, as a mass-storage driver does after a failed command: the framer
+            # waits for a CBW again and nothing stale stays buffered (a device already gone
+            # keeps the first error).
+            try:
+                self._apply_protocol()
+            except TransportError:
+                pass
+            raise
         return result

@@ -59,3 +59,13 @@ def test_a_cbw_that_cannot_be_framed_is_refused():
         bot.Cbw(1, 1, "in", cb=bytes(17)).pack()
     with pytest.raises(ValueError, match="32 bits"):
         bot.Cbw(1, 1 << 32, "in").pack()
+
+
+def test_a_csw_in_place_of_data_is_told_by_signature_and_tag():
+    cbw = bot.Cbw(0x1234, 4096, "in").pack()
+    assert bot.is_csw_for(bot.Csw(0x1234, 4096, 2).pack(), cbw)
+    assert not bot.csw_passed(bot.Csw(0x1234, 4096, 2).pack(), cbw)
+    assert bot.csw_passed(bot.Csw(0x1234, 0, 0).pack(), cbw)
+    assert not bot.is_csw_for(bot.Csw(0x1235, 4096, 2).pack(), cbw)  # another command's
+    assert not bot.is_csw_for(bot.Csw(0x1234, 4096, 2).pack() + b"\x00", cbw)
+    assert not bot.is_csw_for(b"USBX" + bot.Csw(0x1234, 0, 0).pack()[4:], cbw)

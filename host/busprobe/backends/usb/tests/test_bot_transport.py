@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from busprobe.cli import main
 from busprobe.protocol import bot, usb2
-from busprobe.protocol.patterns import Pattern
+from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sweep import Sweep, SweepPlan
 from busprobe.targets import open_transport
 from busprobe.transport import InvalidRequest, TransportError
@@ -64,6 +64,28 @@ def test_a_csw_that_does_not_close_its_command_ends_the_stream(fake_bus, tamper,
         bus.bot.tamper = tamper
         with pytest.raises(TransportError, match=f"BOT: {message}"):
             transport.stream("in", 512, 2, 1, sink=lambda data: None)
+
+
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_a_refused_command_ends_the_stream_and_the_device_is_recovered(fake_bus, direction):
+    bus = fake_bus()
+    source = PatternStream(Pattern.COUNTER).take
+    with open_transport(SELECTOR) as transport:
+        transport.set_protocol("bot")
+        bus.bot.refuse = True
+        submits = bus.submits
+        with pytest.raises(TransportError, match="BOT: command 0x1 ended with phase error "
+                                                 "\\(residue 4096\\)"):
+            transport.stream(direction, 4096, 3, 1, source=source, sink=lambda data: None)
+        # IN: the CSW came in place of the data; OUT: the data went out (as CBWs the device
+        # refused too) and the first CSW was read. No second command either way.
+        assert bus.submits - submits == (2 if direction == "in" else 3)
+        # Reset recovery gave the device a fresh framer: the next commands run clean.
+        assert not bus.bot.refuse and not bus.bot.csws
+        transport.set_pattern(Pattern.COUNTER)
+        result = transport.stream(direction, 4096, 2, 1, source=PatternStream().take,
+                                  sink=lambda data: None)
+        assert result.bytes == 8192
 
 
 def test_the_fake_answers_a_bad_cbw_like_the_gateware(fake_bus):
