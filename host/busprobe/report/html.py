@@ -19,6 +19,7 @@ from ..buses import PCIE
 from ..lengths import format_size
 from ..topology.hop import format_hops
 from ..units import Units
+from .bot_overhead import bot_overhead_sections
 from .compare import Run, comparison_rows, differences
 
 __all__ = ["render_report", "write_report"]
@@ -154,6 +155,9 @@ def render_report(runs: Sequence[Run], *, units: Units = Units.MB, plots: bool =
         if diffs:
             out.append("<h3>What explains the differences</h3><ul>"
                        + "".join(f"<li>{_e(d)}</li>" for d in diffs) + "</ul>")
+        for title, rows, notes in bot_overhead_sections(runs, units):
+            out.append(f"<h3>{_e(title)}</h3>" + (_table(rows, left=2) if rows else "")
+                       + "".join(f"<p>{_e(note)}</p>" for note in notes))
         if plots:
             from .plots import overlay_png
 

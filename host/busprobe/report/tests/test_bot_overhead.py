@@ -82,3 +82,11 @@ def test_a_streamed_result_with_or_without_the_key_is_stream(path):
     from busprobe.results import load_results
 
     assert protocol_of(load_results(path)) == "stream"
+
+
+def test_the_html_report_has_the_bot_overhead_table(tmp_path):
+    page = tmp_path / "r.html"
+    assert main(["report", str(STREAM), str(BOT), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "<h3>BOT overhead, B (bot) vs A (stream), host xhci" in html
+    assert "<td>61.3 %</td>" in html  # IN 512 B, as compare prints it
