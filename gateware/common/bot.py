@@ -58,8 +58,6 @@ class BotFramer(wiring.Component):
         Bytes to send in IN data phases (the pattern source).
     checked: PacketStreamSignature(width), output
         Bytes of OUT data phases (to the pattern checker); ``last`` ends each command's data.
-    busy: Signal(), output
-        A command is in progress (not waiting for a CBW).
 
     Parameters
     ----------
@@ -81,7 +79,6 @@ class BotFramer(wiring.Component):
             "in_packets": Out(PacketStreamSignature(width)),
             "source": In(stream.Signature(8 * width)),
             "checked": Out(PacketStreamSignature(width)),
-            "busy": Out(1),
         })
 
     def _lanes(self, beat):
@@ -131,7 +128,7 @@ class BotFramer(wiring.Component):
             csw = Cat(csw, Const(0, 8 * (width - CSW_SIZE % width)))
         lane_valid, lane_count = self._lanes(out.payload)
 
-        with m.FSM(domain=self._domain) as fsm:
+        with m.FSM(domain=self._domain):
             with m.State("CBW"):
                 m.d.comb += out.ready.eq(1)
                 with m.If(out.valid):
@@ -220,5 +217,3 @@ class BotFramer(wiring.Component):
                     with m.If(final):
                         sync += csw_index.eq(0)
                         m.next = "CBW"
-
-        m.d.comb += self.busy.eq(~fsm.ongoing("CBW"))
