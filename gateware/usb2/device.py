@@ -10,7 +10,7 @@ from .data_path import Usb2DataPath
 from .descriptors import build_descriptors
 from .in_endpoint import StreamInEndpoint
 from .out_endpoint import StreamOutEndpoint
-from .request_handler import ProbeRequestHandler
+from .request_handler import ProbeRequestHandler, is_interface_request
 from .rx_monitor import RxPacketMonitor
 from .telemetry import Usb2Telemetry
 from .telemetry_snapshot import TelemetrySnapshot
@@ -89,7 +89,8 @@ class Usb2ProbeDevice(Elaboratable):
         self.usb, self._usb_renamed = usb_device(ulpi=ulpi, handle_clocking=handle_clocking)
         # What USBDevice.add_standard_control_endpoint does, with the endpoint behind a guard.
         self.control = USBControlEndpoint(utmi=self.usb.utmi)
-        self.control.add_standard_request_handlers(build_descriptors())
+        self.control.add_standard_request_handlers(build_descriptors(),
+                                                   skiplist=[is_interface_request])
         self.usb.add_endpoint(Endpoint0Guard(self.control))
         self.requests = ProbeRequestHandler()
         self.control.add_request_handler(self.requests)
@@ -111,8 +112,10 @@ class Usb2ProbeDevice(Elaboratable):
         m.submodules.rx_monitor = rx_monitor = self.rx_monitor
         usb, requests, ep_in, ep_out = self.usb, self.requests, self.ep_in, self.ep_out
 
-        # Data toggles restart at DATA0 after a bus reset and after SET_CONFIGURATION [9.4.5].
-        reset_toggle = usb.reset_detected | self.control.interface.config_changed
+        # Data toggles restart at DATA0 after a bus reset, SET_CONFIGURATION [9.4.5] and
+        # SET_INTERFACE [9.1.1.5].
+        reset_toggle = (usb.reset_detected | self.control.interface.config_changed
+                        | requests.set_interface)
 
         m.d.comb += [
             usb.connect.eq(1),

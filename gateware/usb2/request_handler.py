@@ -6,13 +6,23 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
 from luna.gateware.usb.usb2.request import USBRequestHandler
-from usb_protocol.types import USBRequestType
+from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardRequests
 
 from ..common.pattern import PATTERN_SHAPE
 from .descriptors import CONTROL_MAX_PACKET_SIZE
-from .telemetry_snapshot import INFO_BYTES, INFO_WORD
+from .telemetry_snapshot import INFO_BYTES, INFO_WORD, RAM_WORDS, ZERO_WORD
 
-__all__ = ["ProbeRequestHandler", "INFO_BYTES"]
+__all__ = ["ProbeRequestHandler", "INFO_BYTES", "is_interface_request"]
+
+
+def is_interface_request(setup):
+    """GET_INTERFACE or SET_INTERFACE: standard requests LUNA's handler STALLs (luna-usb 0.2.3
+    has no case for them), which USB 2.0 §9.4.4 requires a configured device to answer. The
+    device skiplists them from LUNA's handler and :class:`ProbeRequestHandler` answers."""
+    return ((setup.type == USBRequestType.STANDARD)
+            & (setup.recipient == USBRequestRecipient.INTERFACE)
+            & ((setup.request == USBStandardRequests.GET_INTERFACE)
+               | (setup.request == USBStandardRequests.SET_INTERFACE)))
 
 #: Data modes the gateware carries out (SET_DATA_MODE stalls any other).
 SUPPORTED_DATA_MODES = (usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK, usb2.DataMode.BOT)
@@ -20,6 +30,9 @@ SUPPORTED_DATA_MODES = (usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK, usb2.Data
 
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     """Answers the busprobe vendor requests on EP0; stalls any other vendor request.
+
+    Also answers GET_INTERFACE (alternate setting 0) and SET_INTERFACE to setting 0 of
+    interface 0, and stalls any other (see :func:`is_interface_request`).
 
     GET_TELEMETRY starts a snapshot (:class:`~.telemetry_snapshot.TelemetrySnapshot`) when the
     SETUP packet arrives, so the block the host reads is the same in every packet of the data
@@ -31,7 +44,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     ----------
     capture_telemetry: Signal(), output
         Strobe: snapshot the telemetry now (GET_TELEMETRY's SETUP).
-    read_address: Signal(range(TELEMETRY_WORDS + 2)), output
+    read_address: Signal(range(RAM_WORDS)), output
         Snapshot RAM word to read next.
     read_data: Signal(32), input
         The word ``read_address`` gave, a cycle later.
@@ -48,6 +61,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         IN transfer length in bytes (0 = endless).
     in_zlp: Signal(), output
         End IN transfers that are a multiple of the packet size with a ZLP.
+    set_interface: Signal(), output
+        Strobe: SET_INTERFACE completed; the interface's data toggles restart (§9.1.1.5).
     set_data_mode: Signal(), output
         Strobe: SET_DATA_MODE; ``data_mode`` holds the new mode from the next cycle on.
     data_mode: Signal(DataMode), output
@@ -57,7 +72,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     """
 
     capture_telemetry: Out(1)
-    read_address: Out(range(usb2.TELEMETRY_WORDS + 2))
+    read_address: Out(range(RAM_WORDS))
     read_data: In(32)
     clear_telemetry: Out(1)
     set_pattern: Out(1)
@@ -65,6 +80,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     set_in_transfer: Out(1)
     in_transfer_length: Out(31)
     in_zlp: Out(1)
+    set_interface: Out(1)
     set_data_mode: Out(1)
     data_mode: Out(usb2.DataMode)
 
@@ -77,9 +93,10 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         interface = self.interface
         setup = interface.setup
 
-        m.d.comb += interface.claim.eq(setup.type == USBRequestType.VENDOR)
+        for_interface = is_interface_request(setup)
+        m.d.comb += interface.claim.eq((setup.type == USBRequestType.VENDOR) | for_interface)
 
-        base_word = Signal(range(usb2.TELEMETRY_WORDS + 2))   # 0, or INFO_WORD for GET_INFO
+        base_word = Signal(range(RAM_WORDS))   # where the data stage starts in the RAM
 
         request = Signal(8)
         limit = Signal(16)              # bytes the data stage carries: min(block, wLength)
@@ -119,7 +136,18 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             """On a new SETUP for us, pick the state that handles it."""
             is_in = setup.is_in_request
             no_data = ~setup.is_in_request & (setup.length == 0)
-            with m.If(setup.received & (setup.type == USBRequestType.VENDOR)):
+            with m.If(setup.received & for_interface):
+                m.d.usb += [request.eq(setup.request), packet_start.eq(0),
+                            interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
+                only_setting_zero = (setup.value == 0) & (setup.index == 0)
+                m.next = "STALL"
+                with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
+                    with m.If(is_in & only_setting_zero & (setup.length != 0)):
+                        m.d.usb += [base_word.eq(ZERO_WORD), limit.eq(1)]
+                        m.next = "SEND_DATA"
+                with m.Elif(no_data & only_setting_zero):   # SET_INTERFACE
+                    m.next = "STATUS_ACTION"
+            with m.Elif(setup.received & (setup.type == USBRequestType.VENDOR)):
                 m.d.usb += [request.eq(setup.request), packet_start.eq(0),
                             interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
                 with m.Switch(setup.request):
@@ -201,6 +229,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             with m.Case(usb2.Request.SET_PATTERN):
                 m.d.comb += self.set_pattern.eq(1)
                 m.d.usb += self.pattern.eq(setup.value)
+            with m.Case(USBStandardRequests.SET_INTERFACE):
+                m.d.comb += self.set_interface.eq(1)
             with m.Case(usb2.Request.SET_DATA_MODE):
                 m.d.comb += self.set_data_mode.eq(1)
                 m.d.usb += self.data_mode.eq(setup.value)

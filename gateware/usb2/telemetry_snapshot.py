@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 
-__all__ = ["TelemetrySnapshot", "INFO_BYTES", "INFO_WORD"]
+__all__ = ["TelemetrySnapshot", "INFO_BYTES", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
 
 #: The GET_INFO answer, packed by the protocol's own format.
 INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
@@ -16,6 +16,10 @@ INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
 
 #: Word address of the GET_INFO answer in the snapshot RAM (right after the telemetry block).
 INFO_WORD = usb2.TELEMETRY_WORDS
+#: Word address of a zero word (the GET_INTERFACE answer: alternate setting 0).
+ZERO_WORD = INFO_WORD + 2
+#: Words in the snapshot RAM.
+RAM_WORDS = ZERO_WORD + 1
 
 
 def mux_tree(words, index):
@@ -45,8 +49,8 @@ class TelemetrySnapshot(wiring.Component):
     ``TELEMETRY_WORDS`` cycles (under 1 µs at 60 MHz) rather than in one cycle; that is what
     replaces a 1,300-flip-flop snapshot register and a 164-way byte multiplexer.
 
-    The GET_INFO answer lives in the same RAM, at :data:`INFO_WORD`, so a single read port
-    feeds the control endpoint's transmitter.
+    The GET_INFO answer lives in the same RAM, at :data:`INFO_WORD`, and a zero word at
+    :data:`ZERO_WORD`, so a single read port feeds the control endpoint's transmitter.
 
     Attributes
     ----------
@@ -54,7 +58,7 @@ class TelemetrySnapshot(wiring.Component):
         Live telemetry, in protocol order.
     capture: Signal(), input
         Strobe: start a snapshot.
-    read_address: Signal(range(TELEMETRY_WORDS + 2)), input
+    read_address: Signal(range(RAM_WORDS)), input
         Word to read; its value is on ``read_data`` one cycle later.
     read_data: Signal(32), output
         The word read.
@@ -62,15 +66,15 @@ class TelemetrySnapshot(wiring.Component):
 
     words: In(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
     capture: In(1)
-    read_address: In(range(usb2.TELEMETRY_WORDS + 2))
+    read_address: In(range(RAM_WORDS))
     read_data: Out(32)
 
     def elaborate(self, platform):
         m = Module()
         count = usb2.TELEMETRY_WORDS
         info = [int.from_bytes(INFO_BYTES[i:i + 4], "little") for i in range(0, 8, 4)]
-        m.submodules.ram = ram = Memory(shape=32, depth=count + len(info),
-                                        init=[0] * count + info)
+        m.submodules.ram = ram = Memory(shape=32, depth=RAM_WORDS,
+                                        init=[0] * count + info + [0])
         write = ram.write_port(domain="usb")
         read = ram.read_port(domain="usb")
 

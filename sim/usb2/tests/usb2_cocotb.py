@@ -17,6 +17,7 @@ from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sim.usb2.hostile import DROP_COUNTERS, HostileHost
 from busprobe.sim.usb2.session import Usb2Session
+from usb_protocol.types import USBStandardRequests
 from usb_protocol.types.descriptors.standard import (
     ConfigurationDescriptor,
     DeviceDescriptor,
@@ -74,6 +75,17 @@ async def enumeration_reports_busprobe_descriptors(dut):
     assert set(found.strings.values()) >= {usb2.MANUFACTURER, usb2.PRODUCT, usb2.SERIAL}
     info = await _vendor(session, usb2.Request.GET_INFO, length=usb2.INFO_SIZE)
     assert len(info) == usb2.INFO_SIZE
+    # Interface 0 has one setting: GET_INTERFACE answers it, SET_INTERFACE to it restarts the
+    # toggles on both ends (the IN transfer after it must start at DATA0 again).
+    host = session.host
+    assert await host.control(0x81, USBStandardRequests.GET_INTERFACE, 0, 0, 1) == b"\x00"
+    await _prepare(session, Pattern.COUNTER, 512)
+    await host.stream("in", EP_IN, 512, 1, 1)
+    await host.control(0x01, USBStandardRequests.SET_INTERFACE, 0, 0)
+    assert host.toggle(EP_IN, "in") == Pid.DATA0
+    chunks: list[bytes] = []
+    await host.stream("in", EP_IN, 512, 1, 1, sink=chunks.append)
+    assert chunks == [PatternStream(Pattern.COUNTER).take(1024)[512:]]
 
 
 async def _in_pattern(dut, pattern: Pattern) -> None:
