@@ -81,6 +81,8 @@ class ProbeProtocolLayer(USB3ProtocolLayer):
         m = super().elaborate(platform)
         # The arbiter elaborates after this method returns, so a producer added now is served.
         m.submodules.hp_mux.add_producer(self.extra_header_source)
+        # ITPs are counted from the handler's strobe: its bus_interval_counter is declared
+        # Signal() (1 bit) upstream (luna-usb 0.2.3, timestamp.py), so it cannot be read.
         m.d.comb += self.itp_received.eq(m.submodules.itp_handler.update_received)
         return m
 
@@ -175,6 +177,7 @@ class SuperSpeedCore(Elaboratable):
             endpoints.tx_direction.eq(shared.tx_direction),
             endpoints.handshakes_out.connect(shared.handshakes_out),
             endpoints.handshakes_in.connect(shared.handshakes_in),
+            # Endpoints see the configuration (LUNA's USBSuperSpeedDevice leaves it undriven).
             shared.active_config.eq(self.configuration),
             shared.active_address.eq(self.address),
         ]

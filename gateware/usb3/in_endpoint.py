@@ -1,5 +1,7 @@
 """busprobe's SuperSpeed bulk IN endpoint: a ring buffer sent in bursts of up to 16 packets."""
 
+from types import SimpleNamespace
+
 from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -32,6 +34,11 @@ class BurstInEndpoint(wiring.Component):
     - the packet that ends a transfer carries EOB; the endpoint then waits, as after an NRDY,
       until all it sent is acknowledged and the next packet is buffered, and sends ERDY;
     - an ACK TP asking for data (NumP > 0) when the next packet is not buffered gets an NRDY.
+
+    Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
+    ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
+    (its NRDY/ERDY would name endpoint 0). This endpoint replaces it, so the bug is avoided here,
+    in one place: NRDY/ERDY go through :mod:`.transaction` with the endpoint number set.
 
     Attributes
     ----------
@@ -130,8 +137,17 @@ class BurstInEndpoint(wiring.Component):
         with m.If(settling != 0):
             m.d.ss += settling.eq(settling - 1)
 
-        # Acknowledgements from the host retire packets, one per cycle.
-        handshakes_in = interface.handshakes_in
+        # Acknowledgements from the host retire packets, one per cycle. The ACK TP is taken a
+        # cycle after LUNA's receiver decodes it (combinationally from the link's header queue):
+        # a cycle is nothing next to the round trip, and the decode-plus-decision path was too
+        # long for 125 MHz.
+        fields = {}
+        for name in ("ack_received", "endpoint_number", "direction", "next_sequence",
+                     "number_of_packets", "retry_required"):
+            fields[name] = Signal.like(getattr(interface.handshakes_in, name),
+                                       name=f"ack_tp_{name}")
+            m.d.ss += fields[name].eq(getattr(interface.handshakes_in, name))
+        handshakes_in = SimpleNamespace(**fields)
         ack = (handshakes_in.ack_received & (handshakes_in.endpoint_number == self._number)
                & handshakes_in.direction)
         with m.If(retire_seq != retire_target):
@@ -149,7 +165,9 @@ class BurstInEndpoint(wiring.Component):
                     & (~is_new | (buffered & (settling == 0)))
                     & ((send_seq - retire_seq)[:5] < slots))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
-        beat, beats, shift = Signal(9), Signal(9), Signal(2)
+        # ``at_last`` is a flip-flop computed a beat ahead: it gates the ring's read enable,
+        # which fans out to every block RAM, so it must not wait for an adder and a compare.
+        beat, beats, shift, at_last = Signal(9), Signal(9), Signal(2), Signal()
         previous_word = Signal(32)
         done = Signal()
         m.d.comb += [
@@ -198,10 +216,10 @@ class BurstInEndpoint(wiring.Component):
             with m.State("PRIME"):
                 # Two words in hand (previous and read.data) cover any byte alignment.
                 m.d.comb += [read.en.eq(1)]
-                m.d.ss += [previous_word.eq(read.data), read_word.eq(read_word + 1)]
+                m.d.ss += [previous_word.eq(read.data), read_word.eq(read_word + 1),
+                           beat.eq(0), at_last.eq(beats == 1)]
                 m.next = "SEND"
             with m.State("SEND"):
-                at_last = beat == beats - 1
                 remainder = length[:2]
                 window = Cat(previous_word, read.data)
                 m.d.comb += [
@@ -215,7 +233,8 @@ class BurstInEndpoint(wiring.Component):
                 ]
                 with m.If(interface.tx.ready):
                     m.d.comb += read.en.eq(~at_last)
-                    m.d.ss += [beat.eq(beat + 1), previous_word.eq(read.data),
+                    m.d.ss += [beat.eq(beat + 1), at_last.eq(beat + 2 == beats),
+                               previous_word.eq(read.data),
                                read_word.eq(read_word + 1)]
                     with m.If(at_last):
                         m.d.comb += done.eq(1)

@@ -110,8 +110,12 @@ class BurstOutEndpoint(wiring.Component):
         # A ZLP for us has no payload beats: its header and the CRC verdict arrive together.
         zero_length = ~receiving & for_us & (header.data_length == 0)
         ours = receiving | zero_length
-        good = interface.rx_complete & ours
-        bad = interface.rx_invalid & ours
+        # The link's CRC verdict strobes come out of its CRC compare combinationally: registered
+        # here (a cycle late is harmless, the next DP's header takes longer) to meet 125 MHz.
+        complete, invalid = Signal(), Signal()
+        m.d.ss += [complete.eq(interface.rx_complete), invalid.eq(interface.rx_invalid)]
+        good = complete & ours
+        bad = invalid & ours
         accepted = Mux(receiving, accepting, in_sequence & (free != 0))
         sequence_error = Mux(receiving, out_of_sequence, ~in_sequence)
 
