@@ -19,12 +19,12 @@ import itertools
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .protocol.patterns import CheckResult, Pattern, PatternStream
 from .stats import MIN_REPEATS, median_or_none, summarise
-from .transport import BusDescription, StreamResult, Telemetry, Transport
+from .transport import BusDescription, RepeatFailed, StreamResult, Telemetry, Transport
 
 __all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling"]
 
@@ -121,6 +121,9 @@ class PointResult:
     ceiling: float | None = None
     ceiling_formula: str | None = None
     link: float | None = None
+    #: Why each failed repeat failed (:class:`~busprobe.transport.RepeatFailed`); each one
+    #: counts all its bytes as lost, and ``samples`` hold the other repeats only.
+    failed_repeats: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -158,7 +161,8 @@ class PointResult:
                              "lost_bytes": self.lost_bytes,
                              "device_byte_mismatch": self.device_byte_mismatch,
                              "device_errors": self.device_errors,
-                             "first_error_offset": self.first_error_offset},
+                             "first_error_offset": self.first_error_offset,
+                             "failed_repeats": list(self.failed_repeats)},
             "short_transfers": self.short_transfers,
             "ceiling": self.ceiling,
             "ceiling_formula": self.ceiling_formula,
@@ -330,12 +334,24 @@ class Sweep:
         telemetry: list[dict[str, Any]] = []
         mismatched = lost = device_mismatch = device_errors = short = 0
         first_error: int | None = None
+        failed: list[str] = []
         for index in range(self.plan.repeat):
             sink = _Checker(self._stream(self._incoming, spec.direction))
             source = _Generator(self._stream(self._outgoing, spec.direction))
             transport.clear_telemetry()
-            result = transport.stream(spec.direction, spec.length, count, spec.queue_depth,
-                                      source=source, sink=sink)
+            try:
+                result = transport.stream(spec.direction, spec.length, count, spec.queue_depth,
+                                          source=source, sink=sink)
+            except RepeatFailed as exc:
+                # Nothing of this repeat counts but its loss; the streams start over for the next.
+                log.warning("%s %s B qd %d repeat %d failed: %s", spec.direction, spec.length,
+                            spec.queue_depth, index + 1, exc)
+                failed.append(str(exc))
+                lost += asked
+                self._restart_pattern()
+                if len(failed) == self.plan.repeat:
+                    raise
+                continue
             counters = transport.read_telemetry()
             host_lost, device_off = self._lost_bytes(spec.direction, asked, result, sink,
                                                      counters)
@@ -360,7 +376,7 @@ class Sweep:
             device_samples=device_samples, seconds=seconds, mismatched_words=mismatched,
             lost_bytes=lost, device_byte_mismatch=device_mismatch, device_errors=device_errors,
             first_error_offset=first_error,
-            short_transfers=short, telemetry=telemetry,
+            short_transfers=short, telemetry=telemetry, failed_repeats=failed,
             ceiling=ceiling[0] if ceiling else None,
             link=link_model(transport.bus, spec.direction),
             ceiling_formula=ceiling[1] if ceiling else None)

@@ -17,7 +17,7 @@ from .protocol.patterns import Pattern
 __all__ = [
     "BusDescription", "StreamResult", "Telemetry", "Transport", "TransportError",
     "DeviceNotFound", "PermissionDenied", "DeviceGone", "TransferTimeout", "InvalidRequest",
-    "EndpointStalled", "Source", "Sink",
+    "EndpointStalled", "RepeatFailed", "Source", "Sink",
 ]
 
 #: Produces the next ``n`` bytes to send (OUT / write).
@@ -49,6 +49,12 @@ class TransferTimeout(TransportError):
 class EndpointStalled(TransportError):
     """The device answered STALL (an unsupported request, a halted endpoint): a relay of the
     device (the usbredir export) must pass it on as a STALL, not as an I/O error."""
+
+
+class RepeatFailed(TransportError):
+    """A stream lost data on the bus, and the transport recovered: no figure may be taken from
+    it, but the device works and the next stream can run. The sweep flags the point and goes on
+    (after restarting the pattern), unless every repeat of the point failed."""
 
 
 class InvalidRequest(TransportError):

@@ -20,6 +20,7 @@ from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.transport import (
     BusDescription,
     DeviceGone,
+    RepeatFailed,
     Sink,
     Source,
     StreamResult,
@@ -49,6 +50,7 @@ class Faults:
     duplicate_in: set[int] = field(default_factory=set)  # deliver the first 4 bytes twice
     corrupt_out: set[int] = field(default_factory=set)  # flip a byte the device receives
     device_overcount: set[int] = field(default_factory=set)  # device counts 100 bytes extra
+    lose_repeat: set[int] = field(default_factory=set)  # move half, then raise RepeatFailed
     gone_at: int | None = None  # raise DeviceGone on this call
     interrupt_at: int | None = None  # raise KeyboardInterrupt on this call
     chatter: bool = False  # write to file descriptor 1 in open() and stream(), as builds do
@@ -127,6 +129,11 @@ class LoopbackTransport(Transport):
             raise KeyboardInterrupt
         start = self.clock
         moved = 0
+        if call in self.faults.lose_repeat:
+            # Data moved, then the bus lost some: both ends' streams are somewhere unknown.
+            (self._source.take if direction == "in" else self._checker.take)(length // 2)
+            raise RepeatFailed(f"{self.selector}: a read lost data on the link "
+                               "(1 completion timeout); the read path was reset")
         for index in range(count):
             if direction == "in":
                 data = bytearray(self._source.take(length))

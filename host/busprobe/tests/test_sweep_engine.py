@@ -167,3 +167,29 @@ def test_a_point_moves_at_least_the_bus_time_the_transport_asks_for(loopback_fac
     assert expected > (16 << 10) // 512  # more than the byte volume alone would move
     j = Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,))).run()[0]
     assert (j.transfers, j.sized_by) == (int(expected), "bus time")
+
+
+def test_a_repeat_that_lost_data_flags_its_point_and_the_sweep_goes_on(loopback_factory):
+    Loopback, Faults = loopback_factory
+    transport = Loopback(faults=Faults(lose_repeat={1}))
+    plan = _plan(directions=("in",), lengths=(512, 4096), queue_depths=(1,))
+    points = Sweep(transport, plan).run()
+    bad, good = points
+    assert len(bad.samples) == 2 and bad.failed_repeats == [
+        "sim:loop: a read lost data on the link (1 completion timeout); the read path was reset"]
+    assert bad.lost_bytes == bad.bytes_per_repeat and bad.errors == bad.bytes_per_repeat
+    assert bad.to_json()["error_detail"]["failed_repeats"] == bad.failed_repeats
+    # The repeat after the failure and the next point start from a restarted pattern: clean.
+    assert bad.mismatched_words == 0 and good.errors == 0
+    assert transport.log.count("set_pattern COUNTER") == 3  # start, the failure, after the point
+
+
+def test_a_point_whose_every_repeat_lost_data_ends_the_sweep(loopback_factory):
+    from busprobe.transport import RepeatFailed
+
+    Loopback, Faults = loopback_factory
+    transport = Loopback(faults=Faults(lose_repeat={0, 1, 2}))
+    sweep = Sweep(transport, _plan(directions=("in",), lengths=(512,), queue_depths=(1,)))
+    with pytest.raises(RepeatFailed, match="lost data"):
+        sweep.run()
+    assert sweep.points == []

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...protocol import pcie as proto
-from ...transport import DeviceGone, TransferTimeout, TransportError
+from ...transport import DeviceGone, RepeatFailed, TransferTimeout
 from .platform import Bar
 
 __all__ = ["ReadPath", "ReadPathFailed", "link_errors", "describe_link_errors"]
@@ -29,7 +29,7 @@ _WORDS = {
 }
 
 
-class ReadPathFailed(TransportError):
+class ReadPathFailed(RepeatFailed):
     """A DMA read lost data on the link; the DMA was aborted and the read path reset."""
 
 
