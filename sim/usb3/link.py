@@ -62,6 +62,7 @@ class LinkCounters:
     headers_received: int = 0
     bad_headers: int = 0
     bad_payloads: int = 0
+    bad_commands: int = 0
     lbad_received: int = 0
     lrty_received: int = 0
     credit_stall_cycles: int = 0
@@ -183,6 +184,7 @@ class SuperSpeedLink:
     async def _on_command(self, data: bytes) -> None:
         parsed = parse_command(data)
         if parsed is None:
+            self.counters.bad_commands += 1
             return
         command, subtype = parsed
         name = command.name

@@ -12,9 +12,11 @@ import logging
 import struct
 from dataclasses import dataclass
 
+from busprobe.model.usb3_hosts import Usb3HostProfile, load_usb3_profile
 from usb_protocol.types import USBRequestType, USBStandardRequests
 from usb_protocol.types.descriptors.standard import StandardDescriptorNumbers as DescriptorTypes
 
+from .controller import SuperSpeedHostController
 from .link import SuperSpeedLink
 from .pipe import CLOCK_HZ, PipePartnerDriver
 from .protocol import SuperSpeedProtocol
@@ -52,15 +54,18 @@ class Usb3Session:
     ----------
     dut : cocotb handle
         ``usb3_sim_top``.
-    credit_return_cycles : int
-        The host's header-buffer latency (see :class:`SuperSpeedLink`).
+    profile : Usb3HostProfile, optional
+        What the host controller schedules by (default: the built-in ``ideal``).
     """
 
-    def __init__(self, dut: object, *, credit_return_cycles: int = 0) -> None:
+    def __init__(self, dut: object, profile: Usb3HostProfile | None = None) -> None:
         self.dut = dut
+        profile = profile or load_usb3_profile("ideal")
         self.partner = PipePartnerDriver(dut)
-        self.link = SuperSpeedLink(self.partner, credit_return_cycles=credit_return_cycles)
+        self.link = SuperSpeedLink(self.partner, credit_return_cycles=round(
+            profile.credit_return_ns * 1e-9 * CLOCK_HZ))
         self.protocol = SuperSpeedProtocol(self.link)
+        self.host = SuperSpeedHostController(self.protocol, profile)
         self.descriptors = Descriptors()
         self.training: TrainingResult | None = None
 
