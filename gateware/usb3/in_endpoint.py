@@ -150,7 +150,8 @@ class BurstInEndpoint(wiring.Component):
         handshakes_in = SimpleNamespace(**fields)
         ack = (handshakes_in.ack_received & (handshakes_in.endpoint_number == self._number)
                & handshakes_in.direction)
-        with m.If(retire_seq != retire_target):
+        retiring = retire_seq != retire_target
+        with m.If(retiring):
             m.d.comb += [self.events.acked.eq(1),
                          self.events.acked_bytes.eq(lengths[entry(retire_seq)])]
             m.d.ss += [retire_seq.eq(retire_seq + 1),
@@ -161,9 +162,13 @@ class BurstInEndpoint(wiring.Component):
         # +8: the aligner reads up to two words past an unaligned packet's last whole word.
         buffered = Signal()
         m.d.ss += buffered.eq((filled - next_byte)[:16] >= new_length + 8)
-        can_send = ((send_seq != window_end) & ~waiting & ~rewind
-                    & (~is_new | (buffered & (settling == 0)))
-                    & ((send_seq - retire_seq)[:5] < slots))
+        # The window and ring-occupancy compares are registered; ``hold`` blocks the one cycle in
+        # which they are stale (after a packet, an ACK TP, an ERDY or a rewind changed them).
+        window_open, hold = Signal(), Signal()
+        m.d.ss += window_open.eq((send_seq != window_end)
+                                 & ((send_seq - retire_seq)[:5] < slots))
+        can_send = (window_open & ~hold & ~waiting & ~rewind
+                    & (~is_new | (buffered & (settling == 0))))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
         # ``at_last`` is a flip-flop computed a beat ahead: it gates the ring's read enable,
         # which fans out to every block RAM, so it must not wait for an adder and a compare.
@@ -251,6 +256,7 @@ class BurstInEndpoint(wiring.Component):
         idle = ~interface.tx.valid.any() & ~done
         with m.If(rewind & idle):
             m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
+        m.d.ss += hold.eq(done | ack | (rewind & idle) | self.handshake.done | retiring)
         with m.If(idle & ((send_seq == window_end) | waiting) & (burst_length != 0)):
             m.d.comb += [self.events.burst_end.eq(1), self.events.burst_length.eq(burst_length)]
             m.d.ss += burst_length.eq(0)

@@ -79,8 +79,12 @@ class BurstOutEndpoint(wiring.Component):
         lengths = Array(Signal(11, name=f"length_{i}") for i in range(slots))
 
         expected, drained = Signal(5), Signal(5)  # sequence numbers (mod 32)
-        free = Signal(range(slots + 1))
+        # Buffers free now (for the ACK's NumP), and the same a cycle late for the decisions:
+        # the next DP starts several cycles after a commit, so the late copy is never stale
+        # when a DP is accepted, and it keeps the subtract out of the long paths.
+        free, free_late = Signal(range(slots + 1)), Signal(range(slots + 1), init=slots)
         m.d.comb += free.eq(slots - (expected - drained)[:5])
+        m.d.ss += free_late.eq(free)
 
         # Receiving.
         rx, header = interface.rx, interface.rx_header
@@ -93,11 +97,11 @@ class BurstOutEndpoint(wiring.Component):
         beat_bytes = sum(rx.valid[i] for i in range(4))
         with m.If(starting):
             m.d.comb += self.events.dps.eq(1)
-            m.d.ss += [receiving.eq(1), accepting.eq(in_sequence & (free != 0)),
+            m.d.ss += [receiving.eq(1), accepting.eq(in_sequence & (free_late != 0)),
                        out_of_sequence.eq(~in_sequence), word.eq(0), count.eq(0)]
-            with m.If(in_sequence & (free != 0)):
+            with m.If(in_sequence & (free_late != 0)):
                 m.d.comb += self.events.dp_start.eq(1)
-        writing = Mux(starting, in_sequence & (free != 0), accepting & receiving)
+        writing = Mux(starting, in_sequence & (free_late != 0), accepting & receiving)
         with m.If(rx.valid.any() & (starting | receiving)):
             m.d.comb += [
                 write.addr.eq(Cat(Mux(starting, 0, word), expected[:slot_bits])),
@@ -116,7 +120,7 @@ class BurstOutEndpoint(wiring.Component):
         m.d.ss += [complete.eq(interface.rx_complete), invalid.eq(interface.rx_invalid)]
         good = complete & ours
         bad = invalid & ours
-        accepted = Mux(receiving, accepting, in_sequence & (free != 0))
+        accepted = Mux(receiving, accepting, in_sequence & (free_late != 0))
         sequence_error = Mux(receiving, out_of_sequence, ~in_sequence)
 
         # Handshakes: one request at a time; its fields are the state when the link takes it.
@@ -144,7 +148,7 @@ class BurstOutEndpoint(wiring.Component):
                 m.d.ss += retry_flag.eq(1)
         with m.If(event):
             m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.ACK)]
-        with m.If(waiting & ~asking & ~event & (free != 0)):
+        with m.If(waiting & ~asking & ~event & (free_late != 0)):
             m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.ERDY)]
         with m.If(self.handshake.done):
             m.d.ss += asking.eq(event)
@@ -176,15 +180,18 @@ class BurstOutEndpoint(wiring.Component):
         length, beat = Signal(11), Signal(9)
         beats = (length + 3)[2:11]
         m.d.comb += read.addr.eq(Cat(beat[:8], drained[:slot_bits]))
+        # Registered, so it is a cycle stale: the NEXT state after each packet lets it catch up.
+        undrained = Signal()
+        m.d.ss += undrained.eq(drained != expected)
         with m.FSM(domain="ss"):
             with m.State("IDLE"):
-                with m.If(drained != expected):
+                with m.If(undrained):
                     m.d.ss += [length.eq(lengths[drained[:slot_bits]]), beat.eq(0)]
                     m.next = "START"
             with m.State("START"):
                 with m.If(length == 0):
                     m.d.ss += drained.eq(drained + 1)
-                    m.next = "IDLE"
+                    m.next = "NEXT"
                 with m.Else():
                     m.d.comb += read.en.eq(1)
                     m.d.ss += beat.eq(1)
@@ -206,7 +213,9 @@ class BurstOutEndpoint(wiring.Component):
                     m.d.ss += beat.eq(beat + 1)
                     with m.If(at_last):
                         m.d.ss += drained.eq(drained + 1)
-                        m.next = "IDLE"
+                        m.next = "NEXT"
+            with m.State("NEXT"):
+                m.next = "IDLE"
 
         with m.If(self.flush):
             m.d.ss += drained.eq(expected)
