@@ -75,7 +75,8 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
 
         reply = Array(Signal(32, name=f"reply_{i}") for i in range(_WORDS))
         reply_length = Signal(range(4 * _WORDS + 1))
-        word, current = Signal(range(_WORDS + 1)), Signal(32)
+        word = Signal(range(_WORDS))
+        shifter = [Signal(32, name=f"sending_{i}") for i in range(_WORDS)]
         last_word = Signal(range(_WORDS))
         sending = Signal()
         m.d.comb += last_word.eq((reply_length - 1) >> 2)
@@ -131,10 +132,11 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
 
             with m.State("DATA_IN"):
                 # Each IN token (ACK TP with NumP > 0) asks for the data packet, again on a retry.
-                # The word on the bus is a register loaded a beat ahead: the 49-way reply mux
-                # must not sit in front of the link's CRC (ECP5 timing at 125 MHz).
+                # The reply is sent from a shift register loaded from the snapshot (kept for a
+                # retry): no wide mux between a counter and the link's CRC (ECP5 at 125 MHz).
                 with m.If(interface.data_requested):
-                    m.d.ss += [word.eq(0), sending.eq(1), current.eq(reply[0])]
+                    m.d.ss += [word.eq(0), sending.eq(1)]
+                    m.d.ss += [shifter[i].eq(reply[i]) for i in range(_WORDS)]
                 with m.If(sending):
                     remaining = reply_length - (word << 2)
                     m.d.comb += [
@@ -143,12 +145,13 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                                                       Mux(remaining == 2, 0b0011, 0b0001)))),
                         interface.tx.first.eq(word == 0),
                         interface.tx.last.eq(word == last_word),
-                        interface.tx.data.eq(current),
+                        interface.tx.data.eq(shifter[0]),
                         interface.tx_length.eq(reply_length),
                         interface.tx_sequence_number.eq(0),
                     ]
                     with m.If(interface.tx.ready):
-                        m.d.ss += [word.eq(word + 1), current.eq(reply[word + 1])]
+                        m.d.ss += word.eq(word + 1)
+                        m.d.ss += [shifter[i].eq(shifter[i + 1]) for i in range(_WORDS - 1)]
                         with m.If(word == last_word):
                             m.d.ss += sending.eq(0)
                 with m.If(interface.status_requested):
