@@ -102,6 +102,12 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                     m.d.comb += accepted_in.eq(1)
 
         data_received = falling_edge_detected(m, interface.rx.valid, domain="ss")
+        # The token strobes come combinationally from LUNA's header receiver through its TP
+        # decoder and control endpoint; acted on a cycle later (the handshake it answers with is
+        # queued by LUNA's generator whenever it comes), the path meets 125 MHz on ECP5.
+        data_requested, status_requested = Signal(), Signal()
+        m.d.ss += [data_requested.eq(interface.data_requested),
+                   status_requested.eq(interface.status_requested)]
 
         def start_request():
             # A new SETUP packet ends whatever request was in progress, in any state;
@@ -134,7 +140,7 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 # Each IN token (ACK TP with NumP > 0) asks for the data packet, again on a retry.
                 # The reply is sent from a shift register loaded from the snapshot (kept for a
                 # retry): no wide mux between a counter and the link's CRC (ECP5 at 125 MHz).
-                with m.If(interface.data_requested):
+                with m.If(data_requested):
                     m.d.ss += [word.eq(0), sending.eq(1)]
                     m.d.ss += [shifter[i].eq(reply[i]) for i in range(_WORDS)]
                 with m.If(sending):
@@ -154,13 +160,13 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                         m.d.ss += [shifter[i].eq(shifter[i + 1]) for i in range(_WORDS - 1)]
                         with m.If(word == last_word):
                             m.d.ss += sending.eq(0)
-                with m.If(interface.status_requested):
+                with m.If(status_requested):
                     m.d.comb += handshakes.send_ack.eq(1)
                     m.next = "IDLE"
                 start_request()
 
             with m.State("STATUS_OUT"):
-                with m.If(interface.status_requested):
+                with m.If(status_requested):
                     m.d.comb += handshakes.send_ack.eq(1)
                     with m.Switch(request):
                         with m.Case(usb3.Request.CLEAR_TELEMETRY):
@@ -179,7 +185,7 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 start_request()
 
             with m.State("STALL"):
-                with m.If(interface.data_requested | interface.status_requested | data_received):
+                with m.If(data_requested | status_requested | data_received):
                     m.d.comb += handshakes.send_stall.eq(1)
                     m.next = "IDLE"
                 start_request()

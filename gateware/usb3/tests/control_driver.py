@@ -57,18 +57,28 @@ async def _send_setup(ctx, interface, packet):
         await ctx.tick("ss")
 
 
+async def _handshake(ctx, interface, cycles=4):
+    """The handshake the endpoint asks for within ``cycles`` (handlers may take a cycle)."""
+    for _ in range(cycles):
+        if ctx.get(interface.handshakes_out.send_ack):
+            return "ack"
+        if ctx.get(interface.handshakes_out.send_stall):
+            return "stall"
+        await ctx.tick("ss")
+    return None
+
+
 async def _status_stage(ctx, interface):
     """Send a STATUS TP; return "ack" or "stall" as the endpoint answers."""
     handshakes = interface.handshakes_in
     ctx.set(handshakes.endpoint_number, 0)
     ctx.set(handshakes.status_received, 1)
-    answer = None
-    if ctx.get(interface.handshakes_out.send_ack):
-        answer = "ack"
-    if ctx.get(interface.handshakes_out.send_stall):
-        answer = "stall"
-    await ctx.tick("ss")
-    ctx.set(handshakes.status_received, 0)
+    answer = await _handshake(ctx, interface, cycles=1)
+    if answer is not None:
+        await ctx.tick("ss")
+    ctx.set(handshakes.status_received, 0)  # a one-cycle strobe either way
+    if answer is None:
+        answer = await _handshake(ctx, interface)
     await ctx.tick("ss")
     return answer
 
@@ -84,6 +94,7 @@ async def control_in(ctx, interface, packet, *, max_cycles=200):
     stalled = bool(ctx.get(interface.handshakes_out.send_stall))
     await ctx.tick("ss")
     ctx.set(handshakes.ack_received, 0)
+    stalled = stalled or bool(ctx.get(interface.handshakes_out.send_stall))
     ctx.set(interface.tx.ready, 1)
     payload, length = bytearray(), None
     for _ in range(max_cycles):
