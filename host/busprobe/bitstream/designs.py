@@ -23,7 +23,7 @@ class Design:
     name : str
         ``--design`` value.
     bus : str
-        ``"usb2"`` or ``"pcie"``: which board top wraps it.
+        ``"usb2"``, ``"usb3"`` or ``"pcie"``: which board top wraps it.
     candidates : tuple of str
         ``"module:Class"`` to try in order; the first importable one is built.
     clock_domain : str
@@ -57,6 +57,8 @@ DESIGNS: dict[str, Design] = {design.name: design for design in (
            candidates=("busprobe.gateware.usb2.device:Usb2ProbeDevice",)),
     Design(name="usb2-stock", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",)),
+    Design(name="usb3", bus="usb3", clock_domain="ss",
+           candidates=("busprobe.gateware.usb3.device:Usb3ProbeDevice",)),
     Design(name="pcie", bus="pcie", clock_domain="sys",
            candidates=("busprobe.gateware.pcie.core:BusprobePCIeSoC",)),
 )}

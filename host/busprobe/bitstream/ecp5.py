@@ -48,10 +48,17 @@ def prepare_ecp5(board: Board, design: Design) -> tuple:
     """Elaborate ``design`` on ``board``: ``(platform, Amaranth build plan)``, no tool run."""
     from busprobe.gateware.boards.usb2_top import Usb2BoardTop
 
-    if design.bus != "usb2":
-        raise BuildError(f"board {board.name} carries USB 2.0 designs, not {design.name!r}")
+    if design.bus not in ("usb2", "usb3"):
+        raise BuildError(f"board {board.name} carries USB designs, not {design.name!r}")
     platform = _load(board.platform)()
-    top = Usb2BoardTop(design=design.load(), phy=board.phy)
+    if design.bus == "usb3":
+        from busprobe.gateware.usb3.board_top import CLOCK_FREQUENCIES_MHZ, Usb3BoardTop
+
+        top = Usb3BoardTop(design=design.load())
+        # The domains that top makes, for the report (the platform itself declares none).
+        platform.DEFAULT_CLOCK_FREQUENCIES_MHZ = CLOCK_FREQUENCIES_MHZ
+    else:
+        top = Usb2BoardTop(design=design.load(), phy=board.phy)
     # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
     # (with a message naming the clock) instead of nextpnr stopping before any report exists.
     nextpnr_opts = f"--report {TOP_NAME}.report.json --timing-allow-fail"
