@@ -57,12 +57,17 @@ class PatternWordChecker(wiring.Component):
             m.d.comb += generator.advance.eq(1)
         m.d.comb += self.stream.ready.eq(primed)
 
+        # Each beat is registered before it is compared, as the byte checker does: whatever
+        # feeds the checker (a block RAM's output) keeps its own timing path.
+        beat_valid, data, keep = Signal(), Signal(32), Signal(4)
+        m.d.ss += [beat_valid.eq(self.stream.valid & primed), data.eq(self.stream.payload.data),
+                   keep.eq(self.stream.payload.keep)]
+
         shift = self.offset[:2]
         expected = (Cat(low, generator.word) >> (shift * 8))[:32]
-        keep = self.stream.payload.keep
         wrong = Signal(4)
         for i in range(4):
-            m.d.comb += wrong[i].eq(keep[i] & (self.stream.payload.data.word_select(i, 8)
+            m.d.comb += wrong[i].eq(keep[i] & (data.word_select(i, 8)
                                                != expected.word_select(i, 8)))
         # Byte i of the beat is in word k if shift + i < 4, else in word k + 1.
         in_low = Signal(4)
@@ -78,7 +83,7 @@ class PatternWordChecker(wiring.Component):
             with m.If(wrong[i]):
                 m.d.comb += first_wrong.eq(i)
 
-        with m.If(self.stream.valid & primed):
+        with m.If(beat_valid):
             m.d.ss += [
                 self.offset.eq(self.offset + count),
                 self.errors.eq(self.errors + (low_wrong & ~counted) + high_wrong),
@@ -94,6 +99,6 @@ class PatternWordChecker(wiring.Component):
         with m.If(self.clear | self.restart):
             m.d.ss += [self.errors.eq(0), self.first_error_offset.eq(NO_ERROR_OFFSET)]
         with m.If(self.restart):
-            m.d.ss += [self.offset.eq(0), primed.eq(0), counted.eq(0)]
+            m.d.ss += [self.offset.eq(0), primed.eq(0), counted.eq(0), beat_valid.eq(0)]
             m.d.comb += generator.restart.eq(1)
         return m
