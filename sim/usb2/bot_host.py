@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from busprobe.protocol import bot, usb2
 
-from .controller import HostController, StreamOutcome, _cycles_from_us
+from .bulk_queue import StreamOutcome, cycles_from_us
+from .controller import HostController
 
 __all__ = ["BotOutcome", "run_commands"]
 
@@ -47,7 +48,7 @@ class BotOutcome:
 async def run_commands(host: HostController, cbws: Sequence[bytes], direction: str, length: int,
                        outgoing: Sequence[bytes] | None, sink: list[bytes]) -> BotOutcome:
     """Run one command per CBW; IN data goes to ``sink``, OUT data is ``outgoing[i]``."""
-    resubmit = _cycles_from_us(host.profile.resubmit_latency_us)
+    resubmit = cycles_from_us(host.profile.resubmit_latency_us)
     outcome = BotOutcome(direction, transfers=len(cbws))
     mps = usb2.MAX_PACKET_SIZE
     completed: int | None = None  # when the driver saw the last stage complete

@@ -42,7 +42,6 @@ from .bulk_queue import (
     StreamOutcome,
     StreamStuck,
     TransferStall,
-    cycles_from_us,
 )
 from .link import DeviceTimeout, LinkError, UlpiHostModel
 
@@ -51,10 +50,6 @@ __all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck"]
 log = logging.getLogger(__name__)
 
 CONTROL_MPS = 64
-
-
-#: Kept under its old name for the modules that compute latencies like the controller.
-_cycles_from_us = cycles_from_us
 
 
 class HostController:
