@@ -38,7 +38,7 @@ from .ceiling_type import Ceiling
 from .usb2_bot import bot_command, bot_lines
 from .usb2_hosts import HostProfile, load_profile
 from .usb2_loopback import loopback_ceiling
-from .usb2_schedule import MAX_STEPPED_PACKETS, steady_period
+from .usb2_schedule import MAX_STEPPED_PACKETS, average_period, steady_period
 
 __all__ = ["usb2_ceiling", "usb2_link_only", "packets_per_uframe", "UFRAMES_PER_S"]
 
@@ -109,12 +109,7 @@ def _per_transfer(profile: HostProfile, direction: str, used: int, mps: int, len
     length = length if length is not None else 1 << 20
     q = queue_depth if queue_depth is not None else 1 << 30
     packets = math.ceil(length / mps)
-    t_bus = packets / used * wire.UFRAME_S
-    t_cycle = (profile.resubmit_latency_us + profile.completion_latency_us) * 1e-6 + t_bus
-    if profile.completion_on_uframe:
-        # A small epsilon keeps an exact boundary from rounding up a whole microframe.
-        t_cycle = math.ceil(t_cycle / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
-    period = max(t_bus, t_cycle / q)
+    t_bus, t_cycle, period = average_period(profile, packets, used, q)
     qd = "∞" if queue_depth is None else str(queue_depth)
     lines += [
         f"transfer {length} B = {packets} packets -> t_bus = {packets}/{used} × 125 µs"

@@ -26,6 +26,7 @@ import math
 from . import usb2_wire as wire
 from .ceiling_type import Ceiling
 from .usb2_hosts import HostProfile
+from .usb2_schedule import average_period
 
 __all__ = ["loopback_ceiling", "alternating_fit"]
 
@@ -74,11 +75,7 @@ def loopback_ceiling(profile: HostProfile, max_packet_size: int, *, length: int 
         length = length if length is not None else 1 << 20
         q = queue_depth if queue_depth is not None else 1 << 30
         packets = math.ceil(length / max_packet_size)
-        t_bus = packets / returned * wire.UFRAME_S
-        t_cycle = (profile.resubmit_latency_us + profile.completion_latency_us) * 1e-6 + t_bus
-        if profile.completion_on_uframe:
-            t_cycle = math.ceil(t_cycle / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
-        period = max(t_bus, t_cycle / q)
+        t_bus, t_cycle, period = average_period(profile, packets, returned, q)
         throughput = length / period
         qd = "∞" if queue_depth is None else str(queue_depth)
         lines.append(f"transfer {length} B each way: t_bus = {packets}/{returned:g} × 125 µs = "

@@ -24,13 +24,15 @@ with it).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..protocol.usb2 import CLOCK_HZ
 from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 
-__all__ = ["steady_period", "run_transfers", "TransferRun", "MAX_STEPPED_PACKETS"]
+__all__ = ["steady_period", "average_period", "run_transfers", "TransferRun",
+           "MAX_STEPPED_PACKETS"]
 
 #: Transfers longer than this (128 KiB of 512-byte packets) use the closed form: the phase of
 #: their first and last microframe is then worth less than 1 % of their time.
@@ -58,6 +60,21 @@ class TransferRun:
     first_start: int
     ends: list[int]
     completions: list[int]
+
+
+def average_period(profile: HostProfile, packets: int, per_uframe: float,
+                   queue_depth: int) -> tuple[float, float, float]:
+    """``(t_bus, t_cycle, period)`` in seconds of transfers of ``packets`` packets moved at
+    ``per_uframe`` packets per microframe, ``queue_depth`` in flight (the closed form of
+    ``model/usb2.py``): the transfer's bus time, its turnaround alone (resubmit + bus +
+    completion, in whole microframes when completions land on boundaries), and the time per
+    transfer once the queue hides what it can of the turnaround."""
+    t_bus = packets / per_uframe * wire.UFRAME_S
+    t_cycle = (profile.resubmit_latency_us + profile.completion_latency_us) * 1e-6 + t_bus
+    if profile.completion_on_uframe:
+        # A small epsilon keeps an exact boundary from rounding up a whole microframe.
+        t_cycle = math.ceil(t_cycle / wire.UFRAME_S - 1e-9) * wire.UFRAME_S
+    return t_bus, t_cycle, max(t_bus, t_cycle / queue_depth)
 
 
 def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_depth: int,
