@@ -38,6 +38,10 @@
 //                                      queue one block (blk_request incremented by the model)
 //   blk_done [31:0], blk_free [7:0]    blocks fully sent; free queue slots
 //   blk_last_end [63:0]                cycle the last block's final symbol went out
+//   cmd_symbols [64], cmd_k, cmd_request, cmd_done, cmd_free
+//                                      the link-command lane: 8-symbol link commands, sent at
+//                                      the next packet boundary ahead of queued blocks (a link
+//                                      layer answers a header at once, USB 3.2 §7.2.4.1)
 //   rec_word [3*8*32], rec_k [3*8*4], rec_mask [3*8*32], rec_words [3*4]   recognisers
 //   rec_run [3*16], rec_total [3*32]   consecutive / total complete sets seen per recogniser
 //   rx_idle_run [15:0]                 consecutive descrambled IDL symbols from the device
@@ -89,6 +93,11 @@ module pipe_partner #(
     output logic [31:0]                 blk_done,
     output logic [7:0]                  blk_free,
     output logic [63:0]                 blk_last_end,
+    input  logic [63:0]                 cmd_symbols,
+    input  logic [7:0]                  cmd_k,
+    input  logic [31:0]                 cmd_request,
+    output logic [31:0]                 cmd_done,
+    output logic [4:0]                  cmd_free,
     input  logic [3*8*32-1:0]           rec_word,
     input  logic [3*8*4-1:0]            rec_k,
     input  logic [3*8*32-1:0]           rec_mask,
@@ -167,6 +176,11 @@ module pipe_partner #(
     logic [7:0]  blk_wr, blk_rd, blk_used;
     logic [15:0] blk_pos;
     logic        blk_active;
+    // ---- link-command lane
+    logic [71:0] cmd_mem [16];
+    logic [31:0] cmd_seen;
+    logic [4:0]  cmd_wr, cmd_rd;
+    logic        cmd_half;  // the second word of a command goes out next
 
     // ---- transmit word selection
     logic [15:0] tx_lfsr;
@@ -176,17 +190,23 @@ module pipe_partner #(
     always_ff @(posedge clk) begin
         logic [31:0] word;
         logic [3:0]  kmask;
-        logic        is_skp, pop_block, start_block;
+        logic        is_skp, pop_block, start_block, take_cmd, boundary;
         logic [23:0] step;
         logic [15:0] lfsr;
-        is_skp = 0; pop_block = 0; start_block = 0;
+        is_skp = 0; pop_block = 0; start_block = 0; take_cmd = 0;
         word = 0; kmask = 0;
         if (rst) begin
             blk_seen <= blk_request; blk_wr <= 0; blk_rd <= 0; blk_used <= 0; blk_done <= 0;
             blk_active <= 0; blk_pos <= 0; tx_lfsr <= 16'hFFFF; skp_symbols <= 0; skp_owed <= 0;
             os_pos <= 0; os_sent <= 0; symbols_in <= 0; blk_last_end <= 0;
             rx_valid <= 0; rx_data <= 0; rx_datak <= 0;
+            cmd_seen <= cmd_request; cmd_wr <= 0; cmd_rd <= 0; cmd_half <= 0; cmd_done <= 0;
         end else begin
+            if (cmd_request != cmd_seen) begin
+                cmd_mem[cmd_wr[3:0]] <= {cmd_k, cmd_symbols};
+                cmd_wr <= cmd_wr + 1;
+                cmd_seen <= cmd_request;
+            end
             // Take a newly queued block (the model checks blk_free first).
             if (blk_request != blk_seen) begin
                 for (int i = 0; i < MAX_BLOCK; i++)
@@ -196,12 +216,18 @@ module pipe_partner #(
                 blk_wr <= blk_wr + 1;
                 blk_seen <= blk_request;
             end
-            // A boundary (no block or ordered set under way): SKPs first, then the next block.
-            if (host_mode != MODE_QUIET && !blk_active && os_pos == 0 && skp_owed >= 2) begin
+            // A boundary (no block, command or ordered set under way): SKPs first, then a link
+            // command, then the next block.
+            boundary = !blk_active && !cmd_half && os_pos == 0;
+            if (host_mode != MODE_QUIET && boundary && skp_owed >= 2) begin
                 is_skp = 1;
             end else if (host_mode == MODE_OS) begin
                 word = os_word[32*os_pos +: 32];
                 kmask = os_k[4*os_pos +: 4];
+            end else if (host_mode == MODE_LINK && (cmd_half || (boundary && cmd_wr != cmd_rd))) begin
+                take_cmd = 1;
+                word = cmd_half ? cmd_mem[cmd_rd[3:0]][63:32] : cmd_mem[cmd_rd[3:0]][31:0];
+                kmask = cmd_half ? cmd_mem[cmd_rd[3:0]][71:68] : cmd_mem[cmd_rd[3:0]][67:64];
             end else if (host_mode == MODE_LINK) begin
                 start_block = !blk_active && blk_used != 0 && cycle >= blk_mem_at[blk_rd[2:0]];
                 if (blk_active || start_block) begin
@@ -241,7 +267,10 @@ module pipe_partner #(
                     if (os_pos + 1 == os_words) begin os_pos <= 0; os_sent <= os_sent + 1; end
                     else os_pos <= os_pos + 1;
                 end else os_pos <= 0;
-                if (pop_block) begin
+                if (take_cmd) begin
+                    cmd_half <= !cmd_half;
+                    if (cmd_half) begin cmd_rd <= cmd_rd + 1; cmd_done <= cmd_done + 1; end
+                end else if (pop_block) begin
                     blk_active <= 0; blk_pos <= 0; blk_rd <= blk_rd + 1; blk_done <= blk_done + 1;
                     blk_last_end <= cycle;
                 end else if (blk_active || start_block) begin
@@ -253,6 +282,7 @@ module pipe_partner #(
         end
     end
     assign blk_free = BLOCKS[7:0] - blk_used - (blk_request != blk_seen ? 8'd1 : 8'd0);
+    assign cmd_free = 5'd16 - (cmd_wr - cmd_rd) - (cmd_request != cmd_seen ? 5'd1 : 5'd0);
 
     pipe_receiver #(.MAX_CAPTURE(MAX_CAPTURE), .CAPTURES(CAPTURES), .K_SKP(K_SKP),
                     .K_COM(K_COM), .K_SHP(K_SHP), .K_SLC(K_SLC), .K_SDP(K_SDP), .K_END(K_END),

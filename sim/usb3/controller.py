@@ -222,7 +222,7 @@ class SuperSpeedHostController:
             data = source(length) if source is not None else bytes(length)
             chunks = [data[i:i + mps] for i in range(0, len(data), mps)] or [b""]
             base = self._sequence.get(key, 0)
-            acked, sent, granted = 0, 0, profile.max_burst_out
+            acked, sent, granted, rewound_at = 0, 0, profile.max_burst_out, -1
             at = self.cycle
             if index and profile.retoken_delay_us:
                 at = max(at, outcome.end + _cycles(profile.retoken_delay_us * 1e-6))
@@ -253,9 +253,14 @@ class SuperSpeedHostController:
                 if kind == ACK:
                     outcome.ack_tps += 1
                     acked += min(newly, sent - acked)
-                    if header.field(1, 6, 1):  # Rty: resend from next_sequence
+                    retry = bool(header.field(1, 6, 1))
+                    if retry and rewound_at != acked:  # Rty: resend from next_sequence
                         outcome.retries += sent - acked
-                        sent = acked
+                        sent, rewound_at = acked, acked
+                    elif not retry:
+                        # The device answers every packet sent before the rewind with the same
+                        # Rty ACK; only the first rewinds, until it acknowledges progress.
+                        rewound_at = -1
                 elif kind == ERDY:
                     sent = acked  # the packets it answered NRDY are sent again
                 at = header.end + self.turnaround

@@ -86,12 +86,15 @@ def _start(symbol: int) -> Framed:
 
 
 def frame_header(dws: tuple[int, int, int], sequence: int, *, delayed: bool = False,
-                 payload: bytes | None = None, corrupt_crc32: bool = False) -> Framed:
-    """A header packet (and its data packet payload, which follows it back to back)."""
+                 payload: bytes | None = None, corrupt_crc16: bool = False,
+                 corrupt_crc32: bool = False) -> Framed:
+    """A header packet (and its data packet payload, which follows it back to back); the
+    ``corrupt_*`` flags flip the CRC bits a wire error would (fault injection)."""
     body = struct.pack("<III", *dws)
     control = (sequence % SEQUENCE_NUMBERS) | int(delayed) << 9
     control |= crc5(control & 0x7FF) << 11
-    framed = _start(SHP.value) + Framed(body + struct.pack("<HH", crc16(body), control), 0)
+    crc = crc16(body) ^ (0xFFFF if corrupt_crc16 else 0)
+    framed = _start(SHP.value) + Framed(body + struct.pack("<HH", crc, control), 0)
     if payload is not None:
         crc = crc32(payload) ^ (0xFFFF_FFFF if corrupt_crc32 else 0)
         framed = framed + _start(SDP.value) + Framed(payload + struct.pack("<I", crc), 0) \

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import cocotb
-from cocotb.triggers import Event
+from cocotb.triggers import Event, First, Timer
 
 from .framing import (
     HeaderPacket,
@@ -33,7 +33,7 @@ from .framing import (
     parse_command,
     parse_header,
 )
-from .pipe import CLOCK_HZ, CaptureType, PipePartnerDriver
+from .pipe import CLOCK_HZ, CLOCK_PERIOD_PS, CaptureType, PipePartnerDriver
 
 __all__ = ["SuperSpeedLink", "LinkCounters", "LinkError", "HEADER_BUFFERS"]
 
@@ -45,6 +45,9 @@ HEADER_BUFFERS = 4
 #: lost and never LGOODed. One idle word keeps the next HPSTART out of that cycle. The only place
 #: the model bends to the device; costs line time only on the host -> device lane.
 LUNA_HEADER_GAP_SYMBOLS = 4
+#: A header waiting this long for a credit means the device stopped returning them: 1 ms, the
+#: time after which a port without link traffic goes to Recovery (USB 3.2 §7.5.6.1).
+CREDIT_TIMEOUT_CYCLES = CLOCK_HZ // 1000
 #: Keep-alive interval: a link command within 10 µs of idle (USB 3.2 §7.5.6.1, LUNA's timer).
 KEEPALIVE_S = 10e-6
 
@@ -102,6 +105,8 @@ class SuperSpeedLink:
         self._last_sent = 0
         self._lbad_pending = False
         self._drop_next_ack: int = 0
+        #: Fault injection: the next this many header packets go out with a broken CRC-16.
+        self.corrupt_headers = 0
         self._task = None
 
     # -- start-up ----------------------------------------------------------------------------
@@ -129,8 +134,12 @@ class SuperSpeedLink:
     async def _send_command(self, command: LinkCommand, subtype: int = 0,
                             start_at: int = 0) -> None:
         framed = frame_command(command, subtype)
-        await self.partner.queue(framed.symbols, framed.kmask, start_at)
-        self._last_sent = max(self.partner.cycle, start_at)
+        if start_at > self.partner.cycle:
+            await self.partner.wait_until(start_at)
+        # The command lane: a link command never waits behind queued data packets (a device
+        # times out an unacknowledged header after tPendingHP = 3 us, USB 3.2 §7.2.4.1.6).
+        await self.partner.send_command(framed.symbols, framed.kmask)
+        self._last_sent = self.partner.cycle
 
     async def send_header(self, dws: tuple[int, int, int], payload: bytes | None = None, *,
                           start_at: int = 0, corrupt_crc32: bool = False) -> int:
@@ -139,15 +148,23 @@ class SuperSpeedLink:
         if self._credits == 0:
             stalled = self.partner.cycle
             self.counters.credit_stalls += 1
+            deadline = stalled + CREDIT_TIMEOUT_CYCLES
             while self._credits == 0:
+                if self.partner.cycle >= deadline:
+                    raise LinkError(f"no header credit from the device for "
+                                    f"{CREDIT_TIMEOUT_CYCLES} cycles (link left U0?)")
                 self._credit_event.clear()
-                await self._credit_event.wait()
+                await First(self._credit_event.wait(),
+                            Timer((deadline - self.partner.cycle) * CLOCK_PERIOD_PS, "ps"))
             self.counters.credit_stall_cycles += self.partner.cycle - stalled
         self._credits -= 1
         sequence = self._tx_sequence
         self._tx_sequence = (sequence + 1) % 8
         self._unretired.append((sequence, dws, payload))
-        framed = frame_header(dws, sequence, payload=payload, corrupt_crc32=corrupt_crc32)
+        corrupt = self.corrupt_headers > 0
+        self.corrupt_headers -= corrupt
+        framed = frame_header(dws, sequence, payload=payload, corrupt_crc16=corrupt,
+                              corrupt_crc32=corrupt_crc32)
         gap = b"" if payload is not None else bytes(LUNA_HEADER_GAP_SYMBOLS)
         await self.partner.queue(framed.symbols + gap, framed.kmask, start_at)
         self._last_sent = max(self.partner.cycle, start_at)
@@ -213,7 +230,10 @@ class SuperSpeedLink:
 
     async def _retry(self) -> None:
         """LBAD: LRTY, then every unretired header again, Delayed set (USB 3.2 §7.2.4.1.4)."""
-        await self._send_command(LinkCommand.LRTY)
+        # LRTY goes behind the packets already handed to the partner (not on the command lane):
+        # the device ignores those after its LBAD and must see LRTY before the retransmissions.
+        lrty = frame_command(LinkCommand.LRTY)
+        await self.partner.queue(lrty.symbols, lrty.kmask)
         for sequence, dws, payload in list(self._unretired):
             framed = frame_header(dws, sequence, delayed=True, payload=payload)
             gap = b"" if payload is not None else bytes(LUNA_HEADER_GAP_SYMBOLS)

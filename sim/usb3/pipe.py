@@ -102,6 +102,7 @@ class PipePartnerDriver:
     def __init__(self, dut: object) -> None:
         self.dut = dut
         self._blk_request = 0
+        self._cmd_request = 0
         self._cap_pop = 0
 
     async def start(self) -> None:
@@ -116,6 +117,9 @@ class PipePartnerDriver:
         dut.lfps_burst.value = 0
         dut.lfps_period.value = 1
         dut.blk_request.value = 0
+        dut.cmd_request.value = 0
+        dut.cmd_symbols.value = 0
+        dut.cmd_k.value = 0
         dut.blk_len.value = 0
         dut.blk_start_at.value = 0
         dut.cap_pop.value = 0
@@ -138,6 +142,7 @@ class PipePartnerDriver:
         dut.rst.value = 0
         await Timer(2 * CLOCK_PERIOD_PS, "ps")
         self._blk_request = 0
+        self._cmd_request = 0
         self._cap_pop = 0
 
     # -- time -------------------------------------------------------------------------------
@@ -229,6 +234,18 @@ class PipePartnerDriver:
         self._blk_request += 1
         dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
         await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
+
+    async def send_command(self, symbols: bytes, kmask: int) -> None:
+        """Queue an 8-symbol link command on the command lane: it goes out at the next packet
+        boundary, ahead of queued blocks."""
+        dut = self.dut
+        while int(dut.cmd_free.value) == 0:
+            await ValueChange(dut.cmd_done)
+        dut.cmd_symbols.value = int.from_bytes(symbols, "little")
+        dut.cmd_k.value = kmask
+        self._cmd_request += 1
+        dut.cmd_request.value = self._cmd_request & 0xFFFF_FFFF
+        await Timer(CLOCK_PERIOD_PS, "ps")
 
     @property
     def blocks_done(self) -> int:

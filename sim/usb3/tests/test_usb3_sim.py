@@ -18,6 +18,13 @@ COCOTB_MODULE = "usb3_cocotb"
 COCOTB_TESTS = [
     "device_trains_to_u0",
     "enumeration_reads_superspeed_descriptors_and_info",
+    "bulk_in_1mib_ideal_host_at_the_model_ceiling_every_byte_checked",
+    "bulk_out_1mib_ideal_host_at_the_model_ceiling_every_byte_checked",
+    "lengths_not_multiples_of_1024_and_exact_multiples_both_ways",
+    "burst_window_of_one_packet_bounds_throughput",
+    "corrupted_header_crc_is_lbad_then_retried_no_data_lost",
+    "corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated",
+    "slow_header_credit_return_stalls_the_device_and_loses_nothing",
 ]
 
 
@@ -61,8 +68,23 @@ def cocotb_results(usb3_model: Path, tmp_path_factory: pytest.TempPathFactory) -
     return run_cocotb(usb3_model, tmp_path_factory.mktemp("usb3_cocotb"))[0]
 
 
+#: Tests that find a bug in the device gateware, not in the model; strict, so the day the
+#: gateware is fixed they fail here and the mark comes off.
+GATEWARE_BUGS = {
+    "bulk_in_1mib_ideal_host_at_the_model_ceiling_every_byte_checked":
+        "gateware/usb3 IN: the third 32-bit word of every data packet repeats the fourth "
+        "(counter pattern: word 2 carries 3); LUNA computes the CRC-32 over it, so it is the "
+        "endpoint's stream, not the wire",
+    "lengths_not_multiples_of_1024_and_exact_multiples_both_ways":
+        "gateware/usb3 OUT: two 1025-byte transfers (1024 + 1 bytes each) are accepted "
+        "(out_bytes 2050) but the word checker counts 599 pattern errors",
+}
+
+
 @pytest.mark.sim
-@pytest.mark.parametrize("name", COCOTB_TESTS)
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=GATEWARE_BUGS[name]))
+    if name in GATEWARE_BUGS else name for name in COCOTB_TESTS])
 def test_cocotb(cocotb_results: dict, name: str) -> None:
     assert name in cocotb_results, f"{name} did not run (simulator crashed?)"
     assert cocotb_results[name] is None, cocotb_results[name]

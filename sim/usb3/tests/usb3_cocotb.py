@@ -77,3 +77,173 @@ async def enumeration_reads_superspeed_descriptors_and_info(dut) -> None:
     assert info["max_packet_size"] == contract.MAX_PACKET_SIZE
     record(test="enumeration", enumeration_us=(session.partner.cycle - start) / CLOCK_HZ * 1e6,
            wall_s=time.monotonic() - wall, link=vars(session.link.counters))
+
+
+# -- bulk ------------------------------------------------------------------------------------
+
+async def _session(dut, profile=None):
+    from busprobe.sim.usb3.session import Usb3Session
+
+    session = Usb3Session(dut, profile)
+    await session.power_up()
+    return session
+
+
+async def _vendor(session, request, value: int = 0, index: int = 0, length: int = 0) -> bytes:
+    return await session.protocol.control(0xC0 if length else 0x40, request, value, index,
+                                          length)
+
+
+async def _prepare(session, in_length: int = 0) -> None:
+    from busprobe.protocol import usb3 as contract
+    from busprobe.protocol.patterns import Pattern
+
+    await _vendor(session, contract.Request.SET_PATTERN, int(Pattern.PRBS31))
+    await _vendor(session, contract.Request.CLEAR_TELEMETRY)
+    if in_length:
+        await _vendor(session, contract.Request.SET_IN_TRANSFER,
+                      *contract.encode_in_transfer(in_length, False))
+
+
+async def _telemetry(session) -> dict[str, int]:
+    from busprobe.protocol import usb3 as contract
+
+    return contract.unpack_telemetry(await _vendor(
+        session, contract.Request.GET_TELEMETRY, length=contract.TELEMETRY_SIZE))
+
+
+def _ceiling(direction: str, burst: int = 16) -> float:
+    from busprobe.model.usb3 import usb3_ceiling
+    from busprobe.transport import BusDescription
+
+    bus = BusDescription(kind="usb3-ss", speed="super", max_packet_size=1024,
+                         extra={"max_burst": burst})
+    return usb3_ceiling(bus, direction).throughput
+
+
+async def _stream_in(session, length: int, count: int, queue_depth: int = 2):
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    await _prepare(session, length)
+    chunks: list[bytes] = []
+    wall = time.monotonic()
+    outcome = await session.host.stream("in", 1, length, count, queue_depth,
+                                        sink=chunks.append)
+    wall = time.monotonic() - wall
+    expected = PatternStream(Pattern.PRBS31)
+    errors = [expected.check(chunk) for chunk in chunks]
+    return outcome, chunks, errors, wall
+
+
+async def _stream_out(session, length: int, count: int, queue_depth: int = 2):
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    await _prepare(session)
+    source = PatternStream(Pattern.PRBS31)
+    wall = time.monotonic()
+    outcome = await session.host.stream("out", 2, length, count, queue_depth, source=source.take)
+    return outcome, time.monotonic() - wall
+
+
+def _rate(outcome) -> float:
+    return outcome.bytes / ((outcome.end - outcome.start) / CLOCK_HZ)
+
+
+@cocotb.test()
+async def bulk_in_1mib_ideal_host_at_the_model_ceiling_every_byte_checked(dut) -> None:
+    session = await _session(dut)
+    outcome, chunks, errors, wall = await _stream_in(session, 256 << 10, 4)
+    rate = _rate(outcome)
+    telemetry = await _telemetry(session)
+    record(test="bulk_in_1mib", mb_s=rate / 1e6, of_model=rate / _ceiling("in"), wall_s=wall,
+           cycles=outcome.end - outcome.start, link=vars(session.link.counters),
+           telemetry={k: v for k, v in telemetry.items() if v})
+    assert [len(c) for c in chunks] == [256 << 10] * 4
+    assert telemetry["in_bytes"] == outcome.bytes == 1 << 20
+    assert telemetry["in_nump_max"] == 16
+    assert 0.99 <= rate / _ceiling("in") <= 1.01, f"{rate / 1e6:.1f} MB/s"
+    bad = [(i, e.first_error_offset) for i, e in enumerate(errors) if e.errors]
+    assert not bad, f"IN data differs from the pattern (transfer, offset): {bad[:4]}"
+
+
+@cocotb.test()
+async def bulk_out_1mib_ideal_host_at_the_model_ceiling_every_byte_checked(dut) -> None:
+    session = await _session(dut)
+    outcome, wall = await _stream_out(session, 256 << 10, 4)
+    rate = _rate(outcome)
+    telemetry = await _telemetry(session)
+    record(test="bulk_out_1mib", mb_s=rate / 1e6, of_model=rate / _ceiling("out"), wall_s=wall,
+           cycles=outcome.end - outcome.start, link=vars(session.link.counters),
+           telemetry={k: v for k, v in telemetry.items() if v})
+    assert telemetry["out_bytes"] == outcome.bytes == 1 << 20
+    assert telemetry["pattern_errors"] == 0
+    assert 0.99 <= rate / _ceiling("out") <= 1.01, f"{rate / 1e6:.1f} MB/s"
+
+
+@cocotb.test()
+async def lengths_not_multiples_of_1024_and_exact_multiples_both_ways(dut) -> None:
+    session = await _session(dut)
+    for length in (1, 1023, 1025, 4096, 5000):
+        outcome, wall = await _stream_out(session, length, 2)
+        telemetry = await _telemetry(session)
+        assert telemetry["out_bytes"] == 2 * length and telemetry["pattern_errors"] == 0, length
+    for length in (1, 1023, 1025, 4096, 5000):
+        outcome, chunks, errors, wall = await _stream_in(session, length, 2)
+        assert [len(c) for c in chunks] == [length] * 2, length
+
+
+@cocotb.test()
+async def burst_window_of_one_packet_bounds_throughput(dut) -> None:
+    from busprobe.model.usb3_hosts import load_usb3_profile
+
+    session = await _session(dut, load_usb3_profile("ideal").with_burst(1))
+    outcome, chunks, errors, wall = await _stream_in(session, 64 << 10, 2)
+    telemetry = await _telemetry(session)
+    rate = _rate(outcome)
+    record(test="burst_1_in", mb_s=rate / 1e6, telemetry={k: v for k, v in telemetry.items() if v})
+    assert telemetry["in_nump_max"] == 1 and telemetry["in_bytes"] == 128 << 10
+    assert rate < 0.95 * _ceiling("in"), f"{rate / 1e6:.1f} MB/s with a one-packet window"
+
+
+@cocotb.test()
+async def corrupted_header_crc_is_lbad_then_retried_no_data_lost(dut) -> None:
+    session = await _session(dut)
+    await _prepare(session)
+    session.link.corrupt_headers = 1
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    source = PatternStream(Pattern.PRBS31)
+    await session.host.stream("out", 2, 8192, 2, 1, source=source.take)
+    telemetry = await _telemetry(session)
+    counters = session.link.counters
+    record(test="lbad", link=vars(counters))
+    assert counters.lbad_received == 1 and counters.headers_resent >= 1
+    assert telemetry["out_bytes"] == 16384 and telemetry["pattern_errors"] == 0
+
+
+@cocotb.test()
+async def corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated(dut) -> None:
+    session = await _session(dut)
+    session.host.corrupt_out = {3}
+    outcome, wall = await _stream_out(session, 8192, 2)
+    telemetry = await _telemetry(session)
+    record(test="dpp_crc", retries=outcome.retries, telemetry={k: v for k, v in telemetry.items()
+                                                               if v})
+    assert outcome.retries >= 1
+    assert telemetry["out_bytes"] == 16384 and telemetry["pattern_errors"] == 0
+
+
+@cocotb.test()
+async def slow_header_credit_return_stalls_the_device_and_loses_nothing(dut) -> None:
+    from dataclasses import replace
+
+    from busprobe.model.usb3_hosts import load_usb3_profile
+
+    profile = replace(load_usb3_profile("ideal"), credit_return_ns=20_000.0)
+    session = await _session(dut, profile)
+    outcome, chunks, errors, wall = await _stream_in(session, 16 << 10, 2)
+    telemetry = await _telemetry(session)
+    record(test="credit_stall", mb_s=_rate(outcome) / 1e6,
+           stalls=telemetry["header_credit_stalls"])
+    assert telemetry["header_credit_stalls"] > 0
+    assert telemetry["in_bytes"] == 32 << 10 and [len(c) for c in chunks] == [16 << 10] * 2
