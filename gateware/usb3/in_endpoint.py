@@ -185,6 +185,9 @@ class BurstInEndpoint(wiring.Component):
         ]
         read_word = Signal(16)  # the next word to read; with en low the read port holds
         m.d.comb += read.addr.eq(read_word[:word_bits])
+        # A read port's enable resets to 1 (amaranth.lib.memory): held low unless a state reads,
+        # or a stalled beat's word would be replaced by the next one.
+        m.d.comb += read.en.eq(0)
         with m.FSM(domain="ss"):
             with m.State("IDLE"):
                 with m.If(can_send):

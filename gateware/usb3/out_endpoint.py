@@ -180,6 +180,9 @@ class BurstOutEndpoint(wiring.Component):
         length, beat = Signal(11), Signal(9)
         beats = (length + 3)[2:11]
         m.d.comb += read.addr.eq(Cat(beat[:8], drained[:slot_bits]))
+        # A read port's enable resets to 1 (amaranth.lib.memory): held low unless a state reads,
+        # or a stalled beat's word would be replaced by the next one.
+        m.d.comb += read.en.eq(0)
         # Registered, so it is a cycle stale: the NEXT state after each packet lets it catch up.
         undrained = Signal()
         m.d.ss += undrained.eq(drained != expected)

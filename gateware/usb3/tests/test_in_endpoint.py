@@ -1,6 +1,8 @@
 """Bulk IN endpoint: bursts within the host's NumP window, cumulative ACKs, retries, transfer
 framing with EOB, NRDY/ERDY; the data is the pattern stream, unbroken."""
 
+import random
+
 from amaranth import Module
 from amaranth.sim import Simulator
 from busprobe.gateware.common.pattern import PatternGenerator
@@ -25,8 +27,10 @@ class SourcedEndpoint(BurstInEndpoint):
 class Host:
     """Records what the endpoint sends and answers with ACK TPs when told."""
 
-    def __init__(self, dut):
+    def __init__(self, dut, ready_probability=1.0):
         self.dut = dut
+        self._ready = random.Random(7)
+        self._ready_probability = ready_probability
         self.packets = []  # (sequence, payload, eob)
         self.handshakes = []  # "NRDY" / "ERDY"
         self._current = None
@@ -43,8 +47,9 @@ class Host:
             ctx.set(hs.number_of_packets, nump)
             ctx.set(hs.retry_required, retry)
             ctx.set(hs.ack_received, 1)
-        ctx.set(iface.tx.ready, 1)
-        valid = ctx.get(iface.tx.valid)
+        ready = self._ready.random() < self._ready_probability
+        ctx.set(iface.tx.ready, ready)
+        valid = ctx.get(iface.tx.valid) if ready else 0
         if ctx.get(iface.tx_zlp):
             self.packets.append((ctx.get(iface.tx_sequence_number), b"",
                                  ctx.get(self.dut.end_of_burst)))
@@ -78,9 +83,9 @@ class Host:
             await self.cycle(ctx)
 
 
-def simulate(body, **kwargs):
+def simulate(body, ready_probability=1.0, **kwargs):
     dut = SourcedEndpoint(**kwargs)
-    host = Host(dut)
+    host = Host(dut, ready_probability)
     sim = Simulator(dut)
     sim.add_clock(8e-9, domain="ss")
 
@@ -175,3 +180,17 @@ def test_a_request_with_nothing_buffered_gets_nrdy_then_erdy():
 
     host = simulate(body)
     assert [seq for seq, _, _ in host.packets] == [0, 1]
+
+
+def test_the_data_survives_a_link_that_stalls_the_stream():
+    """LUNA's transmitter takes a beat, then holds ``ready`` low while it sends the header."""
+    async def body(ctx, dut, host):
+        ctx.set(dut.transfer_length, 2500)
+        await host.idle(ctx, 600)
+        await host.cycle(ctx, ack=(0, 8, 0))
+        await host.run_until(ctx, 3)
+
+    host = simulate(body, ready_probability=0.6)
+    data = b"".join(payload for _, payload, _ in host.packets)
+    assert [len(p) for _, p, _ in host.packets] == [1024, 1024, 452]
+    assert data == expected_stream(len(data))
