@@ -42,6 +42,8 @@
 //                                      the link-command lane: 8-symbol link commands, sent at
 //                                      the next packet boundary ahead of queued blocks (a link
 //                                      layer answers a header at once, USB 3.2 §7.2.4.1)
+//   flush                              while high: every queued block and command is dropped
+//                                      (a port reset discards what its link layer had queued)
 //   rec_word [3*8*32], rec_k [3*8*4], rec_mask [3*8*32], rec_words [3*4]   recognisers
 //   rec_run [3*16], rec_total [3*32]   consecutive / total complete sets seen per recogniser
 //   rx_idle_run [15:0]                 consecutive descrambled IDL symbols from the device
@@ -98,6 +100,7 @@ module pipe_partner #(
     input  logic [31:0]                 cmd_request,
     output logic [31:0]                 cmd_done,
     output logic [4:0]                  cmd_free,
+    input  logic                        flush,
     input  logic [3*8*32-1:0]           rec_word,
     input  logic [3*8*4-1:0]            rec_k,
     input  logic [3*8*32-1:0]           rec_mask,
@@ -279,6 +282,10 @@ module pipe_partner #(
             end
             blk_used <= blk_used + (blk_request != blk_seen ? 8'd1 : 8'd0)
                         - (!is_skp && pop_block ? 8'd1 : 8'd0);
+            if (flush) begin
+                blk_rd <= blk_wr; blk_used <= 0; blk_active <= 0; blk_pos <= 0;
+                cmd_rd <= cmd_wr; cmd_half <= 0;
+            end
         end
     end
     assign blk_free = BLOCKS[7:0] - blk_used - (blk_request != blk_seen ? 8'd1 : 8'd0);

@@ -35,6 +35,7 @@ module usb3_sim_top #(
     input  logic [31:0]                 cmd_request,
     output logic [31:0]                 cmd_done,
     output logic [4:0]                  cmd_free,
+    input  logic                        flush,
     input  logic [3*8*32-1:0]           rec_word,
     input  logic [3*8*4-1:0]            rec_k,
     input  logic [3*8*32-1:0]           rec_mask,

@@ -118,6 +118,7 @@ class PipePartnerDriver:
         dut.lfps_period.value = 1
         dut.blk_request.value = 0
         dut.cmd_request.value = 0
+        dut.flush.value = 0
         dut.cmd_symbols.value = 0
         dut.cmd_k.value = 0
         dut.blk_len.value = 0
@@ -247,6 +248,13 @@ class PipePartnerDriver:
         dut.cmd_request.value = self._cmd_request & 0xFFFF_FFFF
         await Timer(CLOCK_PERIOD_PS, "ps")
 
+    async def flush(self) -> None:
+        """Drop every queued block and link command (a port reset forgets them)."""
+        self.dut.flush.value = 1
+        await Timer(2 * CLOCK_PERIOD_PS, "ps")
+        self.dut.flush.value = 0
+        await Timer(CLOCK_PERIOD_PS, "ps")
+
     @property
     def blocks_done(self) -> int:
         return int(self.dut.blk_done.value)
@@ -255,11 +263,6 @@ class PipePartnerDriver:
     def last_block_end(self) -> int:
         """Cycle the last fully sent block's final word went out."""
         return int(self.dut.blk_last_end.value)
-
-    async def drain(self) -> None:
-        """Wait until every queued block is on the wire."""
-        while self.blocks_done != self._blk_request & 0xFFFF_FFFF:
-            await ValueChange(self.dut.blk_done)
 
     # -- what the device transmitted ---------------------------------------------------------
 

@@ -9,6 +9,7 @@ address), SET_ADDRESS, device, configuration, BOS, SET_CONFIGURATION, SET_SEL, S
 from __future__ import annotations
 
 import logging
+import math
 import struct
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from usb_protocol.types.descriptors.standard import StandardDescriptorNumbers as
 
 from .controller import SuperSpeedHostController
 from .link import SuperSpeedLink
-from .pipe import CLOCK_HZ, PipePartnerDriver
+from .pipe import CLOCK_HZ, HostMode, PipePartnerDriver
 from .protocol import SuperSpeedProtocol
 from .training import TrainingResult, train_to_u0
 
@@ -27,6 +28,9 @@ __all__ = ["Usb3Session", "Descriptors", "DEVICE_ADDRESS"]
 log = logging.getLogger(__name__)
 
 DEVICE_ADDRESS = 9
+#: Warm Reset LFPS length: tReset is 80..120 ms (USB 3.2 Table 6-30); LUNA's detector takes a
+#: burst of at least 80 ms (physical/lfps.py, _ResetLFPS).
+WARM_RESET_S = 100e-3
 #: USB 3.2 §9.4.12 SET_SEL: U1SEL, U1PEL (µs), U2SEL, U2PEL (µs); the values xhci_hcd sends
 #: when U1/U2 are disabled are irrelevant to a device that rejects LGO_Ux (LUNA's).
 SEL_VALUES = (0, 0, 0, 0)
@@ -79,6 +83,27 @@ class Usb3Session:
         self.training = await train_to_u0(self.partner)
         await self.link.start()
         log.info("U0 after %.1f us", self.training.u0_cycle / CLOCK_HZ * 1e6)
+
+    async def warm_reset(self) -> None:
+        """Warm Reset (USB 3.2 §7.5.5): LFPS held for tReset, then training and enumeration
+        again on a fresh link layer (sequence numbers and credits start over)."""
+        self.link.stop()
+        self.partner.set_mode(HostMode.QUIET)
+        await self.partner.flush()
+        self.partner.hold_lfps()
+        end = self.partner.cycle + math.ceil(WARM_RESET_S * CLOCK_HZ)
+        while self.partner.cycle < end:
+            # The device stays in U0 (or Recovery) until the burst ends; what it sends meanwhile
+            # is dropped, as a resetting port would.
+            await self.partner.capture(min(10_000, end - self.partner.cycle))
+        self.partner.stop_lfps()
+        self.partner.discard_captures()
+        self.link = SuperSpeedLink(self.partner,
+                                   credit_return_cycles=self.link.credit_return_cycles)
+        self.protocol = SuperSpeedProtocol(self.link)
+        self.host = SuperSpeedHostController(self.protocol, self.host.profile)
+        await self.bring_up_link()
+        await self.enumerate()
 
     async def get_descriptor(self, kind: int, index: int, length: int) -> bytes:
         return await self.protocol.control(_request_type(True), USBStandardRequests.GET_DESCRIPTOR,

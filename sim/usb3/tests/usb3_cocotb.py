@@ -247,3 +247,26 @@ async def slow_header_credit_return_stalls_the_device_and_loses_nothing(dut) -> 
            stalls=telemetry["header_credit_stalls"])
     assert telemetry["header_credit_stalls"] > 0
     assert telemetry["in_bytes"] == 32 << 10 and [len(c) for c in chunks] == [16 << 10] * 2
+
+
+@cocotb.test()
+async def warm_reset_mid_transfer_then_training_enumeration_and_a_clean_transfer(dut) -> None:
+    """A 100 ms Warm Reset LFPS while an OUT transfer is under way (12.5 M cycles: bench)."""
+    from cocotb.triggers import with_timeout
+
+    session = await _session(dut)
+    await _prepare(session)
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    source = PatternStream(Pattern.PRBS31)
+    task = cocotb.start_soon(session.host.stream("out", 2, 64 << 10, 4, 1, source=source.take))
+    await session.partner.wait_cycles(20_000)  # mid-transfer
+    assert not task.done()
+    task.cancel()
+    wall = time.monotonic()
+    await session.warm_reset()
+    assert int(dut.link_trained.value) and int(dut.configuration.value)
+    outcome, _ = await with_timeout(_stream_out(session, 64 << 10, 2), 20, "ms")
+    telemetry = await _telemetry(session)
+    record(test="warm_reset", wall_s=time.monotonic() - wall)
+    assert telemetry["out_bytes"] == 128 << 10 and telemetry["pattern_errors"] == 0
