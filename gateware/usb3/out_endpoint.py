@@ -186,11 +186,20 @@ class BurstOutEndpoint(wiring.Component):
         # Registered, so it is a cycle stale: the NEXT state after each packet lets it catch up.
         undrained = Signal()
         m.d.ss += undrained.eq(drained != expected)
+        def abort_on_flush():
+            # A flush (SET_PATTERN) may come while a packet drains (the host's control
+            # transfer is quicker than a 1024-byte drain): that packet is dropped too, or
+            # the drain would step past the flushed sequence number into empty buffers. NEXT,
+            # not IDLE: ``undrained`` is a cycle stale.
+            with m.If(self.flush | interface.ep_reset):
+                m.next = "NEXT"
+
         with m.FSM(domain="ss"):
             with m.State("IDLE"):
                 with m.If(undrained):
                     m.d.ss += [length.eq(lengths[drained[:slot_bits]]), beat.eq(0)]
                     m.next = "START"
+                abort_on_flush()
             with m.State("START"):
                 with m.If(length == 0):
                     m.d.ss += drained.eq(drained + 1)
@@ -199,6 +208,7 @@ class BurstOutEndpoint(wiring.Component):
                     m.d.comb += read.en.eq(1)
                     m.d.ss += beat.eq(1)
                     m.next = "SEND"
+                abort_on_flush()
             with m.State("SEND"):
                 at_last = beat == beats
                 remainder = length[:2]
@@ -217,8 +227,10 @@ class BurstOutEndpoint(wiring.Component):
                     with m.If(at_last):
                         m.d.ss += drained.eq(drained + 1)
                         m.next = "NEXT"
+                abort_on_flush()
             with m.State("NEXT"):
                 m.next = "IDLE"
+                abort_on_flush()
 
         with m.If(self.flush):
             m.d.ss += drained.eq(expected)

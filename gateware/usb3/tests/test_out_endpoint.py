@@ -155,3 +155,22 @@ def test_a_full_set_of_buffers_advertises_fewer_packets_and_erdy_follows_numP_ze
     assert [h[2] for h in acks] == list(range(15, -1, -1))
     assert [h[0] for h in results["before_drain"]][-1] == "NRDY"
     assert host.handshakes[len(results["before_drain"])][0] == "ERDY"
+
+
+def test_a_pattern_restart_while_a_packet_drains_drops_it_and_the_next_packets_check_clean():
+    async def body(ctx, dut, host, results):
+        await host.send(ctx, 0, counter_bytes(0, 1024))
+        await host.send(ctx, 1, counter_bytes(1024, 1))
+        await host.idle(ctx, 40)  # the first packet is draining
+        ctx.set(dut.flush, 1)
+        ctx.set(dut.checker.restart, 1)
+        await host.tick(ctx)
+        ctx.set(dut.flush, 0)
+        ctx.set(dut.checker.restart, 0)
+        await host.idle(ctx, 5)
+        await host.send(ctx, 2, counter_bytes(0, 1024))
+        await host.send(ctx, 3, counter_bytes(1024, 1))
+
+    host, results = simulate(body)
+    assert results == {"errors": 0, "offset": 1025, "first_error": NO_ERROR_OFFSET}
+    assert all(nump <= 16 for _, _, nump, _ in host.handshakes)
