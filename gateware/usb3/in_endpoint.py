@@ -251,7 +251,10 @@ class BurstInEndpoint(wiring.Component):
         burst_length = Signal(5)
         with m.If(done):
             m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),
-                         self.events.retry.eq(number + 1 != never_sent)]
+                         self.events.retry.eq(number + 1 != never_sent),
+                         self.events.burst_dp.eq(1),
+                         self.events.burst_length.eq(Mux(burst_length == 31, 31,
+                                                         burst_length + 1))]
             m.d.ss += [send_seq.eq(number + 1),
                        burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1))]
             with m.If(eob):
@@ -260,8 +263,7 @@ class BurstInEndpoint(wiring.Component):
         with m.If(rewind & idle):
             m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
         m.d.ss += hold.eq(done | ack | (rewind & idle) | self.handshake.done | retiring)
-        with m.If(idle & ((send_seq == window_end) | waiting) & (burst_length != 0)):
-            m.d.comb += [self.events.burst_end.eq(1), self.events.burst_length.eq(burst_length)]
+        with m.If(idle & ((send_seq == window_end) | waiting)):  # the burst has ended
             m.d.ss += burst_length.eq(0)
 
         # NRDY when asked for data that is not buffered; ERDY once it is.

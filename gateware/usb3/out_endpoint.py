@@ -166,14 +166,14 @@ class BurstOutEndpoint(wiring.Component):
         # Bursts, for the telemetry.
         burst_length, gap = Signal(5), Signal(range(BURST_GAP_CYCLES + 1))
         with m.If(good & accepted):
-            m.d.ss += [burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1)), gap.eq(0)]
+            grown = Mux(burst_length == 31, 31, burst_length + 1)
+            m.d.comb += [self.events.burst_dp.eq(1), self.events.burst_length.eq(grown)]
+            m.d.ss += [burst_length.eq(grown), gap.eq(0)]
         with m.Elif(receiving):
             m.d.ss += gap.eq(0)
         with m.Elif(burst_length != 0):
             m.d.ss += gap.eq(gap + 1)
             with m.If((gap == BURST_GAP_CYCLES) | header.end_of_burst):
-                m.d.comb += [self.events.burst_end.eq(1),
-                             self.events.burst_length.eq(burst_length)]
                 m.d.ss += [burst_length.eq(0), gap.eq(0)]
 
         # Draining, a word per cycle.

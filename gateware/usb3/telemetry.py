@@ -17,8 +17,8 @@ DIRECTION_EVENTS = data.StructLayout({
     "sequence_error": 1,  # OUT: a DP arrived out of sequence
     "ack_tp": 1,          # IN: an ACK TP arrived; OUT: an ACK TP was sent
     "nump": 5,            # ... with this NumP
-    "burst_end": 1,       # a burst ended
-    "burst_length": 5,    # ... with this many DPs (1..16)
+    "burst_dp": 1,        # a DP joined the current burst (IN: sent; OUT: received and good)
+    "burst_length": 5,    # ... the burst's DPs so far, this one included (1 = a new burst)
     "eob": 1,             # IN: a DP was sent with End Of Burst
     "nrdy": 1,            # an NRDY TP was sent for the endpoint
     "erdy": 1,            # an ERDY TP was sent for the endpoint
@@ -92,8 +92,9 @@ class SuperSpeedTelemetry(wiring.Component):
             count(f"{direction}_short", event.acked & (event.acked_bytes != 0)
                   & (event.acked_bytes < usb3.MAX_PACKET_SIZE))
             count(f"{direction}_zlps", event.acked & (event.acked_bytes == 0))
-            count(f"{direction}_bursts", event.burst_end)
-            maximum(f"{direction}_burst_max", event.burst_end, event.burst_length)
+            # Counted as they start and grow, so a burst that has not ended yet is in the block.
+            count(f"{direction}_bursts", event.burst_dp & (event.burst_length == 1))
+            maximum(f"{direction}_burst_max", event.burst_dp, event.burst_length)
             count(f"{direction}_nrdys", event.nrdy)
             count(f"{direction}_erdys", event.erdy)
             count(f"{direction}_ack_tps", event.ack_tp)

@@ -43,7 +43,9 @@ def test_events_count_into_their_words():
         await pulse(ctx, dut, in_acked=1, in_acked_bytes=100, in_dps=1, in_retry=1, in_eob=1)
         await pulse(ctx, dut, in_ack_tp=1, in_nump=16)
         await pulse(ctx, dut, in_ack_tp=1, in_nump=3)
-        await pulse(ctx, dut, in_burst_end=1, in_burst_length=2, in_nrdy=1, in_erdy=1)
+        for length in (1, 2, 1):  # a burst of two DPs, then a new one
+            await pulse(ctx, dut, in_burst_dp=1, in_burst_length=length)
+        await pulse(ctx, dut, in_nrdy=1, in_erdy=1)
         await pulse(ctx, dut, out_acked=1, out_acked_bytes=0, out_ack_tp=1, out_nump=0)
         await pulse(ctx, dut, out_ack_tp=1, out_nump=15, out_sequence_error=1, out_retry=1)
         await pulse(ctx, dut, header_credit_stall=1)
@@ -52,7 +54,7 @@ def test_events_count_into_their_words():
     assert (t["in_bytes"], t["in_packets"], t["in_short"], t["in_zlps"]) == (1124, 2, 1, 0)
     assert (t["in_dps_sent"], t["in_retries"], t["in_eobs"]) == (2, 1, 1)
     assert (t["in_ack_tps"], t["in_nump_total"], t["in_nump_max"]) == (2, 19, 16)
-    assert (t["in_bursts"], t["in_burst_max"], t["in_nrdys"], t["in_erdys"]) == (1, 2, 1, 1)
+    assert (t["in_bursts"], t["in_burst_max"], t["in_nrdys"], t["in_erdys"]) == (2, 2, 1, 1)
     assert (t["out_zlps"], t["out_ack_tps"], t["out_nump_zero"], t["out_nump_min"]) == (1, 2, 1, 0)
     assert (t["out_sequence_errors"], t["out_bad_dps"], t["header_credit_stalls"]) == (1, 1, 1)
     assert t["in_first_cycle"] < t["in_last_cycle"]

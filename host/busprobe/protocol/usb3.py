@@ -98,7 +98,8 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("in_ack_tps", "ACK TPs for the IN endpoint (each requests NumP packets)"),
     ("in_nump_total", "sum of NumP over those ACK TPs"),
     ("in_nump_max", "largest NumP an ACK TP for the IN endpoint asked for"),
-    ("in_bursts", "IN bursts: runs of DPs sent without the window closing"),
+    ("in_bursts", "IN bursts: runs of DPs sent without the window closing (counted at their "
+                  "first DP)"),
     ("in_burst_max", "most DPs in one IN burst"),
     ("in_eobs", "IN DPs sent with End Of Burst set"),
     ("in_nrdys", "NRDY TPs sent for the IN endpoint (no data to send)"),
@@ -114,7 +115,8 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("out_ack_tps", "ACK TPs sent for the OUT endpoint"),
     ("out_nump_min", "smallest NumP advertised in an ACK TP (0xFFFFFFFF if none)"),
     ("out_nump_zero", "ACK TPs advertising NumP 0: every OUT buffer was full"),
-    ("out_bursts", "OUT bursts: runs of good DPs, each starting within 256 ns of the previous "
+    ("out_bursts", "OUT bursts (counted at their first DP): runs of good DPs, each starting "
+                   "within 256 ns of the previous "
                    "one's end, or ended by a DP with EOB"),
     ("out_burst_max", "most DPs in one OUT burst"),
     ("out_nrdys", "NRDY TPs sent for the OUT endpoint"),
