@@ -23,6 +23,8 @@ CLOCK_PERIOD_PS = 8_000
 SYMBOLS_PER_CYCLE = 4
 MAX_BLOCK = 1088  # pipe_partner.sv's MAX_BLOCK: a DPH + a 1024-byte DPP, framed, fits
 MAX_CAPTURE = 1040
+#: The clock each simulated top runs on (one per top: see PipePartnerDriver.start).
+_CLOCKS: dict[int, Clock] = {}
 
 
 class HostMode(IntEnum):
@@ -108,8 +110,17 @@ class PipePartnerDriver:
     async def start(self) -> None:
         """Start the clock, set up the recognisers, hold the design in reset for a few cycles."""
         dut = self.dut
-        # The GPI (C) clock: a Python clock costs an await per edge.
-        Clock(dut.clk, CLOCK_PERIOD_PS, unit="ps", impl="gpi").start()
+        # The GPI (C) clock: a Python clock costs an await per edge. A second session in the
+        # same test (a power-up of its own) stops the first one's clock instead of adding one.
+        running = _CLOCKS.pop(id(dut), None)
+        if running is not None:
+            try:
+                running.stop()
+            except RuntimeError:
+                pass  # ended with its test
+        clock = Clock(dut.clk, CLOCK_PERIOD_PS, unit="ps", impl="gpi")
+        clock.start()
+        _CLOCKS[id(dut)] = clock
         dut.rst.value = 1
         dut.vbus.value = 0
         dut.host_mode.value = HostMode.QUIET

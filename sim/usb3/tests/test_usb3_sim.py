@@ -26,9 +26,11 @@ COCOTB_TESTS = [
     "corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated",
     "slow_header_credit_return_stalls_the_device_and_loses_nothing",
 ]
-#: Too long for the normal suite: 100 ms of Warm Reset LFPS is 12.5 M cycles (~50 s).
+#: Too long for the normal suite: 100 ms of Warm Reset LFPS is 12.5 M cycles (~50 s); every
+#: shipped host profile both ways.
 BENCH_TESTS = [
     "warm_reset_mid_transfer_then_training_enumeration_and_a_clean_transfer",
+    "host_profiles_shape_the_throughput",
 ]
 
 
@@ -72,19 +74,8 @@ def cocotb_results(usb3_model: Path, tmp_path_factory: pytest.TempPathFactory) -
     return run_cocotb(usb3_model, tmp_path_factory.mktemp("usb3_cocotb"), COCOTB_TESTS)[0]
 
 
-#: Tests that find a bug in the device gateware, not in the model; strict, so the day the
-#: gateware is fixed they fail here and the mark comes off.
-GATEWARE_BUGS = {
-    "lengths_not_multiples_of_1024_and_exact_multiples_both_ways":
-        "gateware/usb3 OUT: two 1025-byte transfers (1024 + 1 bytes each) are accepted "
-        "(out_bytes 2050) but the word checker counts 599 pattern errors",
-}
-
-
 @pytest.mark.sim
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=GATEWARE_BUGS[name]))
-    if name in GATEWARE_BUGS else name for name in COCOTB_TESTS])
+@pytest.mark.parametrize("name", COCOTB_TESTS)
 def test_cocotb(cocotb_results: dict, name: str) -> None:
     assert name in cocotb_results, f"{name} did not run (simulator crashed?)"
     assert cocotb_results[name] is None, cocotb_results[name]

@@ -270,3 +270,45 @@ async def warm_reset_mid_transfer_then_training_enumeration_and_a_clean_transfer
     telemetry = await _telemetry(session)
     record(test="warm_reset", wall_s=time.monotonic() - wall)
     assert telemetry["out_bytes"] == 128 << 10 and telemetry["pattern_errors"] == 0
+
+
+@cocotb.test()
+async def host_profiles_shape_the_throughput(dut) -> None:
+    """Benchmark figures: 256 KiB x 2 each way behind each shipped profile and burst 1."""
+    from busprobe.model.usb3_hosts import builtin_usb3_profiles, load_usb3_profile
+
+    profiles = [load_usb3_profile(name) for name in builtin_usb3_profiles()]
+    profiles.append(load_usb3_profile("ideal").with_burst(1))
+    rates: dict[tuple[str, int, str], float] = {}
+    session = None
+    for profile in profiles:
+        if session is not None:
+            session.link.stop()  # its receive loop would take the next session's packets
+        session = await _session(dut, profile)  # each host from power-up, as a port of its own
+        in_outcome, _, errors, in_wall = await _stream_in(session, 256 << 10, 2)
+        in_telemetry = await _telemetry(session)
+        out_outcome, out_wall = await _stream_out(session, 256 << 10, 2)
+        out_telemetry = await _telemetry(session)
+        key = (profile.name, profile.max_burst_in, profile.max_burst_out)
+        rates[key + ("in",)] = _rate(in_outcome)
+        rates[key + ("out",)] = _rate(out_outcome)
+        record(test="profile", profile=profile.name, burst_in=profile.max_burst_in,
+               burst_out=profile.max_burst_out, in_mb_s=_rate(in_outcome) / 1e6,
+               out_mb_s=_rate(out_outcome) / 1e6, in_wall_s=in_wall, out_wall_s=out_wall,
+               in_nump_max=in_telemetry["in_nump_max"],
+               out_burst_max=out_telemetry.get("out_burst_max"))
+        assert not any(e.errors for e in errors) and out_telemetry["pattern_errors"] == 0
+        assert in_telemetry["in_nump_max"] == profile.max_burst_in
+    ideal = rates[("ideal", 16, 16, "in")]
+    assert rates[("ideal", 1, 1, "in")] < 0.95 * ideal
+    # Without OUT bursting every packet waits for the device's ACK: one 1024-byte DP (1056
+    # symbols with its header) plus the host's turnaround per round trip bounds it from above;
+    # the device's own ACK time is the rest.
+    from busprobe.sim.usb3.framing import DPP_OVERHEAD_SYMBOLS, HEADER_SYMBOLS
+
+    vl805 = load_usb3_profile("vl805")
+    round_trip = (HEADER_SYMBOLS + 1024 + DPP_OVERHEAD_SYMBOLS) / 4 / CLOCK_HZ \
+        + vl805.turnaround_ns * 1e-9
+    bound = 1024 / round_trip
+    assert 0.9 <= rates[("vl805", 16, 1, "out")] / bound < 1.0, \
+        f"{rates[('vl805', 16, 1, 'out')] / 1e6:.1f} MB/s, bound {bound / 1e6:.1f}"
