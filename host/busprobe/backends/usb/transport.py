@@ -165,12 +165,20 @@ class UsbDeviceTransport(Transport):
             counters.device_seconds.clear()
             counters.window_bytes.clear()
         elif self._mode == usb2.DataMode.LOOPBACK:
-            # What came back was timed on IN; what the device received was checked on OUT.
-            # Both counts must equal what the host asked for.
-            for table, key in ((counters.device_seconds, "in"), (counters.window_bytes, "in"),
-                               (counters.errors, "out"), (counters.first_error_offset, "out")):
-                if key in table:
-                    table["loopback"] = table[key]
+            # Timed by the slower direction's window: in each microframe one direction gets 7
+            # of the 13 transactions and the other 6, alternately, so a window of an odd number
+            # of microframes shows one direction above the 6.5 packets both average; the
+            # other, over nearly the same microframes, then shows less. What the device
+            # received was checked on OUT. Both byte counts must equal what the host asked.
+            rates = {key: counters.device_throughput(key) for key in ("in", "out")}
+            if None not in rates.values():
+                slower = min(rates, key=lambda key: rates[key])
+                counters.device_seconds["loopback"] = counters.device_seconds[slower]
+                counters.window_bytes["loopback"] = counters.window_bytes.get(
+                    slower, counters.device_bytes[slower])
+            for table in (counters.errors, counters.first_error_offset):
+                if "out" in table:
+                    table["loopback"] = table["out"]
             counters.device_bytes["loopback"] = min(counters.device_bytes["in"],
                                                     counters.device_bytes["out"])
         return counters
