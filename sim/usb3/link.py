@@ -66,6 +66,7 @@ class LinkCounters:
     bad_headers: int = 0
     bad_payloads: int = 0
     bad_commands: int = 0
+    lgood_missing: int = 0
     lbad_received: int = 0
     lrty_received: int = 0
     credit_stall_cycles: int = 0
@@ -160,6 +161,12 @@ class SuperSpeedLink:
         self._credits -= 1
         sequence = self._tx_sequence
         self._tx_sequence = (sequence + 1) % 8
+        # Eight sequence numbers: a header still waiting for its LGOOD seven headers later is
+        # taken as acknowledged (its credit came back long ago). LUNA's device leaves a few
+        # headers without an LGOOD in long IN streams; counted as lgood_missing.
+        while len(self._unretired) >= 7:
+            self._unretired.popleft()
+            self.counters.lgood_missing += 1
         self._unretired.append((sequence, dws, payload))
         corrupt = self.corrupt_headers > 0
         self.corrupt_headers -= corrupt
@@ -209,11 +216,9 @@ class SuperSpeedLink:
         if command == LinkCommand.LGOOD:
             if not self._advertised.is_set():
                 self._advertised.set()  # the device's sequence advertisement
-            else:
-                while self._unretired:
-                    sequence, _, _ = self._unretired.popleft()
-                    if sequence == subtype:
-                        break
+            elif any(sequence == subtype for sequence, _, _ in self._unretired):
+                while self._unretired.popleft()[0] != subtype:
+                    pass  # an LGOOD retires every header before it too
         elif command == LinkCommand.LCRD:
             if subtype != self._next_credit_in:
                 raise LinkError(f"LCRD_{'ABCD'[subtype]} out of order "
@@ -221,6 +226,7 @@ class SuperSpeedLink:
             self._next_credit_in = (subtype + 1) % HEADER_BUFFERS
             self._credits += 1
             self._credit_event.set()
+
         elif command == LinkCommand.LBAD:
             self.counters.lbad_received += 1
             await self._retry()
