@@ -5,6 +5,11 @@ that makes the 125 MHz ``ss``/``sync`` clock and the SerDes' 250 MHz reference; 
 ``ECP5SerDesPIPE`` drives the USB-C connector's SuperSpeed pair (DCU0 channel 1, as LUNA's own
 ECPIX-5 board file places it) with a 2-symbol, 250 MHz PIPE, and LUNA's ``AsyncPIPEInterface``
 gears that to the 4-symbol, 125 MHz PIPE the device (and the simulation top) has.
+
+Timing with the open flow (nextpnr-ecp5): the ``ss`` domain meets 125 MHz; the 250 MHz PIPE
+clock of LUNA's SerDes logic and gearbox does not (its paths from the DCU's receive outputs and
+in the gearbox's asynchronous FIFO pointers reach 200-243 MHz depending on placement), so
+``busprobe build`` reports the design as failing timing on that clock.
 """
 
 from __future__ import annotations
