@@ -100,7 +100,8 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("in_nump_max", "largest NumP an ACK TP for the IN endpoint asked for"),
     ("in_bursts", "IN bursts: runs of DPs sent without the window closing (counted at their "
                   "first DP)"),
-    ("in_burst_max", "most DPs in one IN burst"),
+    ("in_burst_max", "most DPs in one IN burst (saturates at 31: a host that keeps "
+                       "the window open makes one long burst)"),
     ("in_eobs", "IN DPs sent with End Of Burst set"),
     ("in_nrdys", "NRDY TPs sent for the IN endpoint (no data to send)"),
     ("in_erdys", "ERDY TPs sent for the IN endpoint (data ready after an NRDY)"),
@@ -118,7 +119,8 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("out_bursts", "OUT bursts (counted at their first DP): runs of good DPs, each starting "
                    "within 256 ns of the previous "
                    "one's end, or ended by a DP with EOB"),
-    ("out_burst_max", "most DPs in one OUT burst"),
+    ("out_burst_max", "most DPs in one OUT burst (saturates at 31: a host that keeps "
+                       "the window open makes one long burst)"),
     ("out_nrdys", "NRDY TPs sent for the OUT endpoint"),
     ("out_erdys", "ERDY TPs sent for the OUT endpoint"),
     # Link and time base.
