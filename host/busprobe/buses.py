@@ -30,9 +30,10 @@ from typing import Any
 
 from .protocol import pcie as pcie_protocol
 from .protocol import usb2 as usb2_protocol
+from .protocol import usb3 as usb3_protocol
 from .transport import InvalidRequest
 
-__all__ = ["Bus", "BUSES", "USB2_HS", "PCIE", "by_kind", "by_scheme", "by_sim_target",
+__all__ = ["Bus", "BUSES", "USB2_HS", "USB3_SS", "PCIE", "by_kind", "by_scheme", "by_sim_target",
            "schemes", "sim_targets", "selector_syntax", "load", "SIM_SCHEME", "SIM_EXTRA_HINT"]
 
 #: Selector scheme of every simulated target (``sim:usb2``).
@@ -56,8 +57,10 @@ class Bus:
         Its data directions; the first two are the streaming pair ``--direction both`` means.
     settings : tuple of str
         Bus settings a sweep may vary (``--mps``/``--mrrs``), empty when there are none.
-    scheme : str
-        Selector scheme of a real device on this bus (``usb`` in ``usb:VID:PID``).
+    scheme : str or None
+        Selector scheme of a real device on this bus (``usb`` in ``usb:VID:PID``); None when
+        its real devices are reached through another row's scheme (a SuperSpeed busprobe device
+        is a ``usb:VID:PID`` device that its INFO answer names).
     real_syntax : str
         The real-device selector as help and error messages show it.
     describe_real, real_backend : str
@@ -83,7 +86,7 @@ class Bus:
     family: str
     directions: tuple[str, ...]
     settings: tuple[str, ...]
-    scheme: str
+    scheme: str | None
     real_syntax: str
     describe_real: str
     real_backend: str
@@ -113,6 +116,22 @@ USB2_HS = Bus(
     device_ids=((usb2_protocol.VID, usb2_protocol.PID),),
 )
 
+USB3_SS = Bus(
+    kind="usb3-ss", family="USB", directions=("in", "out"), settings=(),
+    # No selector of its own: ``usb:VID:PID`` opens either device and its INFO says which.
+    scheme=None, real_syntax="usb:VID:PID[#SERIAL]",
+    describe_real="busprobe.targets.real:describe_usb",
+    real_backend="busprobe.backends.usb:open_usb",
+    sim_target="usb3", sim_syntax="host=ideal|vl805|small-burst|FILE.toml&burst=1..16",
+    describe_sim="busprobe.targets.sim_usb3:describe_sim_usb3",
+    sim_backend="busprobe.sim.usb3.backend:open_sim_usb3",
+    ceiling="busprobe.model.usb3:usb3_ceiling", link_only="busprobe.model.usb3:usb3_link_only",
+    # 2 keeps the next transfer on the ring while one completes (the xHCI model's NumP window
+    # then never closes between transfers); one packet is the shortest length worth a point.
+    default_queue_depths=(2,), default_min_length=usb3_protocol.MAX_PACKET_SIZE,
+    device_ids=((usb3_protocol.VID, usb3_protocol.PID),),
+)
+
 PCIE = Bus(
     kind="pcie", family="PCIe", directions=("write", "read", "loopback"),
     settings=("mps", "mrrs"),
@@ -130,7 +149,7 @@ PCIE = Bus(
 )
 
 #: Every bus, in the order help texts list them.
-BUSES: tuple[Bus, ...] = (USB2_HS, PCIE)
+BUSES: tuple[Bus, ...] = (USB2_HS, USB3_SS, PCIE)
 
 
 def by_kind(kind: str) -> Bus:
@@ -155,14 +174,14 @@ def by_sim_target(name: str) -> Bus:
 
 def _row(field: str, value: str, missing: str) -> Bus:
     for bus in BUSES:
-        if getattr(bus, field) == value:
+        if getattr(bus, field) is not None and getattr(bus, field) == value:
             return bus
     raise InvalidRequest(missing)
 
 
 def schemes() -> tuple[str, ...]:
     """Every selector scheme: the real devices' and ``sim``."""
-    return (*(bus.scheme for bus in BUSES), SIM_SCHEME)
+    return (*(bus.scheme for bus in BUSES if bus.scheme is not None), SIM_SCHEME)
 
 
 def sim_targets() -> tuple[str, ...]:
@@ -171,7 +190,7 @@ def sim_targets() -> tuple[str, ...]:
 
 def selector_syntax() -> str:
     """The selectors in one line, for help texts and error messages."""
-    real = ", ".join(bus.real_syntax for bus in BUSES)
+    real = ", ".join(bus.real_syntax for bus in BUSES if bus.scheme is not None)
     return f"{real} or {SIM_SCHEME}:{'|'.join(sim_targets())}[?key=value&...]"
 
 

@@ -15,16 +15,30 @@ grants the next burst (0 when the host keeps NumP replenished)::
 
     ceiling = 500 MB/s × (1 - SKP) × (1 - ITP) × burst × 1024 /
               (burst × 1072 + burst_gap × 500 MB/s)
+
+Behind a host-controller profile (``bus.host_profile``, :mod:`.usb3_hosts`) the window is the
+profile's ``max_burst_in`` / ``max_burst_out`` (capped by ``bus.extra["max_burst"]``, the
+selector's ``burst=``), and a window too small to cover the round trip is a latency bound: the
+sender may have ``burst`` packets unacknowledged, and the packet after them waits until the
+first one's ACK TP is back, one DP plus the host's ``turnaround_ns`` plus the 20-byte ACK TP::
+
+    round trip = (1072 + 20) B / lane + turnaround
+    ceiling    = burst × 1024 / max(burst × 1072 B / lane, round trip)
+
+With a length, each transfer after the first also waits the profile's ``retoken_delay_us``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
+from .usb3_hosts import Usb3HostProfile, load_usb3_profile
 
-__all__ = ["usb3_ceiling", "SS_RATE", "DP_PAYLOAD", "DP_OVERHEAD"]
+__all__ = ["usb3_ceiling", "usb3_link_only", "SS_RATE", "DP_PAYLOAD", "DP_OVERHEAD",
+           "TP_BYTES"]
 
 SS_RATE = 5e9 * 8 / 10 / 8  # bytes/s
 DP_PAYLOAD = 1024
@@ -34,13 +48,26 @@ LINK_COMMANDS_PER_TP = 8 + 8
 DP_OVERHEAD = DPH_BYTES + DPP_OVERHEAD + LINK_COMMANDS_PER_TP  # 48
 SKP_FRACTION = 2 / (354 + 2)
 ITP_PERIOD_S = 125e-6
+#: An ACK TP on the lane: HPSTART, header, CRC-16, link control word (a header packet).
+TP_BYTES = DPH_BYTES
+
+
+def usb3_link_only(bus: BusDescription) -> BusDescription:
+    """``bus`` behind the ideal host with the full window: what the link itself allows."""
+    extra = {k: v for k, v in bus.extra.items() if k not in ("max_burst", "burst_gap_ns")}
+    return replace(bus, host_profile="ideal", extra=extra)
+
+
+def _profile(bus: BusDescription) -> Usb3HostProfile | None:
+    return load_usb3_profile(bus.host_profile) if bus.host_profile else None
 
 
 def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
                  queue_depth: int | None = None) -> Ceiling:
     """Ceiling of bulk ``direction`` on a SuperSpeed link (see module).
 
-    ``bus.extra`` may give ``max_burst`` (1..16, default 16) and ``burst_gap_ns`` (default 0).
+    ``bus.extra`` may give ``max_burst`` (1..16, default 16) and ``burst_gap_ns`` (default 0);
+    ``bus.host_profile`` names the host-controller profile whose window and turnaround apply.
     """
     if bus.speed not in ("super", "ss", "gen1"):
         raise ValueError(f"USB3 model covers SuperSpeed Gen 1 (5 Gb/s), not {bus.speed!r}")
@@ -52,29 +79,46 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         raise ValueError("USB3 model: max_burst and burst_gap_ns must be numbers") from None
     if not 1 <= burst <= 16:
         raise ValueError(f"USB3 max burst must be 1..16 packets, not {burst}")
+    profile = _profile(bus)
+    turnaround_ns = retoken_us = 0.0
+    if profile is not None:
+        burst = min(burst, profile.max_burst_in if direction == "in" else profile.max_burst_out)
+        turnaround_ns, retoken_us = profile.turnaround_ns, profile.retoken_delay_us
     per_dp = mps + DP_OVERHEAD
     itp = (DPH_BYTES if direction == "out" else LINK_COMMANDS_PER_TP) / (SS_RATE * ITP_PERIOD_S)
     rate = SS_RATE * (1 - SKP_FRACTION) * (1 - itp)
-    burst_time = burst * per_dp / rate + gap_ns * 1e-9
+    # The window's round trip: the first packet, the host's answer, its ACK TP back.
+    round_trip = (per_dp + TP_BYTES) / rate + turnaround_ns * 1e-9
+    window_time = max(burst * per_dp / rate, round_trip)
+    latency_bound = window_time > burst * per_dp / rate
+    burst_time = window_time + gap_ns * 1e-9
     throughput = burst * mps / burst_time
+    binding = "latency-bound: window < round trip" if latency_bound else "link-bound"
     lines = [
         f"lane = 5 Gb/s × 8/10 = {SS_RATE / 1e6:.0f} MB/s; SKP {SKP_FRACTION * 100:.2f} %,"
         f" ITP {itp * 100:.3f} % -> {rate / 1e6:.1f} MB/s",
         f"DP = {mps} + DPH {DPH_BYTES} + DPP framing/CRC {DPP_OVERHEAD} + LGOOD/LCRD"
         f" {LINK_COMMANDS_PER_TP} = {per_dp} B",
-        f"burst {burst} DPs + gap {gap_ns:g} ns -> {burst} × {mps} B / {burst_time * 1e6:.3f} µs"
-        f" = {throughput / 1e6:.1f} MB/s",
+        f"host {bus.host_profile or 'not given'}: window {burst} DPs, turnaround "
+        f"{turnaround_ns:g} ns; round trip ({per_dp} + ACK TP {TP_BYTES}) B + turnaround = "
+        f"{round_trip * 1e6:.3f} µs",
+        f"burst {burst} DPs = max({burst} × {per_dp} B, round trip) + gap {gap_ns:g} ns -> "
+        f"{burst} × {mps} B / {burst_time * 1e6:.3f} µs = {throughput / 1e6:.1f} MB/s "
+        f"({binding})",
     ]
     parts: dict[str, object] = {"lane_rate": SS_RATE, "skp_fraction": SKP_FRACTION,
                                 "itp_fraction": itp, "dp_wire_bytes": per_dp, "max_burst": burst,
-                                "burst_gap_ns": gap_ns, "plateau": throughput}
+                                "burst_gap_ns": gap_ns, "turnaround_ns": turnaround_ns,
+                                "round_trip_s": round_trip, "latency_bound": latency_bound,
+                                "host_profile": bus.host_profile or "ideal",
+                                "plateau": throughput}
     if length is not None:
-        packets = math.ceil(length / mps)
+        packets = max(1, math.ceil(length / mps))
         bursts = math.ceil(packets / burst)
-        total = (length + packets * DP_OVERHEAD) / rate + bursts * gap_ns * 1e-9
+        total = length / throughput + retoken_us * 1e-6
         throughput = length / total
-        lines.append(f"transfer {length} B = {packets} DPs in {bursts} bursts -> "
-                     f"{throughput / 1e6:.1f} MB/s")
+        lines.append(f"transfer {length} B = {packets} DPs in {bursts} bursts + re-token "
+                     f"{retoken_us:g} µs -> {throughput / 1e6:.1f} MB/s")
         parts.update(length=length, packets=packets, bursts=bursts)
     if queue_depth is not None:
         parts["queue_depth"] = queue_depth

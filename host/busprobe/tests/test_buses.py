@@ -22,11 +22,19 @@ def test_kinds_schemes_and_simulated_targets_are_each_one_row():
         assert len(set(values)) == len(values), key
     assert buses.by_kind("pcie") is buses.PCIE and buses.by_scheme("usb") is buses.USB2_HS
     assert buses.by_sim_target("usb2") is buses.USB2_HS
-    assert DIRECTIONS == {"usb2-hs": ("in", "out", "loopback"),
+    assert buses.by_sim_target("usb3") is buses.USB3_SS
+    assert DIRECTIONS == {"usb2-hs": ("in", "out", "loopback"), "usb3-ss": ("in", "out"),
                           "pcie": ("write", "read", "loopback")}
 
 
-@pytest.mark.parametrize("selector", ["sim:usb2", "sim:pcie"])
+def test_a_superspeed_device_has_no_selector_scheme_of_its_own():
+    # usb:VID:PID opens either USB device; its INFO answer says which bus kind it is on.
+    assert buses.USB3_SS.scheme is None
+    assert buses.schemes() == ("usb", "pcie", "sim")
+    assert buses.by_scheme("usb") is buses.USB2_HS
+
+
+@pytest.mark.parametrize("selector", ["sim:usb2", "sim:usb3", "sim:pcie"])
 def test_a_simulated_transport_has_its_rows_kind_and_directions(selector):
     target = describe(selector)
     transport = open_transport(target)  # built, not opened
@@ -37,8 +45,9 @@ def test_a_simulated_transport_has_its_rows_kind_and_directions(selector):
 def test_sweep_defaults_come_from_the_row():
     assert default_lengths("usb2-hs")[0] == buses.USB2_HS.default_min_length == 512
     assert default_lengths("pcie")[0] == buses.PCIE.default_min_length == 256
-    with pytest.raises(ValueError, match="unknown bus kind 'usb3-ss'"):
-        default_lengths("usb3-ss")
+    assert default_lengths("usb3-ss")[0] == buses.USB3_SS.default_min_length == 1024
+    with pytest.raises(ValueError, match="unknown bus kind 'usb4'"):
+        default_lengths("usb4")
 
 
 def test_a_missing_module_is_one_line_naming_the_extra():
@@ -50,8 +59,8 @@ def test_a_missing_module_is_one_line_naming_the_extra():
 
 
 def test_unknown_names_list_what_exists():
-    with pytest.raises(InvalidRequest, match=r"no simulated target 'usb3' \(available: pcie, "
-                                             r"usb2\)"):
-        buses.by_sim_target("usb3")
+    with pytest.raises(InvalidRequest, match=r"no simulated target 'usb4' \(available: pcie, "
+                                             r"usb2, usb3\)"):
+        buses.by_sim_target("usb4")
     assert buses.selector_syntax() == ("usb:VID:PID[#SERIAL], pcie:DDDD:BB:DD.F or "
-                                       "sim:usb2|pcie[?key=value&...]")
+                                       "sim:usb2|usb3|pcie[?key=value&...]")

@@ -2,19 +2,27 @@
 
 The encoding (:mod:`busprobe.protocol.usb2`) and the telemetry decoding, written once and used by
 :class:`~busprobe.backends.usb.transport.UsbDeviceTransport` over any platform's control
-transfer (libusb on a board, the ULPI host model in simulation).
+transfer (libusb on a board, the ULPI or PIPE host model in simulation). The USB 2.0 and the
+SuperSpeed device answer the same requests; GET_INFO's magic says which one this is
+(:data:`PROTOCOLS`), and its telemetry block is decoded with that protocol's layout.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from types import ModuleType
 
-from ...protocol import usb2
+from ...protocol import usb2, usb3
 from ...protocol.patterns import Pattern
 from ...transport import InvalidRequest, Telemetry, TransportError
 
-__all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "VendorRequests", "decode_telemetry"]
+__all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "VendorRequests", "decode_telemetry",
+           "decode_usb3_telemetry", "PROTOCOLS"]
+
+#: The device protocols, by GET_INFO magic. Both INFO answers start with magic, version and max
+#: packet size (:data:`busprobe.protocol.usb2.INFO_FORMAT`), so that much tells them apart.
+PROTOCOLS: dict[int, ModuleType] = {usb2.MAGIC: usb2, usb3.MAGIC: usb3}
 
 #: ``control(request_type, request, value, index, length_or_data) -> bytes``: one control
 #: transfer; IN requests pass a length and get the data back, OUT requests pass their data.
@@ -53,6 +61,33 @@ def decode_telemetry(data: bytes) -> Telemetry:
         first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})
 
 
+def decode_usb3_telemetry(data: bytes) -> Telemetry:
+    """The SuperSpeed device's telemetry block (:data:`busprobe.protocol.usb3.TELEMETRY`).
+
+    As :func:`decode_telemetry`, on whole bus intervals (ITPs, 125 µs) instead of microframes:
+    :func:`busprobe.protocol.usb3.device_window` gives a direction's window, or None when its
+    data touched fewer than three intervals.
+    """
+    raw = usb3.unpack_telemetry(data)
+    seconds: dict[str, float] = {}
+    window_bytes: dict[str, int] = {}
+    for direction in ("in", "out"):
+        window = usb3.device_window(raw, direction)
+        if window is not None:
+            window_bytes[direction], seconds[direction] = window
+    offset = raw["first_error_offset"]
+    return Telemetry(
+        raw=dict(raw), device_seconds=seconds,
+        device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
+        window_bytes=window_bytes,
+        errors={"out": raw["pattern_errors"]},
+        first_error_offset={"out": None if offset == usb3.NO_ERROR_OFFSET else offset})
+
+
+_DECODERS: dict[ModuleType, Callable[[bytes], Telemetry]] = {
+    usb2: decode_telemetry, usb3: decode_usb3_telemetry}
+
+
 class VendorRequests:
     """The busprobe USB device's vendor requests over any control-transfer path.
 
@@ -62,25 +97,47 @@ class VendorRequests:
         Performs one control transfer on endpoint 0.
     name : str
         Prefix for error messages (the device selector).
+
+    Attributes
+    ----------
+    protocol : module
+        The protocol the device speaks (:mod:`busprobe.protocol.usb2` or ``usb3``), as its
+        GET_INFO said (``usb2`` until :meth:`check_info`).
+    info : dict
+        The SuperSpeed device's whole INFO answer (burst, OUT buffers, clock); empty for USB 2.0.
     """
 
     def __init__(self, control: Control, *, name: str = "usb2 device") -> None:
         self._control = control
         self.name = name
         self.max_packet_size = usb2.MAX_PACKET_SIZE
+        self.protocol: ModuleType = usb2
+        self.info: dict[str, int] = {}
         self._in_transfer: tuple[int, bool] | None = None
 
     def check_info(self) -> int:
-        """Check GET_INFO (magic, protocol version); return the device's max packet size."""
+        """Check GET_INFO (magic, protocol version), remember the protocol it names; return the
+        device's max packet size."""
+        # The common head first: a USB 2.0 device's answer is exactly that long.
         data = self._control(VENDOR_IN, usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE)
         try:
             magic, version, max_packet = struct.unpack(usb2.INFO_FORMAT, bytes(data))
         except struct.error:
             magic = version = max_packet = 0
-        if magic != usb2.MAGIC or version != usb2.PROTOCOL_VERSION:
-            raise InvalidRequest(f"{self.name}: not a busprobe USB2 device of protocol version "
-                                 f"{usb2.PROTOCOL_VERSION} (magic {magic:#x}, version "
-                                 f"{version}); flash the matching bitstream")
+        protocol = PROTOCOLS.get(magic)
+        if protocol is None or version != protocol.PROTOCOL_VERSION:
+            expected = ", ".join(f"{p.MAGIC:#x} version {p.PROTOCOL_VERSION}"
+                                 for p in PROTOCOLS.values())
+            raise InvalidRequest(f"{self.name}: not a busprobe USB device of a known protocol "
+                                 f"(magic {magic:#x}, version {version}; known: {expected}); "
+                                 f"flash the matching bitstream")
+        if protocol is usb3:
+            data = self._control(VENDOR_IN, usb3.Request.GET_INFO, 0, 0, usb3.INFO_SIZE)
+            try:
+                self.info = usb3.unpack_info(bytes(data))
+            except ValueError as exc:
+                raise TransportError(f"{self.name}: {exc}") from None
+        self.protocol = protocol
         self.max_packet_size = max_packet
         return max_packet
 
@@ -91,9 +148,10 @@ class VendorRequests:
         self._control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
 
     def read_telemetry(self) -> Telemetry:
-        data = self._control(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0, usb2.TELEMETRY_SIZE)
+        data = self._control(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0,
+                             self.protocol.TELEMETRY_SIZE)
         try:
-            return decode_telemetry(bytes(data))
+            return _DECODERS[self.protocol](bytes(data))
         except ValueError as exc:
             raise TransportError(f"{self.name}: {exc}") from None
 

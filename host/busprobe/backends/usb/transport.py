@@ -4,6 +4,10 @@ One driver for the board and the simulation: :class:`UsbDeviceTransport` holds e
 sweep relies on (validation, "OUT needs a source", ending IN transfers where the host's end,
 the stock design's limits, patterns, telemetry) and leaves only endpoint 0 and bulk streaming to
 a :class:`~busprobe.backends.usb.platform.UsbPlatform`.
+
+The same driver runs the USB 2.0 and the SuperSpeed device: GET_INFO says which
+(:attr:`VendorRequests.protocol`), and a SuperSpeed device is reported on a ``usb3-ss`` bus
+with in and out only (its gateware has no loopback or BOT data mode yet).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...protocol import usb2
+from ...buses import USB3_SS
+from ...protocol import usb2, usb3
 from ...protocol.patterns import Pattern
 from ...transport import (
     BusDescription,
@@ -67,6 +72,8 @@ class UsbDeviceTransport(Transport):
         try:
             if self.platform.vendor_requests:
                 self.requests.check_info()
+                if self.protocol != "stream":  # chosen before the INFO said what it is
+                    self._superspeed_refuses(f"{self.protocol.upper()} framing")
                 # Whatever mode an earlier run left the device in, start from a known one.
                 self._apply_protocol()
         except BaseException:
@@ -85,9 +92,18 @@ class UsbDeviceTransport(Transport):
         return self.platform.now()
 
     @property
+    def superspeed(self) -> bool:
+        """Whether the device's INFO named the SuperSpeed protocol."""
+        return self.requests.protocol is usb3
+
+    @property
     def bus(self) -> BusDescription:
-        return replace(self.platform.bus(), max_packet_size=self.requests.max_packet_size,
-                       protocol=self.protocol)
+        bus = replace(self.platform.bus(), max_packet_size=self.requests.max_packet_size,
+                      protocol=self.protocol)
+        if self.superspeed and bus.kind != USB3_SS.kind:
+            # A real port reports the speed it negotiated; the device's INFO says what it is.
+            bus = replace(bus, kind=USB3_SS.kind, speed="super")
+        return bus
 
     def topology(self) -> list[dict[str, Any]]:
         return self.platform.topology()
@@ -96,9 +112,19 @@ class UsbDeviceTransport(Transport):
     @property
     def directions(self) -> tuple[str, ...]:  # type: ignore[override]
         """``in`` and ``out``; ``loopback`` too where the design has busprobe's data modes."""
-        return ("in", "out", "loopback") if self.platform.vendor_requests else ("in", "out")
+        if self.superspeed or not self.platform.vendor_requests:
+            return ("in", "out")
+        return ("in", "out", "loopback")
+
+    def _superspeed_refuses(self, what: str) -> None:
+        if self.superspeed:
+            modes = ", ".join(mode.name for mode in usb3.SUPPORTED_DATA_MODES)
+            raise InvalidRequest(f"{self.selector}: the SuperSpeed device has no {what} yet "
+                                 f"(its data modes: {modes}); use in or out")
 
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
+        if direction == "loopback":
+            self._superspeed_refuses("loopback")
         super().validate(direction, length, queue_depth)
         if direction == "loopback" and self.protocol == "bot":
             raise InvalidRequest("BOT frames in and out transfers; loopback streams both "
@@ -118,6 +144,8 @@ class UsbDeviceTransport(Transport):
         """``stream`` (the default) or ``bot``: sent to the device now if it is open, else when
         it opens."""
         super().set_protocol(protocol)
+        if protocol != "stream":
+            self._superspeed_refuses(f"{protocol.upper()} framing")
         if protocol != "stream" and not self.platform.vendor_requests:
             raise InvalidRequest(f"{self.selector}: the stock design has no BOT framing")
         self.protocol = protocol

@@ -139,9 +139,34 @@ def test_usb3_superspeed_data_packet_costs_1072_bytes():
     assert gapped.throughput < ceiling.throughput / 2
 
 
-def test_usb3_is_a_formula_not_a_bus_until_the_gateware_exists():
-    with pytest.raises(ValueError, match="no ceiling model for bus kind 'usb3-ss'"):
-        ceiling_for(BusDescription("usb3-ss", "super"), "in")
+def test_usb3_is_a_registered_bus_and_the_ideal_host_reaches_the_link():
+    ceiling = ceiling_for(BusDescription("usb3-ss", "super", host_profile="ideal"), "in")
+    assert ceiling.throughput == pytest.approx(474.8e6, rel=1e-3)
+    assert not ceiling.parts["latency_bound"]
+    with pytest.raises(ValueError, match="'loopback' does not exist on usb3-ss"):
+        ceiling_for(BusDescription("usb3-ss", "super"), "loopback")
+
+
+def test_usb3_window_of_one_packet_is_one_dp_per_round_trip():
+    # burst 1: the next DP waits for the ACK TP of the one before, plus the host's turnaround.
+    bus = BusDescription("usb3-ss", "super", host_profile="ideal", extra={"max_burst": 1})
+    ceiling = ceiling_for(bus, "in")
+    rate = ceiling.parts["lane_rate"] * (1 - ceiling.parts["skp_fraction"]) * \
+        (1 - ceiling.parts["itp_fraction"])
+    assert ceiling.parts["latency_bound"] and ceiling.parts["max_burst"] == 1
+    assert ceiling.throughput == pytest.approx(1024 / ((1072 + 20) / rate))
+    assert link_ceiling(bus, "in").throughput == pytest.approx(474.8e6, rel=1e-3)
+
+
+def test_usb3_host_profile_windows_and_turnaround_are_the_models_source():
+    vl805 = BusDescription("usb3-ss", "super", host_profile="vl805")
+    out = ceiling_for(vl805, "out")
+    assert out.parts["max_burst"] == 1 and out.parts["turnaround_ns"] == 2000.0
+    assert out.throughput == pytest.approx(1024 / out.parts["round_trip_s"])
+    assert ceiling_for(vl805, "in").parts["max_burst"] == 16  # the quirk is OUT only
+    # A window of 2 covers a 1 µs turnaround: small-burst is still link-bound.
+    assert not ceiling_for(BusDescription("usb3-ss", "super", host_profile="small-burst"),
+                           "in").parts["latency_bound"]
 
 
 @pytest.mark.parametrize(("bus", "direction", "message"), [

@@ -57,13 +57,18 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
     ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe or stock"),
     ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design)"),
-    ("sim:usb3", "no simulated target 'usb3' (available: pcie, usb2)"),
+    ("sim:usb3?burst=17", "sim:usb3 option burst='17': burst must be a whole number of "
+                          "packets, 1..16"),
+    ("sim:usb3?burst=x", "sim:usb3 option burst='x': burst must be a whole number"),
+    ("sim:usb3?host=nope", "sim:usb3 option host='nope': unknown USB3 host profile 'nope'"),
+    ("sim:usb3?design=x", "sim:usb3: unknown option(s) design (it takes host, burst)"),
+    ("sim:usb4", "no simulated target 'usb4' (available: pcie, usb2, usb3)"),
     ("usb:1209:0001?speed=high", "usb:1209:0001: unknown option(s) speed (it takes no options)"),
     ("usb:1209", "bad USB selector usb:1209: expected usb:VID:PID[#SERIAL]"),
     ("pcie:01:00.0", "bad PCI address '01:00.0': expected DDDD:BB:DD.F"),
     ("pcie:0000:01:00.0?allow_config_write=2", "allow_config_write must be 0, 1, no or yes"),
     ("tcp:1.2.3.4", "bad device selector 'tcp:1.2.3.4': expected usb:VID:PID[#SERIAL], "
-                    "pcie:DDDD:BB:DD.F or sim:usb2|pcie[?key=value&...]"),
+                    "pcie:DDDD:BB:DD.F or sim:usb2|usb3|pcie[?key=value&...]"),
 ])
 def test_a_bad_selector_is_one_line_naming_what_is_wrong_and_what_is_allowed(selector, message):
     with pytest.raises(InvalidRequest) as info:

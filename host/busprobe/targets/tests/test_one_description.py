@@ -104,7 +104,8 @@ def test_topology_prints_the_hops_the_sweep_records(selector, capsys, no_simulat
     ("sim:pcie?bogus=1", "sim:pcie: unknown option(s) bogus"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
     ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe or stock"),
-    ("sim:usb3", "no simulated target 'usb3'"),
+    ("sim:usb3?burst=0", "sim:usb3 option burst='0': burst must be a whole number"),
+    ("sim:usb4", "no simulated target 'usb4'"),
 ])
 def test_model_topology_and_sweep_refuse_a_bad_selector_with_the_same_line(
         selector, message, capsys, tmp_path, no_simulator):

@@ -1,0 +1,76 @@
+"""``sim:usb3``: what the SuperSpeed simulation is, from the selector's options alone.
+
+``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16``
+
+``host`` is the SuperSpeed host-controller profile the simulated xHCI obeys and the model reads
+(:mod:`busprobe.model.usb3_hosts`; loading it here is what checks it); ``burst`` caps the NumP
+window the host grants (and its OUT burst) at that many packets, below the profile's own. The
+simulation backend (:mod:`busprobe.sim.usb3.backend`) builds its device from this description;
+nothing here imports the simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..buses import USB3_SS, Bus
+from ..model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
+from ..protocol.usb3 import MAX_PACKET_SIZE
+from ..selectors import Selector
+from ..topology.hop import Hop
+from ..transport import BusDescription
+from .description import TargetDescription
+from .options import Option, Refused, choice, parse_options
+
+__all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME"]
+
+NAME = "sim:usb3"
+
+
+def _host(text: str) -> str:
+    try:
+        load_usb3_profile(text)  # a bad name or file fails here, in one line naming the key
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    return text
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("host", "ideal", _host, "ideal, small-burst, vl805 or a FILE.toml"),
+    Option("burst", MAX_BURST_PACKETS, choice(range(1, MAX_BURST_PACKETS + 1)),
+           f"a whole number of packets, 1..{MAX_BURST_PACKETS}"),
+)
+
+
+def sim_usb3_bus(options: Mapping[str, Any]) -> BusDescription:
+    """The bus the simulation presents for typed ``options`` (``host``, ``burst``).
+
+    ``extra["max_burst"]`` is the ``burst`` cap the model applies on top of the profile's
+    windows (:func:`busprobe.model.usb3.usb3_ceiling`).
+    """
+    return BusDescription(kind=USB3_SS.kind, speed="super", host_profile=options["host"],
+                          max_packet_size=MAX_PACKET_SIZE,
+                          extra={"simulated": True, "max_burst": options["burst"]})
+
+
+def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
+    """The simulated xHCI root port and the gateware on the PIPE link partner."""
+    return (
+        Hop("sim-usb-host-controller", "sim usb3 host", driver="busprobe.sim.usb3",
+            description=f"simulated xHCI, host profile {options['host']}, burst "
+                        f"{options['burst']}", speed="super", speed_cap="super"),
+        Hop("sim-usb-device", "busprobe USB3 SS gateware", driver="pipe",
+            description="LUNA SuperSpeed device on the PIPE link partner "
+                        "(sim/hdl/pipe_partner.sv)", speed="super", speed_cap="super"),
+    )
+
+
+def describe_sim_usb3(selector: Selector, spec: Bus,
+                      sysfs_root: str | Path | None = None) -> TargetDescription:
+    """The description of a ``sim:usb3`` selector (``sysfs_root`` is not needed)."""
+    options = parse_options(NAME, selector.options, OPTIONS)
+    return TargetDescription(selector.text, selector.scheme, selector.target, options, spec,
+                             bus=sim_usb3_bus(options), hops=sim_usb3_hops(options),
+                             simulated=True)
