@@ -16,8 +16,9 @@ the host) and names the limit:
     The device NAKed / was not ready, or the link was ready and the device still did not send.
     The device is built never to be the bottleneck, so this names a bug, loudly.
 
-For USB 2.0 the host profile's own ceiling is reported beside the link model, so an EHCI run at
-100 % of its profile still reads as host-limited at 77 % of the link.
+For USB the host profile's own ceiling is reported beside the link model, so an EHCI run at
+100 % of its profile still reads as host-limited at 77 % of the link. SuperSpeed's evidence
+(the NumP window, NRDYs, bus intervals with data) is read by :mod:`.usb3`.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
-from ..buses import PCIE, USB2_HS
+from ..buses import PCIE, USB2_HS, USB3_SS
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
 from ..transport import BusDescription
 from ..units import Units
 from .plateau import DEFAULT_TOLERANCE, Plateau, detect_plateau
 from .telemetry import PcieSummary, Usb2Summary, summarise_pcie, summarise_usb2
+from .usb3 import summarise_usb3, usb3_verdict
 
 __all__ = ["assess", "LINK_LIMITED", "VERDICTS"]
 
@@ -126,7 +128,7 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         "queue_depth": deep, "efficiency": efficiency, "units": "bytes/s",
     }
     profile: Ceiling | None = None
-    if bus.kind == USB2_HS.kind:
+    if bus.kind in (USB2_HS.kind, USB3_SS.kind):
         profile = ceiling_for(bus, direction)
         entry.update(profile=profile.parts["host_profile"], profile_ceiling=profile.throughput,
                      profile_efficiency=plateau.value / profile.throughput)
@@ -146,6 +148,11 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         summary_u = summarise_usb2(telemetries, direction)
         verdict, why = _usb2_verdict(efficiency, plateau, link, profile, summary_u)
         entry["evidence"] = summary_u.__dict__ if summary_u else None
+    elif bus.kind == USB3_SS.kind:
+        summary_3 = summarise_usb3(telemetries, direction)
+        verdict, why = usb3_verdict(efficiency, _header(plateau, link, efficiency), profile,
+                                    summary_3, LINK_LIMITED, _mb)
+        entry["evidence"] = summary_3.__dict__ if summary_3 else None
     elif bus.kind == PCIE.kind:
         summary_p = summarise_pcie(telemetries, direction)
         verdict, why = _pcie_verdict(efficiency, plateau, link, bus, direction, summary_p)

@@ -1,0 +1,82 @@
+"""``busprobe sweep`` end to end against the simulated SuperSpeed gateware (cocotb + Verilator).
+
+The host tool's real code path: CLI → sweep engine → UsbDeviceTransport (the board's driver,
+which recognises the SuperSpeed device by its INFO) over the simulated platform → the xHCI model
+→ the PIPE link partner → the gateware. Every byte in both directions is checked against the
+pattern (host side for IN, the gateware's checker for OUT).
+"""
+
+import pytest
+from busprobe.cli import main
+from busprobe.model.usb3 import SS_RATE
+from busprobe.results import ceilings_of, load_results
+
+
+@pytest.mark.sim
+def test_a_1mib_sweep_both_ways_reaches_the_link_model_with_every_byte_checked(tmp_path,
+                                                                               capsys):
+    j = tmp_path / "usb3.json"
+    status = main(["sweep", "--device", "sim:usb3", "--direction", "both", "--lengths", "1M",
+                   "--repeat", "3", "--no-progress", "--json", str(j)])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "DATA ERRORS" not in out
+    doc = load_results(j)
+    assert doc["complete"] is True and doc["errors"] == 0
+    assert doc["bus"]["kind"] == "usb3-ss" and doc["bus"]["speed"] == "super"
+    assert doc["bus"]["max_packet_size"] == 1024 and doc["bus"]["host_profile"] == "ideal"
+    points = {pt["direction"]: pt for pt in doc["points"]}
+    assert sorted(points) == ["in", "out"]
+    for direction, pt in points.items():
+        # Nothing beats the lane: 5 Gb/s after 8b/10b, before any framing.
+        assert pt["throughput_max"] < SS_RATE and pt["device_throughput"] < SS_RATE
+        assert pt["telemetry"][f"{direction}_bytes"] == pt["bytes"]
+        assert pt["telemetry"]["pattern_errors"] == 0
+        # The device is never the bottleneck, and a figure above the model is a bug.
+        assert 0.99 <= pt["efficiency"] <= 1.005, pt
+    verdicts = {entry["direction"]: entry for entry in ceilings_of(doc)}
+    for direction in ("in", "out"):
+        assert verdicts[direction]["verdict"] == "link-limited"
+        assert 0.99 <= verdicts[direction]["efficiency"] <= 1.005
+
+
+@pytest.mark.sim
+def test_lengths_that_are_not_multiples_of_1024_and_one_that_is_move_every_byte(tmp_path,
+                                                                                capsys):
+    j = tmp_path / "odd.json"
+    status = main(["sweep", "--device", "sim:usb3", "--direction", "both",
+                   "--lengths", "1000,4096,5000", "--min-bytes", "64K", "--repeat", "3",
+                   "--no-progress", "--json", str(j)])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    doc = load_results(j)
+    assert doc["errors"] == 0
+    points = {(pt["direction"], pt["length"]): pt for pt in doc["points"]}
+    assert sorted(points) == [(d, n) for d in ("in", "out") for n in (1000, 4096, 5000)]
+    for (direction, length), pt in points.items():
+        assert pt["errors"] == 0 and pt["lost_bytes"] == 0 and pt["short_transfers"] == 0
+        assert pt["telemetry"][f"{direction}_bytes"] == pt["bytes"]
+        assert pt["telemetry"][f"{direction}_short"] == (pt["bytes"] // length
+                                                         if length % 1024 else 0)
+        assert pt["efficiency"] <= 1.005, pt
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--device", "sim:usb3?burst=17"],
+     "sim:usb3 option burst='17': burst must be a whole number of packets, 1..16"),
+    (["--device", "sim:usb3?host=nope"], "sim:usb3 option host='nope': unknown USB3 host"),
+    (["--device", "sim:usb3", "--direction", "loopback"], "loopback"),
+    (["--device", "sim:usb3", "--protocol", "bot"], "no BOT framing yet"),
+])
+def test_what_the_superspeed_target_cannot_do_is_one_line_before_a_simulator_starts(
+        argv, message, capsys, monkeypatch):
+    from busprobe.sim.simulator import SimServer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a simulator was started")
+
+    monkeypatch.setattr(SimServer, "__init__", refuse)
+    status = main(["sweep", *argv, "--lengths", "1K", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert status == 2, (out, err)
+    assert message in err and len(err.strip().splitlines()) == 1, err
