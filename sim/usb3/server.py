@@ -109,8 +109,12 @@ class Usb3RpcHandler:
 
     def _reply(self, outcome: StreamOutcome, started: float, cycle0: int,
                received: list[bytes]) -> dict[str, Any]:
+        # The transport's short transfer is a completion with fewer bytes than asked; the
+        # controller's OUT count is of transfers ending in a short packet (every one of a length
+        # that is not a multiple of 1024), and an OUT transfer always sends its whole buffer.
+        short = outcome.short_transfers if outcome.direction == "in" else 0
         return {"bytes": outcome.bytes, "transfers": outcome.transfers,
-                "short_transfers": outcome.short_transfers, "start": outcome.start,
+                "short_transfers": short, "start": outcome.start,
                 "end": outcome.end, "nrdys": outcome.nrdys, "retries": outcome.retries,
                 "packets": outcome.packets, "ack_tps": outcome.ack_tps,
                 "link": dict(vars(self.session.link.counters)),
