@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .point_models import link_model, model_ceiling
 from .protocol.patterns import CheckResult, Pattern, PatternStream
 from .stats import MIN_REPEATS, median_or_none, summarise
-from .transport import BusDescription, RepeatFailed, StreamResult, Telemetry, Transport
+from .transport import RepeatFailed, StreamResult, Telemetry, Transport
 
 __all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling"]
 
@@ -175,34 +176,6 @@ class PointResult:
             "telemetry": self.telemetry[-1] if self.telemetry else {},
             "telemetry_repeats": self.telemetry,
         }
-
-
-def model_ceiling(bus: BusDescription, direction: str, length: int,
-                  queue_depth: int) -> tuple[float, str] | None:
-    """The ceiling model's figure for a point, or ``None`` when the model is not installed or
-    does not cover this bus (the sweep must work without it)."""
-    try:
-        from .model import ceiling_for
-    except ImportError:
-        return None
-    try:
-        ceiling = ceiling_for(bus, direction, length=length, queue_depth=queue_depth)
-    except (ValueError, NotImplementedError, KeyError) as exc:
-        log.info("no ceiling model for %s %s: %s", bus.kind, direction, exc)
-        return None
-    return float(ceiling.throughput), str(ceiling.formula)
-
-
-def link_model(bus: BusDescription, direction: str) -> float | None:
-    """What the link allows in ``direction`` whatever the host (the verdict's link model), or
-    ``None`` where there is no model for this bus."""
-    from .model import link_ceiling
-
-    try:
-        return float(link_ceiling(bus, direction).throughput)
-    except (ValueError, NotImplementedError, KeyError) as exc:
-        log.info("no link model for %s %s: %s", bus.kind, direction, exc)
-        return None
 
 
 class _Checker:
