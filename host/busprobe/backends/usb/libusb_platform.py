@@ -25,7 +25,6 @@ from ...topology import bus_from_sysfs, topology_for
 from ...transport import (
     BusDescription,
     DeviceNotFound,
-    InvalidRequest,
     Sink,
     StreamResult,
     TransportError,
@@ -80,10 +79,8 @@ class LibusbPlatform:
         try:
             self._context.open()
             self._device, self._handle = self._find()
-            speed = SPEED_NAMES.get(self._device.getDeviceSpeed(), "unknown")
-            if speed.startswith("super"):
-                raise InvalidRequest(f"{self.name} runs at {speed} speed; busprobe drives USB "
-                                     "2.0 high-speed devices (SuperSpeed is not built yet)")
+            # Any speed: the device's GET_INFO says whether it is the USB 2.0 or the SuperSpeed
+            # gateware (UsbDeviceTransport), and the transport reports its bus accordingly.
             self._handle.setAutoDetachKernelDriver(True)
             self._handle.claimInterface(_INTERFACE)
         except usb1.USBError as exc:

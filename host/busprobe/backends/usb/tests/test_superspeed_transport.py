@@ -1,0 +1,57 @@
+"""The one USB driver on a SuperSpeed busprobe device: ``usb:VID:PID`` opens it over libusb and
+its GET_INFO answer (the USB3 magic) makes it a ``usb3-ss`` device (fake libusb of conftest.py,
+answering as the SuperSpeed gateware does)."""
+
+import pytest
+from busprobe.protocol import usb3
+from busprobe.protocol.patterns import Pattern
+from busprobe.sweep import Sweep, SweepPlan
+from busprobe.targets import open_transport
+from busprobe.transport import InvalidRequest
+
+from . import conftest
+
+SELECTOR = f"usb:{usb3.VID:04x}:{usb3.PID:04x}"
+
+
+@pytest.fixture
+def superspeed_bus(fake_bus, monkeypatch):
+    """The fake device at super speed, answering GET_INFO and GET_TELEMETRY with the USB3
+    layouts (:mod:`busprobe.protocol.usb3`)."""
+    bus = fake_bus()
+    usb2_read = bus.control_read
+
+    def control_read(request_type, request, value, index, length, timeout):
+        if request == usb3.Request.GET_INFO:
+            return usb3.pack_info()[:length]
+        if request == usb3.Request.GET_TELEMETRY:
+            return usb3.pack_telemetry({**bus.telemetry, "pattern_errors": bus.pattern_errors,
+                                        "first_error_offset": bus.first_error})
+        return usb2_read(request_type, request, value, index, length, timeout)
+
+    monkeypatch.setattr(bus, "control_read", control_read)
+    monkeypatch.setattr(conftest.FakeDevice, "getDeviceSpeed", lambda self: 4)  # SUPER
+    return bus
+
+
+def test_the_info_magic_makes_a_usb_device_superspeed_and_a_sweep_checks_every_byte(
+        superspeed_bus):
+    with open_transport(SELECTOR) as transport:
+        assert transport.requests.protocol is usb3 and transport.requests.info["clock_hz"] == \
+            usb3.CLOCK_HZ
+        bus = transport.bus
+        assert (bus.kind, bus.speed, bus.max_packet_size) == ("usb3-ss", "super", 1024)
+        assert transport.directions == ("in", "out")
+        transport.min_bytes = 16 << 10
+        plan = SweepPlan(("in", "out"), (1000, 4096), (2,), 3, ({},), Pattern.PRBS31)
+        points = Sweep(transport, plan).run()
+    assert [p.errors for p in points] == [0] * 4
+    assert all(p.telemetry[-1]["magic"] == usb3.MAGIC for p in points)
+
+
+def test_loopback_and_bot_are_refused_in_one_line_on_a_superspeed_device(superspeed_bus):
+    with open_transport(SELECTOR) as transport:
+        with pytest.raises(InvalidRequest, match="SuperSpeed device has no loopback yet"):
+            transport.validate("loopback", 4096, 1)
+        with pytest.raises(InvalidRequest, match="no BOT framing yet"):
+            transport.set_protocol("bot")
