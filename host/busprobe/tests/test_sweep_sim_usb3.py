@@ -82,3 +82,22 @@ def test_what_the_superspeed_target_cannot_do_is_one_line_before_a_simulator_sta
     out, err = capsys.readouterr()
     assert status == 2, (out, err)
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.bench
+def test_a_one_packet_window_is_host_limited_below_its_round_trip_bound(tmp_path, capsys):
+    j = tmp_path / "burst1.json"
+    status = main(["sweep", "--device", "sim:usb3?burst=1", "--direction", "both",
+                   "--lengths", "1M", "--no-progress", "--json", str(j)])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    doc = load_results(j)
+    assert doc["errors"] == 0
+    for entry in ceilings_of(doc):
+        assert entry["verdict"] == "host-limited", entry["explanation"]
+        assert "latency bound" in entry["explanation"]
+        # The bound leaves out the device's own response time: an upper bound, reached to
+        # within ~6 % (438.3 / 446.0 MB/s of 466.1 measured).
+        assert 0.9 <= entry["profile_efficiency"] <= 1.0, entry
+    evidence = {entry["direction"]: entry["evidence"] for entry in ceilings_of(doc)}
+    assert evidence["in"]["window_max"] == 1 and evidence["out"]["room_min"] >= 1
