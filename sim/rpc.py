@@ -25,12 +25,12 @@ import os
 import pickle
 import socket
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from busprobe.transport import TransportError
 
-__all__ = ["ENV_SOCKET", "RemoteError", "send", "recv", "PeerClosed", "serve"]
+__all__ = ["ENV_SOCKET", "RemoteError", "send", "recv", "PeerClosed", "serve", "out_buffers"]
 
 #: Environment variable naming the Unix socket the simulator connects to.
 ENV_SOCKET = "BUSPROBE_RPC_SOCKET"
@@ -106,3 +106,17 @@ async def serve(setup: Callable[[], Awaitable[tuple[object, Any]]]) -> None:
             send(sock, reply)
     finally:
         sock.close()
+
+
+def out_buffers(outgoing: Sequence[bytes] | None) -> Callable[[int], bytes]:
+    """The OUT source a simulated host controller takes, made of the buffers a stream request
+    carried: each call returns the next one, which must be exactly as long as asked."""
+    pending = iter(outgoing or ())
+
+    def source(n: int) -> bytes:
+        data = next(pending, None)
+        if data is None or len(data) != n:
+            raise ValueError(f"OUT transfer {n} bytes: the host sent no such buffer")
+        return data
+
+    return source

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import cocotb
 from busprobe.model.usb2_hosts import load_profile
 from busprobe.protocol import usb2
-from busprobe.sim.rpc import serve
+from busprobe.sim.rpc import out_buffers, serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
 from .bot_host import run_commands
@@ -46,19 +46,6 @@ async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
         raise InvalidRequest(f"{what}: {exc}") from None
     except LinkError as exc:
         raise TransportError(f"{what}: {exc}") from None
-
-
-def _buffers(outgoing: Sequence[bytes] | None) -> Callable[[int], bytes]:
-    """The OUT source of a stream: the host's buffers in order, each exactly as long as asked."""
-    pending = iter(outgoing or ())
-
-    def source(n: int) -> bytes:
-        data = next(pending, None)
-        if data is None or len(data) != n:
-            raise ValueError(f"OUT transfer {n} bytes: the host sent no such buffer")
-        return data
-
-    return source
 
 
 class Usb2RpcHandler:
@@ -96,7 +83,7 @@ class Usb2RpcHandler:
         outcome = await _on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
                                     .stream(direction, endpoint & 0x7F, length, count,
                                             queue_depth, max_packet_size=usb2.MAX_PACKET_SIZE,
-                                            source=_buffers(outgoing), sink=received.append))
+                                            source=out_buffers(outgoing), sink=received.append))
         return self._reply(outcome, started, cycle0, received)
 
     async def rpc_loopback(self, length: int, count: int, queue_depth: int,
@@ -107,7 +94,7 @@ class Usb2RpcHandler:
         started, cycle0 = time.perf_counter(), self.session.phy.cycle
         outcome = await _on_the_bus("loopback transfer", lambda: self.session.host.loopback(
             usb2.EP_OUT, usb2.EP_IN & 0x7F, length, count, queue_depth,
-            max_packet_size=usb2.MAX_PACKET_SIZE, source=_buffers(outgoing),
+            max_packet_size=usb2.MAX_PACKET_SIZE, source=out_buffers(outgoing),
             sink=received.append))
         return self._reply(outcome, started, cycle0, received)
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import cocotb
 from busprobe.model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
 from busprobe.protocol import usb3
-from busprobe.sim.rpc import serve
+from busprobe.sim.rpc import out_buffers, serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
 from .controller import StreamOutcome
@@ -51,19 +51,6 @@ async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
         raise TransportError(f"{what}: {exc}") from None
     except AssertionError as exc:  # the model's own "nothing came" checks (expect())
         raise TransferTimeout(f"{what}: {exc}") from None
-
-
-def _buffers(outgoing: Sequence[bytes] | None) -> Callable[[int], bytes]:
-    """The OUT source of a stream: the host's buffers in order, each exactly as long as asked."""
-    pending = iter(outgoing or ())
-
-    def source(n: int) -> bytes:
-        data = next(pending, None)
-        if data is None or len(data) != n:
-            raise ValueError(f"OUT transfer {n} bytes: the host sent no such buffer")
-        return data
-
-    return source
 
 
 class Usb3RpcHandler:
@@ -103,7 +90,7 @@ class Usb3RpcHandler:
         started, cycle0 = time.perf_counter(), self.cycle
         outcome = await _on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
                                     .stream(direction, endpoint & 0x7F, length, count,
-                                            queue_depth, source=_buffers(outgoing),
+                                            queue_depth, source=out_buffers(outgoing),
                                             sink=received.append))
         return self._reply(outcome, started, cycle0, received)
 
