@@ -124,10 +124,11 @@ def format_hops(hops: list[dict[str, Any]]) -> str:
             sizes = f"{hop['mps']}/{hop.get('mrrs', '?')}"
             if hop.get("mps_supported"):
                 sizes += f" ({hop['mps_supported']})"
-        rows.append((str(i), hop.get("kind", "?"), str(hop_field(hop, "name") or "?"),
-                     hop.get("driver") or "-",
-                     _link(hop) or "-", sizes or "-", hop.get("slot") or "-",
-                     hop.get("description") or ""))
+        # A result file read back may hold any JSON value here: each cell is shown as text.
+        rows.append((str(i), str(hop.get("kind", "?")), str(hop_field(hop, "name") or "?"),
+                     str(hop.get("driver") or "-"),
+                     _link(hop) or "-", sizes or "-", str(hop.get("slot") or "-"),
+                     str(hop.get("description") or "")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for row in rows:
