@@ -14,23 +14,17 @@ Selector options: ``host=ideal|ehci|xhci|FILE.toml`` (host-controller profile, d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb2
 from busprobe.targets import TargetDescription
-from busprobe.transport import BusDescription, InvalidRequest, Sink, StreamResult
+from busprobe.transport import Sink, StreamResult
 
-from ..simulator import SimServer
+from ..usb_platform import SimUsbPlatform
 from .server import ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb2_simulator
 
 __all__ = ["open_sim_usb2", "SimUsb2Platform", "SimUsb2Transport"]
-
-#: The simulation moves >= 150 kB of bus data per wall second on a loaded 2-core machine; a
-#: stream request gets 60 s plus 20 kB/s, so only a livelocked simulator meets the bound (a dead
-#: or stopped one is caught within seconds by the watchdog).
-_STREAM_BASE_S, _STREAM_RATE = 60.0, 20e3
 
 
 class SimUsb2Transport(UsbDeviceTransport):
@@ -59,7 +53,7 @@ def open_sim_usb2(target: TargetDescription) -> SimUsb2Transport:
     return SimUsb2Transport(SimUsb2Platform(target))
 
 
-class SimUsb2Platform:
+class SimUsb2Platform(SimUsbPlatform):
     """A :class:`~busprobe.backends.usb.UsbPlatform` whose bus is the simulation.
 
     Parameters
@@ -68,54 +62,20 @@ class SimUsb2Platform:
         What ``sim:usb2?...`` selects: host-controller profile (``host``), gateware under test
         (``design``: ``busprobe``, or ``stock``, LUNA's reference endpoints without vendor
         requests), the bus and the hops the simulation models.
-
-    Attributes
-    ----------
-    last_stream : dict
-        What the last bulk stream cost in the simulator (cycles, wall seconds, NAKs, ...).
     """
 
+    clock_hz = usb2.CLOCK_HZ
+    # The simulation moves >= 150 kB of bus data per wall second on a loaded 2-core machine.
+    stream_rate = 20e3
+
     def __init__(self, target: TargetDescription) -> None:
-        self.target = target
-        self.name = target.text
-        self.host = target.options["host"]
+        super().__init__(target)
         self.design = target.options["design"]
         self.vendor_requests = self.design != "stock"
-        self.server: SimServer | None = None
-        self.last_stream: dict[str, Any] = {}
-        self._cycle = 0
 
     def open(self) -> None:
-        build_dir = build_usb2_simulator(self.design)
-        self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.usb2.server", name=self.name,
-                                env={ENV_PROFILE: self.host})
-        self._cycle = self.server.info["cycle"]
-
-    def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-
-    def _server(self) -> SimServer:
-        if self.server is None:
-            raise InvalidRequest(f"{self.name}: transport is not open")
-        return self.server
-
-    def now(self) -> float:
-        """Simulated seconds (the ULPI cycle counter) as of the last request."""
-        return self._cycle / usb2.CLOCK_HZ
-
-    def bus(self) -> BusDescription:
-        return self.target.require_bus()
-
-    def topology(self) -> list[dict[str, Any]]:
-        return self.target.hops_json()
-
-    def control(self, request_type: int, request: int, value: int, index: int,
-                length_or_data: int | bytes) -> bytes:
-        data, self._cycle = self._server().call("control", request_type, int(request), value,
-                                                index, length_or_data)
-        return data
+        self._start(build_usb2_simulator(self.design), TOPLEVEL, "busprobe.sim.usb2.server",
+                    {ENV_PROFILE: self.host})
 
     def bus_reset(self) -> None:
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
@@ -127,35 +87,13 @@ class SimUsb2Platform:
             sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
         """The commands run inside the simulator in one request (``bot_host``), so the time
         between stages is the host profile's, not this process's."""
-        timeout = _STREAM_BASE_S + (length + 64) * len(cbws) / _STREAM_RATE
         reply = self._server().call("bot", list(cbws), direction, length,
                                     list(outgoing) if outgoing is not None else None,
-                                    timeout=timeout)
+                                    timeout=self._timeout((length + 64) * len(cbws)))
         return self._result(reply, direction, sink), list(reply["csws"])
-
-    def _result(self, reply: dict[str, Any], direction: str, sink: Sink | None) -> StreamResult:
-        chunks = reply.pop("in_data")
-        self._cycle = reply["cycle"]
-        self.last_stream = reply
-        if sink is not None:
-            for chunk in chunks:
-                sink(chunk)
-        return StreamResult(direction=direction, bytes=reply["bytes"],
-                            transfers=reply["transfers"], start=reply["start"] / usb2.CLOCK_HZ,
-                            end=reply["end"] / usb2.CLOCK_HZ,
-                            short_transfers=reply["short_transfers"])
 
     def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
                  sink: Sink | None) -> StreamResult:
-        timeout = _STREAM_BASE_S + 2 * length * count / _STREAM_RATE
         reply = self._server().call("loopback", length, count, queue_depth, list(outgoing),
-                                    timeout=timeout)
+                                    timeout=self._timeout(2 * length * count))
         return self._result(reply, "loopback", sink)
-
-    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
-             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
-        timeout = _STREAM_BASE_S + length * count / _STREAM_RATE
-        reply = self._server().call("stream", endpoint, length, count, queue_depth,
-                                    list(outgoing) if outgoing is not None else None,
-                                    timeout=timeout)
-        return self._result(reply, "in" if endpoint & 0x80 else "out", sink)

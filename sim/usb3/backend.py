@@ -14,23 +14,17 @@ Selector options: ``host=ideal|vl805|small-burst|FILE.toml`` (host-controller pr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
 from busprobe.targets import TargetDescription
-from busprobe.transport import BusDescription, InvalidRequest, Sink, StreamResult
+from busprobe.transport import InvalidRequest, Sink, StreamResult
 
-from ..simulator import SimServer
+from ..usb_platform import SimUsbPlatform
 from .server import ENV_BURST, ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb3_simulator
 
 __all__ = ["open_sim_usb3", "SimUsb3Platform", "SimUsb3Transport"]
-
-#: The simulation moves >= 500 kB of bus data per wall second on a loaded 2-core machine (1 MiB
-#: in ~2 s); a stream request gets 60 s plus 50 kB/s, so only a livelocked simulator meets the
-#: bound (a dead or stopped one is caught within seconds by the watchdog).
-_STREAM_BASE_S, _STREAM_RATE = 60.0, 50e3
 
 
 class SimUsb3Transport(UsbDeviceTransport):
@@ -66,7 +60,7 @@ def open_sim_usb3(target: TargetDescription) -> SimUsb3Transport:
     return SimUsb3Transport(SimUsb3Platform(target))
 
 
-class SimUsb3Platform:
+class SimUsb3Platform(SimUsbPlatform):
     """A :class:`~busprobe.backends.usb.UsbPlatform` whose bus is the SuperSpeed simulation.
 
     Parameters
@@ -74,73 +68,22 @@ class SimUsb3Platform:
     target : TargetDescription
         What ``sim:usb3?...`` selects: host-controller profile (``host``), burst cap
         (``burst``), the bus and the hops the simulation models.
-
-    Attributes
-    ----------
-    last_stream : dict
-        What the last bulk stream cost in the simulator (cycles, wall seconds, NRDYs, ...).
     """
 
     #: busprobe's SuperSpeed gateware answers the vendor requests (no stock design here).
     vendor_requests = True
+    clock_hz = usb3.CLOCK_HZ
+    # The simulation moves >= 500 kB of bus data per wall second on a loaded 2-core machine
+    # (1 MiB in ~2 s).
+    stream_rate = 50e3
 
     def __init__(self, target: TargetDescription) -> None:
-        self.target = target
-        self.name = target.text
-        self.host = target.options["host"]
+        super().__init__(target)
         self.burst = target.options["burst"]
-        self.server: SimServer | None = None
-        self.last_stream: dict[str, Any] = {}
-        self._cycle = 0
 
     def open(self) -> None:
-        build_dir = build_usb3_simulator()
-        self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.usb3.server", name=self.name,
-                                env={ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})
-        self._cycle = self.server.info["cycle"]
-
-    def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-
-    def _server(self) -> SimServer:
-        if self.server is None:
-            raise InvalidRequest(f"{self.name}: transport is not open")
-        return self.server
-
-    def now(self) -> float:
-        """Simulated seconds (the PIPE cycle counter) as of the last request."""
-        return self._cycle / usb3.CLOCK_HZ
-
-    def bus(self) -> BusDescription:
-        return self.target.require_bus()
-
-    def topology(self) -> list[dict[str, Any]]:
-        return self.target.hops_json()
-
-    def control(self, request_type: int, request: int, value: int, index: int,
-                length_or_data: int | bytes) -> bytes:
-        data, self._cycle = self._server().call("control", request_type, int(request), value,
-                                                index, length_or_data)
-        return data
-
-    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
-             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
-        timeout = _STREAM_BASE_S + length * count / _STREAM_RATE
-        reply = self._server().call("stream", endpoint, length, count, queue_depth,
-                                    list(outgoing) if outgoing is not None else None,
-                                    timeout=timeout)
-        chunks = reply.pop("in_data")
-        self._cycle = reply["cycle"]
-        self.last_stream = reply
-        if sink is not None:
-            for chunk in chunks:
-                sink(chunk)
-        return StreamResult(direction="in" if endpoint & 0x80 else "out", bytes=reply["bytes"],
-                            transfers=reply["transfers"], start=reply["start"] / usb3.CLOCK_HZ,
-                            end=reply["end"] / usb3.CLOCK_HZ,
-                            short_transfers=reply["short_transfers"])
+        self._start(build_usb3_simulator(), TOPLEVEL, "busprobe.sim.usb3.server",
+                    {ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})
 
     def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
                  sink: Sink | None) -> StreamResult:
