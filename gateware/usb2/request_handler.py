@@ -94,7 +94,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         setup = interface.setup
 
         for_interface = is_interface_request(setup)
-        m.d.comb += interface.claim.eq((setup.type == USBRequestType.VENDOR) | for_interface)
+        vendor = setup.type == USBRequestType.VENDOR
+        m.d.comb += interface.claim.eq(vendor | for_interface)
 
         base_word = Signal(range(RAM_WORDS))   # where the data stage starts in the RAM
 
@@ -136,9 +137,10 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             """On a new SETUP for us, pick the state that handles it."""
             is_in = setup.is_in_request
             no_data = ~setup.is_in_request & (setup.length == 0)
-            with m.If(setup.received & for_interface):
+            with m.If(setup.received & (vendor | for_interface)):
                 m.d.usb += [request.eq(setup.request), packet_start.eq(0),
                             interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
+            with m.If(setup.received & for_interface):
                 only_setting_zero = (setup.value == 0) & (setup.index == 0)
                 m.next = "STALL"
                 with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
@@ -147,9 +149,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                         m.next = "SEND_DATA"
                 with m.Elif(no_data & only_setting_zero):   # SET_INTERFACE
                     m.next = "STATUS_ACTION"
-            with m.Elif(setup.received & (setup.type == USBRequestType.VENDOR)):
-                m.d.usb += [request.eq(setup.request), packet_start.eq(0),
-                            interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
+            with m.Elif(setup.received & vendor):
                 with m.Switch(setup.request):
                     with m.Case(usb2.Request.GET_INFO):
                         m.d.usb += [base_word.eq(INFO_WORD), limit.eq(limit_to(len(INFO_BYTES)))]
