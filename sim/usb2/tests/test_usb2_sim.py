@@ -6,13 +6,12 @@ process and each of its tests is reported here as its own pytest case.
 
 from __future__ import annotations
 
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from busprobe.model.usb2 import usb2_ceiling
 from busprobe.protocol.patterns import Pattern, PatternStream
+from busprobe.sim.cocotb_suite import run_cocotb_suite
 from busprobe.targets import open_transport
 
 HERE = Path(__file__).resolve().parent
@@ -40,31 +39,8 @@ def run_cocotb(model: Path, out: Path, testcases: list[str] | None = None,
                env: dict[str, str] | None = None) -> dict[str, str | None]:
     """Run cocotb tests of ``usb2_cocotb`` (all, or ``testcases``) in one simulator process;
     ``{test name: failure text or None}``."""
-    from busprobe.sim.toolchain import apply_verilator_env
-    from cocotb_tools.runner import get_runner
-
-    apply_verilator_env()
-    results = out / "results.xml"
-    # The runner passes this process's sys.path as the simulator's PYTHONPATH (overriding
-    # extra_env), so the cocotb module's folder goes on sys.path for the call.
-    sys.path.insert(0, str(HERE))
-    try:
-        get_runner("verilator").test(
-            test_module=COCOTB_MODULE, hdl_toplevel="usb2_sim_top", hdl_toplevel_lang="verilog",
-            build_dir=str(model), test_dir=str(out), results_xml=str(results),
-            testcase=testcases, extra_env={"COCOTB_LOG_LEVEL": "WARNING", **(env or {})})
-    except SystemExit:
-        pass  # the runner exits when a test failed; the results file says which
-    finally:
-        sys.path.remove(str(HERE))
-    outcome: dict[str, str | None] = {}
-    for case in ET.parse(results).getroot().iter("testcase"):
-        failure = case.find("failure")
-        if failure is None:
-            failure = case.find("error")
-        text = None if failure is None else (failure.get("message") or failure.text or "failed")
-        outcome[case.get("name", "").rpartition(".")[2]] = text
-    return outcome
+    return run_cocotb_suite(model, out, module=COCOTB_MODULE, module_dir=HERE,
+                            toplevel="usb2_sim_top", testcases=testcases, env=env)
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,10 @@ process and each of its tests is reported here as its own pytest case.
 from __future__ import annotations
 
 import json
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from busprobe.sim.cocotb_suite import run_cocotb_suite
 
 HERE = Path(__file__).resolve().parent
 COCOTB_MODULE = "usb3_cocotb"
@@ -38,31 +37,11 @@ def run_cocotb(model: Path, out: Path, testcases: list[str] | None = None
                ) -> tuple[dict[str, str | None], list[dict]]:
     """Run tests of ``usb3_cocotb`` in one simulator process: ``({test: failure or None},
     [figures recorded])``."""
-    from busprobe.sim.toolchain import apply_verilator_env
-    from cocotb_tools.runner import get_runner
-
-    apply_verilator_env()
-    results = out / "results.xml"
     figures = out / "figures.jsonl"
-    # The runner passes this process's sys.path as the simulator's PYTHONPATH.
-    sys.path.insert(0, str(HERE))
-    try:
-        get_runner("verilator").test(
-            test_module=COCOTB_MODULE, hdl_toplevel="usb3_sim_top", hdl_toplevel_lang="verilog",
-            build_dir=str(model), test_dir=str(out), results_xml=str(results),
-            testcase=testcases, log_file=str(out / "sim.log"),
-            extra_env={"COCOTB_LOG_LEVEL": "WARNING", "BUSPROBE_USB3_FIGURES": str(figures)})
-    except SystemExit:
-        pass  # the runner exits when a test failed; the results file says which
-    finally:
-        sys.path.remove(str(HERE))
-    outcome: dict[str, str | None] = {}
-    for case in ET.parse(results).getroot().iter("testcase"):
-        failure = case.find("failure")
-        if failure is None:
-            failure = case.find("error")
-        text = None if failure is None else (failure.get("message") or failure.text or "failed")
-        outcome[case.get("name", "").rpartition(".")[2]] = text
+    outcome = run_cocotb_suite(model, out, module=COCOTB_MODULE, module_dir=HERE,
+                               toplevel="usb3_sim_top", testcases=testcases,
+                               env={"BUSPROBE_USB3_FIGURES": str(figures)},
+                               log_file=str(out / "sim.log"))
     recorded = [json.loads(line) for line in figures.read_text().splitlines()] \
         if figures.exists() else []
     return outcome, recorded
