@@ -133,6 +133,9 @@ class StreamInEndpoint(wiring.Component):
         zlp_owed = Signal()              # the transfer ended on a full packet and wants a ZLP
         packet_length = Signal(range(mps + 1))
         sent = Signal(range(mps + 1))
+        # `sent == packet_length - 1`, kept as a register: compared combinationally it put a
+        # 10-bit subtract-and-compare in front of LUNA's transmitter (ECP5 critical path).
+        final_byte = Signal()
         sent_last = Signal()             # the packet in flight was closed by the stream
         data_toggle = Signal()
 
@@ -184,7 +187,8 @@ class StreamInEndpoint(wiring.Component):
                         m.d.comb += interface.handshakes_out.nak.eq(1)
                     with m.Else():
                         m.d.comb += self.packet_start.eq(1)
-                        m.d.usb += packet_length.eq(next_length)
+                        m.d.usb += [packet_length.eq(next_length),
+                                    final_byte.eq(next_length == 1)]
                         with m.If(next_length == 0):
                             # LUNA's packet generator sends a ZLP for `last` without `first`.
                             m.d.comb += [tx.valid.eq(1), tx.last.eq(1)]
@@ -193,11 +197,12 @@ class StreamInEndpoint(wiring.Component):
                             m.next = "SEND"
 
             with m.State("SEND"):
-                last = (sent == packet_length - 1) | byte_last
+                last = final_byte | byte_last
                 m.d.comb += [tx.valid.eq(1), tx.first.eq(sent == 0), tx.last.eq(last)]
                 with m.If(tx.ready):
                     m.d.comb += read.addr.eq(live + 1)
-                    m.d.usb += [sent.eq(sent + 1), live.eq(live + 1)]
+                    m.d.usb += [sent.eq(sent + 1), live.eq(live + 1),
+                                final_byte.eq(sent + 2 == packet_length)]
                     with m.If(last):
                         m.d.usb += [packet_length.eq(sent + 1), sent_last.eq(byte_last)]
                         m.next = "WAIT_FOR_ACK"

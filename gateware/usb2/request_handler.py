@@ -120,14 +120,18 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             nothing_left.eq(packet_start >= limit),
         ]
 
-        # The RAM is addressed one byte ahead (its read takes a cycle): the word holding the
-        # byte at `position` is on `read_data` whenever a byte is offered.
+        # The bytes offered come from `word`, a register; the RAM meanwhile reads the word after
+        # it, addressed from registers only, so LUNA's transmit-ready chain ends at `position`
+        # and `word` instead of running on through the RAM's address (it was the ECP5 critical
+        # path: tx.ready -> position + 1 -> RAM address -> read data). `loading` counts the two
+        # cycles the first word of a packet takes to arrive (address, then RAM read).
         tx = interface.tx
-        next_position = Signal(16)
+        word = Signal(32)
+        loading = Signal(2)
+        read_ahead = Signal()       # the RAM reads the word after `word`
         m.d.comb += [
-            next_position.eq(position),
-            self.read_address.eq(base_word + next_position[2:]),
-            tx.payload.eq(self.read_data.word_select(position[0:2], 8)),
+            self.read_address.eq(base_word + position[2:] + read_ahead),
+            tx.payload.eq(word.word_select(position[0:2], 8)),
         ]
 
         def limit_to(size):
@@ -183,8 +187,12 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
 
             with m.State("SEND_DATA"):
                 with m.If(interface.data_requested):
-                    m.d.comb += next_position.eq(packet_start)
-                    m.d.usb += [position.eq(packet_start), sending.eq(1)]
+                    m.d.usb += [position.eq(packet_start), read_ahead.eq(0), loading.eq(2),
+                                sending.eq(0)]
+                with m.Elif(loading != 0):
+                    m.d.usb += loading.eq(loading - 1)
+                    with m.If(loading == 1):
+                        m.d.usb += [word.eq(self.read_data), read_ahead.eq(1), sending.eq(1)]
                 with m.If(sending):
                     with m.If(nothing_left):
                         m.d.comb += self.send_zlp()
@@ -194,8 +202,11 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                         m.d.comb += [tx.valid.eq(1), tx.first.eq(position == packet_start),
                                      tx.last.eq(last)]
                         with m.If(tx.ready):
-                            m.d.comb += next_position.eq(position + 1)
                             m.d.usb += position.eq(position + 1)
+                            # The RAM has read the next word since `read_ahead` was set: this
+                            # byte and the one before it share a word (a packet starts on one).
+                            with m.If(position[0:2] == 3):
+                                m.d.usb += word.eq(self.read_data)
                             with m.If(last):
                                 m.d.usb += [sending.eq(0), expecting_ack.eq(1)]
                 with m.If(interface.handshakes_in.ack & expecting_ack):

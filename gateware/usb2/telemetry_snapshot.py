@@ -73,8 +73,11 @@ class TelemetrySnapshot(wiring.Component):
         m = Module()
         count = usb2.TELEMETRY_WORDS
         info = [int.from_bytes(INFO_BYTES[i:i + 4], "little") for i in range(0, 8, 4)]
+        # In block RAM: yosys would otherwise pick LUT RAM for 44 words, whose read sits in
+        # the control endpoint's logic (it did, on the ECP5 critical path).
         m.submodules.ram = ram = Memory(shape=32, depth=RAM_WORDS,
-                                        init=[0] * count + info + [0])
+                                        init=[0] * count + info + [0],
+                                        attrs={"ram_style": "block"})
         write = ram.write_port(domain="usb")
         read = ram.read_port(domain="usb")
 
