@@ -13,7 +13,6 @@ from .out_endpoint import StreamOutEndpoint
 from .request_handler import ProbeRequestHandler, is_interface_request
 from .rx_monitor import RxPacketMonitor
 from .telemetry import Usb2Telemetry
-from .telemetry_snapshot import TelemetrySnapshot
 
 __all__ = ["Usb2ProbeDevice", "usb_device"]
 
@@ -61,8 +60,8 @@ class Usb2ProbeDevice(Elaboratable):
       back to IN), as SET_DATA_MODE selects.
     - :class:`RxPacketMonitor`: every packet received, and the ones dropped (bad PID, malformed,
       bad CRC, not for this device).
-    - :class:`Usb2Telemetry`: what the host did, in protocol order; :class:`TelemetrySnapshot`
-      copies it into block RAM for GET_TELEMETRY.
+    - :class:`Usb2Telemetry`: what the host did, in protocol order, in block RAM, with the
+      snapshot GET_TELEMETRY reads.
 
     Everything runs in the ``usb`` domain (60 MHz from the PHY); the board or simulation top
     provides that domain.
@@ -101,14 +100,12 @@ class Usb2ProbeDevice(Elaboratable):
         self.data_path = Usb2DataPath()
         self.rx_monitor = RxPacketMonitor()
         self.telemetry = Usb2Telemetry()
-        self.snapshot = TelemetrySnapshot()
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.usb = self._usb_renamed
         m.submodules.data_path = data_path = self.data_path
         m.submodules.telemetry = telemetry = self.telemetry
-        m.submodules.snapshot = snapshot = self.snapshot
         m.submodules.rx_monitor = rx_monitor = self.rx_monitor
         usb, requests, ep_in, ep_out = self.usb, self.requests, self.ep_in, self.ep_out
 
@@ -153,10 +150,10 @@ class Usb2ProbeDevice(Elaboratable):
             telemetry.out_duplicate.eq(ep_out.duplicate),
             telemetry.pattern_errors.eq(data_path.pattern_errors),
             telemetry.first_error_offset.eq(data_path.first_error_offset),
-            snapshot.words.eq(telemetry.words),
-            snapshot.capture.eq(requests.capture_telemetry),
-            snapshot.read_address.eq(requests.read_address),
-            requests.read_data.eq(snapshot.read_data),
+            telemetry.capture.eq(requests.capture_telemetry),
+            telemetry.read_address.eq(requests.read_address),
+            requests.read_data.eq(telemetry.read_data),
+            requests.snapshot_ready.eq(telemetry.ready),
         ]
         wiring.connect(m, data_path.to_in, ep_in.stream)
         wiring.connect(m, ep_out.stream, data_path.from_out)

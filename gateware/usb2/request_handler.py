@@ -10,7 +10,7 @@ from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardR
 
 from ..common.pattern import PATTERN_SHAPE
 from .descriptors import CONTROL_MAX_PACKET_SIZE
-from .telemetry_snapshot import INFO_BYTES, INFO_WORD, RAM_WORDS, ZERO_WORD
+from .telemetry import INFO_BYTES, INFO_WORD, RAM_WORDS, ZERO_WORD
 
 __all__ = ["ProbeRequestHandler", "INFO_BYTES", "is_interface_request"]
 
@@ -34,9 +34,10 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     Also answers GET_INTERFACE (alternate setting 0) and SET_INTERFACE to setting 0 of
     interface 0, and stalls any other (see :func:`is_interface_request`).
 
-    GET_TELEMETRY starts a snapshot (:class:`~.telemetry_snapshot.TelemetrySnapshot`) when the
-    SETUP packet arrives, so the block the host reads is the same in every packet of the data
-    stage and in a retry. GET_INFO and GET_TELEMETRY are both read from the snapshot RAM.
+    GET_TELEMETRY starts a snapshot (:class:`~.telemetry.Usb2Telemetry`) when the SETUP packet
+    arrives, so the block the host reads is the same in every packet of the data stage and in a
+    retry; an IN token that comes before the snapshot is whole (0.7 µs) is NAKed. GET_INFO and
+    GET_TELEMETRY are both read from the snapshot RAM.
     Actions of the OUT requests take effect when the host ACKs the status stage, like LUNA's
     standard SET_ADDRESS.
 
@@ -48,6 +49,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         Snapshot RAM word to read next.
     read_data: Signal(32), input
         The word ``read_address`` gave, a cycle later.
+    snapshot_ready: Signal(), input
+        The snapshot RAM holds a whole snapshot.
     clear_telemetry: Signal(), output
         Strobe: CLEAR_TELEMETRY.
     set_pattern: Signal(), output
@@ -74,6 +77,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     capture_telemetry: Out(1)
     read_address: Out(range(RAM_WORDS))
     read_data: In(32)
+    snapshot_ready: In(1)
     clear_telemetry: Out(1)
     set_pattern: Out(1)
     pattern: Out(PATTERN_SHAPE)
@@ -186,7 +190,9 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                 dispatch()
 
             with m.State("SEND_DATA"):
-                with m.If(interface.data_requested):
+                with m.If(interface.data_requested & ~self.snapshot_ready):
+                    m.d.comb += interface.handshakes_out.nak.eq(1)
+                with m.Elif(interface.data_requested):
                     m.d.usb += [position.eq(packet_start), read_ahead.eq(0), loading.eq(2),
                                 sending.eq(0)]
                 with m.Elif(loading != 0):

@@ -1,11 +1,51 @@
-"""Telemetry counters of the USB 2.0 device, in protocol order (``usb2.TELEMETRY``)."""
+"""Telemetry of the USB 2.0 device (``usb2.TELEMETRY``), kept in block RAM.
 
-from amaranth import C, Module, Mux, Signal
-from amaranth.lib import data, wiring
+The words are updated by a :class:`~busprobe.gateware.common.counter_ram.CounterRam` round;
+this module is the round's program: which events feed which word, through which small pending
+count, and how the timing-window words are taken at a SOF.
+"""
+
+import struct
+from types import SimpleNamespace
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 
-__all__ = ["Usb2Telemetry", "EndpointTrafficSignature"]
+from ..common.counter_ram import CounterRam, Kind
+
+__all__ = ["Usb2Telemetry", "EndpointTrafficSignature", "RxDropsSignature",
+           "INFO_BYTES", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
+
+#: The GET_INFO answer, packed by the protocol's own format.
+INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
+                         usb2.MAX_PACKET_SIZE)
+#: Snapshot RAM word of the GET_INFO answer (right after the telemetry block).
+INFO_WORD = usb2.TELEMETRY_WORDS
+#: Snapshot RAM word that is always zero (the GET_INTERFACE answer: alternate setting 0).
+ZERO_WORD = INFO_WORD + 2
+#: Words in the snapshot RAM.
+RAM_WORDS = ZERO_WORD + 1
+
+WORD = {name: index for index, (name, _) in enumerate(usb2.TELEMETRY)}
+#: Counter RAM words the host never sees: the newest SOF that ended a data microframe, per
+#: direction (the window's end moves there at the next one).
+HIDDEN = {name: usb2.TELEMETRY_WORDS + index for index, name in enumerate(
+    ("in_window_last_bytes", "in_window_last_uframe",
+     "out_window_last_bytes", "out_window_last_uframe"))}
+
+# Pending counts must not wrap between two visits of their operation: a round apart for
+# event counters, up to three for the counters a SOF holds back (bytes, SOFs). An event needs
+# at least a 3-cycle packet on the wire (60 MHz ULPI, 8 bits a cycle: SYNC alone is 4 bytes at
+# high speed; 3 covers a hostile bus's runts), so EVENT_BITS hold a round's events, checked at
+# elaboration; bytes come at most one a cycle plus a whole 512-byte packet at once.
+EVENT_BITS = 5
+BYTE_BITS = 12
+MIN_EVENT_CYCLES = 3
+#: The per-microframe token count saturates here (a microframe is 7,500 cycles, a token 8).
+TOKEN_COUNT_BITS = 10
+AGE_BITS = 8
 
 
 class EndpointTrafficSignature(wiring.Signature):
@@ -44,32 +84,24 @@ class RxDropsSignature(wiring.Signature):
                           ("packet", "bad_pid", "malformed", "crc_error", "foreign")})
 
 
-class _Counter:
-    """A 32-bit wrapping counter cleared by the telemetry's ``clear``."""
-
-    def __init__(self, m, clear, name):
-        self.value = Signal(32, name=name)
-        self._m, self._clear = m, clear
-
-    def add(self, condition, amount=1):
-        with self._m.If(self._clear):
-            self._m.d.usb += self.value.eq(0)
-        with self._m.Elif(condition):
-            self._m.d.usb += self.value.eq(self.value + amount)
-        return self.value
-
-
 class Usb2Telemetry(wiring.Component):
-    """Counts what the host did to the device and packs it in protocol order.
+    """Counts what the host did to the device, and keeps a snapshot for the host to read.
 
-    Every counter is 32 bits and wraps. ``words`` is live (the request handler snapshots it when
-    the host asks); its order comes from :data:`busprobe.protocol.usb2.TELEMETRY` itself, and
-    elaboration fails if the gateware and the protocol name different counters.
+    Every word is 32 bits and wraps; the layout is :data:`busprobe.protocol.usb2.TELEMETRY`,
+    and elaboration fails if the program leaves a word of it out. ``capture`` starts a snapshot
+    that is whole a round later (42 cycles, 0.7 µs; up to two more if a SOF is being applied);
+    ``ready`` says so. The snapshot RAM also
+    holds the GET_INFO answer at :data:`INFO_WORD` and a zero word at :data:`ZERO_WORD`, so one
+    read port feeds the control endpoint.
+
+    The timing window (``*_window_*``) is taken at a SOF that ends a microframe with data. A
+    SOF less than a round after the one before (never on a real bus: they are 7,500 cycles
+    apart) is counted but does not move the window; the next one does.
 
     Attributes
     ----------
     clear: Signal(), input
-        Strobe: zero every counter (CLEAR_TELEMETRY).
+        Strobe: zero every counter (CLEAR_TELEMETRY); events in its cycle are not counted.
     sof: Signal(), input
         Strobe: a start-of-frame packet arrived (starts a new microframe).
     ep_in: EndpointTrafficSignature, input
@@ -88,10 +120,13 @@ class Usb2Telemetry(wiring.Component):
         From the OUT pattern checker.
     first_error_offset: Signal(32), input
         From the OUT pattern checker.
-    cycle: Signal(32), output
-        Free-running 60 MHz cycle counter (not cleared).
-    words: ArrayLayout(32, TELEMETRY_WORDS), output
-        The telemetry block.
+    capture: Signal(), input
+        Strobe: snapshot the telemetry (GET_TELEMETRY's SETUP).
+    ready: Signal(), output
+        The snapshot is whole.
+    read_address: Signal(range(RAM_WORDS)), input
+        Snapshot word to read; ``read_data`` has it a cycle later.
+    read_data: Signal(32), output
     """
 
     clear: In(1)
@@ -104,129 +139,260 @@ class Usb2Telemetry(wiring.Component):
     out_duplicate: In(1)
     pattern_errors: In(32)
     first_error_offset: In(32)
-    cycle: Out(32)
-    words: Out(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+    capture: In(1)
+    ready: Out(1)
+    read_address: In(range(RAM_WORDS))
+    read_data: Out(32)
 
     def elaborate(self, platform):
         m = Module()
-        m.d.usb += self.cycle.eq(self.cycle + 1)
+        info = [int.from_bytes(INFO_BYTES[i:i + 4], "little") for i in range(0, 8, 4)]
+        snapshot_init = ([usb2.MAGIC, usb2.PROTOCOL_VERSION] + [0] * (usb2.TELEMETRY_WORDS - 2)
+                         + info + [0])
+        m.submodules.ram = ram = CounterRam(words=usb2.TELEMETRY_WORDS + len(HIDDEN),
+                                            snapshot_init=snapshot_init, domain="usb")
+        # Every event is registered on its way in: they come combinationally from LUNA's
+        # handshake detector and endpoints, and the paths from there into the pending counts
+        # were, in turn, the ECP5 critical path. Counting a cycle late changes nothing but the
+        # time stamps, whose age starts one cycle older.
+        self._ev = _registered_events(m, self)
+        m.d.comb += [
+            ram.clear.eq(self._ev.clear),
+            ram.read_address.eq(self.read_address),
+            self.read_data.eq(ram.read_data),
+        ]
+        # Operation 0 must not depend on the round's SOF flag: it is addressed in the cycle that
+        # flag changes. The checker's registers go first.
+        ram.add(WORD["pattern_errors"], Kind.INPUT, value=self.pattern_errors)
+        ram.add(WORD["first_error_offset"], Kind.INPUT, value=self.first_error_offset)
+        sof_round, sof_pending = self._sof_rounds(m, ram)
+        self._capture(m, ram, sof_round, sof_pending)
+        latched = self._windows(m, ram, sof_round, sof_pending)
+        self._counters(m, ram, latched, sof_round, sof_pending)
+        for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out)):
+            self._max_per_uframe(m, ram, direction, ep.token)
+            self._stamp(m, ram, f"{direction}_first_cycle", ep.packet_start, first_only=True)
+            self._stamp(m, ram, f"{direction}_last_cycle", ep.acked, first_only=False)
 
-        def counter(name, condition, amount=1):
-            return _Counter(m, self.clear, name).add(condition, amount)
-
-        values = {
-            "magic": C(usb2.MAGIC, 32),
-            "version": C(usb2.PROTOCOL_VERSION, 32),
-            "pings": counter("pings", self.ping),
-            "sofs": counter("sofs", self.sof),
-            "out_nyets": counter("out_nyets", self.nyet),
-            "data_uframes": self._data_uframes(m),
-            "rx_packets": counter("rx_packets", self.rx.packet),
-            "rx_bad_pids": counter("rx_bad_pids", self.rx.bad_pid),
-            "rx_malformed": counter("rx_malformed", self.rx.malformed),
-            "rx_crc_errors": counter("rx_crc_errors", self.rx.crc_error),
-            "rx_foreign": counter("rx_foreign", self.rx.foreign),
-            "out_duplicates": counter("out_duplicates", self.out_duplicate),
-            "pattern_errors": self.pattern_errors,
-            "first_error_offset": self.first_error_offset,
-        }
-        for direction, ep in (("in", self.ep_in), ("out", self.ep_out)):
-            length = ep.acked_length
-            moved = counter(f"{direction}_bytes", ep.acked, length)
-            values |= self._window(m, direction, ep.acked, moved, values["sofs"])
-            values |= {
-                f"{direction}_bytes": moved,
-                f"{direction}_packets": counter(f"{direction}_packets", ep.acked & (length != 0)),
-                f"{direction}_short": counter(
-                    f"{direction}_short",
-                    ep.acked & (length != 0) & (length != usb2.MAX_PACKET_SIZE)),
-                f"{direction}_zlps": counter(f"{direction}_zlps", ep.acked & (length == 0)),
-                f"{direction}_naks": counter(f"{direction}_naks", ep.nak),
-                f"{direction}_tokens": counter(f"{direction}_tokens", ep.token),
-                f"{direction}_tokens_max_uframe": self._max_per_uframe(m, direction, ep.token),
-                f"{direction}_first_cycle": self._first_cycle(m, direction, ep.packet_start),
-                f"{direction}_last_cycle": self._last_cycle(m, direction, ep.acked),
-            }
-
-        names = [name for name, _ in usb2.TELEMETRY]
-        if set(names) != set(values):
-            raise ValueError(f"gateware telemetry {sorted(values)} does not match the protocol's "
-                             f"{sorted(names)}")
-        for index, name in enumerate(names):
-            m.d.comb += self.words[index].eq(values[name])
+        cycles = len(ram.ops)
+        if cycles // MIN_EVENT_CYCLES + 1 >= 2 ** EVENT_BITS or \
+                3 * cycles + usb2.MAX_PACKET_SIZE >= 2 ** BYTE_BITS or \
+                cycles >= 2 ** (AGE_BITS - 1):
+            raise ValueError(f"a round of {cycles} operations overflows the pending counts")
+        written = [op.word for op in ram.ops]
+        expected = set(WORD.values()) - {WORD["magic"], WORD["version"]} | set(HIDDEN.values())
+        if sorted(written) != sorted(expected):
+            missing = {name for name, word in (WORD | HIDDEN).items() if word not in written}
+            raise ValueError(f"telemetry program leaves out or repeats words (missing: "
+                             f"{sorted(missing - {'magic', 'version'})})")
         return m
 
-    def _max_per_uframe(self, m, direction, token):
-        current = Signal(32, name=f"{direction}_tokens_this_uframe")
-        most = Signal(32, name=f"{direction}_tokens_max")
-        with m.If(self.clear):
-            m.d.usb += [current.eq(0), most.eq(0)]
-        with m.Elif(self.sof):
-            m.d.usb += current.eq(0)
-            with m.If(current > most):
-                m.d.usb += most.eq(current)
-        with m.Elif(token):
-            m.d.usb += current.eq(current + 1)
-        # Live value: the microframe in progress counts too.
-        return Mux(current > most, current, most)
+    def _sof_rounds(self, m, ram):
+        """Which SOF moves the window, and which round applies it.
 
-    def _data_uframes(self, m):
-        moved = self.ep_in.acked | self.ep_out.acked
+        A SOF is *accepted* when no earlier one is still waiting for its round and no snapshot
+        is being taken; the round that starts next is a *SOF round*, in which the window
+        operations run and the counters the window copies (bytes, SOFs) add the counts held
+        back at the SOF. Between an accepted SOF and the end of its round those counters' words
+        lag by what was held back, so no snapshot is taken then.
+        """
+        self._sof_accept = accept = Signal()
+        self._capturing = Signal()
+        pending = Signal()          # accepted, its round not started yet
+        sof_round = Signal()
+        m.d.comb += accept.eq(self._ev.sof & ~pending & ~sof_round & ~self._capturing
+                              & ~self._ev.clear)
+        with m.If(self._ev.clear):
+            m.d.usb += [pending.eq(0), sof_round.eq(0)]
+        with m.Elif(ram.round_start):
+            m.d.usb += [sof_round.eq(pending), pending.eq(accept)]
+        with m.Elif(accept):
+            m.d.usb += pending.eq(1)
+        return sof_round, pending
+
+    def _capture(self, m, ram, sof_round, sof_pending):
+        """Start the engine's snapshot once no SOF is between acceptance and its round."""
+        wanted = Signal()
+        start = wanted & ~sof_pending & ~sof_round & ~self._sof_accept
+        m.d.comb += [ram.capture.eq(start), self._capturing.eq(wanted | ~ram.ready),
+                     self.ready.eq(ram.ready & ~wanted)]
+        with m.If(self.capture):
+            m.d.usb += wanted.eq(1)
+        with m.Elif(start):
+            m.d.usb += wanted.eq(0)
+
+    def _latched_counter(self, m, name, increment, width):
+        """A pending count that the SOF splits: what came before it is ``held`` for the SOF's
+        round, what comes after keeps counting (and waits until that round is done)."""
+        count = Signal(width, name=f"{name}_pending")
+        held = Signal(width, name=f"{name}_at_sof")
+        with m.If(self._ev.clear):
+            m.d.usb += [count.eq(0), held.eq(0)]
+        with m.Elif(self._sof_accept):
+            m.d.usb += [held.eq(count), count.eq(increment)]
+        return count, held, increment
+
+    def _windows(self, m, ram, sof_round, sof_pending):
+        """The whole-microframe timing window of each direction (see ``usb2.TELEMETRY``).
+
+        At each SOF that ends a microframe with data the window's end moves to the previous
+        such SOF (the newest is kept in a hidden word): the last data microframe, partly idle,
+        never enters it. The first such SOF starts the window and ends it at once.
+        """
+        latched = {
+            f"{direction}_bytes": self._latched_counter(
+                m, f"{direction}_bytes", Mux(ep.acked, ep.acked_length, 0), BYTE_BITS)
+            for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out))}
+        latched["sofs"] = self._latched_counter(m, "sofs", self._ev.sof, EVENT_BITS)
+        held_sofs = latched["sofs"][1]
+
+        for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out)):
+            active = Signal(name=f"{direction}_moved_this_uframe")
+            started = Signal(name=f"{direction}_window_started")
+            moves = Signal(name=f"{direction}_window_moves")    # at the accepted SOF
+            first = Signal(name=f"{direction}_window_first")
+            with m.If(self._ev.clear):
+                m.d.usb += [active.eq(0), started.eq(0), moves.eq(0), first.eq(0)]
+            with m.Elif(self._sof_accept):
+                m.d.usb += [active.eq(ep.acked), moves.eq(active), first.eq(active & ~started),
+                            started.eq(started | active)]
+            with m.Elif(ep.acked):
+                m.d.usb += active.eq(1)
+
+            on = sof_round & moves
+            held_bytes = latched[f"{direction}_bytes"][1]
+            word_bytes, word_sofs = WORD[f"{direction}_bytes"], WORD["sofs"]
+            last_bytes = HIDDEN[f"{direction}_window_last_bytes"]
+            last_uframe = HIDDEN[f"{direction}_window_last_uframe"]
+            name = f"{direction}_window_"
+            # The end: the previous data SOF (or this one, the first); then the start, on the
+            # first; then this SOF becomes the newest. Each copy reads the word before the SOF's
+            # round adds the held-back count to it, and adds that count itself.
+            for target, source_first, source, held in (
+                    ("end_bytes", word_bytes, last_bytes, held_bytes),
+                    ("end_uframe", word_sofs, last_uframe, held_sofs)):
+                ram.add(WORD[name + target], Kind.ADD,
+                        read_word=Mux(on, Mux(first, source_first, source), WORD[name + target]),
+                        operand=Mux(on & first, held, 0))
+            for target, source, held in (("start_bytes", word_bytes, held_bytes),
+                                         ("start_uframe", word_sofs, held_sofs)):
+                ram.add(WORD[name + target], Kind.ADD,
+                        read_word=Mux(on & first, source, WORD[name + target]),
+                        operand=Mux(on & first, held, 0))
+            for target, source, held in ((last_bytes, word_bytes, held_bytes),
+                                         (last_uframe, word_sofs, held_sofs)):
+                ram.add(target, Kind.ADD, read_word=Mux(on, source, target),
+                        operand=Mux(on, held, 0), snapshot=False)
+        return latched
+
+    def _counters(self, m, ram, latched, sof_round, sof_pending):
+        # The window's sources: between an accepted SOF and the end of its round they add only
+        # what the SOF held back, so the window copies read them as they were at the SOF.
+        waiting = sof_pending | self._sof_accept
+        for name, (count, held, increment) in latched.items():
+            op = ram.add(WORD[name], Kind.ADD,
+                         operand=Mux(waiting, 0, count) + Mux(sof_round, held, 0))
+            with m.If(~self._ev.clear & ~self._sof_accept):
+                with m.If(op.taken & ~waiting):
+                    m.d.usb += count.eq(increment)
+                with m.Else():
+                    m.d.usb += count.eq(count + increment)
+
+        events = {
+            "pings": self._ev.ping,
+            "out_nyets": self._ev.nyet,
+            "rx_packets": self._ev.rx.packet,
+            "rx_bad_pids": self._ev.rx.bad_pid,
+            "rx_malformed": self._ev.rx.malformed,
+            "rx_crc_errors": self._ev.rx.crc_error,
+            "rx_foreign": self._ev.rx.foreign,
+            "out_duplicates": self._ev.out_duplicate,
+            "data_uframes": self._new_data_uframe(m),
+        }
+        for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out)):
+            length = ep.acked_length
+            events |= {
+                f"{direction}_packets": ep.acked & (length != 0),
+                f"{direction}_short": ep.acked & (length != 0) & (length != usb2.MAX_PACKET_SIZE),
+                f"{direction}_zlps": ep.acked & (length == 0),
+                f"{direction}_naks": ep.nak,
+                f"{direction}_tokens": ep.token,
+            }
+        for name, event in events.items():
+            count = Signal(EVENT_BITS, name=f"{name}_pending")
+            op = ram.add(WORD[name], Kind.ADD, operand=count)
+            with m.If(self._ev.clear):
+                m.d.usb += count.eq(0)
+            with m.Else():
+                m.d.usb += count.eq(Mux(op.taken, 0, count) + event)
+
+    def _new_data_uframe(self, m):
+        """Strobe: the first data packet (either direction) of a microframe."""
+        moved = self._ev.ep_in.acked | self._ev.ep_out.acked
         moved_this_uframe = Signal()
-        count = Signal(32, name="data_uframes_ended")
-        with m.If(self.clear):
-            m.d.usb += [count.eq(0), moved_this_uframe.eq(0)]
-        with m.Elif(self.sof):
-            m.d.usb += [count.eq(count + moved_this_uframe), moved_this_uframe.eq(moved)]
+        with m.If(self._ev.clear):
+            m.d.usb += moved_this_uframe.eq(0)
+        with m.Elif(self._ev.sof):
+            m.d.usb += moved_this_uframe.eq(moved)
         with m.Elif(moved):
             m.d.usb += moved_this_uframe.eq(1)
-        return count + moved_this_uframe
+        return moved & (self._ev.sof | ~moved_this_uframe)
 
-    def _window(self, m, direction, acked, moved, sofs):
-        """The whole-microframe timing window of one direction (see ``usb2.TELEMETRY``).
+    def _max_per_uframe(self, m, ram, direction, token):
+        """Most tokens in one microframe; the microframe in progress counts too.
 
-        At each SOF that ends a microframe with data, the window's end moves to the previous
-        such SOF: the last data microframe, partly idle, never enters it. It needs hindsight,
-        so the newest such SOF is kept aside in ``last_*``.
-        """
-        active = Signal(name=f"{direction}_moved_this_uframe")
-        started = Signal(name=f"{direction}_window_started")
-        words = {}
-        for name in ("start_bytes", "start_uframe", "end_bytes", "end_uframe"):
-            words[name] = Signal(32, name=f"{direction}_window_{name}")
-        last_bytes = Signal(32, name=f"{direction}_window_last_bytes")
-        last_uframe = Signal(32, name=f"{direction}_window_last_uframe")
-        with m.If(self.clear):
-            m.d.usb += [signal.eq(0) for signal in (active, started, last_bytes, last_uframe,
-                                                    *words.values())]
-        with m.Elif(self.sof):
-            m.d.usb += active.eq(0)
-            with m.If(active & ~started):
-                m.d.usb += [started.eq(1),
-                            words["start_bytes"].eq(moved), words["start_uframe"].eq(sofs),
-                            words["end_bytes"].eq(moved), words["end_uframe"].eq(sofs)]
-            with m.Elif(active):
-                m.d.usb += [words["end_bytes"].eq(last_bytes),
-                            words["end_uframe"].eq(last_uframe)]
-            with m.If(active):
-                m.d.usb += [last_bytes.eq(moved), last_uframe.eq(sofs)]
-        with m.Elif(acked):
-            m.d.usb += active.eq(1)
-        return {f"{direction}_window_{name}": word for name, word in words.items()}
+        Kept in flip-flops (10 bits: a microframe has room for fewer than 1,024 tokens) and
+        copied into the RAM word; a maximum is not a sum of pending counts."""
+        current = Signal(TOKEN_COUNT_BITS, name=f"{direction}_tokens_this_uframe")
+        most = Signal(TOKEN_COUNT_BITS, name=f"{direction}_tokens_max")
+        live = Mux(current > most, current, most)
+        ram.add(WORD[f"{direction}_tokens_max_uframe"], Kind.INPUT, value=live)
+        with m.If(self._ev.clear):
+            m.d.usb += [current.eq(0), most.eq(0)]
+        with m.Elif(self._ev.sof):
+            m.d.usb += [current.eq(0), most.eq(live)]
+        with m.Elif(token & (current != 2 ** TOKEN_COUNT_BITS - 1)):
+            m.d.usb += current.eq(current + 1)
 
-    def _first_cycle(self, m, direction, start):
-        seen = Signal(name=f"{direction}_started")
-        first = Signal(32, name=f"{direction}_first_cycle")
-        with m.If(self.clear):
-            m.d.usb += [seen.eq(0), first.eq(0)]
-        with m.Elif(start & ~seen):
-            m.d.usb += [seen.eq(1), first.eq(self.cycle)]
-        return first
+    def _stamp(self, m, ram, name, event, *, first_only):
+        """The cycle counter's value at ``event`` (its first since the clear, or its last).
 
-    def _last_cycle(self, m, direction, acked):
-        last = Signal(32, name=f"{direction}_last_cycle")
-        with m.If(self.clear):
-            m.d.usb += last.eq(0)
-        with m.Elif(acked):
-            m.d.usb += last.eq(self.cycle)
-        return last
+        The operation adds the negative age of the event to the cycle counter it is written
+        at; the age fits its signed width because the operation comes round within
+        ``2 ** (AGE_BITS - 1)`` cycles."""
+        pending = Signal(name=f"{name}_pending")
+        negative_age = Signal(AGE_BITS, name=f"{name}_negative_age")
+        seen = Signal(name=f"{name}_seen")
+        op = ram.add(WORD[name], Kind.STAMP, operand=negative_age, flag=pending)
+        stamp = event & ~seen if first_only else event
+        with m.If(self._ev.clear):
+            m.d.usb += [pending.eq(0), seen.eq(0)]
+        with m.Elif(stamp):
+            # The event happened a cycle before it is seen here (registered inputs), and the
+            # counter is read a cycle later still, so the age starts at 2.
+            m.d.usb += [pending.eq(1), negative_age.eq(-2), seen.eq(1)]
+        with m.Else():
+            m.d.usb += negative_age.eq(negative_age - 1)
+            with m.If(op.taken):
+                m.d.usb += pending.eq(0)
+
+
+def _registered_events(m, telemetry):
+    """The event inputs of ``telemetry``, each delayed by a flip-flop (a namespace shaped like
+    the component: ``clear``, ``sof``, ``ep_in.acked``, ``rx.packet``...)."""
+    def delayed(signal):
+        copy = Signal.like(signal, name=f"{signal.name}_registered")
+        m.d.usb += copy.eq(signal)
+        return copy
+
+    def endpoint(ep):
+        return SimpleNamespace(**{name: delayed(getattr(ep, name)) for name in
+                                  ("token", "nak", "packet_start", "acked", "acked_length")})
+
+    return SimpleNamespace(
+        clear=delayed(telemetry.clear), sof=delayed(telemetry.sof),
+        ping=delayed(telemetry.ping), nyet=delayed(telemetry.nyet),
+        out_duplicate=delayed(telemetry.out_duplicate),
+        ep_in=endpoint(telemetry.ep_in), ep_out=endpoint(telemetry.ep_out),
+        rx=SimpleNamespace(**{name: delayed(getattr(telemetry.rx, name)) for name in
+                              ("packet", "bad_pid", "malformed", "crc_error", "foreign")}))

@@ -2,22 +2,21 @@
 
 import struct
 
-from amaranth import Elaboratable, Module, Signal
-from amaranth.lib import data
+from amaranth import Elaboratable, Module
 from amaranth.sim import Simulator
 from busprobe.gateware.usb2.request_handler import ProbeRequestHandler
-from busprobe.gateware.usb2.telemetry_snapshot import TelemetrySnapshot
+from busprobe.gateware.usb2.telemetry import Usb2Telemetry
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
 from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardRequests
 
 
 class HandlerWithSnapshot(Elaboratable):
-    """The request handler reading the snapshot RAM, as the device wires them."""
+    """The request handler reading the telemetry's snapshot RAM, as the device wires them."""
 
     def __init__(self):
         self.handler = ProbeRequestHandler()
-        self.telemetry = Signal(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+        self.telemetry = Usb2Telemetry()
         self.interface = self.handler.interface
 
     def __getattr__(self, name):
@@ -26,12 +25,12 @@ class HandlerWithSnapshot(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.handler = handler = self.handler
-        m.submodules.snapshot = snapshot = TelemetrySnapshot()
+        m.submodules.telemetry = telemetry = self.telemetry
         m.d.comb += [
-            snapshot.words.eq(self.telemetry),
-            snapshot.capture.eq(handler.capture_telemetry),
-            snapshot.read_address.eq(handler.read_address),
-            handler.read_data.eq(snapshot.read_data),
+            telemetry.capture.eq(handler.capture_telemetry),
+            telemetry.read_address.eq(handler.read_address),
+            handler.read_data.eq(telemetry.read_data),
+            handler.snapshot_ready.eq(telemetry.ready),
         ]
         return m
 
@@ -83,19 +82,28 @@ def run(dut, testbench):
 
 def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets():
     dut = HandlerWithSnapshot()
-    values = {name: 0x0101_0101 * (i + 1) for i, (name, _) in enumerate(usb2.TELEMETRY)}
-    values |= {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION}
-    names = [name for name, _ in usb2.TELEMETRY]
+    telemetry = dut.telemetry
+    expected = dict.fromkeys((name for name, _ in usb2.TELEMETRY), 0)
+    expected |= {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION, "in_tokens": 3,
+                 "in_tokens_max_uframe": 3,
+                 "pings": 2, "pattern_errors": 0x0102_0304, "first_error_offset": 0x0A0B_0C0D}
 
     async def testbench(ctx):
-        for i, name in enumerate(names):
-            ctx.set(dut.telemetry[i], values[name])
+        ctx.set(telemetry.pattern_errors, expected["pattern_errors"])
+        ctx.set(telemetry.first_error_offset, expected["first_error_offset"])
+        for signal in (telemetry.ep_in.token,) * 3 + (telemetry.ping,) * 2:
+            await strobe(ctx, signal)
         await setup(ctx, dut, usb2.Request.GET_TELEMETRY, is_in=True, length=usb2.TELEMETRY_SIZE)
-        # The scan copies a word per cycle; counters moving after it don't tear the block,
-        # and the host's first IN token never comes sooner than this.
-        await ctx.tick("usb").repeat(usb2.TELEMETRY_WORDS + 2)
-        for i in range(usb2.TELEMETRY_WORDS):
-            ctx.set(dut.telemetry[i], 0)
+        # An IN token before the snapshot is whole is NAKed, and nothing is sent.
+        ctx.set(dut.interface.data_requested, 1)
+        assert ctx.get(dut.interface.handshakes_out.nak)
+        await ctx.tick("usb")
+        ctx.set(dut.interface.data_requested, 0)
+        await ctx.tick("usb").repeat(3 * usb2.TELEMETRY_WORDS)
+        assert ctx.get(telemetry.ready)
+        # What happens after the snapshot does not tear the block.
+        ctx.set(telemetry.pattern_errors, 0)
+        await strobe(ctx, telemetry.ep_in.token)
         block, toggles = b"", []
         while len(block) < usb2.TELEMETRY_SIZE:
             packet, toggle = await read_packet(ctx, dut)
@@ -103,7 +111,7 @@ def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets()
             block, toggles = block + packet, toggles + [toggle]
         assert len(toggles) > 2  # past 128 bytes: every byte of the block is addressed
         assert toggles == [(1 + i) % 2 for i in range(len(toggles))]
-        assert usb2.unpack_telemetry(block) == values
+        assert usb2.unpack_telemetry(block) == expected
         await strobe(ctx, dut.interface.status_requested)
 
     run(dut, testbench)

@@ -1,8 +1,18 @@
-"""Telemetry counters: packed in exactly the order of protocol.usb2.TELEMETRY."""
+"""USB 2.0 telemetry in block RAM: the words the host reads, in protocol order, exact."""
 
+import random
+
+from amaranth import Elaboratable, Module
 from amaranth.sim import Simulator
 from busprobe.gateware.usb2.telemetry import Usb2Telemetry
 from busprobe.protocol import usb2
+
+from .flipflop_telemetry import FlipFlopTelemetry
+
+NAMES = [name for name, _ in usb2.TELEMETRY]
+#: Cycles to let pass after a SOF in these tests: a bus has 7,500 between two, and a SOF
+#: sooner than a round or two after the last does not move the window (by design).
+AFTER_SOF = 100
 
 
 async def pulse(ctx, *assignments):
@@ -11,6 +21,35 @@ async def pulse(ctx, *assignments):
     await ctx.tick("usb")
     for signal, _ in assignments:
         ctx.set(signal, 0)
+
+
+async def sof(ctx, dut):
+    await pulse(ctx, (dut.sof, 1))
+    await ctx.tick("usb").repeat(AFTER_SOF)
+
+
+async def read_snapshot(ctx, dut):
+    """Take a snapshot as GET_TELEMETRY does and read it word by word: ``{name: value}``."""
+    await pulse(ctx, (dut.capture, 1))
+    for _ in range(300):
+        if ctx.get(dut.ready):
+            break
+        await ctx.tick("usb")
+    else:
+        raise AssertionError("snapshot never became ready")
+    words = []
+    for index in range(usb2.TELEMETRY_WORDS):
+        ctx.set(dut.read_address, index)
+        await ctx.tick("usb")
+        words.append(ctx.get(dut.read_data))
+    return dict(zip(NAMES, words, strict=True))
+
+
+def run(dut, testbench):
+    sim = Simulator(dut)
+    sim.add_clock(1 / 60e6, domain="usb")
+    sim.add_testbench(testbench)
+    sim.run()
 
 
 def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
@@ -23,7 +62,7 @@ def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
         for length in (512, 512, 100, 0):
             await pulse(ctx, (dut.ep_in.token, 1))
             await pulse(ctx, (dut.ep_in.acked, 1), (dut.ep_in.acked_length, length))
-        await pulse(ctx, (dut.sof, 1))                       # microframe 1 ends: 4 IN tokens
+        await sof(ctx, dut)                                  # microframe 1 ends: 4 IN tokens
         await pulse(ctx, (dut.ep_in.token, 1))
         await pulse(ctx, (dut.ep_in.nak, 1))
         await pulse(ctx, (dut.ep_out.token, 1))
@@ -33,21 +72,15 @@ def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
         await pulse(ctx, (dut.ep_out.acked, 1), (dut.ep_out.acked_length, 3))
         await pulse(ctx, (dut.ep_out.nak, 1))
         await pulse(ctx, (dut.ping, 1))
-        await pulse(ctx, (dut.sof, 1))                       # microframe 2 ends
-        await pulse(ctx, (dut.sof, 1))                       # microframe 3: no data
+        await sof(ctx, dut)                                  # microframe 2 ends
+        await sof(ctx, dut)                                  # microframe 3: no data
         ctx.set(dut.pattern_errors, 7)
         ctx.set(dut.first_error_offset, 1234)
-        words = [ctx.get(dut.words[i]) for i in range(usb2.TELEMETRY_WORDS)]
-        seen.update(usb2.unpack_telemetry(usb2.pack_telemetry(
-            dict(zip((name for name, _ in usb2.TELEMETRY), words, strict=True)))))
-        seen["cycle"] = ctx.get(dut.cycle)
+        seen.update(usb2.unpack_telemetry(usb2.pack_telemetry(await read_snapshot(ctx, dut))))
         await pulse(ctx, (dut.clear, 1))
-        seen["after_clear"] = [ctx.get(dut.words[i]) for i in range(usb2.TELEMETRY_WORDS)]
+        seen["after_clear"] = await read_snapshot(ctx, dut)
 
-    sim = Simulator(dut)
-    sim.add_clock(1 / 60e6, domain="usb")
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
 
     assert seen["magic"] == usb2.MAGIC and seen["version"] == usb2.PROTOCOL_VERSION
     assert (seen["in_bytes"], seen["in_packets"], seen["in_short"], seen["in_zlps"]) == \
@@ -59,9 +92,8 @@ def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
     assert (seen["pings"], seen["out_nyets"], seen["sofs"], seen["data_uframes"]) == (1, 0, 3, 2)
     assert (seen["pattern_errors"], seen["first_error_offset"]) == (7, 1234)
     assert 10 <= seen["in_first_cycle"] < seen["in_last_cycle"] < seen["out_first_cycle"] \
-        < seen["out_last_cycle"] < seen["cycle"]
-    names = [name for name, _ in usb2.TELEMETRY]
-    cleared = dict(zip(names, seen["after_clear"], strict=True))
+        < seen["out_last_cycle"]
+    cleared = dict(seen["after_clear"])
     assert cleared.pop("magic") == usb2.MAGIC and cleared.pop("version") == usb2.PROTOCOL_VERSION
     # The checker's values are inputs (cleared by the checker itself); everything else is zero.
     assert {k: v for k, v in cleared.items() if k not in ("pattern_errors",
@@ -79,14 +111,10 @@ def test_timing_window_spans_whole_microframes_without_the_first_and_last_data_o
             for _ in range(packets):
                 await pulse(ctx, (dut.ep_in.acked, 1), (dut.ep_in.acked_length, 512))
             await pulse(ctx, (dut.ep_out.acked, 1), (dut.ep_out.acked_length, 8))
-            await pulse(ctx, (dut.sof, 1))
-        words = [ctx.get(dut.words[i]) for i in range(usb2.TELEMETRY_WORDS)]
-        seen.update(zip((name for name, _ in usb2.TELEMETRY), words, strict=True))
+            await sof(ctx, dut)
+        seen.update(await read_snapshot(ctx, dut))
 
-    sim = Simulator(dut)
-    sim.add_clock(1 / 60e6, domain="usb")
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
 
     # IN moved data in microframes 0, 1, 2 and 4 (SOF counts 0..4 at their ends): the window runs
     # from the end of microframe 0 to the end of microframe 2, the second-to-last with data.
@@ -95,3 +123,84 @@ def test_timing_window_spans_whole_microframes_without_the_first_and_last_data_o
     # OUT moved 8 bytes in every one of the five microframes.
     assert (seen["out_window_start_bytes"], seen["out_window_start_uframe"]) == (8, 0)
     assert (seen["out_window_end_bytes"], seen["out_window_end_uframe"]) == (32, 3)
+
+
+class BothTelemetries(Elaboratable):
+    """The block-RAM telemetry and the flip-flop one it replaced, fed the same inputs."""
+
+    def __init__(self):
+        self.dut = Usb2Telemetry()
+        self.reference = FlipFlopTelemetry()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut, m.submodules.reference = self.dut, self.reference
+        dut, ref = self.dut, self.reference
+        for name in ("clear", "sof", "ping", "nyet", "out_duplicate", "pattern_errors",
+                     "first_error_offset"):
+            m.d.comb += getattr(ref, name).eq(getattr(dut, name))
+        for name in ("token", "nak", "packet_start", "acked", "acked_length"):
+            for ep in ("ep_in", "ep_out"):
+                m.d.comb += getattr(getattr(ref, ep), name).eq(getattr(getattr(dut, ep), name))
+        for name in ("packet", "bad_pid", "malformed", "crc_error", "foreign"):
+            m.d.comb += getattr(ref.rx, name).eq(getattr(dut.rx, name))
+        return m
+
+
+def test_block_ram_words_equal_the_flip_flop_design_under_random_bus_traffic():
+    """Random traffic paced as a bus paces it (an event at most every 8 cycles per source, SOFs
+    hundreds of cycles apart, clears now and then); at each of many snapshots every word the
+    host reads equals the live word of the flip-flop design, bytes and windows included."""
+    both = BothTelemetries()
+    dut, ref = both.dut, both.reference
+    rng = random.Random(2026)
+    snapshots = []
+
+    async def traffic(ctx, cycles):
+        """`cycles` cycles of 8-cycle bus slots, each carrying at most one transaction."""
+        next_sof = rng.randrange(150, 900)
+        for slot in range(cycles // 8):
+            ep = rng.choice((dut.ep_in, dut.ep_out))
+            choice = rng.random()
+            strobes = [(dut.rx.packet, 1)]
+            if choice < 0.35:
+                strobes += [(ep.token, 1), (ep.packet_start, 1)]
+                await pulse(ctx, *strobes)
+                await ctx.tick("usb").repeat(rng.randrange(6, 12))
+                length = rng.choice((512, 512, 512, 0, rng.randrange(1, 512)))
+                await pulse(ctx, (ep.acked, 1), (ep.acked_length, length), (dut.rx.packet, 1))
+            elif choice < 0.5:
+                strobes += [(ep.token, 1), (ep.nak, 1)]
+            elif choice < 0.55:
+                strobes += [(dut.ping, 1), (dut.nyet, rng.random() < 0.5)]
+            elif choice < 0.65:
+                strobes += [(rng.choice((dut.rx.bad_pid, dut.rx.malformed, dut.rx.crc_error,
+                                         dut.rx.foreign)), 1)]
+            elif choice < 0.68:
+                strobes += [(dut.out_duplicate, 1)]
+            if slot * 8 >= next_sof:
+                strobes += [(dut.sof, 1)]
+                next_sof = slot * 8 + rng.randrange(150, 900)
+            await pulse(ctx, *strobes)
+            await ctx.tick("usb").repeat(7)
+
+    async def testbench(ctx):
+        for round_ in range(12):
+            ctx.set(dut.pattern_errors, rng.randrange(2 ** 32))
+            ctx.set(dut.first_error_offset, rng.randrange(2 ** 32))
+            if round_ in (4, 9):
+                await pulse(ctx, (dut.clear, 1))
+            await traffic(ctx, rng.randrange(500, 4000))
+            got = await read_snapshot(ctx, dut)
+            want = dict(zip(NAMES, (ctx.get(ref.words[i]) for i in range(len(NAMES))),
+                            strict=True))
+            snapshots.append((round_, got, want))
+
+    run(both, testbench)
+
+    for round_, got, want in snapshots:
+        differ = {name: (got[name], want[name]) for name in NAMES if got[name] != want[name]}
+        assert not differ, f"snapshot {round_}: {differ}"
+    assert any(want["in_window_end_uframe"] > want["in_window_start_uframe"]
+               for _, _, want in snapshots)
+    assert sum(want["in_bytes"] + want["out_bytes"] for _, _, want in snapshots) > 100_000

@@ -20,7 +20,7 @@ def test_cells_are_attributed_by_the_path_of_the_net_they_drive(tmp_path):
         ("device.usb.StreamInEndpoint.ring.0.0_ADA10_LUT4_B", "LUT4"),
         ("device.usb.transmitter.fsm_state_LUT4_Z", "LUT4"),
         ("device.in_bytes_TRELLIS_FF_Q_1", "TRELLIS_FF"),
-        ("device.snapshot.ram.0", "DP16KD"),
+        ("device.telemetry.ram.snapshot.0.0", "DP16KD"),
         ("pin_target_phy_0__data.buf.buf", "LUT4"),
         ("mystery", "LUT4"),
         ("device.usb.transmitter.$abc$1", "PFUMX"),   # not a counted cell type
@@ -30,8 +30,8 @@ def test_cells_are_attributed_by_the_path_of_the_net_they_drive(tmp_path):
     assert costs["control endpoint (LUNA)"]["TRELLIS_FF"] == 1
     assert costs["IN endpoint"]["LUT4"] == 1
     assert costs["device core (LUNA)"]["LUT4"] == 1
-    assert costs["telemetry counters"]["TRELLIS_FF"] == 1
-    assert costs["telemetry readout"]["DP16KD"] == 1
+    assert costs["telemetry"]["TRELLIS_FF"] == 1
+    assert costs["telemetry"]["DP16KD"] == 1
     assert costs["I/O buffers"]["LUT4"] == 1
     assert costs["other"]["LUT4"] == 1
     table = cost_table([("a", costs), ("b", {})])

@@ -86,10 +86,10 @@ def test_usb2_probe_design_elaborates_on_the_board():
     platform, plan = prepare_ecp5(get_board(BOARD), get_design("usb2"))
     rtlil = plan.files["top.il"]
     # The probe device (stream IN and OUT endpoints, the data path with its pattern checker,
-    # vendor requests, the telemetry snapshot) with LUNA's ULPI translator, under the board's
+    # vendor requests, the telemetry in block RAM) with LUNA's ULPI translator, under the board's
     # PLL that makes the usb domain.
     for module in ("top.device.usb.StreamInEndpoint", "top.device.usb.StreamOutEndpoint",
-                   "top.device.data_path.checker", "ProbeRequestHandler", "top.device.snapshot",
+                   "top.device.data_path.checker", "ProbeRequestHandler", "top.device.telemetry.ram",
                    "top.device.usb.translator", "top.car"):
         assert module in rtlil, module
     assert "EHXPLLL" in rtlil
