@@ -27,38 +27,16 @@ class _Counter:
 
 
 class FlipFlopTelemetry(wiring.Component):
-    """Counts what the host did to the device and packs it in protocol order.
-
-    Every counter is 32 bits and wraps. ``words`` is live (the request handler snapshots it when
-    the host asks); its order comes from :data:`busprobe.protocol.usb2.TELEMETRY` itself, and
-    elaboration fails if the gateware and the protocol name different counters.
+    """Counts what the host did to the device and packs it in protocol order, live.
 
     Attributes
     ----------
-    clear: Signal(), input
-        Strobe: zero every counter (CLEAR_TELEMETRY).
-    sof: Signal(), input
-        Strobe: a start-of-frame packet arrived (starts a new microframe).
-    ep_in: EndpointTrafficSignature, input
-        Traffic of the IN endpoint.
-    ep_out: EndpointTrafficSignature, input
-        Traffic of the OUT endpoint.
-    ping: Signal(), input
-        Strobe: PING addressed to the OUT endpoint.
-    nyet: Signal(), input
-        Strobe: the OUT endpoint answered NYET.
-    rx: RxDropsSignature, input
-        Every packet received, and the class of each one dropped.
-    out_duplicate: Signal(), input
-        Strobe: an OUT data packet repeated the previous toggle (ACKed and dropped).
-    pattern_errors: Signal(32), input
-        From the OUT pattern checker.
-    first_error_offset: Signal(32), input
-        From the OUT pattern checker.
+    clear, sof, ep_in, ep_out, ping, nyet, rx, out_duplicate, pattern_errors, first_error_offset
+        Inputs, as :class:`~busprobe.gateware.usb2.telemetry.Usb2Telemetry` has them.
     cycle: Signal(32), output
         Free-running 60 MHz cycle counter (not cleared).
     words: ArrayLayout(32, TELEMETRY_WORDS), output
-        The telemetry block.
+        The telemetry block, every word a register.
     """
 
     clear: In(1)
