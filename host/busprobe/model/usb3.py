@@ -20,10 +20,18 @@ Behind a host-controller profile (``bus.host_profile``, :mod:`.usb3_hosts`) the 
 profile's ``max_burst_in`` / ``max_burst_out`` (capped by ``bus.extra["max_burst"]``, the
 selector's ``burst=``), and a window too small to cover the round trip is a latency bound: the
 sender may have ``burst`` packets unacknowledged, and the packet after them waits until the
-first one's ACK TP is back, one DP plus the host's ``turnaround_ns`` plus the 20-byte ACK TP::
+first one's ACK TP is back. The round trip is the DP (1056 B), the 20-byte ACK TP, the host's
+answer and the device's:
 
-    round trip = (1072 + 20) B / lane + turnaround
+    IN:  DP + host turnaround + ACK TP + device (its LGOOD + LCRD for the ACK TP, then the DP)
+    OUT: DP + device (the ACK TP) + ACK TP + host (its LGOOD + LCRD, under its turnaround)
+
+    round trip = (1056 + 20) B / 500 MB/s + host + device
     ceiling    = burst × 1024 / max(burst × 1072 B / lane, round trip)
+
+The device's answer is busprobe's own gateware, measured at its PIPE ports
+(:data:`DEVICE_RESPONSE_CYCLES`). A round trip leaves the lane idle, and SKP and ITP go there,
+so its bytes count at the raw 500 MB/s.
 
 With a length, each transfer after the first also waits the profile's ``retoken_delay_us``.
 """
@@ -38,7 +46,7 @@ from .ceiling_type import Ceiling
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
 
 __all__ = ["usb3_ceiling", "usb3_link_only", "SS_RATE", "DP_PAYLOAD", "DP_OVERHEAD",
-           "TP_BYTES"]
+           "TP_BYTES", "DEVICE_RESPONSE_CYCLES", "round_trip_s"]
 
 SS_RATE = 5e9 * 8 / 10 / 8  # bytes/s
 DP_PAYLOAD = 1024
@@ -50,6 +58,15 @@ SKP_FRACTION = 2 / (354 + 2)
 ITP_PERIOD_S = 125e-6
 #: An ACK TP on the lane: HPSTART, header, CRC-16, link control word (a header packet).
 TP_BYTES = DPH_BYTES
+#: 125 MHz cycles from the host's last symbol to the first symbol of the busprobe device's
+#: answer, at its PIPE ports: IN, from the ACK TP to the DP (16 idle cycles in LUNA's receive,
+#: link and protocol pipelines and busprobe's IN endpoint, and 4 cycles of its LGOOD + LCRD for
+#: the ACK TP); OUT, from the DP's last symbol to its ACK TP (12 cycles: the CRC-32 check and
+#: the pipelines; the DP header's LGOOD + LCRD went out during the payload). Measured in
+#: simulation by the cocotb test ``burst_window_of_one_packet_runs_at_the_round_trip_bound``
+#: (``sim/usb3/tests/usb3_cocotb.py``), which fails if the gateware drifts from these.
+DEVICE_RESPONSE_CYCLES = {"in": 20, "out": 12}
+PIPE_CLOCK_HZ = 125e6
 
 
 def usb3_link_only(bus: BusDescription) -> BusDescription:
@@ -87,8 +104,8 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     per_dp = mps + DP_OVERHEAD
     itp = (DPH_BYTES if direction == "out" else LINK_COMMANDS_PER_TP) / (SS_RATE * ITP_PERIOD_S)
     rate = SS_RATE * (1 - SKP_FRACTION) * (1 - itp)
-    # The window's round trip: the first packet, the host's answer, its ACK TP back.
-    round_trip = (per_dp + TP_BYTES) / rate + turnaround_ns * 1e-9
+    round_trip = round_trip_s(direction, mps, turnaround_ns)
+    device_ns = DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ * 1e9
     window_time = max(burst * per_dp / rate, round_trip)
     latency_bound = window_time > burst * per_dp / rate
     burst_time = window_time + gap_ns * 1e-9
@@ -100,7 +117,8 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         f"DP = {mps} + DPH {DPH_BYTES} + DPP framing/CRC {DPP_OVERHEAD} + LGOOD/LCRD"
         f" {LINK_COMMANDS_PER_TP} = {per_dp} B",
         f"host {bus.host_profile or 'not given'}: window {burst} DPs, turnaround "
-        f"{turnaround_ns:g} ns; round trip ({per_dp} + ACK TP {TP_BYTES}) B + turnaround = "
+        f"{turnaround_ns:g} ns; round trip (DP {mps + DPH_BYTES + DPP_OVERHEAD} + ACK TP "
+        f"{TP_BYTES}) B at {SS_RATE / 1e6:.0f} MB/s + host + device {device_ns:g} ns = "
         f"{round_trip * 1e6:.3f} µs",
         f"burst {burst} DPs = max({burst} × {per_dp} B, round trip) + gap {gap_ns:g} ns -> "
         f"{burst} × {mps} B / {burst_time * 1e6:.3f} µs = {throughput / 1e6:.1f} MB/s "
@@ -109,7 +127,8 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     parts: dict[str, object] = {"lane_rate": SS_RATE, "skp_fraction": SKP_FRACTION,
                                 "itp_fraction": itp, "dp_wire_bytes": per_dp, "max_burst": burst,
                                 "burst_gap_ns": gap_ns, "turnaround_ns": turnaround_ns,
-                                "round_trip_s": round_trip, "latency_bound": latency_bound,
+                                "device_response_ns": device_ns, "round_trip_s": round_trip,
+                                "latency_bound": latency_bound,
                                 "host_profile": bus.host_profile or "ideal",
                                 "plateau": throughput}
     if length is not None:
@@ -123,3 +142,18 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     if queue_depth is not None:
         parts["queue_depth"] = queue_depth
     return Ceiling(throughput, "\n".join(lines), parts, direction, "usb3-ss link")
+
+
+def round_trip_s(direction: str, payload: int = DP_PAYLOAD, turnaround_ns: float = 0.0) -> float:
+    """Seconds from a DP's first symbol to the first symbol of the DP its ACK TP lets go.
+
+    The host answers after ``turnaround_ns``; on OUT its LGOOD + LCRD for the ACK TP come first
+    unless the turnaround hides them. The device answers after :data:`DEVICE_RESPONSE_CYCLES`.
+    """
+    if direction not in DEVICE_RESPONSE_CYCLES:
+        raise ValueError(f"USB3 bulk direction is in or out, not {direction!r}")
+    wire = (payload + DPH_BYTES + DPP_OVERHEAD + TP_BYTES) / SS_RATE
+    host = turnaround_ns * 1e-9
+    if direction == "out":
+        host = max(host, LINK_COMMANDS_PER_TP / SS_RATE)
+    return wire + host + DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ

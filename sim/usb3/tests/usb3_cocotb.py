@@ -193,16 +193,38 @@ async def lengths_not_multiples_of_1024_and_exact_multiples_both_ways(dut) -> No
 
 
 @cocotb.test()
-async def burst_window_of_one_packet_bounds_throughput(dut) -> None:
+async def burst_window_of_one_packet_runs_at_the_round_trip_bound(dut) -> None:
+    """A one-packet window: one DP per round trip both ways, within 3 % of the model's latency
+    bound, whose device answer time is the one measured here at the PIPE ports."""
+    from busprobe.model.usb3 import DEVICE_RESPONSE_CYCLES
     from busprobe.model.usb3_hosts import load_usb3_profile
+    from busprobe.sim.usb3.response_probe import DeviceResponseProbe
 
     session = await _session(dut, load_usb3_profile("ideal").with_burst(1))
-    outcome, chunks, errors, wall = await _stream_in(session, 64 << 10, 2)
+    with DeviceResponseProbe(session.link) as probe:
+        outcome, chunks, errors, wall = await _stream_in(session, 64 << 10, 2)
     telemetry = await _telemetry(session)
-    rate = _rate(outcome)
-    record(test="burst_1_in", mb_s=rate / 1e6, telemetry={k: v for k, v in telemetry.items() if v})
     assert telemetry["in_nump_max"] == 1 and telemetry["in_bytes"] == 128 << 10
-    assert rate < 0.95 * _ceiling("in"), f"{rate / 1e6:.1f} MB/s with a one-packet window"
+    assert not [e for e in errors if e.errors]
+    rates, answers = {"in": _rate(outcome)}, {"in": probe.responses("in")}
+    with DeviceResponseProbe(session.link) as probe:
+        outcome, wall = await _stream_out(session, 64 << 10, 2)
+    telemetry = await _telemetry(session)
+    assert telemetry["out_bytes"] == 128 << 10 and telemetry["pattern_errors"] == 0
+    rates["out"], answers["out"] = _rate(outcome), probe.responses("out")
+    for direction in ("in", "out"):
+        measured = sorted(answers[direction])
+        median = measured[len(measured) // 2]
+        bound = _ceiling(direction, burst=1)
+        record(test=f"burst_1_{direction}", mb_s=rates[direction] / 1e6,
+               of_bound=rates[direction] / bound, bound_mb_s=bound / 1e6,
+               device_response_cycles=[measured[0], median, measured[-1]], samples=len(measured))
+        assert len(measured) > 100, f"{direction}: {len(measured)} round trips seen"
+        assert abs(median - DEVICE_RESPONSE_CYCLES[direction]) <= 1, \
+            f"{direction}: the device answers in {median} cycles, the model says " \
+            f"{DEVICE_RESPONSE_CYCLES[direction]}"
+        assert 0.97 <= rates[direction] / bound <= 1.0, \
+            f"{direction}: {rates[direction] / 1e6:.1f} MB/s against a bound of {bound / 1e6:.1f}"
 
 
 @cocotb.test()

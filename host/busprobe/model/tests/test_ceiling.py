@@ -3,7 +3,7 @@
 import pytest
 from busprobe.model import ceiling_for, link_ceiling
 from busprobe.model.pcie import PcieAssumptions
-from busprobe.model.usb3 import usb3_ceiling
+from busprobe.model.usb3 import DEVICE_RESPONSE_CYCLES, usb3_ceiling
 from busprobe.transport import BusDescription
 
 
@@ -148,13 +148,17 @@ def test_usb3_is_a_registered_bus_and_the_ideal_host_reaches_the_link():
 
 
 def test_usb3_window_of_one_packet_is_one_dp_per_round_trip():
-    # burst 1: the next DP waits for the ACK TP of the one before, plus the host's turnaround.
+    # burst 1: the next DP waits for the ACK TP of the one before: DP + ACK TP at the raw lane
+    # rate (SKP and ITP go in the idle), the host's answer and the device's measured one.
     bus = BusDescription("usb3-ss", "super", host_profile="ideal", extra={"max_burst": 1})
     ceiling = ceiling_for(bus, "in")
-    rate = ceiling.parts["lane_rate"] * (1 - ceiling.parts["skp_fraction"]) * \
-        (1 - ceiling.parts["itp_fraction"])
     assert ceiling.parts["latency_bound"] and ceiling.parts["max_burst"] == 1
-    assert ceiling.throughput == pytest.approx(1024 / ((1072 + 20) / rate))
+    device_in = DEVICE_RESPONSE_CYCLES["in"] / 125e6
+    assert ceiling.throughput == pytest.approx(1024 / ((1056 + 20) / 500e6 + device_in))
+    # OUT: the host's LGOOD + LCRD for the device's ACK TP come before its next DP.
+    device_out = DEVICE_RESPONSE_CYCLES["out"] / 125e6
+    assert ceiling_for(bus, "out").throughput == pytest.approx(
+        1024 / ((1056 + 20 + 16) / 500e6 + device_out))
     assert link_ceiling(bus, "in").throughput == pytest.approx(474.8e6, rel=1e-3)
 
 
