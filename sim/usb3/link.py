@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cocotb
 from cocotb.triggers import Event, First, Timer
 
 from .framing import (
     HeaderPacket,
+    HeaderPacketType,
     LinkCommand,
     attach_payload,
     frame_command,
@@ -108,6 +109,9 @@ class SuperSpeedLink:
         self._drop_next_ack: int = 0
         #: Fault injection: the next this many header packets go out with a broken CRC-16.
         self.corrupt_headers = 0
+        #: Fault injection: the next this many transaction packets from the device (ACK TPs,
+        #: NRDY, ERDY) are taken as arriving with a broken CRC-16: the port answers LBAD.
+        self.corrupt_received_tps = 0
         self._task = None
 
     # -- start-up ----------------------------------------------------------------------------
@@ -248,6 +252,10 @@ class SuperSpeedLink:
         self._last_sent = self.partner.cycle
 
     async def _on_header(self, header: HeaderPacket) -> None:
+        if self.corrupt_received_tps and header.crc_ok and not self._lbad_pending \
+                and header.type == HeaderPacketType.TRANSACTION:
+            self.corrupt_received_tps -= 1
+            header = replace(header, crc_ok=False)
         if not header.crc_ok or self._lbad_pending:
             # After an LBAD, every header up to the device's LRTY is ignored (§7.2.4.1.4).
             if not header.crc_ok and not self._lbad_pending:
@@ -270,7 +278,6 @@ class SuperSpeedLink:
                 LinkCommand.LCRD, credit, start_at=self.partner.cycle + self.credit_return_cycles))
         else:
             await self._send_command(LinkCommand.LCRD, credit)
-        from .framing import HeaderPacketType
         if header.type == HeaderPacketType.DATA:
             self._pending_data = header
         else:

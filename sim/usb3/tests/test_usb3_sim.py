@@ -22,6 +22,7 @@ COCOTB_TESTS = [
     "lengths_not_multiples_of_1024_and_exact_multiples_both_ways",
     "burst_window_of_one_packet_runs_at_the_round_trip_bound",
     "corrupted_header_crc_is_lbad_then_retried_no_data_lost",
+    "device_ack_tp_corrupted_on_the_wire_is_lbad_then_resent_no_data_lost",
     "corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated",
     "slow_header_credit_return_stalls_the_device_and_loses_nothing",
 ]

@@ -244,6 +244,26 @@ async def corrupted_header_crc_is_lbad_then_retried_no_data_lost(dut) -> None:
 
 
 @cocotb.test()
+async def device_ack_tp_corrupted_on_the_wire_is_lbad_then_resent_no_data_lost(dut) -> None:
+    """The device's ACK TP for an OUT packet arrives broken (a lost ACK TP, as the link sees
+    it): the host answers LBAD, the device sends LRTY and the header again, and the stream
+    goes on with no byte lost or duplicated."""
+    session = await _session(dut)
+    await _prepare(session)
+    session.link.corrupt_received_tps = 1
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    source = PatternStream(Pattern.PRBS31)
+    outcome = await session.host.stream("out", 2, 8192, 2, 1, source=source.take)
+    telemetry = await _telemetry(session)
+    counters = session.link.counters
+    record(test="device_tp_lbad", link=vars(counters), retries=outcome.retries)
+    assert counters.bad_headers == 1 and counters.commands.get("LRTY", 0) >= 1
+    assert outcome.bytes == 16384
+    assert telemetry["out_bytes"] == 16384 and telemetry["pattern_errors"] == 0
+
+
+@cocotb.test()
 async def corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated(dut) -> None:
     session = await _session(dut)
     session.host.corrupt_out = {3}
