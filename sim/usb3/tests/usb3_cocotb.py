@@ -156,7 +156,8 @@ async def bulk_in_1mib_ideal_host_at_the_model_ceiling_every_byte_checked(dut) -
     rate = _rate(outcome)
     telemetry = await _telemetry(session)
     record(test="bulk_in_1mib", mb_s=rate / 1e6, of_model=rate / _ceiling("in"), wall_s=wall,
-           cycles=outcome.end - outcome.start, link=vars(session.link.counters),
+           cycles=outcome.end - outcome.start,
+           cycles_per_s=(outcome.end - outcome.start) / wall, link=vars(session.link.counters),
            telemetry={k: v for k, v in telemetry.items() if v})
     assert [len(c) for c in chunks] == [256 << 10] * 4
     assert telemetry["in_bytes"] == outcome.bytes == 1 << 20
@@ -173,7 +174,8 @@ async def bulk_out_1mib_ideal_host_at_the_model_ceiling_every_byte_checked(dut) 
     rate = _rate(outcome)
     telemetry = await _telemetry(session)
     record(test="bulk_out_1mib", mb_s=rate / 1e6, of_model=rate / _ceiling("out"), wall_s=wall,
-           cycles=outcome.end - outcome.start, link=vars(session.link.counters),
+           cycles=outcome.end - outcome.start,
+           cycles_per_s=(outcome.end - outcome.start) / wall, link=vars(session.link.counters),
            telemetry={k: v for k, v in telemetry.items() if v})
     assert telemetry["out_bytes"] == outcome.bytes == 1 << 20
     assert telemetry["pattern_errors"] == 0
