@@ -15,7 +15,7 @@ from busprobe.protocol import usb2
 
 from ..common.counter_ram import CounterRam, Kind
 
-__all__ = ["Usb2Telemetry", "EndpointTrafficSignature", "RxDropsSignature",
+__all__ = ["Usb2Telemetry", "EndpointTrafficSignature", "RxDropsSignature", "telemetry_inputs",
            "INFO_BYTES", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
 
 #: The GET_INFO answer, packed by the protocol's own format.
@@ -84,6 +84,22 @@ class RxDropsSignature(wiring.Signature):
                           ("packet", "bad_pid", "malformed", "crc_error", "foreign")})
 
 
+def telemetry_inputs():
+    """The events and registers the USB 2.0 telemetry counts (wiring signature members)."""
+    return {
+        "clear": In(1),
+        "sof": In(1),
+        "ep_in": In(EndpointTrafficSignature()),
+        "ep_out": In(EndpointTrafficSignature()),
+        "ping": In(1),
+        "nyet": In(1),
+        "rx": In(RxDropsSignature()),
+        "out_duplicate": In(1),
+        "pattern_errors": In(32),
+        "first_error_offset": In(32),
+    }
+
+
 class Usb2Telemetry(wiring.Component):
     """Counts what the host did to the device, and keeps a snapshot for the host to read.
 
@@ -129,20 +145,9 @@ class Usb2Telemetry(wiring.Component):
     read_data: Signal(32), output
     """
 
-    clear: In(1)
-    sof: In(1)
-    ep_in: In(EndpointTrafficSignature())
-    ep_out: In(EndpointTrafficSignature())
-    ping: In(1)
-    nyet: In(1)
-    rx: In(RxDropsSignature())
-    out_duplicate: In(1)
-    pattern_errors: In(32)
-    first_error_offset: In(32)
-    capture: In(1)
-    ready: Out(1)
-    read_address: In(range(RAM_WORDS))
-    read_data: Out(32)
+    def __init__(self):
+        super().__init__({**telemetry_inputs(), "capture": In(1), "ready": Out(1),
+                          "read_address": In(range(RAM_WORDS)), "read_data": Out(32)})
 
     def elaborate(self, platform):
         m = Module()

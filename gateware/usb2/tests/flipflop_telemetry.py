@@ -4,8 +4,8 @@ the block-RAM design with: same inputs, the words the protocol defines, no lag."
 
 from amaranth import C, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
-from busprobe.gateware.usb2.telemetry import EndpointTrafficSignature, RxDropsSignature
+from amaranth.lib.wiring import Out
+from busprobe.gateware.usb2.telemetry import telemetry_inputs
 from busprobe.protocol import usb2
 
 __all__ = ["FlipFlopTelemetry"]
@@ -39,18 +39,9 @@ class FlipFlopTelemetry(wiring.Component):
         The telemetry block, every word a register.
     """
 
-    clear: In(1)
-    sof: In(1)
-    ep_in: In(EndpointTrafficSignature())
-    ep_out: In(EndpointTrafficSignature())
-    ping: In(1)
-    nyet: In(1)
-    rx: In(RxDropsSignature())
-    out_duplicate: In(1)
-    pattern_errors: In(32)
-    first_error_offset: In(32)
-    cycle: Out(32)
-    words: Out(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))
+    def __init__(self):
+        super().__init__({**telemetry_inputs(), "cycle": Out(32),
+                          "words": Out(data.ArrayLayout(32, usb2.TELEMETRY_WORDS))})
 
     def elaborate(self, platform):
         m = Module()
