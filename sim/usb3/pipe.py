@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from cocotb.clock import Clock
-from cocotb.triggers import First, Timer, ValueChange
+from cocotb.triggers import First, Lock, Timer, ValueChange
 
 __all__ = ["CLOCK_HZ", "CLOCK_PERIOD_PS", "SYMBOLS_PER_CYCLE", "HostMode", "CaptureType",
            "Capture", "OrderedSet", "PipePartnerDriver", "TSEQ", "TS1", "TS2"]
@@ -106,6 +106,13 @@ class PipePartnerDriver:
         self._blk_request = 0
         self._cmd_request = 0
         self._cap_pop = 0
+        # The partner takes at most one request a cycle on each lane and reads the request's
+        # registers when the counter moved, so a second write in the same cycle overwrites the
+        # first and one packet or link command is silently lost. Several coroutines write
+        # (the link's receive loop its LGOODs, a delayed LCRD of its own, the host controller
+        # its headers, a retry its LRTY): each lane lets one at a time through.
+        self._blk_lock = Lock()
+        self._cmd_lock = Lock()
 
     async def start(self) -> None:
         """Start the clock, set up the recognisers, hold the design in reset for a few cycles."""
@@ -236,28 +243,30 @@ class PipePartnerDriver:
         if len(symbols) > MAX_BLOCK:
             raise ValueError(f"block of {len(symbols)} symbols exceeds {MAX_BLOCK}")
         dut = self.dut
-        while int(dut.blk_free.value) == 0:
-            await ValueChange(dut.blk_done)
         symbols = symbols + bytes(-len(symbols) % SYMBOLS_PER_CYCLE)
-        dut.blk_symbols.value = int.from_bytes(symbols, "little")
-        dut.blk_k.value = kmask
-        dut.blk_len.value = len(symbols)
-        dut.blk_start_at.value = start_at
-        self._blk_request += 1
-        dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
-        await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
+        async with self._blk_lock:
+            while int(dut.blk_free.value) == 0:
+                await ValueChange(dut.blk_done)
+            dut.blk_symbols.value = int.from_bytes(symbols, "little")
+            dut.blk_k.value = kmask
+            dut.blk_len.value = len(symbols)
+            dut.blk_start_at.value = start_at
+            self._blk_request += 1
+            dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
+            await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
 
     async def send_command(self, symbols: bytes, kmask: int) -> None:
         """Queue an 8-symbol link command on the command lane: it goes out at the next packet
         boundary, ahead of queued blocks."""
         dut = self.dut
-        while int(dut.cmd_free.value) == 0:
-            await ValueChange(dut.cmd_done)
-        dut.cmd_symbols.value = int.from_bytes(symbols, "little")
-        dut.cmd_k.value = kmask
-        self._cmd_request += 1
-        dut.cmd_request.value = self._cmd_request & 0xFFFF_FFFF
-        await Timer(CLOCK_PERIOD_PS, "ps")
+        async with self._cmd_lock:
+            while int(dut.cmd_free.value) == 0:
+                await ValueChange(dut.cmd_done)
+            dut.cmd_symbols.value = int.from_bytes(symbols, "little")
+            dut.cmd_k.value = kmask
+            self._cmd_request += 1
+            dut.cmd_request.value = self._cmd_request & 0xFFFF_FFFF
+            await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one command per cycle
 
     async def flush(self) -> None:
         """Drop every queued block and link command (a port reset forgets them)."""
@@ -269,6 +278,11 @@ class PipePartnerDriver:
     @property
     def blocks_done(self) -> int:
         return int(self.dut.blk_done.value)
+
+    @property
+    def commands_done(self) -> int:
+        """Link commands the partner has sent from its command lane."""
+        return int(self.dut.cmd_done.value)
 
     @property
     def last_block_end(self) -> int:

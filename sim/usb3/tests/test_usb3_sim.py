@@ -25,6 +25,8 @@ COCOTB_TESTS = [
     "device_ack_tp_corrupted_on_the_wire_is_lbad_then_resent_no_data_lost",
     "corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated",
     "slow_header_credit_return_stalls_the_device_and_loses_nothing",
+    "link_commands_and_blocks_queued_by_two_coroutines_in_one_cycle_all_go_out",
+    "vl805_in_streams_with_telemetry_requests_between_stay_in_u0_every_byte_checked",
 ]
 #: Too long for the normal suite: 100 ms of Warm Reset LFPS is 12.5 M cycles (~50 s); every
 #: shipped host profile both ways. The two 1 MiB streams run again here for their printed

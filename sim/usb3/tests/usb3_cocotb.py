@@ -294,6 +294,56 @@ async def slow_header_credit_return_stalls_the_device_and_loses_nothing(dut) -> 
 
 
 @cocotb.test()
+async def link_commands_and_blocks_queued_by_two_coroutines_in_one_cycle_all_go_out(dut) -> None:
+    """The link's receive loop (LGOODs), each delayed LCRD (a coroutine of its own) and the host
+    controller (headers) write the partner's lanes concurrently: two requests made in the same
+    cycle both go out, one after the other, instead of the second overwriting the first."""
+    from busprobe.sim.usb3.framing import LinkCommand, frame_command
+    from busprobe.sim.usb3.pipe import HostMode
+
+    partner = PipePartnerDriver(dut)
+    await partner.start()
+    partner.set_mode(HostMode.LINK)
+    command = frame_command(LinkCommand.LDN)
+    tasks = [cocotb.start_soon(partner.send_command(command.symbols, command.kmask))
+             for _ in range(2)]
+    tasks += [cocotb.start_soon(partner.queue(command.symbols, command.kmask)) for _ in range(2)]
+    for task in tasks:
+        await task
+    await partner.wait_cycles(32)
+    assert (partner.commands_done, partner.blocks_done) == (2, 2), \
+        f"{partner.commands_done} link commands and {partner.blocks_done} blocks of 2 each sent"
+
+
+@cocotb.test()
+async def vl805_in_streams_with_telemetry_requests_between_stay_in_u0_every_byte_checked(
+        dut) -> None:
+    """Issue 10, as a sweep's repeats run: behind vl805 (LCRDs returned 500 ns late, each from
+    a coroutine of its own) a 1 MiB x 2 IN stream, GET_TELEMETRY and CLEAR_TELEMETRY, then the
+    next stream. A delayed LCRD and the LGOOD of a header just received fall in the same cycle
+    there; the link keeps both, the device stays in U0 and every byte matches the pattern."""
+    from busprobe.model.usb3_hosts import load_usb3_profile
+    from busprobe.protocol import usb3 as contract
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    session = await _session(dut, load_usb3_profile("vl805"))
+    await _prepare(session, 1 << 20)
+    expected = PatternStream(Pattern.PRBS31)
+    for repeat in range(2):
+        chunks: list[bytes] = []
+        outcome = await session.host.stream("in", 1, 1 << 20, 2, 2, sink=chunks.append)
+        telemetry = await _telemetry(session)
+        await _vendor(session, contract.Request.CLEAR_TELEMETRY)
+        record(test="vl805_in_repeat", repeat=repeat, mb_s=_rate(outcome) / 1e6,
+               link=vars(session.link.counters))
+        assert int(dut.link_trained.value), f"repeat {repeat}: the device left U0"
+        assert [len(c) for c in chunks] == [1 << 20] * 2, f"repeat {repeat}"
+        assert telemetry["in_bytes"] == outcome.bytes == 2 << 20, f"repeat {repeat}"
+        bad = [i for i, chunk in enumerate(chunks) if expected.check(chunk).errors]
+        assert not bad, f"repeat {repeat}: IN data differs from the pattern in transfers {bad}"
+
+
+@cocotb.test()
 async def warm_reset_mid_transfer_then_training_enumeration_and_a_clean_transfer(dut) -> None:
     """A 100 ms Warm Reset LFPS while an OUT transfer is under way (12.5 M cycles: bench)."""
     from cocotb.triggers import with_timeout
