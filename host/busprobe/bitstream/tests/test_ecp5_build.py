@@ -89,8 +89,8 @@ def test_usb2_probe_design_elaborates_on_the_board():
     # vendor requests, the telemetry in block RAM) with LUNA's ULPI translator, under the board's
     # PLL that makes the usb domain.
     for module in ("top.device.usb.StreamInEndpoint", "top.device.usb.StreamOutEndpoint",
-                   "top.device.data_path.checker", "ProbeRequestHandler", "top.device.telemetry.ram",
-                   "top.device.usb.translator", "top.car"):
+                   "top.device.data_path.checker", "ProbeRequestHandler",
+                   "top.device.telemetry.ram", "top.device.usb.translator", "top.car"):
         assert module in rtlil, module
     assert "EHXPLLL" in rtlil
     assert "target_phy" in plan.files["top.lpf"]
