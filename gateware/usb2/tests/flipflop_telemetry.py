@@ -5,7 +5,7 @@ the block-RAM design with: same inputs, the words the protocol defines, no lag."
 from amaranth import C, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
-from busprobe.gateware.usb2.telemetry import telemetry_inputs
+from busprobe.gateware.usb2.traffic import telemetry_inputs
 from busprobe.protocol import usb2
 
 __all__ = ["FlipFlopTelemetry"]

@@ -6,20 +6,22 @@ figures are appended as JSON lines to ``$BUSPROBE_USB3_FIGURES`` when it is set.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
 import cocotb
 from busprobe.sim.usb3.pipe import CLOCK_HZ, TS1, TS2, TSEQ, PipePartnerDriver
 from busprobe.sim.usb3.training import train_to_u0
-
-
-def record(**figures: object) -> None:
-    path = os.environ.get("BUSPROBE_USB3_FIGURES")
-    if path:
-        with open(path, "a") as out:
-            out.write(json.dumps(figures) + "\n")
+from usb3_cocotb_support import (
+    model_ceiling,
+    open_session,
+    prepare_stream,
+    read_telemetry,
+    record,
+    stream_in,
+    stream_out,
+    stream_rate,
+    vendor_request,
+)
 
 
 @cocotb.test()
@@ -81,116 +83,48 @@ async def enumeration_reads_superspeed_descriptors_and_info(dut) -> None:
 
 # -- bulk ------------------------------------------------------------------------------------
 
-async def _session(dut, profile=None):
-    from busprobe.sim.usb3.session import Usb3Session
-
-    session = Usb3Session(dut, profile)
-    await session.power_up()
-    return session
-
-
-async def _vendor(session, request, value: int = 0, index: int = 0, length: int = 0) -> bytes:
-    return await session.protocol.control(0xC0 if length else 0x40, request, value, index,
-                                          length)
-
-
-async def _prepare(session, in_length: int = 0) -> None:
-    from busprobe.protocol import usb3 as contract
-    from busprobe.protocol.patterns import Pattern
-
-    await _vendor(session, contract.Request.SET_PATTERN, int(Pattern.PRBS31))
-    await _vendor(session, contract.Request.CLEAR_TELEMETRY)
-    if in_length:
-        await _vendor(session, contract.Request.SET_IN_TRANSFER,
-                      *contract.encode_in_transfer(in_length, False))
-
-
-async def _telemetry(session) -> dict[str, int]:
-    from busprobe.protocol import usb3 as contract
-
-    return contract.unpack_telemetry(await _vendor(
-        session, contract.Request.GET_TELEMETRY, length=contract.TELEMETRY_SIZE))
-
-
-def _ceiling(direction: str, burst: int = 16) -> float:
-    from busprobe.model.usb3 import usb3_ceiling
-    from busprobe.transport import BusDescription
-
-    bus = BusDescription(kind="usb3-ss", speed="super", max_packet_size=1024,
-                         extra={"max_burst": burst})
-    return usb3_ceiling(bus, direction).throughput
-
-
-async def _stream_in(session, length: int, count: int, queue_depth: int = 2):
-    from busprobe.protocol.patterns import Pattern, PatternStream
-
-    await _prepare(session, length)
-    chunks: list[bytes] = []
-    wall = time.monotonic()
-    outcome = await session.host.stream("in", 1, length, count, queue_depth,
-                                        sink=chunks.append)
-    wall = time.monotonic() - wall
-    expected = PatternStream(Pattern.PRBS31)
-    errors = [expected.check(chunk) for chunk in chunks]
-    return outcome, chunks, errors, wall
-
-
-async def _stream_out(session, length: int, count: int, queue_depth: int = 2):
-    from busprobe.protocol.patterns import Pattern, PatternStream
-
-    await _prepare(session)
-    source = PatternStream(Pattern.PRBS31)
-    wall = time.monotonic()
-    outcome = await session.host.stream("out", 2, length, count, queue_depth, source=source.take)
-    return outcome, time.monotonic() - wall
-
-
-def _rate(outcome) -> float:
-    return outcome.bytes / ((outcome.end - outcome.start) / CLOCK_HZ)
-
-
 @cocotb.test()
 async def bulk_in_1mib_ideal_host_at_the_model_ceiling_every_byte_checked(dut) -> None:
-    session = await _session(dut)
-    outcome, chunks, errors, wall = await _stream_in(session, 256 << 10, 4)
-    rate = _rate(outcome)
-    telemetry = await _telemetry(session)
-    record(test="bulk_in_1mib", mb_s=rate / 1e6, of_model=rate / _ceiling("in"), wall_s=wall,
+    session = await open_session(dut)
+    outcome, chunks, errors, wall = await stream_in(session, 256 << 10, 4)
+    rate = stream_rate(outcome)
+    telemetry = await read_telemetry(session)
+    record(test="bulk_in_1mib", mb_s=rate / 1e6, of_model=rate / model_ceiling("in"), wall_s=wall,
            cycles=outcome.end - outcome.start,
            cycles_per_s=(outcome.end - outcome.start) / wall, link=vars(session.link.counters),
            telemetry={k: v for k, v in telemetry.items() if v})
     assert [len(c) for c in chunks] == [256 << 10] * 4
     assert telemetry["in_bytes"] == outcome.bytes == 1 << 20
     assert telemetry["in_nump_max"] == 16
-    assert 0.99 <= rate / _ceiling("in") <= 1.01, f"{rate / 1e6:.1f} MB/s"
+    assert 0.99 <= rate / model_ceiling("in") <= 1.01, f"{rate / 1e6:.1f} MB/s"
     bad = [(i, e.first_error_offset) for i, e in enumerate(errors) if e.errors]
     assert not bad, f"IN data differs from the pattern (transfer, offset): {bad[:4]}"
 
 
 @cocotb.test()
 async def bulk_out_1mib_ideal_host_at_the_model_ceiling_every_byte_checked(dut) -> None:
-    session = await _session(dut)
-    outcome, wall = await _stream_out(session, 256 << 10, 4)
-    rate = _rate(outcome)
-    telemetry = await _telemetry(session)
-    record(test="bulk_out_1mib", mb_s=rate / 1e6, of_model=rate / _ceiling("out"), wall_s=wall,
+    session = await open_session(dut)
+    outcome, wall = await stream_out(session, 256 << 10, 4)
+    rate = stream_rate(outcome)
+    telemetry = await read_telemetry(session)
+    record(test="bulk_out_1mib", mb_s=rate / 1e6, of_model=rate / model_ceiling("out"), wall_s=wall,
            cycles=outcome.end - outcome.start,
            cycles_per_s=(outcome.end - outcome.start) / wall, link=vars(session.link.counters),
            telemetry={k: v for k, v in telemetry.items() if v})
     assert telemetry["out_bytes"] == outcome.bytes == 1 << 20
     assert telemetry["pattern_errors"] == 0
-    assert 0.99 <= rate / _ceiling("out") <= 1.01, f"{rate / 1e6:.1f} MB/s"
+    assert 0.99 <= rate / model_ceiling("out") <= 1.01, f"{rate / 1e6:.1f} MB/s"
 
 
 @cocotb.test()
 async def lengths_not_multiples_of_1024_and_exact_multiples_both_ways(dut) -> None:
-    session = await _session(dut)
+    session = await open_session(dut)
     for length in (1, 1023, 1025, 4096, 5000):
-        outcome, wall = await _stream_out(session, length, 2)
-        telemetry = await _telemetry(session)
+        outcome, wall = await stream_out(session, length, 2)
+        telemetry = await read_telemetry(session)
         assert telemetry["out_bytes"] == 2 * length and telemetry["pattern_errors"] == 0, length
     for length in (1, 1023, 1025, 4096, 5000):
-        outcome, chunks, errors, wall = await _stream_in(session, length, 2)
+        outcome, chunks, errors, wall = await stream_in(session, length, 2)
         assert [len(c) for c in chunks] == [length] * 2, length
 
 
@@ -202,22 +136,22 @@ async def burst_window_of_one_packet_runs_at_the_round_trip_bound(dut) -> None:
     from busprobe.model.usb3_hosts import load_usb3_profile
     from busprobe.sim.usb3.response_probe import DeviceResponseProbe
 
-    session = await _session(dut, load_usb3_profile("ideal").with_burst(1))
+    session = await open_session(dut, load_usb3_profile("ideal").with_burst(1))
     with DeviceResponseProbe(session.link) as probe:
-        outcome, chunks, errors, wall = await _stream_in(session, 64 << 10, 2)
-    telemetry = await _telemetry(session)
+        outcome, chunks, errors, wall = await stream_in(session, 64 << 10, 2)
+    telemetry = await read_telemetry(session)
     assert telemetry["in_nump_max"] == 1 and telemetry["in_bytes"] == 128 << 10
     assert not [e for e in errors if e.errors]
-    rates, answers = {"in": _rate(outcome)}, {"in": probe.responses("in")}
+    rates, answers = {"in": stream_rate(outcome)}, {"in": probe.responses("in")}
     with DeviceResponseProbe(session.link) as probe:
-        outcome, wall = await _stream_out(session, 64 << 10, 2)
-    telemetry = await _telemetry(session)
+        outcome, wall = await stream_out(session, 64 << 10, 2)
+    telemetry = await read_telemetry(session)
     assert telemetry["out_bytes"] == 128 << 10 and telemetry["pattern_errors"] == 0
-    rates["out"], answers["out"] = _rate(outcome), probe.responses("out")
+    rates["out"], answers["out"] = stream_rate(outcome), probe.responses("out")
     for direction in ("in", "out"):
         measured = sorted(answers[direction])
         median = measured[len(measured) // 2]
-        bound = _ceiling(direction, burst=1)
+        bound = model_ceiling(direction, burst=1)
         record(test=f"burst_1_{direction}", mb_s=rates[direction] / 1e6,
                of_bound=rates[direction] / bound, bound_mb_s=bound / 1e6,
                device_response_cycles=[measured[0], median, measured[-1]], samples=len(measured))
@@ -231,14 +165,14 @@ async def burst_window_of_one_packet_runs_at_the_round_trip_bound(dut) -> None:
 
 @cocotb.test()
 async def corrupted_header_crc_is_lbad_then_retried_no_data_lost(dut) -> None:
-    session = await _session(dut)
-    await _prepare(session)
+    session = await open_session(dut)
+    await prepare_stream(session)
     session.link.corrupt_headers = 1
     from busprobe.protocol.patterns import Pattern, PatternStream
 
     source = PatternStream(Pattern.PRBS31)
     await session.host.stream("out", 2, 8192, 2, 1, source=source.take)
-    telemetry = await _telemetry(session)
+    telemetry = await read_telemetry(session)
     counters = session.link.counters
     record(test="lbad", link=vars(counters))
     assert counters.lbad_received == 1 and counters.headers_resent >= 1
@@ -250,14 +184,14 @@ async def device_ack_tp_corrupted_on_the_wire_is_lbad_then_resent_no_data_lost(d
     """The device's ACK TP for an OUT packet arrives broken (a lost ACK TP, as the link sees
     it): the host answers LBAD, the device sends LRTY and the header again, and the stream
     goes on with no byte lost or duplicated."""
-    session = await _session(dut)
-    await _prepare(session)
+    session = await open_session(dut)
+    await prepare_stream(session)
     session.link.corrupt_received_tps = 1
     from busprobe.protocol.patterns import Pattern, PatternStream
 
     source = PatternStream(Pattern.PRBS31)
     outcome = await session.host.stream("out", 2, 8192, 2, 1, source=source.take)
-    telemetry = await _telemetry(session)
+    telemetry = await read_telemetry(session)
     counters = session.link.counters
     record(test="device_tp_lbad", link=vars(counters), retries=outcome.retries)
     assert counters.bad_headers == 1 and counters.commands.get("LRTY", 0) >= 1
@@ -267,10 +201,10 @@ async def device_ack_tp_corrupted_on_the_wire_is_lbad_then_resent_no_data_lost(d
 
 @cocotb.test()
 async def corrupted_out_payload_crc_is_retried_no_data_lost_or_duplicated(dut) -> None:
-    session = await _session(dut)
+    session = await open_session(dut)
     session.host.corrupt_out = {3}
-    outcome, wall = await _stream_out(session, 8192, 2)
-    telemetry = await _telemetry(session)
+    outcome, wall = await stream_out(session, 8192, 2)
+    telemetry = await read_telemetry(session)
     record(test="dpp_crc", retries=outcome.retries, telemetry={k: v for k, v in telemetry.items()
                                                                if v})
     assert outcome.retries >= 1
@@ -284,10 +218,10 @@ async def slow_header_credit_return_stalls_the_device_and_loses_nothing(dut) -> 
     from busprobe.model.usb3_hosts import load_usb3_profile
 
     profile = replace(load_usb3_profile("ideal"), credit_return_ns=20_000.0)
-    session = await _session(dut, profile)
-    outcome, chunks, errors, wall = await _stream_in(session, 16 << 10, 2)
-    telemetry = await _telemetry(session)
-    record(test="credit_stall", mb_s=_rate(outcome) / 1e6,
+    session = await open_session(dut, profile)
+    outcome, chunks, errors, wall = await stream_in(session, 16 << 10, 2)
+    telemetry = await read_telemetry(session)
+    record(test="credit_stall", mb_s=stream_rate(outcome) / 1e6,
            stalls=telemetry["header_credit_stalls"])
     assert telemetry["header_credit_stalls"] > 0
     assert telemetry["in_bytes"] == 32 << 10 and [len(c) for c in chunks] == [16 << 10] * 2
@@ -326,15 +260,15 @@ async def vl805_in_streams_with_telemetry_requests_between_stay_in_u0_every_byte
     from busprobe.protocol import usb3 as contract
     from busprobe.protocol.patterns import Pattern, PatternStream
 
-    session = await _session(dut, load_usb3_profile("vl805"))
-    await _prepare(session, 1 << 20)
+    session = await open_session(dut, load_usb3_profile("vl805"))
+    await prepare_stream(session, 1 << 20)
     expected = PatternStream(Pattern.PRBS31)
     for repeat in range(2):
         chunks: list[bytes] = []
         outcome = await session.host.stream("in", 1, 1 << 20, 2, 2, sink=chunks.append)
-        telemetry = await _telemetry(session)
-        await _vendor(session, contract.Request.CLEAR_TELEMETRY)
-        record(test="vl805_in_repeat", repeat=repeat, mb_s=_rate(outcome) / 1e6,
+        telemetry = await read_telemetry(session)
+        await vendor_request(session, contract.Request.CLEAR_TELEMETRY)
+        record(test="vl805_in_repeat", repeat=repeat, mb_s=stream_rate(outcome) / 1e6,
                link=vars(session.link.counters))
         assert int(dut.link_trained.value), f"repeat {repeat}: the device left U0"
         assert [len(c) for c in chunks] == [1 << 20] * 2, f"repeat {repeat}"
@@ -348,8 +282,8 @@ async def warm_reset_mid_transfer_then_training_enumeration_and_a_clean_transfer
     """A 100 ms Warm Reset LFPS while an OUT transfer is under way (12.5 M cycles: bench)."""
     from cocotb.triggers import with_timeout
 
-    session = await _session(dut)
-    await _prepare(session)
+    session = await open_session(dut)
+    await prepare_stream(session)
     from busprobe.protocol.patterns import Pattern, PatternStream
 
     source = PatternStream(Pattern.PRBS31)
@@ -360,8 +294,8 @@ async def warm_reset_mid_transfer_then_training_enumeration_and_a_clean_transfer
     wall = time.monotonic()
     await session.warm_reset()
     assert int(dut.link_trained.value) and int(dut.configuration.value)
-    outcome, _ = await with_timeout(_stream_out(session, 64 << 10, 2), 20, "ms")
-    telemetry = await _telemetry(session)
+    outcome, _ = await with_timeout(stream_out(session, 64 << 10, 2), 20, "ms")
+    telemetry = await read_telemetry(session)
     record(test="warm_reset", wall_s=time.monotonic() - wall)
     assert telemetry["out_bytes"] == 128 << 10 and telemetry["pattern_errors"] == 0
 
@@ -378,17 +312,17 @@ async def host_profiles_shape_the_throughput(dut) -> None:
     for profile in profiles:
         if session is not None:
             session.link.stop()  # its receive loop would take the next session's packets
-        session = await _session(dut, profile)  # each host from power-up, as a port of its own
-        in_outcome, _, errors, in_wall = await _stream_in(session, 256 << 10, 2)
-        in_telemetry = await _telemetry(session)
-        out_outcome, out_wall = await _stream_out(session, 256 << 10, 2)
-        out_telemetry = await _telemetry(session)
+        session = await open_session(dut, profile)  # each host from power-up, as a port of its own
+        in_outcome, _, errors, in_wall = await stream_in(session, 256 << 10, 2)
+        in_telemetry = await read_telemetry(session)
+        out_outcome, out_wall = await stream_out(session, 256 << 10, 2)
+        out_telemetry = await read_telemetry(session)
         key = (profile.name, profile.max_burst_in, profile.max_burst_out)
-        rates[key + ("in",)] = _rate(in_outcome)
-        rates[key + ("out",)] = _rate(out_outcome)
+        rates[key + ("in",)] = stream_rate(in_outcome)
+        rates[key + ("out",)] = stream_rate(out_outcome)
         record(test="profile", profile=profile.name, burst_in=profile.max_burst_in,
-               burst_out=profile.max_burst_out, in_mb_s=_rate(in_outcome) / 1e6,
-               out_mb_s=_rate(out_outcome) / 1e6, in_wall_s=in_wall, out_wall_s=out_wall,
+               burst_out=profile.max_burst_out, in_mb_s=stream_rate(in_outcome) / 1e6,
+               out_mb_s=stream_rate(out_outcome) / 1e6, in_wall_s=in_wall, out_wall_s=out_wall,
                in_nump_max=in_telemetry["in_nump_max"],
                out_burst_max=out_telemetry.get("out_burst_max"))
         assert not any(e.errors for e in errors) and out_telemetry["pattern_errors"] == 0
