@@ -16,7 +16,7 @@ __all__ = [
     "EP_IN", "EP_OUT", "MAX_PACKET_SIZE", "CLOCK_HZ", "PROTOCOL_VERSION", "MAGIC",
     "Request", "DataMode", "IN_ZLP_FLAG", "encode_in_transfer", "decode_in_transfer",
     "TELEMETRY", "TELEMETRY_WORDS", "UFRAMES_PER_SECOND", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
-    "unpack_telemetry", "pack_telemetry", "INFO_FORMAT", "INFO_SIZE",
+    "unpack_telemetry", "pack_telemetry", "device_window", "INFO_FORMAT", "INFO_SIZE",
 ]
 
 VID = 0x1209  # pid.codes
@@ -165,3 +165,17 @@ def unpack_telemetry(data: bytes) -> dict[str, int]:
 def pack_telemetry(values: dict[str, int]) -> bytes:
     """Inverse of :func:`unpack_telemetry` (for tests and models)."""
     return struct.pack(_FORMAT, *(values.get(name, 0) & 0xFFFF_FFFF for name, _ in TELEMETRY))
+
+
+def device_window(raw: dict[str, int], direction: str) -> tuple[int, float] | None:
+    """Bytes and seconds of the device's whole-microframe window for ``direction`` ("in"/"out").
+
+    None when the data touched fewer than three microframes (no whole microframe to time).
+    """
+    uframes = (raw[f"{direction}_window_end_uframe"]
+               - raw[f"{direction}_window_start_uframe"]) & 0xFFFF_FFFF
+    if not uframes:
+        return None
+    moved = (raw[f"{direction}_window_end_bytes"]
+             - raw[f"{direction}_window_start_bytes"]) & 0xFFFF_FFFF
+    return moved, uframes / UFRAMES_PER_SECOND

@@ -18,7 +18,7 @@ from ...protocol.patterns import Pattern
 from ...transport import InvalidRequest, Telemetry, TransportError
 
 __all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "VendorRequests", "decode_telemetry",
-           "decode_usb3_telemetry", "PROTOCOLS"]
+           "PROTOCOLS"]
 
 #: The device protocols, by GET_INFO magic. Both INFO answers start with magic, version and max
 #: packet size (:data:`busprobe.protocol.usb2.INFO_FORMAT`), so that much tells them apart.
@@ -33,46 +33,22 @@ VENDOR_IN = 0xC0
 VENDOR_OUT = 0x40
 
 
-def decode_telemetry(data: bytes) -> Telemetry:
-    """The device's telemetry block (:data:`~busprobe.protocol.usb2.TELEMETRY`) as Telemetry.
+def decode_telemetry(data: bytes, protocol: ModuleType = usb2) -> Telemetry:
+    """A device's telemetry block, in ``protocol``'s layout (:mod:`busprobe.protocol.usb2` or
+    :mod:`~busprobe.protocol.usb3`), as Telemetry.
 
-    Device-timed figures come from the whole-microframe window: the bytes moved between the end
-    of the first and the end of the second-to-last microframe with data, over those microframes
-    at 125 µs each. A direction whose data touched fewer than three microframes has no window,
-    and no device figure: a partial microframe cannot be timed without reading above the bus's
-    limit. ``device_bytes`` is every byte the device counted (for the lost-data check).
+    Device-timed figures come from the protocol's whole-interval window (``device_window``):
+    the bytes moved between the end of the first and the end of the second-to-last microframe
+    (USB 2.0) or bus interval (SuperSpeed, ITPs) with data, over those 125 µs intervals. A
+    direction whose data touched fewer than three intervals has no window, and no device
+    figure: a partial interval cannot be timed without reading above the bus's limit.
+    ``device_bytes`` is every byte the device counted (for the lost-data check).
     """
-    raw = usb2.unpack_telemetry(data)
+    raw = protocol.unpack_telemetry(data)
     seconds: dict[str, float] = {}
     window_bytes: dict[str, int] = {}
     for direction in ("in", "out"):
-        uframes = (raw[f"{direction}_window_end_uframe"]
-                   - raw[f"{direction}_window_start_uframe"]) & 0xFFFF_FFFF
-        if uframes:
-            seconds[direction] = uframes / usb2.UFRAMES_PER_SECOND
-            window_bytes[direction] = (raw[f"{direction}_window_end_bytes"]
-                                       - raw[f"{direction}_window_start_bytes"]) & 0xFFFF_FFFF
-    offset = raw["first_error_offset"]
-    return Telemetry(
-        raw=dict(raw), device_seconds=seconds,
-        device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
-        window_bytes=window_bytes,
-        errors={"out": raw["pattern_errors"]},
-        first_error_offset={"out": None if offset == usb2.NO_ERROR_OFFSET else offset})
-
-
-def decode_usb3_telemetry(data: bytes) -> Telemetry:
-    """The SuperSpeed device's telemetry block (:data:`busprobe.protocol.usb3.TELEMETRY`).
-
-    As :func:`decode_telemetry`, on whole bus intervals (ITPs, 125 µs) instead of microframes:
-    :func:`busprobe.protocol.usb3.device_window` gives a direction's window, or None when its
-    data touched fewer than three intervals.
-    """
-    raw = usb3.unpack_telemetry(data)
-    seconds: dict[str, float] = {}
-    window_bytes: dict[str, int] = {}
-    for direction in ("in", "out"):
-        window = usb3.device_window(raw, direction)
+        window = protocol.device_window(raw, direction)
         if window is not None:
             window_bytes[direction], seconds[direction] = window
     offset = raw["first_error_offset"]
@@ -81,11 +57,7 @@ def decode_usb3_telemetry(data: bytes) -> Telemetry:
         device_bytes={"in": raw["in_bytes"], "out": raw["out_bytes"]},
         window_bytes=window_bytes,
         errors={"out": raw["pattern_errors"]},
-        first_error_offset={"out": None if offset == usb3.NO_ERROR_OFFSET else offset})
-
-
-_DECODERS: dict[ModuleType, Callable[[bytes], Telemetry]] = {
-    usb2: decode_telemetry, usb3: decode_usb3_telemetry}
+        first_error_offset={"out": None if offset == protocol.NO_ERROR_OFFSET else offset})
 
 
 class VendorRequests:
@@ -151,7 +123,7 @@ class VendorRequests:
         data = self._control(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0,
                              self.protocol.TELEMETRY_SIZE)
         try:
-            return _DECODERS[self.protocol](bytes(data))
+            return decode_telemetry(bytes(data), self.protocol)
         except ValueError as exc:
             raise TransportError(f"{self.name}: {exc}") from None
 
