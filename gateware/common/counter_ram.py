@@ -126,12 +126,8 @@ class CounterRam(wiring.Component):
     read_address: Signal(range(snapshot_words)), input
         Snapshot word to read; ``read_data`` has it a cycle later.
     read_data: Signal(32), output
-    cycle: Signal(32), output
-        Free-running cycle counter (what STAMP operations subtract their operand from).
     round_start: Signal(), output
         Strobe: operation 0 is addressed at the start of a round (not a clear's restart).
-    clearing: Signal(), output
-        A clearing round is under way (operations addressed in this cycle see ``base`` 0).
 
     Parameters
     ----------
@@ -153,9 +149,7 @@ class CounterRam(wiring.Component):
             "ready": Out(1, init=1),
             "read_address": In(range(len(self._snapshot_init))),
             "read_data": Out(32),
-            "cycle": Out(32),
             "round_start": Out(1),
-            "clearing": Out(1),
         })
         self.ops: list[CounterOp] = []
 
@@ -194,15 +188,15 @@ class CounterRam(wiring.Component):
         snap_write = snapshot.write_port(domain=self._domain)
         snap_read = snapshot.read_port(domain=self._domain)
         m.d.comb += [snap_read.addr.eq(self.read_address), self.read_data.eq(snap_read.data)]
-        sync += self.cycle.eq(self.cycle + 1)
+        cycle = Signal(32)      # free-running: what a STAMP adds its negative age to
+        sync += cycle.eq(cycle + 1)
 
         # -- stage A: address ------------------------------------------------------------------
         slot = Signal(range(count))
         clearing = Signal()
         capture_left = Signal(range(count + 1))   # operations still to be marked for capture
         m.d.comb += [read.addr.eq(mux_tree([_value(op.read_word, 8) for op in ops], slot)),
-                     self.round_start.eq((slot == 0) & ~clearing & ~self.clear),
-                     self.clearing.eq(clearing)]
+                     self.round_start.eq((slot == 0) & ~clearing & ~self.clear)]
         with m.If(self.clear):
             sync += [slot.eq(0), clearing.eq(1)]
         with m.Elif(slot == count - 1):
@@ -241,7 +235,7 @@ class CounterRam(wiring.Component):
         stamping = (kind == Kind.STAMP) & flag
         age_width = max((len(_value(op.operand, 1)) for op in stamps), default=1)
         negative_age = operand[:age_width].as_signed()
-        x = Mux(kind == Kind.INPUT, input_value, Mux(stamping, self.cycle, base))
+        x = Mux(kind == Kind.INPUT, input_value, Mux(stamping, cycle, base))
         y = Mux(kind == Kind.INPUT, 0,
                 Mux(kind == Kind.STAMP, Mux(flag, negative_age, 0), operand))
         value = Signal(32)

@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 
 from ..common.counter_ram import CounterRam, Kind
-from .traffic import telemetry_inputs
+from .traffic import EndpointTrafficSignature, RxDropsSignature, telemetry_inputs
 
 __all__ = ["Usb2Telemetry", "INFO_BYTES", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
 
@@ -54,9 +54,8 @@ class Usb2Telemetry(wiring.Component):
     Every word is 32 bits and wraps; the layout is :data:`busprobe.protocol.usb2.TELEMETRY`,
     and elaboration fails if the program leaves a word of it out. ``capture`` starts a snapshot
     that is whole a round later (42 cycles, 0.7 µs; up to two more if a SOF is being applied);
-    ``ready`` says so. The snapshot RAM also
-    holds the GET_INFO answer at :data:`INFO_WORD` and a zero word at :data:`ZERO_WORD`, so one
-    read port feeds the control endpoint.
+    ``ready`` says so. The snapshot RAM also holds the GET_INFO answer at :data:`INFO_WORD` and
+    a zero word at :data:`ZERO_WORD`, so one read port feeds the control endpoint.
 
     The timing window (``*_window_*``) is taken at a SOF that ends a microframe with data. A
     SOF less than a round after the one before (never on a real bus: they are 7,500 cycles
@@ -174,16 +173,12 @@ class Usb2Telemetry(wiring.Component):
         with m.Elif(start):
             m.d.usb += wanted.eq(0)
 
-    def _latched_counter(self, m, name, increment, width):
+    def _latched_counter(self, name, increment, width):
         """A pending count that the SOF splits: what came before it is ``held`` for the SOF's
-        round, what comes after keeps counting (and waits until that round is done)."""
-        count = Signal(width, name=f"{name}_pending")
-        held = Signal(width, name=f"{name}_at_sof")
-        with m.If(self._ev.clear):
-            m.d.usb += [count.eq(0), held.eq(0)]
-        with m.Elif(self._sof_accept):
-            m.d.usb += [held.eq(count), count.eq(increment)]
-        return count, held, increment
+        round, what comes after keeps counting (and waits until that round is done); its
+        operation and updates are made by :meth:`_counters`."""
+        return (Signal(width, name=f"{name}_pending"), Signal(width, name=f"{name}_at_sof"),
+                increment)
 
     def _windows(self, m, ram, sof_round, sof_pending):
         """The whole-microframe timing window of each direction (see ``usb2.TELEMETRY``).
@@ -194,9 +189,9 @@ class Usb2Telemetry(wiring.Component):
         """
         latched = {
             f"{direction}_bytes": self._latched_counter(
-                m, f"{direction}_bytes", Mux(ep.acked, ep.acked_length, 0), BYTE_BITS)
+                f"{direction}_bytes", Mux(ep.acked, ep.acked_length, 0), BYTE_BITS)
             for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out))}
-        latched["sofs"] = self._latched_counter(m, "sofs", self._ev.sof, EVENT_BITS)
+        latched["sofs"] = self._latched_counter("sofs", self._ev.sof, EVENT_BITS)
         held_sofs = latched["sofs"][1]
 
         for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out)):
@@ -245,11 +240,14 @@ class Usb2Telemetry(wiring.Component):
         for name, (count, held, increment) in latched.items():
             op = ram.add(WORD[name], Kind.ADD,
                          operand=Mux(waiting, 0, count) + Mux(sof_round, held, 0))
-            with m.If(~self._ev.clear & ~self._sof_accept):
-                with m.If(op.taken & ~waiting):
-                    m.d.usb += count.eq(increment)
-                with m.Else():
-                    m.d.usb += count.eq(count + increment)
+            with m.If(self._ev.clear):
+                m.d.usb += [count.eq(0), held.eq(0)]
+            with m.Elif(self._sof_accept):
+                m.d.usb += [held.eq(count), count.eq(increment)]
+            with m.Elif(op.taken & ~waiting):
+                m.d.usb += count.eq(increment)
+            with m.Else():
+                m.d.usb += count.eq(count + increment)
 
         events = {
             "pings": self._ev.ping,
@@ -338,14 +336,14 @@ def _registered_events(m, telemetry):
         m.d.usb += copy.eq(signal)
         return copy
 
-    def endpoint(ep):
-        return SimpleNamespace(**{name: delayed(getattr(ep, name)) for name in
-                                  ("token", "nak", "packet_start", "acked", "acked_length")})
+    def group(interface, signature):
+        return SimpleNamespace(**{name: delayed(getattr(interface, name))
+                                  for name in signature.members})
 
     return SimpleNamespace(
         clear=delayed(telemetry.clear), sof=delayed(telemetry.sof),
         ping=delayed(telemetry.ping), nyet=delayed(telemetry.nyet),
         out_duplicate=delayed(telemetry.out_duplicate),
-        ep_in=endpoint(telemetry.ep_in), ep_out=endpoint(telemetry.ep_out),
-        rx=SimpleNamespace(**{name: delayed(getattr(telemetry.rx, name)) for name in
-                              ("packet", "bad_pid", "malformed", "crc_error", "foreign")}))
+        ep_in=group(telemetry.ep_in, EndpointTrafficSignature()),
+        ep_out=group(telemetry.ep_out, EndpointTrafficSignature()),
+        rx=group(telemetry.rx, RxDropsSignature()))
