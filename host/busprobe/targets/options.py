@@ -16,7 +16,8 @@ from typing import Any
 
 from ..transport import InvalidRequest
 
-__all__ = ["Option", "Refused", "parse_options", "choice", "one_of", "number", "check_value"]
+__all__ = ["Option", "Refused", "parse_options", "choice", "one_of", "number", "loadable",
+           "check_value"]
 
 _INTEGER = re.compile(r"^[0-9]+$")
 
@@ -57,6 +58,18 @@ def choice(values: Sequence[Any]) -> Callable[[str], Any]:
             return int(text)
         if text not in values:
             raise ValueError
+        return text
+    return parse
+
+
+def loadable(load: Callable[[str], object]) -> Callable[[str], str]:
+    """A parser accepting what ``load`` accepts (a host profile's name or file, say); ``load``'s
+    own one-line error is the one the user sees."""
+    def parse(text: str) -> str:
+        try:
+            load(text)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
         return text
     return parse
 

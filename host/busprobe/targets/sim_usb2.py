@@ -22,7 +22,7 @@ from ..selectors import Selector
 from ..topology.hop import Hop
 from ..transport import BusDescription
 from .description import TargetDescription
-from .options import Option, Refused, choice, one_of, parse_options
+from .options import Option, choice, loadable, one_of, parse_options
 
 __all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS"]
 
@@ -31,16 +31,8 @@ NAME = "sim:usb2"
 DESIGNS = ("busprobe", "stock")
 
 
-def _host(text: str) -> str:
-    try:
-        load_profile(text)  # a bad name or file fails here, in one line naming the key
-    except ValueError as exc:
-        raise Refused(str(exc)) from None
-    return text
-
-
 OPTIONS: tuple[Option, ...] = (
-    Option("host", "ideal", _host, "ideal, ehci, xhci or a FILE.toml"),
+    Option("host", "ideal", loadable(load_profile), "ideal, ehci, xhci or a FILE.toml"),
     Option("design", "busprobe", choice(DESIGNS), one_of(DESIGNS)),
 )
 

@@ -22,23 +22,16 @@ from ..selectors import Selector
 from ..topology.hop import Hop
 from ..transport import BusDescription
 from .description import TargetDescription
-from .options import Option, Refused, choice, parse_options
+from .options import Option, choice, loadable, parse_options
 
 __all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME"]
 
 NAME = "sim:usb3"
 
 
-def _host(text: str) -> str:
-    try:
-        load_usb3_profile(text)  # a bad name or file fails here, in one line naming the key
-    except ValueError as exc:
-        raise Refused(str(exc)) from None
-    return text
-
-
 OPTIONS: tuple[Option, ...] = (
-    Option("host", "ideal", _host, "ideal, small-burst, vl805 or a FILE.toml"),
+    Option("host", "ideal", loadable(load_usb3_profile),
+           "ideal, small-burst, vl805 or a FILE.toml"),
     Option("burst", MAX_BURST_PACKETS, choice(range(1, MAX_BURST_PACKETS + 1)),
            f"a whole number of packets, 1..{MAX_BURST_PACKETS}"),
 )
