@@ -26,11 +26,12 @@ import pickle
 import socket
 import struct
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from busprobe.transport import TransportError
 
-__all__ = ["ENV_SOCKET", "RemoteError", "send", "recv", "PeerClosed", "serve", "out_buffers"]
+__all__ = ["ENV_SOCKET", "RemoteError", "send", "recv", "PeerClosed", "serve", "out_buffers",
+           "on_the_bus", "BusErrors"]
 
 #: Environment variable naming the Unix socket the simulator connects to.
 ENV_SOCKET = "BUSPROBE_RPC_SOCKET"
@@ -120,3 +121,21 @@ def out_buffers(outgoing: Sequence[bytes] | None) -> Callable[[int], bytes]:
         return data
 
     return source
+
+
+#: ``(host-model exception types, transport error)`` pairs, the first match wins.
+BusErrors = Sequence[tuple[type[BaseException] | tuple[type[BaseException], ...], type[Exception]]]
+
+T = TypeVar("T")
+
+
+async def on_the_bus(what: str, action: Callable[[], Awaitable[T]], errors: BusErrors) -> T:
+    """Run ``action``; a host-model error listed in ``errors`` becomes that transport error,
+    one line naming ``what``."""
+    try:
+        return await action()
+    except Exception as exc:
+        for kinds, error in errors:
+            if isinstance(exc, kinds):
+                raise error(f"{what}: {exc}") from None
+        raise

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import cocotb
 from busprobe.model.usb2_hosts import load_profile
 from busprobe.protocol import usb2
-from busprobe.sim.rpc import out_buffers, serve
+from busprobe.sim.rpc import BusErrors, on_the_bus, out_buffers, serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
 from .bot_host import run_commands
@@ -34,18 +34,13 @@ ENV_PROFILE = "BUSPROBE_SIM_HOST"
 T = TypeVar("T")
 
 
-async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
-    """Run ``action``; the host model's bus errors become the transport's one-line errors."""
-    try:
-        return await action()
-    except (DeviceTimeout, StreamStuck) as exc:
-        raise TransferTimeout(f"{what}: {exc}") from None
-    except TransferStall as exc:
-        raise EndpointStalled(f"{what}: {exc}") from None
-    except ValueError as exc:
-        raise InvalidRequest(f"{what}: {exc}") from None
-    except LinkError as exc:
-        raise TransportError(f"{what}: {exc}") from None
+#: The ULPI host model's errors, as the transport's.
+BUS_ERRORS: BusErrors = (
+    ((DeviceTimeout, StreamStuck), TransferTimeout),
+    (TransferStall, EndpointStalled),
+    (ValueError, InvalidRequest),
+    (LinkError, TransportError),
+)
 
 
 class Usb2RpcHandler:
@@ -65,13 +60,14 @@ class Usb2RpcHandler:
 
     async def rpc_control(self, request_type: int, request: int, value: int, index: int,
                           length_or_data: int | bytes) -> tuple[bytes, int]:
-        data = await _on_the_bus(f"control request {request:#04x}", lambda: self.session.host
-                                 .control(request_type, request, value, index, length_or_data))
+        data = await on_the_bus(f"control request {request:#04x}", lambda: self.session.host
+                                .control(request_type, request, value, index, length_or_data),
+                                BUS_ERRORS)
         return bytes(data), self.session.phy.cycle
 
     async def rpc_reset(self) -> int:
         """Bus reset, then the standard enumeration again (address, configuration)."""
-        await _on_the_bus("bus reset", self.session.reset_and_enumerate)
+        await on_the_bus("bus reset", self.session.reset_and_enumerate, BUS_ERRORS)
         return self.session.phy.cycle
 
     async def rpc_stream(self, endpoint: int, length: int, count: int, queue_depth: int,
@@ -80,10 +76,11 @@ class Usb2RpcHandler:
         direction = "in" if endpoint & 0x80 else "out"
         received: list[bytes] = []
         started, cycle0 = time.perf_counter(), self.session.phy.cycle
-        outcome = await _on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
+        outcome = await on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
                                     .stream(direction, endpoint & 0x7F, length, count,
                                             queue_depth, max_packet_size=usb2.MAX_PACKET_SIZE,
-                                            source=out_buffers(outgoing), sink=received.append))
+                                            source=out_buffers(outgoing), sink=received.append),
+                                   BUS_ERRORS)
         return self._reply(outcome, started, cycle0, received)
 
     async def rpc_loopback(self, length: int, count: int, queue_depth: int,
@@ -92,10 +89,10 @@ class Usb2RpcHandler:
         to IN); what came back is in ``in_data``."""
         received: list[bytes] = []
         started, cycle0 = time.perf_counter(), self.session.phy.cycle
-        outcome = await _on_the_bus("loopback transfer", lambda: self.session.host.loopback(
+        outcome = await on_the_bus("loopback transfer", lambda: self.session.host.loopback(
             usb2.EP_OUT, usb2.EP_IN & 0x7F, length, count, queue_depth,
             max_packet_size=usb2.MAX_PACKET_SIZE, source=out_buffers(outgoing),
-            sink=received.append))
+            sink=received.append), BUS_ERRORS)
         return self._reply(outcome, started, cycle0, received)
 
     def _reply(self, outcome: Any, started: float, cycle0: int,
@@ -113,8 +110,8 @@ class Usb2RpcHandler:
         """One Bulk-Only Transport command per CBW (``bot_host``); IN data in ``in_data``."""
         received: list[bytes] = []
         started, cycle0 = time.perf_counter(), self.session.phy.cycle
-        outcome = await _on_the_bus(f"BOT {direction} command", lambda: run_commands(
-            self.session.host, cbws, direction, length, outgoing, received))
+        outcome = await on_the_bus(f"BOT {direction} command", lambda: run_commands(
+            self.session.host, cbws, direction, length, outgoing, received), BUS_ERRORS)
         return self._reply(outcome, started, cycle0, received) | {"csws": outcome.csws}
 
 
@@ -125,7 +122,7 @@ async def serve_usb2(dut: Any) -> None:
 
     async def setup() -> tuple[Usb2RpcHandler, dict[str, Any]]:
         session = Usb2Session(dut, profile)
-        await _on_the_bus("enumeration", session.power_up)
+        await on_the_bus("enumeration", session.power_up, BUS_ERRORS)
         return Usb2RpcHandler(session), {"cycle": session.phy.cycle, "profile": profile.name,
                                          "strings": session.descriptors.strings}
 

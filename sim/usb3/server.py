@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import cocotb
 from busprobe.model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
 from busprobe.protocol import usb3
-from busprobe.sim.rpc import out_buffers, serve
+from busprobe.sim.rpc import BusErrors, on_the_bus, out_buffers, serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
 from .controller import StreamOutcome
@@ -37,20 +37,14 @@ ENV_BURST = "BUSPROBE_SIM_USB3_BURST"
 T = TypeVar("T")
 
 
-async def _on_the_bus(what: str, action: Callable[[], Awaitable[T]]) -> T:
-    """Run ``action``; the host model's bus errors become the transport's one-line errors."""
-    try:
-        return await action()
-    except DeviceTimeout as exc:
-        raise TransferTimeout(f"{what}: {exc}") from None
-    except DeviceStall as exc:
-        raise EndpointStalled(f"{what}: {exc}") from None
-    except ValueError as exc:
-        raise InvalidRequest(f"{what}: {exc}") from None
-    except (LinkError, TrainingFailed) as exc:
-        raise TransportError(f"{what}: {exc}") from None
-    except AssertionError as exc:  # the model's own "nothing came" checks (expect())
-        raise TransferTimeout(f"{what}: {exc}") from None
+#: The PIPE host model's errors, as the transport's.
+BUS_ERRORS: BusErrors = (
+    (DeviceTimeout, TransferTimeout),
+    (DeviceStall, EndpointStalled),
+    (ValueError, InvalidRequest),
+    ((LinkError, TrainingFailed), TransportError),
+    (AssertionError, TransferTimeout),  # the model's own "nothing came" checks (expect())
+)
 
 
 class Usb3RpcHandler:
@@ -78,8 +72,9 @@ class Usb3RpcHandler:
         # length of 0 for those.
         if isinstance(length_or_data, bytes) and not length_or_data:
             length_or_data = 0
-        data = await _on_the_bus(f"control request {request:#04x}", lambda: self.session.host
-                                 .control(request_type, request, value, index, length_or_data))
+        data = await on_the_bus(f"control request {request:#04x}", lambda: self.session.host
+                                .control(request_type, request, value, index, length_or_data),
+                                BUS_ERRORS)
         return bytes(data or b""), self.cycle
 
     async def rpc_stream(self, endpoint: int, length: int, count: int, queue_depth: int,
@@ -88,10 +83,10 @@ class Usb3RpcHandler:
         direction = "in" if endpoint & 0x80 else "out"
         received: list[bytes] = []
         started, cycle0 = time.perf_counter(), self.cycle
-        outcome = await _on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
+        outcome = await on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
                                     .stream(direction, endpoint & 0x7F, length, count,
                                             queue_depth, source=out_buffers(outgoing),
-                                            sink=received.append))
+                                            sink=received.append), BUS_ERRORS)
         return self._reply(outcome, started, cycle0, received)
 
     def _reply(self, outcome: StreamOutcome, started: float, cycle0: int,
@@ -119,7 +114,7 @@ async def serve_usb3(dut: Any) -> None:
     async def setup() -> tuple[Usb3RpcHandler, dict[str, Any]]:
         session = Usb3Session(dut, profile)
         started = time.perf_counter()
-        await _on_the_bus("link training and enumeration", session.power_up)
+        await on_the_bus("link training and enumeration", session.power_up, BUS_ERRORS)
         return Usb3RpcHandler(session), {
             "cycle": session.partner.cycle, "profile": profile.name,
             "max_burst_in": profile.max_burst_in, "max_burst_out": profile.max_burst_out,
