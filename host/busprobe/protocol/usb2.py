@@ -10,6 +10,7 @@ import enum
 import struct
 
 from .patterns import NO_ERROR_OFFSET
+from .window import whole_interval_window
 
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL",
@@ -168,14 +169,6 @@ def pack_telemetry(values: dict[str, int]) -> bytes:
 
 
 def device_window(raw: dict[str, int], direction: str) -> tuple[int, float] | None:
-    """Bytes and seconds of the device's whole-microframe window for ``direction`` ("in"/"out").
-
-    None when the data touched fewer than three microframes (no whole microframe to time).
-    """
-    uframes = (raw[f"{direction}_window_end_uframe"]
-               - raw[f"{direction}_window_start_uframe"]) & 0xFFFF_FFFF
-    if not uframes:
-        return None
-    moved = (raw[f"{direction}_window_end_bytes"]
-             - raw[f"{direction}_window_start_bytes"]) & 0xFFFF_FFFF
-    return moved, uframes / UFRAMES_PER_SECOND
+    """Bytes and seconds of the device's whole-microframe window for ``direction`` ("in"/"out"),
+    or None when the data touched fewer than three microframes."""
+    return whole_interval_window(raw, direction, "uframe", UFRAMES_PER_SECOND)

@@ -17,6 +17,7 @@ import struct
 
 from .patterns import NO_ERROR_OFFSET
 from .usb2 import IN_ZLP_FLAG, DataMode, Request, decode_in_transfer, encode_in_transfer
+from .window import whole_interval_window
 
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL", "EP_IN", "EP_OUT", "MAX_PACKET_SIZE",
@@ -173,14 +174,6 @@ def pack_telemetry(values: dict[str, int]) -> bytes:
 
 
 def device_window(raw: dict[str, int], direction: str) -> tuple[int, float] | None:
-    """Bytes and seconds of the device's whole-interval window for ``direction`` ("in"/"out").
-
-    None when the data touched fewer than three bus intervals (no whole interval to time).
-    """
-    intervals = (raw[f"{direction}_window_end_interval"]
-                 - raw[f"{direction}_window_start_interval"]) & 0xFFFF_FFFF
-    if not intervals:
-        return None
-    moved = (raw[f"{direction}_window_end_bytes"]
-             - raw[f"{direction}_window_start_bytes"]) & 0xFFFF_FFFF
-    return moved, intervals / BUS_INTERVALS_PER_SECOND
+    """Bytes and seconds of the device's whole-interval window for ``direction`` ("in"/"out"),
+    or None when the data touched fewer than three bus intervals."""
+    return whole_interval_window(raw, direction, "interval", BUS_INTERVALS_PER_SECOND)
