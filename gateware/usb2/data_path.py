@@ -1,6 +1,6 @@
 """What the bulk endpoints carry: the pattern, or the host's own data looped back."""
 
-from amaranth import Module, Mux
+from amaranth import C, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
@@ -25,7 +25,8 @@ class Usb2DataPath(wiring.Component):
       checks what came back.
     - :attr:`~busprobe.protocol.usb2.DataMode.BOT`: a :class:`BotFramer` between the endpoints
       and the pattern engines: CBWs from OUT, the pattern into IN or OUT data into the checker,
-      CSWs into IN.
+      CSWs into IN. Only with ``bot``; without it BOT is carried as PATTERN (the request
+      handler stalls SET_DATA_MODE to BOT on such a bitstream).
 
     Attributes
     ----------
@@ -47,6 +48,11 @@ class Usb2DataPath(wiring.Component):
         Mismatched 32-bit words of the OUT stream (see :class:`PatternChecker`).
     first_error_offset: Signal(32), output
         OUT stream offset of the first mismatch.
+
+    Parameters
+    ----------
+    bot: bool
+        Include the BOT framer.
     """
 
     mode: In(usb2.DataMode)
@@ -59,38 +65,55 @@ class Usb2DataPath(wiring.Component):
     pattern_errors: Out(32)
     first_error_offset: Out(32)
 
+    def __init__(self, *, bot=False):
+        self._bot = bot
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.source = source = PatternByteSource(domain="usb")
         m.submodules.checker = checker = PatternChecker(domain="usb")
-        m.submodules.bot = bot = BotFramer(max_packet_size=usb2.MAX_PACKET_SIZE, domain="usb")
         to_in, from_out = self.to_in, self.from_out
-        bot_mode = self.mode == usb2.DataMode.BOT
-
         m.d.comb += [
             source.pattern.eq(self.pattern),
             source.restart.eq(self.restart),
             checker.pattern.eq(self.pattern),
             checker.restart.eq(self.restart),
             checker.clear.eq(self.clear),
-            checker.stream.valid.eq(Mux(bot_mode, bot.checked.valid,
-                                        from_out.valid & from_out.ready)),
-            checker.stream.payload.eq(Mux(bot_mode, bot.checked.p.data, from_out.p.data)),
-            bot.restart.eq(self.restart),
-            bot.checked.ready.eq(1),
             self.pattern_errors.eq(checker.errors),
             self.first_error_offset.eq(checker.first_error_offset),
+            checker.stream.valid.eq(from_out.valid & from_out.ready),
+            checker.stream.payload.eq(from_out.p.data),
         ]
+        bot_mode = self.mode == usb2.DataMode.BOT if self._bot else C(0)
+        if self._bot:
+            self._add_bot(m, source, checker, bot_mode)
         with m.If(self.mode == usb2.DataMode.LOOPBACK):
             m.d.comb += [
                 to_in.valid.eq(from_out.valid),
                 to_in.p.eq(from_out.p),
                 from_out.ready.eq(to_in.ready),
             ]
-        with m.Elif(bot_mode):
-            # Packets end where the framing says, so the IN ring waits for whole ones: no
-            # cut-through.
+        with m.Elif(~bot_mode):
             m.d.comb += [
+                to_in.valid.eq(source.stream.valid),
+                self.in_cut_through.eq(1),
+                to_in.p.data.eq(source.stream.payload),
+                source.stream.ready.eq(to_in.ready),
+                from_out.ready.eq(1),
+            ]
+        return m
+
+    def _add_bot(self, m, source, checker, bot_mode):
+        m.submodules.bot = bot = BotFramer(max_packet_size=usb2.MAX_PACKET_SIZE, domain="usb")
+        to_in, from_out = self.to_in, self.from_out
+        m.d.comb += [bot.restart.eq(self.restart), bot.checked.ready.eq(1)]
+        with m.If(bot_mode):
+            # Packets end where the framing says, so the IN ring waits for whole ones: no
+            # cut-through. The checker sees only the data the CBWs frame.
+            m.d.comb += [
+                checker.stream.valid.eq(bot.checked.valid),
+                checker.stream.payload.eq(bot.checked.p.data),
                 bot.out_packets.valid.eq(from_out.valid),
                 bot.out_packets.p.eq(from_out.p),
                 from_out.ready.eq(bot.out_packets.ready),
@@ -101,12 +124,3 @@ class Usb2DataPath(wiring.Component):
                 bot.source.p.eq(source.stream.payload),
                 source.stream.ready.eq(bot.source.ready),
             ]
-        with m.Else():
-            m.d.comb += [
-                to_in.valid.eq(source.stream.valid),
-                self.in_cut_through.eq(1),
-                to_in.p.data.eq(source.stream.payload),
-                source.stream.ready.eq(to_in.ready),
-                from_out.ready.eq(1),
-            ]
-        return m

@@ -2,6 +2,7 @@
 
 from amaranth import DomainRenamer, Elaboratable, Module, Signal
 from amaranth.lib import wiring
+from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.control import USBControlEndpoint
 from luna.gateware.usb.usb2.device import USBDevice
 
@@ -14,7 +15,7 @@ from .request_handler import ProbeRequestHandler, is_interface_request
 from .rx_monitor import RxPacketMonitor
 from .telemetry import Usb2Telemetry
 
-__all__ = ["Usb2ProbeDevice", "usb_device"]
+__all__ = ["Usb2ProbeDevice", "Usb2FullProbeDevice", "usb_device"]
 
 
 class AddressedUSBDevice(USBDevice):
@@ -82,31 +83,35 @@ class Usb2ProbeDevice(Elaboratable):
         OUT buffer size in packets.
     in_buffer_packets: int
         IN ring size in packets (a power of two).
+    features: usb2.Feature
+        Optional parts (the BOT framer, the packet-shape and receive-drop counters); the
+        default build has none, to stay lean, and GET_INFO says which a bitstream has.
     """
 
-    def __init__(self, *, ulpi, handle_clocking=False, out_buffer_packets=4, in_buffer_packets=4):
+    def __init__(self, *, ulpi, handle_clocking=False, out_buffer_packets=4, in_buffer_packets=4,
+                 features=usb2.NO_FEATURES):
+        self.features = features = usb2.Feature(features)
         self.usb, self._usb_renamed = usb_device(ulpi=ulpi, handle_clocking=handle_clocking)
         # What USBDevice.add_standard_control_endpoint does, with the endpoint behind a guard.
         self.control = USBControlEndpoint(utmi=self.usb.utmi)
         self.control.add_standard_request_handlers(build_descriptors(),
                                                    skiplist=[is_interface_request])
         self.usb.add_endpoint(Endpoint0Guard(self.control))
-        self.requests = ProbeRequestHandler()
+        self.requests = ProbeRequestHandler(features=features)
         self.control.add_request_handler(self.requests)
         self.ep_in = StreamInEndpoint(buffer_packets=in_buffer_packets)
         self.ep_out = StreamOutEndpoint(buffer_packets=out_buffer_packets)
         self.usb.add_endpoint(self.ep_in)
         self.usb.add_endpoint(self.ep_out)
-        self.data_path = Usb2DataPath()
-        self.rx_monitor = RxPacketMonitor()
-        self.telemetry = Usb2Telemetry()
+        self.data_path = Usb2DataPath(bot=bool(features & usb2.Feature.BOT))
+        self.rx_monitor = RxPacketMonitor() if features & usb2.Feature.RX_DROPS else None
+        self.telemetry = Usb2Telemetry(features=features)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.usb = self._usb_renamed
         m.submodules.data_path = data_path = self.data_path
         m.submodules.telemetry = telemetry = self.telemetry
-        m.submodules.rx_monitor = rx_monitor = self.rx_monitor
         usb, requests, ep_in, ep_out = self.usb, self.requests, self.ep_in, self.ep_out
 
         # Data toggles restart at DATA0 after a bus reset, SET_CONFIGURATION [9.4.5] and
@@ -137,16 +142,6 @@ class Usb2ProbeDevice(Elaboratable):
             telemetry.sof.eq(usb.sof_detected),
             telemetry.ping.eq(ep_out.ping),
             telemetry.nyet.eq(ep_out.nyet),
-            rx_monitor.rx_active.eq(usb.utmi.rx_active),
-            rx_monitor.rx_valid.eq(usb.utmi.rx_valid),
-            rx_monitor.rx_error.eq(usb.utmi.rx_error),
-            rx_monitor.rx_data.eq(usb.utmi.rx_data),
-            rx_monitor.address.eq(usb.address),
-            telemetry.rx.packet.eq(rx_monitor.packet),
-            telemetry.rx.bad_pid.eq(rx_monitor.bad_pid),
-            telemetry.rx.malformed.eq(rx_monitor.malformed),
-            telemetry.rx.crc_error.eq(rx_monitor.crc_error),
-            telemetry.rx.foreign.eq(rx_monitor.foreign),
             telemetry.out_duplicate.eq(ep_out.duplicate),
             telemetry.pattern_errors.eq(data_path.pattern_errors),
             telemetry.first_error_offset.eq(data_path.first_error_offset),
@@ -155,6 +150,20 @@ class Usb2ProbeDevice(Elaboratable):
             requests.read_data.eq(telemetry.read_data),
             requests.snapshot_ready.eq(telemetry.ready),
         ]
+        if self.rx_monitor is not None:
+            m.submodules.rx_monitor = rx_monitor = self.rx_monitor
+            m.d.comb += [
+                rx_monitor.rx_active.eq(usb.utmi.rx_active),
+                rx_monitor.rx_valid.eq(usb.utmi.rx_valid),
+                rx_monitor.rx_error.eq(usb.utmi.rx_error),
+                rx_monitor.rx_data.eq(usb.utmi.rx_data),
+                rx_monitor.address.eq(usb.address),
+                telemetry.rx.packet.eq(rx_monitor.packet),
+                telemetry.rx.bad_pid.eq(rx_monitor.bad_pid),
+                telemetry.rx.malformed.eq(rx_monitor.malformed),
+                telemetry.rx.crc_error.eq(rx_monitor.crc_error),
+                telemetry.rx.foreign.eq(rx_monitor.foreign),
+            ]
         wiring.connect(m, data_path.to_in, ep_in.stream)
         wiring.connect(m, ep_out.stream, data_path.from_out)
         for endpoint, traffic in ((ep_in, telemetry.ep_in), (ep_out, telemetry.ep_out)):
@@ -169,3 +178,12 @@ class Usb2ProbeDevice(Elaboratable):
             telemetry.ep_out.packet_start.eq(ep_out.token),
         ]
         return m
+
+
+class Usb2FullProbeDevice(Usb2ProbeDevice):
+    """:class:`Usb2ProbeDevice` with every optional part (:data:`~busprobe.protocol.usb2.
+    ALL_FEATURES`): the BOT framer, the packet-shape and the receive-drop counters. It is the
+    ``usb2-full`` design; the default ``usb2`` leaves them out to stay lean."""
+
+    def __init__(self, **kwargs):
+        super().__init__(features=usb2.ALL_FEATURES, **kwargs)

@@ -10,9 +10,9 @@ from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardR
 
 from ..common.pattern import PATTERN_SHAPE
 from .descriptors import CONTROL_MAX_PACKET_SIZE
-from .telemetry import INFO_BYTES, INFO_WORD, RAM_WORDS, ZERO_WORD
+from .telemetry import INFO_WORD, RAM_WORDS, ZERO_WORD
 
-__all__ = ["ProbeRequestHandler", "INFO_BYTES", "is_interface_request"]
+__all__ = ["ProbeRequestHandler", "data_modes", "is_interface_request"]
 
 
 def is_interface_request(setup):
@@ -24,8 +24,11 @@ def is_interface_request(setup):
             & ((setup.request == USBStandardRequests.GET_INTERFACE)
                | (setup.request == USBStandardRequests.SET_INTERFACE)))
 
-#: Data modes the gateware carries out (SET_DATA_MODE stalls any other).
-SUPPORTED_DATA_MODES = (usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK, usb2.DataMode.BOT)
+
+def data_modes(features):
+    """Data modes a bitstream with ``features`` carries out (SET_DATA_MODE stalls any other)."""
+    return ((usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK)
+            + ((usb2.DataMode.BOT,) if features & usb2.Feature.BOT else ()))
 
 
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
@@ -72,6 +75,11 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         What the bulk endpoints carry.
     interface: RequestHandlerInterface
         LUNA's connection to the control endpoint (not part of the wiring signature).
+
+    Parameters
+    ----------
+    features: usb2.Feature
+        What the bitstream has: SET_DATA_MODE accepts BOT only with :attr:`~usb2.Feature.BOT`.
     """
 
     capture_telemetry: Out(1)
@@ -88,7 +96,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     set_data_mode: Out(1)
     data_mode: Out(usb2.DataMode)
 
-    def __init__(self):
+    def __init__(self, *, features=usb2.NO_FEATURES):
+        self._features = usb2.Feature(features)
         wiring.Component.__init__(self)
         USBRequestHandler.__init__(self)
 
@@ -104,16 +113,18 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         base_word = Signal(range(RAM_WORDS))   # where the data stage starts in the RAM
 
         request = Signal(8)
-        limit = Signal(16)              # bytes the data stage carries: min(block, wLength)
-        packet_start = Signal(16)       # first byte of the packet being sent / retried
-        position = Signal(16)
+        # Data stages are at most the telemetry block long: byte counts fit `span`, not 16 bits.
+        span = range(max(usb2.TELEMETRY_SIZE, usb2.INFO_SIZE) + 1)
+        limit = Signal(span)            # bytes the data stage carries: min(block, wLength)
+        packet_start = Signal(span)     # first byte of the packet being sent / retried
+        position = Signal(span)
         sending = Signal()
         expecting_ack = Signal()
         # Packet bounds are registered: they change only on a SETUP or an ACK, always long
         # before the host's next IN token, and this keeps the 16-bit arithmetic out of the
         # path into the packet generator (it was the ECP5 critical path).
-        packet_end = Signal(16)
-        last_position = Signal(16)
+        packet_end = Signal(span)
+        last_position = Signal(span)
         nothing_left = Signal()
         remaining = limit - packet_start
         next_end = Mux(remaining > CONTROL_MAX_PACKET_SIZE,
@@ -160,7 +171,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             with m.Elif(setup.received & vendor):
                 with m.Switch(setup.request):
                     with m.Case(usb2.Request.GET_INFO):
-                        m.d.usb += [base_word.eq(INFO_WORD), limit.eq(limit_to(len(INFO_BYTES)))]
+                        m.d.usb += [base_word.eq(INFO_WORD), limit.eq(limit_to(usb2.INFO_SIZE))]
                         m.next = "SEND_DATA"
                         with m.If(~is_in):
                             m.next = "STALL"
@@ -180,7 +191,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                             m.next = "STALL"
                     with m.Case(usb2.Request.SET_DATA_MODE):
                         m.next = "STALL"
-                        with m.If(no_data & setup.value.matches(*SUPPORTED_DATA_MODES)):
+                        with m.If(no_data & setup.value.matches(*data_modes(self._features))):
                             m.next = "STATUS_ACTION"
                     with m.Default():
                         m.next = "STALL"

@@ -1,6 +1,7 @@
 """Simulation top: the board design with its ULPI bus as Verilog ports (the sim contract).
 
-``generate_verilog(out_dir)`` writes ``busprobe_usb2.v`` (top module ``busprobe_usb2``; for
+``generate_verilog(out_dir)`` writes ``busprobe_usb2.v`` (top module ``busprobe_usb2``, the lean
+board default; for ``design="full"``, every optional part: ``busprobe_usb2_full``; for
 ``design="stock"``: ``busprobe_usb2_stock``) with exactly these ports, all in one 60 MHz domain::
 
     input  clk, input rst (synchronous, active high),
@@ -32,7 +33,8 @@ __all__ = ["Usb2SimTop", "generate_verilog", "DESIGNS", "TOP_NAMES", "PORTS"]
 log = logging.getLogger(__name__)
 
 #: Top-level module name per design.
-TOP_NAMES = {"busprobe": "busprobe_usb2", "stock": "busprobe_usb2_stock"}
+TOP_NAMES = {"busprobe": "busprobe_usb2", "full": "busprobe_usb2_full",
+             "stock": "busprobe_usb2_stock"}
 
 #: The port contract: name -> (direction, width).
 PORTS = {
@@ -48,6 +50,11 @@ def _busprobe_design(*, ulpi):
     return Usb2ProbeDevice(ulpi=ulpi)
 
 
+def _full_design(*, ulpi):
+    from .device import Usb2FullProbeDevice
+    return Usb2FullProbeDevice(ulpi=ulpi)
+
+
 def _stock_design(*, ulpi):
     from .stock import StockUsb2Device
     return StockUsb2Device(ulpi=ulpi)
@@ -55,7 +62,7 @@ def _stock_design(*, ulpi):
 
 #: Design name -> factory ``(*, ulpi) -> Elaboratable``.
 DESIGNS: dict[str, Callable[..., Elaboratable]] = {
-    "busprobe": _busprobe_design, "stock": _stock_design,
+    "busprobe": _busprobe_design, "full": _full_design, "stock": _stock_design,
 }
 
 

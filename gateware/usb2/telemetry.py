@@ -5,7 +5,6 @@ this module is the round's program: which events feed which word, through which 
 count, and how the timing-window words are taken at a SOF.
 """
 
-import struct
 from types import SimpleNamespace
 
 from amaranth import Module, Mux, Signal
@@ -16,15 +15,12 @@ from busprobe.protocol import usb2
 from ..common.counter_ram import CounterRam, Kind
 from .traffic import EndpointTrafficSignature, RxDropsSignature, telemetry_inputs
 
-__all__ = ["Usb2Telemetry", "INFO_BYTES", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
+__all__ = ["Usb2Telemetry", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
 
-#: The GET_INFO answer, packed by the protocol's own format.
-INFO_BYTES = struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
-                         usb2.MAX_PACKET_SIZE)
 #: Snapshot RAM word of the GET_INFO answer (right after the telemetry block).
 INFO_WORD = usb2.TELEMETRY_WORDS
 #: Snapshot RAM word that is always zero (the GET_INTERFACE answer: alternate setting 0).
-ZERO_WORD = INFO_WORD + 2
+ZERO_WORD = INFO_WORD + -(-usb2.INFO_SIZE // 4)
 #: Words in the snapshot RAM.
 RAM_WORDS = ZERO_WORD + 1
 
@@ -38,24 +34,43 @@ HIDDEN = {name: usb2.TELEMETRY_WORDS + index for index, name in enumerate(
 # Pending counts must not wrap between two visits of their operation: a round apart for
 # event counters, up to three for the counters a SOF holds back (bytes, SOFs). An event needs
 # at least a 3-cycle packet on the wire (60 MHz ULPI, 8 bits a cycle: SYNC alone is 4 bytes at
-# high speed; 3 covers a hostile bus's runts), so EVENT_BITS hold a round's events, checked at
-# elaboration; bytes come at most one a cycle plus a whole 512-byte packet at once.
-EVENT_BITS = 5
-BYTE_BITS = 12
+# high speed; 3 covers a hostile bus's runts); bytes come at most one a cycle plus a whole
+# 512-byte packet at once. The widths follow from the round's length (see _PendingWidths).
 MIN_EVENT_CYCLES = 3
 #: The per-microframe token count saturates here (a microframe is 7,500 cycles, a token 8).
 TOKEN_COUNT_BITS = 10
-AGE_BITS = 8
+
+
+class _PendingWidths:
+    """Widths of the pending counts for a round of ``cycles`` operations.
+
+    Attributes
+    ----------
+    event: int
+        Events of one round.
+    sofs, bytes: int
+        SOFs and bytes of three rounds (the counters a SOF holds back).
+    age: int
+        A time stamp's negative age, signed: it is taken within one round.
+    """
+
+    def __init__(self, cycles):
+        self.event = (cycles // MIN_EVENT_CYCLES + 1).bit_length()
+        self.sofs = (3 * cycles // MIN_EVENT_CYCLES + 1).bit_length()
+        self.bytes = (3 * cycles + usb2.MAX_PACKET_SIZE).bit_length()
+        self.age = (cycles + 2).bit_length() + 1
 
 
 class Usb2Telemetry(wiring.Component):
     """Counts what the host did to the device, and keeps a snapshot for the host to read.
 
     Every word is 32 bits and wraps; the layout is :data:`busprobe.protocol.usb2.TELEMETRY`,
-    and elaboration fails if the program leaves a word of it out. ``capture`` starts a snapshot
-    that is whole a round later (42 cycles, 0.7 µs; up to two more if a SOF is being applied);
-    ``ready`` says so. The snapshot RAM also holds the GET_INFO answer at :data:`INFO_WORD` and
-    a zero word at :data:`ZERO_WORD`, so one read port feeds the control endpoint.
+    and elaboration fails if the program leaves out a word ``features`` asks for (the words of
+    a group left out, :data:`~busprobe.protocol.usb2.FEATURE_WORDS`, read 0). ``capture``
+    starts a snapshot that is whole a round later (up to 42 cycles, 0.7 µs; up to two more if
+    a SOF is being applied); ``ready`` says so. The snapshot RAM also holds the GET_INFO
+    answer at :data:`INFO_WORD` and a zero word at :data:`ZERO_WORD`, so one read port feeds
+    the control endpoint.
 
     The timing window (``*_window_*``) is taken at a SOF that ends a microframe with data. A
     SOF less than a round after the one before (never on a real bus: they are 7,500 cycles
@@ -90,19 +105,31 @@ class Usb2Telemetry(wiring.Component):
     read_address: Signal(range(RAM_WORDS)), input
         Snapshot word to read; ``read_data`` has it a cycle later.
     read_data: Signal(32), output
+
+    Parameters
+    ----------
+    features: usb2.Feature
+        Optional counter groups to count (:attr:`~usb2.Feature.PACKET_SHAPES`,
+        :attr:`~usb2.Feature.RX_DROPS`); GET_INFO announces them.
     """
 
-    def __init__(self):
+    def __init__(self, *, features=usb2.NO_FEATURES):
+        self._features = usb2.Feature(features)
         super().__init__({**telemetry_inputs(), "capture": In(1), "ready": Out(1),
                           "read_address": In(range(RAM_WORDS)), "read_data": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
-        info = [int.from_bytes(INFO_BYTES[i:i + 4], "little") for i in range(0, 8, 4)]
+        info = usb2.pack_info(self._features).ljust(4 * (ZERO_WORD - INFO_WORD), b"\0")
         snapshot_init = ([usb2.MAGIC, usb2.PROTOCOL_VERSION] + [0] * (usb2.TELEMETRY_WORDS - 2)
-                         + info + [0])
+                         + [int.from_bytes(info[i:i + 4], "little")
+                            for i in range(0, len(info), 4)] + [0])
         m.submodules.ram = ram = CounterRam(words=usb2.TELEMETRY_WORDS + len(HIDDEN),
                                             snapshot_init=snapshot_init, domain="usb")
+        # One operation per word written: every word the features count, and the hidden ones.
+        expected = ({WORD[name] for name in usb2.present_words(self._features)}
+                    - {WORD["magic"], WORD["version"]} | set(HIDDEN.values()))
+        self._width = _PendingWidths(len(expected))
         # Every event is registered on its way in: they come combinationally from LUNA's
         # handshake detector and endpoints, and the paths from there into the pending counts
         # were, in turn, the ECP5 critical path. Counting a cycle late changes nothing but the
@@ -126,15 +153,10 @@ class Usb2Telemetry(wiring.Component):
             self._stamp(m, ram, f"{direction}_first_cycle", ep.packet_start, first_only=True)
             self._stamp(m, ram, f"{direction}_last_cycle", ep.acked, first_only=False)
 
-        cycles = len(ram.ops)
-        if cycles // MIN_EVENT_CYCLES + 1 >= 2 ** EVENT_BITS or \
-                3 * cycles + usb2.MAX_PACKET_SIZE >= 2 ** BYTE_BITS or \
-                cycles >= 2 ** (AGE_BITS - 1):
-            raise ValueError(f"a round of {cycles} operations overflows the pending counts")
         written = [op.word for op in ram.ops]
-        expected = set(WORD.values()) - {WORD["magic"], WORD["version"]} | set(HIDDEN.values())
         if sorted(written) != sorted(expected):
-            missing = {name for name, word in (WORD | HIDDEN).items() if word not in written}
+            missing = {name for name, word in (WORD | HIDDEN).items()
+                       if word in expected and word not in written}
             raise ValueError(f"telemetry program leaves out or repeats words (missing: "
                              f"{sorted(missing - {'magic', 'version'})})")
         return m
@@ -166,8 +188,11 @@ class Usb2Telemetry(wiring.Component):
         """Start the engine's snapshot once no SOF is between acceptance and its round."""
         wanted = Signal()
         start = wanted & ~sof_pending & ~sof_round & ~self._sof_accept
-        m.d.comb += [ram.capture.eq(start), self._capturing.eq(wanted | ~ram.ready),
-                     self.ready.eq(ram.ready & ~wanted)]
+        m.d.comb += [ram.capture.eq(start), self._capturing.eq(wanted | ~ram.ready)]
+        # Registered: the request handler NAKs on it, in front of LUNA's handshake generator
+        # (it was the ECP5 critical path). It falls with `wanted`, as it did combinationally,
+        # and rises a cycle after the snapshot is whole.
+        m.d.usb += self.ready.eq(ram.ready & ~wanted & ~self.capture)
         with m.If(self.capture):
             m.d.usb += wanted.eq(1)
         with m.Elif(start):
@@ -189,9 +214,9 @@ class Usb2Telemetry(wiring.Component):
         """
         latched = {
             f"{direction}_bytes": self._latched_counter(
-                f"{direction}_bytes", Mux(ep.acked, ep.acked_length, 0), BYTE_BITS)
+                f"{direction}_bytes", Mux(ep.acked, ep.acked_length, 0), self._width.bytes)
             for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out))}
-        latched["sofs"] = self._latched_counter("sofs", self._ev.sof, EVENT_BITS)
+        latched["sofs"] = self._latched_counter("sofs", self._ev.sof, self._width.sofs)
         held_sofs = latched["sofs"][1]
 
         for direction, ep in (("in", self._ev.ep_in), ("out", self._ev.ep_out)):
@@ -269,8 +294,10 @@ class Usb2Telemetry(wiring.Component):
                 f"{direction}_naks": ep.nak,
                 f"{direction}_tokens": ep.token,
             }
+        present = set(usb2.present_words(self._features))
+        events = {name: event for name, event in events.items() if name in present}
         for name, event in events.items():
-            count = Signal(EVENT_BITS, name=f"{name}_pending")
+            count = Signal(self._width.event, name=f"{name}_pending")
             op = ram.add(WORD[name], Kind.ADD, operand=count)
             with m.If(self._ev.clear):
                 m.d.usb += count.eq(0)
@@ -310,9 +337,9 @@ class Usb2Telemetry(wiring.Component):
 
         The operation adds the negative age of the event to the cycle counter it is written
         at; the age fits its signed width because the operation comes round within
-        ``2 ** (AGE_BITS - 1)`` cycles."""
+        ``2 ** (age - 1)`` cycles (:class:`_PendingWidths`)."""
         pending = Signal(name=f"{name}_pending")
-        negative_age = Signal(AGE_BITS, name=f"{name}_negative_age")
+        negative_age = Signal(self._width.age, name=f"{name}_negative_age")
         seen = Signal(name=f"{name}_seen")
         op = ram.add(WORD[name], Kind.STAMP, operand=negative_age, flag=pending)
         stamp = event & ~seen if first_only else event

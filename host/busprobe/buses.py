@@ -106,7 +106,7 @@ USB2_HS = Bus(
     scheme="usb", real_syntax="usb:VID:PID[#SERIAL]",
     describe_real="busprobe.targets.real:describe_usb",
     real_backend="busprobe.backends.usb:open_usb",
-    sim_target="usb2", sim_syntax="host=ideal|ehci|xhci|FILE.toml&design=busprobe|stock",
+    sim_target="usb2", sim_syntax="host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock",
     describe_sim="busprobe.targets.sim_usb2:describe_sim_usb2",
     sim_backend="busprobe.sim.usb2.backend:open_sim_usb2",
     ceiling="busprobe.model.usb2:usb2_ceiling", link_only="busprobe.model.usb2:usb2_link_only",

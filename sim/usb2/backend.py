@@ -8,7 +8,8 @@ comes back to this process for the sweep's pattern check; :meth:`SimUsb2Platform
 simulated time.
 
 Selector options: ``host=ideal|ehci|xhci|FILE.toml`` (host-controller profile, default
-``ideal``), ``design=busprobe|stock`` (the stock LUNA reference design, for the benchmark).
+``ideal``), ``design=busprobe|full|stock`` (the lean board default, the ``usb2-full`` design
+with BOT and every counter, or the stock LUNA reference design, for the benchmark).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb2
 from busprobe.targets import TargetDescription
+from busprobe.targets.sim_usb2 import DESIGN_FEATURES
 from busprobe.transport import Sink, StreamResult
 
 from ..usb_platform import SimUsbPlatform
@@ -46,6 +48,19 @@ class SimUsb2Transport(UsbDeviceTransport):
     max_bus_seconds = 0.01
     # 1 ms is 8 microframes: the device's whole-microframe window always has some to time.
     min_bus_seconds = 0.001
+
+    def __init__(self, platform: SimUsb2Platform) -> None:
+        super().__init__(platform)
+        # Known from the design before the simulator starts, so `--protocol bot` on the lean
+        # design is refused before a build; opening still takes the device's own INFO.
+        self.requests.features = DESIGN_FEATURES.get(platform.design)
+
+    @property
+    def bot_fix(self) -> str:  # type: ignore[override]
+        """The same selector with the design that has the BOT framer."""
+        options = [o for o in self.selector.partition("?")[2].split("&")
+                   if o and not o.startswith("design=")]
+        return f"use {self.selector.partition('?')[0]}?{'&'.join([*options, 'design=full'])}"
 
 
 def open_sim_usb2(target: TargetDescription) -> SimUsb2Transport:

@@ -8,7 +8,9 @@ for another address or a missing endpoint, data with the wrong toggle, babble, a
 never comes or comes corrupted, and a token where the handshake should be.
 
 The device must answer none of the corrupted packets, lose and duplicate no data, and count each
-dropped packet in its telemetry (``rx_*`` words, ``out_duplicates``). :class:`DropOracle` is
+dropped packet in its telemetry (``rx_*`` words, ``out_duplicates``: the receive-drop counters,
+:attr:`~busprobe.protocol.usb2.Feature.RX_DROPS`, which only the full design has, so the test
+runs on that one). :class:`DropOracle` is
 the oracle: the class the USB 2.0 specification gives each packet, written from the spec here,
 independently of the gateware's :class:`~busprobe.gateware.usb2.rx_monitor.RxPacketMonitor`.
 """

@@ -1,7 +1,10 @@
-"""Vendor request handler, driven through LUNA's request-handler interface."""
+"""Vendor request handler, driven through LUNA's request-handler interface, as the lean default
+(no optional part) and the full design (every :class:`~busprobe.protocol.usb2.Feature`) build it.
+"""
 
 import struct
 
+import pytest
 from amaranth import Elaboratable, Module
 from amaranth.sim import Simulator
 from busprobe.gateware.usb2.request_handler import ProbeRequestHandler
@@ -14,9 +17,9 @@ from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardR
 class HandlerWithSnapshot(Elaboratable):
     """The request handler reading the telemetry's snapshot RAM, as the device wires them."""
 
-    def __init__(self):
-        self.handler = ProbeRequestHandler()
-        self.telemetry = Usb2Telemetry()
+    def __init__(self, features=usb2.NO_FEATURES):
+        self.handler = ProbeRequestHandler(features=features)
+        self.telemetry = Usb2Telemetry(features=features)
         self.interface = self.handler.interface
 
     def __getattr__(self, name):
@@ -80,13 +83,20 @@ def run(dut, testbench):
     sim.run()
 
 
-def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets():
-    dut = HandlerWithSnapshot()
+BUILDS = pytest.mark.parametrize("features", [usb2.NO_FEATURES, usb2.ALL_FEATURES],
+                                 ids=["lean", "full"])
+
+
+@BUILDS
+def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets(features):
+    dut = HandlerWithSnapshot(features)
     telemetry = dut.telemetry
     expected = dict.fromkeys((name for name, _ in usb2.TELEMETRY), 0)
     expected |= {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION, "in_tokens": 3,
-                 "in_tokens_max_uframe": 3,
-                 "pings": 2, "pattern_errors": 0x0102_0304, "first_error_offset": 0x0A0B_0C0D}
+                 "in_tokens_max_uframe": 3, "pattern_errors": 0x0102_0304,
+                 "first_error_offset": 0x0A0B_0C0D,
+                 # A packet-shape counter: the lean build leaves it at 0.
+                 "pings": 2 if features & usb2.Feature.PACKET_SHAPES else 0}
 
     async def testbench(ctx):
         ctx.set(telemetry.pattern_errors, expected["pattern_errors"])
@@ -117,14 +127,16 @@ def test_get_telemetry_sends_a_snapshot_in_protocol_order_over_several_packets()
     run(dut, testbench)
 
 
-def test_get_info_is_limited_to_the_requested_length():
-    dut = HandlerWithSnapshot()
+@BUILDS
+def test_get_info_names_the_features_and_is_limited_to_the_requested_length(features):
+    dut = HandlerWithSnapshot(features)
 
     async def testbench(ctx):
         await setup(ctx, dut, usb2.Request.GET_INFO, is_in=True, length=64)
         data, _ = await read_packet(ctx, dut)
         assert struct.unpack(usb2.INFO_FORMAT, data) == (
-            usb2.MAGIC, usb2.PROTOCOL_VERSION, usb2.MAX_PACKET_SIZE)
+            usb2.MAGIC, usb2.PROTOCOL_VERSION, usb2.MAX_PACKET_SIZE, features)
+        assert usb2.unpack_info(data)["features"] == features
         await setup(ctx, dut, usb2.Request.GET_INFO, is_in=True, length=4)
         data, _ = await read_packet(ctx, dut)
         assert data == struct.pack("<I", usb2.MAGIC)
@@ -148,8 +160,9 @@ async def out_request(ctx, dut, request, **kwargs):
     return seen, "ZLP" if zlp else "STALL" if stall else None
 
 
-def test_out_requests_act_after_their_status_stage_and_bad_ones_stall():
-    dut = HandlerWithSnapshot()
+@BUILDS
+def test_out_requests_act_after_their_status_stage_and_bad_ones_stall(features):
+    dut = HandlerWithSnapshot(features)
 
     async def testbench(ctx):
         seen, answer = await out_request(ctx, dut, usb2.Request.SET_PATTERN,
@@ -172,6 +185,12 @@ def test_out_requests_act_after_their_status_stage_and_bad_ones_stall():
         seen, answer = await out_request(ctx, dut, usb2.Request.SET_DATA_MODE, value=9)
         assert (answer, seen["set_data_mode"], ctx.get(dut.data_mode)) == \
             ("STALL", 0, usb2.DataMode.LOOPBACK)
+        # BOT only where the framer was built; the lean build stalls it and keeps its mode.
+        seen, answer = await out_request(ctx, dut, usb2.Request.SET_DATA_MODE,
+                                         value=usb2.DataMode.BOT)
+        assert (answer, seen["set_data_mode"], ctx.get(dut.data_mode)) == (
+            ("ZLP", 1, usb2.DataMode.BOT) if features & usb2.Feature.BOT
+            else ("STALL", 0, usb2.DataMode.LOOPBACK))
         seen, answer = await out_request(ctx, dut, 0x7F)
         assert answer == "STALL" and not any(seen.values())
 

@@ -3,7 +3,8 @@
 import re
 
 import pytest
-from busprobe.gateware.usb2.sim_top import PORTS, TOP_NAMES, generate_verilog
+from busprobe.gateware.usb2.sim_top import DESIGNS, PORTS, TOP_NAMES, generate_verilog
+from busprobe.targets import sim_usb2
 
 
 def module_ports(text, name):
@@ -19,7 +20,7 @@ def module_ports(text, name):
     return ports
 
 
-@pytest.mark.parametrize("design", ["busprobe", "stock"])
+@pytest.mark.parametrize("design", ["busprobe", "full", "stock"])
 def test_generated_verilog_has_exactly_the_contract_ports(tmp_path, design):
     path = generate_verilog(tmp_path, design=design)
     text = path.read_text()
@@ -33,3 +34,9 @@ def test_generated_verilog_has_exactly_the_contract_ports(tmp_path, design):
 def test_unknown_design_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="unknown USB2 design"):
         generate_verilog(tmp_path, design="nope")
+
+
+def test_every_design_the_selector_offers_is_a_sim_design():
+    # `sim:usb2?design=NAME` is checked by the host's description, built from these.
+    assert set(sim_usb2.DESIGNS) == set(DESIGNS) == set(TOP_NAMES)
+    assert set(sim_usb2.DESIGN_FEATURES) == set(DESIGNS) - {"stock"}

@@ -1,4 +1,8 @@
-"""USB 2.0 telemetry in block RAM: the words the host reads, in protocol order, exact."""
+"""USB 2.0 telemetry in block RAM: the words the host reads, in protocol order, exact.
+
+The full feature set (every counter group) is checked word for word; the lean default counts
+the same core words and reads 0 for the groups it leaves out.
+"""
 
 import random
 
@@ -10,6 +14,8 @@ from busprobe.protocol import usb2
 from .flipflop_telemetry import FlipFlopTelemetry
 
 NAMES = [name for name, _ in usb2.TELEMETRY]
+#: Words of the groups the lean default leaves out.
+ABSENT = [name for names in usb2.FEATURE_WORDS.values() for name in names]
 #: Cycles to let pass after a SOF in these tests: a bus has 7,500 between two, and a SOF
 #: sooner than a round or two after the last does not move the window (by design).
 AFTER_SOF = 100
@@ -21,6 +27,15 @@ async def pulse(ctx, *assignments):
     await ctx.tick("usb")
     for signal, _ in assignments:
         ctx.set(signal, 0)
+
+
+async def packet(ctx, ep, length, *also):
+    """An ACKed data packet of ``length`` bytes. It crosses the wire first, PID, payload and
+    CRC16 a byte a cycle (60 MHz ULPI, 8 bits): the telemetry's pending byte counts are sized
+    for traffic a bus can carry (a whole packet at once, then a byte a cycle), not for packets
+    back to back."""
+    await ctx.tick("usb").repeat(length + 3)
+    await pulse(ctx, (ep.acked, 1), (ep.acked_length, length), *also)
 
 
 async def sof(ctx, dut):
@@ -53,7 +68,7 @@ def run(dut, testbench):
 
 
 def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
-    dut = Usb2Telemetry()
+    dut = Usb2Telemetry(features=usb2.ALL_FEATURES)
     seen = {}
 
     async def testbench(ctx):
@@ -61,15 +76,15 @@ def test_telemetry_words_decode_by_protocol_layout_to_the_events_counted():
         await pulse(ctx, (dut.ep_in.packet_start, 1))
         for length in (512, 512, 100, 0):
             await pulse(ctx, (dut.ep_in.token, 1))
-            await pulse(ctx, (dut.ep_in.acked, 1), (dut.ep_in.acked_length, length))
+            await packet(ctx, dut.ep_in, length)
         await sof(ctx, dut)                                  # microframe 1 ends: 4 IN tokens
         await pulse(ctx, (dut.ep_in.token, 1))
         await pulse(ctx, (dut.ep_in.nak, 1))
         await pulse(ctx, (dut.ep_out.token, 1))
         await pulse(ctx, (dut.ep_out.packet_start, 1))
-        await pulse(ctx, (dut.ep_out.acked, 1), (dut.ep_out.acked_length, 512))
+        await packet(ctx, dut.ep_out, 512)
         await pulse(ctx, (dut.ep_out.token, 1))
-        await pulse(ctx, (dut.ep_out.acked, 1), (dut.ep_out.acked_length, 3))
+        await packet(ctx, dut.ep_out, 3)
         await pulse(ctx, (dut.ep_out.nak, 1))
         await pulse(ctx, (dut.ping, 1))
         await sof(ctx, dut)                                  # microframe 2 ends
@@ -109,8 +124,8 @@ def test_timing_window_spans_whole_microframes_without_the_first_and_last_data_o
         await ctx.tick("usb").repeat(4)
         for packets in (2, 3, 1, 0, 1):  # IN packets of 512 B per microframe, then its SOF
             for _ in range(packets):
-                await pulse(ctx, (dut.ep_in.acked, 1), (dut.ep_in.acked_length, 512))
-            await pulse(ctx, (dut.ep_out.acked, 1), (dut.ep_out.acked_length, 8))
+                await packet(ctx, dut.ep_in, 512)
+            await packet(ctx, dut.ep_out, 8)
             await sof(ctx, dut)
         seen.update(await read_snapshot(ctx, dut))
 
@@ -128,8 +143,8 @@ def test_timing_window_spans_whole_microframes_without_the_first_and_last_data_o
 class BothTelemetries(Elaboratable):
     """The block-RAM telemetry and the flip-flop one it replaced, fed the same inputs."""
 
-    def __init__(self):
-        self.dut = Usb2Telemetry()
+    def __init__(self, features):
+        self.dut = Usb2Telemetry(features=features)
         self.reference = FlipFlopTelemetry()
 
     def elaborate(self, platform):
@@ -147,28 +162,32 @@ class BothTelemetries(Elaboratable):
         return m
 
 
-def test_block_ram_words_equal_the_flip_flop_design_under_random_bus_traffic():
+def compare_with_the_flip_flop_design(features, rounds):
     """Random traffic paced as a bus paces it (an event at most every 8 cycles per source, SOFs
-    hundreds of cycles apart, clears now and then); at each of many snapshots every word the
-    host reads equals the live word of the flip-flop design, bytes and windows included."""
-    both = BothTelemetries()
+    hundreds of cycles apart, clears now and then), a snapshot after each of ``rounds``:
+    ``[(round, words the host reads, live words of the flip-flop design)]``."""
+    both = BothTelemetries(features)
     dut, ref = both.dut, both.reference
     rng = random.Random(2026)
     snapshots = []
 
     async def traffic(ctx, cycles):
-        """`cycles` cycles of 8-cycle bus slots, each carrying at most one transaction."""
-        next_sof = rng.randrange(150, 900)
-        for slot in range(cycles // 8):
+        """About ``cycles`` cycles of bus traffic, a transaction at a time in slots of at least
+        8 cycles; a data packet's slot lasts as long as its bytes take on the wire."""
+        elapsed, next_sof = 0, rng.randrange(150, 900)
+        while elapsed < cycles:
             ep = rng.choice((dut.ep_in, dut.ep_out))
             choice = rng.random()
             strobes = [(dut.rx.packet, 1)]
             if choice < 0.35:
                 strobes += [(ep.token, 1), (ep.packet_start, 1)]
                 await pulse(ctx, *strobes)
-                await ctx.tick("usb").repeat(rng.randrange(6, 12))
+                gap = rng.randrange(6, 12)
+                await ctx.tick("usb").repeat(gap)
                 length = rng.choice((512, 512, 512, 0, rng.randrange(1, 512)))
-                await pulse(ctx, (ep.acked, 1), (ep.acked_length, length), (dut.rx.packet, 1))
+                await packet(ctx, ep, length, (dut.rx.packet, 1))
+                elapsed += 5 + gap + length
+                strobes = []
             elif choice < 0.5:
                 strobes += [(ep.token, 1), (ep.nak, 1)]
             elif choice < 0.55:
@@ -178,29 +197,52 @@ def test_block_ram_words_equal_the_flip_flop_design_under_random_bus_traffic():
                                          dut.rx.foreign)), 1)]
             elif choice < 0.68:
                 strobes += [(dut.out_duplicate, 1)]
-            if slot * 8 >= next_sof:
+            if elapsed >= next_sof:
                 strobes += [(dut.sof, 1)]
-                next_sof = slot * 8 + rng.randrange(150, 900)
+                next_sof = elapsed + rng.randrange(150, 900)
             await pulse(ctx, *strobes)
             await ctx.tick("usb").repeat(7)
+            elapsed += 8
 
     async def testbench(ctx):
-        for round_ in range(12):
+        for round_ in range(rounds):
             ctx.set(dut.pattern_errors, rng.randrange(2 ** 32))
             ctx.set(dut.first_error_offset, rng.randrange(2 ** 32))
             if round_ in (4, 9):
                 await pulse(ctx, (dut.clear, 1))
-            await traffic(ctx, rng.randrange(500, 4000))
+            await traffic(ctx, rng.randrange(1000, 8000))
             got = await read_snapshot(ctx, dut)
             want = dict(zip(NAMES, (ctx.get(ref.words[i]) for i in range(len(NAMES))),
                             strict=True))
             snapshots.append((round_, got, want))
 
     run(both, testbench)
+    return snapshots
 
+
+def test_block_ram_words_equal_the_flip_flop_design_under_random_bus_traffic():
+    """Every counter group built: at each of many snapshots every word the host reads equals
+    the live word of the flip-flop design, bytes and windows included."""
+    snapshots = compare_with_the_flip_flop_design(usb2.ALL_FEATURES, rounds=12)
     for round_, got, want in snapshots:
         differ = {name: (got[name], want[name]) for name in NAMES if got[name] != want[name]}
         assert not differ, f"snapshot {round_}: {differ}"
     assert any(want["in_window_end_uframe"] > want["in_window_start_uframe"]
                for _, _, want in snapshots)
     assert sum(want["in_bytes"] + want["out_bytes"] for _, _, want in snapshots) > 100_000
+    # Every optional counter counted something, so its equality means something.
+    assert {name for name in ABSENT if any(want[name] for _, _, want in snapshots)} == \
+        set(ABSENT)
+
+
+def test_the_lean_build_counts_its_words_as_the_reference_and_reads_0_for_the_rest():
+    """The same traffic, fewer rounds: the words the build counts equal the reference's, the
+    words of a group left out read 0 although the reference counted them."""
+    snapshots = compare_with_the_flip_flop_design(usb2.NO_FEATURES, rounds=3)
+    present = usb2.present_words(usb2.NO_FEATURES)
+    absent = [name for name in NAMES if name not in present]
+    for round_, got, want in snapshots:
+        differ = {name: (got[name], want[name]) for name in present if got[name] != want[name]}
+        assert not differ, f"snapshot {round_}: {differ}"
+        assert {name: got[name] for name in absent} == dict.fromkeys(absent, 0)
+    assert absent and all(snapshots[-1][2][name] for name in absent)

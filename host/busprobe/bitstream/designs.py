@@ -2,6 +2,12 @@
 
 Each entry names the device class (``"module:Class"``, constructed with keyword arguments only:
 ``ulpi=`` for USB 2.0). Classes are imported only when a build asks for them.
+
+``usb2`` is the lean default: the always-ready stream endpoints, the PATTERN and LOOPBACK data
+modes and the core telemetry, with none of the optional parts
+(:class:`busprobe.protocol.usb2.Feature`). ``usb2-full`` adds them all: the BOT framer
+(``--protocol bot``), the packet-shape counters and the receive-drop counters. GET_INFO says
+which a flashed bitstream has. ``usb2-stock`` is LUNA's reference device, for comparison.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ class Design:
 DESIGNS: dict[str, Design] = {design.name: design for design in (
     Design(name="usb2", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.device:Usb2ProbeDevice",)),
+    Design(name="usb2-full", bus="usb2", clock_domain="usb",
+           candidates=("busprobe.gateware.usb2.device:Usb2FullProbeDevice",)),
     Design(name="usb2-stock", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",)),
     Design(name="usb3", bus="usb3", clock_domain="ss",

@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--board", required=True, metavar="NAME",
                         help=f"board ({', '.join(board_names())})")
     parser.add_argument("--design", required=True, metavar="DESIGN",
-                        help="usb2, usb2-stock, usb3 or pcie (what the board can carry)")
+                        help="usb2 (lean), usb2-full (with BOT, packet-shape and receive-drop "
+                             "counters), usb2-stock, usb3 or pcie (what the board can carry)")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="copy the bitstream and its JSON report here")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")

@@ -18,6 +18,8 @@ __all__ = [
     "Request", "DataMode", "IN_ZLP_FLAG", "encode_in_transfer", "decode_in_transfer",
     "TELEMETRY", "TELEMETRY_WORDS", "UFRAMES_PER_SECOND", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
     "unpack_telemetry", "pack_telemetry", "device_window", "INFO_FORMAT", "INFO_SIZE",
+    "INFO_HEAD_FORMAT", "INFO_HEAD_SIZE", "pack_info", "unpack_info",
+    "Feature", "FEATURE_WORDS", "NO_FEATURES", "ALL_FEATURES", "present_words",
 ]
 
 VID = 0x1209  # pid.codes
@@ -32,13 +34,15 @@ MAX_PACKET_SIZE = 512
 CLOCK_HZ = 60_000_000  # ULPI clock; the telemetry cycle counters count it
 
 MAGIC = 0x3255_5042  # b"BPU2" little-endian
-PROTOCOL_VERSION = 3  # 2: the whole-microframe timing window words; 3: dropped packets
+# 2: the whole-microframe timing window words; 3: dropped packets; 4: GET_INFO names features
+PROTOCOL_VERSION = 4
 
 
 class Request(enum.IntEnum):
     """Vendor requests (bmRequestType type=vendor, recipient=device)."""
 
-    #: IN, :data:`INFO_SIZE` bytes: magic, protocol version, max packet size.
+    #: IN, :data:`INFO_SIZE` bytes: magic, protocol version, max packet size, :class:`Feature`
+    #: bits (:data:`INFO_FORMAT`).
     GET_INFO = 0x00
     #: IN, :data:`TELEMETRY_SIZE` bytes, laid out as :data:`TELEMETRY`.
     GET_TELEMETRY = 0x01
@@ -67,8 +71,58 @@ class DataMode(enum.IntEnum):
     BOT = 2
 
 
-INFO_FORMAT = "<IHH"  # magic, protocol version, max packet size
+class Feature(enum.IntFlag):
+    """Optional parts of the gateware; GET_INFO says which a bitstream has.
+
+    The default build leaves them out to stay as small as a stock LUNA device can be; the
+    ``usb2-full`` design has them all. A telemetry word of a missing group reads 0 on the wire
+    and is left out of what the host reports (:func:`present_words`): "not counted" is not 0.
+    """
+
+    #: :attr:`DataMode.BOT`: the mass-storage Bulk-Only Transport framer.
+    BOT = 1
+    #: The packet-shape counters: short packets and ZLPs each way, PINGs.
+    PACKET_SHAPES = 2
+    #: The receive-side drop counters: every packet received, the ones dropped and why, and
+    #: OUT duplicates.
+    RX_DROPS = 4
+
+
+#: The default build: no optional part.
+NO_FEATURES = Feature(0)
+ALL_FEATURES = Feature.BOT | Feature.PACKET_SHAPES | Feature.RX_DROPS
+
+#: Telemetry words counted only by a bitstream with the feature.
+FEATURE_WORDS: dict[Feature, tuple[str, ...]] = {
+    Feature.PACKET_SHAPES: ("in_short", "in_zlps", "out_short", "out_zlps", "pings"),
+    Feature.RX_DROPS: ("rx_packets", "rx_bad_pids", "rx_malformed", "rx_crc_errors",
+                       "rx_foreign", "out_duplicates"),
+}
+
+INFO_FORMAT = "<IHHI"  # magic, protocol version, max packet size, Feature bits
 INFO_SIZE = struct.calcsize(INFO_FORMAT)
+#: The head every busprobe USB device's INFO starts with, USB 2.0 or SuperSpeed (whose INFO
+#: goes on differently, :data:`busprobe.protocol.usb3.INFO_FORMAT`): magic, protocol version,
+#: max packet size. Its magic says which protocol the rest follows.
+INFO_HEAD_FORMAT = "<IHH"
+INFO_HEAD_SIZE = struct.calcsize(INFO_HEAD_FORMAT)
+
+
+def pack_info(features: Feature = NO_FEATURES) -> bytes:
+    """The GET_INFO answer of a bitstream with ``features`` (for models and tests)."""
+    return struct.pack(INFO_FORMAT, MAGIC, PROTOCOL_VERSION, MAX_PACKET_SIZE, int(features))
+
+
+def unpack_info(data: bytes) -> dict[str, int]:
+    """Decode GET_INFO; raises ValueError if it is not this protocol's (``features`` as a
+    :class:`Feature`; bits this host does not know are dropped)."""
+    if len(data) != INFO_SIZE:
+        raise ValueError(f"INFO is {len(data)} bytes, expected {INFO_SIZE}")
+    magic, version, mps, features = struct.unpack(INFO_FORMAT, data)
+    if magic != MAGIC:
+        raise ValueError(f"INFO magic {magic:#010x} is not {MAGIC:#010x}")
+    return {"magic": magic, "version": version, "max_packet_size": mps,
+            "features": Feature(features & ALL_FEATURES)}
 
 #: Bit of the 32-bit SET_IN_TRANSFER argument asking for a ZLP after a transfer whose length
 #: is a multiple of the max packet size.
@@ -166,6 +220,13 @@ def unpack_telemetry(data: bytes) -> dict[str, int]:
 def pack_telemetry(values: dict[str, int]) -> bytes:
     """Inverse of :func:`unpack_telemetry` (for tests and models)."""
     return struct.pack(_FORMAT, *(values.get(name, 0) & 0xFFFF_FFFF for name, _ in TELEMETRY))
+
+
+def present_words(features: Feature) -> tuple[str, ...]:
+    """The telemetry words a bitstream with ``features`` counts, in layout order."""
+    absent = {name for feature, names in FEATURE_WORDS.items() if not feature & features
+              for name in names}
+    return tuple(name for name, _ in TELEMETRY if name not in absent)
 
 
 def device_window(raw: dict[str, int], direction: str) -> tuple[int, float] | None:

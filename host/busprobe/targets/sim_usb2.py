@@ -1,10 +1,12 @@
 """``sim:usb2``: what the USB 2.0 simulation is, from the selector's options alone.
 
-``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|stock``
+``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock``
 
 ``host`` is the host-controller profile the simulated controller obeys and the model reads
 (:mod:`busprobe.model.usb2_hosts`; loading it here is what checks it), ``design`` the gateware
-under test (``stock``: LUNA's reference endpoints, for the benchmark). The simulation backend
+under test: ``busprobe``, the lean default board design; ``full``, the ``usb2-full`` board
+design with every optional part (BOT framer, packet-shape and receive-drop counters);
+``stock``, LUNA's reference endpoints, for the benchmark. The simulation backend
 (:mod:`busprobe.sim.usb2.backend`) builds its device from this description; nothing here imports
 the simulation.
 """
@@ -17,6 +19,7 @@ from typing import Any
 
 from ..buses import USB2_HS, Bus
 from ..model.usb2_hosts import load_profile
+from ..protocol import usb2
 from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..selectors import Selector
 from ..topology.hop import Hop
@@ -24,11 +27,20 @@ from ..transport import BusDescription
 from .description import TargetDescription
 from .options import Option, choice, loadable, one_of, parse_options
 
-__all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS"]
+__all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS",
+           "DESIGN_FEATURES"]
 
 NAME = "sim:usb2"
-#: Gateware the simulation can run: busprobe's, or LUNA's stock endpoints (no vendor requests).
-DESIGNS = ("busprobe", "stock")
+#: Gateware the simulation can run: busprobe's lean default, busprobe's with every optional
+#: part, or LUNA's stock endpoints (no vendor requests).
+DESIGNS = ("busprobe", "full", "stock")
+#: What each busprobe design's GET_INFO names (the simulation's cocotb tests check it).
+DESIGN_FEATURES: dict[str, usb2.Feature] = {"busprobe": usb2.NO_FEATURES,
+                                            "full": usb2.ALL_FEATURES}
+#: The hop name of each design.
+_DEVICES = {"busprobe": "busprobe USB2 HS gateware",
+            "full": "busprobe USB2 HS gateware, full (BOT, packet shapes, receive drops)",
+            "stock": "stock LUNA USB2 HS endpoints"}
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -46,8 +58,7 @@ def sim_usb2_bus(options: Mapping[str, Any]) -> BusDescription:
 
 def sim_usb2_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     """The simulated host controller and the gateware on the ULPI PHY model."""
-    device = ("busprobe USB2 HS gateware" if options["design"] == "busprobe"
-              else "stock LUNA USB2 HS endpoints")
+    device = _DEVICES[options["design"]]
     return (
         Hop("sim-usb-host-controller", "sim usb2 host", driver="busprobe.sim.usb2",
             description=f"simulated host controller, host profile {options['host']}",

@@ -1,5 +1,6 @@
-"""``--protocol bot`` end to end: the USB2 gateware's BOT framer in Verilator, driven by the host
-driver over the simulated host controller (one simulator for the whole module, ~25 s)."""
+"""``--protocol bot`` end to end: the BOT framer of the full USB2 design (``sim:usb2?design=full``)
+in Verilator, driven by the host driver over the simulated host controller (one simulator for the
+whole module, ~25 s); the lean default design refuses it in one line."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from busprobe.cli import main
 from busprobe.model import ceiling_for
 from busprobe.protocol import bot, usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
@@ -17,10 +19,20 @@ pytestmark = pytest.mark.sim
 
 
 @pytest.fixture(scope="module")
-def xhci_bot(usb2_model: Path):
-    with open_transport("sim:usb2?host=xhci") as transport:
+def xhci_bot(usb2_full_model: Path):
+    with open_transport("sim:usb2?host=xhci&design=full") as transport:
+        assert transport.requests.features == usb2.ALL_FEATURES  # as its GET_INFO said
         transport.set_protocol("bot")
         yield transport
+
+
+def test_bot_on_the_lean_design_is_one_line_naming_the_full_one(capsys):
+    # Refused from the design before a simulator is started or built.
+    assert main(["sweep", "--device", "sim:usb2?host=xhci", "--protocol", "bot",
+                 "--direction", "in", "--lengths", "4K", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "has no BOT framer" in err
+    assert err.endswith("use sim:usb2?host=xhci&design=full"), err
 
 
 def test_a_bot_sweep_is_clean_and_on_the_bot_model(xhci_bot):

@@ -21,7 +21,7 @@ __all__ = ["Control", "VENDOR_IN", "VENDOR_OUT", "VendorRequests", "decode_telem
            "PROTOCOLS"]
 
 #: The device protocols, by GET_INFO magic. Both INFO answers start with magic, version and max
-#: packet size (:data:`busprobe.protocol.usb2.INFO_FORMAT`), so that much tells them apart.
+#: packet size (:data:`busprobe.protocol.usb2.INFO_HEAD_FORMAT`), so that much tells them apart.
 PROTOCOLS: dict[int, ModuleType] = {usb2.MAGIC: usb2, usb3.MAGIC: usb3}
 
 #: ``control(request_type, request, value, index, length_or_data) -> bytes``: one control
@@ -33,9 +33,15 @@ VENDOR_IN = 0xC0
 VENDOR_OUT = 0x40
 
 
-def decode_telemetry(data: bytes, protocol: ModuleType = usb2) -> Telemetry:
+def decode_telemetry(data: bytes, protocol: ModuleType = usb2,
+                     features: usb2.Feature | None = None) -> Telemetry:
     """A device's telemetry block, in ``protocol``'s layout (:mod:`busprobe.protocol.usb2` or
     :mod:`~busprobe.protocol.usb3`), as Telemetry.
+
+    ``features`` are the optional parts a USB 2.0 bitstream has, as its GET_INFO said: the
+    words of a group it leaves out (:data:`~busprobe.protocol.usb2.FEATURE_WORDS`) read 0 on
+    the wire and are left out of ``raw``, so no report shows a 0 for something not counted.
+    None keeps every word of the layout (the SuperSpeed one has no optional groups).
 
     Device-timed figures come from the protocol's whole-interval window (``device_window``):
     the bytes moved between the end of the first and the end of the second-to-last microframe
@@ -45,6 +51,8 @@ def decode_telemetry(data: bytes, protocol: ModuleType = usb2) -> Telemetry:
     ``device_bytes`` is every byte the device counted (for the lost-data check).
     """
     raw = protocol.unpack_telemetry(data)
+    if features is not None and protocol is usb2:
+        raw = {name: raw[name] for name in usb2.present_words(features)}
     seconds: dict[str, float] = {}
     window_bytes: dict[str, int] = {}
     for direction in ("in", "out"):
@@ -76,7 +84,12 @@ class VendorRequests:
         The protocol the device speaks (:mod:`busprobe.protocol.usb2` or ``usb3``), as its
         GET_INFO said (``usb2`` until :meth:`check_info`).
     info : dict
-        The SuperSpeed device's whole INFO answer (burst, OUT buffers, clock); empty for USB 2.0.
+        The device's whole INFO answer: for USB 2.0 with ``features``, for SuperSpeed with
+        burst, OUT buffers and clock.
+    features : usb2.Feature or None
+        The optional parts of a USB 2.0 bitstream (BOT, packet-shape and receive-drop counters)
+        as its INFO said; None until :meth:`check_info` (or as a simulation's design preset
+        it); none for a SuperSpeed device, which has its own fixed set.
     """
 
     def __init__(self, control: Control, *, name: str = "usb2 device") -> None:
@@ -85,15 +98,16 @@ class VendorRequests:
         self.max_packet_size = usb2.MAX_PACKET_SIZE
         self.protocol: ModuleType = usb2
         self.info: dict[str, int] = {}
+        self.features: usb2.Feature | None = None
         self._in_transfer: tuple[int, bool] | None = None
 
     def check_info(self) -> int:
-        """Check GET_INFO (magic, protocol version), remember the protocol it names; return the
-        device's max packet size."""
-        # The common head first: a USB 2.0 device's answer is exactly that long.
-        data = self._control(VENDOR_IN, usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE)
+        """Check GET_INFO (magic, protocol version), remember the protocol it names and, for
+        USB 2.0, the features; return the device's max packet size."""
+        # A USB 2.0 answer's length: the common head, then the USB 2.0 or SuperSpeed rest.
+        data = bytes(self._control(VENDOR_IN, usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE))
         try:
-            magic, version, max_packet = struct.unpack(usb2.INFO_FORMAT, bytes(data))
+            magic, version, max_packet = struct.unpack_from(usb2.INFO_HEAD_FORMAT, data)
         except struct.error:
             magic = version = max_packet = 0
         protocol = PROTOCOLS.get(magic)
@@ -104,11 +118,12 @@ class VendorRequests:
                                  f"(magic {magic:#x}, version {version}; known: {expected}); "
                                  f"flash the matching bitstream")
         if protocol is usb3:
-            data = self._control(VENDOR_IN, usb3.Request.GET_INFO, 0, 0, usb3.INFO_SIZE)
-            try:
-                self.info = usb3.unpack_info(bytes(data))
-            except ValueError as exc:
-                raise TransportError(f"{self.name}: {exc}") from None
+            data = bytes(self._control(VENDOR_IN, usb3.Request.GET_INFO, 0, 0, usb3.INFO_SIZE))
+        try:
+            self.info = protocol.unpack_info(data)
+        except ValueError as exc:
+            raise TransportError(f"{self.name}: {exc}") from None
+        self.features = self.info["features"] if protocol is usb2 else usb2.NO_FEATURES
         self.protocol = protocol
         self.max_packet_size = max_packet
         return max_packet
@@ -123,7 +138,7 @@ class VendorRequests:
         data = self._control(VENDOR_IN, usb2.Request.GET_TELEMETRY, 0, 0,
                              self.protocol.TELEMETRY_SIZE)
         try:
-            return decode_telemetry(bytes(data), self.protocol)
+            return decode_telemetry(bytes(data), self.protocol, self.features)
         except ValueError as exc:
             raise TransportError(f"{self.name}: {exc}") from None
 

@@ -7,7 +7,10 @@ a :class:`~busprobe.backends.usb.platform.UsbPlatform`.
 
 The same driver runs the USB 2.0 and the SuperSpeed device: GET_INFO says which
 (:attr:`VendorRequests.protocol`), and a SuperSpeed device is reported on a ``usb3-ss`` bus
-with in and out only (its gateware has no loopback or BOT data mode yet).
+with in and out only (its gateware has no loopback or BOT data mode yet). A USB 2.0 device's
+GET_INFO also names its optional parts (:class:`~busprobe.protocol.usb2.Feature`): BOT framing
+is asked only of a bitstream that has the framer, and the counters it leaves out are left out of
+its telemetry.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class UsbDeviceTransport(Transport):
     """
 
     protocols = ("stream", "bot")
+    #: What to do for BOT framing when the device lacks it (the end of the one-line refusal).
+    bot_fix = "build and flash the usb2-full design (busprobe build --design usb2-full)"
     #: Entering or leaving loopback restarts the device's pattern streams (SET_DATA_MODE
     #: flushes what the IN ring had generated), so the sweep restarts its copies with them.
     loopback_restarts_pattern = True
@@ -74,6 +79,7 @@ class UsbDeviceTransport(Transport):
                 self.requests.check_info()
                 if self.protocol != "stream":  # chosen before the INFO said what it is
                     self._superspeed_refuses(f"{self.protocol.upper()} framing")
+                    self._check_bot_framer()
                 # Whatever mode an earlier run left the device in, start from a known one.
                 self._apply_protocol()
         except BaseException:
@@ -122,6 +128,14 @@ class UsbDeviceTransport(Transport):
             raise InvalidRequest(f"{self.selector}: the SuperSpeed device has no {what} yet "
                                  f"(its data modes: {modes}); use in or out")
 
+    def _check_bot_framer(self) -> None:
+        """Refuse BOT in one line when the device's INFO (or a preset, :attr:`VendorRequests.
+        features`) says it has no framer: it would STALL SET_DATA_MODE."""
+        features = self.requests.features
+        if features is not None and not features & usb2.Feature.BOT:
+            raise InvalidRequest(f"{self.selector}: this bitstream has no BOT framer (the lean "
+                                 f"default usb2 design leaves it out); {self.bot_fix}")
+
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         if direction == "loopback":
             self._superspeed_refuses("loopback")
@@ -148,6 +162,8 @@ class UsbDeviceTransport(Transport):
             self._superspeed_refuses(f"{protocol.upper()} framing")
         if protocol != "stream" and not self.platform.vendor_requests:
             raise InvalidRequest(f"{self.selector}: the stock design has no BOT framing")
+        if protocol == "bot":
+            self._check_bot_framer()
         self.protocol = protocol
         if self._opened:
             self._apply_protocol()

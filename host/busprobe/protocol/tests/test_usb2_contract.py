@@ -28,3 +28,25 @@ def test_telemetry_names_are_unique_and_described():
     assert len(names) == len(set(names))
     assert all(description for _, description in usb2.TELEMETRY)
     assert usb2.TELEMETRY_SIZE == 4 * len(names)
+
+
+@pytest.mark.parametrize("features", [usb2.NO_FEATURES, usb2.Feature.BOT, usb2.ALL_FEATURES])
+def test_info_round_trips_the_features(features):
+    info = usb2.unpack_info(usb2.pack_info(features))
+    assert info == {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION,
+                    "max_packet_size": usb2.MAX_PACKET_SIZE, "features": features}
+    with pytest.raises(ValueError, match="INFO is 8 bytes"):
+        usb2.unpack_info(usb2.pack_info(features)[:usb2.INFO_HEAD_SIZE])
+
+
+def test_present_words_leave_out_exactly_the_groups_not_built():
+    names = [name for name, _ in usb2.TELEMETRY]
+    assert usb2.present_words(usb2.ALL_FEATURES) == tuple(names)
+    lean = usb2.present_words(usb2.NO_FEATURES)
+    grouped = [name for words in usb2.FEATURE_WORDS.values() for name in words]
+    assert len(grouped) == len(set(grouped)) and set(grouped) <= set(names)
+    assert set(lean) == set(names) - set(grouped)
+    # BOT adds no word: its CSW carries the status.
+    assert usb2.present_words(usb2.Feature.BOT) == lean
+    assert "rx_packets" in usb2.present_words(usb2.Feature.RX_DROPS)
+    assert "pings" not in usb2.present_words(usb2.Feature.RX_DROPS)

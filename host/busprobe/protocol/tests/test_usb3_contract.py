@@ -14,7 +14,9 @@ def test_requests_are_the_usb2_requests():
 def test_info_shares_the_usb2_prefix_and_tells_the_devices_apart():
     info = usb3.pack_info()
     assert len(info) == usb3.INFO_SIZE
-    magic, version, mps = struct.unpack_from(usb2.INFO_FORMAT, info)
+    magic, version, mps = struct.unpack_from(usb2.INFO_HEAD_FORMAT, info)
+    assert usb2.INFO_FORMAT.startswith(usb2.INFO_HEAD_FORMAT)
+    assert usb3.INFO_FORMAT.startswith(usb2.INFO_HEAD_FORMAT)
     assert (magic, mps) == (usb3.MAGIC, 1024) and magic != usb2.MAGIC
     decoded = usb3.unpack_info(info)
     assert decoded["max_burst_packets"] == usb3.MAX_BURST + 1 == 16

@@ -7,14 +7,15 @@ completions can be handed back in another order, short, with an error status, ne
 completion), or the device can vanish (``LIBUSB_ERROR_NO_DEVICE``) at a given transfer. Vendor
 requests are answered like the gateware does (GET_INFO, SET_PATTERN, SET_IN_TRANSFER, telemetry),
 and the device checks OUT data against the pattern, so end-to-end tests see errors where a
-backend bug would cause them. The real ``usb1`` constants and exception classes are used, so
-the backend's error mapping is the real one.
+backend bug would cause them. Like the gateware it is built with optional parts
+(:class:`~busprobe.protocol.usb2.Feature`, none by default, as the lean ``usb2`` design):
+without BOT it STALLs SET_DATA_MODE(BOT), and the counters it leaves out read 0. The real
+``usb1`` constants and exception classes are used, so the backend's error mapping is the real one.
 """
 
 from __future__ import annotations
 
 import random
-import struct
 import time
 import types
 from dataclasses import dataclass, field
@@ -137,8 +138,10 @@ class FakeTransfer:
 class FakeBus:
     """The device, its host controller and libusb's event loop (see the module docstring)."""
 
-    def __init__(self, faults: Faults | None = None, *, serial: str = usb2.SERIAL) -> None:
+    def __init__(self, faults: Faults | None = None, *, serial: str = usb2.SERIAL,
+                 features: usb2.Feature = usb2.NO_FEATURES) -> None:
         self.usb1 = load_usb1()
+        self.features = features
         self.faults = faults or Faults()
         self.serial = serial
         self.queue: list[FakeTransfer] = []  # submitted, not yet handed back
@@ -210,7 +213,10 @@ class FakeBus:
         self.checked += len(data)
 
     def count(self, direction: str, n: int) -> None:
-        self.telemetry[f"{direction}_bytes"] = self.telemetry.get(f"{direction}_bytes", 0) + n
+        """Count a transfer's bytes and, if it ended with one, its short packet."""
+        for word, amount in ((f"{direction}_bytes", n),
+                             (f"{direction}_short", 1 if n % usb2.MAX_PACKET_SIZE else 0)):
+            self.telemetry[word] = self.telemetry.get(word, 0) + amount
 
     def cancel(self, transfer: FakeTransfer) -> None:
         if transfer.submitted:
@@ -235,12 +241,14 @@ class FakeBus:
     # -- endpoint 0: the gateware's vendor requests ------------------------------------------
     def control_read(self, request_type, request, value, index, length, timeout):
         if request == usb2.Request.GET_INFO:
-            return struct.pack(usb2.INFO_FORMAT, usb2.MAGIC, usb2.PROTOCOL_VERSION,
-                               usb2.MAX_PACKET_SIZE)
+            return usb2.pack_info(self.features)[:length]
         if request == usb2.Request.GET_TELEMETRY:
-            return usb2.pack_telemetry({"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION,
-                                        **self.telemetry, "pattern_errors": self.pattern_errors,
-                                        "first_error_offset": self.first_error})
+            # A word of a group the device was built without reads 0, as in the gateware.
+            counted = set(usb2.present_words(self.features))
+            values = {"magic": usb2.MAGIC, "version": usb2.PROTOCOL_VERSION, **self.telemetry,
+                      "pattern_errors": self.pattern_errors,
+                      "first_error_offset": self.first_error}
+            return usb2.pack_telemetry({k: v for k, v in values.items() if k in counted})
         raise self.usb1.USBErrorPipe(self.usb1.USBErrorPipe.value)
 
     def control_write(self, request_type, request, value, index, data, timeout):
@@ -250,7 +258,8 @@ class FakeBus:
             self.in_length, _ = usb2.decode_in_transfer(value, index)
         elif request == usb2.Request.CLEAR_TELEMETRY:
             self.telemetry = {}
-        elif request == usb2.Request.SET_DATA_MODE and value in set(usb2.DataMode):
+        elif request == usb2.Request.SET_DATA_MODE and value in set(usb2.DataMode) and (
+                value != usb2.DataMode.BOT or self.features & usb2.Feature.BOT):
             self.modes.append(value)
             self.restart(self.source.pattern)
             self.bot = FakeBotFramer(self) if value == usb2.DataMode.BOT else None
@@ -348,12 +357,13 @@ class FakeHandle:
 
 @pytest.fixture
 def fake_bus(monkeypatch):
-    """``fake_bus(**faults)`` -> a :class:`FakeBus` with those :class:`Faults`, which
-    ``usb:1209:0001`` then opens through the real backend code."""
+    """``fake_bus(features=..., **faults)`` -> a :class:`FakeBus` with those optional parts
+    and :class:`Faults`, which ``usb:1209:0001`` then opens through the real backend code."""
     import busprobe.backends.usb.libusb_platform as platform
 
-    def make(serial: str = usb2.SERIAL, **faults) -> FakeBus:
-        bus = FakeBus(Faults(**faults), serial=serial)
+    def make(serial: str = usb2.SERIAL, features: usb2.Feature = usb2.NO_FEATURES,
+             **faults) -> FakeBus:
+        bus = FakeBus(Faults(**faults), serial=serial, features=features)
         monkeypatch.setattr(platform, "load_usb1", bus.module)
         return bus
 

@@ -1,5 +1,6 @@
 """``--protocol bot`` on the libusb platform: CBW, data, CSW per transfer through the real
-backend code (run_by_bulk, BulkStream) against conftest's fake device with its BOT framer."""
+backend code (run_by_bulk, BulkStream) against conftest's fake device with its BOT framer (the
+``usb2-full`` design's; the lean default has none and is refused in one line)."""
 
 import json
 from dataclasses import replace
@@ -13,6 +14,7 @@ from busprobe.targets import open_transport
 from busprobe.transport import InvalidRequest, TransportError
 
 SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}"
+FULL = usb2.ALL_FEATURES
 
 
 def bot_sweep(transport, lengths=(1000, 4096)):
@@ -23,7 +25,7 @@ def bot_sweep(transport, lengths=(1000, 4096)):
 
 
 def test_a_bot_sweep_frames_every_transfer_and_checks_every_byte(fake_bus):
-    bus = fake_bus()
+    bus = fake_bus(features=FULL)
     with open_transport(SELECTOR) as transport:
         points = bot_sweep(transport)
         assert transport.bus.protocol == "bot"
@@ -39,7 +41,7 @@ def test_a_bot_sweep_frames_every_transfer_and_checks_every_byte(fake_bus):
 
 
 def test_bot_refuses_a_queue_and_the_stock_design_in_one_line(fake_bus):
-    fake_bus()
+    fake_bus(features=FULL)
     transport = open_transport(SELECTOR)
     transport.set_protocol("bot")
     with pytest.raises(InvalidRequest, match="one command at a time: queue depth must be 1"):
@@ -58,7 +60,7 @@ def test_bot_refuses_a_queue_and_the_stock_design_in_one_line(fake_bus):
     (lambda csw: replace(csw, residue=12), "command 0x1 left a residue of 12 of 512 bytes"),
 ])
 def test_a_csw_that_does_not_close_its_command_ends_the_stream(fake_bus, tamper, message):
-    bus = fake_bus()
+    bus = fake_bus(features=FULL)
     with open_transport(SELECTOR) as transport:
         transport.set_protocol("bot")
         bus.bot.tamper = tamper
@@ -68,7 +70,7 @@ def test_a_csw_that_does_not_close_its_command_ends_the_stream(fake_bus, tamper,
 
 @pytest.mark.parametrize("direction", ["in", "out"])
 def test_a_refused_command_ends_the_stream_and_the_device_is_recovered(fake_bus, direction):
-    bus = fake_bus()
+    bus = fake_bus(features=FULL)
     source = PatternStream(Pattern.COUNTER).take
     with open_transport(SELECTOR) as transport:
         transport.set_protocol("bot")
@@ -90,7 +92,7 @@ def test_a_refused_command_ends_the_stream_and_the_device_is_recovered(fake_bus,
 
 def test_the_fake_answers_a_bad_cbw_like_the_gateware(fake_bus):
     # The fake device must frame as the gateware does, or the tests above prove nothing.
-    bus = fake_bus()
+    bus = fake_bus(features=FULL)
     bus.control_write(0x40, usb2.Request.SET_DATA_MODE, usb2.DataMode.BOT, 0, b"", 0)
     framer = bus.bot
     bad = bytearray(bot.Cbw(5, 100, "in").pack())
@@ -102,7 +104,7 @@ def test_the_fake_answers_a_bad_cbw_like_the_gateware(fake_bus):
 
 
 def test_busprobe_sweep_protocol_bot_records_it_in_the_result(fake_bus, tmp_path, capsys):
-    fake_bus()
+    fake_bus(features=FULL)
     out = tmp_path / "bot.json"
     code = main(["sweep", "--device", SELECTOR, "--protocol", "bot", "--direction", "in",
                  "--lengths", "4096", "--min-bytes", "16K", "--no-progress",
@@ -115,3 +117,30 @@ def test_busprobe_sweep_protocol_bot_records_it_in_the_result(fake_bus, tmp_path
                  "--lengths", "4096", "--no-progress"])
     assert code == 2
     assert capsys.readouterr().err.strip().endswith("queue depth must be 1, not 4")
+
+
+def test_bot_on_a_device_without_the_framer_is_one_line_naming_the_full_design(fake_bus,
+                                                                               capsys):
+    bus = fake_bus()  # the lean default design: GET_INFO names no feature
+    fix = "build and flash the usb2-full design (busprobe build --design usb2-full)"
+    # Chosen before open: refused as the INFO comes in, before any SET_DATA_MODE.
+    transport = open_transport(SELECTOR)
+    transport.set_protocol("bot")
+    with pytest.raises(InvalidRequest, match="has no BOT framer") as refused:
+        transport.open()
+    assert str(refused.value).endswith(fix) and "\n" not in str(refused.value)
+    assert bus.modes == [] and not bus.claimed
+    # Asked of an open device: refused, still streaming.
+    with open_transport(SELECTOR) as transport:
+        assert transport.requests.features == usb2.NO_FEATURES
+        with pytest.raises(InvalidRequest, match="has no BOT framer"):
+            transport.set_protocol("bot")
+        assert transport.bus.protocol == "stream"
+    assert bus.modes == [usb2.DataMode.PATTERN]
+    # The device would have STALLed it: what the refusal spares the user.
+    with pytest.raises(bus.usb1.USBErrorPipe):
+        bus.control_write(0x40, usb2.Request.SET_DATA_MODE, usb2.DataMode.BOT, 0, b"", 0)
+    assert main(["sweep", "--device", SELECTOR, "--protocol", "bot", "--direction", "in",
+                 "--lengths", "4096", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.endswith(fix), err

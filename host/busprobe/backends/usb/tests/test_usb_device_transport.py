@@ -2,6 +2,7 @@
 sweep engine and the CLI, against the fake libusb device of conftest.py."""
 
 import json
+import struct
 
 import pytest
 from busprobe.cli import main
@@ -114,10 +115,37 @@ def test_loopback_between_streamed_directions_sets_the_mode_and_checks_every_byt
 
 
 def test_loopback_is_refused_in_bot_and_needs_a_source(fake_bus):
-    fake_bus()
+    fake_bus(features=usb2.ALL_FEATURES)  # BOT needs the full design's framer
     with open_transport(SELECTOR) as transport:
         with pytest.raises(InvalidRequest, match="needs a data source"):
             transport.stream("loopback", 512, 2, 1)
         transport.set_protocol("bot")
         with pytest.raises(InvalidRequest, match="no BOT form"):
             transport.stream("loopback", 512, 1, 1, source=PatternStream().take)
+
+
+@pytest.mark.parametrize("features", [usb2.NO_FEATURES, usb2.ALL_FEATURES])
+def test_the_result_has_only_the_counters_the_bitstream_counts(fake_bus, tmp_path, features):
+    # 1000-byte transfers end with a short packet each; only the full design counts them.
+    bus = fake_bus(features=features)
+    out = tmp_path / "r.json"
+    assert main(["sweep", "--device", SELECTOR, "--direction", "in", "--lengths", "1000",
+                 "--queue-depth", "1", "--min-bytes", "16K", "--json", str(out),
+                 "--no-progress"]) == 0
+    point = json.loads(out.read_text())["points"][0]
+    telemetry = point["telemetry"]
+    assert [name for name, _ in usb2.TELEMETRY if name in telemetry] == \
+        list(usb2.present_words(features))
+    assert telemetry.get("in_short") == (point["transfers"] if features else None)
+    assert ("rx_crc_errors" in telemetry) == bool(features & usb2.Feature.RX_DROPS)
+    assert bus.telemetry["in_short"] == point["transfers"]  # the fake counted, the lean hid it
+
+
+def test_a_device_of_an_older_protocol_version_is_refused_naming_it(fake_bus, monkeypatch):
+    bus = fake_bus()
+    # Protocol version 3's INFO: the common head only, no feature bits.
+    old = struct.pack(usb2.INFO_HEAD_FORMAT, usb2.MAGIC, 3, usb2.MAX_PACKET_SIZE)
+    monkeypatch.setattr(bus, "control_read", lambda *a: old)
+    with pytest.raises(InvalidRequest, match=f"magic {usb2.MAGIC:#x}, version 3; known: "
+                                             f"{usb2.MAGIC:#x} version {usb2.PROTOCOL_VERSION}"):
+        open_transport(SELECTOR).open()
