@@ -84,11 +84,13 @@ class PatternChecker(wiring.Component):
                 word_already_counted.eq(~last_byte_of_word & (word_already_counted | mismatch)),
             ]
 
+        # A flag, not a 32-bit compare with NO_ERROR_OFFSET, says the first offset is taken.
+        seen = Signal()
         with m.If(self.restart | self.clear):
-            sync += [self.errors.eq(0), self.first_error_offset.eq(NO_ERROR_OFFSET)]
+            sync += [self.errors.eq(0), self.first_error_offset.eq(NO_ERROR_OFFSET), seen.eq(0)]
         with m.Elif(mismatch):
             with m.If(~word_already_counted):
                 sync += self.errors.eq(self.errors + 1)
-            with m.If(self.first_error_offset == NO_ERROR_OFFSET):
-                sync += self.first_error_offset.eq(self.offset)
+            with m.If(~seen):
+                sync += [self.first_error_offset.eq(self.offset), seen.eq(1)]
         return m

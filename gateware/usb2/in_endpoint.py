@@ -129,7 +129,6 @@ class StreamInEndpoint(wiring.Component):
             m.d.usb += written.eq(written + 1)
 
         # -- sender ----------------------------------------------------------------------------
-        transfer_position = Signal(31)   # bytes of the current transfer already ACKed
         zlp_owed = Signal()              # the transfer ended on a full packet and wants a ZLP
         packet_length = Signal(range(mps + 1))
         sent = Signal(range(mps + 1))
@@ -145,30 +144,39 @@ class StreamInEndpoint(wiring.Component):
                       & interface.clear_endpoint_halt_in.direction
                       & (interface.clear_endpoint_halt_in.number == self._endpoint_number))
 
-        # Framing arithmetic is registered: its inputs change only on an ACK, a write or a
-        # control request, and the next IN token is always many cycles later (token packet +
-        # inter-packet delay), so the values are settled when they are used; this keeps the
-        # 31-bit subtract/compare chain out of the token-to-response path (ECP5 timing).
+        # The transfer counts down: `remaining` is what is left of it, reloaded from
+        # `transfer_length` while the transfer is `fresh` (nothing of it ACKed yet), so a
+        # SET_IN_TRANSFER in force from the next cycle on is picked up. The framing values are
+        # registered: their inputs change only on an ACK, a write or a control request, and the
+        # next IN token is always many cycles later (token packet + inter-packet delay), so they
+        # have settled when used; this keeps the 31-bit arithmetic out of the token-to-response
+        # path (ECP5 timing).
         remaining = Signal(31)
+        fresh = Signal(init=1)
         next_length = Signal(range(mps + 1))
         transfer_ends = Signal()   # the packet in flight is the last of its transfer
         ready = Signal()           # a packet can go out: a full one, or one the stream closed
+        with m.If(fresh):
+            m.d.usb += remaining.eq(self.transfer_length)
+        at_least_a_packet = remaining >= mps
         m.d.usb += [
-            remaining.eq(self.transfer_length - transfer_position),
-            next_length.eq(Mux(zlp_owed, 0, Mux((self.transfer_length == 0) | (remaining >= mps),
+            next_length.eq(Mux(zlp_owed, 0, Mux((self.transfer_length == 0) | at_least_a_packet,
                                                 mps, remaining))),
             transfer_ends.eq((self.transfer_length != 0) & (remaining <= packet_length)),
             ready.eq(zlp_owed | (level >= next_length) | (closed != 0)
                      | (self.cut_through & (level >= 2))),
         ]
 
-        # The read port is addressed one byte ahead, so the byte at `live` is on its output in
-        # every cycle of SEND (block RAM reads take a cycle).
-        byte_last = read.data[8]
+        # The byte at `live` goes out from `byte`, a register, while the RAM already reads the
+        # byte after it: a block RAM's output is slow (4 ns of a 10 ns cycle on ECP5) and LUNA's
+        # transmitter and data CRC follow the payload, so the RAM output feeds only `byte`.
+        # PRIME fills `byte` between the token and the first byte.
+        byte = Signal(9)
+        byte_last = byte[8]
         m.d.comb += [
-            read.addr.eq(live),
+            read.addr.eq(live + 1),
             interface.tx_pid_toggle.eq(data_toggle),
-            tx.payload.eq(read.data[0:8]),
+            tx.payload.eq(byte[0:8]),
             self.token.eq(tokenizer.new_token & tokenizer.is_in & for_us),
             self.nak.eq(interface.handshakes_out.nak),
             self.acked_length.eq(packet_length),
@@ -194,14 +202,18 @@ class StreamInEndpoint(wiring.Component):
                             m.d.comb += [tx.valid.eq(1), tx.last.eq(1)]
                             m.next = "WAIT_FOR_ACK"
                         with m.Else():
-                            m.next = "SEND"
+                            m.next = "PRIME"
+
+            with m.State("PRIME"):
+                m.d.usb += byte.eq(read.data)
+                m.next = "SEND"
 
             with m.State("SEND"):
                 last = final_byte | byte_last
                 m.d.comb += [tx.valid.eq(1), tx.first.eq(sent == 0), tx.last.eq(last)]
                 with m.If(tx.ready):
-                    m.d.comb += read.addr.eq(live + 1)
-                    m.d.usb += [sent.eq(sent + 1), live.eq(live + 1),
+                    m.d.comb += read.addr.eq(live + 2)
+                    m.d.usb += [byte.eq(read.data), sent.eq(sent + 1), live.eq(live + 1),
                                 final_byte.eq(sent + 2 == packet_length)]
                     with m.If(last):
                         m.d.usb += [packet_length.eq(sent + 1), sent_last.eq(byte_last)]
@@ -211,7 +223,7 @@ class StreamInEndpoint(wiring.Component):
                 with m.If(interface.handshakes_in.ack):
                     m.d.comb += [self.acked.eq(1), acked_closed.eq(sent_last)]
                     m.d.usb += [committed.eq(live), data_toggle.eq(~data_toggle)]
-                    self._advance_framing(m, transfer_position, zlp_owed, packet_length,
+                    self._advance_framing(m, remaining, fresh, zlp_owed, packet_length,
                                           transfer_ends)
                     m.next = "READY"
                 with m.Elif(tokenizer.new_token):
@@ -227,18 +239,17 @@ class StreamInEndpoint(wiring.Component):
         with m.If(self.flush):
             m.d.usb += [written.eq(0), committed.eq(0), live.eq(0), closed.eq(0)]
         with m.If(self.flush | self.reframe):
-            m.d.usb += [transfer_position.eq(0), zlp_owed.eq(0)]
+            m.d.usb += [fresh.eq(1), zlp_owed.eq(0)]
         return m
 
-    def _advance_framing(self, m, transfer_position, zlp_owed, packet_length, transfer_ends):
-        """After an ACK: move through the transfer; start a new one (or owe a ZLP) at its end."""
+    def _advance_framing(self, m, remaining, fresh, zlp_owed, packet_length, transfer_ends):
+        """After an ACK: count the transfer down; start a new one (or owe a ZLP) at its end."""
         mps = self._max_packet_size
-        position = transfer_position + packet_length
         with m.If(zlp_owed):
-            m.d.usb += [zlp_owed.eq(0), transfer_position.eq(0)]
+            m.d.usb += [zlp_owed.eq(0), fresh.eq(1)]
         with m.Elif(transfer_ends):
-            m.d.usb += transfer_position.eq(0)
+            m.d.usb += fresh.eq(1)
             with m.If(self.zlp & (packet_length == mps)):
                 m.d.usb += zlp_owed.eq(1)
         with m.Else():
-            m.d.usb += transfer_position.eq(position)
+            m.d.usb += [remaining.eq(remaining - packet_length), fresh.eq(0)]

@@ -90,7 +90,7 @@ class StreamOutEndpoint(wiring.Component):
             buffer_size=self._buffer_size)
         inner = endpoint.interface
 
-        reject, rejected = self._unwanted_data(m)
+        reject, rejected, received = self._unwanted_data(m)
         m.d.comb += [
             outer.tokenizer.connect(inner.tokenizer),
             outer.rx.connect(inner.rx),
@@ -125,11 +125,13 @@ class StreamOutEndpoint(wiring.Component):
         with m.Else():
             m.d.comb += inner.clear_endpoint_halt_in.eq(outer.clear_endpoint_halt_in)
 
-        self._add_traffic_taps(m)
+        self._add_traffic_taps(m, received)
         return m
 
     def _unwanted_data(self, m):
-        """``(reject, rejected)``: the data packet ending now must be dropped; the last one was.
+        """``(reject, rejected, received)``: the data packet ending now must be dropped; the last
+        one was; the bytes of the data packet since the last token (up to one past
+        wMaxPacketSize).
 
         Upstream (luna-usb 0.2.3), two gaps, both found by ``sim/usb2/hostile.py``:
 
@@ -158,15 +160,17 @@ class StreamOutEndpoint(wiring.Component):
         reject = (received > self._max_packet_size) | ~armed
         with m.If(interface.rx_complete & reject):
             m.d.usb += rejected.eq(1)
-        return reject, rejected | (received > self._max_packet_size)
+        return reject, rejected | (received > self._max_packet_size), received
 
-    def _add_traffic_taps(self, m):
-        """Telemetry strobes; mirrors the endpoint's data toggle to tell new data from retries."""
+    def _add_traffic_taps(self, m, received):
+        """Telemetry strobes; mirrors the endpoint's data toggle to tell new data from retries.
+
+        An ACKed packet's length is ``received``: LUNA ACKs only a packet that was not
+        rejected, so it followed an OUT token for this endpoint and was not babble."""
         outer = self.interface
         tokenizer = outer.tokenizer
         for_us = tokenizer.endpoint == self._endpoint_number
 
-        length = Signal(range(self._max_packet_size + 1))
         expected_toggle = Signal()
         clear_halt = (outer.clear_endpoint_halt_in.enable
                       & ~outer.clear_endpoint_halt_in.direction
@@ -180,15 +184,10 @@ class StreamOutEndpoint(wiring.Component):
             self.nyet.eq(outer.handshakes_out.nyet),
             self.acked.eq(data_response & outer.handshakes_out.ack
                           & (outer.rx_pid_toggle[0] == expected_toggle)),
-            self.acked_length.eq(length),
+            self.acked_length.eq(received),
             self.duplicate.eq(data_response & outer.handshakes_out.ack
                               & (outer.rx_pid_toggle[0] != expected_toggle)),
         ]
-
-        with m.If(tokenizer.new_token):
-            m.d.usb += length.eq(0)
-        with m.Elif(tokenizer.is_out & for_us & outer.rx.valid & outer.rx.next):
-            m.d.usb += length.eq(length + 1)
 
         with m.If(self.reset_toggle | clear_halt):
             m.d.usb += expected_toggle.eq(0)
