@@ -12,7 +12,7 @@ from ..common.pattern import PATTERN_SHAPE
 from .descriptors import CONTROL_MAX_PACKET_SIZE
 from .telemetry import INFO_WORD, RAM_WORDS, ZERO_WORD
 
-__all__ = ["ProbeRequestHandler", "data_modes", "is_interface_request"]
+__all__ = ["ProbeRequestHandler", "is_interface_request"]
 
 
 def is_interface_request(setup):
@@ -23,12 +23,6 @@ def is_interface_request(setup):
             & (setup.recipient == USBRequestRecipient.INTERFACE)
             & ((setup.request == USBStandardRequests.GET_INTERFACE)
                | (setup.request == USBStandardRequests.SET_INTERFACE)))
-
-
-def data_modes(features):
-    """Data modes a bitstream with ``features`` carries out (SET_DATA_MODE stalls any other)."""
-    return ((usb2.DataMode.PATTERN, usb2.DataMode.LOOPBACK)
-            + ((usb2.DataMode.BOT,) if features & usb2.Feature.BOT else ()))
 
 
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
@@ -191,7 +185,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                             m.next = "STALL"
                     with m.Case(usb2.Request.SET_DATA_MODE):
                         m.next = "STALL"
-                        with m.If(no_data & setup.value.matches(*data_modes(self._features))):
+                        modes = usb2.data_modes(self._features)
+                        with m.If(no_data & setup.value.matches(*modes)):
                             m.next = "STATUS_ACTION"
                     with m.Default():
                         m.next = "STALL"

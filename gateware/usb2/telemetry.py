@@ -127,7 +127,8 @@ class Usb2Telemetry(wiring.Component):
         m.submodules.ram = ram = CounterRam(words=usb2.TELEMETRY_WORDS + len(HIDDEN),
                                             snapshot_init=snapshot_init, domain="usb")
         # One operation per word written: every word the features count, and the hidden ones.
-        expected = ({WORD[name] for name in usb2.present_words(self._features)}
+        self._present = set(usb2.present_words(self._features))
+        expected = ({WORD[name] for name in self._present}
                     - {WORD["magic"], WORD["version"]} | set(HIDDEN.values()))
         self._width = _PendingWidths(len(expected))
         # Every event is registered on its way in: they come combinationally from LUNA's
@@ -294,8 +295,7 @@ class Usb2Telemetry(wiring.Component):
                 f"{direction}_naks": ep.nak,
                 f"{direction}_tokens": ep.token,
             }
-        present = set(usb2.present_words(self._features))
-        events = {name: event for name, event in events.items() if name in present}
+        events = {name: event for name, event in events.items() if name in self._present}
         for name, event in events.items():
             count = Signal(self._width.event, name=f"{name}_pending")
             op = ram.add(WORD[name], Kind.ADD, operand=count)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb2
+from busprobe.selectors import parse_selector
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_usb2 import DESIGN_FEATURES
 from busprobe.transport import Sink, StreamResult
@@ -58,9 +59,11 @@ class SimUsb2Transport(UsbDeviceTransport):
     @property
     def bot_fix(self) -> str:  # type: ignore[override]
         """The same selector with the design that has the BOT framer."""
-        options = [o for o in self.selector.partition("?")[2].split("&")
-                   if o and not o.startswith("design=")]
-        return f"use {self.selector.partition('?')[0]}?{'&'.join([*options, 'design=full'])}"
+        selector = parse_selector(self.selector)
+        options = {key: value for key, value in selector.options.items() if key != "design"}
+        options["design"] = "full"
+        return (f"use {selector.scheme}:{selector.target}?"
+                + "&".join(f"{key}={value}" for key, value in options.items()))
 
 
 def open_sim_usb2(target: TargetDescription) -> SimUsb2Transport:

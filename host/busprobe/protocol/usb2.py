@@ -19,7 +19,7 @@ __all__ = [
     "TELEMETRY", "TELEMETRY_WORDS", "UFRAMES_PER_SECOND", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
     "unpack_telemetry", "pack_telemetry", "device_window", "INFO_FORMAT", "INFO_SIZE",
     "INFO_HEAD_FORMAT", "INFO_HEAD_SIZE", "pack_info", "unpack_info",
-    "Feature", "FEATURE_WORDS", "NO_FEATURES", "ALL_FEATURES", "present_words",
+    "Feature", "FEATURE_WORDS", "NO_FEATURES", "ALL_FEATURES", "present_words", "data_modes",
 ]
 
 VID = 0x1209  # pid.codes
@@ -220,6 +220,13 @@ def unpack_telemetry(data: bytes) -> dict[str, int]:
 def pack_telemetry(values: dict[str, int]) -> bytes:
     """Inverse of :func:`unpack_telemetry` (for tests and models)."""
     return struct.pack(_FORMAT, *(values.get(name, 0) & 0xFFFF_FFFF for name, _ in TELEMETRY))
+
+
+def data_modes(features: Feature) -> tuple[DataMode, ...]:
+    """The data modes a bitstream with ``features`` carries out (SET_DATA_MODE stalls any
+    other): BOT only with its framer."""
+    return ((DataMode.PATTERN, DataMode.LOOPBACK)
+            + ((DataMode.BOT,) if features & Feature.BOT else ()))
 
 
 def present_words(features: Feature) -> tuple[str, ...]:

@@ -132,7 +132,7 @@ class UsbDeviceTransport(Transport):
         """Refuse BOT in one line when the device's INFO (or a preset, :attr:`VendorRequests.
         features`) says it has no framer: it would STALL SET_DATA_MODE."""
         features = self.requests.features
-        if features is not None and not features & usb2.Feature.BOT:
+        if features is not None and usb2.DataMode.BOT not in usb2.data_modes(features):
             raise InvalidRequest(f"{self.selector}: this bitstream has no BOT framer (the lean "
                                  f"default usb2 design leaves it out); {self.bot_fix}")
 

@@ -258,8 +258,7 @@ class FakeBus:
             self.in_length, _ = usb2.decode_in_transfer(value, index)
         elif request == usb2.Request.CLEAR_TELEMETRY:
             self.telemetry = {}
-        elif request == usb2.Request.SET_DATA_MODE and value in set(usb2.DataMode) and (
-                value != usb2.DataMode.BOT or self.features & usb2.Feature.BOT):
+        elif request == usb2.Request.SET_DATA_MODE and value in usb2.data_modes(self.features):
             self.modes.append(value)
             self.restart(self.source.pattern)
             self.bot = FakeBotFramer(self) if value == usb2.DataMode.BOT else None
