@@ -6,12 +6,12 @@ from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.control import USBControlEndpoint
 from luna.gateware.usb.usb2.device import USBDevice
 
-from .control_endpoint import Endpoint0Guard
+from .control_endpoint import Endpoint0Guard, StandardRequestsWithoutDescriptors
+from .control_replies import ControlReplies
 from .data_path import Usb2DataPath
-from .descriptors import build_descriptors
 from .in_endpoint import StreamInEndpoint
 from .out_endpoint import StreamOutEndpoint
-from .request_handler import ProbeRequestHandler, is_interface_request
+from .request_handler import ProbeRequestHandler, is_descriptor_request, is_interface_request
 from .rx_monitor import RxPacketMonitor
 from .telemetry import Usb2Telemetry
 
@@ -53,7 +53,8 @@ def usb_device(*, ulpi, handle_clocking):
 class Usb2ProbeDevice(Elaboratable):
     """USB 2.0 HS bulk device that is never the bottleneck (issue 2).
 
-    - EP0: LUNA standard requests + :class:`ProbeRequestHandler` (busprobe vendor requests).
+    - EP0: LUNA standard requests + :class:`ProbeRequestHandler` (busprobe vendor requests,
+      and the descriptors, read from the telemetry's snapshot RAM).
     - EP1 IN (0x81): :class:`StreamInEndpoint`, a block-RAM ring of packets filled from a
       packet stream; never NAKs a source that keeps up.
     - EP2 OUT (0x02): :class:`StreamOutEndpoint`, ACKs back-to-back packets into a packet stream.
@@ -92,12 +93,14 @@ class Usb2ProbeDevice(Elaboratable):
                  features=usb2.NO_FEATURES):
         self.features = features = usb2.Feature(features)
         self.usb, self._usb_renamed = usb_device(ulpi=ulpi, handle_clocking=handle_clocking)
-        # What USBDevice.add_standard_control_endpoint does, with the endpoint behind a guard.
+        # What USBDevice.add_standard_control_endpoint does, with the endpoint behind a guard
+        # and the descriptors answered by the vendor request handler.
         self.control = USBControlEndpoint(utmi=self.usb.utmi)
-        self.control.add_standard_request_handlers(build_descriptors(),
-                                                   skiplist=[is_interface_request])
+        self.control.add_request_handler(StandardRequestsWithoutDescriptors(
+            skiplist=[is_interface_request, is_descriptor_request]))
         self.usb.add_endpoint(Endpoint0Guard(self.control))
-        self.requests = ProbeRequestHandler(features=features)
+        replies = ControlReplies(features=features)
+        self.requests = ProbeRequestHandler(features=features, replies=replies)
         self.control.add_request_handler(self.requests)
         self.ep_in = StreamInEndpoint(buffer_packets=in_buffer_packets)
         self.ep_out = StreamOutEndpoint(buffer_packets=out_buffer_packets)
@@ -105,7 +108,7 @@ class Usb2ProbeDevice(Elaboratable):
         self.usb.add_endpoint(self.ep_out)
         self.data_path = Usb2DataPath(bot=bool(features & usb2.Feature.BOT))
         self.rx_monitor = RxPacketMonitor() if features & usb2.Feature.RX_DROPS else None
-        self.telemetry = Usb2Telemetry(features=features)
+        self.telemetry = Usb2Telemetry(features=features, replies=replies)
 
     def elaborate(self, platform):
         m = Module()

@@ -9,10 +9,10 @@ from luna.gateware.usb.usb2.request import USBRequestHandler
 from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardRequests
 
 from ..common.pattern import PATTERN_SHAPE
+from .control_replies import ControlReplies
 from .descriptors import CONTROL_MAX_PACKET_SIZE
-from .telemetry import INFO_WORD, RAM_WORDS, ZERO_WORD
 
-__all__ = ["ProbeRequestHandler", "is_interface_request"]
+__all__ = ["ProbeRequestHandler", "is_interface_request", "is_descriptor_request"]
 
 
 def is_interface_request(setup):
@@ -25,16 +25,25 @@ def is_interface_request(setup):
                | (setup.request == USBStandardRequests.SET_INTERFACE)))
 
 
+def is_descriptor_request(setup):
+    """GET_DESCRIPTOR: :class:`ProbeRequestHandler` answers it from the snapshot RAM (see
+    :mod:`.control_replies`); the device skiplists it from LUNA's standard handler."""
+    return ((setup.type == USBRequestType.STANDARD)
+            & (setup.request == USBStandardRequests.GET_DESCRIPTOR))
+
+
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     """Answers the busprobe vendor requests on EP0; stalls any other vendor request.
 
     Also answers GET_INTERFACE (alternate setting 0) and SET_INTERFACE to setting 0 of
-    interface 0, and stalls any other (see :func:`is_interface_request`).
+    interface 0, and stalls any other (see :func:`is_interface_request`); and GET_DESCRIPTOR,
+    stalling a descriptor the device lacks (see :func:`is_descriptor_request`).
 
     GET_TELEMETRY starts a snapshot (:class:`~.telemetry.Usb2Telemetry`) when the SETUP packet
     arrives, so the block the host reads is the same in every packet of the data stage and in a
-    retry; an IN token that comes before the snapshot is whole (0.7 µs) is NAKed. GET_INFO and
-    GET_TELEMETRY are both read from the snapshot RAM.
+    retry; an IN token that comes before the snapshot is whole (0.7 µs) is NAKed. Every data
+    stage is read from the snapshot RAM: the telemetry, and after it the constant answers
+    (:class:`~.control_replies.ControlReplies`).
     Actions of the OUT requests take effect when the host ACKs the status stage, like LUNA's
     standard SET_ADDRESS.
 
@@ -42,7 +51,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     ----------
     capture_telemetry: Signal(), output
         Strobe: snapshot the telemetry now (GET_TELEMETRY's SETUP).
-    read_address: Signal(range(RAM_WORDS)), output
+    read_address: Signal(range(replies.depth)), output
         Snapshot RAM word to read next.
     read_data: Signal(32), input
         The word ``read_address`` gave, a cycle later.
@@ -74,25 +83,29 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     ----------
     features: usb2.Feature
         What the bitstream has: SET_DATA_MODE accepts BOT only with :attr:`~usb2.Feature.BOT`.
+    replies: ControlReplies
+        Where the constant answers are in the snapshot RAM (default: those of ``features`` and
+        the busprobe descriptors); the telemetry must hold the same.
     """
 
-    capture_telemetry: Out(1)
-    read_address: Out(range(RAM_WORDS))
-    read_data: In(32)
-    snapshot_ready: In(1)
-    clear_telemetry: Out(1)
-    set_pattern: Out(1)
-    pattern: Out(PATTERN_SHAPE)
-    set_in_transfer: Out(1)
-    in_transfer_length: Out(31)
-    in_zlp: Out(1)
-    set_interface: Out(1)
-    set_data_mode: Out(1)
-    data_mode: Out(usb2.DataMode)
-
-    def __init__(self, *, features=usb2.NO_FEATURES):
+    def __init__(self, *, features=usb2.NO_FEATURES, replies=None):
         self._features = usb2.Feature(features)
-        wiring.Component.__init__(self)
+        self._replies = replies if replies is not None else ControlReplies(features=features)
+        wiring.Component.__init__(self, {
+            "capture_telemetry": Out(1),
+            "read_address": Out(range(self._replies.depth)),
+            "read_data": In(32),
+            "snapshot_ready": In(1),
+            "clear_telemetry": Out(1),
+            "set_pattern": Out(1),
+            "pattern": Out(PATTERN_SHAPE),
+            "set_in_transfer": Out(1),
+            "in_transfer_length": Out(31),
+            "in_zlp": Out(1),
+            "set_interface": Out(1),
+            "set_data_mode": Out(1),
+            "data_mode": Out(usb2.DataMode),
+        })
         USBRequestHandler.__init__(self)
 
     def elaborate(self, platform):
@@ -100,16 +113,22 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         interface = self.interface
         setup = interface.setup
 
+        replies = self._replies
         for_interface = is_interface_request(setup)
+        for_descriptor = is_descriptor_request(setup)
         vendor = setup.type == USBRequestType.VENDOR
-        m.d.comb += interface.claim.eq(vendor | for_interface)
-
-        base_word = Signal(range(RAM_WORDS))   # where the data stage starts in the RAM
+        claimed = vendor | for_interface | for_descriptor
+        m.d.comb += interface.claim.eq(claimed)
 
         request = Signal(8)
         # Data stages are at most the telemetry block long: byte counts fit `span`, not 16 bits.
-        span = range(max(usb2.TELEMETRY_SIZE, usb2.INFO_SIZE) + 1)
-        limit = Signal(span)            # bytes the data stage carries: min(block, wLength)
+        span = range(max(usb2.TELEMETRY_SIZE, replies.longest) + 1)
+        # The block a new SETUP asks for (from `dispatch`); registered at the SETUP as where the
+        # data stage starts in the RAM and how many bytes it carries: min(block, wLength).
+        block_word = Signal(range(replies.depth))
+        block_length = Signal(span)
+        base_word = Signal(range(replies.depth))
+        limit = Signal(span)
         packet_start = Signal(span)     # first byte of the packet being sent / retried
         position = Signal(span)
         sending = Signal()
@@ -143,38 +162,47 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             tx.payload.eq(word.word_select(position[0:2], 8)),
         ]
 
-        def limit_to(size):
-            return Mux(setup.length < size, setup.length, size)
+        def send(word, length):
+            """Answer with ``length`` bytes from RAM word ``word``."""
+            m.d.comb += [block_word.eq(word), block_length.eq(length)]
+            m.next = "SEND_DATA"
 
         def dispatch():
             """On a new SETUP for us, pick the state that handles it."""
             is_in = setup.is_in_request
             no_data = ~setup.is_in_request & (setup.length == 0)
-            with m.If(setup.received & (vendor | for_interface)):
+            with m.If(setup.received & claimed):
                 m.d.usb += [request.eq(setup.request), packet_start.eq(0),
-                            interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0)]
+                            interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0),
+                            base_word.eq(block_word),
+                            limit.eq(Mux(setup.length < block_length, setup.length,
+                                         block_length))]
             with m.If(setup.received & for_interface):
                 only_setting_zero = (setup.value == 0) & (setup.index == 0)
                 m.next = "STALL"
                 with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
                     with m.If(is_in & only_setting_zero & (setup.length != 0)):
-                        m.d.usb += [base_word.eq(ZERO_WORD), limit.eq(1)]
-                        m.next = "SEND_DATA"
+                        send(replies.zero.word, replies.zero.length)
                 with m.Elif(no_data & only_setting_zero):   # SET_INTERFACE
                     m.next = "STATUS_ACTION"
+            with m.Elif(setup.received & for_descriptor):
+                m.next = "STALL"
+                with m.Switch(setup.value):
+                    for (kind, index), reply in replies.descriptors.items():
+                        with m.Case((kind << 8) | index):
+                            with m.If(is_in):
+                                send(reply.word, reply.length)
             with m.Elif(setup.received & vendor):
                 with m.Switch(setup.request):
                     with m.Case(usb2.Request.GET_INFO):
-                        m.d.usb += [base_word.eq(INFO_WORD), limit.eq(limit_to(usb2.INFO_SIZE))]
-                        m.next = "SEND_DATA"
-                        with m.If(~is_in):
-                            m.next = "STALL"
+                        m.next = "STALL"
+                        with m.If(is_in):
+                            send(replies.info.word, replies.info.length)
                     with m.Case(usb2.Request.GET_TELEMETRY):
-                        m.d.usb += [base_word.eq(0), limit.eq(limit_to(usb2.TELEMETRY_SIZE))]
                         m.d.comb += self.capture_telemetry.eq(is_in)
-                        m.next = "SEND_DATA"
-                        with m.If(~is_in):
-                            m.next = "STALL"
+                        m.next = "STALL"
+                        with m.If(is_in):
+                            send(0, usb2.TELEMETRY_SIZE)
                     with m.Case(usb2.Request.CLEAR_TELEMETRY, usb2.Request.SET_IN_TRANSFER):
                         m.next = "STATUS_ACTION"
                         with m.If(~no_data):

@@ -13,16 +13,10 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 
 from ..common.counter_ram import CounterRam, Kind
+from .control_replies import ControlReplies
 from .traffic import EndpointTrafficSignature, RxDropsSignature, telemetry_inputs
 
-__all__ = ["Usb2Telemetry", "INFO_WORD", "ZERO_WORD", "RAM_WORDS"]
-
-#: Snapshot RAM word of the GET_INFO answer (right after the telemetry block).
-INFO_WORD = usb2.TELEMETRY_WORDS
-#: Snapshot RAM word that is always zero (the GET_INTERFACE answer: alternate setting 0).
-ZERO_WORD = INFO_WORD + -(-usb2.INFO_SIZE // 4)
-#: Words in the snapshot RAM.
-RAM_WORDS = ZERO_WORD + 1
+__all__ = ["Usb2Telemetry"]
 
 WORD = {name: index for index, (name, _) in enumerate(usb2.TELEMETRY)}
 #: Counter RAM words the host never sees: the newest SOF that ended a data microframe, per
@@ -68,9 +62,9 @@ class Usb2Telemetry(wiring.Component):
     and elaboration fails if the program leaves out a word ``features`` asks for (the words of
     a group left out, :data:`~busprobe.protocol.usb2.FEATURE_WORDS`, read 0). ``capture``
     starts a snapshot that is whole a round later (up to 42 cycles, 0.7 µs; up to two more if
-    a SOF is being applied); ``ready`` says so. The snapshot RAM also holds the GET_INFO
-    answer at :data:`INFO_WORD` and a zero word at :data:`ZERO_WORD`, so one read port feeds
-    the control endpoint.
+    a SOF is being applied); ``ready`` says so. The snapshot RAM also holds the control
+    endpoint's constant answers (:class:`~.control_replies.ControlReplies`: GET_INFO,
+    GET_INTERFACE, the descriptors), so one read port feeds every data stage of EP0.
 
     The timing window (``*_window_*``) is taken at a SOF that ends a microframe with data. A
     SOF less than a round after the one before (never on a real bus: they are 7,500 cycles
@@ -102,7 +96,7 @@ class Usb2Telemetry(wiring.Component):
         Strobe: snapshot the telemetry (GET_TELEMETRY's SETUP).
     ready: Signal(), output
         The snapshot is whole.
-    read_address: Signal(range(RAM_WORDS)), input
+    read_address: Signal(range(replies.depth)), input
         Snapshot word to read; ``read_data`` has it a cycle later.
     read_data: Signal(32), output
 
@@ -110,20 +104,22 @@ class Usb2Telemetry(wiring.Component):
     ----------
     features: usb2.Feature
         Optional counter groups to count (:attr:`~usb2.Feature.PACKET_SHAPES`,
-        :attr:`~usb2.Feature.RX_DROPS`); GET_INFO announces them.
+        :attr:`~usb2.Feature.RX_DROPS`).
+    replies: ControlReplies
+        The constant answers the snapshot RAM holds after the telemetry block (default: those
+        of ``features`` and the busprobe descriptors).
     """
 
-    def __init__(self, *, features=usb2.NO_FEATURES):
+    def __init__(self, *, features=usb2.NO_FEATURES, replies=None):
         self._features = usb2.Feature(features)
+        self._replies = replies if replies is not None else ControlReplies(features=features)
         super().__init__({**telemetry_inputs(), "capture": In(1), "ready": Out(1),
-                          "read_address": In(range(RAM_WORDS)), "read_data": Out(32)})
+                          "read_address": In(range(self._replies.depth)), "read_data": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
-        info = usb2.pack_info(self._features).ljust(4 * (ZERO_WORD - INFO_WORD), b"\0")
         snapshot_init = ([usb2.MAGIC, usb2.PROTOCOL_VERSION] + [0] * (usb2.TELEMETRY_WORDS - 2)
-                         + [int.from_bytes(info[i:i + 4], "little")
-                            for i in range(0, len(info), 4)] + [0])
+                         + self._replies.words)
         m.submodules.ram = ram = CounterRam(words=usb2.TELEMETRY_WORDS + len(HIDDEN),
                                             snapshot_init=snapshot_init, domain="usb")
         # One operation per word written: every word the features count, and the hidden ones.

@@ -7,6 +7,7 @@ import struct
 import pytest
 from amaranth import Elaboratable, Module
 from amaranth.sim import Simulator
+from busprobe.gateware.usb2.descriptors import build_descriptors
 from busprobe.gateware.usb2.request_handler import ProbeRequestHandler
 from busprobe.gateware.usb2.telemetry import Usb2Telemetry
 from busprobe.protocol import usb2
@@ -231,3 +232,42 @@ def test_get_interface_answers_setting_zero_and_set_interface_accepts_only_it():
         ctx.set(dut.interface.data_requested, 0)
 
     run(dut, testbench)
+
+
+def test_get_descriptor_sends_each_descriptor_up_to_wlength_and_stalls_an_unknown_one():
+    """Every descriptor of the device, read from the snapshot RAM: whole, cut to a short
+    ``wLength``; a descriptor the device lacks (a device qualifier) is stalled."""
+    dut = HandlerWithSnapshot()
+    descriptors = {(kind, index): raw for kind, index, raw in build_descriptors()}
+    got = {}
+
+    async def get_descriptor(ctx, kind, index, length):
+        s = dut.interface.setup
+        ctx.set(s.type, USBRequestType.STANDARD)
+        ctx.set(s.recipient, USBRequestRecipient.DEVICE)
+        ctx.set(s.is_in_request, 1)
+        ctx.set(s.request, USBStandardRequests.GET_DESCRIPTOR)
+        ctx.set(s.value, (kind << 8) | index)
+        ctx.set(s.index, 0x0409 if kind == 3 and index else 0)
+        ctx.set(s.length, length)
+        assert ctx.get(dut.interface.claim)
+        await strobe(ctx, s.received)
+
+    async def testbench(ctx):
+        for (kind, index), raw in descriptors.items():
+            for length in (255, 9, 1):
+                await get_descriptor(ctx, kind, index, length)
+                data = b""
+                while len(data) < min(length, len(raw)):
+                    data += (await read_packet(ctx, dut))[0]
+                await strobe(ctx, dut.interface.status_requested)
+                got[kind, index, length] = data
+        await get_descriptor(ctx, 6, 0, 10)       # DEVICE_QUALIFIER: not among them
+        ctx.set(dut.interface.data_requested, 1)
+        got["qualifier stalled"] = ctx.get(dut.interface.handshakes_out.stall)
+        ctx.set(dut.interface.data_requested, 0)
+
+    run(dut, testbench)
+    assert got.pop("qualifier stalled")
+    assert got == {(kind, index, length): raw[:length]
+                   for (kind, index), raw in descriptors.items() for length in (255, 9, 1)}
