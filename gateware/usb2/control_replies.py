@@ -11,14 +11,18 @@ path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from busprobe.protocol import usb2
 from usb_protocol.emitters import DeviceDescriptorCollection
 
+from ..common.words import little_endian_words
 from .descriptors import build_descriptors
 
 __all__ = ["ControlReplies", "Reply"]
 
 
+@dataclass(frozen=True)
 class Reply:
     """Where one constant answer starts in the snapshot RAM, and how long it is.
 
@@ -30,12 +34,8 @@ class Reply:
         Bytes (the data stage sends at most this, and at most the request's ``wLength``).
     """
 
-    def __init__(self, word: int, length: int):
-        self.word = word
-        self.length = length
-
-    def __repr__(self) -> str:
-        return f"Reply(word={self.word}, length={self.length})"
+    word: int
+    length: int
 
 
 class ControlReplies:
@@ -83,14 +83,10 @@ class ControlReplies:
                                  f"only constant descriptors fit the RAM")
             self.descriptors[kind, index] = self._add(raw)
         self.depth = self.first_word + len(self.words)
-        self.longest = max(reply.length for reply in self.all())
-
-    def all(self) -> list[Reply]:
-        return [self.info, self.zero, *self.descriptors.values()]
+        self.longest = max(reply.length
+                           for reply in (self.info, self.zero, *self.descriptors.values()))
 
     def _add(self, raw: bytes) -> Reply:
         reply = Reply(self.first_word + len(self.words), len(raw))
-        padded = raw.ljust(-(-len(raw) // 4) * 4, b"\0")
-        self.words += [int.from_bytes(padded[i:i + 4], "little")
-                       for i in range(0, len(padded), 4)]
+        self.words += little_endian_words(raw)
         return reply

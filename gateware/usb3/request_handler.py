@@ -10,12 +10,12 @@ from luna.gateware.utils import falling_edge_detected
 from usb_protocol.types import USBRequestType
 
 from ..common.pattern import PATTERN_SHAPE
+from ..common.words import little_endian_words
 
 __all__ = ["SuperSpeedProbeRequestHandler", "INFO_WORDS"]
 
-_INFO = usb3.pack_info() + bytes(-len(usb3.pack_info()) % 4)
 #: The GET_INFO answer as little-endian words, padded to a whole word.
-INFO_WORDS = tuple(int.from_bytes(_INFO[i:i + 4], "little") for i in range(0, len(_INFO), 4))
+INFO_WORDS = tuple(little_endian_words(usb3.pack_info()))
 _WORDS = max(usb3.TELEMETRY_WORDS, len(INFO_WORDS))
 _IN_REQUESTS = {usb3.Request.GET_INFO: usb3.INFO_SIZE,
                 usb3.Request.GET_TELEMETRY: usb3.TELEMETRY_SIZE}
