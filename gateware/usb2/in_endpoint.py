@@ -27,8 +27,9 @@ class StreamInEndpoint(wiring.Component):
     Packet length is chosen as the packet is sent: ``max_packet_size``, less where the transfer
     ends (``transfer_length``) or where the stream closed a packet with ``last``. With
     ``transfer_length`` N > 0 every transfer is N bytes; its last packet is short, or, when N is a
-    multiple of the packet size and ``zlp`` is set, followed by a ZLP. N = 0 leaves the framing
-    to the stream (full packets, and whatever ``last`` closes). A token that finds less than a
+    multiple of the packet size and ``zlp`` is set, followed by a ZLP; a packet the stream closes
+    short ends the transfer early, and the next one starts afresh. N = 0 leaves the framing to
+    the stream (full packets, and whatever ``last`` closes). A token that finds less than a
     full packet and no ``last`` in the ring is NAKed, unless ``cut_through`` says the stream is
     a generator (valid whenever the ring has room): then a packet starts as soon as two bytes
     are in, because the writer, one byte per cycle, stays ahead of the transmitter, which takes
@@ -90,6 +91,8 @@ class StreamInEndpoint(wiring.Component):
     def __init__(self, *, endpoint_number=usb2.EP_IN & 0x7F,
                  max_packet_size=usb2.MAX_PACKET_SIZE, buffer_packets=4):
         depth = buffer_packets * max_packet_size
+        if max_packet_size & (max_packet_size - 1):
+            raise ValueError("the IN endpoint's max packet size must be a power of two")
         if buffer_packets < 2 or depth & (depth - 1):
             raise ValueError("the IN ring must hold a power of two of at least two packets")
         self._endpoint_number = endpoint_number
@@ -144,25 +147,29 @@ class StreamInEndpoint(wiring.Component):
                       & interface.clear_endpoint_halt_in.direction
                       & (interface.clear_endpoint_halt_in.number == self._endpoint_number))
 
-        # The transfer counts down: `remaining` is what is left of it, reloaded from
-        # `transfer_length` while the transfer is `fresh` (nothing of it ACKed yet), so a
-        # SET_IN_TRANSFER in force from the next cycle on is picked up. The framing values are
-        # registered: their inputs change only on an ACK, a write or a control request, and the
-        # next IN token is always many cycles later (token packet + inter-packet delay), so they
-        # have settled when used; this keeps the 31-bit arithmetic out of the token-to-response
-        # path (ECP5 timing).
-        remaining = Signal(31)
-        fresh = Signal(init=1)
+        # The transfer is counted in whole packets: `packets` of it are ACKed, and the packet
+        # at `last_index` (the short tail, or the last full packet) ends it. Counting packets
+        # rather than bytes needs no 31-bit subtracter, comparator or reload multiplexer: the
+        # count only increments or restarts. The framing values are registered: their inputs
+        # change only on an ACK or a control request, and the next IN token is always many
+        # cycles later (token packet + inter-packet delay), so they have settled when used; this
+        # keeps the wide compare out of the token-to-response path (ECP5 timing).
+        shift = mps.bit_length() - 1
+        full, tail = self.transfer_length[shift:], self.transfer_length[:shift]
+        framed = self.transfer_length != 0
+        has_tail = tail != 0
+        packets = Signal(len(full))
+        last_index = Signal(len(full))
+        m.d.comb += last_index.eq(full - ~has_tail)
+        # `>=`, not `==`: the count never passes `last_index`, and a compare maps to the carry
+        # chain where an equality would take a tree of LUTs.
+        at_last = framed & (packets >= last_index)
         next_length = Signal(range(mps + 1))
         transfer_ends = Signal()   # the packet in flight is the last of its transfer
         ready = Signal()           # a packet can go out: a full one, or one the stream closed
-        with m.If(fresh):
-            m.d.usb += remaining.eq(self.transfer_length)
-        at_least_a_packet = remaining >= mps
         m.d.usb += [
-            next_length.eq(Mux(zlp_owed, 0, Mux((self.transfer_length == 0) | at_least_a_packet,
-                                                mps, remaining))),
-            transfer_ends.eq((self.transfer_length != 0) & (remaining <= packet_length)),
+            next_length.eq(Mux(zlp_owed, 0, Mux(at_last & has_tail, tail, mps))),
+            transfer_ends.eq(at_last),
             ready.eq(zlp_owed | (level >= next_length) | (closed != 0)
                      | (self.cut_through & (level >= 2))),
         ]
@@ -223,8 +230,7 @@ class StreamInEndpoint(wiring.Component):
                 with m.If(interface.handshakes_in.ack):
                     m.d.comb += [self.acked.eq(1), acked_closed.eq(sent_last)]
                     m.d.usb += [committed.eq(live), data_toggle.eq(~data_toggle)]
-                    self._advance_framing(m, remaining, fresh, zlp_owed, packet_length,
-                                          transfer_ends)
+                    self._advance_framing(m, packets, zlp_owed, packet_length, transfer_ends)
                     m.next = "READY"
                 with m.Elif(tokenizer.new_token):
                     # No ACK before the next token: the host will ask for this packet again.
@@ -239,17 +245,18 @@ class StreamInEndpoint(wiring.Component):
         with m.If(self.flush):
             m.d.usb += [written.eq(0), committed.eq(0), live.eq(0), closed.eq(0)]
         with m.If(self.flush | self.reframe):
-            m.d.usb += [fresh.eq(1), zlp_owed.eq(0)]
+            m.d.usb += [packets.eq(0), zlp_owed.eq(0)]
         return m
 
-    def _advance_framing(self, m, remaining, fresh, zlp_owed, packet_length, transfer_ends):
-        """After an ACK: count the transfer down; start a new one (or owe a ZLP) at its end."""
-        mps = self._max_packet_size
+    def _advance_framing(self, m, packets, zlp_owed, packet_length, transfer_ends):
+        """After an ACK: count the packet; start a new transfer (or owe a ZLP) at its end.
+
+        A short packet ends the transfer wherever it falls, as it does for the host (USB 2.0
+        §5.8.3): one the stream closed early starts the next transfer afresh."""
+        full_packet = packet_length == self._max_packet_size
         with m.If(zlp_owed):
-            m.d.usb += [zlp_owed.eq(0), fresh.eq(1)]
-        with m.Elif(transfer_ends):
-            m.d.usb += fresh.eq(1)
-            with m.If(self.zlp & (packet_length == mps)):
-                m.d.usb += zlp_owed.eq(1)
+            m.d.usb += [zlp_owed.eq(0), packets.eq(0)]
+        with m.Elif(transfer_ends | ~full_packet):
+            m.d.usb += [packets.eq(0), zlp_owed.eq(transfer_ends & self.zlp & full_packet)]
         with m.Else():
-            m.d.usb += [remaining.eq(remaining - packet_length), fresh.eq(0)]
+            m.d.usb += packets.eq(packets + 1)

@@ -257,15 +257,18 @@ class Usb2Telemetry(wiring.Component):
 
     def _counters(self, m, ram, latched, sof_round, sof_pending):
         # The window's sources: between an accepted SOF and the end of its round they add only
-        # what the SOF held back, so the window copies read them as they were at the SOF.
-        waiting = sof_pending | self._sof_accept
+        # what the SOF held back, so the window copies read them as they were at the SOF. The
+        # operand leaves the acceptance itself out (it is combinational, and was the ECP5
+        # critical path into the adder): a count written in the SOF's own cycle is in the word
+        # already, and the SOF holds back nothing of it.
+        waiting = sof_pending
         for name, (count, held, increment) in latched.items():
             op = ram.add(WORD[name], Kind.ADD,
                          operand=Mux(waiting, 0, count) + Mux(sof_round, held, 0))
             with m.If(self._ev.clear):
                 m.d.usb += [count.eq(0), held.eq(0)]
             with m.Elif(self._sof_accept):
-                m.d.usb += [held.eq(count), count.eq(increment)]
+                m.d.usb += [held.eq(Mux(op.taken, 0, count)), count.eq(increment)]
             with m.Elif(op.taken & ~waiting):
                 m.d.usb += count.eq(increment)
             with m.Else():
