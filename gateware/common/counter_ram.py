@@ -73,10 +73,17 @@ class CounterOp:
     word: int
         RAM word written (and, in a capture round, snapshot word written if ``snapshot``).
     kind: Kind
-    read_word: Value or int
+    read_word: int
         RAM word read (``word`` unless the operation copies another word).
+    redirects: tuple of (Value, int)
+        ``(condition, word)`` pairs, the first whose condition is true naming the word read
+        instead of ``read_word``. Kept apart so that the engine's address path stays a table
+        of constants indexed by the operation, plus one multiplexer per alternative.
     operand: Value
         Small operand, sampled in the cycle the write happens (unsigned, but for STAMP).
+    gate: Value or int
+        The operand counts only while this is true (0 otherwise): one AND after the engine's
+        operand multiplexer, shared by every operation, rather than a gate in each leaf.
     flag: Value
         STAMP only: a stamp is pending.
     value: Value
@@ -90,8 +97,10 @@ class CounterOp:
 
     word: int
     kind: Kind
-    read_word: Value | int | None = None
+    read_word: int | None = None
+    redirects: tuple[tuple[Value, int], ...] = ()
     operand: Value | int = 0
+    gate: Value | int = 1
     flag: Value | int = 0
     value: Value | int = 0
     snapshot: bool = True
@@ -167,8 +176,7 @@ class CounterRam(wiring.Component):
             if not 0 <= op.word < self._words:
                 raise ValueError(f"operation writes word {op.word} outside the RAM")
         for before, after in zip(ops, ops[1:] + ops[:1], strict=True):
-            reads = {after.word} | ({after.read_word} if isinstance(after.read_word, int) else
-                                    set())
+            reads = {after.word, after.read_word} | {word for _, word in after.redirects}
             if before.word in reads:
                 raise ValueError(f"word {before.word} is written and then read at once")
 
@@ -195,7 +203,7 @@ class CounterRam(wiring.Component):
         slot = Signal(range(count))
         clearing = Signal()
         capture_left = Signal(range(count + 1))   # operations still to be marked for capture
-        m.d.comb += [read.addr.eq(mux_tree([_value(op.read_word, 8) for op in ops], slot)),
+        m.d.comb += [read.addr.eq(self._read_address(slot)),
                      self.round_start.eq((slot == 0) & ~clearing & ~self.clear)]
         with m.If(self.clear):
             sync += [slot.eq(0), clearing.eq(1)]
@@ -224,7 +232,8 @@ class CounterRam(wiring.Component):
 
         base = Mux(clearing_b, 0, read.data)
         kind = mux_tree([C(op.kind, 2) for op in ops], slot_b)
-        operand = mux_tree([_value(op.operand, 1) for op in ops], slot_b)
+        gate = mux_tree([_value(op.gate, 1) for op in ops], slot_b)
+        operand = Mux(gate, mux_tree([_value(op.operand, 1) for op in ops], slot_b), 0)
         flag = mux_tree([_value(op.flag, 1) for op in ops], slot_b)
         # INPUT words are few and wide: an AND-OR on the one-hot strobe, not a tree.
         input_value = 0
@@ -250,6 +259,26 @@ class CounterRam(wiring.Component):
         for index, op in enumerate(ops):
             m.d.comb += op.taken.eq(taken[index])
         return m
+
+
+    def _read_address(self, slot):
+        """The word operation ``slot`` reads: its own, or the first redirect whose condition
+        holds (one constant table per alternative; an operation without one repeats its
+        neighbour's entry, so equal leaves collapse)."""
+        ops = self.ops
+        address = mux_tree([C(op.read_word, 8) for op in ops], slot)
+        alternatives = max(len(op.redirects) for op in ops)
+        for index in reversed(range(alternatives)):
+            words, conditions, previous = [], [], ops[0].read_word
+            for op in ops:
+                if index < len(op.redirects):
+                    condition, previous = op.redirects[index]
+                    conditions.append(condition)
+                else:
+                    conditions.append(C(0, 1))
+                words.append(C(previous, 8))
+            address = Mux(mux_tree(conditions, slot), mux_tree(words, slot), address)
+        return address
 
 
 def _value(value, width):

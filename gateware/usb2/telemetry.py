@@ -242,17 +242,16 @@ class Usb2Telemetry(wiring.Component):
                     ("end_bytes", word_bytes, last_bytes, held_bytes),
                     ("end_uframe", word_sofs, last_uframe, held_sofs)):
                 ram.add(WORD[name + target], Kind.ADD,
-                        read_word=Mux(on, Mux(first, source_first, source), WORD[name + target]),
-                        operand=Mux(on & first, held, 0))
+                        redirects=((on & first, source_first), (on, source)),
+                        operand=held, gate=on & first)
             for target, source, held in (("start_bytes", word_bytes, held_bytes),
                                          ("start_uframe", word_sofs, held_sofs)):
-                ram.add(WORD[name + target], Kind.ADD,
-                        read_word=Mux(on & first, source, WORD[name + target]),
-                        operand=Mux(on & first, held, 0))
+                ram.add(WORD[name + target], Kind.ADD, redirects=((on & first, source),),
+                        operand=held, gate=on & first)
             for target, source, held in ((last_bytes, word_bytes, held_bytes),
                                          (last_uframe, word_sofs, held_sofs)):
-                ram.add(target, Kind.ADD, read_word=Mux(on, source, target),
-                        operand=Mux(on, held, 0), snapshot=False)
+                ram.add(target, Kind.ADD, redirects=((on, source),), operand=held, gate=on,
+                        snapshot=False)
         return latched
 
     def _counters(self, m, ram, latched, sof_round, sof_pending):
