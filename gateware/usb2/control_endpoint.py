@@ -1,54 +1,9 @@
-"""LUNA's control endpoint, shown only the tokens of endpoint 0, and its standard requests
-without its descriptor handler."""
+"""LUNA's control endpoint, shown only the tokens of endpoint 0."""
 
-from amaranth import Elaboratable, Module, Signal
-from luna.gateware.usb.request.standard import StandardRequestHandler
-from luna.gateware.usb.stream import USBInStreamInterface
+from amaranth import Elaboratable, Module
 from luna.gateware.usb.usb2.endpoint import EndpointInterface
-from usb_protocol.emitters import DeviceDescriptorCollection
 
-__all__ = ["Endpoint0Guard", "StandardRequestsWithoutDescriptors"]
-
-
-class _NoDescriptors(Elaboratable):
-    """A descriptor handler with the ports of LUNA's ``GetDescriptorHandlerBlock`` and no
-    descriptors: it stalls every request it is started for."""
-
-    def __init__(self):
-        self.value = Signal(16)
-        self.length = Signal(16)
-        self.start = Signal()
-        self.start_position = Signal(11)
-        self.tx = USBInStreamInterface()
-        self.stall = Signal()
-
-    def elaborate(self, platform):
-        m = Module()
-        m.d.comb += self.stall.eq(self.start)
-        return m
-
-
-class StandardRequestsWithoutDescriptors(StandardRequestHandler):
-    """LUNA's standard request handler (SET_ADDRESS, SET_CONFIGURATION, GET_STATUS...) for a
-    device whose GET_DESCRIPTOR another handler answers.
-
-    The device skiplists GET_DESCRIPTOR here (:func:`~.request_handler.is_descriptor_request`),
-    so LUNA's descriptor ROM would only cost LUTs, and its lookup sat on the design's ECP5
-    critical path; ``get_descriptor_handler_submodule`` is LUNA's hook for choosing that
-    handler, and this one has none.
-
-    Parameters
-    ----------
-    skiplist: list of callables
-        As LUNA's: requests left to other handlers; must include GET_DESCRIPTOR.
-    """
-
-    def __init__(self, *, skiplist, max_packet_size=64):
-        super().__init__(DeviceDescriptorCollection(), max_packet_size=max_packet_size,
-                         skiplist=skiplist)
-
-    def get_descriptor_handler_submodule(self):
-        return _NoDescriptors()
+__all__ = ["Endpoint0Guard"]
 
 
 class Endpoint0Guard(Elaboratable):

@@ -1,6 +1,7 @@
 """The EP0 data stages that never change, laid out in the telemetry's snapshot RAM.
 
-GET_INFO, GET_INTERFACE and GET_DESCRIPTOR answer with constant bytes. They sit in the snapshot
+GET_INFO, GET_DESCRIPTOR, GET_STATUS, GET_INTERFACE and GET_CONFIGURATION answer with constant
+bytes (the last with one of two). They sit in the snapshot
 RAM right after the telemetry block, one block per answer starting on a word, so
 :class:`~.request_handler.ProbeRequestHandler` streams every data stage it sends (telemetry
 included) through one read port and one registered word. LUNA's own descriptor handler keeps
@@ -46,7 +47,10 @@ class ControlReplies:
     info: Reply
         GET_INFO (:func:`busprobe.protocol.usb2.pack_info` of the bitstream's features).
     zero: Reply
-        GET_INTERFACE: one zero byte (alternate setting 0).
+        Two zero bytes: GET_STATUS; its first alone, GET_INTERFACE (alternate setting 0) and
+        GET_CONFIGURATION of an unconfigured device.
+    one: Reply
+        The byte 1: GET_CONFIGURATION of the configured device.
     descriptors: dict[tuple[int, int], Reply]
         GET_DESCRIPTOR, by (descriptor type, index); ``wIndex`` (the string language) is
         ignored, as LUNA's handler ignores it.
@@ -75,7 +79,8 @@ class ControlReplies:
             descriptors = build_descriptors()
         self.words: list[int] = []
         self.info = self._add(usb2.pack_info(usb2.Feature(features)))
-        self.zero = self._add(b"\0")
+        self.zero = self._add(b"\0\0")
+        self.one = self._add(b"\1")
         self.descriptors = {}
         for kind, index, raw in sorted(descriptors, key=lambda d: (d[0], d[1])):
             if not isinstance(raw, bytes):
@@ -83,8 +88,8 @@ class ControlReplies:
                                  f"only constant descriptors fit the RAM")
             self.descriptors[kind, index] = self._add(raw)
         self.depth = self.first_word + len(self.words)
-        self.longest = max(reply.length
-                           for reply in (self.info, self.zero, *self.descriptors.values()))
+        self.longest = max(reply.length for reply in
+                           (self.info, self.zero, self.one, *self.descriptors.values()))
 
     def _add(self, raw: bytes) -> Reply:
         reply = Reply(self.first_word + len(self.words), len(raw))

@@ -6,12 +6,12 @@ from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.control import USBControlEndpoint
 from luna.gateware.usb.usb2.device import USBDevice
 
-from .control_endpoint import Endpoint0Guard, StandardRequestsWithoutDescriptors
+from .control_endpoint import Endpoint0Guard
 from .control_replies import ControlReplies
 from .data_path import Usb2DataPath
 from .in_endpoint import StreamInEndpoint
 from .out_endpoint import StreamOutEndpoint
-from .request_handler import ProbeRequestHandler, is_descriptor_request, is_interface_request
+from .request_handler import ProbeRequestHandler
 from .rx_monitor import RxPacketMonitor
 from .telemetry import Usb2Telemetry
 
@@ -53,8 +53,9 @@ def usb_device(*, ulpi, handle_clocking):
 class Usb2ProbeDevice(Elaboratable):
     """USB 2.0 HS bulk device that is never the bottleneck (issue 2).
 
-    - EP0: LUNA standard requests + :class:`ProbeRequestHandler` (busprobe vendor requests,
-      and the descriptors, read from the telemetry's snapshot RAM).
+    - EP0: LUNA's control endpoint with one handler, :class:`ProbeRequestHandler`: the standard
+      requests and the busprobe vendor requests, every data stage read from the telemetry's
+      snapshot RAM.
     - EP1 IN (0x81): :class:`StreamInEndpoint`, a block-RAM ring of packets filled from a
       packet stream; never NAKs a source that keeps up.
     - EP2 OUT (0x02): :class:`StreamOutEndpoint`, ACKs back-to-back packets into a packet stream.
@@ -94,10 +95,8 @@ class Usb2ProbeDevice(Elaboratable):
         self.features = features = usb2.Feature(features)
         self.usb, self._usb_renamed = usb_device(ulpi=ulpi, handle_clocking=handle_clocking)
         # What USBDevice.add_standard_control_endpoint does, with the endpoint behind a guard
-        # and the descriptors answered by the vendor request handler.
+        # and one request handler of ours for every request, standard and vendor.
         self.control = USBControlEndpoint(utmi=self.usb.utmi)
-        self.control.add_request_handler(StandardRequestsWithoutDescriptors(
-            skiplist=[is_interface_request, is_descriptor_request]))
         self.usb.add_endpoint(Endpoint0Guard(self.control))
         replies = ControlReplies(features=features)
         self.requests = ProbeRequestHandler(features=features, replies=replies)

@@ -1,4 +1,7 @@
-"""Vendor request handler of the USB 2.0 device: :class:`busprobe.protocol.usb2.Request`."""
+"""The request handler of the USB 2.0 device's EP0: every standard request it answers and the
+busprobe vendor requests (:class:`busprobe.protocol.usb2.Request`)."""
+
+import enum
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
@@ -6,46 +9,62 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
 from luna.gateware.usb.usb2.request import USBRequestHandler
-from usb_protocol.types import USBRequestRecipient, USBRequestType, USBStandardRequests
+from usb_protocol.types import (
+    USBRequestRecipient,
+    USBRequestType,
+    USBStandardFeatures,
+    USBStandardRequests,
+)
 
 from ..common.pattern import PATTERN_SHAPE
 from .control_replies import ControlReplies
 from .descriptors import CONTROL_MAX_PACKET_SIZE
 
-__all__ = ["ProbeRequestHandler", "is_interface_request", "is_descriptor_request"]
+__all__ = ["ProbeRequestHandler"]
 
 
-def is_interface_request(setup):
-    """GET_INTERFACE or SET_INTERFACE: standard requests LUNA's handler STALLs (luna-usb 0.2.3
-    has no case for them), which USB 2.0 §9.4.4 requires a configured device to answer. The
-    device skiplists them from LUNA's handler and :class:`ProbeRequestHandler` answers."""
-    return ((setup.type == USBRequestType.STANDARD)
-            & (setup.recipient == USBRequestRecipient.INTERFACE)
-            & ((setup.request == USBStandardRequests.GET_INTERFACE)
-               | (setup.request == USBStandardRequests.SET_INTERFACE)))
+class _State(enum.Enum):
+    """Where the handler is in a control transfer."""
+
+    IDLE = 0
+    SEND_DATA = 1
+    STATUS_ACTION = 2
+    STALL = 3
 
 
-def is_descriptor_request(setup):
-    """GET_DESCRIPTOR: :class:`ProbeRequestHandler` answers it from the snapshot RAM (see
-    :mod:`.control_replies`); the device skiplists it from LUNA's standard handler."""
-    return ((setup.type == USBRequestType.STANDARD)
-            & (setup.request == USBStandardRequests.GET_DESCRIPTOR))
+class _Action(enum.Enum):
+    """What a request without a data stage does once the host ACKs its status stage."""
+
+    NONE = 0
+    CLEAR_TELEMETRY = 1
+    SET_PATTERN = 2
+    SET_IN_TRANSFER = 3
+    SET_DATA_MODE = 4
+    SET_INTERFACE = 5
+    SET_ADDRESS = 6
+    SET_CONFIGURATION = 7
+    CLEAR_HALT = 8
 
 
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
-    """Answers the busprobe vendor requests on EP0; stalls any other vendor request.
+    """EP0's only request handler: the standard requests a bulk device answers, and the
+    busprobe vendor requests; every other request is stalled.
 
-    Also answers GET_INTERFACE (alternate setting 0) and SET_INTERFACE to setting 0 of
-    interface 0, and stalls any other (see :func:`is_interface_request`); and GET_DESCRIPTOR,
-    stalling a descriptor the device lacks (see :func:`is_descriptor_request`).
+    Standard: GET_STATUS (two zero bytes: bus-powered, no remote wakeup, no endpoint halted),
+    CLEAR_FEATURE(ENDPOINT_HALT), SET_ADDRESS, GET_DESCRIPTOR (a descriptor the device lacks is
+    stalled), GET_CONFIGURATION, SET_CONFIGURATION (0 or 1: the device has one configuration),
+    GET_INTERFACE and SET_INTERFACE (alternate setting 0 of interface 0). LUNA's standard
+    handler is not used: its data stages came from a ROM of LUTs and a serializer of their own,
+    and two handlers need LUNA's multiplexer between them; here every data stage is a block of
+    the snapshot RAM.
 
     GET_TELEMETRY starts a snapshot (:class:`~.telemetry.Usb2Telemetry`) when the SETUP packet
     arrives, so the block the host reads is the same in every packet of the data stage and in a
     retry; an IN token that comes before the snapshot is whole (0.7 µs) is NAKed. Every data
     stage is read from the snapshot RAM: the telemetry, and after it the constant answers
     (:class:`~.control_replies.ControlReplies`).
-    Actions of the OUT requests take effect when the host ACKs the status stage, like LUNA's
-    standard SET_ADDRESS.
+    A request without a data stage takes effect when the host ACKs its status stage (USB 2.0
+    §9.4.6: the address changes only then).
 
     Attributes
     ----------
@@ -114,13 +133,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         setup = interface.setup
 
         replies = self._replies
-        for_interface = is_interface_request(setup)
-        for_descriptor = is_descriptor_request(setup)
-        vendor = setup.type == USBRequestType.VENDOR
-        claimed = vendor | for_interface | for_descriptor
-        m.d.comb += interface.claim.eq(claimed)
-
-        request = Signal(8)
+        m.d.comb += interface.claim.eq(1)
+        action = Signal(_Action)
         # Data stages are at most the telemetry block long: byte counts fit `span`, not 16 bits.
         span = range(max(usb2.TELEMETRY_SIZE, replies.longest) + 1)
         # The block a new SETUP asks for (from `dispatch`); registered at the SETUP as where the
@@ -162,68 +176,24 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             tx.payload.eq(word.word_select(position[0:2], 8)),
         ]
 
+        # The SETUP's decision (which state, which action, which block) is one tree outside
+        # the state machine, taken in whatever state the SETUP finds it: an FSM that called the
+        # dispatch in each state built a copy of that tree per state.
+        state = Signal(_State)
+        target = Signal(_State, init=_State.STALL)
+        next_action = Signal(_Action)
+
         def send(word, length):
             """Answer with ``length`` bytes from RAM word ``word``."""
-            m.d.comb += [block_word.eq(word), block_length.eq(length)]
-            m.next = "SEND_DATA"
+            m.d.comb += [block_word.eq(word), block_length.eq(length),
+                         target.eq(_State.SEND_DATA)]
 
-        def dispatch():
-            """On a new SETUP for us, pick the state that handles it."""
-            is_in = setup.is_in_request
-            no_data = ~setup.is_in_request & (setup.length == 0)
-            with m.If(setup.received & claimed):
-                m.d.usb += [request.eq(setup.request), packet_start.eq(0),
-                            interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0),
-                            base_word.eq(block_word),
-                            limit.eq(Mux(setup.length < block_length, setup.length,
-                                         block_length))]
-            with m.If(setup.received & for_interface):
-                only_setting_zero = (setup.value == 0) & (setup.index == 0)
-                m.next = "STALL"
-                with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
-                    with m.If(is_in & only_setting_zero & (setup.length != 0)):
-                        send(replies.zero.word, replies.zero.length)
-                with m.Elif(no_data & only_setting_zero):   # SET_INTERFACE
-                    m.next = "STATUS_ACTION"
-            with m.Elif(setup.received & for_descriptor):
-                m.next = "STALL"
-                with m.Switch(setup.value):
-                    for (kind, index), reply in replies.descriptors.items():
-                        with m.Case((kind << 8) | index):
-                            with m.If(is_in):
-                                send(reply.word, reply.length)
-            with m.Elif(setup.received & vendor):
-                with m.Switch(setup.request):
-                    with m.Case(usb2.Request.GET_INFO):
-                        m.next = "STALL"
-                        with m.If(is_in):
-                            send(replies.info.word, replies.info.length)
-                    with m.Case(usb2.Request.GET_TELEMETRY):
-                        m.d.comb += self.capture_telemetry.eq(is_in)
-                        m.next = "STALL"
-                        with m.If(is_in):
-                            send(0, usb2.TELEMETRY_SIZE)
-                    with m.Case(usb2.Request.CLEAR_TELEMETRY, usb2.Request.SET_IN_TRANSFER):
-                        m.next = "STATUS_ACTION"
-                        with m.If(~no_data):
-                            m.next = "STALL"
-                    with m.Case(usb2.Request.SET_PATTERN):
-                        m.next = "STATUS_ACTION"
-                        with m.If(~no_data | (setup.value > max(Pattern))):
-                            m.next = "STALL"
-                    with m.Case(usb2.Request.SET_DATA_MODE):
-                        m.next = "STALL"
-                        modes = usb2.data_modes(self._features)
-                        with m.If(no_data & setup.value.matches(*modes)):
-                            m.next = "STATUS_ACTION"
-                    with m.Default():
-                        m.next = "STALL"
+        def acknowledge(what):
+            """Answer the status stage with a ZLP; do ``what`` when the host ACKs it."""
+            m.d.comb += [next_action.eq(what), target.eq(_State.STATUS_ACTION)]
 
-        with m.FSM(domain="usb"):
-            with m.State("IDLE"):
-                dispatch()
-
-            with m.State("SEND_DATA"):
+        with m.Switch(state):
+            with m.Case(_State.SEND_DATA):
                 with m.If(interface.data_requested & ~self.snapshot_ready):
                     m.d.comb += interface.handshakes_out.nak.eq(1)
                 with m.Elif(interface.data_requested):
@@ -254,41 +224,127 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                                 interface.tx_data_pid.eq(~interface.tx_data_pid)]
                 with m.If(interface.status_requested):
                     m.d.comb += interface.handshakes_out.ack.eq(1)
-                    m.next = "IDLE"
-                dispatch()
+                    m.d.usb += state.eq(_State.IDLE)
 
-            with m.State("STATUS_ACTION"):
+            with m.Case(_State.STATUS_ACTION):
                 with m.If(interface.status_requested):
                     m.d.comb += self.send_zlp()
-                with m.If(interface.handshakes_in.ack):
-                    self._act(m, request, setup)
-                    m.next = "IDLE"
-                dispatch()
+                    m.d.usb += expecting_ack.eq(1)
+                # Only the ACK of this ZLP: one for another endpoint's packet may come first.
+                with m.If(interface.handshakes_in.ack & expecting_ack):
+                    self._act(m, action, setup)
+                    m.d.usb += state.eq(_State.IDLE)
 
-            with m.State("STALL"):
+            with m.Case(_State.STALL):
                 with m.If(interface.data_requested | interface.status_requested):
                     m.d.comb += interface.handshakes_out.stall.eq(1)
-                    m.next = "IDLE"
-                dispatch()
+                    m.d.usb += state.eq(_State.IDLE)
+
+        # A new SETUP restarts the handler whatever it was doing (after the state machine: it
+        # takes precedence).
+        with m.If(setup.received):
+            m.d.usb += [state.eq(target), action.eq(next_action), packet_start.eq(0),
+                        interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0),
+                        base_word.eq(block_word),
+                        limit.eq(Mux(setup.length < block_length, setup.length, block_length))]
+            with m.If(setup.type == USBRequestType.STANDARD):
+                self._standard(m, setup, send, acknowledge)
+            with m.Elif(setup.type == USBRequestType.VENDOR):
+                self._vendor(m, setup, send, acknowledge)
         return m
 
-    def _act(self, m, request, setup):
-        """Carry out an OUT request once its status stage is ACKed."""
-        with m.Switch(request):
+    def _standard(self, m, setup, send, acknowledge):
+        """Dispatch a standard request (the state is STALL unless a case picks another)."""
+        replies = self._replies
+        is_in, no_data = setup.is_in_request, ~setup.is_in_request & (setup.length == 0)
+        recipient = setup.recipient
+        with m.Switch(setup.request):
+            with m.Case(USBStandardRequests.GET_STATUS):
+                with m.If(is_in):
+                    send(replies.zero.word, 2)
+            with m.Case(USBStandardRequests.CLEAR_FEATURE):
+                with m.If(no_data & (recipient == USBRequestRecipient.ENDPOINT)
+                          & (setup.value == USBStandardFeatures.ENDPOINT_HALT)):
+                    acknowledge(_Action.CLEAR_HALT)
+            with m.Case(USBStandardRequests.SET_ADDRESS):
+                with m.If(no_data):
+                    acknowledge(_Action.SET_ADDRESS)
+            with m.Case(USBStandardRequests.GET_DESCRIPTOR):
+                with m.Switch(setup.value):
+                    for (kind, index), reply in replies.descriptors.items():
+                        with m.Case((kind << 8) | index):
+                            with m.If(is_in):
+                                send(reply.word, reply.length)
+            with m.Case(USBStandardRequests.GET_CONFIGURATION):
+                with m.If(is_in):
+                    configured = self.interface.active_config != 0
+                    send(Mux(configured, replies.one.word, replies.zero.word), 1)
+            with m.Case(USBStandardRequests.SET_CONFIGURATION):
+                with m.If(no_data & (setup.value <= 1)):
+                    acknowledge(_Action.SET_CONFIGURATION)
+            with m.Case(USBStandardRequests.GET_INTERFACE, USBStandardRequests.SET_INTERFACE):
+                only_setting_zero = ((recipient == USBRequestRecipient.INTERFACE)
+                                     & (setup.value == 0) & (setup.index == 0))
+                with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
+                    with m.If(is_in & only_setting_zero & (setup.length != 0)):
+                        send(replies.zero.word, 1)
+                with m.Elif(no_data & only_setting_zero):
+                    acknowledge(_Action.SET_INTERFACE)
+
+    def _vendor(self, m, setup, send, acknowledge):
+        """Dispatch a busprobe vendor request (the state is STALL unless a case picks another)."""
+        replies = self._replies
+        is_in, no_data = setup.is_in_request, ~setup.is_in_request & (setup.length == 0)
+        with m.Switch(setup.request):
+            with m.Case(usb2.Request.GET_INFO):
+                with m.If(is_in):
+                    send(replies.info.word, replies.info.length)
+            with m.Case(usb2.Request.GET_TELEMETRY):
+                m.d.comb += self.capture_telemetry.eq(is_in)
+                with m.If(is_in):
+                    send(0, usb2.TELEMETRY_SIZE)
             with m.Case(usb2.Request.CLEAR_TELEMETRY):
-                m.d.comb += self.clear_telemetry.eq(1)
+                with m.If(no_data):
+                    acknowledge(_Action.CLEAR_TELEMETRY)
+            with m.Case(usb2.Request.SET_IN_TRANSFER):
+                with m.If(no_data):
+                    acknowledge(_Action.SET_IN_TRANSFER)
             with m.Case(usb2.Request.SET_PATTERN):
+                with m.If(no_data & (setup.value <= max(Pattern))):
+                    acknowledge(_Action.SET_PATTERN)
+            with m.Case(usb2.Request.SET_DATA_MODE):
+                modes = usb2.data_modes(self._features)
+                with m.If(no_data & setup.value.matches(*modes)):
+                    acknowledge(_Action.SET_DATA_MODE)
+
+    def _act(self, m, action, setup):
+        """Carry out a request without a data stage once its status stage is ACKed."""
+        interface = self.interface
+        with m.Switch(action):
+            with m.Case(_Action.CLEAR_TELEMETRY):
+                m.d.comb += self.clear_telemetry.eq(1)
+            with m.Case(_Action.SET_PATTERN):
                 m.d.comb += self.set_pattern.eq(1)
                 m.d.usb += self.pattern.eq(setup.value)
-            with m.Case(USBStandardRequests.SET_INTERFACE):
+            with m.Case(_Action.SET_INTERFACE):
                 m.d.comb += self.set_interface.eq(1)
-            with m.Case(usb2.Request.SET_DATA_MODE):
+            with m.Case(_Action.SET_DATA_MODE):
                 m.d.comb += self.set_data_mode.eq(1)
                 m.d.usb += self.data_mode.eq(setup.value)
-            with m.Case(usb2.Request.SET_IN_TRANSFER):
+            with m.Case(_Action.SET_IN_TRANSFER):
                 argument = setup.value | (setup.index << 16)
                 m.d.comb += self.set_in_transfer.eq(1)
                 m.d.usb += [
                     self.in_transfer_length.eq(argument & ~usb2.IN_ZLP_FLAG),
                     self.in_zlp.eq((argument & usb2.IN_ZLP_FLAG) != 0),
                 ]
+            with m.Case(_Action.SET_ADDRESS):
+                m.d.comb += [interface.address_changed.eq(1),
+                             interface.new_address.eq(setup.value)]
+            with m.Case(_Action.SET_CONFIGURATION):
+                m.d.comb += [interface.config_changed.eq(1),
+                             interface.new_config.eq(setup.value)]
+            with m.Case(_Action.CLEAR_HALT):
+                m.d.comb += [interface.clear_endpoint_halt.enable.eq(1),
+                             interface.clear_endpoint_halt.direction.eq(setup.index[7]),
+                             interface.clear_endpoint_halt.number.eq(setup.index[0:4])]

@@ -1,0 +1,104 @@
+"""The standard requests the device's one EP0 handler answers (LUNA's standard handler is not
+built): GET_STATUS, GET/SET_CONFIGURATION, SET_ADDRESS, CLEAR_FEATURE(ENDPOINT_HALT)."""
+
+from usb_protocol.types import (USBRequestRecipient, USBRequestType, USBStandardFeatures,
+                                USBStandardRequests)
+
+from .test_request_handler import HandlerWithSnapshot, read_packet, run, strobe
+
+
+async def standard(ctx, dut, request, *, recipient=USBRequestRecipient.DEVICE, is_in=False,
+                   value=0, index=0, length=0):
+    s = dut.interface.setup
+    ctx.set(s.type, USBRequestType.STANDARD)
+    ctx.set(s.recipient, recipient)
+    ctx.set(s.is_in_request, is_in)
+    ctx.set(s.request, request)
+    ctx.set(s.value, value)
+    ctx.set(s.index, index)
+    ctx.set(s.length, length)
+    assert ctx.get(dut.interface.claim)
+    await strobe(ctx, s.received)
+
+
+async def status_stage(ctx, dut, *, foreign_ack_first=False):
+    """The status stage of a no-data request: the answer, and what the handler drove in the
+    cycle of the host's ACK (an ACK for another endpoint's packet first, if asked)."""
+    interface = dut.interface
+    if foreign_ack_first:
+        await strobe(ctx, interface.handshakes_in.ack)
+    ctx.set(interface.status_requested, 1)
+    zlp = ctx.get(interface.tx.valid) and ctx.get(interface.tx.last)
+    stall = ctx.get(interface.handshakes_out.stall)
+    await ctx.tick("usb")
+    ctx.set(interface.status_requested, 0)
+    ctx.set(interface.handshakes_in.ack, 1)
+    halt = interface.clear_endpoint_halt
+    seen = {
+        "address": ctx.get(interface.new_address) if ctx.get(interface.address_changed) else None,
+        "config": ctx.get(interface.new_config) if ctx.get(interface.config_changed) else None,
+        "halt": ((ctx.get(halt.number), ctx.get(halt.direction))
+                 if ctx.get(halt.enable) else None),
+    }
+    await ctx.tick("usb")
+    ctx.set(interface.handshakes_in.ack, 0)
+    return ("ZLP" if zlp else "STALL" if stall else None), seen
+
+
+def test_get_status_and_get_configuration_answer_from_the_snapshot_ram():
+    dut = HandlerWithSnapshot()
+    got = []
+
+    async def testbench(ctx):
+        for recipient in (USBRequestRecipient.DEVICE, USBRequestRecipient.ENDPOINT):
+            await standard(ctx, dut, USBStandardRequests.GET_STATUS, recipient=recipient,
+                           is_in=True, length=2)
+            got.append((await read_packet(ctx, dut))[0])
+            await strobe(ctx, dut.interface.status_requested)
+        for config in (0, 1):
+            ctx.set(dut.interface.active_config, config)
+            await standard(ctx, dut, USBStandardRequests.GET_CONFIGURATION, is_in=True, length=1)
+            got.append((await read_packet(ctx, dut))[0])
+            await strobe(ctx, dut.interface.status_requested)
+
+    run(dut, testbench)
+    assert got == [b"\0\0", b"\0\0", b"\0", b"\1"]
+
+
+def test_set_address_and_configuration_take_effect_on_the_ack_of_their_status_stage():
+    dut = HandlerWithSnapshot()
+    got = {}
+
+    async def testbench(ctx):
+        await standard(ctx, dut, USBStandardRequests.SET_ADDRESS, value=42)
+        # An ACK for a bulk packet before the status stage must not move the address early.
+        got["address"] = await status_stage(ctx, dut, foreign_ack_first=True)
+        await standard(ctx, dut, USBStandardRequests.SET_CONFIGURATION, value=1)
+        got["config 1"] = await status_stage(ctx, dut)
+        await standard(ctx, dut, USBStandardRequests.SET_CONFIGURATION, value=2)
+        got["config 2"] = await status_stage(ctx, dut)
+
+    run(dut, testbench)
+    nothing = {"address": None, "config": None, "halt": None}
+    assert got["address"] == ("ZLP", nothing | {"address": 42})
+    assert got["config 1"] == ("ZLP", nothing | {"config": 1})
+    assert got["config 2"] == ("STALL", nothing)   # the device has one configuration
+
+
+def test_clear_feature_endpoint_halt_restarts_that_endpoint_and_other_features_stall():
+    dut = HandlerWithSnapshot()
+    got = []
+
+    async def testbench(ctx):
+        for recipient, feature, index in (
+                (USBRequestRecipient.ENDPOINT, USBStandardFeatures.ENDPOINT_HALT, 0x81),
+                (USBRequestRecipient.ENDPOINT, USBStandardFeatures.ENDPOINT_HALT, 0x02),
+                (USBRequestRecipient.DEVICE, USBStandardFeatures.DEVICE_REMOTE_WAKEUP, 0)):
+            await standard(ctx, dut, USBStandardRequests.CLEAR_FEATURE, recipient=recipient,
+                           value=feature, index=index)
+            got.append(await status_stage(ctx, dut))
+
+    run(dut, testbench)
+    nothing = {"address": None, "config": None, "halt": None}
+    assert got == [("ZLP", nothing | {"halt": (1, 1)}), ("ZLP", nothing | {"halt": (2, 0)}),
+                   ("STALL", nothing)]
