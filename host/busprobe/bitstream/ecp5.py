@@ -62,7 +62,11 @@ def prepare_ecp5(board: Board, design: Design) -> tuple:
     # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
     # (with a message naming the clock) instead of nextpnr stopping before any report exists.
     nextpnr_opts = f"--report {TOP_NAME}.report.json --timing-allow-fail"
-    plan = platform.build(top, name=TOP_NAME, do_build=False, nextpnr_opts=nextpnr_opts)
+    overrides = {}
+    if design.mapping_delay_ps is not None:
+        overrides["script_after_read"] = f"scratchpad -set abc9.D {design.mapping_delay_ps}"
+    plan = platform.build(top, name=TOP_NAME, do_build=False, nextpnr_opts=nextpnr_opts,
+                          **overrides)
     return platform, plan
 
 

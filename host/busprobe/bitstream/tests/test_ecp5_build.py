@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from busprobe.bitstream.designs import get_design
+from busprobe.bitstream.designs import USB2_MAPPING_DELAY_PS, get_design
 from busprobe.bitstream.ecp5 import _check_design_clock, prepare_ecp5
 from busprobe.bitstream.flash import bitstream_part
 from busprobe.bitstream.nextpnr_report import parse_nextpnr_report
@@ -94,6 +94,17 @@ def test_usb2_probe_design_elaborates_on_the_board():
         assert module in rtlil, module
     assert "EHXPLLL" in rtlil
     assert "target_phy" in plan.files["top.lpf"]
+
+
+def test_usb2_designs_map_luts_to_one_delay_target_and_others_to_abc9s_default():
+    scripts = {name: prepare_ecp5(get_board(BOARD), get_design(name))[1].files["top.ys"]
+               for name in ("usb2", "usb2-full", "usb2-stock")}
+    for name, script in scripts.items():
+        lines = script.splitlines()
+        target = lines.index(f"scratchpad -set abc9.D {USB2_MAPPING_DELAY_PS}")
+        assert target < next(i for i, line in enumerate(lines) if "synth_ecp5" in line), name
+    usb3 = prepare_ecp5(get_board("ecpix5-85"), get_design("usb3"))[1]
+    assert "abc9.D" not in usb3.files["top.ys"]
 
 
 def test_ecpix5_times_the_phy_supplied_usb_clock_at_60_mhz():
