@@ -1,8 +1,12 @@
 """The standard requests the device's one EP0 handler answers (LUNA's standard handler is not
 built): GET_STATUS, GET/SET_CONFIGURATION, SET_ADDRESS, CLEAR_FEATURE(ENDPOINT_HALT)."""
 
-from usb_protocol.types import (USBRequestRecipient, USBRequestType, USBStandardFeatures,
-                                USBStandardRequests)
+from usb_protocol.types import (
+    USBRequestRecipient,
+    USBRequestType,
+    USBStandardFeatures,
+    USBStandardRequests,
+)
 
 from .test_request_handler import HandlerWithSnapshot, read_packet, run, strobe
 
