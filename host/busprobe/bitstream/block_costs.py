@@ -19,7 +19,7 @@ __all__ = ["BLOCKS", "block_costs", "cost_table"]
 #: Block name for every cell path prefix, first match wins; one list serves the busprobe device
 #: and stock LUNA (their paths differ only in the endpoint and source names).
 BLOCKS: tuple[tuple[str, str], ...] = (
-    ("device.usb.Endpoint0Guard.control.ProbeRequestHandler", "vendor request handler"),
+    ("device.usb.Endpoint0Guard.control.ProbeRequestHandler", "EP0 request handler"),
     ("device.usb.Endpoint0Guard", "control endpoint (LUNA)"),
     ("device.usb.USBControlEndpoint", "control endpoint (LUNA)"),
     ("device.usb.StreamInEndpoint", "IN endpoint"),

@@ -11,6 +11,8 @@ from busprobe.bitstream.result import comparison_table
 from busprobe.build_cache import build_root
 from busprobe.gateware.boards import get_board
 
+#: Issue 14's budget for the lean default on Cynthion r1.4.
+LEAN_LUT4, LEAN_USB_MHZ = 2200, 95.0
 #: (design, column title), the lean default first: issue 14 compares it with stock LUNA.
 DESIGNS = (("usb2", "busprobe usb2"), ("usb2-stock", "stock LUNA"),
            ("usb2-full", "busprobe usb2-full"))
@@ -33,3 +35,7 @@ def test_usb2_stock_and_full_builds_side_by_side():
         assert sum(entry["LUT4"] for entry in costs.values()) == result.used("LUT4")
     for result in results:
         assert result.clock("usb").achieved_mhz >= 75.0, result.summary_lines()
+    # Issue 14: the lean default as small as it is asked to be, and fast.
+    lean = results[0]
+    assert lean.used("LUT4") <= LEAN_LUT4 and lean.clock("usb").achieved_mhz >= LEAN_USB_MHZ, \
+        lean.summary_lines()

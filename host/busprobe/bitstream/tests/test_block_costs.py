@@ -26,7 +26,7 @@ def test_cells_are_attributed_by_the_path_of_the_net_they_drive(tmp_path):
         ("device.usb.transmitter.$abc$1", "PFUMX"),   # not a counted cell type
     ])
     costs = block_costs(path)
-    assert costs["vendor request handler"]["LUT4"] == 1
+    assert costs["EP0 request handler"]["LUT4"] == 1
     assert costs["control endpoint (LUNA)"]["TRELLIS_FF"] == 1
     assert costs["IN endpoint"]["LUT4"] == 1
     assert costs["device core (LUNA)"]["LUT4"] == 1
