@@ -1,5 +1,6 @@
 """The standard requests the device's one EP0 handler answers (LUNA's standard handler is not
-built): GET_STATUS, GET/SET_CONFIGURATION, SET_ADDRESS, CLEAR_FEATURE(ENDPOINT_HALT)."""
+built): GET_STATUS, GET/SET_CONFIGURATION, SET_ADDRESS, CLEAR_FEATURE(ENDPOINT_HALT),
+GET/SET_INTERFACE."""
 
 from usb_protocol.types import (
     USBRequestRecipient,
@@ -8,21 +9,13 @@ from usb_protocol.types import (
     USBStandardRequests,
 )
 
-from .test_request_handler import HandlerWithSnapshot, read_packet, run, strobe
+from .test_request_handler import HandlerWithSnapshot, read_packet, run, setup, strobe
 
 
 async def standard(ctx, dut, request, *, recipient=USBRequestRecipient.DEVICE, is_in=False,
-                   value=0, index=0, length=0):
-    s = dut.interface.setup
-    ctx.set(s.type, USBRequestType.STANDARD)
-    ctx.set(s.recipient, recipient)
-    ctx.set(s.is_in_request, is_in)
-    ctx.set(s.request, request)
-    ctx.set(s.value, value)
-    ctx.set(s.index, index)
-    ctx.set(s.length, length)
-    assert ctx.get(dut.interface.claim)
-    await strobe(ctx, s.received)
+                   **fields):
+    await setup(ctx, dut, request, kind=USBRequestType.STANDARD, recipient=recipient,
+                is_in=is_in, **fields)
 
 
 async def status_stage(ctx, dut, *, foreign_ack_first=False):
@@ -106,3 +99,27 @@ def test_clear_feature_endpoint_halt_restarts_that_endpoint_and_other_features_s
     nothing = {"address": None, "config": None, "halt": None}
     assert got == [("ZLP", nothing | {"halt": (1, 1)}), ("ZLP", nothing | {"halt": (2, 0)}),
                    ("STALL", nothing)]
+
+
+def test_get_interface_answers_setting_zero_and_set_interface_accepts_only_it():
+    dut = HandlerWithSnapshot()
+    got = {}
+
+    async def testbench(ctx):
+        await standard(ctx, dut, USBStandardRequests.GET_INTERFACE,
+                       recipient=USBRequestRecipient.INTERFACE, is_in=True, length=1)
+        got["get"] = await read_packet(ctx, dut)
+        await strobe(ctx, dut.interface.status_requested)
+        for value in (0, 1):
+            await standard(ctx, dut, USBStandardRequests.SET_INTERFACE,
+                           recipient=USBRequestRecipient.INTERFACE, value=value)
+            got[f"set {value}"] = (await status_stage(ctx, dut))[0]
+        await standard(ctx, dut, USBStandardRequests.GET_INTERFACE,
+                       recipient=USBRequestRecipient.INTERFACE, is_in=True, index=1, length=1)
+        ctx.set(dut.interface.data_requested, 1)
+        got["interface 1 stalled"] = ctx.get(dut.interface.handshakes_out.stall)
+        ctx.set(dut.interface.data_requested, 0)
+
+    run(dut, testbench)
+    assert got == {"get": (b"\x00", 1), "set 0": "ZLP", "set 1": "STALL",
+                   "interface 1 stalled": 1}
