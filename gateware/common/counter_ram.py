@@ -260,7 +260,6 @@ class CounterRam(wiring.Component):
             m.d.comb += op.taken.eq(taken[index])
         return m
 
-
     def _read_address(self, slot):
         """The word operation ``slot`` reads: its own, or the first redirect whose condition
         holds (one constant table per alternative; an operation without one repeats its

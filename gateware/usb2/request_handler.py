@@ -2,6 +2,7 @@
 busprobe vendor requests (:class:`busprobe.protocol.usb2.Request`)."""
 
 import enum
+from types import SimpleNamespace
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
@@ -247,17 +248,23 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                         interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0),
                         base_word.eq(block_word),
                         limit.eq(Mux(setup.length < block_length, setup.length, block_length))]
+            request = SimpleNamespace(
+                setup=setup, send=send, acknowledge=acknowledge, is_in=setup.is_in_request,
+                no_data=~setup.is_in_request & (setup.length == 0))
             with m.If(setup.type == USBRequestType.STANDARD):
-                self._standard(m, setup, send, acknowledge)
+                self._standard(m, request)
             with m.Elif(setup.type == USBRequestType.VENDOR):
-                self._vendor(m, setup, send, acknowledge)
+                self._vendor(m, request)
         return m
 
-    def _standard(self, m, setup, send, acknowledge):
-        """Dispatch a standard request (the state is STALL unless a case picks another)."""
+    def _standard(self, m, request):
+        """Dispatch a standard request (the state is STALL unless a case picks another).
+
+        ``request``: the SETUP, its ``send``/``acknowledge`` answers and ``is_in``/``no_data``
+        (see :meth:`elaborate`)."""
         replies = self._replies
-        is_in, no_data = setup.is_in_request, ~setup.is_in_request & (setup.length == 0)
-        recipient = setup.recipient
+        setup, send, acknowledge = request.setup, request.send, request.acknowledge
+        is_in, no_data, recipient = request.is_in, request.no_data, setup.recipient
         with m.Switch(setup.request):
             with m.Case(USBStandardRequests.GET_STATUS):
                 with m.If(is_in):
@@ -291,10 +298,11 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                 with m.Elif(no_data & only_setting_zero):
                     acknowledge(_Action.SET_INTERFACE)
 
-    def _vendor(self, m, setup, send, acknowledge):
-        """Dispatch a busprobe vendor request (the state is STALL unless a case picks another)."""
+    def _vendor(self, m, request):
+        """Dispatch a busprobe vendor request (as :meth:`_standard`)."""
         replies = self._replies
-        is_in, no_data = setup.is_in_request, ~setup.is_in_request & (setup.length == 0)
+        setup, send, acknowledge = request.setup, request.send, request.acknowledge
+        is_in, no_data = request.is_in, request.no_data
         with m.Switch(setup.request):
             with m.Case(usb2.Request.GET_INFO):
                 with m.If(is_in):

@@ -149,20 +149,32 @@ def test_get_info_names_the_features_and_is_limited_to_the_requested_length(feat
     run(dut, testbench)
 
 
+async def status_stage(ctx, dut, observe, *, foreign_ack_first=False):
+    """The status stage of a no-data request: the answer ("ZLP", "STALL" or None), and what
+    ``observe()`` reads in the cycle of the host's ACK (after an ACK for another endpoint's
+    packet, if asked)."""
+    interface = dut.interface
+    if foreign_ack_first:
+        await strobe(ctx, interface.handshakes_in.ack)
+    ctx.set(interface.status_requested, 1)
+    zlp = ctx.get(interface.tx.valid) and ctx.get(interface.tx.last)
+    stall = ctx.get(interface.handshakes_out.stall)
+    await ctx.tick("usb")
+    ctx.set(interface.status_requested, 0)
+    ctx.set(interface.handshakes_in.ack, 1)
+    seen = observe()
+    await ctx.tick("usb")
+    ctx.set(interface.handshakes_in.ack, 0)
+    return ("ZLP" if zlp else "STALL" if stall else None), seen
+
+
 async def out_request(ctx, dut, request, **kwargs):
     """SETUP + status stage of a no-data OUT request; returns the strobes seen and the handshake."""
     await setup(ctx, dut, request, is_in=False, **kwargs)
-    ctx.set(dut.interface.status_requested, 1)
-    zlp = ctx.get(dut.interface.tx.valid) and ctx.get(dut.interface.tx.last)
-    stall = ctx.get(dut.interface.handshakes_out.stall)
-    await ctx.tick("usb")
-    ctx.set(dut.interface.status_requested, 0)
-    ctx.set(dut.interface.handshakes_in.ack, 1)
-    seen = {name: ctx.get(getattr(dut, name))
-            for name in ("clear_telemetry", "set_pattern", "set_in_transfer", "set_data_mode")}
-    await ctx.tick("usb")
-    ctx.set(dut.interface.handshakes_in.ack, 0)
-    return seen, "ZLP" if zlp else "STALL" if stall else None
+    answer, seen = await status_stage(ctx, dut, lambda: {
+        name: ctx.get(getattr(dut, name))
+        for name in ("clear_telemetry", "set_pattern", "set_in_transfer", "set_data_mode")})
+    return seen, answer
 
 
 @BUILDS

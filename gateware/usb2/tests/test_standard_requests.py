@@ -10,6 +10,7 @@ from usb_protocol.types import (
 )
 
 from .test_request_handler import HandlerWithSnapshot, read_packet, run, setup, strobe
+from .test_request_handler import status_stage as request_status_stage
 
 
 async def standard(ctx, dut, request, *, recipient=USBRequestRecipient.DEVICE, is_in=False,
@@ -19,27 +20,21 @@ async def standard(ctx, dut, request, *, recipient=USBRequestRecipient.DEVICE, i
 
 
 async def status_stage(ctx, dut, *, foreign_ack_first=False):
-    """The status stage of a no-data request: the answer, and what the handler drove in the
-    cycle of the host's ACK (an ACK for another endpoint's packet first, if asked)."""
+    """The answer to a no-data standard request's status stage, and the address, configuration
+    or endpoint halt the handler changed on the host's ACK."""
     interface = dut.interface
-    if foreign_ack_first:
-        await strobe(ctx, interface.handshakes_in.ack)
-    ctx.set(interface.status_requested, 1)
-    zlp = ctx.get(interface.tx.valid) and ctx.get(interface.tx.last)
-    stall = ctx.get(interface.handshakes_out.stall)
-    await ctx.tick("usb")
-    ctx.set(interface.status_requested, 0)
-    ctx.set(interface.handshakes_in.ack, 1)
     halt = interface.clear_endpoint_halt
-    seen = {
-        "address": ctx.get(interface.new_address) if ctx.get(interface.address_changed) else None,
-        "config": ctx.get(interface.new_config) if ctx.get(interface.config_changed) else None,
-        "halt": ((ctx.get(halt.number), ctx.get(halt.direction))
-                 if ctx.get(halt.enable) else None),
-    }
-    await ctx.tick("usb")
-    ctx.set(interface.handshakes_in.ack, 0)
-    return ("ZLP" if zlp else "STALL" if stall else None), seen
+
+    def observe():
+        return {
+            "address": (ctx.get(interface.new_address) if ctx.get(interface.address_changed)
+                        else None),
+            "config": ctx.get(interface.new_config) if ctx.get(interface.config_changed) else None,
+            "halt": ((ctx.get(halt.number), ctx.get(halt.direction))
+                     if ctx.get(halt.enable) else None),
+        }
+
+    return await request_status_stage(ctx, dut, observe, foreign_ack_first=foreign_ack_first)
 
 
 def test_get_status_and_get_configuration_answer_from_the_snapshot_ram():
