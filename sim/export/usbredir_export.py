@@ -9,10 +9,11 @@ How requests map onto the platform:
 * ``control_packet`` → :meth:`UsbPlatform.control`; ``set_configuration``, ``get_configuration``,
   ``set_alt_setting``, ``get_alt_setting`` → the standard requests they stand for (the guest's
   SET_ADDRESS never comes: QEMU answers it itself; the platform's own host keeps its address);
-* ``bulk_packet`` → :meth:`UsbPlatform.bulk`. Transfers a guest queued on one endpoint with one
-  length are carried out as one stream with that queue depth (up to :data:`MAX_BATCH_BYTES`), as
-  a host controller keeps them queued on the bus; each gets its own answer, in order. An IN
-  answer comes when the simulation has produced the data;
+* ``bulk_packet`` → the platform's transfer queue. Transfers a guest queued on one endpoint with
+  one length are submitted together as a queued stream with that queue depth (up to
+  :data:`MAX_BATCH_BYTES`, :class:`~busprobe.backends.usb.plans.QueuedStream`), as a host
+  controller keeps them queued on the bus; each gets its own answer, in order. An IN answer comes
+  when the simulation has produced the data;
 * ``cancel_data_packet`` → a transfer still waiting is answered ``cancelled`` and never reaches
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
   and is answered ``cancelled`` when it ends;
@@ -30,6 +31,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from busprobe.backends.usb.plans import QueuedStream
+from busprobe.backends.usb.transfers import run_plan, silence_for
 from busprobe.transport import (
     DeviceGone,
     EndpointStalled,
@@ -291,10 +294,13 @@ class UsbredirExport:
             return
         received: list[bytes] = []
         log.info("usbredir: bulk %#04x %d x %d B", endpoint, len(live), length)
+        what = f"bulk {endpoint:#04x}"
+        plan = QueuedStream(endpoint, length, len(live), len(live),
+                            outgoing=None if incoming else [p.data for p in live], what=what)
         try:
-            result = self.platform.bulk(endpoint, length, len(live), len(live),
-                                        None if incoming else [p.data for p in live],
-                                        received.append if incoming else None)
+            start, end = run_plan(self.platform, plan, what=what, silence=silence_for(length))
+            plan.deliver(received.append)
+            result = plan.result(start, end)
         except DeviceGone:
             raise
         except TransportError as exc:
