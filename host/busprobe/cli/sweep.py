@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     if min_bytes is not None:
         transport.min_bytes = min_bytes
     if args.allow_config_write:
-        transport.allow_config_write = True  # type: ignore[attr-defined]  # VfioPcieTransport
+        transport.platform.allow_config_write = True  # type: ignore[attr-defined]  # VfioPlatform
     directions = expand_directions(args.direction, transport.directions)
     if lengths and depths:  # check what we can before paying for open (a simulator build)
         SweepPlan(directions, tuple(lengths), tuple(depths), args.repeat, settings,
