@@ -68,7 +68,7 @@ class SimServer:
     Parameters
     ----------
     build_dir : Path
-        A simulator built by :func:`busprobe.sim.toolchain.build_verilator_model`.
+        A simulator built by :func:`busprobe.sim.verilator_build.build_verilator_model`.
     toplevel : str
         Its HDL toplevel.
     module : str
@@ -93,7 +93,7 @@ class SimServer:
     def __init__(self, build_dir: Path, toplevel: str, module: str, *, name: str = "simulator",
                  env: Mapping[str, str] = {}, timescale: tuple[str, str] | None = None,
                  start_timeout: float = START_TIMEOUT_S) -> None:
-        from busprobe.sim.toolchain import apply_verilator_env
+        from busprobe.toolchain import apply_verilator_env
 
         apply_verilator_env()
         self.name = name

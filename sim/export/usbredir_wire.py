@@ -169,10 +169,6 @@ class Negotiated:
     def connect(self) -> struct.Struct:
         return CONNECT if self.has(Cap.CONNECT_DEVICE_VERSION) else CONNECT_NO_VERSION
 
-    def ep_info_fields(self) -> int:
-        """Arrays in ep_info: type, interval, interface (+ max_packet_size)."""
-        return 4 if self.has(Cap.EP_INFO_MAX_PACKET_SIZE) else 3
-
     # -- encoding ---------------------------------------------------------------------------
 
     def encode(self, kind: PacketType, packet_id: int, body: bytes = b"",

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from busprobe.bitstream.designs import BuildError, get_design
-    from busprobe.bitstream.toolchain import ToolchainMissing
+    from busprobe.toolchain import ToolchainMissing
 
     board = get_board(args.board)
     design = get_design(args.design)
