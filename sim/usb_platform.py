@@ -16,14 +16,14 @@ from typing import Any
 
 from busprobe.backends.usb.transfers import Completion, Transfer
 from busprobe.targets import TargetDescription
-from busprobe.transport import BusDescription, InvalidRequest
+from busprobe.transport import BusDescription
 
-from .simulator import SimServer
+from .simulator import SimServer, SimulatorClient
 
 __all__ = ["SimUsbPlatform"]
 
 
-class SimUsbPlatform:
+class SimUsbPlatform(SimulatorClient):
     """A USB platform whose bus is a simulation answering over the RPC.
 
     Subclasses set the class attributes and call :meth:`_start` from ``open``.
@@ -60,16 +60,6 @@ class SimUsbPlatform:
         self.server = SimServer(build_dir, toplevel, server_module, name=self.name,
                                 env=dict(env))
         self._cycle = self.server.info["cycle"]
-
-    def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-
-    def _server(self) -> SimServer:
-        if self.server is None:
-            raise InvalidRequest(f"{self.name}: transport is not open")
-        return self.server
 
     def now(self) -> float:
         """Simulated seconds (the simulation's clock) as of the last request."""

@@ -25,7 +25,7 @@ from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
 from busprobe.transport import BusDescription, InvalidRequest
 
-from ..simulator import SimServer
+from ..simulator import SimServer, SimulatorClient
 
 __all__ = ["open_sim_pcie", "SimPcieTransport", "SimDmaPlatform", "completion_timeout"]
 
@@ -82,7 +82,7 @@ class _SimMsi:
         return self._call("wait_msi", timeout)
 
 
-class SimDmaPlatform:
+class SimDmaPlatform(SimulatorClient):
     """:class:`~busprobe.backends.pcie.platform.DmaPlatform` executed in the simulator.
 
     Parameters
@@ -125,16 +125,6 @@ class SimDmaPlatform:
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
                                 env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE)
         self.bar, self.msi = _SimBar(self.server), _SimMsi(self.server)
-
-    def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-
-    def _server(self) -> SimServer:
-        if self.server is None:
-            raise InvalidRequest(f"{self.name}: transport is not open")
-        return self.server
 
     def alloc(self, size: int) -> _SimBuffer:
         return _SimBuffer(self._server(), size)
