@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import math
 
+import cocotb
 from busprobe.model.usb3_hosts import Usb3HostProfile
+from cocotb.task import Task
+from cocotb.triggers import Event, First, Timer
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 from ..transfer_engine import Pending, StreamOutcome, TransferEngine
 from .framing import HeaderPacket
-from .pipe import CLOCK_HZ
+from .pipe import CLOCK_HZ, CLOCK_PERIOD_PS
 from .protocol import DIR_IN, DIR_OUT, SuperSpeedProtocol, data_header, itp_header, tp_header
 
 __all__ = ["SuperSpeedHostController", "StreamOutcome", "ITP_INTERVAL_CYCLES"]
@@ -79,6 +82,9 @@ class SuperSpeedHostController(TransferEngine):
         self._bus_interval = 0
         self._corrupt_out: set[int] = set()
         self._out_packets_sent = 0
+        self._movers: dict[int, Task] = {}  # endpoint address -> its transfer on the bus
+        self._moved = Event()
+        self._failure: Exception | None = None
 
     @property
     def corrupt_out(self) -> set[int]:
@@ -110,9 +116,10 @@ class SuperSpeedHostController(TransferEngine):
         if self._next_itp == 0:
             self._next_itp = self.cycle - self.cycle % ITP_INTERVAL_CYCLES + ITP_INTERVAL_CYCLES
         while self.cycle >= self._next_itp:
+            # Claimed before the await: the IN and OUT movers both send them (dual simplex).
             self._bus_interval += 1
-            await link.send_header(itp_header(self._bus_interval))
             self._next_itp += ITP_INTERVAL_CYCLES
+            await link.send_header(itp_header(self._bus_interval))
 
     async def _device_tp(self, endpoint: int, deadline: int, what: str) -> HeaderPacket:
         def accept(header: HeaderPacket) -> bool:
@@ -148,23 +155,51 @@ class SuperSpeedHostController(TransferEngine):
         self._last_end.clear()  # a run's first transfer is tokened at once
 
     async def _work(self, before: int | None) -> bool:
-        heads = [(max(queue[0].ready_at, self.cycle), address)
-                 for address, queue in self.queues.items() if queue]
-        if not heads:
+        """Start a mover for every endpoint whose oldest transfer can start before ``before``,
+        then wait until one finishes (True) or ``before`` comes (False). IN and OUT move at once:
+        SuperSpeed is dual simplex, each direction on a lane of its own."""
+        for address, queue in self.queues.items():
+            if queue and address not in self._movers:
+                start = max(queue[0].ready_at, self.cycle)
+                if before is None or start < before:
+                    self._movers[address] = cocotb.start_soon(self._mover(address, start))
+        if not self._movers or (before is not None and before <= self.cycle):
             return False
-        start, address = min(heads)
-        if before is not None and start >= before:
-            return False
-        await self._wait_until(start)
-        pending = self.queues[address][0]
-        at = self.cycle
-        if address in self._last_end and self.profile.retoken_delay_us:
-            at = max(at, self._last_end[address] + _cycles(self.profile.retoken_delay_us * 1e-6))
-        move = self._move_in if pending.transfer.incoming else self._move_out
-        end, actual, stalled = await move(pending, at)
-        self._last_end[address] = end
-        self.finish(pending, end, actual=actual, stalled=stalled)
-        return True
+        self._moved.clear()
+        if before is None:
+            await self._moved.wait()
+        else:
+            await First(self._moved.wait(), Timer((before - self.cycle) * CLOCK_PERIOD_PS, "ps"))
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        return self._moved.is_set()
+
+    async def _mover(self, address: int, start: int) -> None:
+        """Move the oldest transfer of ``address`` from ``start`` on; a failure is raised by
+        :meth:`_work` in the engine's flow."""
+        try:
+            await self._wait_until(start)
+            pending = self.queues[address][0]
+            at = self.cycle
+            if address in self._last_end and self.profile.retoken_delay_us:
+                at = max(at, self._last_end[address]
+                         + _cycles(self.profile.retoken_delay_us * 1e-6))
+            move = self._move_in if pending.transfer.incoming else self._move_out
+            end, actual, stalled = await move(pending, at)
+            self._last_end[address] = end
+            self.finish(pending, end, actual=actual, stalled=stalled)
+        except Exception as exc:  # raised again by _work, in the engine's flow
+            self._failure = exc
+        finally:
+            self._movers.pop(address, None)
+            self._moved.set()
+
+    def cancel(self) -> None:
+        for task in self._movers.values():
+            task.cancel()
+        self._movers.clear()
+        super().cancel()
 
     # -- bulk ---------------------------------------------------------------------------------
 
@@ -231,6 +266,10 @@ class SuperSpeedHostController(TransferEngine):
         acked, sent, granted, rewound_at, end = 0, 0, profile.max_burst_out, -1, at
         while acked < len(chunks):
             while sent < len(chunks) and sent - acked < min(granted, profile.max_burst_out):
+                if len(self._movers) > 1:
+                    # Another endpoint needs this lane too (its ACK TPs, dual simplex): the
+                    # host keeps one data packet waiting, not a burst, so they go in between.
+                    await link.partner.wait_backlog(1)
                 wire_index = self._out_packets_sent
                 self._out_packets_sent += 1
                 await link.send_header(data_header(

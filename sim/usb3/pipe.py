@@ -24,6 +24,7 @@ CLOCK_PERIOD_PS = 8_000
 SYMBOLS_PER_CYCLE = 4
 MAX_BLOCK = 1088  # pipe_partner.sv's MAX_BLOCK: a DPH + a 1024-byte DPP, framed, fits
 MAX_CAPTURE = 1040
+BLOCKS = 8  # pipe_partner.sv's BLOCKS: the block queue's slots
 
 
 class HostMode(IntEnum):
@@ -228,6 +229,11 @@ class PipePartnerDriver(ClockedDriver):
             self._blk_request += 1
             dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
             await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
+
+    async def wait_backlog(self, blocks: int) -> None:
+        """Wait until at most ``blocks`` blocks (the one on the wire included) are queued."""
+        while BLOCKS - int(self.dut.blk_free.value) > blocks:
+            await ValueChange(self.dut.blk_done)
 
     async def send_command(self, symbols: bytes, kmask: int) -> None:
         """Queue an 8-symbol link command on the command lane: it goes out at the next packet
