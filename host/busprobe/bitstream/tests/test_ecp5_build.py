@@ -142,8 +142,8 @@ def _a_file(folder):
 
 @pytest.mark.parametrize("option, make, message", [
     ("--out", _a_file, "exists and is not a directory"),
-    ("--json", lambda d: d, "is a directory; name the file"),
-    ("--json", lambda d: d / "missing" / "r.json", "does not exist"),
+    ("--json", lambda d: d, "it is a directory; name a file"),
+    ("--json", lambda d: _a_file(d) / "r.json", "is a file, not a directory"),
 ])
 def test_unwritable_outputs_are_refused_before_building(capsys, tmp_path, monkeypatch, option,
                                                         make, message):
