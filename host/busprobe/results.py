@@ -70,6 +70,7 @@ from typing import Any
 from . import __version__
 from .emulation import emulated_host
 from .lengths import format_size
+from .os_errors import describe
 from .result_file import write_result
 from .result_schema import SCHEMA, check_document
 from .units import Units
@@ -190,7 +191,7 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         text = Path(path).read_bytes()
     except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ValueError(describe(exc, f"cannot read {path}")) from None
     try:
         # NaN and Infinity are not JSON; Python's reader would take them and a reader later
         # would compare or plot them.

@@ -13,6 +13,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..os_errors import describe
+
 __all__ = ["HostProfile", "load_profile", "PROFILE_DIR", "SCHEMA", "builtin_profiles"]
 
 PROFILE_DIR = Path(__file__).with_name("hosts")
@@ -99,7 +101,7 @@ def load_profile(name_or_path: str) -> HostProfile:
     try:
         table = tomllib.loads(path.read_text())
     except OSError as exc:
-        raise ValueError(f"cannot read host profile {_shown(path)}: {exc.strerror or exc}") \
+        raise ValueError(describe(exc, f"cannot read host profile {_shown(path)}")) \
             from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"cannot read host profile {_shown(path)}: {exc}") from None

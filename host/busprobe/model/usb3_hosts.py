@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..os_errors import describe
 from .usb2_hosts import _shown
 
 __all__ = ["Usb3HostProfile", "load_usb3_profile", "USB3_PROFILE_DIR", "USB3_SCHEMA",
@@ -99,7 +100,7 @@ def load_usb3_profile(name_or_path: str) -> Usb3HostProfile:
     try:
         table = tomllib.loads(path.read_text())
     except OSError as exc:
-        raise ValueError(f"cannot read host profile {_shown(path)}: {exc.strerror or exc}") \
+        raise ValueError(describe(exc, f"cannot read host profile {_shown(path)}")) \
             from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"cannot read host profile {_shown(path)}: {exc}") from None

@@ -64,6 +64,14 @@ def test_second_build_of_an_unchanged_design_comes_from_the_cache(stock_build, c
     assert time.monotonic() - start < 30  # elaboration only, no place and route
 
 
+def test_build_json_to_stdout_is_the_report_alone(stock_build, capfd):
+    capfd.readouterr()
+    assert main(["build", "--board", BOARD, "--design", "usb2-stock", "--json", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert json.loads(out)["design"] == "usb2-stock"  # nothing else on stdout
+    assert "Fmax usb" in err
+
+
 def test_missed_timing_is_a_one_line_error_naming_the_clock(stock_build, tmp_path):
     out, _ = stock_build
     result = BuildResult.load(out / f"{BOARD}-usb2-stock.json")
