@@ -66,8 +66,9 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                     ax.plot([p["length"] for p in modelled],
                             [units.convert(p["ceiling"]) for p in modelled], "--", color=colour,
                             linewidth=1)
-                ax.axhline(units.convert(e["plateau"]), color=colour, linestyle=":",
-                           linewidth=1)
+                if e.get("plateau_reached", True):  # a curve without one gets no line
+                    ax.axhline(units.convert(e["plateau"]), color=colour, linestyle=":",
+                               linewidth=1)
                 links.add(units.convert(e["model"]))
         for link in sorted(links):
             ax.axhline(link, color="grey", linestyle="--", linewidth=1)

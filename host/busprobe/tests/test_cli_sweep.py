@@ -259,3 +259,16 @@ def test_asking_beyond_a_bound_is_one_line_naming_it_before_the_device_opens(
     status, _, err = _run(capsys, "sweep", "--device", "sim:loop", "--no-progress", *argv)
     assert status == 2 and bound in err and err.count("\n") == 1, err
     assert not instances or not instances[0].opened
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mps", "4096"], "mps='4096': mps must be 128, 256 or 512"),
+    (["--mrrs", "64"], "mrrs='64': mrrs must be 128, 256, 512, 1024, 2048 or 4096"),
+    (["--mps", "256,1024"], "mps='1024'"),
+])
+def test_pcie_settings_beyond_the_spec_or_the_design_are_refused_before_the_model_is_built(
+        capsys, monkeypatch, argv, message):
+    monkeypatch.setattr(targets, "open_transport",
+                        lambda *a, **k: pytest.fail("the model would be built"))
+    status, _, err = _run(capsys, "sweep", "--device", "sim:pcie", "--no-progress", *argv)
+    assert status == 2 and message in err and err.count("\n") == 1, err

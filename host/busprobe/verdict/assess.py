@@ -234,10 +234,11 @@ def _unreached_note(plateau: Plateau) -> str:
                 f"within {band}; the figure is {longest}'s.")
     if plateau.why == "falling":
         return (f"Plateau not reached: the figure falls at the longest length by more than "
-                f"{band} (the repeats' spread or 1 %); the figure is {longest}'s.")
+                f"{band} (the larger of the repeats' spread and 1 %); the figure is "
+                f"{longest}'s.")
     return (f"Plateau not reached: the curve was still rising at the longest length (the two "
-            f"longest differ by more than {band}, the repeats' spread or 1 %): sweep longer "
-            f"transfers (the figure, {longest}'s, is a lower bound).")
+            f"longest differ by more than {band}, the larger of the repeats' spread and 1 %): "
+            f"sweep longer transfers (the figure, {longest}'s, is a lower bound).")
 
 
 def _header(plateau: Plateau, link: Ceiling, efficiency: float) -> str:
