@@ -26,7 +26,7 @@ from busprobe import __version__
 from busprobe.buses import USB2_HS
 from busprobe.os_errors import describe
 from busprobe.targets import describe as describe_target
-from busprobe.transport import DeviceGone, InvalidRequest
+from busprobe.transport import DeviceGone, InvalidRequest, TransportError
 
 from ..usb2.backend import SimUsb2Platform
 from .usbredir_export import CAPABILITIES, UsbredirExport
@@ -179,7 +179,12 @@ class UsbredirService:
                     export = UsbredirExport(self.platform, connection,
                                             version=f"busprobe {__version__}",
                                             check_device=self.check_device)
-                    ended = export.serve()
+                    try:
+                        ended = export.serve()
+                    except DeviceGone:
+                        raise
+                    except TransportError as exc:  # the device failed this guest: the next
+                        ended, export.dropped = "closed", f"device error: {exc}"  # gets a reset
                 self.served += 1
                 with self._free:
                     self._serving = False

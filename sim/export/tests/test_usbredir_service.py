@@ -152,3 +152,35 @@ def _serve_guests_and_hostile_ones(messages: int, seed: int) -> None:
                                   f"{2 + counts['sessions']} guests, simulator stopped"), text
     assert all(_gone(pid) for pid in simulator)
     assert "Traceback" not in text
+
+
+def test_a_device_error_costs_the_guest_it_hit_not_the_service():
+    from busprobe.transport import TransferTimeout
+
+    class Flaky(DescriptorDevice):
+        failures = 1
+
+        def control(self, *args):
+            if self.failures:
+                self.failures -= 1
+                raise TransferTimeout("the device did not answer")
+            return super().control(*args)
+
+    device, stop, events = Flaky(), threading.Event(), []
+
+    def check() -> None:
+        if stop.is_set():
+            raise DeviceGone("stopped")
+
+    with listen("127.0.0.1:0") as listener:
+        service = UsbredirService(device, listener, check_device=check, on_event=events.append)
+        runner = threading.Thread(target=service.run, daemon=True)
+        runner.start()
+        with socket.create_connection(listener.getsockname(), timeout=10) as sock:
+            with pytest.raises((EOFError, ConnectionResetError)):  # closed, hello unread
+                Guest(sock).receive()
+        with socket.create_connection(listener.getsockname(), timeout=10) as sock:
+            assert len(well_behaved_session(sock)) == 4096
+        stop.set()
+        runner.join(10)
+    assert any("dropped: device error: the device did not answer" in e for e in events)
