@@ -155,10 +155,15 @@ class UsbredirService:
         self.refused += 1
         self.on_event(f"refused usbredir guest {name}: another guest is being served")
         try:
-            connection.settimeout(2)
+            connection.settimeout(1)
             connection.sendall(Negotiated(CAPABILITIES).hello(
                 f"busprobe {__version__}: busy, serving another guest"))
-            connection.shutdown(socket.SHUT_RDWR)
+            connection.shutdown(socket.SHUT_WR)
+            # Read what the guest sent (its hello) until it closes too, a second or 64 KiB at
+            # most: closing with it unread would reset the connection and lose our hello.
+            for _ in range(16):
+                if not connection.recv(4096):
+                    break
         except OSError:
             pass
         finally:
