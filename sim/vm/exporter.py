@@ -88,8 +88,9 @@ class Exporter:
             pass
 
     def stop(self, timeout: float = 30.0) -> int | None:
-        """Wait for it to end (it does when its guest disconnects); SIGTERM, then SIGKILL."""
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        """End it: SIGTERM (the service stops its simulator and exits 0), then SIGKILL; the exit
+        status (-9 when :meth:`kill` unplugged it before)."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             if sig is not None and self.proc.poll() is None:
                 self.proc.send_signal(sig)
             try:
