@@ -1,7 +1,8 @@
 """``busprobe sim serve``: the simulated USB device on a usbredir socket, as a service.
 
-:func:`serve_usbredir` starts the simulation of a ``sim:usb2`` selector (the gateware, the ULPI
-PHY model and the host-controller model that carries every transfer out), listens on a TCP
+:func:`serve_usbredir` starts the simulation of a ``sim:usb2`` or ``sim:usb3`` selector (the
+gateware, its PHY or PIPE model and the host-controller model that carries every transfer out; the
+SuperSpeed device is announced at speed ``super``), listens on a TCP
 address (loopback unless the user names another) or a Unix socket, and serves usbredir guests
 (QEMU's ``-chardev socket,...`` + ``-device usb-redir,chardev=...``) one at a time
 (:class:`UsbredirService`): after a guest leaves, the device is reset on its bus, as a replug
@@ -23,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from busprobe import __version__
-from busprobe.buses import USB2_HS
+from busprobe.buses import USB2_HS, USB3_SS
 from busprobe.os_errors import describe
 from busprobe.targets import describe as describe_target
 from busprobe.transport import DeviceGone, InvalidRequest, TransportError
 
 from ..usb2.backend import SimUsb2Platform
+from ..usb3.backend import SimUsb3Platform
+from ..usb_platform import SimUsbPlatform
 from .usbredir_export import CAPABILITIES, UsbredirExport
-from .usbredir_wire import Negotiated
+from .usbredir_wire import Negotiated, Speed
 
 __all__ = ["serve_usbredir", "listen", "check_simulator", "UsbredirService", "LOOPBACK"]
 
@@ -102,6 +105,14 @@ def describe_listener(sock: socket.socket) -> str:
     return name if isinstance(name, str) else f"{name[0]}:{name[1]}"
 
 
+#: The simulated buses that can be exported: bus kind -> (platform, the speed the guest is told).
+#: usbredir's ``super`` puts the device on a SuperSpeed port of QEMU's xHCI (docs/DESIGN.md §2.5).
+EXPORTABLE: dict[str, tuple[Callable[[Any], SimUsbPlatform], Speed]] = {
+    USB2_HS.kind: (SimUsb2Platform, Speed.HIGH),
+    USB3_SS.kind: (SimUsb3Platform, Speed.SUPER),
+}
+
+
 class UsbredirService:
     """Serve usbredir guests of ``platform`` on ``listener``, one at a time, until stopped.
 
@@ -115,12 +126,16 @@ class UsbredirService:
         Raises :class:`DeviceGone` once the device is gone.
     on_event : callable
         Gets one line per guest that came, left, or was turned away.
+    speed : Speed
+        The speed the guest is told the device runs at.
     """
 
     def __init__(self, platform: Any, listener: socket.socket, *,
                  check_device: Callable[[], None] = lambda: None,
-                 on_event: Callable[[str], None] = lambda line: None) -> None:
+                 on_event: Callable[[str], None] = lambda line: None,
+                 speed: Speed = Speed.HIGH) -> None:
         self.platform = platform
+        self.speed = speed
         self.listener = listener
         self.check_device = check_device
         self.on_event = on_event
@@ -185,7 +200,7 @@ class UsbredirService:
                 self.served += 1
                 with connection:
                     export = UsbredirExport(self.platform, connection,
-                                            version=f"busprobe {__version__}",
+                                            version=f"busprobe {__version__}", speed=self.speed,
                                             check_device=self.check_device)
                     try:
                         ended = export.serve()
@@ -219,16 +234,18 @@ def serve_usbredir(selector: str, address: str, *,
     given, receives the running service (its counts).
     """
     target = describe_target(selector, sysfs_root=None)
-    if target.spec is not USB2_HS or not target.simulated:
-        raise InvalidRequest(f"{selector}: only simulated USB devices (sim:usb2) can be exported "
-                             "over usbredir")
-    platform = SimUsb2Platform(target)
+    exportable = EXPORTABLE.get(target.spec.kind) if target.simulated else None
+    if exportable is None:
+        raise InvalidRequest(f"{selector}: only simulated USB devices (sim:usb2, sim:usb3) can "
+                             "be exported over usbredir")
+    make_platform, speed = exportable
+    platform = make_platform(target)
     with listen(address) as listener:  # a bad address is refused before minutes of simulation
         platform.open()
         try:
             running = UsbredirService(platform, listener,
                                       check_device=lambda: check_simulator(platform),
-                                      on_event=on_event)
+                                      on_event=on_event, speed=speed)
             if service is not None:
                 service.append(running)
             on_ready(f"serving {selector} (pid {os.getpid()}) as usbredir on "
@@ -242,7 +259,7 @@ def serve_usbredir(selector: str, address: str, *,
             platform.close()
 
 
-def check_simulator(platform: SimUsb2Platform) -> None:
+def check_simulator(platform: SimUsbPlatform) -> None:
     """:class:`DeviceGone` once the simulation behind ``platform`` has ended."""
     server = platform.server
     if server is None or server.proc.poll() is not None:

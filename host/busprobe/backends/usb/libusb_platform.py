@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...buses import USB2_HS
+from ...emulation import emulated_host
 from ...protocol import usb2
 from ...selectors import UsbTarget, parse_selector
 from ...targets import TargetDescription
@@ -64,6 +65,7 @@ class LibusbPlatform:
         self._device: Any = None
         self._handle: Any = None
         self._queue: LibusbTransferQueue | None = None
+        self.emulated = emulated_host()
         self._profile: str | None = None  # "" once looked up and not found
 
     # -- life cycle ---------------------------------------------------------------------------

@@ -233,7 +233,7 @@ class UsbDeviceTransport(Transport):
     # -- streaming ----------------------------------------------------------------------------
     def _run(self, plan: TransferPlan, length: int, what: str) -> tuple[float, float]:
         return run_plan(self.platform, plan, what=f"{self.selector}: {what}",
-                        silence=silence_for(length))
+                        silence=silence_for(length, self.platform.emulated))
 
     def stream(self, direction: str, length: int, count: int, queue_depth: int,
                source: Source | None = None, sink: Sink | None = None) -> StreamResult:
