@@ -72,19 +72,18 @@ TIMESCALE = ("1ns", "1ps")
 _SIZES = (128, 256, 512, 1024, 2048, 4096)
 
 
-def build_pcie_simulator() -> Path:
-    """Generate the Verilog and build (or reuse) its Verilator model; return the build dir.
+def build_pcie_simulator_sources() -> Path:
+    """Generate the core's Verilog (and LiteX's ``csr.csv``/``csr.json``) into
+    ``<build root>/pcie-verilog/`` and return the Verilog's path.
 
-    The Verilog and LiteX's ``csr.csv``/``csr.json`` land in ``<build root>/pcie-verilog/``; they
-    are generated in a private folder and moved there atomically, so parallel test workers never
-    read a half-written file (the generator is deterministic: every worker writes the same).
+    They are generated in a private folder and moved there atomically, so parallel test workers
+    never read a half-written file (the generator is deterministic: every worker writes the same).
     """
     import os
     import tempfile
 
     from busprobe.build_cache import build_root
     from busprobe.gateware.pcie.sim_top import generate_verilog
-    from busprobe.sim.verilator_build import build_verilator_model
 
     out = build_root() / "pcie-verilog"
     out.mkdir(parents=True, exist_ok=True)
@@ -92,7 +91,16 @@ def build_pcie_simulator() -> Path:
         verilog = generate_verilog(tmp)
         for name in (verilog.name, "csr.csv", "csr.json"):
             os.replace(Path(tmp) / name, out / name)
-    return build_verilator_model("pcie", [out / verilog.name], TOPLEVEL, timescale=TIMESCALE)
+    return out / verilog.name
+
+
+def build_pcie_simulator() -> Path:
+    """Generate the Verilog (:func:`build_pcie_simulator_sources`) and build (or reuse) its
+    Verilator model; return the build dir."""
+    from busprobe.sim.verilator_build import build_verilator_model
+
+    return build_verilator_model("pcie", [build_pcie_simulator_sources()], TOPLEVEL,
+                                 timescale=TIMESCALE)
 
 
 def silence_pcie_logging(level: int = logging.WARNING) -> None:
@@ -215,6 +223,64 @@ class HostBuffer:
             raise ValueError(f"access {offset}+{length} outside a {self.size}-byte buffer")
 
 
+def _root_complex(config: LinkConfig) -> ChipsetRootComplex:
+    rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
+    # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
+    rc.max_payload_size = 0x5
+    rc.max_read_request_size = 0x5
+    rc.read_completion_boundary = config.rcb == 128
+    rc.split_on_all_rcb = config.split_on_all_rcb
+    return rc
+
+
+async def _reset_and_enumerate(dut, rc: ChipsetRootComplex) -> None:
+    cocotb.start_soon(Clock(dut.sys_clk, 1e9 / proto.CLOCK_HZ, unit="ns").start())
+    dut.sys_rst.value = 1
+    await ClockCycles(dut.sys_clk, 8)
+    dut.sys_rst.value = 0
+    await RisingEdge(dut.sys_clk)
+    await rc.enumerate()
+
+
+class SwitchedBench:
+    """Several busprobe cores (the multi top, :mod:`.multi_top`), each behind its own
+    simulated link to a downstream port of one cocotbext-pcie :class:`Switch`, whose upstream
+    port connects to the one root complex; the root's ``cap`` is then what they share (the
+    switch-to-root link itself is untimed).
+
+    Parameters
+    ----------
+    dut
+        The cocotb handle of :data:`~.multi_top.MULTI_TOPLEVEL`.
+    config : LinkConfig
+        Every endpoint's link, and the root's cap and latency.
+    endpoints : int
+        How many cores the top has.
+
+    Attributes
+    ----------
+    benches : list of PcieTestbench
+        One per endpoint, sharing ``rc``.
+    """
+
+    def __init__(self, dut, config: LinkConfig, endpoints: int) -> None:
+        from cocotbext.pcie.core import Switch
+
+        from .multi_top import port_prefix
+
+        self.dut = dut
+        self.rc = _root_complex(config)
+        self.switch = Switch()
+        self.rc.make_port().connect(self.switch)
+        self.benches = [PcieTestbench(dut, config, prefix=port_prefix(i), rc=self.rc,
+                                      port=self.switch.make_port()) for i in range(endpoints)]
+
+    async def start(self) -> None:
+        await _reset_and_enumerate(self.dut, self.rc)
+        for bench in self.benches:
+            await bench.bring_up()
+
+
 class PcieTestbench:
     """Root complex + link + :class:`TlpStreamEndpoint` around the busprobe core's top.
 
@@ -225,18 +291,14 @@ class PcieTestbench:
     config : LinkConfig
     """
 
-    def __init__(self, dut, config: LinkConfig | None = None):
+    def __init__(self, dut, config: LinkConfig | None = None, *, prefix: str = "pcie_sim_",
+                 rc: ChipsetRootComplex | None = None, port=None):
         self.dut = dut
         self.config = config = config or LinkConfig()
         silence_pcie_logging()
         self.log = logging.getLogger("cocotb.busprobe.pcie")
-        self.rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
-        # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
-        self.rc.max_payload_size = 0x5
-        self.rc.max_read_request_size = 0x5
-        self.rc.read_completion_boundary = config.rcb == 128
-        self.rc.split_on_all_rcb = config.split_on_all_rcb
-        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix="pcie_sim_",
+        self.rc = rc if rc is not None else _root_complex(config)
+        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix=prefix,
                                     data_width=proto.DATA_WIDTH, bar0_size=proto.BAR0_SIZE,
                                     msi_vectors=32, tx_buffer=config.tx_buffer)
         self.ep.vendor_id = proto.VENDOR_ID
@@ -246,7 +308,7 @@ class PcieTestbench:
         # cocotbext-pcie times the link only if the speed/width are set before connecting.
         self.dev.upstream_port.max_link_speed = config.gen
         self.dev.upstream_port.max_link_width = config.width
-        self.rc.make_port().connect(self.dev)
+        (port if port is not None else self.rc.make_port()).connect(self.dev)
         #: Wire traffic device -> root ("upstream") and root -> device ("downstream").
         self.upstream = LinkCounters()
         self.downstream = LinkCounters()
@@ -271,13 +333,11 @@ class PcieTestbench:
 
     async def start(self) -> None:
         """Clock and reset the DUT, enumerate, assign BAR0, program MPS/MRRS, enable mastering."""
-        dut = self.dut
-        cocotb.start_soon(Clock(dut.sys_clk, 1e9 / proto.CLOCK_HZ, unit="ns").start())
-        dut.sys_rst.value = 1
-        await ClockCycles(dut.sys_clk, 8)
-        dut.sys_rst.value = 0
-        await RisingEdge(dut.sys_clk)
-        await self.rc.enumerate()
+        await _reset_and_enumerate(self.dut, self.rc)
+        await self.bring_up()
+
+    async def bring_up(self) -> None:
+        """After enumeration: find the endpoint, assign BAR0, program MPS/MRRS, mastering, MSI."""
         self.function = self.rc.find_device(self.ep.pcie_id)
         if self.function is None:
             raise RuntimeError("enumeration did not find the busprobe endpoint")

@@ -1,6 +1,10 @@
 """``sim:pcie``: what the PCIe simulation is, from the selector's options alone.
 
-``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..``
+``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&endpoints=1..4``
+
+``endpoints=N`` (N > 1) puts N cores behind one PCIe switch in one simulation; the root complex
+behind the switch's upstream port carries ``cap`` for all of them: ``busprobe sweep`` then runs
+them as N targets, alone and together (:mod:`busprobe.cli.sweep_multi`).
 
 The options are the fields of the simulated link (:class:`busprobe.sim.pcie.testbench.LinkConfig`)
 the backend (:mod:`busprobe.sim.pcie.backend`) hands to the simulator; the
@@ -29,6 +33,7 @@ NAME = "sim:pcie"
 #: A second of read latency already makes every read point take hours of simulation.
 MAX_LATENCY_NS = 1e9
 _MPS = (128, 256, 512)  # what the core supports (protocol.pcie.MAX_PAYLOAD_SIZE)
+_ENDPOINTS = (1, 2, 3, 4)  # whole cores in one model: busprobe.sim.pcie.multi_top.MAX_ENDPOINTS
 
 #: The options, in the order they are listed; defaults are the simulated link's defaults.
 OPTIONS: tuple[Option, ...] = (
@@ -40,6 +45,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("cap", None, number(0.0, low_open=True), "a finite number of bytes/s above 0"),
     Option("latency_ns", 0.0, number(0.0, MAX_LATENCY_NS),
            "a finite number of ns from 0 to 1e9 (one second)"),
+    Option("endpoints", 1, choice(_ENDPOINTS), one_of(_ENDPOINTS)),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -68,8 +74,9 @@ def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
                "outstanding_reads": pcie_protocol.READ_TAGS})
 
 
-def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
-    """The root complex and the gateware, with the simulated link between them."""
+def sim_pcie_hops(link: Mapping[str, Any], index: int | None = None) -> tuple[Hop, ...]:
+    """The root complex and the gateware, with the simulated link between them; endpoint
+    ``index`` of ``endpoints=N`` sits behind a switch's downstream port ``index``."""
     speed, width = LINK_SPEEDS[link["gen"]], link["width"]
     notes = []
     if link["cap"] is not None:
@@ -77,14 +84,23 @@ def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
                      "(simulated chipset cap)")
     if link["latency_ns"]:
         notes.append(f"memory read latency {link['latency_ns']:g} ns (simulated)")
-    return (
-        Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
-            speed=speed, width=width, speed_cap=speed, width_cap=width, mps=link["mps"],
-            notes=notes),
-        Hop("sim-pci-endpoint", "busprobe PCIe gateware", driver="litepcie",
-            description="LitePCIe DMA on the simulated PHY", speed=speed, width=width,
-            speed_cap=speed, width_cap=width, mps=link["mps"], mrrs=link["mrrs"]),
-    )
+    endpoint = Hop("sim-pci-endpoint", "busprobe PCIe gateware", driver="litepcie",
+                   description="LitePCIe DMA on the simulated PHY", speed=speed, width=width,
+                   speed_cap=speed, width_cap=width, mps=link["mps"], mrrs=link["mrrs"])
+    if index is None:
+        return (Hop("sim-pci-root-port", "cocotbext-pcie root complex",
+                    driver="busprobe.sim.pcie", speed=speed, width=width, speed_cap=speed,
+                    width_cap=width, mps=link["mps"], notes=notes), endpoint)
+    endpoint.name = f"busprobe PCIe gateware #{index}"
+    # The switch's upstream link is untimed: what the endpoints share is the root's cap.
+    return (Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
+                mps=link["mps"], notes=notes),
+            Hop("sim-pci-switch-upstream", "cocotbext-pcie switch", driver="busprobe.sim.pcie",
+                description="switch upstream port (untimed link to the root)"),
+            Hop("sim-pci-switch-downstream", f"cocotbext-pcie switch port {index}",
+                driver="busprobe.sim.pcie", speed=speed, width=width, speed_cap=speed,
+                width_cap=width, mps=link["mps"]),
+            endpoint)
 
 
 describe_sim_pcie = simulated_target(NAME, OPTIONS, sim_pcie_bus, sim_pcie_hops)
