@@ -33,12 +33,8 @@ from typing import Any, TypeVar
 
 from busprobe.transport import TransportError
 
-__all__ = ["ENV_SOCKET", "JOIN", "LEAVE", "BARRIER", "RemoteError", "send", "recv", "PeerClosed",
-           "serve", "out_buffers", "on_the_bus", "BusErrors"]
-
-#: Requests the simulator answers itself when it hosts several devices (:mod:`.shared_clock`):
-#: a channel joins the shared clock, waits for the others to start together, leaves it.
-JOIN, LEAVE, BARRIER = "@join", "@leave", "@barrier"
+__all__ = ["ENV_SOCKET", "RemoteError", "send", "recv", "PeerClosed", "serve", "out_buffers",
+           "on_the_bus", "BusErrors"]
 
 #: Environment variable naming the Unix socket the simulator connects to.
 ENV_SOCKET = "BUSPROBE_RPC_SOCKET"
@@ -109,8 +105,8 @@ async def serve(setup: Callable[[], Awaitable[tuple[object, Any]]]) -> None:
                 return handler[0 if channel is None else channel]
             return handler
 
-        await Dispatcher(sock, handler_for, recv=recv, send=send,
-                         error_reply=_error_reply).run()
+        await Dispatcher(sock, handler_for, recv=recv, send=send, error_reply=_error_reply,
+                         closed=PeerClosed).run()
     finally:
         sock.close()
 

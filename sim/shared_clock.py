@@ -28,7 +28,7 @@ from typing import Any
 import cocotb
 from cocotb.triggers import Event
 
-from .rpc import BARRIER, JOIN, LEAVE
+from .channels import BARRIER, JOIN, LEAVE
 
 __all__ = ["Dispatcher", "JOIN", "LEAVE", "BARRIER", "CONTROL"]
 
@@ -51,15 +51,19 @@ class Dispatcher:
         The wire (:func:`busprobe.sim.rpc.recv` / :func:`~busprobe.sim.rpc.send`).
     error_reply : callable
         ``exception -> ("err", detail)``.
+    closed : exception type
+        What ``recv`` raises when the host closed the connection.
     """
 
     def __init__(self, sock: socket.socket, handler_for: Callable[[Any], Any], *,
                  recv: Callable[[socket.socket], Any],
                  send: Callable[[socket.socket, object], None],
-                 error_reply: Callable[[BaseException], tuple[str, Any]]) -> None:
+                 error_reply: Callable[[BaseException], tuple[str, Any]],
+                 closed: type[Exception] = EOFError) -> None:
         self.sock = sock
         self.handler_for = handler_for
         self._recv, self._send, self._error_reply = recv, send, error_reply
+        self._closed = closed
         self.joined: set[Hashable] = set()
         self.running: set[Hashable] = set()  # channels with a request in progress
         self.waiting: set[Hashable] = set()  # joined channels in the barrier
@@ -75,13 +79,11 @@ class Dispatcher:
 
     async def run(self) -> None:
         """Serve until ``shutdown`` or until the host closes the connection."""
-        from .rpc import PeerClosed
-
         while True:
             while self._must_read():
                 try:
                     message = self._recv(self.sock)  # blocks: simulated time stands still
-                except PeerClosed:
+                except self._closed:
                     return
                 if not self._take(message):
                     return

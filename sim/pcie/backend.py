@@ -25,7 +25,7 @@ from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
 from busprobe.transport import BusDescription, InvalidRequest, TransportError
 
-from ..rpc import BARRIER, JOIN, LEAVE
+from ..channels import BARRIER, JOIN, LEAVE
 from ..simulator import SimServer, SimulatorClient
 
 __all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPlatform",

@@ -3,7 +3,8 @@
 The wrapper instantiates the single-core top (:data:`~busprobe.sim.pcie.testbench.TOPLEVEL`)
 ``N`` times on one ``sys_clk``/``sys_rst``; core ``i``'s PHY ports appear as
 ``ep<i>_pcie_sim_<pad>``, so each gets its own cocotbext-pcie endpoint model (prefix
-:func:`port_prefix`) behind one switch (:class:`~busprobe.sim.pcie.testbench.SwitchedBench`).
+:func:`~busprobe.sim.pcie.testbench.port_prefix`) behind one switch
+(:class:`~busprobe.sim.pcie.testbench.SwitchedBench`).
 The port list is read from the generated core, so a pad added there needs no change here.
 """
 
@@ -12,19 +13,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["MULTI_TOPLEVEL", "port_prefix", "write_multi_top", "build_multi_simulator",
-           "MAX_ENDPOINTS"]
+__all__ = ["MULTI_TOPLEVEL", "write_multi_top", "build_multi_simulator", "MAX_ENDPOINTS"]
 
 MULTI_TOPLEVEL = "busprobe_pcie_multi"
 #: Endpoints one simulation hosts at most: each is a whole core; the switch has room for 31.
 MAX_ENDPOINTS = 4
 _PORT = re.compile(r"^\s*(input|output)\s+wire\s*(\[[^\]]+\])?\s*(pcie_sim_\w+)\s*,?\s*$",
                    re.MULTILINE)
-
-
-def port_prefix(index: int) -> str:
-    """The prefix of endpoint ``index``'s PHY ports on the multi top."""
-    return f"ep{index}_pcie_sim_"
 
 
 def write_multi_top(core: Path, endpoints: int, out_dir: Path) -> Path:

@@ -223,6 +223,11 @@ class HostBuffer:
             raise ValueError(f"access {offset}+{length} outside a {self.size}-byte buffer")
 
 
+def port_prefix(index: int) -> str:
+    """The prefix of endpoint ``index``'s PHY ports on the multi top (:mod:`.multi_top`)."""
+    return f"ep{index}_pcie_sim_"
+
+
 def _root_complex(config: LinkConfig) -> ChipsetRootComplex:
     rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
     # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
@@ -265,8 +270,6 @@ class SwitchedBench:
 
     def __init__(self, dut, config: LinkConfig, endpoints: int) -> None:
         from cocotbext.pcie.core import Switch
-
-        from .multi_top import port_prefix
 
         self.dut = dut
         self.rc = _root_complex(config)

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         if len(args.device) > 1 or "endpoints=" in args.device[0]:
             from .sweep_multi import run_multi
 
-            return run_multi(args)
+            return run_multi(args, expand_directions)
         args.device = args.device[0]
     # 1. Everything typed, checked before the device is opened.
     units = Units.parse(args.units)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .. import buses, targets
@@ -57,8 +58,10 @@ def open_targets(selectors: list[str]
     return pairs, None, None, not any(simulated)
 
 
-def run_multi(args: argparse.Namespace) -> int:
-    """The multi-target sweep (``args`` as ``busprobe sweep`` parses them)."""
+def run_multi(args: argparse.Namespace,
+              expand_directions: Callable[[str, tuple[str, ...]], tuple[str, ...]]) -> int:
+    """The multi-target sweep (``args`` as ``busprobe sweep`` parses them; its
+    ``expand_directions``)."""
     units = Units.parse(args.units)
     pattern = Pattern.parse(args.pattern)
     lengths = parse_lengths(args.lengths) if args.lengths is not None else None
@@ -87,7 +90,8 @@ def run_multi(args: argparse.Namespace) -> int:
                 run.transport.open()
                 stack.callback(_close, run.transport)
         first = runs[0].transport
-        directions = _directions(args.direction, [r.transport for r in runs])
+        directions = expand_directions(args.direction,
+                                       _common_directions([r.transport for r in runs]))
         plan = SweepPlan(directions, tuple(lengths or default_lengths(
             first.bus.kind, min(r.transport.default_max_length for r in runs))),
             tuple(depths or buses.by_kind(first.bus.kind).default_queue_depths),
@@ -123,14 +127,12 @@ def _close(transport: Transport) -> None:
         transport.close()
 
 
-def _directions(text: str, transports: list[Transport]) -> tuple[str, ...]:
-    from .sweep import expand_directions
-
+def _common_directions(transports: list[Transport]) -> tuple[str, ...]:
     common = tuple(d for d in transports[0].directions
                    if all(d in t.directions for t in transports))
     if not common:
         raise InvalidRequest("the targets have no direction in common")
-    return expand_directions(text, common)
+    return common
 
 
 def _lost(runs: list[TargetRun]) -> str | None:
