@@ -95,9 +95,9 @@ def sim_pcie_hops(link: Mapping[str, Any], index: int | None = None) -> tuple[Ho
     # The switch's upstream link is untimed: what the endpoints share is the root's cap.
     return (Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
                 mps=link["mps"], notes=notes),
-            Hop("sim-pci-switch-upstream", "cocotbext-pcie switch", driver="busprobe.sim.pcie",
-                description="switch upstream port (untimed link to the root)"),
-            Hop("sim-pci-switch-downstream", f"cocotbext-pcie switch port {index}",
+            Hop("sim-pci-switch-upstream", "sim-switch", driver="busprobe.sim.pcie",
+                description="cocotbext-pcie switch, upstream port (untimed link to the root)"),
+            Hop("sim-pci-switch-downstream", f"sim-switch port {index}",
                 driver="busprobe.sim.pcie", speed=speed, width=width, speed_cap=speed,
                 width_cap=width, mps=link["mps"]),
             endpoint)

@@ -56,9 +56,12 @@ def shared_hop(paths: Sequence[Sequence[dict[str, Any]]]) -> SharedHop | None:
     if depth:
         hop = dict(paths[0][depth - 1])
         kind, name = _key(hop)
-        label = kind.removeprefix("pci-").removeprefix("usb-").removeprefix("sim-")
-        return {"kind": kind, "name": name, "hop": hop, "depth": depth - 1,
-                "what": f"{label.replace('-', ' ')} {name}".strip()}
+        label = kind.removeprefix("sim-").removeprefix("pci-").removeprefix("usb-")
+        # What the hops on the shared path say of themselves (a cap, a link trained low).
+        notes = [note for shared in paths[0][:depth] for note in shared.get("notes") or ()]
+        return {"kind": kind, "name": name, "hop": hop, "depth": depth - 1, "notes": notes,
+                "what": f"{label.replace('-', ' ')} {name}".strip()
+                + (f" ({'; '.join(notes)})" if notes else "")}
     roots = [p[0] for p in paths]
     if all(str(r.get("kind", "")).startswith("pci-") for r in roots):
         names = ", ".join(str(hop_field(r, "name")) for r in roots)
