@@ -21,6 +21,7 @@ from ..lengths import default_lengths, format_size, parse_counts, parse_lengths,
 from ..protocol.patterns import Pattern
 from ..result_file import ResultWriteError, check_writable
 from ..results import finish_document, new_document, write_json
+from ..stdout_guard import stdout_to_stderr
 from ..sweep import SweepPlan
 from ..sweep_multi import MultiSweep, TargetRun
 from ..together import SharedClock
@@ -81,7 +82,10 @@ def run_multi(args: argparse.Namespace,
     doc = new_document(" + ".join(args.device), units=units)
     runs = [TargetRun(name, transport) for name, transport in pairs]
     out = sys.stderr if args.json == "-" else sys.stdout
+    simulated = group is not None or not shared
     with contextlib.ExitStack() as stack:
+        if args.json == "-":  # a simulator build's compiler lines must not reach the JSON
+            stack.enter_context(stdout_to_stderr())
         if group is not None:
             group.open()
             stack.callback(group.close)
@@ -97,7 +101,7 @@ def run_multi(args: argparse.Namespace,
             tuple(depths or buses.by_kind(first.bus.kind).default_queue_depths),
             args.repeat, ({},), pattern)
         for run in runs:
-            plan.validate(run.transport, simulated=True)
+            plan.validate(run.transport, simulated=simulated)
         print(f"sweeping {len(runs)} targets alone, then together: "
               f"{'/'.join(plan.directions)}, lengths "
               f"{','.join(format_size(n) for n in plan.lengths)}, queue depth "
