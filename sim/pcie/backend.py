@@ -57,6 +57,12 @@ def _caller(server: SimServer, channel: int | None) -> Call:
     return lambda method, *args: server.call(method, *args, channel=channel)
 
 
+def link_json(link: Mapping[str, Any]) -> str:
+    """The simulated link as the bench's ``LinkConfig`` takes it: the selector's options but
+    ``endpoints``, which is the model's shape, not the link's."""
+    return json.dumps({k: v for k, v in link.items() if k != "endpoints"})
+
+
 class _SimBar:
     def __init__(self, call: Call) -> None:
         self._call = call
@@ -120,7 +126,6 @@ class SimDmaPlatform(SimulatorClient):
         self.target = target
         self._bus: BusDescription = target.bus
         self.link: dict[str, Any] = dict(target.options)
-        self.link.pop("endpoints", None)  # the model's shape, not the link's
         self.group, self.channel = group, channel
         self.server: SimServer | None = None
         self.bar: _SimBar
@@ -143,7 +148,7 @@ class SimDmaPlatform(SimulatorClient):
         with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
             build_dir = build_pcie_simulator()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE)
+                                env={ENV_LINK: link_json(self.link)}, timescale=TIMESCALE)
         self.bar, self.msi = _SimBar(self.server.call), _SimMsi(self.server.call)
 
     def close(self) -> None:
@@ -268,7 +273,7 @@ class SimPcieGroup:
             build_dir = build_multi_simulator(self.endpoints)
         self.server = SimServer(build_dir, MULTI_TOPLEVEL, "busprobe.sim.pcie.server",
                                 name=self.name, timescale=TIMESCALE,
-                                env={ENV_LINK: json.dumps(self._link),
+                                env={ENV_LINK: link_json(self._link),
                                      ENV_ENDPOINTS: str(self.endpoints)})
         try:
             for transport in self.transports:
