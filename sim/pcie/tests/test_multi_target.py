@@ -62,3 +62,22 @@ def test_multi_target_pcie_switch_without_a_cap_is_independent(capfd):
     assert row["sum_throughput"] == pytest.approx(row["sum_alone"], rel=0.02)
     (verdict,) = doc["shared"]
     assert verdict["verdict"] == "independent", verdict["explanation"]
+
+
+def test_multi_target_endpoints_are_named_and_placed_behind_one_switch_before_any_build():
+    from busprobe import targets
+    from busprobe.sim.pcie.backend import link_json, open_sim_pcie, open_sim_pcie_group
+    from busprobe.sim.pcie.testbench import LinkConfig
+    from busprobe.transport import InvalidRequest
+
+    target = targets.describe("sim:pcie?endpoints=2&cap=600e6&gen=1", sysfs_root=None)
+    group = open_sim_pcie_group(target)
+    assert [name[-2:] for name, _ in group.targets] == ["#0", "#1"]
+    paths = [t.topology() for t in group.transports]
+    assert paths[0][:2] == paths[1][:2] and paths[0][2] != paths[1][2]
+    assert paths[0][1]["kind"] == "sim-pci-switch-upstream"
+    assert "600.0 MB/s" in paths[0][0]["notes"][0]
+    # The bench gets the link without the model's shape.
+    assert LinkConfig(**json.loads(link_json(group.transports[0].platform.link))).cap == 600e6
+    with pytest.raises(InvalidRequest, match="several targets"):
+        open_sim_pcie(target)
