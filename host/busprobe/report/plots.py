@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..lengths import format_size
+from ..stats import error_bar
 from ..units import Units
 from .compare import Run
 
@@ -49,9 +50,14 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                     key=lambda p: p["length"])
                 setting = " ".join(f"{k.upper()} {e[k]}" for k in ("mps", "mrrs") if e.get(k))
                 label = f"{run.label} {setting} QD{e.get('queue_depth')}: {e['verdict']}"
-                ax.plot([p["length"] for p in points],
-                        [units.convert(p["throughput"]) for p in points], "o-", color=colour,
-                        markersize=3, label=label.replace("  ", " "))
+                # Each length's repeats as mean with min..max error bars (stats.error_bar).
+                bars = [error_bar(p) for p in points]
+                ax.errorbar([p["length"] for p in points],
+                            [units.convert(mean) for mean, _, _ in bars],
+                            yerr=[[units.convert(b) for _, b, _ in bars],
+                                  [units.convert(a) for _, _, a in bars]],
+                            fmt="o-", color=colour, markersize=3, capsize=2.5, elinewidth=1,
+                            label=label.replace("  ", " "))
                 # Each run's own model (host profile, length, queue depth) dashed beside its
                 # curve: a run on its model is limited by what the model names.
                 modelled = [p for p in points if p.get("ceiling")]
