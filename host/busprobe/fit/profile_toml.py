@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
 from .fitted import FittedProfile, FittedValue
 
-__all__ = ["render_profile", "write_profile", "source_of"]
+__all__ = ["render_profile", "write_profile", "source_of", "write_settings"]
 
 
 def _toml_string(text: str) -> str:
@@ -83,6 +85,38 @@ def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; a profile is for sharing
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return profile
+
+
+def write_settings(settings: Mapping[str, Any], path: str | Path, name: str, *,
+                   result: str, points: int, loader: Callable[[str], Any],
+                   day: str | None = None) -> Any:
+    """Write a USB 3.0 or PCIe fit's ``settings`` (key -> ``.value``, ``.determined``,
+    ``.text``) as a profile ``loader`` reads back before the file replaces anything; returns
+    what it read."""
+    day = day or date.today().isoformat()
+    width = max(len(key) for key in settings)
+    lines = [f"# Fitted by busprobe fit from {result} on {day}: {points} points, every value",
+             "# with the uncertainty the sweep leaves (\"not determined\" says what would pin it).",
+             f"name = {_toml_string(name)}"]
+    for key, setting in settings.items():
+        source = f"fitted from {result} on {day}: {setting.text}"
+        lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(setting.value)}, "
+                     f"source = {_toml_string(source)} }}")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".toml", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+        profile = loader(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)

@@ -36,7 +36,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..protocol.usb2 import CLOCK_HZ
+from ..protocol.usb2 import CLOCK_HZ, UFRAMES_PER_SECOND
 from . import usb2_wire as wire
 from .ceiling_type import Ceiling
 from .usb2_bot import bot_run
@@ -130,7 +130,8 @@ def phase_search(step: Callable[[int], tuple[int, float | None]],
 def window_rate(frames: dict[int, int]) -> float | None:
     """What the device's window reads from ``frames`` (bytes per microframe), or None."""
     window = device_window(frames)
-    return None if window is None else window[0] / (window[1] * wire.UFRAME_S)
+    # Divided as the host divides the device's counts (protocol.telemetry), to the last bit.
+    return None if window is None else window[0] / (window[1] / UFRAMES_PER_SECOND)
 
 
 def with_line_excess(profile: HostProfile) -> HostProfile:

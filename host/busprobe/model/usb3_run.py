@@ -36,6 +36,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..protocol.usb3 import BUS_INTERVALS_PER_SECOND
+
 __all__ = ["Usb3Link", "transfer_seconds", "run_times", "device_window_rate", "ITP_PHASES",
            "ALLOWANCE_BYTES"]
 
@@ -148,6 +150,6 @@ def device_window_rate(spans: list[tuple[float, float]], length: int, slack: int
         if len(data) < 3:
             continue
         inside = sum(moved[i] for i in data[1:-1]) + slack
-        rate = inside / ((data[-2] - data[0]) * BUS_INTERVAL_S)
+        rate = inside / ((data[-2] - data[0]) / BUS_INTERVALS_PER_SECOND)
         best = rate if best is None else max(best, rate)
     return best

@@ -6,10 +6,14 @@ whole bus intervals. Every repeat of every recorded simulation must read at most
 either clock. The recordings are real ``sim:usb2`` sweeps (with the device's whole-microframe
 window): the demo's two ladders (OUT, queue depth 1, 512 B..256 KiB, behind xHCI and EHCI),
 whose host-timed figures read 100.1-100.6 % of the steady-state model the sweep used to take as
-the ceiling, the fit's ladders of each profile, a streamed and a BOT ladder behind xHCI.
+the ceiling, the fit's ladders of each profile, a streamed and a BOT ladder behind xHCI; odd
+length ladders (1, 513, 4097, 100003 B; on SuperSpeed 1, 1025, 5000, 100003 B behind the VL805
+profile; on PCIe 8, 520, 4104 B) at two queue depths each way, and PCIe reads and writes of
+64 KiB at MPS 128, 256 and 512.
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +28,8 @@ from busprobe.point_models import run_ceiling as point_run_ceiling
 FIXTURES = Path(__file__).resolve().parents[4] / "tests" / "fixtures" / "results"
 RECORDED = ["sim_usb2_demo_xhci.json", "sim_usb2_demo_ehci.json", "sim_usb2_fit_ideal.json",
             "sim_usb2_fit_ehci.json", "sim_usb2_fit_xhci.json", "sim_usb2_stream_xhci.json",
-            "sim_usb2_bot_xhci.json"]
+            "sim_usb2_bot_xhci.json", "sim_usb2_xhci_odd.json", "sim_usb3_vl805_odd.json",
+            "sim_pcie_reads_mps.json", "sim_pcie_odd.json"]
 
 
 @pytest.mark.parametrize("name", RECORDED)
@@ -32,8 +37,9 @@ def test_every_recorded_repeat_reads_at_most_its_run_ceiling_on_either_clock(nam
     doc = json.loads((FIXTURES / name).read_text())
     bus = bus_from_json(doc["bus"])
     for point in doc["points"]:
-        ceiling = point_run_ceiling(bus, point["direction"], point["length"],
-                                    point["queue_depth"], point["transfers"])
+        setting = {k: point[k] for k in ("mps", "mrrs") if point.get(k)}
+        ceiling = point_run_ceiling(replace(bus, **setting), point["direction"],
+                                    point["length"], point["queue_depth"], point["transfers"])
         label = f"{name} {point['direction']} {point['length']} B qd {point['queue_depth']}"
         assert max(point["samples"]) <= ceiling.throughput, label
         device = [s for s in point.get("device_samples") or [] if s is not None]
