@@ -158,7 +158,12 @@ def tool_ceiling(path: str | None, direction: str, length: int,
     """The figure of transport path ``path`` for a point (measured once per process), or None
     for a path with no figure (a simulation) or a direction it does not measure."""
     if path == "libusb" and direction in ("in", "out"):
-        return libusb_figure(direction, length, queue_depth)
+        try:
+            return libusb_figure(direction, length, queue_depth)
+        except RuntimeError:
+            # No native stream here (no compiler): the queue runs the Python loop, so that is
+            # the path whose ceiling counts.
+            return libusb_figure(direction, length, queue_depth, native=False)
     if path == "vfio" and direction in ("write", "read"):
         return vfio_figure(direction, length, queue_depth)
     return None
