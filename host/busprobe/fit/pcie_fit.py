@@ -92,6 +92,18 @@ def fit_pcie(path: str | Path) -> PcieFit:
         found = fit_bounded(modelled, params, predict, starts=starts)
     settings["completion_latency_ns"] = _latency(found, data)
     settings["upstream_cap"] = _cap(found, capped, modelled)
+    cap = found.best.get("upstream_cap") if found is not None else None
+    reads = [p for p in modelled if p.direction == "read"]
+    if cap and reads and all(p.throughput >= 0.97 * cap for p in reads):
+        # Reads at the cap: a latency short enough to stay above it shows nowhere.
+        hidden = proto.READ_TAGS * (bus.mrrs or 512) / cap * 1e9
+        setting = settings["completion_latency_ns"]
+        settings["completion_latency_ns"] = Setting(
+            setting.key, 0.0, False,
+            f"not determined: every read sat at the upstream cap, which hides any latency up to "
+            f"about {hidden:.0f} ns ({proto.READ_TAGS} requests of MRRS in flight at the cap's "
+            f"rate); reads of a root without the cap, or longer latency, would show it "
+            f"(written: 0; the least squares alone said {setting.value:g} ns)")
     settings["posted_write_credits"] = Setting(
         "posted_write_credits", 0, False,
         "not determined: the model has no posted-credit term and a write held back by "

@@ -82,3 +82,15 @@ def test_a_result_without_transfers_per_repeat_is_refused_in_one_line(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="without their transfers per repeat"):
         fit_pcie(path)
+
+
+def test_a_capped_root_gives_its_cap_and_hides_its_latency():
+    """``sim_pcie_capped.json``: ``sim:pcie?latency_ns=800&cap=304087040`` (writes and reads of
+    4..64 KiB at queue depth 1 and 4): the cap shows where the link backpressured the device;
+    reads all sat at the cap, which hides an 800 ns latency, and the fit must not invent one."""
+    fitted = fit_pcie(FIXTURES / "sim_pcie_capped.json")
+    cap = fitted.settings["upstream_cap"]
+    assert cap.determined and cap.value == pytest.approx(304087040, rel=0.01)
+    latency = fitted.settings["completion_latency_ns"]
+    assert not latency.determined and "sat at the upstream cap" in latency.text
+    assert "cap=" in fitted.replay_selector()
