@@ -37,6 +37,7 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 __all__ = ["ToolFigure", "libusb_figure", "vfio_figure", "tool_ceiling", "PATHS", "RUNS",
@@ -80,14 +81,14 @@ class ToolFigure:
         return asdict(self)
 
 
-def _best(run: object, length: int) -> tuple[float, int]:
+def _best(run: Callable[[int], float], length: int) -> tuple[float, int]:
     """``(completions/s, transfers)``: runs of ``run(count) -> seconds`` sized to
     :data:`RUN_SECONDS`, best of :data:`RUNS`."""
     cap = max(1, MAX_RUN_BYTES // max(length, 1))
     count = min(256, cap)
-    seconds = run(count)  # type: ignore[operator]
+    seconds = run(count)
     count = max(1, min(cap, math.ceil(count * RUN_SECONDS / max(seconds, 1e-6))))
-    best = max(count / max(run(count), 1e-9) for _ in range(RUNS))  # type: ignore[operator]
+    best = max(count / max(run(count), 1e-9) for _ in range(RUNS))
     return best, count
 
 
