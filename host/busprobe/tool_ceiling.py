@@ -4,17 +4,17 @@ Every host-timed figure is also bounded by how fast busprobe itself submits and 
 module measures that bound, per direction, transfer length and queue depth, by running the real
 host code against a device that costs nothing:
 
-* ``libusb`` (a board on USB): the sweep's queued stream —
-  :func:`~.backends.usb.transfers.run_plan`,
-  :class:`~.backends.usb.libusb_queue.LibusbTransferQueue` and its native stream
-  (:mod:`~.backends.usb.native_stream`), or with ``native=False`` the Python loop through
-  python-libusb1 — over ``null_libusb.c``, a libusb whose transfers complete, all bytes moved, in
-  the next event-handling call, through python-libusb1 objects as on a board. Included:
-  busprobe's queue and plan, python-libusb1's ctypes calls and callback trampoline (Python
-  loop), the native loop (native), libusb's event-handling call. Not included: the kernel
+* ``libusb`` (a board on USB): the sweep's queued stream over ``null_libusb.c``, a libusb whose
+  transfers complete, all bytes moved, in the next event-handling call: the native stream
+  (:mod:`~.backends.usb.native_stream`, what a queued stream runs on a board) in this process,
+  or with ``native=False`` the Python loop — :func:`~.backends.usb.transfers.run_plan` of a
+  :class:`~.backends.usb.plans.QueuedStream` on a
+  :class:`~.backends.usb.libusb_queue.LibusbTransferQueue` of python-libusb1 objects, as on a
+  board without the native code — in a child process (python-libusb1 loads one libusb per
+  process). Included: the native loop, or busprobe's queue and plan with python-libusb1's
+  ctypes calls and callback trampoline; libusb's event-handling call. Not included: the kernel
   (usbfs' submit and reap ioctls, URBs, the host controller driver and its interrupt, typically
-  a few µs a transfer), the device and the bus. It runs in a child process, because
-  python-libusb1 loads one libusb per process.
+  a few µs a transfer), the device and the bus.
 * ``vfio`` (a board on PCIe): :class:`~.backends.pcie.driver.PcieDmaDriver` streaming with the
   sweep's own pattern source and checker, over a DMA engine that consumes every descriptor and
   moves every byte the moment it is queued (registers in an anonymous mapping accessed as the
@@ -26,7 +26,8 @@ host code against a device that costs nothing:
 
 A run lasts about :data:`RUN_SECONDS` of wall time and the best of :data:`RUNS` is kept (other
 work on a shared machine only slows a run down). A simulated target has no tool ceiling: the
-simulation's clock stands still while the host computes.
+simulation's clock stands still while the host computes; nor has a host under emulation (QEMU),
+whose every figure is the emulator's.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+
+from .emulation import emulated_host
 
 __all__ = ["ToolFigure", "libusb_figure", "vfio_figure", "tool_ceiling", "PATHS", "RUNS",
            "RUN_SECONDS"]
@@ -131,16 +134,37 @@ def _queue_run(direction: str, length: int, queue_depth: int, count: int,
     return end - start
 
 
+def _native_run(direction: str, length: int, queue_depth: int, count: int) -> float:
+    """One run of the native stream itself over the null libusb, in this process (the stream
+    takes the library by handle, so python-libusb1's own libusb is left alone)."""
+    from .backends.usb.native_stream import NativeStream
+    from .backends.usb.plans import QueuedStream
+
+    stream = NativeStream(_null_libusb())
+    endpoint = 0x81 if direction == "in" else 0x01
+    outgoing = None if direction == "in" else [bytes(length)] * count
+    plan = QueuedStream(endpoint, length, count, queue_depth, outgoing=outgoing, what="null")
+    start, end = stream.run(None, None, plan, silence=2.0)
+    return end - start
+
+
 def libusb_figure(direction: str, length: int, queue_depth: int, *,
                   native: bool = True) -> ToolFigure:
-    """The libusb path's figure (see module), in a child process; ``native=False`` measures the
-    Python loop."""
-    kind = "native" if native else "python"
-    done = subprocess.run([sys.executable, "-m", __name__, "libusb", kind, direction,
+    """The libusb path's figure (see module): the native stream in this process, or with
+    ``native=False`` the Python loop through python-libusb1 in a child process."""
+    if native:
+        try:
+            rate, count = _best(lambda n: _native_run(direction, length, queue_depth, n),
+                                length)
+        except OSError as exc:  # the null libusb or the stream could not be built or loaded
+            raise RuntimeError(f"the native stream could not be measured: {exc}") from None
+        return ToolFigure("libusb-native", direction, length, queue_depth, rate,
+                          rate * length, count)
+    done = subprocess.run([sys.executable, "-m", __name__, "libusb", "python", direction,
                            str(length), str(queue_depth)], capture_output=True, text=True,
                           timeout=300, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"the libusb path ({kind}) could not be measured: "
+        raise RuntimeError(f"the libusb path (python) could not be measured: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     return ToolFigure(**json.loads(done.stdout))
 
@@ -158,6 +182,8 @@ def tool_ceiling(path: str | None, direction: str, length: int,
                  queue_depth: int) -> ToolFigure | None:
     """The figure of transport path ``path`` for a point (measured once per process), or None
     for a path with no figure (a simulation) or a direction it does not measure."""
+    if emulated_host() is not None:
+        return None
     if path == "libusb" and direction in ("in", "out"):
         try:
             return libusb_figure(direction, length, queue_depth)
@@ -172,10 +198,9 @@ def tool_ceiling(path: str | None, direction: str, length: int,
 
 def _main(argv: list[str]) -> int:
     path, kind, direction, length, depth = argv[0], argv[1], argv[2], int(argv[3]), int(argv[4])
-    if path != "libusb" or kind not in ("native", "python"):
+    if (path, kind) != ("libusb", "python"):
         raise SystemExit(f"unknown path {path} {kind}")
-    native = kind == "native"
-    rate, count = _best(lambda n: _queue_run(direction, length, depth, n, native), length)
+    rate, count = _best(lambda n: _queue_run(direction, length, depth, n, False), length)
     figure = ToolFigure(f"libusb-{kind}", direction, length, depth, rate, rate * length, count)
     sys.stdout.write(json.dumps(figure.to_json()))
     return 0
