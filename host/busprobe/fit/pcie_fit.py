@@ -59,7 +59,11 @@ class PcieFit:
 
 
 def _plain(value: object) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """A selector option value: plain digits (``3.78e+08`` would not survive a query string,
+    whose ``+`` reads as a space)."""
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value)
 
 
 def fit_pcie(path: str | Path) -> PcieFit:

@@ -93,4 +93,4 @@ def test_a_capped_root_gives_its_cap_and_hides_its_latency():
     assert cap.determined and cap.value == pytest.approx(304087040, rel=0.01)
     latency = fitted.settings["completion_latency_ns"]
     assert not latency.determined and "sat at the upstream cap" in latency.text
-    assert "cap=" in fitted.replay_selector()
+    assert "cap=30" in fitted.replay_selector() and "e+" not in fitted.replay_selector()
