@@ -32,7 +32,8 @@ DIRECTIONS = ("in", "out", "write", "read", "loopback")
 #: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``).
 PROTOCOLS = ("stream", "bot")
 #: The verdicts ``busprobe.verdict.assess`` gives.
-VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
+VERDICTS = ("link-limited", "host-limited", "driver-limited", "upstream-limited",
+            "device-limited")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ OPT_STR, OPT_INT, OPT_NUM, OPT_BOOL = ("str", "null"), ("int", "null"), ("num", 
 _NON_NEGATIVE = {"errors", "throughput", "throughput_min", "throughput_max", "device_throughput",
                  "device_throughput_min", "device_throughput_max", "ceiling", "link_ceiling",
                  "model", "plateau", "bytes", "transfers", "short_transfers", "repeats",
-                 "queue_depth_in_force", "max_packet_size", "spread"}
+                 "queue_depth_in_force", "max_packet_size", "spread", "device_run_throughput",
+                 "device_run_plateau"}
 _POSITIVE = {"length", "queue_depth", "width", "mps", "mrrs", "schema"}
 
 BUS = Object(
@@ -89,7 +91,9 @@ POINT = Object(
               "error_detail": ("object", "null"), "short_transfers": INT,
               "ceiling": OPT_NUM, "ceiling_formula": OPT_STR, "efficiency": OPT_NUM,
               "link_ceiling": OPT_NUM, "link_efficiency": OPT_NUM,
-              "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null")})
+              "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null"),
+              # The device-run beside the host-run (PCIe SoC firmware): median, and the runs.
+              "device_run_throughput": OPT_NUM, "device_run": ("object", "null")})
 
 CEILING = Object(
     required={"direction": Choice(DIRECTIONS), "verdict": Choice(VERDICTS),
@@ -101,6 +105,7 @@ CEILING = Object(
               "device_plateau": OPT_NUM, "device_efficiency": OPT_NUM, "profile": OPT_STR,
               "profile_ceiling": OPT_NUM, "profile_efficiency": OPT_NUM,
               "device_profile_efficiency": OPT_NUM, "qd_effect": ("object", "null"),
+              "device_run_plateau": OPT_NUM, "device_run_efficiency": OPT_NUM,
               "evidence": ("object", "null")},
     nullable=True)
 
