@@ -131,8 +131,10 @@ def lint_pcie_target(soc: object, target: PCIeTarget) -> None:
     from .xilinx_stubs import verilator_lint, write_blackbox_stubs
 
     stubs = Path(target.gateware_dir) / "xilinx_stubs.v"
-    write_blackbox_stubs(soc, target.verilog_path, stubs)
-    cpu = [Path(path) for path, _, _ in soc.platform.sources if path.endswith(".v")]
+    # The CPU's Verilog (the platform's sources also list the top LiteX wrote).
+    cpu = [Path(path) for path, _, _ in soc.platform.sources
+           if path.endswith(".v") and Path(path).name != target.verilog_path.name]
+    write_blackbox_stubs(soc, target.verilog_path, stubs, cpu)
     report = verilator_lint([stubs, target.verilog_path, *cpu], BUILD_NAME)
     target.lint_findings = report.findings
     target.lint_style_warnings = report.style_warnings
