@@ -116,6 +116,10 @@ uint32_t dma_run(uint32_t direction, uint32_t length, uint32_t count, uint32_t p
         if (timer_expired())
             goto timeout;
     }
+    /* A write's bytes count when its TLP starts; its last beat (the span's end) may follow. */
+    while (REG(BUSPROBE_TX_BUSY))
+        if (timer_expired())
+            goto timeout;
     result->total_cycles = (uint32_t)(cycles_now() - start);
     if (direction == BUSPROBE_FW_DIRECTION_WRITE) {
         result->bytes = REG(BUSPROBE_WR_BYTES);
