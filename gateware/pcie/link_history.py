@@ -38,10 +38,11 @@ class LinkHistory(LiteXModule):
         log2 of the lanes.
     device_control : Signal(16), input
         The Device Control register as the host programmed it (MPS in bits 5-7, MRRS in 12-14).
-    state : Signal(32), output
+    current : Signal(32), output
         The current state word.
 
-    CSRs: :data:`busprobe.protocol.pcie_soc.LINK_CSRS`, in that order.
+    state, time, count, select, entry_time, entry_state : CSR
+        :data:`busprobe.protocol.pcie_soc.LINK_CSRS`, in that order.
     """
 
     def __init__(self):
@@ -50,7 +51,7 @@ class LinkHistory(LiteXModule):
         self.rate = Signal(2)
         self.width = Signal(2)
         self.device_control = Signal(16)
-        self.state = Signal(32)
+        self.current = Signal(32)
 
         fields = {"ltssm": self.ltssm, "up": self.up, "rate": self.rate, "width": self.width,
                   "mps": self.device_control[5:8], "mrrs": self.device_control[12:15]}
@@ -60,15 +61,15 @@ class LinkHistory(LiteXModule):
             assert lsb == position, "LINK_FIELDS are packed from bit 0"
             words.append(fields[name])
             position += bits
-        self.comb += self.state.eq(Cat(*words))
+        self.comb += self.current.eq(Cat(*words))
 
         time = Signal(64)
         count = Signal(32)
         before = Signal(32)  # the word a cycle ago
         recorded = Signal(32, reset=0xFFFF_FFFF)  # no word has these bits: the first is taken
         take = Signal()
-        self.sync += [time.eq(time + 1), before.eq(self.state)]
-        self.comb += take.eq((self.state == before) & (before != recorded))
+        self.sync += [time.eq(time + 1), before.eq(self.current)]
+        self.comb += take.eq((self.current == before) & (before != recorded))
 
         depth = soc.LINK_HISTORY_DEPTH
         index_bits = (depth - 1).bit_length()
@@ -89,7 +90,7 @@ class LinkHistory(LiteXModule):
                 self.comb += read.adr.eq(csr.storage[:index_bits])
             else:
                 csr = CSRStatus(bits, name=name, description=description)
-                value = {"state": self.state, "time": time, "count": count,
+                value = {"state": self.current, "time": time, "count": count,
                          "entry_time": read.dat_r[:64], "entry_state": read.dat_r[64:]}[name]
                 self.comb += csr.status.eq(value)
             setattr(self, name, csr)
