@@ -13,6 +13,8 @@ buffer holds the pattern from its start, and after a ``write`` the host checks t
 
 from __future__ import annotations
 
+import time
+
 from ...protocol import pcie as proto
 from ...protocol import pcie_soc as soc
 from ...protocol.patterns import Pattern, PatternStream
@@ -55,10 +57,20 @@ class DeviceRun:
     def _reg(self, name: str) -> int:
         return proto.csr(f"firmware_{name}")
 
-    def available(self) -> bool:
-        """The SoC runs firmware that speaks this mailbox."""
-        return (self.bar.read32(self._reg("magic")) == soc.FIRMWARE_MAGIC
-                and self.bar.read32(self._reg("version")) == soc.FIRMWARE_VERSION)
+    def available(self, boot_timeout: float = 1e-3) -> bool:
+        """The SoC runs firmware that speaks this mailbox: its magic appears within
+        ``boot_timeout`` seconds (a board's firmware is up long before the host enumerates; a
+        simulation opens the device microseconds after reset, while the CPU still boots)."""
+        deadline = self.platform.now() + boot_timeout
+        while self.bar.read32(self._reg("magic")) != soc.FIRMWARE_MAGIC:
+            left = deadline - self.platform.now()
+            if left <= 0:
+                return False
+            if self.platform.msi is not None:
+                self.platform.msi.wait(min(left, 20e-6))  # lets the clock run
+            else:
+                time.sleep(min(left, 1e-3))
+        return self.bar.read32(self._reg("version")) == soc.FIRMWARE_VERSION
 
     def publish(self, size: int) -> DmaBuffer:
         """Allocate (and pin) a buffer of ``size`` bytes, fill it with the counter pattern from
