@@ -165,6 +165,12 @@ class BusprobePCIeSoC(SoCCore):
                              f"{soc.ROM_SIZE}-byte ROM")
         SoCCore.__init__(
             self, platform, clk_freq=clk_freq, cpu_type=soc.CPU_TYPE, cpu_variant=soc.CPU_VARIANT,
+            # A crossbar, not one shared bus: LiteX's arbiters switch masters only when the one
+            # holding the bus drops its request, and the CPU fetching a tight loop from ROM never
+            # does (the host's BAR0 accesses then starved). Here the CPU's fetches reach the ROM
+            # on their own path, and only the CSR slave is shared, between the CPU's data bus
+            # (idle between its loads) and BAR0.
+            bus_interconnect="crossbar",
             integrated_rom_size=soc.ROM_SIZE, integrated_rom_init=firmware or [_LOOP],
             integrated_sram_size=soc.SRAM_SIZE, csr_data_width=32, csr_ordering="big", ident="",
             with_uart=True, uart_name=uart_name, uart_baudrate=soc.UART_BAUD, with_timer=True,
