@@ -66,7 +66,7 @@ uint32_t dma_run(uint32_t direction, uint32_t length, uint32_t count, uint32_t p
     if (direction > BUSPROBE_FW_DIRECTION_READ || !length || !count ||
         length % BUSPROBE_PCIE_DMA_LENGTH_ALIGN || total >= (1ull << 32))
         return BUSPROBE_FW_STATUS_BAD_REQUEST;
-    if (!buffer || buffer % BUSPROBE_PCIE_DMA_ADDRESS_ALIGN || total > size)
+    if (!size || buffer % BUSPROBE_PCIE_DMA_ADDRESS_ALIGN || total > size)
         return BUSPROBE_FW_STATUS_NO_BUFFER;
     const struct engine *e = direction == BUSPROBE_FW_DIRECTION_WRITE ? &writer : &reader;
     if (!quiesce())
@@ -235,7 +235,7 @@ void cmd_dma(int argc, char **argv)
         printf("usage: dma [write|read|both] [LENGTH[K|M]] [COUNT]\n");
         return;
     }
-    if (!REG(FIRMWARE_BUFFER) || !size) {
+    if (!size) {
         printf("dma: %s\n", status_text[BUSPROBE_FW_STATUS_NO_BUFFER]);
         return;
     }

@@ -99,8 +99,8 @@ FIRMWARE_VERSION = 1
 FIRMWARE_CSRS: tuple[tuple[str, str], ...] = (
     ("magic", "FIRMWARE_MAGIC once the firmware runs"),
     ("version", "FIRMWARE_VERSION of the running firmware"),
-    ("buffer", "bus address of the host buffer the host tool allocated and pinned (0: none)"),
-    ("buffer_size", "its size in bytes"),
+    ("buffer", "bus address of the host buffer the host tool allocated and pinned"),
+    ("buffer_size", "its size in bytes (0: no buffer published; address 0 is a valid one)"),
     ("direction", "Direction of the requested DMA"),
     ("length", "bytes per transfer"),
     ("count", "transfers (back to back; their bytes must fit in the buffer)"),
