@@ -26,7 +26,14 @@ from .point_models import link_model, model_ceiling
 from .point_result import PointResult, PointSpec
 from .protocol.patterns import CheckResult, Pattern, PatternStream
 from .stats import MIN_REPEATS
-from .transport import DeviceRunResult, RepeatFailed, StreamResult, Telemetry, Transport
+from .transport import (
+    DeviceRunFailed,
+    DeviceRunResult,
+    RepeatFailed,
+    StreamResult,
+    Telemetry,
+    Transport,
+)
 
 __all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling"]
 
@@ -286,6 +293,9 @@ class Sweep:
                 self._device_runs[key] = [
                     transport.device_run(spec.direction, spec.length, count, self.plan.pattern)
                     for _ in range(repeats)]
+            except DeviceRunFailed as exc:  # the host-run figure stands without it
+                log.warning("%s %s B: no device-run: %s", spec.direction, spec.length, exc)
+                self._device_runs[key] = []
             finally:
                 self._restart_pattern()
         return self._device_runs[key]

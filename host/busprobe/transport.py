@@ -17,7 +17,7 @@ from .protocol.patterns import Pattern
 __all__ = [
     "BusDescription", "StreamResult", "Telemetry", "Transport", "TransportError",
     "DeviceNotFound", "PermissionDenied", "DeviceGone", "TransferTimeout", "InvalidRequest",
-    "EndpointStalled", "RepeatFailed", "Source", "Sink", "DeviceRunResult",
+    "EndpointStalled", "RepeatFailed", "Source", "Sink", "DeviceRunResult", "DeviceRunFailed",
 ]
 
 #: Produces the next ``n`` bytes to send (OUT / write).
@@ -55,6 +55,11 @@ class RepeatFailed(TransportError):
     """A stream lost data on the bus, and the transport recovered: no figure may be taken from
     it, but the device works and the next stream can run. The sweep flags the point and goes on
     (after restarting the pattern), unless every repeat of the point failed."""
+
+
+class DeviceRunFailed(TransportError):
+    """The device ran transfers by itself and reports that it failed (no buffer, a timeout, a
+    failed read): the point's device-run has no figure; the host-run's stands."""
 
 
 class InvalidRequest(TransportError):

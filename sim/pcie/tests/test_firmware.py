@@ -125,9 +125,9 @@ def test_firmware_console_over_a_serial_port(capfd):
     def relay():
         console = transport.platform.console()
         while not stop.is_set():
-            if select.select([master], [], [], 0.005)[0]:
+            if select.select([master], [], [], 0)[0]:
                 console.write(os.read(master, 4096))
-            printed, _ = console.read_until(b"\0", 2e-6)  # 2 us of simulated time
+            printed, _ = console.read_until(b"\0", 20e-6)  # 20 us of simulated time
             if printed:
                 os.write(master, printed)
 

@@ -134,6 +134,9 @@ def read_banner(console: Console) -> str:
         console.write(b"\r")
         more, found = console.read_until(PROMPT, timeout)
         data += more
+        if found:
+            # A banner that was only slow brings its own prompt before the empty line's.
+            console.read_until(PROMPT, timeout / 20)
     if not found:
         raise TransferTimeout(f"the console printed no prompt within {timeout:g} s: is the "
                               "firmware running, and the baud rate right?")

@@ -18,7 +18,7 @@ import time
 from ...protocol import pcie as proto
 from ...protocol import pcie_soc as soc
 from ...protocol.patterns import Pattern, PatternStream
-from ...transport import DeviceRunResult, InvalidRequest, TransferTimeout, TransportError
+from ...transport import DeviceRunFailed, DeviceRunResult, InvalidRequest, TransferTimeout
 from .platform import PAGE, DmaBuffer, DmaPlatform
 
 __all__ = ["DeviceRun", "DeviceRunResult", "DeviceRunFailed", "DIRECTIONS"]
@@ -31,10 +31,6 @@ _STATUS_TEXT = {
     soc.Status.TIMEOUT: "the engine did not finish (link down? bus mastering off?)",
     soc.Status.READ_FAILED: "a read failed on the link (the core's read path; see telemetry)",
 }
-
-
-class DeviceRunFailed(TransportError):
-    """The firmware ran the request and reports a failure (one line)."""
 
 
 class DeviceRun:
