@@ -116,15 +116,27 @@ uint32_t dma_run(uint32_t direction, uint32_t length, uint32_t count, uint32_t p
         if (timer_expired())
             goto timeout;
     }
-    /* A write's bytes count when its TLP starts; its last beat (the span's end) may follow. */
-    while (REG(BUSPROBE_TX_BUSY))
-        if (timer_expired())
-            goto timeout;
+    if (direction == BUSPROBE_FW_DIRECTION_WRITE) {
+        /* Posted writes are done when they leave, not when they land: a root complex may
+         * still hold some (a slow chipset holds a credit window's worth). A read that follows
+         * them may not pass them (PCIe ordering), so its completion ends the run: 8 bytes from
+         * the buffer's start, which hold this run's first pattern bytes, what the restarted
+         * checker expects. */
+        REG_AT(e->enable) = 0;
+        REG_AT(reader.enable) = BUSPROBE_PCIE_DMA_ENABLE;
+        REG_AT(reader.value) = BUSPROBE_PCIE_DMA_LENGTH_ALIGN | flags;
+        REG_AT(reader.value + 4) = buffer;
+        REG_AT(reader.we) = 0;
+        while (REG(BUSPROBE_CHECKED_BYTES) != BUSPROBE_PCIE_DMA_LENGTH_ALIGN)
+            if (timer_expired() || (REG(BUSPROBE_RD_STATUS) & BUSPROBE_PCIE_RD_FAILED))
+                goto timeout;
+        REG_AT(reader.enable) = 0;
+    }
     result->total_cycles = (uint32_t)(cycles_now() - start);
     if (direction == BUSPROBE_FW_DIRECTION_WRITE) {
         result->bytes = REG(BUSPROBE_WR_BYTES);
-        result->span_cycles = REG(BUSPROBE_WR_LAST_CYCLE) - REG(BUSPROBE_WR_FIRST_CYCLE) + 1;
-        result->errors = link_faults();
+        result->span_cycles = REG(BUSPROBE_RD_LAST_CYCLE) - REG(BUSPROBE_WR_FIRST_CYCLE) + 1;
+        result->errors = REG(BUSPROBE_PATTERN_ERRORS) + link_faults();
     } else {
         result->bytes = REG(BUSPROBE_RD_BYTES);
         result->span_cycles = REG(BUSPROBE_RD_LAST_CYCLE) - REG(BUSPROBE_RD_FIRST_CYCLE) + 1;

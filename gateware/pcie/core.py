@@ -83,7 +83,6 @@ class BusprobeCSRs(LiteXModule):
             "max_payload_size": telemetry.max_payload_size,
             "max_request_size": telemetry.max_request_size,
             "cycles": telemetry.cycles,
-            "tx_busy": telemetry.tx_busy,
         })
         for name, description in proto.BUSPROBE_CSRS:
             if name == "pattern":

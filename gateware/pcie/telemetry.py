@@ -29,8 +29,6 @@ class TLPTelemetry(Module):
         Free-running core clock counter; ``*_first_cycle``/``*_last_cycle`` are samples of it.
     max_payload_size, max_request_size : Signal(16), input
         Negotiated sizes as the core uses them (reported as they are).
-    tx_busy : Signal(), output
-        A TLP is on its way to the link (a beat offered, or a packet begun and not ended).
     Other attributes are the counters named in :data:`busprobe.protocol.pcie.TELEMETRY`.
 
     Parameters
@@ -60,7 +58,6 @@ class TLPTelemetry(Module):
 
         self.submodules.txp = txp = PacketTracker(tx)
         self.submodules.rxp = rxp = PacketTracker(rx)
-        self.tx_busy = txp.busy
         self.sync += self.cycles.eq(self.cycles + 1)
 
         # TX: memory writes and read requests leave the core. ----------------------------------

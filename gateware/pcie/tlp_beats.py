@@ -40,22 +40,18 @@ class PacketTracker(Module):
         ``fire`` on the first beat of a packet.
     second : Signal(), output
         ``fire`` on the second beat of a packet.
-    busy : Signal(), output
-        A beat is offered, or a packet has begun and not ended.
     """
 
     def __init__(self, stream):
         self.fire = Signal()
         self.start = Signal()
         self.second = Signal()
-        self.busy = Signal()
         in_packet = Signal()
         beat = Signal(2)
         self.comb += [
             self.fire.eq(stream.valid & stream.ready),
             self.start.eq(self.fire & ~in_packet),
             self.second.eq(self.fire & in_packet & (beat == 1)),
-            self.busy.eq(stream.valid | in_packet),
         ]
         self.sync += If(self.fire,
             in_packet.eq(~stream.last),

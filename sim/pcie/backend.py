@@ -123,7 +123,8 @@ class SimDmaPlatform(SimulatorClient):
     Attributes
     ----------
     link : dict
-        The link the simulator is started with; :meth:`configure` updates MPS/MRRS.
+        The selector's options: the link the simulator is started with (all but
+        :data:`HOST_OPTIONS`); :meth:`configure` updates MPS/MRRS.
     server : SimServer or None
         The simulator, while open.
     """
@@ -134,9 +135,8 @@ class SimDmaPlatform(SimulatorClient):
         self.name = target.text
         self.target = target
         self._bus: BusDescription = target.bus
-        options = dict(target.options)
-        self.driver_latency = (options.pop("driver_latency_ns", 0.0) or 0.0) * 1e-9
-        self.link: dict[str, Any] = options
+        self.link: dict[str, Any] = dict(target.options)
+        self.driver_latency = (self.link.get("driver_latency_ns") or 0.0) * 1e-9
         self.server: SimServer | None = None
         #: Why the SoC runs no firmware (None: it runs it); the DMA core works either way.
         self.firmware_problem: str | None = None
@@ -156,10 +156,15 @@ class SimDmaPlatform(SimulatorClient):
             build_dir = build_pcie_simulator()
             plusargs = self._firmware_plusargs()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE,
+                                env={ENV_LINK: json.dumps(self._link_config())},
+                                timescale=TIMESCALE,
                                 plusargs=plusargs)
         self.bar = _SimBar(self.server)
         self.msi = _SimMsi(self.server, self.driver_latency)
+
+    def _link_config(self) -> dict[str, Any]:
+        """The options the simulator's link takes (LinkConfig's), not the host's."""
+        return {key: value for key, value in self.link.items() if key not in HOST_OPTIONS}
 
     def _firmware_plusargs(self) -> list[str]:
         """The SoC's firmware image for the simulator; without a cross compiler the core still
@@ -205,8 +210,6 @@ class SimDmaPlatform(SimulatorClient):
     def topology(self, bus: BusDescription) -> list[dict[str, Any]]:
         """The description's hops (root complex, gateware), with ``bus``'s MPS/MRRS."""
         return [hop.to_json() for hop in sim_pcie_hops({**self.link, "mps": bus.mps,
-                                                        "driver_latency_ns":
-                                                            self.driver_latency * 1e9,
                                                         "mrrs": bus.mrrs})]
 
 

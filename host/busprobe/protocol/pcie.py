@@ -180,8 +180,6 @@ BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
     ("completion_timeout", "core cycles a memory read may wait for its completions (0: no "
                            "timeout); it fails 1 to 1.25 times this after it left"),
     *TELEMETRY,
-    ("tx_busy", "1 while a TLP is on its way to the link (a beat offered or a packet begun): "
-                "the firmware's device-run waits for its last write to leave"),
 )
 
 
