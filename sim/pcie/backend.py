@@ -1,6 +1,6 @@
 """``sim:pcie`` — the busprobe PCIe device in simulation, driven by the real host driver.
 
-``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128``
+``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128&driver_latency_ns=..``
 
 The selector is described (options checked, bus and hops) by :mod:`busprobe.targets.sim_pcie`;
 :func:`open_sim_pcie` builds the device from that description. The Verilator model of the
@@ -8,7 +8,13 @@ gateware runs in a cocotb process (:mod:`busprobe.sim.pcie.server`) behind a coc
 complex; this process runs :class:`~busprobe.backends.pcie.dma_transport.PcieDmaTransport`, the
 same transport and driver the VFIO backend uses, over a :class:`SimDmaPlatform` whose BAR,
 buffers and MSI calls cross to the simulator over :mod:`busprobe.sim.rpc`; its clock is
-simulated time.
+simulated time. The simulated SoC runs the firmware the board's ROM holds
+(:func:`busprobe.bitstream.firmware.build_firmware`, loaded when the simulator starts); its
+console is the simulator's UART stream (:meth:`SimDmaPlatform.console`).
+
+``driver_latency_ns`` is the host's, not the link's: every MSI is answered that long after it
+came, as by a slow interrupt and driver path (the sweep's host-run figure drops, the
+firmware's device-run one does not).
 """
 
 from __future__ import annotations
@@ -29,7 +35,11 @@ from ..channels import BARRIER, JOIN, LEAVE
 from ..simulator import SimServer, SimulatorClient
 
 __all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPlatform",
-           "SimPcieGroup", "SimClock", "completion_timeout"]
+           "SimPcieGroup", "SimClock", "SimConsole", "completion_timeout", "HOST_OPTIONS"]
+
+#: Selector options of the simulated host, not of the link (the rest are LinkConfig's);
+#: ``endpoints`` is the model's shape (:class:`SimPcieGroup`).
+HOST_OPTIONS = ("driver_latency_ns", "endpoints")
 
 _LANE_BYTES_PER_S = {1: 250e6, 2: 500e6, 3: 984.6e6}
 
@@ -59,8 +69,8 @@ def _caller(server: SimServer, channel: int | None) -> Call:
 
 def link_json(link: Mapping[str, Any]) -> str:
     """The simulated link as the bench's ``LinkConfig`` takes it: the selector's options but
-    ``endpoints``, which is the model's shape, not the link's."""
-    return json.dumps({k: v for k, v in link.items() if k != "endpoints"})
+    the host's and the model's shape (:data:`HOST_OPTIONS`)."""
+    return json.dumps({k: v for k, v in link.items() if k not in HOST_OPTIONS})
 
 
 class _SimBar:
@@ -93,11 +103,29 @@ class _SimBuffer:
 
 
 class _SimMsi:
+    def __init__(self, call: Call, latency: float) -> None:
+        self._call = call
+        self.latency = latency
+
+    def wait(self, timeout: float) -> bool:
+        return self._call("wait_msi", timeout, self.latency)
+
+
+class SimConsole:
+    """The simulated SoC's console (its UART), for :mod:`busprobe.backends.pcie.console`;
+    timeouts are simulated seconds."""
+
+    #: 20 ms: a `dma` through 1 MiB takes about 5 (a minute of wall time).
+    command_timeout = 0.02
+
     def __init__(self, call: Call) -> None:
         self._call = call
 
-    def wait(self, timeout: float) -> bool:
-        return self._call("wait_msi", timeout)
+    def write(self, data: bytes) -> None:
+        self._call("console_write", bytes(data))
+
+    def read_until(self, marker: bytes, timeout: float) -> tuple[bytes, bool]:
+        return self._call("console_read", bytes(marker), timeout)
 
 
 class SimDmaPlatform(SimulatorClient):
@@ -113,7 +141,8 @@ class SimDmaPlatform(SimulatorClient):
     Attributes
     ----------
     link : dict
-        The link the simulator is started with; :meth:`configure` updates MPS/MRRS.
+        The selector's options: the link the simulator is started with (all but
+        :data:`HOST_OPTIONS`); :meth:`configure` updates MPS/MRRS.
     server : SimServer or None
         The simulator, while open.
     """
@@ -127,7 +156,10 @@ class SimDmaPlatform(SimulatorClient):
         self._bus: BusDescription = target.bus
         self.link: dict[str, Any] = dict(target.options)
         self.group, self.channel = group, channel
+        self.driver_latency = (self.link.get("driver_latency_ns") or 0.0) * 1e-9
         self.server: SimServer | None = None
+        #: Why the SoC runs no firmware (None: it runs it); the DMA core works either way.
+        self.firmware_problem: str | None = None
         self.bar: _SimBar
         self.msi: _SimMsi | None = None
         # Timeouts are on the simulated clock: 20 us plus 10 MB/s is 40x slower than the link,
@@ -143,13 +175,18 @@ class SimDmaPlatform(SimulatorClient):
         if self.group is not None:  # the group started the simulator; this is one channel
             self.server = self.group.server
             call = _caller(self._server(), self.channel)
-            self.bar, self.msi = _SimBar(call), _SimMsi(call)
+            self.bar, self.msi = _SimBar(call), _SimMsi(call, self.driver_latency)
+            self.firmware_problem = "the endpoints of one simulation run no firmware"
             return
         with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
             build_dir = build_pcie_simulator()
+            plusargs = self._firmware_plusargs()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: link_json(self.link)}, timescale=TIMESCALE)
-        self.bar, self.msi = _SimBar(self.server.call), _SimMsi(self.server.call)
+                                env={ENV_LINK: link_json(self.link)},
+                                timescale=TIMESCALE,
+                                plusargs=plusargs)
+        self.bar = _SimBar(self.server.call)
+        self.msi = _SimMsi(self.server.call, self.driver_latency)
 
     def close(self) -> None:
         if self.group is not None:  # the group stops the simulator
@@ -159,6 +196,28 @@ class SimDmaPlatform(SimulatorClient):
 
     def _call(self, method: str, *args: Any) -> Any:
         return _caller(self._server(), self.channel)(method, *args)
+
+    def _firmware_plusargs(self) -> list[str]:
+        """The SoC's firmware image for the simulator; without a cross compiler the core still
+        works, and the console and the device-run say why they are missing."""
+        from busprobe.bitstream.firmware import build_firmware
+        from busprobe.bitstream.result import BuildError
+        from busprobe.gateware.pcie.sim_top import FIRMWARE_PLUSARG
+
+        try:
+            return [f"+{FIRMWARE_PLUSARG}={build_firmware().memh}"]
+        except BuildError as exc:
+            self.firmware_problem = str(exc)
+            return []
+
+    def console(self) -> SimConsole:
+        """The SoC's console; :class:`TransportError` when the SoC runs no firmware."""
+        if self.firmware_problem:
+            raise TransportError(f"{self.name}: no firmware: {self.firmware_problem}")
+        if self.group is not None:
+            raise TransportError(f"{self.name}: the console of one of several endpoints is "
+                                 "not offered")
+        return SimConsole(self._server().call)
 
     def alloc(self, size: int) -> _SimBuffer:
         return _SimBuffer(_caller(self._server(), self.channel), size)
@@ -205,6 +264,9 @@ class SimPcieTransport(PcieDmaTransport):
     # transfers would otherwise need thousands of descriptors for 64 KiB.
     max_transfers = 512
     max_bus_seconds = 200e-6
+    # The device-run is deterministic too: one run per point, of at most 256 KiB.
+    device_run_repeats = 1
+    device_run_bytes = 256 << 10
 
 
 def open_sim_pcie(target: TargetDescription) -> SimPcieTransport:

@@ -62,7 +62,9 @@ from cocotbext.pcie.core import Device
 from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
+from .link_training import train
 from .tlp_stream import TlpStreamEndpoint
+from .uart import UartStream
 
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]
@@ -88,10 +90,10 @@ def build_pcie_simulator_sources() -> Path:
     out = build_root() / "pcie-verilog"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as tmp:
-        verilog = generate_verilog(tmp)
-        for name in (verilog.name, "csr.csv", "csr.json"):
+        names = [path.name for path in generate_verilog(tmp)]
+        for name in (*names, "csr.csv", "csr.json"):
             os.replace(Path(tmp) / name, out / name)
-    return out / verilog.name
+    return [out / name for name in names]
 
 
 def build_pcie_simulator() -> Path:
@@ -99,8 +101,10 @@ def build_pcie_simulator() -> Path:
     Verilator model; return the build dir."""
     from busprobe.sim.verilator_build import build_verilator_model
 
-    return build_verilator_model("pcie", [build_pcie_simulator_sources()], TOPLEVEL,
-                                 timescale=TIMESCALE)
+    # The bench drives and reads top-level ports only: the model need not keep every signal
+    # visible (sim/verilator_build.py), which makes it several times faster with the CPU in it.
+    return build_verilator_model("pcie", build_pcie_simulator_sources(), TOPLEVEL,
+                                 timescale=TIMESCALE, public_ports_only=True)
 
 
 def silence_pcie_logging(level: int = logging.WARNING) -> None:
@@ -223,11 +227,6 @@ class HostBuffer:
             raise ValueError(f"access {offset}+{length} outside a {self.size}-byte buffer")
 
 
-def port_prefix(index: int) -> str:
-    """The prefix of endpoint ``index``'s PHY ports on the multi top (:mod:`.multi_top`)."""
-    return f"ep{index}_pcie_sim_"
-
-
 def _root_complex(config: LinkConfig) -> ChipsetRootComplex:
     rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
     # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
@@ -238,50 +237,12 @@ def _root_complex(config: LinkConfig) -> ChipsetRootComplex:
     return rc
 
 
-async def _reset_and_enumerate(dut, rc: ChipsetRootComplex) -> None:
+async def _reset(dut) -> None:
     cocotb.start_soon(Clock(dut.sys_clk, 1e9 / proto.CLOCK_HZ, unit="ns").start())
     dut.sys_rst.value = 1
     await ClockCycles(dut.sys_clk, 8)
     dut.sys_rst.value = 0
     await RisingEdge(dut.sys_clk)
-    await rc.enumerate()
-
-
-class SwitchedBench:
-    """Several busprobe cores (the multi top, :mod:`.multi_top`), each behind its own
-    simulated link to a downstream port of one cocotbext-pcie :class:`Switch`, whose upstream
-    port connects to the one root complex; the root's ``cap`` is then what they share (the
-    switch-to-root link itself is untimed).
-
-    Parameters
-    ----------
-    dut
-        The cocotb handle of :data:`~.multi_top.MULTI_TOPLEVEL`.
-    config : LinkConfig
-        Every endpoint's link, and the root's cap and latency.
-    endpoints : int
-        How many cores the top has.
-
-    Attributes
-    ----------
-    benches : list of PcieTestbench
-        One per endpoint, sharing ``rc``.
-    """
-
-    def __init__(self, dut, config: LinkConfig, endpoints: int) -> None:
-        from cocotbext.pcie.core import Switch
-
-        self.dut = dut
-        self.rc = _root_complex(config)
-        self.switch = Switch()
-        self.rc.make_port().connect(self.switch)
-        self.benches = [PcieTestbench(dut, config, prefix=port_prefix(i), rc=self.rc,
-                                      port=self.switch.make_port()) for i in range(endpoints)]
-
-    async def start(self) -> None:
-        await _reset_and_enumerate(self.dut, self.rc)
-        for bench in self.benches:
-            await bench.bring_up()
 
 
 class PcieTestbench:
@@ -294,14 +255,14 @@ class PcieTestbench:
     config : LinkConfig
     """
 
-    def __init__(self, dut, config: LinkConfig | None = None, *, prefix: str = "pcie_sim_",
+    def __init__(self, dut, config: LinkConfig | None = None, *, prefix: str = "",
                  rc: ChipsetRootComplex | None = None, port=None):
         self.dut = dut
         self.config = config = config or LinkConfig()
         silence_pcie_logging()
         self.log = logging.getLogger("cocotb.busprobe.pcie")
         self.rc = rc if rc is not None else _root_complex(config)
-        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix=prefix,
+        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix=f"{prefix}pcie_sim_",
                                     data_width=proto.DATA_WIDTH, bar0_size=proto.BAR0_SIZE,
                                     msi_vectors=32, tx_buffer=config.tx_buffer)
         self.ep.vendor_id = proto.VENDOR_ID
@@ -325,6 +286,8 @@ class PcieTestbench:
         self.ep.on_tx_tlp = self._record_tx
         self.ep.on_rx_tlp = self._record_rx
         self.msi_count = [0] * 32
+        #: The SoC's console (the firmware's UART).
+        self.uart = UartStream(dut, dut.sys_clk, prefix=f"{prefix}serial_")
 
     def _record_tx(self, tlp) -> None:
         if self.record_tlps:
@@ -335,9 +298,16 @@ class PcieTestbench:
             self.rx_tlps.append(tlp)
 
     async def start(self) -> None:
-        """Clock and reset the DUT, enumerate, assign BAR0, program MPS/MRRS, enable mastering."""
-        await _reset_and_enumerate(self.dut, self.rc)
+        """Clock and reset the DUT, train the link, enumerate, assign BAR0, program MPS/MRRS,
+        enable mastering."""
+        await _reset(self.dut)
+        await self.train_link()
+        await self.rc.enumerate()
         await self.bring_up()
+
+    async def train_link(self) -> None:
+        """The host finds the device once the link is up, as on a board."""
+        await train(self.ep.link_signals, gen=self.config.gen, width=self.config.width)
 
     async def bring_up(self) -> None:
         """After enumeration: find the endpoint, assign BAR0, program MPS/MRRS, mastering, MSI."""
