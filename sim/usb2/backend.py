@@ -92,8 +92,8 @@ class SimUsb2Platform(SimUsbPlatform):
         self.vendor_requests = self.design != "stock"
 
     def open(self) -> None:
-        self._start(build_usb2_simulator(self.design), TOPLEVEL, "busprobe.sim.usb2.server",
-                    {ENV_PROFILE: self.host})
+        model = build_usb2_simulator(self.design, self.target.options["level"])
+        self._start(model, TOPLEVEL, "busprobe.sim.usb2.server", {ENV_PROFILE: self.host})
 
     def bus_reset(self) -> None:
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir

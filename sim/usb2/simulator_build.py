@@ -12,12 +12,17 @@ __all__ = ["TOPLEVEL", "build_usb2_simulator"]
 TOPLEVEL = "usb2_sim_top"
 
 
-def build_usb2_simulator(design: str = "busprobe") -> Path:
+def build_usb2_simulator(design: str = "busprobe", level: str = "rtl") -> Path:
     """Generate the design's Verilog (``gateware.usb2.sim_top``), build it with the PHY.
 
     Both steps are cached by content hash, so a second call in the same or a later run is
-    instant while nothing changed.
+    instant while nothing changed. ``level="netlist"``: the gate-level netlist of the design's
+    board build instead (:mod:`busprobe.sim.netlist.usb2`), in the same top.
     """
+    if level == "netlist":
+        from ..netlist.usb2 import build_usb2_netlist_simulator
+
+        return build_usb2_netlist_simulator(design)
     from busprobe.gateware.usb2.sim_top import TOP_NAMES, generate_verilog
 
     verilog = generate_verilog(build_root() / "gateware" / "usb2", design=design)

@@ -16,6 +16,8 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,7 @@ from busprobe.gateware.boards import Board
 from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
 from .designs import BuildError, Design
+from .netlist import NetlistRecord, load_record, record_netlist, synthesize
 from .nextpnr_report import parse_nextpnr_report
 from .result import RESULT_FILE, BuildResult
 from .toolchain import ecp5_toolchain_env, toolchain_versions
@@ -30,7 +33,7 @@ from .toolchain import ecp5_toolchain_env, toolchain_versions
 if TYPE_CHECKING:
     from amaranth.build.run import BuildPlan
 
-__all__ = ["prepare_ecp5", "build_ecp5", "ecp5_cache_dir"]
+__all__ = ["prepare_ecp5", "build_ecp5", "ecp5_cache_dir", "ecp5_netlist"]
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +89,7 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     """
     platform, plan = prepare_ecp5(board, design)
     workdir = ecp5_cache_dir(root, board, design, plan)
-    workdir.parent.mkdir(parents=True, exist_ok=True)
-    # One build per key at a time (parallel test workers, make test next to make bench): the
-    # others wait here, then find build.json.
-    with open(workdir.parent / f"{workdir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _key_lock(workdir):
         result_file = workdir / RESULT_FILE
         if result_file.exists() and not force:
             result = BuildResult.load(result_file)
@@ -103,6 +102,33 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     if out is not None:
         result = result.copy_to(out)
     return result
+
+
+def ecp5_netlist(board: Board, design: Design, *, root: Path) -> NetlistRecord:
+    """The post-synthesis netlist of ``design`` on ``board`` for the current sources.
+
+    From the build cache directory of the current key: the board build's netlist if that
+    directory holds one whose record still holds, else yosys alone is run there (the build
+    script's first step; seconds, where place and route take minutes).
+    """
+    platform, plan = prepare_ecp5(board, design)
+    workdir = ecp5_cache_dir(root, board, design, plan)
+    with _key_lock(workdir):
+        record = load_record(workdir)
+        if record is None:
+            log.info("synthesizing %s on %s (netlist only)", design.name, board.name)
+            record = synthesize(plan, workdir, ecp5_toolchain_env()["YOSYS"])
+    return record
+
+
+@contextmanager
+def _key_lock(workdir: Path) -> Iterator[None]:
+    """One build per key at a time (parallel test workers, make test next to make bench): the
+    others wait here, then find what the first one built."""
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    with open(workdir.parent / f"{workdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
@@ -118,6 +144,9 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         raise BuildError(f"{design.name} on {board.name}: {_first_tool_error(workdir)}; "
                          f"logs in {workdir}") from exc
     seconds = time.monotonic() - start
+    # The netlist nextpnr packed, recorded before the timing verdict: a design that misses
+    # timing can still be simulated at gate level.
+    netlist = record_netlist(workdir, source="board build", seconds=seconds)
     bitstream = workdir / f"{TOP_NAME}.bit"
     if not bitstream.exists():
         raise BuildError(f"{design.name} on {board.name}: no bitstream in {workdir}")
@@ -129,7 +158,8 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         utilisation=report.utilisation, build_seconds=round(seconds, 1),
         toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1],
         extra={"nextpnr_report": str(workdir / f"{TOP_NAME}.report.json"),
-               "build_dir": str(workdir)})
+               "build_dir": str(workdir), "netlist": netlist.netlist,
+               "netlist_sha256": netlist.sha256})
     _check_design_clock(result, design, domains_mhz)
     if result.failing_clocks():
         # Keep the figures, and move the bitstream out of the way: it must not be flashed or
