@@ -114,7 +114,7 @@ def ecp5_library(cells: Iterable[Cell] = ()) -> CellLibrary:
     if missing:
         listed = "; ".join(f"{kind} ({len(names)} cell{'s' * (len(names) > 1)}, e.g. {names[0]})"
                            for kind, names in sorted(missing.items()))
-        raise NetlistError(f"no simulation model for ECP5 cell type {listed}: neither yosys' "
+        raise NetlistError(f"no simulation model for ECP5 cell types: {listed}; neither yosys' "
                            f"{_UPSTREAM} nor busprobe's sim/hdl/ecp5_*.sv has one")
     sources = [share / _UPSTREAM] + sorted({source for _, source in PROJECT_MODELS.values()})
     included = hashlib.sha256()
