@@ -53,12 +53,12 @@ class CutReport:
 
     pins: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
-    clocks: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"pin {p}" for p in self.pins]
         out += [f"dropped pin {p}" for p in self.dropped]
-        return out + self.clocks
+        return out + self.notes
 
 
 def cut_clocking(netlist: Netlist, boundary: Boundary, report: CutReport, *, clock: str,
@@ -73,14 +73,14 @@ def cut_clocking(netlist: Netlist, boundary: Boundary, report: CutReport, *, clo
             boundary.drives[bit] = clock
             where = netlist.describe(bit)
             if freq and abs(float(freq) - clock_mhz) > 1e-3:
-                report.clocks.append(f"PLL {pll.name} {out} ({where}): {float(freq):g} MHz on "
+                report.notes.append(f"PLL {pll.name} {out} ({where}): {float(freq):g} MHz on "
                                      f"the board, the {clock_mhz:g} MHz {clock} here")
             else:
-                report.clocks.append(f"PLL {pll.name} {out} ({where}): {clock}")
+                report.notes.append(f"PLL {pll.name} {out} ({where}): {clock}")
         lock = pll.connections.get("LOCK", ["x"])[0]
         if isinstance(lock, int):
             boundary.drives[lock] = f"~{reset}"
-            report.clocks.append(f"PLL {pll.name} LOCK: ~{reset}")
+            report.notes.append(f"PLL {pll.name} LOCK: ~{reset}")
         netlist.remove(pll)
 
 

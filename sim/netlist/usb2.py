@@ -13,21 +13,15 @@ ecp5_netlist`), the Verilog by the netlist's SHA-256, the Verilator model by the
 
 from __future__ import annotations
 
-import logging
-import os
-import tempfile
 from pathlib import Path
 
-from ..toolchain import build_root, build_verilator_model
 from .board_cut import CutReport, Pin, cut_clocking, cut_pads
+from .build import build_netlist_model, cut_netlist
 from .cells import ecp5_library
 from .verilog import Boundary, write_verilog
 from .yosys_json import Netlist, NetlistError
 
-__all__ = ["BOARD", "BOARD_DESIGNS", "usb2_netlist_verilog", "build_usb2_netlist_simulator",
-           "write_usb2_netlist"]
-
-log = logging.getLogger(__name__)
+__all__ = ["BOARD", "BOARD_DESIGNS", "usb2_netlist_verilog", "build_usb2_netlist_simulator"]
 
 #: The board whose builds the USB 2.0 netlist simulation runs.
 BOARD = "cynthion-r1.4"
@@ -81,44 +75,15 @@ def usb2_netlist_verilog(netlist: Netlist, *, phy: str, module: str, header: str
     return write_verilog(netlist, module, boundary, library.models, header=text)
 
 
-def write_usb2_netlist(design: str) -> tuple[Path, str]:
-    """Synthesize (or reuse) ``design``'s board netlist and write its cut Verilog.
-
-    Returns ``(path, module name)``; the file is named by the netlist's SHA-256, so a changed
-    netlist is a new file and an unchanged one is written once.
-    """
-    from busprobe.bitstream.designs import get_design
-    from busprobe.bitstream.ecp5 import ecp5_netlist
-    from busprobe.gateware.boards import get_board
-
-    board = get_board(BOARD)
-    board_design = get_design(BOARD_DESIGNS[design])
-    record = ecp5_netlist(board, board_design, root=build_root())
-    module = f"busprobe_usb2_{design}_netlist"
-    out_dir = build_root() / "gateware" / "netlist"
-    path = out_dir / f"{module}-{record.sha256[:12]}.v"
-    if not path.exists():
-        netlist = Netlist.load(record.path)
-        header = (f"Gate-level netlist of {board_design.name} on {board.name}, cut at its ULPI "
-                  f"PHY.\nFrom {record.netlist} ({record.source}, key {record.key}, "
-                  f"sha256 {record.sha256}).")
-        text = usb2_netlist_verilog(netlist, phy=board.phy, module=module, header=header)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:
-            tmp.write(text)
-        os.replace(tmp.name, path)
-        log.info("wrote %s (%d cells)", path, len(netlist.cells))
-    return path, module
-
-
 def build_usb2_netlist_simulator(design: str = "busprobe") -> Path:
     """The Verilator model of ``usb2_sim_top`` with ``design``'s netlist as its device."""
+    from busprobe.gateware.boards import get_board
+
     from ..usb2.phy import PHY_SOURCES
     from ..usb2.simulator_build import TOPLEVEL
 
-    path, module = write_usb2_netlist(design)
-    library = ecp5_library()
-    return build_verilator_model(
-        f"usb2-netlist-{design}", [path, *library.sources, *PHY_SOURCES], TOPLEVEL,
-        defines={"DUT_MODULE": module, **library.defines},
-        build_args=[f"-I{library.include_dir}"], public_ports_only=True)
+    module = f"busprobe_usb2_{design}_netlist"
+    phy = get_board(BOARD).phy
+    path = cut_netlist(BOARD, BOARD_DESIGNS[design], module, lambda netlist, header:
+                       usb2_netlist_verilog(netlist, phy=phy, module=module, header=header))
+    return build_netlist_model(f"usb2-netlist-{design}", path, PHY_SOURCES, TOPLEVEL, module)

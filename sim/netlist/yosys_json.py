@@ -88,7 +88,15 @@ class Netlist:
             for cell_name, cell in module["cells"].items()
             # Amaranth's hierarchy markers: no logic, no ports.
             if cell["type"] != "$scopeinfo"}
+        #: Net name -> its bits (LSB first), as yosys kept them.
+        self.netnames: dict[str, list[Bit]] = {
+            name: list(spec["bits"]) for name, spec in module.get("netnames", {}).items()}
         self._names: dict[int, list[str]] = {}
+        self._next = 1 + max((b for bits in self.netnames.values() for b in bits
+                              if isinstance(b, int)), default=1)
+        for cell in self.cells.values():
+            for bits in cell.connections.values():
+                self._next = max([self._next, *(b + 1 for b in bits if isinstance(b, int))])
         for net_name, spec in module.get("netnames", {}).items():
             for bit in spec["bits"]:
                 if isinstance(bit, int):
@@ -134,6 +142,44 @@ class Netlist:
             if bit in bits:
                 return port, bits.index(bit)
         return None
+
+    def detach(self, bit: int) -> None:
+        """Disconnect whatever drives ``bit`` (its output goes to a new net nothing reads), so
+        the simulation can drive ``bit`` itself."""
+        for cell in self.cells.values():
+            for port, bits in cell.connections.items():
+                if cell.directions.get(port) == "output" and bit in bits:
+                    bits[bits.index(bit)] = self._next
+                    self._next += 1
+
+    def prune(self, needed: set[int]) -> list[Cell]:
+        """Remove every cell nothing in ``needed`` depends on; returns the removed cells.
+
+        A cell stays if it drives a needed net; its inputs (data, clock, enable, reset) are
+        then needed too.
+        """
+        driver: dict[int, Cell] = {}
+        for cell in self.cells.values():
+            for port, bits in cell.connections.items():
+                if cell.directions.get(port) == "output":
+                    driver.update((b, cell) for b in bits if isinstance(b, int))
+        kept: set[str] = set()
+        work = [b for b in needed if isinstance(b, int)]
+        seen = set(work)
+        while work:
+            cell = driver.get(work.pop())
+            if cell is None or cell.name in kept:
+                continue
+            kept.add(cell.name)
+            for port, bits in cell.connections.items():
+                if cell.directions.get(port) != "output":
+                    fresh = [b for b in bits if isinstance(b, int) and b not in seen]
+                    seen.update(fresh)
+                    work += fresh
+        removed = [c for c in self.cells.values() if c.name not in kept]
+        for cell in removed:
+            self.remove(cell)
+        return removed
 
     def drivers(self) -> dict[int, str]:
         """Net -> the cell (``"type name"``) whose output drives it."""

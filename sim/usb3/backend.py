@@ -82,7 +82,8 @@ class SimUsb3Platform(SimUsbPlatform):
         self.burst = target.options["burst"]
 
     def open(self) -> None:
-        self._start(build_usb3_simulator(), TOPLEVEL, "busprobe.sim.usb3.server",
+        model = build_usb3_simulator(level=self.target.options["level"])
+        self._start(model, TOPLEVEL, "busprobe.sim.usb3.server",
                     {ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})
 
     def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],

@@ -27,8 +27,18 @@ def symbol_defines() -> dict[str, str]:
 DESIGNS = ("busprobe", "stock")
 
 
-def build_usb3_simulator(design: str = "busprobe") -> Path:
-    """Generate the design's Verilog and build it with the link partner (both steps cached)."""
+def build_usb3_simulator(design: str = "busprobe", level: str = "rtl") -> Path:
+    """Generate the design's Verilog and build it with the link partner (both steps cached).
+
+    ``level="netlist"``: busprobe's design as the gate-level netlist of its ECPIX-5 board build
+    (:mod:`busprobe.sim.netlist.usb3`), in the same top.
+    """
+    if level == "netlist":
+        if design != "busprobe":
+            raise ValueError(f"no board build of the USB3 design {design!r}")
+        from ..netlist.usb3 import build_usb3_netlist_simulator
+
+        return build_usb3_netlist_simulator()
     out = build_root() / "gateware" / "usb3"
     defines: dict[str, object] = dict(symbol_defines())
     if design == "busprobe":

@@ -55,10 +55,9 @@ def _flipped_model(tmp_path: Path) -> tuple[Path, str]:
     from busprobe.bitstream.ecp5 import ecp5_netlist
     from busprobe.build_cache import build_root
     from busprobe.gateware.boards import get_board
-    from busprobe.sim.netlist.cells import ecp5_library
+    from busprobe.sim.netlist.build import build_netlist_model
     from busprobe.sim.netlist.usb2 import BOARD, usb2_netlist_verilog
     from busprobe.sim.netlist.yosys_json import Netlist
-    from busprobe.sim.toolchain import build_verilator_model
     from busprobe.sim.usb2.phy import PHY_SOURCES
     from busprobe.sim.usb2.simulator_build import TOPLEVEL
 
@@ -73,11 +72,7 @@ def _flipped_model(tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / f"{module}.v"
     path.write_text(usb2_netlist_verilog(netlist, phy=board.phy, module=module,
                                          header=f"{lut.name}: INIT {init} inverted"))
-    library = ecp5_library()
-    model = build_verilator_model("usb2-netlist-flipped", [path, *library.sources, *PHY_SOURCES],
-                                  TOPLEVEL, defines={"DUT_MODULE": module, **library.defines},
-                                  build_args=[f"-I{library.include_dir}"],
-                                  public_ports_only=True)
+    model = build_netlist_model("usb2-netlist-flipped", path, PHY_SOURCES, TOPLEVEL, module)
     return model, lut.name
 
 

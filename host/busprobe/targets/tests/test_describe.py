@@ -62,7 +62,7 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
                           "packets, 1..16"),
     ("sim:usb3?burst=x", "sim:usb3 option burst='x': burst must be a whole number"),
     ("sim:usb3?host=nope", "sim:usb3 option host='nope': unknown USB3 host profile 'nope'"),
-    ("sim:usb3?design=x", "sim:usb3: unknown option(s) design (it takes host, burst)"),
+    ("sim:usb3?design=x", "sim:usb3: unknown option(s) design (it takes host, burst, level)"),
     ("sim:usb4", "no simulated target 'usb4' (available: pcie, usb2, usb3)"),
     ("usb:1209:0001?speed=high", "usb:1209:0001: unknown option(s) speed (it takes no options)"),
     ("usb:1209", "bad USB selector usb:1209: expected usb:VID:PID[#SERIAL]"),
