@@ -25,7 +25,7 @@ from busprobe.gateware.boards import Board
 from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
 from .designs import BuildError, Design
-from .netlist import NetlistRecord, load_record, record_netlist, synthesize
+from .netlist import RECORD_FILE, NetlistRecord, load_record, record_netlist, synthesize
 from .nextpnr_report import parse_nextpnr_report
 from .result import RESULT_FILE, BuildResult
 from .toolchain import ecp5_toolchain_env, toolchain_versions
@@ -95,10 +95,7 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
             result = BuildResult.load(result_file)
             result.cached = True
         else:
-            # LUNA-style platforms list their domains; else the design's 60 MHz ULPI domain.
-            domains_mhz = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
-                                  {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
-            result = _run(plan, board, design, workdir, domains_mhz)
+            result = _run(plan, board, design, workdir, _domains_mhz(platform, design))
     if out is not None:
         result = result.copy_to(out)
     return result
@@ -109,16 +106,37 @@ def ecp5_netlist(board: Board, design: Design, *, root: Path) -> NetlistRecord:
 
     From the build cache directory of the current key: the board build's netlist if that
     directory holds one whose record still holds, else yosys alone is run there (the build
-    script's first step; seconds, where place and route take minutes).
+    script's first step; seconds, where place and route take minutes). A finished board build
+    is never thrown away for it: one from before netlists were recorded has its netlist
+    recorded now; one whose netlist changed after it was recorded is built again, bitstream
+    and netlist together.
     """
     platform, plan = prepare_ecp5(board, design)
     workdir = ecp5_cache_dir(root, board, design, plan)
     with _key_lock(workdir):
         record = load_record(workdir)
+        built = (workdir / RESULT_FILE).exists()
+        if record is None and built and not (workdir / RECORD_FILE).exists():
+            record = record_netlist(workdir, source="board build",
+                                    seconds=BuildResult.load(workdir / RESULT_FILE).build_seconds)
+        elif record is None and built:
+            log.warning("rebuilding %s on %s: its netlist changed after the build",
+                        design.name, board.name)
+            try:
+                _run(plan, board, design, workdir, _domains_mhz(platform, design))
+            except BuildError:
+                pass  # timing: the netlist is recorded all the same; a tool failure: below
+            record = load_record(workdir)
         if record is None:
             log.info("synthesizing %s on %s (netlist only)", design.name, board.name)
             record = synthesize(plan, workdir, ecp5_toolchain_env()["YOSYS"])
     return record
+
+
+def _domains_mhz(platform: object, design: Design) -> dict[str, float]:
+    """LUNA-style platforms list their domains; else the design's 60 MHz ULPI domain."""
+    return getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
+                   {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
 
 
 @contextmanager
