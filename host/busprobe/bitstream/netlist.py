@@ -27,7 +27,7 @@ import logging
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from .result import BuildError
@@ -113,7 +113,7 @@ def load_record(workdir: Path) -> NetlistRecord | None:
     if why:
         log.warning("netlist in %s is not used: %s; synthesizing again", workdir, why)
         return None
-    return record
+    return replace(record, netlist=str(netlist))  # where it is now, if the cache moved
 
 
 def synthesize(plan: object, workdir: Path, yosys: str) -> NetlistRecord:
