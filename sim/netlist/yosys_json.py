@@ -143,6 +143,14 @@ class Netlist:
                 return port, bits.index(bit)
         return None
 
+    def driver(self, bit: Bit) -> tuple[Cell, str, int] | None:
+        """``(cell, output port, index)`` driving ``bit``, if a cell does."""
+        for cell in self.cells.values():
+            for port, bits in cell.connections.items():
+                if cell.directions.get(port) == "output" and bit in bits:
+                    return cell, port, bits.index(bit)
+        return None
+
     def detach(self, bit: int) -> None:
         """Disconnect whatever drives ``bit`` (its output goes to a new net nothing reads), so
         the simulation can drive ``bit`` itself."""

@@ -11,6 +11,7 @@ from busprobe.bitstream.netlist import NETLIST_FILE, load_record, record_netlist
 from busprobe.sim.netlist.board_cut import CutReport, Pin, cut_clocking, cut_pads
 from busprobe.sim.netlist.cells import ecp5_library
 from busprobe.sim.netlist.usb2 import usb2_netlist_verilog
+from busprobe.sim.netlist.usb3 import usb3_netlist_verilog
 from busprobe.sim.netlist.verilog import Boundary, write_verilog
 from busprobe.sim.netlist.yosys_json import Netlist, NetlistError
 
@@ -132,6 +133,12 @@ def test_usb2_cut_refuses_a_phy_pin_ulpi_does_not_have(tmp_path):
     top["cells"]["bogus"] = _io(7, "INPUT", O=25)
     with pytest.raises(NetlistError, match="pin phy_0__bogus__io: 'bogus' is not a ULPI signal"):
         usb2_netlist_verilog(_netlist(tmp_path, top), phy="phy", module="dut")
+
+
+def test_usb3_cut_refuses_a_netlist_without_lunas_pipe_crossing(tmp_path):
+    with pytest.raises(NetlistError, match="no pipe.r_data net: nowhere to cut the netlist at "
+                                           "PIPE"):
+        usb3_netlist_verilog(_netlist(tmp_path, _board()), module="dut")
 
 
 def test_a_netlist_changed_after_it_was_recorded_is_not_used(tmp_path):
