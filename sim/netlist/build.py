@@ -4,7 +4,7 @@
 the build cache has none: :func:`busprobe.bitstream.ecp5.ecp5_netlist`), cuts it with the bus's
 own function and writes the Verilog, named by the netlist's SHA-256, so a changed netlist is a
 new file and an unchanged one is written once. :func:`build_netlist_model` compiles that with the
-cell library and the bus's test bench.
+cell library in the bus's generated simulation top (:class:`~busprobe.sim.sim_top.SimTop`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..toolchain import build_root, build_verilator_model
+from ..sim_top import SimTop
+from ..verilator_build import build_root, build_verilator_model
 from .cells import ecp5_library
 from .yosys_json import Netlist
 
@@ -49,12 +50,11 @@ def cut_netlist(board_name: str, design_name: str, module: str,
     return path
 
 
-def build_netlist_model(name: str, verilog: Path, bench: Sequence[Path], toplevel: str,
-                        module: str, defines: Mapping[str, object] = {}) -> Path:
-    """The Verilator model of ``toplevel`` (in ``bench``) with ``verilog``'s ``module`` as its
-    device (``DUT_MODULE``), built with the ECP5 cell library."""
+def build_netlist_model(name: str, verilog: Path, top: SimTop, bench: Sequence[Path]) -> Path:
+    """The Verilator model of ``top`` (the bus's generated simulation top, with ``verilog``'s
+    module as its device) and ``bench`` (the bus model's sources), built with the ECP5 cell
+    library."""
     library = ecp5_library()
-    return build_verilator_model(
-        name, [verilog, *library.sources, *bench], toplevel,
-        defines={"DUT_MODULE": module, **defines, **library.defines},
-        build_args=[f"-I{library.include_dir}"], public_ports_only=True)
+    sources = [verilog, *library.sources, *bench, top.write(build_root() / "sim" / "tops")]
+    return build_verilator_model(name, sources, top.name, defines=library.defines,
+                                 build_args=[f"-I{library.include_dir}"], public_ports_only=True)

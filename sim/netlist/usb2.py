@@ -79,11 +79,10 @@ def build_usb2_netlist_simulator(design: str = "busprobe") -> Path:
     """The Verilator model of ``usb2_sim_top`` with ``design``'s netlist as its device."""
     from busprobe.gateware.boards import get_board
 
-    from ..usb2.phy import PHY_SOURCES
-    from ..usb2.simulator_build import TOPLEVEL
+    from ..usb2.simulator_build import PHY_SOURCE, usb2_sim_top
 
     module = f"busprobe_usb2_{design}_netlist"
     phy = get_board(BOARD).phy
     path = cut_netlist(BOARD, BOARD_DESIGNS[design], module, lambda netlist, header:
                        usb2_netlist_verilog(netlist, phy=phy, module=module, header=header))
-    return build_netlist_model(f"usb2-netlist-{design}", path, PHY_SOURCES, TOPLEVEL, module)
+    return build_netlist_model(f"usb2-netlist-{design}", path, usb2_sim_top(module), [PHY_SOURCE])

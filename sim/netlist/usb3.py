@@ -174,10 +174,12 @@ def usb3_netlist_verilog(netlist: Netlist, *, module: str, header: str = "") -> 
 
 def build_usb3_netlist_simulator() -> Path:
     """The Verilator model of ``usb3_sim_top`` with the ``usb3`` board netlist as its device."""
-    from ..usb3.simulator_build import PARTNER_SOURCES, TOPLEVEL, symbol_defines
+    from busprobe.gateware.usb3.sim_top import PORTS
+
+    from ..usb3.simulator_build import PARTNER_SOURCES, usb3_sim_top
 
     module = "busprobe_usb3_netlist"
     path = cut_netlist(BOARD, "usb3", module, lambda netlist, header:
                        usb3_netlist_verilog(netlist, module=module, header=header))
-    return build_netlist_model("usb3-netlist", path, PARTNER_SOURCES, TOPLEVEL, module,
-                               symbol_defines())
+    return build_netlist_model("usb3-netlist", path, usb3_sim_top(module, PORTS),
+                               PARTNER_SOURCES)

@@ -14,15 +14,13 @@ with BOT and every counter, or the stock LUNA reference design, for the benchmar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb2
 from busprobe.selectors import parse_selector
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_usb2 import DESIGN_FEATURES
-from busprobe.transport import Sink, StreamResult
 
+from ..netlist.usb2 import build_usb2_netlist_simulator
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb2_simulator
@@ -92,26 +90,13 @@ class SimUsb2Platform(SimUsbPlatform):
         self.vendor_requests = self.design != "stock"
 
     def open(self) -> None:
-        model = build_usb2_simulator(self.design, self.target.options["level"])
+        if self.target.options["level"] == "netlist":
+            model = build_usb2_netlist_simulator(self.design)
+        else:
+            model = build_usb2_simulator(self.design)
         self._start(model, TOPLEVEL, "busprobe.sim.usb2.server", {ENV_PROFILE: self.host})
 
     def bus_reset(self) -> None:
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
         export relays a guest's); the device's data toggles and address start over."""
         self._cycle = self._server().call("reset")
-
-    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
-            outgoing: Sequence[bytes] | None,
-            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-        """The commands run inside the simulator in one request (``bot_host``), so the time
-        between stages is the host profile's, not this process's."""
-        reply = self._server().call("bot", list(cbws), direction, length,
-                                    list(outgoing) if outgoing is not None else None,
-                                    timeout=self._timeout((length + 64) * len(cbws)))
-        return self._result(reply, direction, sink), list(reply["csws"])
-
-    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
-                 sink: Sink | None) -> StreamResult:
-        reply = self._server().call("loopback", length, count, queue_depth, list(outgoing),
-                                    timeout=self._timeout(2 * length * count))
-        return self._result(reply, "loopback", sink)

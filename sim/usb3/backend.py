@@ -13,13 +13,11 @@ Selector options: ``host=ideal|vl805|small-burst|FILE.toml`` (host-controller pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
 from busprobe.targets import TargetDescription
-from busprobe.transport import InvalidRequest, Sink, StreamResult
 
+from ..netlist.usb3 import build_usb3_netlist_simulator
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_BURST, ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb3_simulator
@@ -82,17 +80,7 @@ class SimUsb3Platform(SimUsbPlatform):
         self.burst = target.options["burst"]
 
     def open(self) -> None:
-        model = build_usb3_simulator(level=self.target.options["level"])
+        netlist = self.target.options["level"] == "netlist"
+        model = build_usb3_netlist_simulator() if netlist else build_usb3_simulator()
         self._start(model, TOPLEVEL, "busprobe.sim.usb3.server",
                     {ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})
-
-    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
-                 sink: Sink | None) -> StreamResult:
-        """The SuperSpeed gateware has no loopback mode (the transport refuses it first)."""
-        raise InvalidRequest(f"{self.name}: the SuperSpeed device has no loopback mode")
-
-    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
-            outgoing: Sequence[bytes] | None,
-            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-        """The SuperSpeed gateware has no BOT framing (the transport refuses it first)."""
-        raise InvalidRequest(f"{self.name}: the SuperSpeed device has no BOT framing")

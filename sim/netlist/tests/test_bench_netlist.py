@@ -42,20 +42,18 @@ def _with_level(selector: str, level: str) -> str:
 def _sweep(selector: str) -> tuple[dict[str, tuple[float, int]], float, float]:
     """``({direction: (throughput, errors)}, k cycles/s, seconds to open)`` of a 1 MiB sweep
     of ``selector``; the throughput is the median of the repeats, as the result JSON has it."""
-    cycles = wall = 0.0
     started = time.monotonic()
     with open_transport(selector) as transport:
         opened = time.monotonic() - started
 
-        def count(spec, repeat) -> None:
-            nonlocal cycles, wall
-            cycles += transport.platform.last_stream["sim_cycles"]
-            wall += transport.platform.last_stream["wall_seconds"]
-
+        before = transport.platform.counters()
         sweep = Sweep(transport, SweepPlan(directions=("in", "out"), lengths=(LENGTH,),
-                                           queue_depths=(4,)), on_repeat=count)
+                                           queue_depths=(4,)))
         points = {p.spec.direction: (statistics.median(p.samples), p.errors)
                   for p in sweep.run()}
+        after = transport.platform.counters()
+        cycles = after["cycle"] - before["cycle"]
+        wall = after["busy_wall_s"] - before["busy_wall_s"]
     return points, cycles / wall / 1e3, opened
 
 

@@ -28,7 +28,7 @@ TESTS = [
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from busprobe.sim.netlist.cells import PROJECT_MODELS
-    from busprobe.sim.toolchain import build_verilator_model
+    from busprobe.sim.verilator_build import build_verilator_model
 
     sources = [HERE / "hdl" / "ecp5_bram_tb.sv",
                *sorted({source for _, source in PROJECT_MODELS.values()})]

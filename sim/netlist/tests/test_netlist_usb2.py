@@ -39,12 +39,14 @@ def test_usb2_netlist_enumerates_and_streams_64k_in_and_out_without_errors():
         transport.clear_telemetry()
         transport.set_pattern(Pattern.PRBS31)
         source = PatternStream(Pattern.PRBS31)
+        before = transport.platform.counters()
         result = transport.stream("out", LENGTH, 1, 2, source=source.take)
+        after = transport.platform.counters()
         telemetry = transport.read_telemetry()
         assert result.bytes == LENGTH == telemetry.device_bytes["out"]
         assert telemetry.errors["out"] == 0
-        cycles = transport.platform.last_stream["sim_cycles"]
-        wall = transport.platform.last_stream["wall_seconds"]
+        cycles = after["cycle"] - before["cycle"]
+        wall = after["busy_wall_s"] - before["busy_wall_s"]
     print(f"netlist model ready and enumerated in {opened - started:.1f} s; 64 KiB OUT: "
           f"{cycles} cycles in {wall:.2f} s ({cycles / wall / 1e3:.0f} k cycles/s)")
 
@@ -58,8 +60,7 @@ def _flipped_model(tmp_path: Path) -> tuple[Path, str]:
     from busprobe.sim.netlist.build import build_netlist_model
     from busprobe.sim.netlist.usb2 import BOARD, usb2_netlist_verilog
     from busprobe.sim.netlist.yosys_json import Netlist
-    from busprobe.sim.usb2.phy import PHY_SOURCES
-    from busprobe.sim.usb2.simulator_build import TOPLEVEL
+    from busprobe.sim.usb2.simulator_build import PHY_SOURCE, usb2_sim_top
 
     board = get_board(BOARD)
     netlist = Netlist.load(ecp5_netlist(board, get_design("usb2"), root=build_root()).path)
@@ -72,7 +73,7 @@ def _flipped_model(tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / f"{module}.v"
     path.write_text(usb2_netlist_verilog(netlist, phy=board.phy, module=module,
                                          header=f"{lut.name}: INIT {init} inverted"))
-    model = build_netlist_model("usb2-netlist-flipped", path, PHY_SOURCES, TOPLEVEL, module)
+    model = build_netlist_model("usb2-netlist-flipped", path, usb2_sim_top(module), [PHY_SOURCE])
     return model, lut.name
 
 
@@ -87,9 +88,9 @@ def _run(model: Path, out: Path) -> str | None:
 
 @pytest.mark.sim
 def test_usb2_netlist_with_one_lut_inverted_fails_the_check_the_intact_one_passes(tmp_path):
-    from busprobe.sim.usb2.simulator_build import build_usb2_simulator
+    from busprobe.sim.netlist.usb2 import build_usb2_netlist_simulator
 
-    intact = build_usb2_simulator("busprobe", "netlist")
+    intact = build_usb2_netlist_simulator("busprobe")
     (tmp_path / "intact").mkdir()
     assert _run(intact, tmp_path / "intact") is None
     flipped, lut = _flipped_model(tmp_path)
