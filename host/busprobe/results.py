@@ -73,6 +73,7 @@ from .lengths import format_size
 from .os_errors import describe
 from .result_file import write_result
 from .result_schema import SCHEMA, check_document
+from .stats import error_bar, point_spread
 from .units import Units
 
 __all__ = [
@@ -226,11 +227,13 @@ def _timing_note(points: list[dict[str, Any]]) -> list[str]:
 
 def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     """The human summary of a run: one line per point, then what went wrong, loudly."""
-    rows = [("dir", "length", "qd", "setting", f"host {units.label}", "min..max",
+    rows = [("dir", "length", "qd", "setting", f"host {units.label}", "mean ± spread",
              f"device {units.label}", "% link", "% ceiling", "errors")]
     for p in doc["points"]:
         setting = " ".join(f"{k}={p[k]}" for k in ("mps", "mrrs") if p.get(k) is not None)
-        rng = f"{units.convert(p['throughput_min']):.2f}..{units.convert(p['throughput_max']):.2f}"
+        # Repeats as measurements with error bars: mean ± half the range (stats.error_bar).
+        mean, _, _ = error_bar(p)
+        rng = f"{units.convert(mean):.2f} ± {units.convert(point_spread(p)):.2f}"
         device = p.get("device_throughput")
         rows.append((
             p["direction"], format_size(p["length"]), str(p["queue_depth"]), setting or "-",

@@ -10,14 +10,16 @@ a profile ``fit`` writes is one the simulator and the model accept.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
 from ..result_file import write_result
 from .fitted import FittedProfile, FittedValue
 
-__all__ = ["render_profile", "write_profile", "source_of"]
+__all__ = ["render_profile", "write_profile", "source_of", "write_settings"]
 
 
 def _toml_string(text: str) -> str:
@@ -78,5 +80,29 @@ def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
         check = Path(folder) / "profile.toml"
         check.write_text(text, encoding="utf-8")
         profile = load_profile(str(check))  # what the simulator will read, or a one-line error
+    write_result(path, text)
+    return profile
+
+
+def write_settings(settings: Mapping[str, Any], path: str | Path, name: str, *,
+                   result: str, points: int, loader: Callable[[str], Any],
+                   day: str | None = None) -> Any:
+    """Write a USB 3.0 or PCIe fit's ``settings`` (key -> ``.value``, ``.determined``,
+    ``.text``) to ``path`` (``-``: stdout) as :func:`write_profile` writes, once ``loader`` has
+    read it back; returns what it read."""
+    day = day or date.today().isoformat()
+    width = max(len(key) for key in settings)
+    lines = [f"# Fitted by busprobe fit from {result} on {day}: {points} points, every value",
+             "# with the uncertainty the sweep leaves (\"not determined\" says what would pin it).",
+             f"name = {_toml_string(name)}"]
+    for key, setting in settings.items():
+        source = f"fitted from {result} on {day}: {setting.text}"
+        lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(setting.value)}, "
+                     f"source = {_toml_string(source)} }}")
+    text = "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
+        check = Path(folder) / "profile.toml"
+        check.write_text(text, encoding="utf-8")
+        profile = loader(str(check))  # what the simulator will read, or a one-line error
     write_result(path, text)
     return profile

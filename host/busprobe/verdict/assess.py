@@ -15,6 +15,10 @@ the host) and names the limit:
 ``device-limited``
     The device NAKed / was not ready, or the link was ready and the device still did not send.
     The device is built never to be the bottleneck, so this names a bug, loudly.
+``tool-limited``
+    A plateau point is within its repeats' spread of what busprobe's own host path sustains on
+    this machine (``tool_ceiling``, :mod:`busprobe.tool_ceiling`): the figure says how fast
+    the tool is, and nothing about the bus; what the bus verdict would be follows.
 
 For USB the host profile's own ceiling is reported beside the link model, so an EHCI run at
 100 % of its profile still reads as host-limited at 77 % of the link. SuperSpeed's evidence
@@ -42,7 +46,8 @@ __all__ = ["assess", "LINK_LIMITED", "VERDICTS"]
 
 #: Plateau / link model at or above which a run is link-limited.
 LINK_LIMITED = 0.95
-VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
+VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited",
+            "tool-limited")
 #: NAKs per token above which the device, not the host, is the reason (a few NAKs at the start
 #: of a point, before the source primes, are not).
 _NAK_FRACTION = 0.01
@@ -181,9 +186,23 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         notes.append(f"{dropped} point(s) with data errors were left out.")
     if bus.protocol == "bot":
         notes.append(_bot_note(bus, direction, plateau))
+    tool = [p for p in clean if p.get("queue_depth") == deep and p.get("tool_limited")
+            and int(p["length"]) in plateau.lengths]
+    if tool:
+        notes.insert(0, f"Otherwise {verdict}: {why}")
+        verdict, why = "tool-limited", _tool_sentence(tool[0])
     entry["verdict"] = verdict
     entry["explanation"] = " ".join([why, *notes])
     return entry
+
+
+def _tool_sentence(point: Mapping[str, Any]) -> str:
+    return (f"TOOL-LIMITED: at {point['length']} B and queue depth {point['queue_depth']} "
+            f"busprobe's own host path ({point.get('tool_path')}) sustains "
+            f"{float(point.get('tool_completions_per_s') or 0) / 1e3:.0f} k completions/s = "
+            f"{_mb(float(point['tool_ceiling']))} on this machine with no device in it, within "
+            f"the repeats' spread of the measured {_mb(float(point['throughput']))}: the figure "
+            "is the tool's, not the bus's.")
 
 
 def _bot_note(bus: BusDescription, direction: str, plateau: Plateau) -> str:

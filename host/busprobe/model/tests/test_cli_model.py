@@ -66,7 +66,8 @@ def test_sim_selector_options_become_the_simulated_links_assumptions():
     assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 1, 256, 512)
     assert bus.extra == {"rcb": 64, "cap": 304087040.0, "latency_ns": 800.0, "simulated": True,
                          "skp": False, "ack_every": 1, "updatefc_every": 1,
-                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8}
+                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8,
+                         "tx_buffer_tlps": 4}
 
 
 def test_sim_pcie_read_latency_bounds_the_config_ceiling_not_the_link(capsys):
