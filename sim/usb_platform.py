@@ -44,6 +44,7 @@ class SimUsbPlatform(SimulatorClient):
     """
 
     clock_hz: int
+    emulated = None  # simulated time: never emulated hardware's slowness
     stream_base_s: float = 60.0
     stream_rate: float
 

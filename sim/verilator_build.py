@@ -13,12 +13,14 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
+import os
+import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from busprobe.build_cache import build_root
-from busprobe.toolchain import apply_verilator_env
+from busprobe.toolchain import ToolchainMissing, apply_verilator_env
 
 __all__ = ["build_root", "model_dir", "source_hash", "build_verilator_model"]
 
@@ -101,20 +103,31 @@ def _verilator_runner(out: Path, toplevel: str, public_ports_only: bool) -> tupl
 def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequence[str],
            defines: Mapping[str, object], timescale: tuple[str, str],
            public_ports_only: bool = False) -> None:
+    # Verilator writes C++ and runs make on it: without either tool the build would end in a
+    # traceback from deep inside cocotb's runner instead of this one line.
+    missing = [tool for tool in ("make", os.environ.get("CXX") or "g++")
+               if shutil.which(tool) is None]
+    if missing:
+        raise ToolchainMissing(f"building a simulation model needs {' and '.join(missing)}, not "
+                               "found on PATH (Debian: apt-get install make g++)")
     runner, extra_args = _verilator_runner(out, toplevel, public_ports_only)
     runner.log.setLevel(logging.WARNING)  # its "Running command ..." lines are in the log too
     log = out / "build.log"
     # The compiler's thousands of lines go to a log; a person sees one line saying what waits.
     print(f"building the {out.name.rsplit('-', 1)[0]} simulation model (once, ~40 s; log: "
           f"{log})", file=sys.stderr, flush=True)
-    runner.build(
-        log_file=str(log),
-        verilog_sources=[str(s) for s in sources],
-        hdl_toplevel=toplevel,
-        build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-                    *build_args, *extra_args],
-        defines=dict(defines),
-        build_dir=str(out),
-        timescale=timescale,
-        always=True,
-    )
+    try:
+        runner.build(
+            log_file=str(log),
+            verilog_sources=[str(s) for s in sources],
+            hdl_toplevel=toplevel,
+            build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+                        *build_args, *extra_args],
+            defines=dict(defines),
+            build_dir=str(out),
+            timescale=timescale,
+            always=True,
+        )
+    except RuntimeError as exc:  # cocotb's runner: "Command failed with return code: N"
+        raise ToolchainMissing(f"building the {out.name} simulation model failed ({exc}); the "
+                               f"compiler's output is in {log}") from None

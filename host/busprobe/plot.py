@@ -1,22 +1,26 @@
 """Throughput-versus-length plots of one or more result documents (PNG, matplotlib Agg).
 
 Length on a log₂ axis, throughput in MB/s or MiB/s; one line per direction / queue depth / MPS
-(and per document when several are compared), the min–max band of the repeats shaded, the model
-ceiling dashed in the same colour (a horizontal line where it does not depend on length), and
-points with data errors marked with a red cross.
+(and per document when several are compared) through the repeats' means, with error bars from
+the least to the most repeat (:func:`~busprobe.stats.error_bar`), the model ceiling dashed in
+the same colour (a horizontal line where it does not depend on length), and points with data
+errors marked with a red cross.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .lengths import format_size
+from .result_file import write_result
+from .stats import error_bar
 from .units import Units
 
-__all__ = ["plot_results", "series_of"]
+__all__ = ["plot_results", "plot_image", "plot_format", "series_of", "IMAGE_FORMATS"]
 
 _Key = tuple[str, int, int | None, int | None]
 
@@ -41,7 +45,17 @@ def _label(key: _Key, prefix: str) -> str:
 
 def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Units = Units.MB,
                  title: str | None = None, names: Sequence[str] | None = None) -> None:
-    """Draw ``docs`` into one PNG at ``path``. ``names`` label each document (for compare)."""
+    """Draw ``docs`` into one image at ``path`` (PNG, or the format its suffix names; ``-``:
+    stdout), written as every result is (:mod:`busprobe.result_file`): a link is written
+    through, a pipe in place, and a full disk is an error that leaves the old plot."""
+    write_result(path, plot_image(docs, units=units, title=title, names=names,
+                                  image_format=plot_format(path)))
+
+
+def plot_image(docs: Sequence[dict[str, Any]], *, units: Units = Units.MB,
+               title: str | None = None, names: Sequence[str] | None = None,
+               image_format: str = "png") -> bytes:
+    """``docs`` drawn into one image; ``names`` label each document (for compare)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a window; must precede pyplot
@@ -58,12 +72,13 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
             colour = next(colours)
             x = [p["length"] for p in points]
             lengths.update(x)
-            y = [units.convert(p["throughput"]) for p in points]
+            bars = [error_bar(p) for p in points]
+            y = [units.convert(mean) for mean, _, _ in bars]
             top = max(top, *(units.convert(p["throughput_max"]) for p in points))
-            ax.fill_between(x, [units.convert(p["throughput_min"]) for p in points],
-                            [units.convert(p["throughput_max"]) for p in points],
-                            color=colour, alpha=0.2, linewidth=0)
-            ax.plot(x, y, "o-", color=colour, markersize=3.5, label=_label(key, prefix))
+            ax.errorbar(x, y, yerr=[[units.convert(b) for _, b, _ in bars],
+                                    [units.convert(a) for _, _, a in bars]],
+                        fmt="o-", color=colour, markersize=3.5, capsize=3, elinewidth=1,
+                        label=_label(key, prefix) + " (mean, min..max)")
             bad = [(p["length"], units.convert(p["throughput"])) for p in points if p["errors"]]
             if bad:
                 ax.plot(*zip(*bad, strict=True), "x", color="red", markersize=9, mew=2,
@@ -100,6 +115,18 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
     else:
         ax.legend(fontsize="small", loc="lower right", framealpha=0.9)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=image_format)
     plt.close(fig)
+    return buffer.getvalue()
+
+
+#: Image formats a plot file's suffix may name (matplotlib's Agg canvas writes them all).
+IMAGE_FORMATS = ("png", "svg", "pdf", "eps", "ps")
+
+
+def plot_format(path: str | Path) -> str:
+    """The image format a plot file's suffix names (``.svg``, ``.pdf``), PNG otherwise (and for
+    ``-``, stdout)."""
+    suffix = Path(str(path)).suffix.lower().lstrip(".")
+    return suffix if suffix in IMAGE_FORMATS else "png"

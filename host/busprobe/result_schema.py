@@ -32,7 +32,8 @@ DIRECTIONS = ("in", "out", "write", "read", "loopback")
 #: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``).
 PROTOCOLS = ("stream", "bot")
 #: The verdicts ``busprobe.verdict.assess`` gives.
-VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
+VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited",
+            "tool-limited")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ OPT_STR, OPT_INT, OPT_NUM, OPT_BOOL = ("str", "null"), ("int", "null"), ("num", 
 _NON_NEGATIVE = {"errors", "throughput", "throughput_min", "throughput_max", "device_throughput",
                  "device_throughput_min", "device_throughput_max", "ceiling", "link_ceiling",
                  "model", "plateau", "bytes", "transfers", "short_transfers", "repeats",
-                 "queue_depth_in_force", "max_packet_size", "spread"}
+                 "queue_depth_in_force", "max_packet_size", "spread", "device_ceiling",
+                 "tool_ceiling", "tool_completions_per_s", "throughput_mean"}
 _POSITIVE = {"length", "queue_depth", "width", "mps", "mrrs", "schema"}
 
 BUS = Object(
@@ -83,12 +85,16 @@ POINT = Object(
               "throughput": NUM, "throughput_min": NUM, "throughput_max": NUM},
     optional={"queue_depth_in_force": OPT_INT, "mps": OPT_INT, "mrrs": OPT_INT,
               "spread": OPT_NUM, "repeats": INT, "samples": ListOf(NUM),
+              "throughput_mean": OPT_NUM,
               "device_throughput": OPT_NUM, "device_throughput_min": OPT_NUM,
               "device_throughput_max": OPT_NUM, "device_samples": ListOf(OPT_NUM, nullable=True),
               "seconds": ListOf(NUM), "transfers": INT, "bytes": INT, "sized_by": OPT_STR,
               "error_detail": ("object", "null"), "short_transfers": INT,
               "ceiling": OPT_NUM, "ceiling_formula": OPT_STR, "efficiency": OPT_NUM,
               "link_ceiling": OPT_NUM, "link_efficiency": OPT_NUM,
+              "device_ceiling": OPT_NUM, "device_efficiency": OPT_NUM,
+              "tool_ceiling": OPT_NUM, "tool_completions_per_s": OPT_NUM, "tool_path": OPT_STR,
+              "tool_limited": OPT_BOOL,
               "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null")})
 
 CEILING = Object(
@@ -97,6 +103,7 @@ CEILING = Object(
     optional={"mps": OPT_INT, "mrrs": OPT_INT, "model": OPT_NUM, "model_name": OPT_STR,
               "model_formula": OPT_STR, "plateau": OPT_NUM, "plateau_spread": OPT_NUM,
               "plateau_lengths": ListOf(INT, nullable=True), "plateau_reached": OPT_BOOL,
+              "plateau_start": OPT_INT, "plateau_band": OPT_NUM, "plateau_why": OPT_STR,
               "queue_depth": OPT_INT, "efficiency": OPT_NUM, "units": OPT_STR,
               "device_plateau": OPT_NUM, "device_efficiency": OPT_NUM, "profile": OPT_STR,
               "profile_ceiling": OPT_NUM, "profile_efficiency": OPT_NUM,

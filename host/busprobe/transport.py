@@ -166,6 +166,10 @@ class Transport(abc.ABC):
 
     selector: str
     directions: tuple[str, ...]
+    #: The host path a point's tool ceiling is measured for (:mod:`busprobe.tool_ceiling`):
+    #: ``libusb``, ``vfio``, or None where there is none (a simulation's clock stands still
+    #: while the host computes, so the tool cannot limit it).
+    tool_path: str | None = None
     #: A point's repeat moves at least this many transfers and bytes so start-up effects are
     #: amortised. Hardware is noisy and fast: 8 transfers and 4 MiB. A simulated bus is
     #: deterministic and slow to run, so sim backends lower these (and say why) without changing

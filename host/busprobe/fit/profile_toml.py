@@ -3,21 +3,23 @@
 Every parameter gets ``{ value = ..., source = "..." }`` as the shipped profiles have; the source
 says ``fitted from FILE on DATE`` and carries the uncertainty (the loader takes no other field),
 or, for a parameter the sweep did not pin down, says so and which points would. The text is
-read back through :func:`busprobe.model.usb2_hosts.load_profile` before the file is replaced, so
+read back through :func:`busprobe.model.usb2_hosts.load_profile` before it is written, so
 a profile ``fit`` writes is one the simulator and the model accept.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
+from ..result_file import write_result
 from .fitted import FittedProfile, FittedValue
 
-__all__ = ["render_profile", "write_profile", "source_of"]
+__all__ = ["render_profile", "write_profile", "source_of", "write_settings"]
 
 
 def _toml_string(text: str) -> str:
@@ -70,21 +72,37 @@ def render_profile(fitted: FittedProfile, name: str, *, day: str | None = None) 
 
 def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
                   day: str | None = None) -> HostProfile:
-    """Write ``fitted`` to ``path`` (atomically, checked by the loader first); returns the
-    profile as the loader reads it."""
-    target = Path(path)
+    """Write ``fitted`` to ``path`` (``-``: stdout), checked by the loader first, then written as
+    every result is (:mod:`busprobe.result_file`: a file whole or not at all, a link written
+    through); returns the profile as the loader reads it."""
     text = render_profile(fitted, name, day=day)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".toml", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        profile = load_profile(tmp)  # what the simulator will read, or a one-line error
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; a profile is for sharing
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
+        check = Path(folder) / "profile.toml"
+        check.write_text(text, encoding="utf-8")
+        profile = load_profile(str(check))  # what the simulator will read, or a one-line error
+    write_result(path, text)
+    return profile
+
+
+def write_settings(settings: Mapping[str, Any], path: str | Path, name: str, *,
+                   result: str, points: int, loader: Callable[[str], Any],
+                   day: str | None = None) -> Any:
+    """Write a USB 3.0 or PCIe fit's ``settings`` (key -> ``.value``, ``.determined``,
+    ``.text``) to ``path`` (``-``: stdout) as :func:`write_profile` writes, once ``loader`` has
+    read it back; returns what it read."""
+    day = day or date.today().isoformat()
+    width = max(len(key) for key in settings)
+    lines = [f"# Fitted by busprobe fit from {result} on {day}: {points} points, every value",
+             "# with the uncertainty the sweep leaves (\"not determined\" says what would pin it).",
+             f"name = {_toml_string(name)}"]
+    for key, setting in settings.items():
+        source = f"fitted from {result} on {day}: {setting.text}"
+        lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(setting.value)}, "
+                     f"source = {_toml_string(source)} }}")
+    text = "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
+        check = Path(folder) / "profile.toml"
+        check.write_text(text, encoding="utf-8")
+        profile = loader(str(check))  # what the simulator will read, or a one-line error
+    write_result(path, text)
     return profile

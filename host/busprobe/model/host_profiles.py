@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..os_errors import describe
+
 __all__ = ["ProfileFormat", "shown"]
 
 
@@ -80,8 +82,7 @@ class ProfileFormat:
         try:
             table = tomllib.loads(path.read_text())
         except OSError as exc:
-            raise ValueError(f"cannot read host profile {shown(path)}: "
-                             f"{exc.strerror or exc}") from None
+            raise ValueError(describe(exc, f"cannot read host profile {shown(path)}")) from None
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ValueError(f"cannot read host profile {shown(path)}: {exc}") from None
         named = Path(shown(path))  # every message below names it: one line, whatever the name

@@ -17,13 +17,14 @@ from ..buses import PCIE
 from ..lengths import format_size
 from ..result_schema import protocol_of
 from ..results import ceilings_of
+from ..stats import point_spread
 from ..topology.hop import hop_field, hop_findings
 from ..units import Units
 from ..verdict import assess
 from .bot_overhead import bot_overhead_sections
 
 __all__ = ["Run", "load_runs", "runs_from_docs", "format_comparison", "differences",
-           "verdicts_of"]
+           "verdicts_of", "controller_name", "plateau_cell"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,31 @@ class Run:
     @property
     def name(self) -> str:
         return f"{self.label}: {self.doc.get('device', '?')}"
+
+    @property
+    def device(self) -> str:
+        """What tells this run's device apart in a legend: its host profile (``xhci``), else
+        its selector (``sim:pcie?gen=2&width=1``)."""
+        bus = self.doc.get("bus") or {}
+        return str(bus.get("host_profile") or self.doc.get("device") or "?")
+
+
+#: How the field spells the host-controller interfaces (a profile name is lower case).
+_CONTROLLERS = {"xhci": "xHCI", "ehci": "EHCI", "ohci": "OHCI", "uhci": "UHCI"}
+
+
+def controller_name(profile: str) -> str:
+    """``xhci`` -> ``xHCI``, ``ehci`` -> ``EHCI``; another profile's name as it is."""
+    return _CONTROLLERS.get(profile.lower(), profile)
+
+
+def plateau_cell(entry: dict[str, Any], units: Units) -> str:
+    """The plateau as a table shows it; a curve without one says why
+    (``40.35 (no plateau: rising)``)."""
+    shown = f"{units.convert(entry['plateau']):.2f}"
+    if entry.get("plateau_reached", True):
+        return shown
+    return f"{shown} (no plateau: {entry.get('plateau_why') or 'rising'})"
 
 
 def verdicts_of(doc: dict[str, Any], units: Units = Units.MB) -> list[dict[str, Any]]:
@@ -108,7 +134,7 @@ def comparison_rows(runs: Sequence[Run], units: Units) -> list[tuple[str, ...]]:
         for e in run.entries:
             profile = e.get("profile_efficiency")
             body.append((
-                e["direction"], run.label, _setting(e), f"{units.convert(e['plateau']):.2f}",
+                e["direction"], run.label, _setting(e), plateau_cell(e, units),
                 f"{units.convert(e['model']):.2f}", f"{e['efficiency'] * 100:.1f}",
                 "-" if profile is None else f"{profile * 100:.1f} ({e.get('profile')})",
                 _qd(e), e["verdict"]))
@@ -135,6 +161,17 @@ def _link_of(run: Run) -> str | None:
     if bus.get("kind") == PCIE.kind:
         return f"{bus.get('speed')} x{bus.get('width')}"
     return None
+
+
+def plateau_spread(run: Run, entry: dict[str, Any]) -> float:
+    """The widest repeat spread (± half the range, bytes/s) among ``run``'s plateau points of
+    ``entry``'s direction and setting; 0 when the points do not say."""
+    lengths = set(entry.get("plateau_lengths") or [])
+    spreads = [point_spread(p) for p in run.doc.get("points") or []
+               if p.get("direction") == entry["direction"] and p.get("mps") == entry.get("mps")
+               and p.get("queue_depth") == entry.get("queue_depth")
+               and (not lengths or p.get("length") in lengths)]
+    return max(spreads, default=0.0)
 
 
 def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
@@ -164,13 +201,23 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
                     say(f"{hop_field(hop, 'name') or ''} {note}")
         for e in run.entries:
             top, top_run = best[(e["direction"], _setting(e))]
-            behind = top_run is not run and e["plateau"] < 0.97 * top
+            # A gap is a difference only beyond both runs' repeat spreads (docs/DESIGN.md §3).
+            gap = top - e["plateau"]
+            spreads = (plateau_spread(run, e), plateau_spread(top_run, e))
+            material = top_run is not run and e["plateau"] < 0.97 * top
+            behind = material and gap > max(spreads)
+            if material and not behind:
+                say(f"{e['direction']}: {units.format(e['plateau'])} vs {top_run.label}'s "
+                    f"{units.format(top)} is within the repeats' spread (± "
+                    f"{units.format(spreads[0])}, ± {units.format(spreads[1])}): not a "
+                    "difference")
             where = f"{e['direction']}" + (f" {_setting(e)}" if _setting(e) != "-" else "")
             evidence = e.get("evidence") or {}
             if e["verdict"] == "host-limited":
                 profile = e.get("profile") or bus.get("host_profile")
                 driver = _controller(run)
-                name = f"{profile.upper()} controller" if profile else "host controller"
+                name = (f"{controller_name(profile)} controller" if profile
+                        else "host controller")
                 if driver and not driver.startswith("busprobe.sim"):
                     name += f" (driver {driver})"
                 tmax = evidence.get("tokens_max_uframe")

@@ -61,11 +61,12 @@ def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
         # What the ceiling model must assume for this link (busprobe.model.pcie), as
         # busprobe.sim.pcie.testbench documents it: no SKP ordered sets, one ACK and one
         # UpdateFC DLLP per read request, completions as large as MPS allows; the root adds
-        # ``latency_ns`` to reads and the core keeps READ_TAGS reads in flight.
+        # ``latency_ns`` to reads and the core keeps READ_TAGS reads in flight; the PHY holds
+        # four TLPs for the link (sim/pcie/tlp_stream.py, ``tx_buffer``).
         extra={"rcb": link["rcb"], "cap": link["cap"], "latency_ns": latency,
                "simulated": True, "skp": False, "ack_every": 1, "updatefc_every": 1,
                "split_at_rcb": False, "read_latency_ns": latency,
-               "outstanding_reads": pcie_protocol.READ_TAGS})
+               "outstanding_reads": pcie_protocol.READ_TAGS, "tx_buffer_tlps": 4})
 
 
 def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:

@@ -4,7 +4,8 @@
 # with the host's root filesystem as its root (read-only below a tmpfs overlay).
 #
 # $1: the run's output folder, shared with the host at the same path. guest.env there sets
-# BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR.
+# BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR (with its serial: the
+# SuperSpeed device, SS_SELECTOR, exported beside it behind xHCI, has the same VID:PID).
 # Every result line starts with BUSPROBE-VM; each command's output goes to $1/NAME.out/.err.
 OUT=$1
 . "$(dirname "$0")/common.sh"
@@ -56,4 +57,7 @@ run after-interrupt "$BUSPROBE" sweep --device "$SELECTOR" $SMALL --json "$OUT/a
 mark unplug-started
 run unplug "$BUSPROBE" sweep --device "$SELECTOR" --direction in --lengths 4K,64K \
     --queue-depth 1 --min-bytes 256K --no-progress --json "$OUT/unplug.json"
+if [ -n "$SS_SELECTOR" ]; then
+    . "$(dirname "$0")/ss_checks.sh"
+fi
 mark checks-done

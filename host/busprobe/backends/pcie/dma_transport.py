@@ -49,6 +49,7 @@ class PcieDmaTransport(Transport):
     def __init__(self, platform: DmaPlatform) -> None:
         self.platform = platform
         self.selector = platform.name
+        self.tool_path = getattr(platform, "tool_path", None)
         self.driver: PcieDmaDriver | None = None
         self.identity: dict[str, int] = {}
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...buses import USB2_HS
+from ...emulation import emulated_host
 from ...protocol import usb2
 from ...selectors import UsbTarget, parse_selector
 from ...targets import TargetDescription
@@ -55,6 +56,8 @@ class LibusbPlatform:
     """
 
     vendor_requests = True
+    #: Its points' tool ceiling is the libusb path's (busprobe.tool_ceiling).
+    tool_path = "libusb"
 
     def __init__(self, target: UsbTarget, *, name: str | None = None) -> None:
         self.target = target
@@ -64,6 +67,7 @@ class LibusbPlatform:
         self._device: Any = None
         self._handle: Any = None
         self._queue: LibusbTransferQueue | None = None
+        self.emulated = emulated_host()
         self._profile: str | None = None  # "" once looked up and not found
 
     # -- life cycle ---------------------------------------------------------------------------

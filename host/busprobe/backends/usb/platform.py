@@ -35,10 +35,15 @@ class UsbPlatform(Protocol):
         Whether the device answers busprobe's vendor requests (pattern, telemetry, IN transfer
         length). The stock LUNA reference design does not: it streams COUNTER from power-up and
         ends no IN transfer with a short packet.
+    emulated : str or None
+        The machine is emulated (``"qemu"``, :func:`busprobe.emulation.emulated_host`): its
+        controller is far slower than hardware, so a run waits longer before it counts as stuck.
+        None on real hardware, and in simulation (whose clock is simulated).
     """
 
     name: str
     vendor_requests: bool
+    emulated: str | None
 
     def open(self) -> None: ...
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from ...transport import TransferTimeout, TransportError
 
 __all__ = ["Transfer", "Completion", "TransferQueue", "TransferPlan", "run_plan",
-           "silence_for"]
+           "silence_for", "SLOWEST_RATE"]
 
 
 @dataclass(frozen=True)
@@ -111,16 +111,23 @@ class TransferPlan(Protocol):
         """Take one completion; return the transfers submitted in answer to it."""
 
 
-def silence_for(length: int) -> float:
+#: The slowest working link :func:`silence_for` allows for: far below any real USB link, and on
+#: an emulated machine below what QEMU's controllers move in the VM harness (~0.15-0.5 MB/s
+#: there, with a simulated device behind them).
+SLOWEST_RATE = {None: 1e6, "qemu": 50e3}
+
+
+def silence_for(length: int, emulated: str | None = None) -> float:
     """Seconds without any completion after which a run of ``length``-byte transfers counts as
-    stuck: 2 s plus one transfer at 1 MB/s, far below any working USB link.
+    stuck: 2 s plus one transfer at the slowest working rate (:data:`SLOWEST_RATE`; on an
+    ``emulated`` machine, :func:`busprobe.emulation.emulated_host`, a slower one).
 
     Progress, not age, tells a stuck device: a transfer queued behind others waits for all of
     them, and behind a slow host that is longer than any bound fixed at submission (in the VM
     harness, an emulated controller at ~0.3 MB/s, libusb's per-transfer timeout fired on
     healthy queue-depth-8 streams).
     """
-    return 2.0 + length / 1e6
+    return 2.0 + length / SLOWEST_RATE.get(emulated, SLOWEST_RATE[None])
 
 
 def run_plan(queue: TransferQueue, plan: TransferPlan, *, what: str,
@@ -130,7 +137,16 @@ def run_plan(queue: TransferQueue, plan: TransferPlan, *, what: str,
     Returns the time of the first submission and of the last completion (the host-timed
     window). When no transfer completes for ``silence`` seconds the run fails with
     :class:`TransferTimeout`; on any failure every transfer still in flight is cancelled.
+
+    A queue that runs a whole plan itself (``run_stream(plan, silence=)`` returning the window,
+    or None when it does not take that plan: the libusb queue's native stream,
+    :mod:`.native_stream`) is handed the plan first.
     """
+    runner = getattr(queue, "run_stream", None)
+    if runner is not None:
+        window = runner(plan, silence=silence)
+        if window is not None:
+            return window
     first = list(plan.start())
     start = queue.submit(first)
     end, flying = start, len(first)

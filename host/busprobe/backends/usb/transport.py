@@ -68,6 +68,7 @@ class UsbDeviceTransport(Transport):
     def __init__(self, platform: UsbPlatform) -> None:
         self.platform = platform
         self.selector = platform.name
+        self.tool_path = getattr(platform, "tool_path", None)
         self.requests = VendorRequests(platform.control, name=platform.name)
         self.protocol = "stream"
         self.commands = BotCommands(platform.name)
@@ -240,7 +241,7 @@ class UsbDeviceTransport(Transport):
     # -- streaming ----------------------------------------------------------------------------
     def _run(self, plan: TransferPlan, length: int, what: str) -> tuple[float, float]:
         return run_plan(self.platform, plan, what=f"{self.selector}: {what}",
-                        silence=silence_for(length))
+                        silence=silence_for(length, self.platform.emulated))
 
     def stream(self, direction: str, length: int, count: int, queue_depth: int,
                source: Source | None = None, sink: Sink | None = None) -> StreamResult:

@@ -94,11 +94,12 @@ def test_fit_refuses_results_it_cannot_trust_or_fit(edit, words, model_result, t
     assert words in err, err
 
 
-def test_fit_refuses_a_result_of_another_bus(tmp_path, capsys):
+def test_fit_of_a_pcie_result_writes_a_root_profile_not_a_usb_one(tmp_path, capsys):
     output = tmp_path / "out.toml"
-    err = refused(capsys, ["fit", str(FIXTURES / "sim_pcie_gen2x1.json"), "-o", str(output)],
-                  output)
-    assert "is a pcie sweep: fit builds USB 2.0 host profiles" in err
+    assert main(["fit", str(FIXTURES / "sim_pcie_gen2x1.json"), "-o", str(output)]) == 0
+    assert "completion_latency_ns" in output.read_text()
+    assert "max_bulk_in_per_uframe" not in output.read_text()
+    assert "sim:pcie?gen=2&latency_ns=" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("name", "words"), [
@@ -134,3 +135,13 @@ def test_fit_says_when_the_device_nakked_and_the_curve_is_not_the_hosts_alone(
     assert main(["fit", str(path), "-o", str(tmp_path / "nak.toml")]) == 0
     out, _ = capsys.readouterr()
     assert "!! the device NAKed 90 of " in out and "IN tokens" in out
+
+
+def test_fit_to_stdout_is_the_profile_alone_and_the_report_goes_to_stderr(model_result,
+                                                                          capfd):
+    result = model_result(load_profile("xhci"))
+    assert main(["fit", str(result), "-o", "-", "--name", "port a"]) == 0
+    out, err = capfd.readouterr()
+    table = tomllib.loads(out)
+    assert table["name"] == "port a" and set(table) == {"name", *SCHEMA}
+    assert "profile: written to stdout (name 'port a')" in err

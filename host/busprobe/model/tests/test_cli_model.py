@@ -47,7 +47,9 @@ def test_model_per_transfer_term(capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["model", "--device", "sim:pcie?gen=7"], "sim:pcie option gen='7': gen must be 1, 2 or 3"),
     (["model", "--device", "sim:pcie?mps=100"], "mps='100': mps must be 128, 256 or 512"),
-    (["model", "--device", "sim:pcie", "--mps", "100"], "MPS 100 is not one of"),
+    (["model", "--device", "sim:pcie", "--mps", "100"], "mps='100': mps must be 128, 256 or 512"),
+    (["model", "--device", "sim:pcie", "--mps", "4096"], "mps must be 128, 256 or 512"),
+    (["model", "--device", "sim:pcie", "--mrrs", "64"], "mrrs must be 128, 256, 512, 1024"),
     (["model", "--device", "sim:usb2?host=nosuch"], "unknown host profile"),
     (["model", "--device", "sim:usb2", "--mps", "128"], "PCIe devices only"),
     (["model", "--device", "sim:pcie", "--direction", "in"], "does not exist on pcie"),
@@ -64,7 +66,8 @@ def test_sim_selector_options_become_the_simulated_links_assumptions():
     assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 1, 256, 512)
     assert bus.extra == {"rcb": 64, "cap": 304087040.0, "latency_ns": 800.0, "simulated": True,
                          "skp": False, "ack_every": 1, "updatefc_every": 1,
-                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8}
+                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8,
+                         "tx_buffer_tlps": 4}
 
 
 def test_sim_pcie_read_latency_bounds_the_config_ceiling_not_the_link(capsys):

@@ -18,7 +18,8 @@ def test_sim_pcie_defaults_are_the_simulated_links_defaults():
     assert (bus.kind, bus.speed, bus.width, bus.mps, bus.mrrs) == ("pcie", "gen2", 1, 256, 512)
     assert bus.extra == {"rcb": 64, "cap": None, "latency_ns": 0.0, "simulated": True,
                          "skp": False, "ack_every": 1, "updatefc_every": 1,
-                         "split_at_rcb": False, "read_latency_ns": 0.0, "outstanding_reads": 8}
+                         "split_at_rcb": False, "read_latency_ns": 0.0, "outstanding_reads": 8,
+                                     "tx_buffer_tlps": 4}
 
 
 def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
