@@ -4,9 +4,13 @@ What :class:`SuperSpeedLink` does, as a downstream port must (USB 3.2 §7.2.4):
 
 * advertisement on entering U0: LGOOD_7 (the header sequence number before 0) and LCRD_A..D
   (four header buffers), and it waits for the device's own;
-* every header packet it sends takes one of the device's header credits (blocked while none is
-  left, and that wait is counted as a *credit stall*), carries the next sequence number and is
-  kept until the device's LGOOD_n retires it; an LBAD makes it send LRTY and resend every
+* every header packet it sends takes one of the device's header credits as its first symbol
+  goes on the wire (the partner holds a header block until it can: a header queued behind a data
+  packet holds no credit meanwhile; the lane's wait is ``PipePartnerDriver.credit_wait_cycles``,
+  and when more than :data:`CREDIT_BORROW` headers would wait the sender blocks, a *credit
+  stall*), carries the next sequence number and is
+  kept until the device's LGOOD_n retires it, strictly in order (an LGOOD out of sequence is a
+  :class:`LinkError`: a port would go to Recovery); an LBAD makes it send LRTY and resend every
   unretired header (Delayed bit set), data payloads with them;
 * every header packet it receives is checked (CRC-16, CRC-5, sequence); a good one is answered
   with LGOOD_n at once and LCRD_x after ``credit_return_cycles`` (the host's header buffer
@@ -49,6 +53,9 @@ LUNA_HEADER_GAP_SYMBOLS = 4
 #: A header waiting this long for a credit means the device stopped returning them: 1 ms, the
 #: time after which a port without link traffic goes to Recovery (USB 3.2 §7.5.6.1).
 CREDIT_TIMEOUT_CYCLES = CLOCK_HZ // 1000
+#: Headers the link may queue in the partner beyond the credits it holds; each waits on the
+#: lane for an LCRD (four credits + two = six sequence numbers in flight, of eight).
+CREDIT_BORROW = 2
 #: Keep-alive interval: a link command within 10 µs of idle (USB 3.2 §7.5.6.1, LUNA's timer).
 KEEPALIVE_S = 10e-6
 
@@ -67,7 +74,6 @@ class LinkCounters:
     bad_headers: int = 0
     bad_payloads: int = 0
     bad_commands: int = 0
-    lgood_missing: int = 0
     lbad_received: int = 0
     lrty_received: int = 0
     credit_stall_cycles: int = 0
@@ -97,7 +103,8 @@ class SuperSpeedLink:
         self.keepalive_cycles = round(KEEPALIVE_S * CLOCK_HZ)
         self._tx_sequence = 0
         self._rx_sequence = 0
-        self._credits = 0
+        self._credits = 0  # credits granted, less the headers queued against them
+        self._granted = 0  # credits granted to the partner's lane, cumulative
         self._next_credit_in = 0
         self._next_credit_out = 0
         self._unretired: deque[tuple[int, tuple, bytes | None]] = deque()
@@ -122,6 +129,9 @@ class SuperSpeedLink:
 
     async def start(self, timeout_cycles: int = 50_000) -> None:
         """Advertise sequence and credits, start the receive loop, wait for the device's."""
+        # The partner's credit counters run from its reset; a link (re)starts with none.
+        self._granted = self.partner.credits_taken
+        self.partner.grant_credits(self._granted)
         await self._send_command(LinkCommand.LGOOD, 7)
         for credit in range(HEADER_BUFFERS):
             await self._send_command(LinkCommand.LCRD, credit)
@@ -160,11 +170,14 @@ class SuperSpeedLink:
 
     async def _send_header(self, dws: tuple[int, int, int], payload: bytes | None, *,
                            start_at: int, corrupt_crc32: bool) -> int:
-        if self._credits == 0:
+        # The credit is spent when the header goes on the wire (the partner holds a header
+        # block until it can take one): a header queued behind a data packet does not hold a
+        # credit the while. Up to CREDIT_BORROW headers may wait in the partner that way.
+        if self._credits <= -CREDIT_BORROW:
             stalled = self.partner.cycle
             self.counters.credit_stalls += 1
             deadline = stalled + CREDIT_TIMEOUT_CYCLES
-            while self._credits == 0:
+            while self._credits <= -CREDIT_BORROW:
                 if self.partner.cycle >= deadline:
                     raise LinkError(f"no header credit from the device for "
                                     f"{CREDIT_TIMEOUT_CYCLES} cycles (link left U0?)")
@@ -175,19 +188,20 @@ class SuperSpeedLink:
         self._credits -= 1
         sequence = self._tx_sequence
         self._tx_sequence = (sequence + 1) % 8
-        # Eight sequence numbers: a header still waiting for its LGOOD seven headers later is
-        # taken as acknowledged (its credit came back long ago). LUNA's device leaves a few
-        # headers without an LGOOD in long IN streams; counted as lgood_missing.
-        while len(self._unretired) >= 7:
-            self._unretired.popleft()
-            self.counters.lgood_missing += 1
+        # A missing LGOOD shows when the next one arrives out of sequence (_on_command); if
+        # they stop altogether, eight sequence numbers cannot tell an eighth header waiting
+        # from the first. (LUNA's receiver starved its LGOODs on a busy lane until
+        # gateware/usb3/link_commands.py; a port's tPendingHP timer would go to Recovery.)
+        if len(self._unretired) >= 7:
+            waiting = [number for number, _, _ in self._unretired]
+            raise LinkError(f"headers {waiting} still wait for their LGOOD")
         self._unretired.append((sequence, dws, payload))
         corrupt = self.corrupt_headers > 0
         self.corrupt_headers -= corrupt
         framed = frame_header(dws, sequence, payload=payload, corrupt_crc16=corrupt,
                               corrupt_crc32=corrupt_crc32)
         gap = b"" if payload is not None else bytes(LUNA_HEADER_GAP_SYMBOLS)
-        await self.partner.queue(framed.symbols + gap, framed.kmask, start_at)
+        await self.partner.queue(framed.symbols + gap, framed.kmask, start_at, credit=True)
         self._last_sent = max(self.partner.cycle, start_at)
         self.counters.headers_sent += 1
         return self.partner.cycle
@@ -230,15 +244,22 @@ class SuperSpeedLink:
         if command == LinkCommand.LGOOD:
             if not self._advertised.is_set():
                 self._advertised.set()  # the device's sequence advertisement
-            elif any(sequence == subtype for sequence, _, _ in self._unretired):
-                while self._unretired.popleft()[0] != subtype:
-                    pass  # an LGOOD retires every header before it too
+            elif self._unretired and self._unretired[0][0] == subtype:
+                self._unretired.popleft()
+            else:
+                # LGOODs come in sequence (USB 3.2 §7.2.4.1.3); a port goes to Recovery on
+                # another, as LUNA's own transmitter does.
+                oldest = self._unretired[0][0] if self._unretired else None
+                raise LinkError(f"LGOOD_{subtype} out of sequence (oldest header waiting: "
+                                f"{oldest})")
         elif command == LinkCommand.LCRD:
             if subtype != self._next_credit_in:
                 raise LinkError(f"LCRD_{'ABCD'[subtype]} out of order "
                                 f"(expected {'ABCD'[self._next_credit_in]})")
             self._next_credit_in = (subtype + 1) % HEADER_BUFFERS
             self._credits += 1
+            self._granted += 1
+            self.partner.grant_credits(self._granted)
             self._credit_event.set()
 
         elif command == LinkCommand.LBAD:
