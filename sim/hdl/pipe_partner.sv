@@ -38,14 +38,6 @@
 //                                      queue one block (blk_request incremented by the model)
 //   blk_done [31:0], blk_free [7:0]    blocks fully sent; free queue slots
 //   blk_last_end [63:0]                cycle the last block's final symbol went out
-//   blk_credit                         the block queued with blk_request is a header packet: it
-//                                      goes on the wire only holding one of the device's header
-//                                      credits, taken as its first symbol goes out (a port spends
-//                                      a credit when it transmits, USB 3.2 §7.2.4.1; a header
-//                                      queued behind a data packet does not hold one meanwhile)
-//   credits_granted [31:0]             credits the model has received (LCRDs), cumulative
-//   credits_taken [31:0]               credits spent by header blocks sent, cumulative
-//   credit_wait_cycles [31:0]          cycles a header block was due but waited for a credit
 //   cmd_symbols [64], cmd_k, cmd_request, cmd_done, cmd_free
 //                                      the link-command lane: 8-symbol link commands, sent at
 //                                      the next packet boundary ahead of queued blocks (a link
@@ -103,10 +95,6 @@ module pipe_partner #(
     output logic [31:0]                 blk_done,
     output logic [7:0]                  blk_free,
     output logic [63:0]                 blk_last_end,
-    input  logic                        blk_credit,
-    input  logic [31:0]                 credits_granted,
-    output logic [31:0]                 credits_taken,
-    output logic [31:0]                 credit_wait_cycles,
     input  logic [63:0]                 cmd_symbols,
     input  logic [7:0]                  cmd_k,
     input  logic [31:0]                 cmd_request,
@@ -187,7 +175,6 @@ module pipe_partner #(
     logic [8:0]  blk_mem [BLOCKS][MAX_BLOCK];
     logic [15:0] blk_mem_len [BLOCKS];
     logic [63:0] blk_mem_at [BLOCKS];
-    logic        blk_mem_credit [BLOCKS];
     logic [31:0] blk_seen;
     logic [7:0]  blk_wr, blk_rd, blk_used;
     logic [15:0] blk_pos;
@@ -206,16 +193,15 @@ module pipe_partner #(
     always_ff @(posedge clk) begin
         logic [31:0] word;
         logic [3:0]  kmask;
-        logic        is_skp, pop_block, start_block, take_cmd, boundary, due, no_credit;
+        logic        is_skp, pop_block, start_block, take_cmd, boundary;
         logic [23:0] step;
         logic [15:0] lfsr;
-        is_skp = 0; pop_block = 0; start_block = 0; take_cmd = 0; due = 0; no_credit = 0;
+        is_skp = 0; pop_block = 0; start_block = 0; take_cmd = 0;
         word = 0; kmask = 0;
         if (rst) begin
             blk_seen <= blk_request; blk_wr <= 0; blk_rd <= 0; blk_used <= 0; blk_done <= 0;
             blk_active <= 0; blk_pos <= 0; tx_lfsr <= 16'hFFFF; skp_symbols <= 0; skp_owed <= 0;
             os_pos <= 0; os_sent <= 0; symbols_in <= 0; blk_last_end <= 0;
-            credits_taken <= 0; credit_wait_cycles <= 0;
             rx_valid <= 0; rx_data <= 0; rx_datak <= 0;
             cmd_seen <= cmd_request; cmd_wr <= 0; cmd_rd <= 0; cmd_half <= 0; cmd_done <= 0;
         end else begin
@@ -230,7 +216,6 @@ module pipe_partner #(
                     blk_mem[blk_wr[2:0]][i] <= {blk_k[i], blk_symbols[8*i +: 8]};
                 blk_mem_len[blk_wr[2:0]] <= blk_len;
                 blk_mem_at[blk_wr[2:0]] <= blk_start_at;
-                blk_mem_credit[blk_wr[2:0]] <= blk_credit;
                 blk_wr <= blk_wr + 1;
                 blk_seen <= blk_request;
             end
@@ -247,11 +232,7 @@ module pipe_partner #(
                 word = cmd_half ? cmd_mem[cmd_rd[3:0]][63:32] : cmd_mem[cmd_rd[3:0]][31:0];
                 kmask = cmd_half ? cmd_mem[cmd_rd[3:0]][71:68] : cmd_mem[cmd_rd[3:0]][67:64];
             end else if (host_mode == MODE_LINK) begin
-                due = !blk_active && blk_used != 0 && cycle >= blk_mem_at[blk_rd[2:0]];
-                no_credit = blk_mem_credit[blk_rd[2:0]] && credits_taken == credits_granted;
-                start_block = due && !no_credit;
-                if (due && no_credit) credit_wait_cycles <= credit_wait_cycles + 1;
-                if (start_block && blk_mem_credit[blk_rd[2:0]]) credits_taken <= credits_taken + 1;
+                start_block = !blk_active && blk_used != 0 && cycle >= blk_mem_at[blk_rd[2:0]];
                 if (blk_active || start_block) begin
                     for (int lane = 0; lane < 4; lane++) begin
                         word[8*lane +: 8] = blk_mem[blk_rd[2:0]][blk_pos + lane][7:0];

@@ -4,11 +4,8 @@ What :class:`SuperSpeedLink` does, as a downstream port must (USB 3.2 §7.2.4):
 
 * advertisement on entering U0: LGOOD_7 (the header sequence number before 0) and LCRD_A..D
   (four header buffers), and it waits for the device's own;
-* every header packet it sends takes one of the device's header credits as its first symbol
-  goes on the wire (the partner holds a header block until it can: a header queued behind a data
-  packet holds no credit meanwhile; the lane's wait is ``PipePartnerDriver.credit_wait_cycles``,
-  and when more than :data:`CREDIT_BORROW` headers would wait the sender blocks, a *credit
-  stall*), carries the next sequence number and is
+* every header packet it sends takes one of the device's header credits (blocked while none is
+  left, and that wait is counted as a *credit stall*), carries the next sequence number and is
   kept until the device's LGOOD_n retires it, strictly in order (an LGOOD out of sequence is a
   :class:`LinkError`: a port would go to Recovery); an LBAD makes it send LRTY and resend every
   unretired header (Delayed bit set), data payloads with them;
@@ -53,9 +50,6 @@ LUNA_HEADER_GAP_SYMBOLS = 4
 #: A header waiting this long for a credit means the device stopped returning them: 1 ms, the
 #: time after which a port without link traffic goes to Recovery (USB 3.2 §7.5.6.1).
 CREDIT_TIMEOUT_CYCLES = CLOCK_HZ // 1000
-#: Headers the link may queue in the partner beyond the credits it holds; each waits on the
-#: lane for an LCRD (four credits + two = six sequence numbers in flight, of eight).
-CREDIT_BORROW = 2
 #: Keep-alive interval: a link command within 10 µs of idle (USB 3.2 §7.5.6.1, LUNA's timer).
 KEEPALIVE_S = 10e-6
 
@@ -103,8 +97,7 @@ class SuperSpeedLink:
         self.keepalive_cycles = round(KEEPALIVE_S * CLOCK_HZ)
         self._tx_sequence = 0
         self._rx_sequence = 0
-        self._credits = 0  # credits granted, less the headers queued against them
-        self._granted = 0  # credits granted to the partner's lane, cumulative
+        self._credits = 0
         self._next_credit_in = 0
         self._next_credit_out = 0
         self._unretired: deque[tuple[int, tuple, bytes | None]] = deque()
@@ -129,9 +122,6 @@ class SuperSpeedLink:
 
     async def start(self, timeout_cycles: int = 50_000) -> None:
         """Advertise sequence and credits, start the receive loop, wait for the device's."""
-        # The partner's credit counters run from its reset; a link (re)starts with none.
-        self._granted = self.partner.credits_taken
-        self.partner.grant_credits(self._granted)
         await self._send_command(LinkCommand.LGOOD, 7)
         for credit in range(HEADER_BUFFERS):
             await self._send_command(LinkCommand.LCRD, credit)
@@ -170,14 +160,11 @@ class SuperSpeedLink:
 
     async def _send_header(self, dws: tuple[int, int, int], payload: bytes | None, *,
                            start_at: int, corrupt_crc32: bool) -> int:
-        # The credit is spent when the header goes on the wire (the partner holds a header
-        # block until it can take one): a header queued behind a data packet does not hold a
-        # credit the while. Up to CREDIT_BORROW headers may wait in the partner that way.
-        if self._credits <= -CREDIT_BORROW:
+        if self._credits == 0:
             stalled = self.partner.cycle
             self.counters.credit_stalls += 1
             deadline = stalled + CREDIT_TIMEOUT_CYCLES
-            while self._credits <= -CREDIT_BORROW:
+            while self._credits == 0:
                 if self.partner.cycle >= deadline:
                     raise LinkError(f"no header credit from the device for "
                                     f"{CREDIT_TIMEOUT_CYCLES} cycles (link left U0?)")
@@ -201,7 +188,7 @@ class SuperSpeedLink:
         framed = frame_header(dws, sequence, payload=payload, corrupt_crc16=corrupt,
                               corrupt_crc32=corrupt_crc32)
         gap = b"" if payload is not None else bytes(LUNA_HEADER_GAP_SYMBOLS)
-        await self.partner.queue(framed.symbols + gap, framed.kmask, start_at, credit=True)
+        await self.partner.queue(framed.symbols + gap, framed.kmask, start_at)
         self._last_sent = max(self.partner.cycle, start_at)
         self.counters.headers_sent += 1
         return self.partner.cycle
@@ -258,8 +245,6 @@ class SuperSpeedLink:
                                 f"(expected {'ABCD'[self._next_credit_in]})")
             self._next_credit_in = (subtype + 1) % HEADER_BUFFERS
             self._credits += 1
-            self._granted += 1
-            self.partner.grant_credits(self._granted)
             self._credit_event.set()
 
         elif command == LinkCommand.LBAD:

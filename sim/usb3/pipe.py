@@ -133,8 +133,6 @@ class PipePartnerDriver(ClockedDriver):
         dut.cmd_k.value = 0
         dut.blk_len.value = 0
         dut.blk_start_at.value = 0
-        dut.blk_credit.value = 0
-        dut.credits_granted.value = 0
         dut.cap_pop.value = 0
         dut.os_words.value = 4
         dut.os_word.value = 0
@@ -211,12 +209,9 @@ class PipePartnerDriver(ClockedDriver):
         """Consecutive logical idle symbols (descrambled D0.0) just received."""
         return int(self.dut.rx_idle_run.value)
 
-    async def queue(self, symbols: bytes, kmask: int = 0, start_at: int = 0, *,
-                    credit: bool = False) -> None:
+    async def queue(self, symbols: bytes, kmask: int = 0, start_at: int = 0) -> None:
         """Queue framed symbols (``kmask`` bit i: symbol i is a K symbol) to go out in LINK mode
-        not before cycle ``start_at``; waits while the partner's block queue is full. With
-        ``credit`` (a header packet) the block goes out only when it can take one of the
-        credits :meth:`grant_credits` granted, as its first symbol goes on the wire.
+        not before cycle ``start_at``; waits while the partner's block queue is full.
 
         The block is padded with logical idle to a whole word, as LUNA's own transmitter sends.
         """
@@ -231,24 +226,9 @@ class PipePartnerDriver(ClockedDriver):
             dut.blk_k.value = kmask
             dut.blk_len.value = len(symbols)
             dut.blk_start_at.value = start_at
-            dut.blk_credit.value = int(credit)
             self._blk_request += 1
             dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
             await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
-
-    def grant_credits(self, total: int) -> None:
-        """The device's header credits received so far (cumulative, see :attr:`credits_taken`)."""
-        self.dut.credits_granted.value = total & 0xFFFF_FFFF
-
-    @property
-    def credits_taken(self) -> int:
-        """Credits spent by header blocks sent so far (cumulative since the partner's reset)."""
-        return int(self.dut.credits_taken.value)
-
-    @property
-    def credit_wait_cycles(self) -> int:
-        """Cycles a due header block waited on the lane for a credit."""
-        return int(self.dut.credit_wait_cycles.value)
 
     async def wait_backlog(self, blocks: int) -> None:
         """Wait until at most ``blocks`` blocks (the one on the wire included) are queued."""

@@ -93,7 +93,7 @@ async def in_and_out_at_once_each_direction_at_the_dual_simplex_bound(dut) -> No
     rates = {"in": streams[0].moved / seconds, "out": streams[1].moved / seconds}
     record(test="in_and_out_at_once", mb_s={k: v / 1e6 for k, v in rates.items()},
            of_model={k: v / loopback_bound() for k, v in rates.items()}, wall_s=wall,
-           link=vars(counters), credit_wait=session.partner.credit_wait_cycles)
+           link=vars(counters))
     assert int(dut.link_trained.value), "the device left U0"
     assert counters.bad_payloads == 0, vars(counters)  # LGOODs: the link checks each
     assert telemetry["in_bytes"] == telemetry["out_bytes"] == 1 << 20
@@ -115,7 +115,7 @@ async def loopback_1mib_ideal_host_at_the_model_ceiling_every_byte_checked_both_
     rate = outcome.bytes / ((outcome.end - outcome.start) / CLOCK_HZ)
     record(test="loopback_1mib", mb_s=rate / 1e6, of_model=rate / loopback_bound(), wall_s=wall,
            cycles=outcome.end - outcome.start, counters=outcome.counters,
-           link=vars(session.link.counters), credit_wait=session.partner.credit_wait_cycles,
+           link=vars(session.link.counters),
            telemetry={k: v for k, v in telemetry.items() if v})
     assert chunks == sent, "what came back on IN is not what went OUT"
     assert telemetry["out_bytes"] == telemetry["in_bytes"] == outcome.bytes == 1 << 20
