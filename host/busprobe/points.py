@@ -9,6 +9,7 @@ from typing import Any
 
 from .stats import median_or_none, summarise
 from .tool_ceiling import ToolFigure
+from .transport import DeviceRunResult
 
 __all__ = ["PointSpec", "PointResult", "TOOL_MARGIN"]
 
@@ -64,6 +65,9 @@ class PointResult:
     #: Why each failed repeat failed (:class:`~busprobe.transport.RepeatFailed`); each one
     #: counts all its bytes as lost, and ``samples`` hold the other repeats only.
     failed_repeats: list[str] = field(default_factory=list)
+    #: The same point run by the device itself (its firmware, no host software per transfer),
+    #: where the transport offers it (:meth:`~busprobe.transport.Transport.device_run`).
+    device_runs: list[DeviceRunResult] = field(default_factory=list)
 
     def _tool_json(self, median: float, spread: float | None) -> dict[str, Any]:
         """The tool's ceiling for this point, and whether the point is within the repeats'
@@ -79,7 +83,7 @@ class PointResult:
     @property
     def errors(self) -> int:
         return (self.mismatched_words + self.lost_bytes + self.device_byte_mismatch
-                + self.device_errors)
+                + self.device_errors + sum(run.errors for run in self.device_runs))
 
     def to_json(self) -> dict[str, Any]:
         host = summarise(self.samples)
@@ -131,4 +135,18 @@ class PointResult:
             **self._tool_json(host.median, host.spread),
             "telemetry": self.telemetry[-1] if self.telemetry else {},
             "telemetry_repeats": self.telemetry,
+            **self._device_run_json(),
         }
+
+    def _device_run_json(self) -> dict[str, Any]:
+        """``device_run_throughput`` (median, device-timed) and ``device_run`` (the runs), or
+        nothing when the device ran none."""
+        if not self.device_runs:
+            return {}
+        runs = self.device_runs
+        return {"device_run_throughput": median_or_none([r.throughput for r in runs]),
+                "device_run": {"samples": [r.throughput for r in runs],
+                               "bytes": [r.bytes for r in runs],
+                               "seconds": [r.seconds for r in runs],
+                               "total_seconds": [r.total_seconds for r in runs],
+                               "errors": sum(r.errors for r in runs)}}

@@ -32,8 +32,8 @@ DIRECTIONS = ("in", "out", "write", "read", "loopback")
 #: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``).
 PROTOCOLS = ("stream", "bot")
 #: The verdicts ``busprobe.verdict.assess`` gives.
-VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited",
-            "tool-limited")
+VERDICTS = ("link-limited", "host-limited", "driver-limited", "upstream-limited",
+            "device-limited", "tool-limited")
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,8 @@ _NON_NEGATIVE = {"errors", "throughput", "throughput_min", "throughput_max", "de
                  "device_throughput_min", "device_throughput_max", "ceiling", "link_ceiling",
                  "model", "plateau", "bytes", "transfers", "short_transfers", "repeats",
                  "queue_depth_in_force", "max_packet_size", "spread", "device_ceiling",
-                 "tool_ceiling", "tool_completions_per_s", "throughput_mean"}
+                 "tool_ceiling", "tool_completions_per_s", "throughput_mean",
+                 "device_run_throughput", "device_run_plateau"}
 _POSITIVE = {"length", "queue_depth", "width", "mps", "mrrs", "schema"}
 
 BUS = Object(
@@ -95,7 +96,9 @@ POINT = Object(
               "device_ceiling": OPT_NUM, "device_efficiency": OPT_NUM,
               "tool_ceiling": OPT_NUM, "tool_completions_per_s": OPT_NUM, "tool_path": OPT_STR,
               "tool_limited": OPT_BOOL,
-              "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null")})
+              "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null"),
+              # The device-run beside the host-run (PCIe SoC firmware): median, and the runs.
+              "device_run_throughput": OPT_NUM, "device_run": ("object", "null")})
 
 CEILING = Object(
     required={"direction": Choice(DIRECTIONS), "verdict": Choice(VERDICTS),
@@ -108,6 +111,7 @@ CEILING = Object(
               "device_plateau": OPT_NUM, "device_efficiency": OPT_NUM, "profile": OPT_STR,
               "profile_ceiling": OPT_NUM, "profile_efficiency": OPT_NUM,
               "device_profile_efficiency": OPT_NUM, "qd_effect": ("object", "null"),
+              "device_run_plateau": OPT_NUM, "device_run_efficiency": OPT_NUM,
               "evidence": ("object", "null")},
     nullable=True)
 

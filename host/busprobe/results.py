@@ -229,6 +229,10 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     """The human summary of a run: one line per point, then what went wrong, loudly."""
     rows = [("dir", "length", "qd", "setting", f"host {units.label}", "mean ± spread",
              f"device {units.label}", "% link", "% ceiling", "errors")]
+    # The device-run (the PCIe SoC's firmware moving the data itself), when the sweep ran it.
+    runs = any(p.get("device_run_throughput") for p in doc["points"])
+    if runs:
+        rows[0] = (*rows[0][:7], f"device-run {units.label}", *rows[0][7:])
     for p in doc["points"]:
         setting = " ".join(f"{k}={p[k]}" for k in ("mps", "mrrs") if p.get(k) is not None)
         # Repeats as measurements with error bars: mean ± half the range (stats.error_bar).
@@ -242,6 +246,10 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
             "-" if not p.get("link_efficiency") else f"{100 * p['link_efficiency']:.1f}",
             "-" if not p.get("efficiency") else f"{100 * p['efficiency']:.1f}",
             str(p["errors"]) + (" !!" if p["errors"] else "")))
+        if runs:
+            run = p.get("device_run_throughput")
+            rows[-1] = (*rows[-1][:7], "-" if not run else f"{units.convert(run):.2f}",
+                        *rows[-1][7:])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
              for row in rows]

@@ -28,7 +28,14 @@ from .points import TOOL_MARGIN, PointResult, PointSpec
 from .protocol.patterns import CheckResult, Pattern, PatternStream
 from .stats import MIN_REPEATS
 from .tool_ceiling import ToolFigure, tool_ceiling
-from .transport import RepeatFailed, StreamResult, Telemetry, Transport
+from .transport import (
+    DeviceRunFailed,
+    DeviceRunResult,
+    RepeatFailed,
+    StreamResult,
+    Telemetry,
+    Transport,
+)
 
 __all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling",
            "TOOL_MARGIN"]
@@ -146,16 +153,25 @@ class Sweep:
     tool : callable, optional
         ``(path, direction, length, queue_depth) -> ToolFigure | None``: the host path's own
         ceiling (default :func:`busprobe.tool_ceiling.tool_ceiling`).
+    device_run : bool
+        Where the transport's device can run a direction by itself
+        (:meth:`Transport.device_run_directions`), run each point that way too, beside the
+        host-run repeats (once per direction, length and bus setting: queue depth is the
+        host's).
     """
 
     def __init__(self, transport: Transport, plan: SweepPlan, *,
                  on_repeat: Callable[[PointSpec, int], None] | None = None,
-                 tool: Callable[[str, str, int, int], ToolFigure | None] | None = None) -> None:
+                 tool: Callable[[str, str, int, int], ToolFigure | None] | None = None,
+                 device_run: bool = True) -> None:
         self.transport = transport
         self.plan = plan
         self.on_repeat = on_repeat
         self.tool_ceiling = tool or tool_ceiling
+        self.device_run = device_run
         self.points: list[PointResult] = []
+        self._device_runs: dict[tuple[str, int, tuple[tuple[str, int], ...]],
+                                list[DeviceRunResult]] = {}
         # Host copies of the device's streams: what it sends us, what we send it. One pair per
         # direction, because each direction's data continues only within that direction.
         self._incoming: dict[str, PatternStream] = {}
@@ -217,7 +233,8 @@ class Sweep:
                     self._restart_pattern()  # a bus change may reset the device's engines
                 settings = spec.settings
             point = self.measure(spec)
-            self.points.append(point)
+            self.points.append(point)  # kept if the device is lost during its device-run
+            point.device_runs = self.measure_device_run(spec, point.bytes_per_repeat)
             if point.errors:
                 log.warning("%s %s B qd %d: %d errors; restarting the pattern",
                             spec.direction, spec.length, spec.queue_depth, point.errors)
@@ -302,6 +319,30 @@ class Sweep:
             log.warning("no tool ceiling for %s %s B qd %d: %s", spec.direction, spec.length,
                         spec.queue_depth, exc)
             return None
+
+    def measure_device_run(self, spec: PointSpec, volume: int) -> list[DeviceRunResult]:
+        """The point run by the device (``volume`` bytes a run, as the host's repeats moved, as
+        far as the device's buffer holds), or [] where it cannot run it. The device restarts
+        its pattern streams for it, so the host's restart with it."""
+        transport = self.transport
+        if (not self.device_run or spec.direction not in transport.device_run_directions()
+                or spec.length > transport.device_run_bytes):
+            return []
+        key = (spec.direction, spec.length, spec.settings)
+        if key not in self._device_runs:
+            count = max(1, min(volume, transport.device_run_bytes) // spec.length)
+            repeats = transport.device_run_repeats or self.plan.repeat
+            try:
+                self._device_runs[key] = [
+                    transport.device_run(spec.direction, spec.length, count, self.plan.pattern)
+                    for _ in range(repeats)]
+            except DeviceRunFailed as exc:  # the host-run figure stands without it
+                log.warning("%s %s B: no device-run: %s", spec.direction, spec.length, exc)
+                self._device_runs[key] = []
+            # Not in a finally: a device that is gone must surface as itself, not as the
+            # restart's "not running".
+            self._restart_pattern()
+        return self._device_runs[key]
 
     @staticmethod
     def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker,

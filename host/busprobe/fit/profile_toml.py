@@ -75,13 +75,7 @@ def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
     """Write ``fitted`` to ``path`` (``-``: stdout), checked by the loader first, then written as
     every result is (:mod:`busprobe.result_file`: a file whole or not at all, a link written
     through); returns the profile as the loader reads it."""
-    text = render_profile(fitted, name, day=day)
-    with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
-        check = Path(folder) / "profile.toml"
-        check.write_text(text, encoding="utf-8")
-        profile = load_profile(str(check))  # what the simulator will read, or a one-line error
-    write_result(path, text)
-    return profile
+    return _checked_write(render_profile(fitted, name, day=day), path, load_profile)
 
 
 def write_settings(settings: Mapping[str, Any], path: str | Path, name: str, *,
@@ -99,10 +93,15 @@ def write_settings(settings: Mapping[str, Any], path: str | Path, name: str, *,
         source = f"fitted from {result} on {day}: {setting.text}"
         lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(setting.value)}, "
                      f"source = {_toml_string(source)} }}")
-    text = "\n".join(lines) + "\n"
+    return _checked_write("\n".join(lines) + "\n", path, loader)
+
+
+def _checked_write(text: str, path: str | Path, loader: Callable[[str], Any]) -> Any:
+    """``text`` read back by ``loader`` (what the simulator will read, or its one-line error)
+    before it is written to ``path``; returns what the loader read."""
     with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
         check = Path(folder) / "profile.toml"
         check.write_text(text, encoding="utf-8")
-        profile = loader(str(check))  # what the simulator will read, or a one-line error
+        profile = loader(str(check))
     write_result(path, text)
     return profile

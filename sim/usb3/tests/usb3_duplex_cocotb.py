@@ -18,8 +18,8 @@ from usb3_cocotb_support import open_session, prepare_stream, read_telemetry, re
 QUEUE_DEPTHS = (1, 2, 4, 8)
 ODD_LENGTHS = (1, 1025, 4097, 65535)
 #: Share of the loopback model a 1 MiB run must reach. Issue 27 asks 99 %; the simulation gives
-#: 98.5 % (loopback) and 98.6 % (IN and OUT at once): per 1024-byte packet the host's lane
-#: carries ~281 cycles where the model counts 278.6 (docs/DESIGN.md §2.8).
+#: 98.5 % (loopback) and 98.7 % (IN and OUT at once): per 1024-byte packet the device's lane
+#: carries ~281 cycles where the model counts 278.6 (docs/DESIGN.md §2.9).
 LOOPBACK_FLOOR = 0.98
 
 
