@@ -261,10 +261,12 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
             with m.Case(_Action.SET_ADDRESS):
                 m.d.comb += [interface.address_changed.eq(1),
                              interface.new_address.eq(setup.value[0:7])]
-            with m.Case(_Action.SET_CONFIGURATION):
-                m.d.comb += [interface.config_changed.eq(1),
-                             interface.new_config.eq(setup.value[0:8])]
-            with m.Case(_Action.SET_INTERFACE):
+            with m.Case(_Action.SET_CONFIGURATION, _Action.SET_INTERFACE):
+                # Both restart the endpoints, halts included (§9.1.1.5); SET_CONFIGURATION also
+                # does through LUNA's ep_reset.
+                with m.If(action == _Action.SET_CONFIGURATION):
+                    m.d.comb += [interface.config_changed.eq(1),
+                                 interface.new_config.eq(setup.value[0:8])]
                 m.d.comb += [self.restart_in.eq(1), self.restart_out.eq(1)]
             with m.Case(_Action.HALT):
                 # A clear restarts the endpoint's sequence number (USB 3.2 §9.4.5); endpoint 0

@@ -110,3 +110,19 @@ def test_in_the_address_state_only_endpoint_zero_and_the_device_exist():
     got = run(body, configuration=0)
     assert got == {"endpoint": "stall", "endpoint zero": b"\x00\x00", "interface": "stall",
                    "halt": "stall", "u1": "stall", "qualifier": "stall", "restarts": []}
+
+
+def test_set_configuration_and_set_interface_end_every_halt_and_restart_both_endpoints():
+    async def body(ctx, dut, results):
+        out, standard = dut.interface, dut.standard
+        for request, value in ((9, 1), (11, 0)):   # SET_CONFIGURATION 1, SET_INTERFACE 0
+            await control_out(ctx, out, setup_packet(TO_ENDPOINT, SET_FEATURE, HALT,
+                                                     usb3.EP_OUT))
+            halted = ctx.get(standard.halt_out)
+            recipient = TO_DEVICE if request == 9 else TO_INTERFACE
+            answer = await control_out(ctx, out, setup_packet(recipient, request, value))
+            results[request] = (halted, answer, ctx.get(standard.halt_out))
+
+    got = run(body, configuration=1)
+    assert got[9] == got[11] == (1, "ack", 0)
+    assert got["restarts"] == [(1, 1), (1, 1)]
