@@ -15,7 +15,8 @@ How requests map onto the platform:
   answer comes when the simulation has produced the data;
 * ``cancel_data_packet`` → a transfer still waiting is answered ``cancelled`` and never reaches
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
-  and is answered ``cancelled`` when it ends;
+  and is answered ``cancelled`` when it ends; one already answered is forgotten (QEMU reuses
+  packet ids: a cancel that crossed the answer must not cancel the next request with that id);
 * ``reset`` → :meth:`bus_reset` (a real bus reset and re-enumeration in the simulation);
 * a STALL is answered ``stall``, a timeout ``timeout``; the device gone (the simulator died or
   stopped, caught by its watchdog) → ``device_disconnect`` and the connection is closed.
@@ -27,6 +28,7 @@ import logging
 import queue
 import socket
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +79,8 @@ _TO_DEVICE, _FROM_DEVICE, _TO_INTERFACE, _FROM_INTERFACE = 0x00, 0x80, 0x01, 0x8
 _WITH_FIELDS = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET,
                           PacketType.SET_CONFIGURATION, PacketType.SET_ALT_SETTING,
                           PacketType.GET_ALT_SETTING})
+#: Requests a cancel_data_packet can name (they are answered with a data packet).
+_ANSWERED = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET})
 
 
 def bulk_length(fields: tuple) -> int:
@@ -121,6 +125,9 @@ class UsbredirExport:
         self._incoming: queue.Queue[Packet | None] = queue.Queue()
         self._held: Packet | None = None
         self._cancelled: set[int] = set()
+        # Requests received and not answered yet, by id: QEMU reuses ids (a stopped xHCI
+        # endpoint's transfers come again with theirs), so one id can be waiting twice.
+        self._outstanding: Counter[int] = Counter()
         self._lock = threading.Lock()
 
     # -- the connection -----------------------------------------------------------------------
@@ -156,11 +163,14 @@ class UsbredirExport:
             while chunk := self.connection.recv(1 << 20):
                 reader.feed(chunk)
                 for packet in reader.packets():
-                    if packet.type == PacketType.CANCEL_DATA_PACKET:
-                        with self._lock:
-                            self._cancelled.add(packet.id)
-                    else:
-                        self._incoming.put(packet)
+                    with self._lock:
+                        if packet.type == PacketType.CANCEL_DATA_PACKET:
+                            if packet.id in self._outstanding:
+                                self._cancelled.add(packet.id)
+                            continue
+                        if packet.type in _ANSWERED:
+                            self._outstanding[packet.id] += 1
+                    self._incoming.put(packet)
         except OSError:
             pass
         self._incoming.put(None)
@@ -177,6 +187,13 @@ class UsbredirExport:
 
     def _send(self, data: bytes) -> None:
         self.connection.sendall(data)
+
+    def _answered(self, packet_id: int) -> None:
+        with self._lock:
+            self._outstanding[packet_id] -= 1
+            if self._outstanding[packet_id] <= 0:
+                del self._outstanding[packet_id]
+                self._cancelled.discard(packet_id)
 
     def _take_cancelled(self, packet_id: int) -> bool:
         with self._lock:
@@ -258,6 +275,7 @@ class UsbredirExport:
         moved = len(data) if incoming else (len(packet.data) if status == Status.SUCCESS else 0)
         if self._take_cancelled(packet.id):
             status = Status.CANCELLED
+        self._answered(packet.id)
         self._send(self.negotiated.encode(
             PacketType.CONTROL_PACKET, packet.id,
             CONTROL.pack(endpoint, request, request_type, status, value, index, moved), data))
@@ -280,13 +298,15 @@ class UsbredirExport:
                 batch.append(more)  # type: ignore[arg-type]
             else:
                 self._held = more
+        # Told apart by identity: two requests with one id (reused) and the same data are equal.
         live = [p for p in batch if not self._take_cancelled(p.id)]
-        if len(live) < len(batch):
-            log.info("usbredir: bulk %#04x %d cancelled before reaching the bus", endpoint,
-                     len(batch) - len(live))
-        for packet in batch:
-            if packet not in live:
-                self._reply_bulk(packet, Status.CANCELLED, b"", 0)
+        kept = {id(p) for p in live}
+        dropped = [p for p in batch if id(p) not in kept]
+        if dropped:
+            log.info("usbredir: bulk %#04x %d cancelled before reaching the bus (ids %s)",
+                     endpoint, len(dropped), " ".join(f"{p.id:#x}" for p in dropped))
+        for packet in dropped:
+            self._reply_bulk(packet, Status.CANCELLED, b"", 0)
         if not live:
             return
         received: list[bytes] = []
@@ -312,6 +332,7 @@ class UsbredirExport:
             self._reply_bulk(packet, status, data, moved)
 
     def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:
+        self._answered(packet.id)
         body = self.negotiated.bulk_body(packet.fields[0], status, moved)
         self._send(self.negotiated.encode(PacketType.BULK_PACKET, packet.id, body, data))
 

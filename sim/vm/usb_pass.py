@@ -3,9 +3,10 @@
 :func:`run_usb_pass` starts ``busprobe sim serve`` (:mod:`.exporter`), boots the pinned kernel
 with ``qemu-xhci`` or ``usb-ehci`` and the export attached to it through ``usb-redir``, and runs
 ``guest/usb_checks.sh`` there: ``busprobe list``, ``topology`` and ``sweep`` against
-``usb:1209:0001`` through the guest kernel's real drivers, usbfs and sysfs. When the guest
-starts its last sweep the harness kills the exporter at its first 64 KiB transfer: an unplug in
-the middle of a sweep. What the guest printed and wrote is in :class:`UsbPass`.
+``usb:1209:0001`` through the guest kernel's real drivers, usbfs and sysfs, then Linux's usbtest
+against the device (:mod:`.usbtest`). When the guest starts its last sweep the harness kills the
+exporter at its first 64 KiB transfer: an unplug in the middle of a sweep. What the guest
+printed and wrote is in :class:`UsbPass`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .exporter import Exporter
 from .initramfs import build_initramfs
 from .kernel import fetch_kernel
 from .qemu import Boot, Machine, boot
+from .usbtest import build_helper, case_lines, guest_settings
 
 __all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR"]
 
@@ -70,7 +72,7 @@ def _busprobe_command() -> Path:
     return script
 
 
-def run_usb_pass(controller: str, *, timeout: float = 300.0) -> UsbPass:
+def run_usb_pass(controller: str, *, timeout: float = 480.0) -> UsbPass:
     """Boot a guest with the exported device behind ``controller`` (``xhci``/``ehci``)."""
     device, driver = CONTROLLERS[controller]
     root = build_root() / "vm"
@@ -81,8 +83,11 @@ def run_usb_pass(controller: str, *, timeout: float = 300.0) -> UsbPass:
     out.mkdir(parents=True)
     (out / "user").mkdir(mode=0o777)  # the guest's user who is not root writes here
     (out / "user").chmod(0o777)
-    (out / "guest.env").write_text(f"BUSPROBE={_busprobe_command()}\nRULE={udev_rule_path()}\n"
-                                   f"SELECTOR={SELECTOR}\n")
+    settings = {"BUSPROBE": str(_busprobe_command()), "RULE": str(udev_rule_path()),
+                "SELECTOR": SELECTOR, **guest_settings(kernel, build_helper(root / "tools"))}
+    (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
+                                           for key, value in settings.items()))
+    (out / "usbtest-cases.txt").write_text(case_lines())
     exporter = Exporter(out / "exporter.log")
     unplugged = False
 

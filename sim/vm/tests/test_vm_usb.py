@@ -10,6 +10,7 @@ import json
 import pytest
 from busprobe.protocol import usb2
 from busprobe.sim.vm.usb_pass import SELECTOR, run_usb_pass
+from busprobe.sim.vm.usbtest import USBTEST_CASES, results
 
 
 def report(usb_pass, lines):
@@ -70,6 +71,8 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
     assert usb_pass.status("after-interrupt") == "rc=0 ", usb_pass.text("after-interrupt.err")
     assert usb_pass.result("after-interrupt")["errors"] == 0
 
+    check_usbtest(usb_pass)
+
     # The exporter killed mid-sweep: one line "device gone", the points before it saved.
     assert usb_pass.unplugged and usb_pass.exporter_status == -9
     unplug = usb_pass.status("unplug")
@@ -82,3 +85,31 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
           f"{len(sweep['points'])} points, {sweep['errors']} errors, host.emulated="
           f"{sweep['host']['emulated']}; permission error without the rule, sweep with it; "
           f"Ctrl-C exit 130; unplug: {partial['error']!r}, {len(partial['points'])} point saved")
+
+
+def check_usbtest(usb_pass):
+    """Linux's usbtest (issue 26), bound by its module parameters, ran every chosen case against
+    the device in its MOD63 mode behind this controller, and each passed."""
+    outcome = results(usb_pass.boot.marks)
+    dmesg = usb_pass.text("usbtest-dmesg.txt")
+    print(f"  usbtest behind {usb_pass.controller} ({usb_pass.driver}):")
+    for case in USBTEST_CASES:
+        rc, rest = outcome.get(case.number, (None, "did not run"))
+        print(f"    test {case.number:2d} {'passed' if rc == 0 else 'FAILED'}: {case.name} "
+              f"({case.iterations} x, length {case.length}, vary {case.vary}, sglen "
+              f"{case.sglen}) {rest}")
+    assert usb_pass.status("usbtest-mod63") == "rc=0 "
+    assert usb_pass.status("usbtest-unframed") == "rc=0 "
+    assert usb_pass.status("usbtest-insmod") == "rc=0 ", usb_pass.text("usbtest-insmod.err")
+    assert f"matched module params, vend=0x{usb2.VID:04x} prod=0x{usb2.PID:04x}" in dmesg
+    assert "high-speed {control bulk-in bulk-out} tests" in dmesg, dmesg
+    failed = [case.number for case in USBTEST_CASES if outcome.get(case.number, (1,))[0] != 0]
+    assert not failed, f"usbtest cases {failed} failed; the kernel said:\n" + "\n".join(
+        line for line in dmesg.splitlines() if "TEST" in line or "fail" in line or "err" in line)
+    # The device saw the traffic (it takes usbtest's writes without checking them in MOD63).
+    telemetry = usb2.unpack_telemetry(bytes.fromhex(usb_pass.text("usbtest-telemetry.hex")))
+    assert telemetry["out_bytes"] > 0 and telemetry["in_bytes"] > 0
+    assert usb_pass.status("usbtest-rmmod") == "rc=0 "
+    assert usb_pass.status("usbtest-pattern") == "rc=0 "
+    print(f"  => usbtest behind {usb_pass.controller}: {len(USBTEST_CASES)} cases passed; the "
+          f"device sent {telemetry['in_bytes']} B, took {telemetry['out_bytes']} B")
