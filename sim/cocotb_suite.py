@@ -18,7 +18,7 @@ def run_cocotb_suite(model: Path, out: Path, *, module: str, module_dir: Path, t
     """Run the tests of ``module`` (all, or ``testcases``) on ``model`` with results in
     ``out``; ``{test name: failure text or None}``. ``runner_args`` go to cocotb's
     ``Runner.test`` (a ``log_file``, say)."""
-    from busprobe.sim.toolchain import apply_verilator_env
+    from busprobe.toolchain import apply_verilator_env
     from cocotb_tools.runner import get_runner
 
     apply_verilator_env()

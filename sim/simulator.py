@@ -28,12 +28,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from busprobe.transport import DeviceGone, TransferTimeout, TransportError
+from busprobe.transport import DeviceGone, InvalidRequest, TransferTimeout, TransportError
 
 from .rpc import ENV_SOCKET, PeerClosed, RemoteError, recv, send
 from .watchdog import ProcessWatch, describe_exit
 
-__all__ = ["SimServer", "CALL_TIMEOUT_S"]
+__all__ = ["SimServer", "SimulatorClient", "CALL_TIMEOUT_S"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class SimServer:
     Parameters
     ----------
     build_dir : Path
-        A simulator built by :func:`busprobe.sim.toolchain.build_verilator_model`.
+        A simulator built by :func:`busprobe.sim.verilator_build.build_verilator_model`.
     toplevel : str
         Its HDL toplevel.
     module : str
@@ -93,7 +93,7 @@ class SimServer:
     def __init__(self, build_dir: Path, toplevel: str, module: str, *, name: str = "simulator",
                  env: Mapping[str, str] = {}, timescale: tuple[str, str] | None = None,
                  start_timeout: float = START_TIMEOUT_S) -> None:
-        from busprobe.sim.toolchain import apply_verilator_env
+        from busprobe.toolchain import apply_verilator_env
 
         apply_verilator_env()
         self.name = name
@@ -255,3 +255,29 @@ class SimServer:
                 self._dir.rmdir()
             except OSError:  # cocotb left folders we did not expect; leave them
                 pass
+
+
+class SimulatorClient:
+    """What a simulated platform keeps of its simulator: the running :class:`SimServer` (None
+    while closed) and the one-line error for a request made before it opened.
+
+    Attributes
+    ----------
+    name : str
+        The device selector, prefix of every error message.
+    server : SimServer or None
+        The simulator, while open.
+    """
+
+    name: str
+    server: SimServer | None = None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+    def _server(self) -> SimServer:
+        if self.server is None:
+            raise InvalidRequest(f"{self.name}: transport is not open")
+        return self.server

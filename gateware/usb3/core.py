@@ -47,10 +47,12 @@ class BurstLinkLayer(USB3LinkLayer):
         m.d.comb += self.header_credit_stall.eq(transmitter.queue.valid
                                                 & (transmitter.credits_available == 0))
 
-        # Upstream limitation (luna-usb 0.2.3, DataPacketTransmitter): data headers never carry
-        # End Of Burst. The link's header arbiter has not been elaborated yet, so its data-header
-        # input is swapped here for a copy of that queue with the EOB bit set from
-        # ``data_sink_end_of_burst``; nothing else of the transmitter changes.
+        # Upstream limitation (luna-usb 0.2.3, DataPacketTransmitter; LUNA's SuperSpeed bulk
+        # endpoints never burst, greatscottgadgets/luna#64): data headers never carry End Of
+        # Burst. The link's header arbiter has not been elaborated yet, so its data-header input
+        # is swapped here for a copy of that queue with the EOB bit set from
+        # ``data_sink_end_of_burst``; nothing else of the transmitter changes. The one place
+        # busprobe reaches into LUNA's internals (``_sinks``).
         header_mux = m.submodules.hp_mux
         data_headers = m.submodules.data_tx.header_source
         with_eob = HeaderQueue()

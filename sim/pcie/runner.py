@@ -18,7 +18,7 @@ __all__ = ["run_cocotb"]
 
 def run_cocotb(model: Path, module_dir: Path, module: str, testcase: str, run_name: str,
                **params: Any) -> list[dict[str, Any]]:
-    from busprobe.sim.toolchain import apply_verilator_env
+    from busprobe.toolchain import apply_verilator_env
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 

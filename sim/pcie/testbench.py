@@ -59,7 +59,6 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.pcie.core import Device
-from cocotbext.pcie.core.caps import PciCapId
 from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
@@ -85,7 +84,7 @@ def build_pcie_simulator() -> Path:
 
     from busprobe.build_cache import build_root
     from busprobe.gateware.pcie.sim_top import generate_verilog
-    from busprobe.sim.toolchain import build_verilator_model
+    from busprobe.sim.verilator_build import build_verilator_model
 
     out = build_root() / "pcie-verilog"
     out.mkdir(parents=True, exist_ok=True)
@@ -333,6 +332,3 @@ class PcieTestbench:
 
     async def config_read32(self, offset: int) -> int:
         return await self.function.config_read_dword(offset)
-
-    async def pcie_cap_read32(self, offset: int) -> int:
-        return await self.function.capability_read_dword(PciCapId.EXP, offset)

@@ -5,7 +5,10 @@ Layers, bottom up (like cocotbext's models):
 ``sim/hdl/ulpi_phy.sv``  ULPI PHY model in the simulator (per-byte work never reaches Python)
 :mod:`.phy`                 its Python side: whole packets in and out
 :mod:`.link`                host link layer: reset/chirp, SOF timeline, transactions
-:mod:`.controller`          host controller: bulk/control scheduling by a HostProfile
+:mod:`.bulk_transactions`   one bulk IN/OUT transaction for a transfer (toggles, PING)
+:mod:`.controller`          host controller: which transaction next, by a HostProfile; its
+                            transfer queue is ``busprobe.sim.transfer_engine`` (shared with USB3)
 :mod:`.session`             power-up and enumeration
-:mod:`.server`, :mod:`.rpc`, :mod:`.backend`   the ``sim:usb2`` Transport over a socket
+:mod:`.hostile`             a hostile bus: corrupted packets among valid traffic
+:mod:`.server`, :mod:`.backend`   the ``sim:usb2`` platform over ``busprobe.sim.rpc``
 """

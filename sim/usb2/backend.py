@@ -14,14 +14,11 @@ with BOT and every counter, or the stock LUNA reference design, for the benchmar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb2
 from busprobe.selectors import parse_selector
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_usb2 import DESIGN_FEATURES
-from busprobe.transport import Sink, StreamResult
 
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_PROFILE
@@ -99,19 +96,3 @@ class SimUsb2Platform(SimUsbPlatform):
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
         export relays a guest's); the device's data toggles and address start over."""
         self._cycle = self._server().call("reset")
-
-    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
-            outgoing: Sequence[bytes] | None,
-            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-        """The commands run inside the simulator in one request (``bot_host``), so the time
-        between stages is the host profile's, not this process's."""
-        reply = self._server().call("bot", list(cbws), direction, length,
-                                    list(outgoing) if outgoing is not None else None,
-                                    timeout=self._timeout((length + 64) * len(cbws)))
-        return self._result(reply, direction, sink), list(reply["csws"])
-
-    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
-                 sink: Sink | None) -> StreamResult:
-        reply = self._server().call("loopback", length, count, queue_depth, list(outgoing),
-                                    timeout=self._timeout(2 * length * count))
-        return self._result(reply, "loopback", sink)

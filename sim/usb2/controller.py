@@ -1,6 +1,9 @@
 """A USB 2.0 host controller that schedules bulk and control transfers by a :class:`HostProfile`.
 
 The profile is data (``host/busprobe/model/hosts/*.toml``); nothing here branches on its name.
+Bulk transfers are submitted and reaped through the engine shared with the SuperSpeed model
+(:class:`~busprobe.sim.transfer_engine.TransferEngine`, whose docstring gives the completion
+and resubmission rules); this module decides which transaction goes on the bus next.
 
 Scheduling semantics (the ceiling model's closed form matches these; keep them in step):
 
@@ -11,19 +14,18 @@ Scheduling semantics (the ceiling model's closed form matches these; keep them i
 * Every microframe starts with an SOF (96 bit times incl. its 40-bit EOP). A transaction starts
   only if its *reserved* line time fits before the microframe ends; the reservation is the
   spec's budget for it: unstuffed packets with 8-bit turnarounds (§5.8.4 counts no stuffing).
-* At most ``max_bulk_{in,out}_per_uframe`` transactions on the endpoint per microframe (NAKed
+* At most ``max_bulk_{in,out}_per_uframe`` transactions on an endpoint per microframe (NAKed
   ones count, as an EHCI/xHCI schedule pass does), and ``inter_transaction_gap_ns`` of idle bus
   after each transaction.
+* Each endpoint's transfers go in submission order; the controller works on an endpoint's
+  oldest, and endpoints with work take turns, one transaction each (a loopback's OUT and IN).
 * A transfer of ``length`` bytes ends at its short packet (IN), or when ``length`` bytes moved
   (plus a ZLP on OUT when asked and ``length`` is a multiple of 512). It *completes* to the
   application ``completion_latency_us`` after its last handshake, rounded up to the next
-  microframe boundary when ``completion_on_uframe``.
-* ``queue_depth`` transfers are submitted at the start (cycle ``t0``). The controller works on
-  the oldest; the next queued one starts right after it on the bus. Each completion submits a new
-  transfer (while fewer than ``count`` were submitted) which becomes schedulable
-  ``resubmit_latency_us`` after that completion: queue depth 1 pays completion + resubmit
-  latency once per transfer.
-* Throughput = bytes / (last completion - t0), in simulated time (60 MHz cycles).
+  microframe boundary when ``completion_on_uframe``; a transfer submitted in answer becomes
+  schedulable ``resubmit_latency_us`` after that completion, so queue depth 1 pays completion
+  + resubmit latency once per transfer.
+* Throughput = bytes / (last completion - first submission), in simulated time (60 MHz cycles).
 """
 
 from __future__ import annotations
@@ -34,25 +36,34 @@ from collections.abc import Awaitable, Callable
 from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
 from busprobe.model.usb2_wire import Pid
+from busprobe.protocol.usb2 import CLOCK_HZ, MAX_PACKET_SIZE
 from usb_protocol.types import USBStandardFeatures, USBStandardRequests
 
-from .bulk_queue import (
+from ..transfer_engine import StreamOutcome, TransferEngine
+from .bulk_transactions import (
     STUCK_UFRAMES,
-    BulkQueue,
-    StreamOutcome,
+    EndpointState,
     StreamStuck,
     TransferStall,
+    transact_in,
+    transact_out,
 )
 from .link import DeviceTimeout, LinkError, UlpiHostModel
 
-__all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck"]
+__all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck", "cycles_from_us"]
 
 log = logging.getLogger(__name__)
 
 CONTROL_MPS = 64
+#: What the controller counts while it works on bulk transfers.
+COUNTERS = ("naks", "nyets", "transactions", "repeats")
 
 
-class HostController:
+def cycles_from_us(us: float) -> int:
+    return round(us * CLOCK_HZ / 1e6)
+
+
+class HostController(TransferEngine):
     """Schedules transfers for one device on a :class:`UlpiHostModel` by a :class:`HostProfile`.
 
     Parameters
@@ -61,49 +72,128 @@ class HostController:
         The link layer (line timeline, transactions).
     profile : HostProfile
         How this controller schedules (see the module docstring for the semantics).
+
+    Attributes
+    ----------
+    address : int
+        The device's address.
+    endpoints : dict
+        Endpoint address -> :class:`EndpointState` (toggle, PING, progress).
+    max_packet_size : int
+        The bulk endpoints' packet size.
     """
 
+    clock_hz = CLOCK_HZ
+
     def __init__(self, link: UlpiHostModel, profile: HostProfile) -> None:
+        super().__init__(resubmit_cycles=cycles_from_us(profile.resubmit_latency_us),
+                         counters=COUNTERS)
         self.link = link
         self.profile = profile
         self.address = 0
-        self.toggles: dict[tuple[int, str], Pid] = {}
-        self._uframe_counts: dict[tuple[int, str], int] = {}
+        self.max_packet_size = MAX_PACKET_SIZE
+        self.endpoints: dict[int, EndpointState] = {}
+        self._uframe_counts: dict[int, int] = {}
         self._counted_uframe = -1
+        self._order: list[int] = []  # endpoints with work this run, in turn order
+        self._turn = 0
         self.gap_cycles = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns
                                                     * wire.BIT_RATE / 1e9))
+        self.completion_cycles = cycles_from_us(profile.completion_latency_us)
 
     def reset_state(self) -> None:
         """After a bus reset: address 0, every data toggle back to DATA0."""
         self.address = 0
-        self.toggles.clear()
+        self.endpoints.clear()
 
-    # -- bookkeeping --------------------------------------------------------------------------
+    def endpoint(self, address: int) -> EndpointState:
+        return self.endpoints.setdefault(address, EndpointState(address))
 
-    def _count(self, endpoint: int, direction: str) -> int:
-        if self._counted_uframe != self.link.uframe:
-            self._counted_uframe = self.link.uframe
-            self._uframe_counts.clear()
-        return self._uframe_counts.get((endpoint, direction), 0)
-
-    def _bump(self, endpoint: int, direction: str) -> None:
-        key = (endpoint, direction)
-        self._uframe_counts[key] = self._count(endpoint, direction) + 1
-        self.link.free_at += self.gap_cycles
+    def toggle(self, endpoint: int, direction: str) -> Pid:
+        """The data PID the host expects (IN) or sends (OUT) next on ``endpoint`` (its
+        number)."""
+        return self.endpoint(endpoint | (0x80 if direction == "in" else 0)).toggle
 
     @staticmethod
     def reservation(direction: str, payload: int) -> int:
         """Cycles the schedule reserves for a transaction (spec budget: unstuffed, 8-bit IPDs)."""
         return wire.bits_to_cycles(wire.transaction_bits(direction, payload).total)
 
-    def toggle(self, endpoint: int, direction: str) -> Pid:
-        """The data PID the host expects (IN) or sends (OUT) next on ``endpoint``."""
-        return self.toggles.get((endpoint, direction), Pid.DATA0)
+    # -- the engine's bus ---------------------------------------------------------------------
+    @property
+    def cycle(self) -> int:
+        return self.link.phy.cycle
 
-    def flip(self, endpoint: int, direction: str) -> None:
-        """A data packet was accepted on ``endpoint``: the next one has the other PID."""
-        current = self.toggle(endpoint, direction)
-        self.toggles[(endpoint, direction)] = Pid.DATA1 if current == Pid.DATA0 else Pid.DATA0
+    def _idle_start(self) -> int:
+        return max(self.link.free_at, self.link.phy.cycle)
+
+    async def _advance_to(self, cycle: int) -> None:
+        await self.link.advance_to(cycle)
+
+    def _completes_at(self, last_handshake_end: int) -> int:
+        finished = last_handshake_end + self.completion_cycles
+        if self.profile.completion_on_uframe:
+            base = self.link.uframe_start
+            while base < finished:
+                base += wire.UFRAME_CYCLES
+            finished = base
+        return finished
+
+    def _uframe_count(self, address: int) -> int:
+        if self._counted_uframe != self.link.uframe:
+            self._counted_uframe = self.link.uframe
+            self._uframe_counts.clear()
+        return self._uframe_counts.get(address, 0)
+
+    def _at_limit(self, address: int) -> bool:
+        direction = "in" if address & 0x80 else "out"
+        return self._uframe_count(address) >= self.profile.max_per_uframe(direction)
+
+    async def _work(self, before: int | None) -> bool:
+        link = self.link
+        for address, queue in self.queues.items():
+            if queue and address not in self._order:
+                self._order.append(address)
+        if not self.busy():
+            self._order, self._turn = [], 0
+            return False
+        order = self._order[self._turn:] + self._order[:self._turn]
+        chosen = next((address for address in order if self.queues.get(address)
+                       and not self._at_limit(address)
+                       and self.queues[address][0].ready_at <= link.free_at), None)
+        if chosen is None:
+            waiting = [self.queues[address][0].ready_at for address in order
+                       if self.queues.get(address) and not self._at_limit(address)]
+            target = min(waiting) if waiting and min(waiting) > link.free_at else link.uframe_end
+            if before is not None and before <= target:
+                return False
+            await link.advance_to(target)
+            return True
+        if before is not None and before <= link.free_at:
+            return False
+        await self._transact(chosen)
+        self._turn = (self._order.index(chosen) + 1) % len(self._order)
+        return True
+
+    async def _transact(self, address: int) -> None:
+        """One transaction for the oldest transfer on ``address``."""
+        state, pending = self.endpoint(address), self.queues[address][0]
+        state.check_stuck(self.link.uframe)
+        transact = transact_in if state.direction == "in" else transact_out
+        done, result = await transact(
+            self.link, self.address, state, pending,
+            reserve=self.reservation(state.direction, self.max_packet_size),
+            max_packet_size=self.max_packet_size, counters=self.counters)
+        self._uframe_counts[address] = self._uframe_count(address) + 1
+        self.link.free_at += self.gap_cycles
+        if not done:
+            return
+        assert result is not None
+        stalled = result.handshake == Pid.STALL
+        actual = len(pending.received) if state.direction == "in" else pending.offset
+        self.finish(pending, result.end, actual=actual, stalled=stalled)
+        if not self.queues[address]:
+            state.progress_uframe = None
 
     # -- control transfers ------------------------------------------------------------------
 
@@ -116,6 +206,7 @@ class HostController:
         traffic a host schedules while the control transfer is in progress (§5.5.5 allows it).
         """
         link, address = self.link, self.address
+        self.host_acted()
 
         async def stage(attempt: Callable) -> object:
             if between is not None:
@@ -162,10 +253,10 @@ class HostController:
         device's DATA0 as a repeat after a guest re-configures it through the usbredir export."""
         if (request_type, request) in ((0x00, USBStandardRequests.SET_CONFIGURATION),
                                        (0x01, USBStandardRequests.SET_INTERFACE)):
-            self.toggles.clear()
+            self.endpoints.clear()
         elif (request_type, request, value) == (0x02, USBStandardRequests.CLEAR_FEATURE,
                                                 USBStandardFeatures.ENDPOINT_HALT):
-            self.toggles.pop((index & 0x0F, "in" if index & 0x80 else "out"), None)
+            self.endpoints.pop(index & 0x8F, None)
 
     async def _until_handshake(self, attempt: Callable) -> object:
         """Retry a control-stage transaction while NAKed; raise on STALL or repeated errors."""
@@ -192,72 +283,3 @@ class HostController:
             if self.link.uframe - start_uframe > STUCK_UFRAMES:
                 raise StreamStuck("control request NAKed for 100 ms")
             await self.link.next_uframe()  # NAK: try again in the next microframe
-
-    # -- bulk streams -------------------------------------------------------------------------
-
-    async def stream(self, direction: str, endpoint: int, length: int, count: int,
-                     queue_depth: int, *, max_packet_size: int = 512,
-                     source: Callable[[int], bytes] | None = None,
-                     sink: Callable[[bytes], None] | None = None,
-                     zlp: bool = False) -> StreamOutcome:
-        """Move ``count`` bulk transfers of ``length`` bytes keeping ``queue_depth`` queued.
-
-        OUT data comes from ``source(length)`` when a transfer is submitted; each completed IN
-        transfer's data goes to ``sink`` in order. See the module docstring for the timing.
-        """
-        link = self.link
-        queue = BulkQueue(self, direction, endpoint, length, count, queue_depth,
-                          t0=max(link.free_at, link.phy.cycle), max_packet_size=max_packet_size,
-                          source=source, sink=sink, zlp=zlp)
-        while queue.busy:
-            if queue.ready_at > link.free_at:
-                await link.advance_to(queue.ready_at)
-            if queue.at_limit():
-                await link.next_uframe()
-                continue
-            queue.check_stuck()
-            await queue.transact()
-        await link.advance_to(queue.end)
-        return queue.outcome()
-
-    async def loopback(self, out_endpoint: int, in_endpoint: int, length: int, count: int,
-                       queue_depth: int, *, max_packet_size: int = 512,
-                       source: Callable[[int], bytes] | None = None,
-                       sink: Callable[[bytes], None] | None = None) -> StreamOutcome:
-        """``count`` OUT transfers and ``count`` IN transfers of ``length`` bytes, both queues
-        ``queue_depth`` deep and served in turn, as a controller serves two endpoints of one
-        device: what a device looping OUT back to IN returns.
-
-        The outcome counts the bytes that came back (IN), from the first submission to the last
-        completion of either direction; NAKs and transactions are those of both endpoints.
-        """
-        link = self.link
-        t0 = max(link.free_at, link.phy.cycle)
-        queues = [BulkQueue(self, "out", out_endpoint, length, count, queue_depth, t0=t0,
-                            max_packet_size=max_packet_size, source=source),
-                  BulkQueue(self, "in", in_endpoint, length, count, queue_depth, t0=t0,
-                            max_packet_size=max_packet_size, sink=sink)]
-        turn = 0
-        while any(queue.busy for queue in queues):
-            order = queues[turn:] + queues[:turn]
-            chosen = next((queue for queue in order if queue.busy and not queue.at_limit()
-                           and queue.ready_at <= link.free_at), None)
-            if chosen is None:
-                waiting = [queue.ready_at for queue in queues
-                           if queue.busy and not queue.at_limit()]
-                if waiting and min(waiting) > link.free_at:
-                    await link.advance_to(min(waiting))
-                else:
-                    await link.next_uframe()
-                continue
-            chosen.check_stuck()
-            await chosen.transact()
-            turn = (queues.index(chosen) + 1) % len(queues)
-        sent, returned = queues
-        await link.advance_to(max(sent.end, returned.end))
-        outcome = returned.outcome("loopback")
-        outcome.end = max(sent.end, returned.end)
-        outcome.naks += sent.naks
-        outcome.nyets += sent.nyets
-        outcome.transactions += sent.transactions
-        return outcome

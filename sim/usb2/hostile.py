@@ -27,6 +27,7 @@ from busprobe.model.usb2_wire import Pid
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 
+from .bulk_transactions import EndpointState
 from .link import IPD_HOST, IPD_TURN, RESPONSE_TIMEOUT, LinkError
 from .phy import DevicePacket
 from .session import Usb2Session
@@ -157,11 +158,14 @@ class HostileHost:
     def address(self) -> int:
         return self.host.address
 
+    def _endpoint(self, direction: str) -> EndpointState:
+        return self.host.endpoint(usb2.EP_IN if direction == "in" else usb2.EP_OUT)
+
     def _toggle(self, direction: str) -> Pid:
-        return self.host.toggle(EP_IN if direction == "in" else EP_OUT, direction)
+        return self._endpoint(direction).toggle
 
     def _flip(self, direction: str) -> None:
-        self.host.flip(EP_IN if direction == "in" else EP_OUT, direction)
+        self._endpoint(direction).flip()
 
     async def _send(self, *packets: bytes, expect: str) -> DevicePacket | None:
         """Put ``packets`` on the line back to back in one microframe and collect the answer.

@@ -8,18 +8,15 @@ device->host packets (one wide read), so Python runs once per packet, never once
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from busprobe.model import usb2_wire as wire
-from cocotb.clock import Clock
 from cocotb.triggers import First, Timer, ValueChange
 
-__all__ = ["PHY_SOURCES", "CLOCK_PERIOD_PS", "DevicePacket", "UlpiPhyDriver", "stall_mask"]
+from ..clocked import ClockedDriver
 
-HDL = Path(__file__).resolve().parent.parent / "hdl"
-#: HDL sources of the PHY and the simulation top (the device design is added by the caller).
-PHY_SOURCES = (HDL / "ulpi_phy.sv", HDL / "usb2_sim_top.sv")
+__all__ = ["CLOCK_PERIOD_PS", "DevicePacket", "UlpiPhyDriver", "stall_mask"]
+
 #: The simulator's clock needs an integer period; simulated time is counted in cycles
 #: (:attr:`UlpiPhyDriver.cycle`) at exactly 60 MHz, so this rounding never shows in a figure.
 CLOCK_PERIOD_PS = 16_666
@@ -76,7 +73,7 @@ class DevicePacket:
         return self.data[0] & 0xF
 
 
-class UlpiPhyDriver:
+class UlpiPhyDriver(ClockedDriver):
     """Drives the PHY model's host-side ports of ``usb2_sim_top``.
 
     Parameters
@@ -85,8 +82,10 @@ class UlpiPhyDriver:
         The ``usb2_sim_top`` instance.
     """
 
+    period_ps = CLOCK_PERIOD_PS
+
     def __init__(self, dut: object) -> None:
-        self.dut = dut
+        super().__init__(dut)
         self._rx_request = 0
         self._tx_seen = 0
         self._shapes: dict[bytes, tuple[int, int]] = {}
@@ -94,9 +93,7 @@ class UlpiPhyDriver:
     async def start(self) -> None:
         """Start the clock and hold the design in reset for a few cycles."""
         dut = self.dut
-        # The GPI (C) clock: cocotb's default Python clock costs an await per edge, which
-        # would cap the simulation at the ~70k cycles/s this model exists to avoid.
-        Clock(dut.clk, CLOCK_PERIOD_PS, unit="ps", impl="gpi").start()
+        self._start_clock()
         dut.rst.value = 1
         dut.host_linestate.value = wire_linestate("J")
         dut.rx_request.value = 0
@@ -104,29 +101,13 @@ class UlpiPhyDriver:
         dut.rx_start_at.value = 0
         dut.rx_stall.value = 0
         dut.rx_data.value = 0
-        await Timer(10 * CLOCK_PERIOD_PS, "ps")
-        dut.rst.value = 0
-        await Timer(2 * CLOCK_PERIOD_PS, "ps")
+        await self._release_reset()
         self._rx_request = 0
         self._tx_seen = int(dut.tx_count.value)
 
     @property
-    def cycle(self) -> int:
-        """The current cycle (the simulation's clock, 60 MHz)."""
-        return int(self.dut.cycle.value)
-
-    @property
     def func_ctrl(self) -> int:
         return int(self.dut.func_ctrl.value)
-
-    async def wait_until(self, cycle: int) -> None:
-        """Let the simulation run until ``cycle`` (no-op if already there)."""
-        now = self.cycle
-        if cycle > now:
-            await Timer((cycle - now) * CLOCK_PERIOD_PS, "ps")
-
-    async def wait_cycles(self, cycles: int) -> None:
-        await Timer(max(cycles, 1) * CLOCK_PERIOD_PS, "ps")
 
     def set_linestate(self, state: int) -> None:
         self.dut.host_linestate.value = state

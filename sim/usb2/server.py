@@ -5,23 +5,20 @@ powers the device up and enumerates it, then serves :class:`Usb2RpcHandler` over
 :mod:`busprobe.sim.rpc`: every control transfer and bulk stream the host driver makes is
 carried out by the simulated host controller through the ULPI PHY model against the gateware.
 The simulation does not advance between requests, so simulated time only flows while the host
-model works.
+model works (a control transfer, or a reap of the transfer queue).
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import cocotb
 from busprobe.model.usb2_hosts import load_profile
-from busprobe.protocol import usb2
-from busprobe.sim.rpc import BusErrors, on_the_bus, out_buffers, serve
+from busprobe.sim.rpc import BusErrors, on_the_bus, serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
-from .bot_host import run_commands
+from ..usb_rpc import UsbRpcHandler
 from .controller import StreamStuck, TransferStall
 from .link import DeviceTimeout, LinkError
 from .session import Usb2Session
@@ -30,8 +27,6 @@ __all__ = ["ENV_PROFILE", "Usb2RpcHandler"]
 
 #: Environment variable naming the host-controller profile the simulated host schedules by.
 ENV_PROFILE = "BUSPROBE_SIM_HOST"
-
-T = TypeVar("T")
 
 
 #: The ULPI host model's errors, as the transport's.
@@ -43,11 +38,10 @@ BUS_ERRORS: BusErrors = (
 )
 
 
-class Usb2RpcHandler:
-    """The requests :class:`~busprobe.sim.usb2.backend.SimUsb2Platform` makes (``rpc_<name>``).
-
-    Every answer carries ``cycle``, the ULPI clock count after the request, which is the
-    platform's clock.
+class Usb2RpcHandler(UsbRpcHandler):
+    """The requests :class:`~busprobe.sim.usb2.backend.SimUsb2Platform` makes (``rpc_<name>``):
+    endpoint 0 and the transfer queue (:class:`~busprobe.sim.usb_rpc.UsbRpcHandler`), and a bus
+    reset. The clock is the 60 MHz ULPI clock.
 
     Parameters
     ----------
@@ -55,64 +49,17 @@ class Usb2RpcHandler:
         Powered up and enumerated.
     """
 
-    def __init__(self, session: Usb2Session) -> None:
-        self.session = session
+    bus_errors = BUS_ERRORS
 
-    async def rpc_control(self, request_type: int, request: int, value: int, index: int,
-                          length_or_data: int | bytes) -> tuple[bytes, int]:
-        data = await on_the_bus(f"control request {request:#04x}", lambda: self.session.host
-                                .control(request_type, request, value, index, length_or_data),
-                                BUS_ERRORS)
-        return bytes(data), self.session.phy.cycle
+    def __init__(self, session: Usb2Session) -> None:
+        super().__init__(session.host)
+        self.session = session
 
     async def rpc_reset(self) -> int:
         """Bus reset, then the standard enumeration again (address, configuration)."""
+        self.host.cancel()
         await on_the_bus("bus reset", self.session.reset_and_enumerate, BUS_ERRORS)
-        return self.session.phy.cycle
-
-    async def rpc_stream(self, endpoint: int, length: int, count: int, queue_depth: int,
-                         outgoing: Sequence[bytes] | None) -> dict[str, Any]:
-        """``count`` bulk transfers on ``endpoint``; IN data comes back in ``in_data``."""
-        direction = "in" if endpoint & 0x80 else "out"
-        received: list[bytes] = []
-        started, cycle0 = time.perf_counter(), self.session.phy.cycle
-        outcome = await on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
-                                    .stream(direction, endpoint & 0x7F, length, count,
-                                            queue_depth, max_packet_size=usb2.MAX_PACKET_SIZE,
-                                            source=out_buffers(outgoing), sink=received.append),
-                                   BUS_ERRORS)
-        return self._reply(outcome, started, cycle0, received)
-
-    async def rpc_loopback(self, length: int, count: int, queue_depth: int,
-                           outgoing: Sequence[bytes]) -> dict[str, Any]:
-        """``count`` OUT and ``count`` IN transfers queued together (the device loops OUT back
-        to IN); what came back is in ``in_data``."""
-        received: list[bytes] = []
-        started, cycle0 = time.perf_counter(), self.session.phy.cycle
-        outcome = await on_the_bus("loopback transfer", lambda: self.session.host.loopback(
-            usb2.EP_OUT, usb2.EP_IN & 0x7F, length, count, queue_depth,
-            max_packet_size=usb2.MAX_PACKET_SIZE, source=out_buffers(outgoing),
-            sink=received.append), BUS_ERRORS)
-        return self._reply(outcome, started, cycle0, received)
-
-    def _reply(self, outcome: Any, started: float, cycle0: int,
-               received: list[bytes]) -> dict[str, Any]:
-        return {"bytes": outcome.bytes, "transfers": outcome.transfers,
-                "short_transfers": outcome.short_transfers, "start": outcome.start,
-                "end": outcome.end, "naks": outcome.naks, "nyets": outcome.nyets,
-                "transactions": outcome.transactions, "repeats": outcome.repeats,
-                "wall_seconds": time.perf_counter() - started,
-                "sim_cycles": self.session.phy.cycle - cycle0, "cycle": self.session.phy.cycle,
-                "in_data": received}
-
-    async def rpc_bot(self, cbws: Sequence[bytes], direction: str, length: int,
-                      outgoing: Sequence[bytes] | None) -> dict[str, Any]:
-        """One Bulk-Only Transport command per CBW (``bot_host``); IN data in ``in_data``."""
-        received: list[bytes] = []
-        started, cycle0 = time.perf_counter(), self.session.phy.cycle
-        outcome = await on_the_bus(f"BOT {direction} command", lambda: run_commands(
-            self.session.host, cbws, direction, length, outgoing, received), BUS_ERRORS)
-        return self._reply(outcome, started, cycle0, received) | {"csws": outcome.csws}
+        return self.cycle
 
 
 @cocotb.test()

@@ -11,7 +11,8 @@ Layers, bottom up (docs/DESIGN.md §2.7):
 :mod:`.framing`              header packets, link commands, data payloads, CRC-5/16/32
 :mod:`.link`                 U0 link layer: sequence numbers, header credits, LBAD/LRTY
 :mod:`.protocol`             transaction, data and timestamp packets; control transfers
-:mod:`.controller`           xHCI model: bulk streams by a USB3 host profile
+:mod:`.controller`           xHCI model: bulk transfers by a USB3 host profile (its transfer
+                             queue is ``busprobe.sim.transfer_engine``, shared with USB 2.0)
 :mod:`.session`              power-up, enumeration, warm reset
 :mod:`.scratch_top`          a stock LUNA SuperSpeed device with the same PIPE ports
 """

@@ -13,12 +13,9 @@ Selector options: ``host=ideal|vl805|small-burst|FILE.toml`` (host-controller pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
 from busprobe.targets import TargetDescription
-from busprobe.transport import InvalidRequest, Sink, StreamResult
 
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_BURST, ENV_PROFILE
@@ -84,14 +81,3 @@ class SimUsb3Platform(SimUsbPlatform):
     def open(self) -> None:
         self._start(build_usb3_simulator(), TOPLEVEL, "busprobe.sim.usb3.server",
                     {ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})
-
-    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
-                 sink: Sink | None) -> StreamResult:
-        """The SuperSpeed gateware has no loopback mode (the transport refuses it first)."""
-        raise InvalidRequest(f"{self.name}: the SuperSpeed device has no loopback mode")
-
-    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
-            outgoing: Sequence[bytes] | None,
-            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-        """The SuperSpeed gateware has no BOT framing (the transport refuses it first)."""
-        raise InvalidRequest(f"{self.name}: the SuperSpeed device has no BOT framing")

@@ -11,9 +11,12 @@ name. Scheduling semantics (USB 3.2 §8.10, §8.12):
 * OUT: the host sends data packets back to back while fewer than ``max_burst_out`` are
   unacknowledged and the device's last NumP allows; each ACK TP retires every packet before its
   sequence number; Rty rewinds to it; NRDY parks until ERDY.
-* ``queue_depth`` transfers are submitted at the start; each completion (its last ACK,
-  + ``completion_latency_us``) submits the next, ready ``resubmit_latency_us`` later. Between
-  transfers the host waits ``retoken_delay_us`` before it tokens the endpoint again.
+* Transfers are submitted and reaped through the engine shared with the USB 2.0 model
+  (:class:`~busprobe.sim.transfer_engine.TransferEngine`): a transfer completes at its last
+  ACK + ``completion_latency_us``, and one submitted in answer is ready ``resubmit_latency_us``
+  later. The controller moves one transfer at a time, the endpoint whose oldest transfer is
+  ready first; between transfers of an endpoint within a run the host waits
+  ``retoken_delay_us`` before it tokens the endpoint again.
 * An ITP goes out every 125 µs of bus time (USB 3.2 §8.7), header credits permitting.
 * Line time is the partner's: every symbol of every packet, SKP and idle, four a cycle.
 """
@@ -21,15 +24,17 @@ name. Scheduling semantics (USB 3.2 §8.10, §8.12):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
+import cocotb
 from busprobe.model.usb3_hosts import Usb3HostProfile
+from cocotb.task import Task
+from cocotb.triggers import Event, First, Timer
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
+from ..transfer_engine import Pending, StreamOutcome, TransferEngine
 from .framing import HeaderPacket
-from .pipe import CLOCK_HZ
-from .protocol import DIR_IN, DIR_OUT, DeviceStall, SuperSpeedProtocol, data_header, tp_header
+from .pipe import CLOCK_HZ, CLOCK_PERIOD_PS
+from .protocol import DIR_IN, DIR_OUT, SuperSpeedProtocol, data_header, itp_header, tp_header
 
 __all__ = ["SuperSpeedHostController", "StreamOutcome", "ITP_INTERVAL_CYCLES"]
 
@@ -40,49 +45,63 @@ STUCK_CYCLES = CLOCK_HZ // 100
 SEQUENCE_MODULO = 32
 ACK, NRDY, ERDY, STALL = (TransactionPacketSubtype.ACK, TransactionPacketSubtype.NRDY,
                           TransactionPacketSubtype.ERDY, TransactionPacketSubtype.STALL)
-
-
-@dataclass
-class StreamOutcome:
-    """What :meth:`SuperSpeedHostController.stream` measured (cycles of the 125 MHz clock)."""
-
-    direction: str
-    bytes: int
-    transfers: int
-    short_transfers: int
-    start: int
-    end: int
-    nrdys: int = 0
-    retries: int = 0
-    packets: int = 0
-    ack_tps: int = 0
+#: What the controller counts while it works on bulk transfers.
+COUNTERS = ("nrdys", "retries", "packets", "ack_tps")
 
 
 def _cycles(seconds: float) -> int:
     return math.ceil(seconds * CLOCK_HZ)
 
 
-class SuperSpeedHostController:
-    """Bulk streams and control transfers on a device behind a :class:`SuperSpeedProtocol`."""
+class SuperSpeedHostController(TransferEngine):
+    """Bulk transfers and control transfers on a device behind a :class:`SuperSpeedProtocol`.
+
+    Parameters
+    ----------
+    protocol : SuperSpeedProtocol
+        The protocol layer (headers, control transfers) over the PIPE link partner.
+    profile : Usb3HostProfile
+        How this xHCI schedules (see the module docstring).
+    max_packet_size : int
+        The bulk endpoints' packet size.
+    """
+
+    clock_hz = CLOCK_HZ
 
     def __init__(self, protocol: SuperSpeedProtocol, profile: Usb3HostProfile,
                  max_packet_size: int = 1024) -> None:
+        super().__init__(resubmit_cycles=_cycles(profile.resubmit_latency_us * 1e-6),
+                         counters=COUNTERS)
         self.protocol = protocol
         self.profile = profile
         self.max_packet_size = max_packet_size
         self.turnaround = _cycles(profile.turnaround_ns * 1e-9)
-        self._sequence: dict[tuple[int, int], int] = {}
+        self._sequence: dict[int, int] = {}  # endpoint address -> next sequence number
+        self._last_end: dict[int, int] = {}  # endpoint address -> its last transfer's end
         self._next_itp = 0
         self._bus_interval = 0
-        #: Fault injection: indices (from the stream's first packet) of OUT data packets sent
-        #: with a corrupted CRC-32.
-        self.corrupt_out: set[int] = set()
+        self._corrupt_out: set[int] = set()
+        self._out_packets_sent = 0
+        self._movers: dict[int, Task] = {}  # endpoint address -> its transfer on the bus
+        self._moved = Event()
+        self._failure: Exception | None = None
+
+    @property
+    def corrupt_out(self) -> set[int]:
+        """Fault injection: indices (from the first OUT data packet sent after this is set) of
+        OUT data packets sent with a corrupted CRC-32."""
+        return self._corrupt_out
+
+    @corrupt_out.setter
+    def corrupt_out(self, indices: set[int]) -> None:
+        self._corrupt_out, self._out_packets_sent = set(indices), 0
 
     def reset_state(self) -> None:
         self._sequence.clear()
 
     async def control(self, request_type: int, request: int, value: int, index: int,
                       length_or_data: int | bytes) -> bytes:
+        self.host_acted()
         return await self.protocol.control(request_type, request, value, index, length_or_data)
 
     # -- time ---------------------------------------------------------------------------------
@@ -97,10 +116,10 @@ class SuperSpeedHostController:
         if self._next_itp == 0:
             self._next_itp = self.cycle - self.cycle % ITP_INTERVAL_CYCLES + ITP_INTERVAL_CYCLES
         while self.cycle >= self._next_itp:
-            from .protocol import itp_header
+            # Claimed before the await: the IN and OUT movers both send them (dual simplex).
             self._bus_interval += 1
-            await link.send_header(itp_header(self._bus_interval))
             self._next_itp += ITP_INTERVAL_CYCLES
+            await link.send_header(itp_header(self._bus_interval))
 
     async def _device_tp(self, endpoint: int, deadline: int, what: str) -> HeaderPacket:
         def accept(header: HeaderPacket) -> bool:
@@ -116,159 +135,181 @@ class SuperSpeedHostController:
                 if self.cycle >= deadline:
                     raise
 
-    # -- bulk ---------------------------------------------------------------------------------
-
-    async def stream(self, direction: str, endpoint: int, length: int, count: int,
-                     queue_depth: int, *, source: Callable[[int], bytes] | None = None,
-                     sink: Callable[[bytes], None] | None = None) -> StreamOutcome:
-        """``count`` transfers of ``length`` bytes, ``queue_depth`` of them queued at a time."""
-        if direction == "in":
-            return await self._stream_in(endpoint, length, count, queue_depth, sink)
-        return await self._stream_out(endpoint, length, count, queue_depth, source)
-
-    def _ready_times(self, count: int, queue_depth: int, start: int) -> list[int]:
-        return [start] * min(count, queue_depth)
-
-    def _completed(self, ready: list[int], count: int, end: int) -> None:
-        """A transfer ended at ``end``: submit the next one, as a driver's callback would."""
-        if len(ready) < count:
-            done = end + _cycles(self.profile.completion_latency_us * 1e-6)
-            ready.append(done + _cycles(self.profile.resubmit_latency_us * 1e-6))
-
-    async def _stream_in(self, endpoint: int, length: int, count: int, queue_depth: int,
-                         sink: Callable[[bytes], None] | None) -> StreamOutcome:
-        link, protocol, profile = self.protocol.link, self.protocol, self.profile
-        mps = self.max_packet_size
-        key = (endpoint, DIR_IN)
-        start = self.cycle
-        outcome = StreamOutcome("in", 0, 0, 0, start, start)
-        ready = self._ready_times(count, queue_depth, start)
-        packets_per = max(1, math.ceil(length / mps))
-        for index in range(count):
-            await self._wait_until(max(ready[index], self.cycle))
-            wanted, received = packets_per, bytearray()
-            sequence = self._sequence.get(key, 0)
-            at = self.cycle
-            if index and profile.retoken_delay_us:
-                at = max(at, outcome.end + _cycles(profile.retoken_delay_us * 1e-6))
-            await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
-                                             direction=DIR_IN, sequence=sequence,
-                                             packets=min(profile.max_burst_in, wanted)),
-                                   start_at=at)
-            outcome.ack_tps += 1
-            while True:
-                header = await self._device_tp(endpoint, self.cycle + STUCK_CYCLES,
-                                               f"IN data on endpoint {endpoint}")
-                if header.type == HeaderPacketType.TRANSACTION:
-                    kind = header.field(1, 0, 4)
-                    if kind == STALL:
-                        raise DeviceStall(f"IN endpoint {endpoint} stalled")
-                    if kind == NRDY:
-                        outcome.nrdys += 1
-                    if kind == ERDY:  # token again, same sequence
-                        await link.send_header(tp_header(
-                            protocol.address, ACK, endpoint=endpoint, direction=DIR_IN,
-                            sequence=sequence, packets=min(profile.max_burst_in, wanted)),
-                            start_at=self.cycle + self.turnaround)
-                        outcome.ack_tps += 1
-                    continue
-                if header.field(1, 0, 5) != sequence or header.payload is None:
-                    # Out of order or a bad payload: ask again for this one (Rty).
-                    outcome.retries += 1
-                    await link.send_header(tp_header(
-                        protocol.address, ACK, endpoint=endpoint, direction=DIR_IN,
-                        sequence=sequence, packets=min(profile.max_burst_in, wanted),
-                        retry=True), start_at=header.end + self.turnaround)
-                    outcome.ack_tps += 1
-                    continue
-                payload = header.payload
-                received += payload
-                outcome.packets += 1
-                wanted -= 1
-                sequence = (sequence + 1) % SEQUENCE_MODULO
-                done = wanted == 0 or len(payload) < mps
-                await link.send_header(tp_header(
-                    protocol.address, ACK, endpoint=endpoint, direction=DIR_IN,
-                    sequence=sequence, packets=0 if done else min(profile.max_burst_in, wanted)),
-                    start_at=header.end + self.turnaround)
-                outcome.ack_tps += 1
-                if done:
-                    outcome.end = header.end
-                    break
-            self._sequence[key] = sequence
-            outcome.bytes += len(received)
-            outcome.transfers += 1
-            outcome.short_transfers += len(received) < length
-            if sink is not None:
-                sink(bytes(received))
-            self._completed(ready, count, outcome.end)
-        return outcome
-
     async def _wait_until(self, cycle: int) -> None:
         while self.cycle < cycle:
             await self._itp_if_due()
             await self.protocol.link.partner.wait_until(min(cycle, self._next_itp))
 
-    async def _stream_out(self, endpoint: int, length: int, count: int, queue_depth: int,
-                          source: Callable[[int], bytes] | None) -> StreamOutcome:
-        link, protocol, profile = self.protocol.link, self.protocol, self.profile
-        mps = self.max_packet_size
-        key = (endpoint, DIR_OUT)
-        start = self.cycle
-        outcome = StreamOutcome("out", 0, 0, 0, start, start)
-        ready = self._ready_times(count, queue_depth, start)
-        for index in range(count):
-            await self._wait_until(max(ready[index], self.cycle))
-            data = source(length) if source is not None else bytes(length)
-            chunks = [data[i:i + mps] for i in range(0, len(data), mps)] or [b""]
-            base = self._sequence.get(key, 0)
-            acked, sent, granted, rewound_at = 0, 0, profile.max_burst_out, -1
+    # -- the engine's bus ---------------------------------------------------------------------
+
+    def _idle_start(self) -> int:
+        return self.cycle
+
+    def _completes_at(self, last_handshake_end: int) -> int:
+        return last_handshake_end + _cycles(self.profile.completion_latency_us * 1e-6)
+
+    async def _advance_to(self, cycle: int) -> None:
+        await self._wait_until(cycle)
+
+    def _new_run(self) -> None:
+        self._last_end.clear()  # a run's first transfer is tokened at once
+
+    async def _work(self, before: int | None) -> bool:
+        """Start a mover for every endpoint whose oldest transfer can start before ``before``,
+        then wait until one finishes (True) or ``before`` comes (False). IN and OUT move at once:
+        SuperSpeed is dual simplex, each direction on a lane of its own."""
+        for address, queue in self.queues.items():
+            if queue and address not in self._movers:
+                start = max(queue[0].ready_at, self.cycle)
+                if before is None or start < before:
+                    self._movers[address] = cocotb.start_soon(self._mover(address, start))
+        if not self._movers or (before is not None and before <= self.cycle):
+            return False
+        self._moved.clear()
+        if before is None:
+            await self._moved.wait()
+        else:
+            await First(self._moved.wait(), Timer((before - self.cycle) * CLOCK_PERIOD_PS, "ps"))
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        return self._moved.is_set()
+
+    async def _mover(self, address: int, start: int) -> None:
+        """Move the oldest transfer of ``address`` from ``start`` on; a failure is raised by
+        :meth:`_work` in the engine's flow."""
+        try:
+            await self._wait_until(start)
+            pending = self.queues[address][0]
             at = self.cycle
-            if index and profile.retoken_delay_us:
-                at = max(at, outcome.end + _cycles(profile.retoken_delay_us * 1e-6))
-            while acked < len(chunks):
-                while sent < len(chunks) and sent - acked < min(granted, profile.max_burst_out):
-                    wire_index = outcome.packets + sent - acked
-                    await link.send_header(data_header(
-                        protocol.address, endpoint=endpoint, direction=DIR_OUT,
-                        sequence=(base + sent) % SEQUENCE_MODULO, length=len(chunks[sent]),
-                        packets_pending=sent + 1 < len(chunks)), chunks[sent], start_at=at,
-                        corrupt_crc32=wire_index in self.corrupt_out)
-                    self.corrupt_out.discard(wire_index)
-                    sent += 1
-                header = await self._device_tp(endpoint, self.cycle + STUCK_CYCLES,
-                                               f"ACK on OUT endpoint {endpoint}")
-                if header.type != HeaderPacketType.TRANSACTION:
-                    continue
+            if address in self._last_end and self.profile.retoken_delay_us:
+                at = max(at, self._last_end[address]
+                         + _cycles(self.profile.retoken_delay_us * 1e-6))
+            move = self._move_in if pending.transfer.incoming else self._move_out
+            end, actual, stalled = await move(pending, at)
+            self._last_end[address] = end
+            self.finish(pending, end, actual=actual, stalled=stalled)
+        except Exception as exc:  # raised again by _work, in the engine's flow
+            self._failure = exc
+        finally:
+            self._movers.pop(address, None)
+            self._moved.set()
+
+    def cancel(self) -> None:
+        for task in self._movers.values():
+            task.cancel()
+        self._movers.clear()
+        super().cancel()
+
+    # -- bulk ---------------------------------------------------------------------------------
+
+    async def _move_in(self, pending: Pending, at: int) -> tuple[int, int, bool]:
+        """Token the IN endpoint and take packets until the transfer is done; returns the end
+        of its last packet, the bytes received and whether the endpoint stalled."""
+        link, protocol, profile = self.protocol.link, self.protocol, self.profile
+        mps, counters = self.max_packet_size, self.counters
+        address, length = pending.transfer.endpoint, pending.transfer.length
+        endpoint = address & 0x7F
+        wanted = max(1, math.ceil(length / mps))
+        received = pending.received
+        sequence = self._sequence.get(address, 0)
+
+        async def token(start: int, *, packets: int, retry: bool = False) -> None:
+            await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
+                                             direction=DIR_IN, sequence=sequence,
+                                             packets=packets, retry=retry), start_at=start)
+            counters["ack_tps"] += 1
+
+        await token(at, packets=min(profile.max_burst_in, wanted))
+        while True:
+            header = await self._device_tp(endpoint, self.cycle + STUCK_CYCLES,
+                                           f"IN data on endpoint {endpoint}")
+            if header.type == HeaderPacketType.TRANSACTION:
                 kind = header.field(1, 0, 4)
                 if kind == STALL:
-                    raise DeviceStall(f"OUT endpoint {endpoint} stalled")
+                    self._sequence[address] = sequence
+                    return header.end, len(received), True
                 if kind == NRDY:
-                    outcome.nrdys += 1
-                    granted = 0
-                    continue
-                next_sequence = header.field(1, 21, 5)
-                granted = header.field(1, 16, 5)
-                newly = (next_sequence - base - acked) % SEQUENCE_MODULO
-                if kind == ACK:
-                    outcome.ack_tps += 1
-                    acked += min(newly, sent - acked)
-                    retry = bool(header.field(1, 6, 1))
-                    if retry and rewound_at != acked:  # Rty: resend from next_sequence
-                        outcome.retries += sent - acked
-                        sent, rewound_at = acked, acked
-                    elif not retry:
-                        # The device answers every packet sent before the rewind with the same
-                        # Rty ACK; only the first rewinds, until it acknowledges progress.
-                        rewound_at = -1
-                elif kind == ERDY:
-                    sent = acked  # the packets it answered NRDY are sent again
-                at = header.end + self.turnaround
-                outcome.end = header.end
-            outcome.packets += len(chunks)
-            self._sequence[key] = (base + len(chunks)) % SEQUENCE_MODULO
-            outcome.bytes += len(data)
-            outcome.transfers += 1
-            outcome.short_transfers += len(data) % mps != 0
-            self._completed(ready, count, outcome.end)
-        return outcome
+                    counters["nrdys"] += 1
+                if kind == ERDY:  # token again, same sequence
+                    await token(self.cycle + self.turnaround,
+                                packets=min(profile.max_burst_in, wanted))
+                continue
+            if header.field(1, 0, 5) != sequence or header.payload is None:
+                # Out of order or a bad payload: ask again for this one (Rty).
+                counters["retries"] += 1
+                await token(header.end + self.turnaround,
+                            packets=min(profile.max_burst_in, wanted), retry=True)
+                continue
+            payload = header.payload
+            received += payload
+            counters["packets"] += 1
+            wanted -= 1
+            sequence = (sequence + 1) % SEQUENCE_MODULO
+            done = wanted == 0 or len(payload) < mps
+            await token(header.end + self.turnaround,
+                        packets=0 if done else min(profile.max_burst_in, wanted))
+            if done:
+                self._sequence[address] = sequence
+                return header.end, len(received), False
+
+    async def _move_out(self, pending: Pending, at: int) -> tuple[int, int, bool]:
+        """Send the transfer's packets in bursts the device's ACKs allow; returns the end of
+        the last ACK, the bytes sent and whether the endpoint stalled."""
+        link, protocol, profile = self.protocol.link, self.protocol, self.profile
+        mps, counters = self.max_packet_size, self.counters
+        address = pending.transfer.endpoint
+        endpoint = address & 0x7F
+        data = pending.transfer.data or bytes(pending.transfer.length)
+        chunks = [data[i:i + mps] for i in range(0, len(data), mps)] or [b""]
+        base = self._sequence.get(address, 0)
+        acked, sent, granted, rewound_at, end = 0, 0, profile.max_burst_out, -1, at
+        while acked < len(chunks):
+            while sent < len(chunks) and sent - acked < min(granted, profile.max_burst_out):
+                if len(self._movers) > 1:
+                    # Another endpoint needs this lane too (its ACK TPs, dual simplex): the
+                    # host keeps one data packet waiting, not a burst, so they go in between.
+                    await link.partner.wait_backlog(1)
+                wire_index = self._out_packets_sent
+                self._out_packets_sent += 1
+                await link.send_header(data_header(
+                    protocol.address, endpoint=endpoint, direction=DIR_OUT,
+                    sequence=(base + sent) % SEQUENCE_MODULO, length=len(chunks[sent]),
+                    packets_pending=sent + 1 < len(chunks)), chunks[sent], start_at=at,
+                    corrupt_crc32=wire_index in self._corrupt_out)
+                self._corrupt_out.discard(wire_index)
+                sent += 1
+            header = await self._device_tp(endpoint, self.cycle + STUCK_CYCLES,
+                                           f"ACK on OUT endpoint {endpoint}")
+            if header.type != HeaderPacketType.TRANSACTION:
+                continue
+            kind = header.field(1, 0, 4)
+            if kind == STALL:
+                self._sequence[address] = (base + acked) % SEQUENCE_MODULO
+                return header.end, acked * mps, True
+            if kind == NRDY:
+                counters["nrdys"] += 1
+                granted = 0
+                continue
+            next_sequence = header.field(1, 21, 5)
+            granted = header.field(1, 16, 5)
+            newly = (next_sequence - base - acked) % SEQUENCE_MODULO
+            if kind == ACK:
+                counters["ack_tps"] += 1
+                acked += min(newly, sent - acked)
+                retry = bool(header.field(1, 6, 1))
+                if retry and rewound_at != acked:  # Rty: resend from next_sequence
+                    counters["retries"] += sent - acked
+                    sent, rewound_at = acked, acked
+                elif not retry:
+                    # The device answers every packet sent before the rewind with the same
+                    # Rty ACK; only the first rewinds, until it acknowledges progress.
+                    rewound_at = -1
+            elif kind == ERDY:
+                sent = acked  # the packets it answered NRDY are sent again
+            at = header.end + self.turnaround
+            end = header.end
+        counters["packets"] += len(chunks)
+        self._sequence[address] = (base + len(chunks)) % SEQUENCE_MODULO
+        pending.offset = len(data)
+        return end, len(data), False

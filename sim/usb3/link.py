@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import cocotb
-from cocotb.triggers import Event, First, Timer
+from cocotb.triggers import Event, First, Lock, Timer
 
 from .framing import (
     HeaderPacket,
@@ -102,6 +102,10 @@ class SuperSpeedLink:
         self._next_credit_out = 0
         self._unretired: deque[tuple[int, tuple, bytes | None]] = deque()
         self._credit_event = Event()
+        # Headers take their sequence number and their place on the lane together: with two
+        # senders (the IN and the OUT endpoint at once) a number taken by one while the other
+        # queued first would reach the device out of order, and it would go to Recovery.
+        self._send_lock = Lock()
         self._advertised = Event()
         self._pending_data: HeaderPacket | None = None
         self._last_sent = 0
@@ -150,6 +154,12 @@ class SuperSpeedLink:
                           start_at: int = 0, corrupt_crc32: bool = False) -> int:
         """Send a header packet (with its data payload), taking a credit; returns the cycle it
         was queued at (after any credit stall)."""
+        async with self._send_lock:
+            return await self._send_header(dws, payload, start_at=start_at,
+                                           corrupt_crc32=corrupt_crc32)
+
+    async def _send_header(self, dws: tuple[int, int, int], payload: bytes | None, *,
+                           start_at: int, corrupt_crc32: bool) -> int:
         if self._credits == 0:
             stalled = self.partner.cycle
             self.counters.credit_stalls += 1

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from cocotb.clock import Clock
 from cocotb.triggers import First, Lock, Timer, ValueChange
+
+from ..clocked import ClockedDriver
 
 __all__ = ["CLOCK_HZ", "CLOCK_PERIOD_PS", "SYMBOLS_PER_CYCLE", "HostMode", "CaptureType",
            "Capture", "OrderedSet", "PipePartnerDriver", "TSEQ", "TS1", "TS2"]
@@ -23,8 +24,7 @@ CLOCK_PERIOD_PS = 8_000
 SYMBOLS_PER_CYCLE = 4
 MAX_BLOCK = 1088  # pipe_partner.sv's MAX_BLOCK: a DPH + a 1024-byte DPP, framed, fits
 MAX_CAPTURE = 1040
-#: The clock each simulated top runs on (one per top: see PipePartnerDriver.start).
-_CLOCKS: dict[int, Clock] = {}
+BLOCKS = 8  # pipe_partner.sv's BLOCKS: the block queue's slots
 
 
 class HostMode(IntEnum):
@@ -92,7 +92,7 @@ class Capture:
     end: int
 
 
-class PipePartnerDriver:
+class PipePartnerDriver(ClockedDriver):
     """Drives the model side of ``usb3_sim_top``.
 
     Parameters
@@ -101,8 +101,10 @@ class PipePartnerDriver:
         The ``usb3_sim_top`` instance.
     """
 
+    period_ps = CLOCK_PERIOD_PS
+
     def __init__(self, dut: object) -> None:
-        self.dut = dut
+        super().__init__(dut)
         self._blk_request = 0
         self._cmd_request = 0
         self._cap_pop = 0
@@ -117,17 +119,7 @@ class PipePartnerDriver:
     async def start(self) -> None:
         """Start the clock, set up the recognisers, hold the design in reset for a few cycles."""
         dut = self.dut
-        # The GPI (C) clock: a Python clock costs an await per edge. A second session in the
-        # same test (a power-up of its own) stops the first one's clock instead of adding one.
-        running = _CLOCKS.pop(id(dut), None)
-        if running is not None:
-            try:
-                running.stop()
-            except RuntimeError:
-                pass  # ended with its test
-        clock = Clock(dut.clk, CLOCK_PERIOD_PS, unit="ps", impl="gpi")
-        clock.start()
-        _CLOCKS[id(dut)] = clock
+        self._start_clock()
         dut.rst.value = 1
         dut.vbus.value = 0
         dut.host_mode.value = HostMode.QUIET
@@ -157,27 +149,10 @@ class PipePartnerDriver:
         dut.rec_mask.value = mask
         dut.rec_k.value = kmask
         dut.rec_words.value = lengths
-        await Timer(10 * CLOCK_PERIOD_PS, "ps")
-        dut.rst.value = 0
-        await Timer(2 * CLOCK_PERIOD_PS, "ps")
+        await self._release_reset()
         self._blk_request = 0
         self._cmd_request = 0
         self._cap_pop = 0
-
-    # -- time -------------------------------------------------------------------------------
-
-    @property
-    def cycle(self) -> int:
-        """The current cycle of the 125 MHz PIPE clock."""
-        return int(self.dut.cycle.value)
-
-    async def wait_until(self, cycle: int) -> None:
-        now = self.cycle
-        if cycle > now:
-            await Timer((cycle - now) * CLOCK_PERIOD_PS, "ps")
-
-    async def wait_cycles(self, cycles: int) -> None:
-        await Timer(max(cycles, 1) * CLOCK_PERIOD_PS, "ps")
 
     # -- what the partner transmits ----------------------------------------------------------
 
@@ -255,6 +230,11 @@ class PipePartnerDriver:
             dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
             await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
 
+    async def wait_backlog(self, blocks: int) -> None:
+        """Wait until at most ``blocks`` blocks (the one on the wire included) are queued."""
+        while BLOCKS - int(self.dut.blk_free.value) > blocks:
+            await ValueChange(self.dut.blk_done)
+
     async def send_command(self, symbols: bytes, kmask: int) -> None:
         """Queue an 8-symbol link command on the command lane: it goes out at the next packet
         boundary, ahead of queued blocks."""
@@ -326,7 +306,3 @@ class PipePartnerDriver:
     def symbols_sent(self) -> int:
         """Symbols the partner put on the device's receive bus (SKP included)."""
         return int(self.dut.symbols_in.value)
-
-    @property
-    def symbols_received(self) -> int:
-        return int(self.dut.symbols_out.value)

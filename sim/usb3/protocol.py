@@ -67,7 +67,9 @@ class SuperSpeedProtocol:
     """Transactions with the device over a :class:`SuperSpeedLink`.
 
     Headers the device sends are queued here (the link calls :meth:`deliver`); a transaction
-    waits for the one it expects with :meth:`expect`.
+    waits for the one it expects with :meth:`expect`. Several transactions may wait at once (a
+    loopback's IN and OUT endpoints, dual simplex): each takes the first header it accepts, and a
+    header it skips stays queued when another waiter would take it, else it is dropped.
     """
 
     def __init__(self, link: SuperSpeedLink) -> None:
@@ -75,26 +77,45 @@ class SuperSpeedProtocol:
         self.address = 0
         self._received: deque[HeaderPacket] = deque()
         self._arrived = Event()
+        self._waiters: list[Callable[[HeaderPacket], bool]] = []
         link.on_header = self.deliver
 
     def deliver(self, header: HeaderPacket) -> None:
         self._received.append(header)
         self._arrived.set()
 
+    def _take(self, accept: Callable[[HeaderPacket], bool]) -> HeaderPacket | None:
+        others = [waiter for waiter in self._waiters if waiter is not accept]
+        kept: deque[HeaderPacket] = deque()
+        found = None
+        while self._received and found is None:
+            header = self._received.popleft()
+            if accept(header):
+                found = header
+            elif any(other(header) for other in others):
+                kept.append(header)
+        kept.extend(self._received)
+        self._received = kept
+        return found
+
     async def expect(self, accept: Callable[[HeaderPacket], bool], timeout_cycles: int,
                      what: str) -> HeaderPacket:
-        """The first received header ``accept`` takes (earlier ones it skips are dropped)."""
+        """The first received header ``accept`` takes (see the class docstring for the ones it
+        skips)."""
         deadline = self.link.partner.cycle + timeout_cycles
-        while True:
-            while self._received:
-                header = self._received.popleft()
-                if accept(header):
+        self._waiters.append(accept)
+        try:
+            while True:
+                header = self._take(accept)
+                if header is not None:
                     return header
-            remaining = deadline - self.link.partner.cycle
-            if remaining <= 0:
-                raise DeviceTimeout(f"no {what} within {timeout_cycles} cycles")
-            self._arrived.clear()
-            await First(self._arrived.wait(), Timer(remaining * CLOCK_PERIOD_PS, "ps"))
+                remaining = deadline - self.link.partner.cycle
+                if remaining <= 0:
+                    raise DeviceTimeout(f"no {what} within {timeout_cycles} cycles")
+                self._arrived.clear()
+                await First(self._arrived.wait(), Timer(remaining * CLOCK_PERIOD_PS, "ps"))
+        finally:
+            self._waiters.remove(accept)
 
     def _tp_from_device(self, endpoint: int, *subtypes: TransactionPacketSubtype
                         ) -> Callable[[HeaderPacket], bool]:

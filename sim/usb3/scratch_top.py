@@ -9,16 +9,12 @@ at width 4 (32 bits a cycle, one 125 MHz ``ss`` clock), so the model is the same
 """
 
 # No ``from __future__ import annotations``: wiring reads the class annotations as objects.
-import hashlib
-import importlib.metadata
-import os
-import tempfile
 from pathlib import Path
 
 from amaranth import ClockDomain, ClockSignal, Module, ResetSignal
-from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from busprobe.gateware.verilog_cache import cached_verilog
 
 __all__ = ["PORTS", "TOP_NAME", "StockSuperSpeedSimTop", "generate_verilog"]
 
@@ -116,26 +112,6 @@ class StockSuperSpeedSimTop(wiring.Component):
         return m
 
 
-def _hash() -> str:
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    for name in ("amaranth", "luna-usb", "usb-protocol"):
-        digest.update(f"{name}={importlib.metadata.version(name)};".encode())
-    return digest.hexdigest()[:12]
-
-
 def generate_verilog(out_dir: Path) -> Path:
     """Write the stock top's Verilog into ``out_dir`` (cached by source hash); return its path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{TOP_NAME}-{_hash()}.v"
-    if path.exists():
-        return path
-    from busprobe.bitstream.toolchain import use_yosys
-
-    use_yosys()
-    text = verilog.convert(StockSuperSpeedSimTop(), name=TOP_NAME, emit_src=False,
-                           strip_internal_attrs=True)
-    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
-    return path
+    return cached_verilog(out_dir, TOP_NAME, StockSuperSpeedSimTop, files=[Path(__file__)])

@@ -3,25 +3,24 @@
 Started by :class:`~busprobe.sim.simulator.SimServer` for :mod:`busprobe.sim.usb3.backend`. It
 powers the device up, trains the link to U0 and enumerates it (:class:`Usb3Session`), then
 serves :class:`Usb3RpcHandler` over :mod:`busprobe.sim.rpc`: every control transfer and bulk
-stream the host driver makes is carried out by the simulated xHCI through the PIPE link partner
-against the gateware. The simulation does not advance between requests, so simulated time only
-flows while the host model works.
+transfer the host driver makes is carried out by the simulated xHCI through the PIPE link
+partner against the gateware. The simulation does not advance between requests, so simulated
+time only flows while the host model works.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import cocotb
 from busprobe.model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
 from busprobe.protocol import usb3
-from busprobe.sim.rpc import BusErrors, on_the_bus, out_buffers, serve
+from busprobe.sim.rpc import BusErrors, on_the_bus, serve
 from busprobe.transport import EndpointStalled, InvalidRequest, TransferTimeout, TransportError
 
-from .controller import StreamOutcome
+from ..usb_rpc import UsbRpcHandler
 from .link import LinkError
 from .protocol import DeviceStall, DeviceTimeout
 from .session import Usb3Session
@@ -34,8 +33,6 @@ __all__ = ["ENV_PROFILE", "ENV_BURST", "Usb3RpcHandler"]
 ENV_PROFILE = "BUSPROBE_SIM_USB3_HOST"
 ENV_BURST = "BUSPROBE_SIM_USB3_BURST"
 
-T = TypeVar("T")
-
 
 #: The PIPE host model's errors, as the transport's.
 BUS_ERRORS: BusErrors = (
@@ -47,11 +44,10 @@ BUS_ERRORS: BusErrors = (
 )
 
 
-class Usb3RpcHandler:
-    """The requests :class:`~busprobe.sim.usb3.backend.SimUsb3Platform` makes (``rpc_<name>``).
-
-    Every answer carries ``cycle``, the 125 MHz PIPE clock count after the request, which is the
-    platform's clock.
+class Usb3RpcHandler(UsbRpcHandler):
+    """The requests :class:`~busprobe.sim.usb3.backend.SimUsb3Platform` makes: endpoint 0 and
+    the transfer queue (:class:`~busprobe.sim.usb_rpc.UsbRpcHandler`), on the 125 MHz PIPE
+    clock; :meth:`rpc_counters` adds the link's own counters.
 
     Parameters
     ----------
@@ -59,49 +55,14 @@ class Usb3RpcHandler:
         Link in U0, device enumerated.
     """
 
+    bus_errors = BUS_ERRORS
+
     def __init__(self, session: Usb3Session) -> None:
+        super().__init__(session.host)
         self.session = session
 
-    @property
-    def cycle(self) -> int:
-        return self.session.partner.cycle
-
-    async def rpc_control(self, request_type: int, request: int, value: int, index: int,
-                          length_or_data: int | bytes) -> tuple[bytes, int]:
-        # The driver's OUT requests without a data stage pass b""; the host model takes a
-        # length of 0 for those.
-        if isinstance(length_or_data, bytes) and not length_or_data:
-            length_or_data = 0
-        data = await on_the_bus(f"control request {request:#04x}", lambda: self.session.host
-                                .control(request_type, request, value, index, length_or_data),
-                                BUS_ERRORS)
-        return bytes(data or b""), self.cycle
-
-    async def rpc_stream(self, endpoint: int, length: int, count: int, queue_depth: int,
-                         outgoing: Sequence[bytes] | None) -> dict[str, Any]:
-        """``count`` bulk transfers on ``endpoint``; IN data comes back in ``in_data``."""
-        direction = "in" if endpoint & 0x80 else "out"
-        received: list[bytes] = []
-        started, cycle0 = time.perf_counter(), self.cycle
-        outcome = await on_the_bus(f"bulk {direction} transfer", lambda: self.session.host
-                                    .stream(direction, endpoint & 0x7F, length, count,
-                                            queue_depth, source=out_buffers(outgoing),
-                                            sink=received.append), BUS_ERRORS)
-        return self._reply(outcome, started, cycle0, received)
-
-    def _reply(self, outcome: StreamOutcome, started: float, cycle0: int,
-               received: list[bytes]) -> dict[str, Any]:
-        # The transport's short transfer is a completion with fewer bytes than asked; the
-        # controller's OUT count is of transfers ending in a short packet (every one of a length
-        # that is not a multiple of 1024), and an OUT transfer always sends its whole buffer.
-        short = outcome.short_transfers if outcome.direction == "in" else 0
-        return {"bytes": outcome.bytes, "transfers": outcome.transfers,
-                "short_transfers": short, "start": outcome.start,
-                "end": outcome.end, "nrdys": outcome.nrdys, "retries": outcome.retries,
-                "packets": outcome.packets, "ack_tps": outcome.ack_tps,
-                "link": dict(vars(self.session.link.counters)),
-                "wall_seconds": time.perf_counter() - started,
-                "sim_cycles": self.cycle - cycle0, "cycle": self.cycle, "in_data": received}
+    async def rpc_counters(self) -> dict[str, Any]:
+        return {**await super().rpc_counters(), "link": dict(vars(self.session.link.counters))}
 
 
 @cocotb.test()

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..toolchain import build_root, build_verilator_model
+from ..sim_top import HDL, SimTop
+from ..verilator_build import build_root, build_verilator_model
 
-__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "DESIGNS", "build_usb3_simulator", "symbol_defines"]
+__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "DESIGNS", "build_usb3_simulator", "symbol_values"]
 
 TOPLEVEL = "usb3_sim_top"
-HDL = Path(__file__).resolve().parent.parent / "hdl"
-#: HDL sources of the link partner and the simulation top (the device design is added).
-PARTNER_SOURCES = (HDL / "pipe_receiver.sv", HDL / "pipe_partner.sv", HDL / "usb3_sim_top.sv")
+#: HDL sources of the link partner (the device design and the generated top are added).
+PARTNER_SOURCES = (HDL / "pipe_receiver.sv", HDL / "pipe_partner.sv")
+#: The PIPE between the design (``pipe_`` + LUNA's PIPEInterface names) and the partner.
+PIPE_BUS = {f"pipe_{name}": name for name in (
+    "rx_data", "rx_datak", "rx_valid", "rx_status", "phy_status", "rx_elec_idle",
+    "power_present", "tx_data", "tx_datak", "tx_elec_idle", "tx_detrx_lpbk")} | {
+    "pipe_reset": "phy_reset"}
+#: The design's state the tests read beside the partner's ports (stock LUNA has only the first).
+STATUS = {"link_trained": 1, "link_in_reset": 1, "configuration": 8}
 
 
-def symbol_defines() -> dict[str, str]:
+def symbol_values() -> dict[str, str]:
     """The K symbols the partner frames with, from LUNA's one definition (physical/coding.py)."""
     from luna.gateware.usb.usb3.physical import coding
 
@@ -30,15 +37,14 @@ DESIGNS = ("busprobe", "stock")
 def build_usb3_simulator(design: str = "busprobe") -> Path:
     """Generate the design's Verilog and build it with the link partner (both steps cached)."""
     out = build_root() / "gateware" / "usb3"
-    defines: dict[str, object] = dict(symbol_defines())
     if design == "busprobe":
-        from busprobe.gateware.usb3.sim_top import TOP_NAME, generate_verilog
+        from busprobe.gateware.usb3.sim_top import PORTS, TOP_NAME, generate_verilog
     elif design == "stock":
-        from .scratch_top import TOP_NAME, generate_verilog
-        defines["DUT_STOCK"] = 1
+        from .scratch_top import PORTS, TOP_NAME, generate_verilog
     else:
         raise ValueError(f"unknown USB3 design {design!r} (choose from {', '.join(DESIGNS)})")
     verilog = generate_verilog(out)
-    return build_verilator_model(f"usb3-{design}", [verilog, *PARTNER_SOURCES], TOPLEVEL,
-                                 defines={"DUT_MODULE": TOP_NAME, **defines},
-                                 public_ports_only=True)
+    top = SimTop(TOPLEVEL, "pipe_partner", HDL / "pipe_partner.sv", TOP_NAME, PORTS,
+                 bus=PIPE_BUS, exports=STATUS, parameters=symbol_values())
+    sources = [verilog, *PARTNER_SOURCES, top.write(build_root() / "sim" / "tops")]
+    return build_verilator_model(f"usb3-{design}", sources, TOPLEVEL, public_ports_only=True)

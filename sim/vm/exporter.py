@@ -31,13 +31,16 @@ class Exporter:
         Where its stderr goes (and is watched from).
     selector : str
         The simulated target to export.
+    name : str
+        Its QEMU chardev id (one per device a guest gets).
     start_timeout : float
         Wall seconds to wait for the ready line (includes a first simulator build).
     """
 
-    def __init__(self, log: Path, *, selector: str = "sim:usb2",
+    def __init__(self, log: Path, *, selector: str = "sim:usb2", name: str = "busprobe",
                  start_timeout: float = 600.0) -> None:
         self.log_path = log
+        self.name = name
         self.killed_at: float | None = None
         self._watchers: list[Callable[[str], bool]] = []
         self._lock = threading.Lock()
@@ -76,8 +79,8 @@ class Exporter:
 
     def qemu_args(self, bus: str) -> list[str]:
         """QEMU arguments attaching the export to USB bus ``bus`` (``"hc.0"``)."""
-        return ["-chardev", f"socket,id=busprobe,host=127.0.0.1,port={self.port}",
-                "-device", f"usb-redir,chardev=busprobe,bus={bus}"]
+        return ["-chardev", f"socket,id={self.name},host=127.0.0.1,port={self.port}",
+                "-device", f"usb-redir,chardev={self.name},bus={bus}"]
 
     def kill(self) -> None:
         """SIGKILL, as an unplugged cable ends a device: no goodbye on the socket."""
@@ -88,8 +91,9 @@ class Exporter:
             pass
 
     def stop(self, timeout: float = 30.0) -> int | None:
-        """Wait for it to end (it does when its guest disconnects); SIGTERM, then SIGKILL."""
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        """End it: SIGTERM (the service stops its simulator and exits 0), then SIGKILL; the exit
+        status (-9 when :meth:`kill` unplugged it before)."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             if sig is not None and self.proc.poll() is None:
                 self.proc.send_signal(sig)
             try:

@@ -21,7 +21,7 @@ from typing import Any
 
 from busprobe.backends.usb.libusb import udev_rule_path
 from busprobe.build_cache import build_root
-from busprobe.protocol import usb2
+from busprobe.protocol import usb2, usb3
 
 from .exporter import Exporter
 from .initramfs import build_initramfs
@@ -29,13 +29,17 @@ from .kernel import fetch_kernel
 from .qemu import Boot, Machine, boot
 from .usbtest import build_helper, case_lines, guest_settings
 
-__all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR"]
+__all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR"]
 
 #: Controller kind -> (QEMU device, the guest driver that must bind it).
 CONTROLLERS = {"xhci": ("qemu-xhci", "xhci_hcd"), "ehci": ("usb-ehci", "ehci-pci")}
 SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}"
 #: The unplug sweep's long point; the exporter is killed at its first transfer.
 UNPLUG_AT = f"bulk {usb2.EP_IN:#04x} 1 x 65536 B"
+#: The SuperSpeed device, exported beside the USB 2.0 one to the xHCI guest (the same VID:PID:
+#: the serial tells them apart); its unplug comes at the first 1 MiB transfer.
+SS_SELECTOR = f"usb:{usb3.VID:04x}:{usb3.PID:04x}#{usb3.SERIAL}"
+SS_UNPLUG_AT = f"bulk {usb3.EP_IN:#04x} 1 x 1048576 B"
 
 
 @dataclass
@@ -49,6 +53,8 @@ class UsbPass:
     exporter_log: Path
     exporter_status: int | None
     unplugged: bool
+    superspeed: Exporter | None = None
+    ss_unplugged: bool = False
 
     def result(self, name: str) -> dict[str, Any] | None:
         """A result document the guest wrote (None if it wrote none)."""
@@ -72,8 +78,22 @@ def _busprobe_command() -> Path:
     return script
 
 
-def run_usb_pass(controller: str, *, timeout: float = 480.0) -> UsbPass:
-    """Boot a guest with the exported device behind ``controller`` (``xhci``/``ehci``)."""
+def _unplug_at(exporter: Exporter, line: str) -> list[bool]:
+    """Kill ``exporter`` at its first log line containing ``line``; the list says if it did."""
+    done = [False]
+
+    def watch(log_line: str) -> bool:
+        if line in log_line:
+            exporter.kill()
+            done[0] = True
+        return done[0]
+    exporter.when(watch)
+    return done
+
+
+def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
+    """Boot a guest with the exported device behind ``controller`` (``xhci``/``ehci``); behind
+    xHCI the SuperSpeed device is exported too, on the controller's SuperSpeed ports."""
     device, driver = CONTROLLERS[controller]
     root = build_root() / "vm"
     kernel = fetch_kernel()
@@ -83,29 +103,35 @@ def run_usb_pass(controller: str, *, timeout: float = 480.0) -> UsbPass:
     out.mkdir(parents=True)
     (out / "user").mkdir(mode=0o777)  # the guest's user who is not root writes here
     (out / "user").chmod(0o777)
+    exporter = Exporter(out / "exporter.log")
+    superspeed = Exporter(out / "exporter-ss.log", selector="sim:usb3", name="busprobe-ss") \
+        if controller == "xhci" else None
     settings = {"BUSPROBE": str(_busprobe_command()), "RULE": str(udev_rule_path()),
-                "SELECTOR": SELECTOR, **guest_settings(kernel, build_helper(root / "tools"))}
+                "SELECTOR": f"{SELECTOR}#{usb2.SERIAL}",
+                **guest_settings(kernel, build_helper(root / "tools"))}
+    if superspeed is not None:
+        settings["SS_SELECTOR"] = SS_SELECTOR
     (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
                                            for key, value in settings.items()))
     (out / "usbtest-cases.txt").write_text(case_lines())
-    exporter = Exporter(out / "exporter.log")
-    unplugged = False
+    unplugs: dict[str, list[bool]] = {}
 
     def on_mark(line: str) -> None:
         if line == "unplug-started":
-            def at_first_long_transfer(log_line: str) -> bool:
-                nonlocal unplugged
-                if UNPLUG_AT in log_line:
-                    exporter.kill()
-                    unplugged = True
-                return unplugged
-            exporter.when(at_first_long_transfer)
+            unplugs["usb2"] = _unplug_at(exporter, UNPLUG_AT)
+        elif line == "ss-unplug-started" and superspeed is not None:
+            unplugs["ss"] = _unplug_at(superspeed, SS_UNPLUG_AT)
 
     script = Path(str(resources.files("busprobe.sim.vm.guest") / "usb_checks.sh"))
-    machine = Machine(kernel.image, initramfs, script, out,
-                      devices=["-device", f"{device},id=hc", *exporter.qemu_args("hc.0")])
+    devices = ["-device", f"{device},id=hc", *exporter.qemu_args("hc.0")]
+    if superspeed is not None:
+        devices += superspeed.qemu_args("hc.0")
+    machine = Machine(kernel.image, initramfs, script, out, devices=devices)
     try:
         result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
     finally:
         status = exporter.stop()
-    return UsbPass(controller, driver, result, out, exporter.log_path, status, unplugged)
+        if superspeed is not None:
+            superspeed.stop()
+    return UsbPass(controller, driver, result, out, exporter.log_path, status,
+                   unplugs.get("usb2", [False])[0], superspeed, unplugs.get("ss", [False])[0])

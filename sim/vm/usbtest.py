@@ -113,7 +113,7 @@ def guest_settings(kernel: GuestKernel, helper: Path) -> dict[str, str]:
             "CLEAR_TELEMETRY": str(int(usb2.Request.CLEAR_TELEMETRY)),
             "SET_IN_TRANSFER": str(int(usb2.Request.SET_IN_TRANSFER)),
             "TELEMETRY_SIZE": str(usb2.TELEMETRY_SIZE),
-            "VID": f"{usb2.VID:04x}"}
+            "USB2_SERIAL": usb2.SERIAL}
 
 
 def case_lines() -> str:

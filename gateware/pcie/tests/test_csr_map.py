@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
+import json
+from importlib import resources
 
 import pytest
-from busprobe.protocol import pcie as proto
+from busprobe.gateware.pcie.csr_export import csr_map_of
 
 
-def exported_csrs(csv_path: Path) -> dict[str, int]:
-    rows = [r for r in csv.reader(csv_path.read_text().splitlines()) if r]
-    return {r[1]: int(r[2], 16) for r in rows if r[0] == "csr_register"}
-
-
-def protocol_csrs() -> dict[str, int]:
-    # The second word of a 64-bit CSR is a name of ours only; LiteX lists the register once.
-    return {k: v for k, v in proto.CSRS.items() if not k.endswith("_table_value_word1")}
+def committed_map() -> dict:
+    return json.loads((resources.files("busprobe.protocol") / "pcie_csr_map.json").read_text())
 
 
 def test_artix7_board_target_exports_the_protocol_csr_map(tmp_path):
@@ -26,7 +20,7 @@ def test_artix7_board_target_exports_the_protocol_csr_map(tmp_path):
     from litex_boards.platforms.xilinx_ac701 import Platform
 
     soc = build_pcie_target_soc(Platform())
-    builder = Builder(soc, output_dir=str(tmp_path), csr_csv=str(tmp_path / "csr.csv"),
+    builder = Builder(soc, output_dir=str(tmp_path), csr_json=str(tmp_path / "csr.json"),
                       compile_software=False, compile_gateware=False)
     builder.build(run=False)  # writes Verilog/TCL only; Vivado is not run
-    assert exported_csrs(tmp_path / "csr.csv") == protocol_csrs()
+    assert csr_map_of(tmp_path / "csr.json") == committed_map()

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 from busprobe.gateware.boards import Board
 from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 
+from ..toolchain import ecp5_toolchain_env, toolchain_versions
 from .designs import BuildError, Design
 from .nextpnr_report import parse_nextpnr_report
 from .result import RESULT_FILE, BuildResult
-from .toolchain import ecp5_toolchain_env, toolchain_versions
 
 if TYPE_CHECKING:
     from amaranth.build.run import BuildPlan

@@ -16,7 +16,7 @@ from pathlib import Path
 from busprobe.gateware.boards import Board
 from busprobe.transport import DeviceNotFound, TransportError
 
-from .toolchain import find_script
+from ..toolchain import find_script
 
 __all__ = ["ProgrammerNotFound", "FlashPlan", "plan_flash", "bitstream_part", "run_flash"]
 

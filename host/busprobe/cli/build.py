@@ -8,14 +8,18 @@ command. Artix-7 PCIe targets are generated with LiteX and built only where Viva
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from busprobe.gateware.boards import Board, board_names, get_board
+
+from ..result_file import check_writable, is_stdout, write_result
+from ..stdout_guard import stdout_to_stderr
 
 if TYPE_CHECKING:
     from busprobe.bitstream.designs import Design
@@ -47,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from busprobe.bitstream.designs import BuildError, get_design
-    from busprobe.bitstream.toolchain import ToolchainMissing
+    from busprobe.toolchain import ToolchainMissing
 
     board = get_board(args.board)
     design = get_design(args.design)
@@ -55,10 +59,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"board {board.name} cannot carry design {design.name!r} "
                          f"(it carries: {', '.join(board.designs)})")
     _check_outputs(args.out, args.json_out)  # before minutes of building, not after
+    # With --json -, stdout carries the JSON only: the summary goes to stderr, and so does
+    # whatever the tools (Yosys, nextpnr, LiteX) print to file descriptor 1.
+    to_stdout = is_stdout(args.json_out)
     try:
-        if board.family == "ecp5":
-            return _build_ecp5(args, board, design)
-        return _build_pcie(args, board, design)
+        with stdout_to_stderr() if to_stdout else contextlib.nullcontext():
+            if board.family == "ecp5":
+                return _build_ecp5(args, board, design)
+            return _build_pcie(args, board, design)
     except (BuildError, ToolchainMissing) as exc:
         if args.debug:
             raise
@@ -71,7 +79,7 @@ def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
     from busprobe.build_cache import build_root
 
     result = build_ecp5(board, design, root=build_root(), out=args.out, force=args.force)
-    print("\n".join(result.summary_lines()))
+    print("\n".join(result.summary_lines()), file=_human(args), flush=True)
     _write_json(args.json_out, result.to_json())
     return 0
 
@@ -82,7 +90,7 @@ def _build_pcie(args: argparse.Namespace, board: Board, design: Design) -> int:
 
     target = build_pcie_target(board, design, root=build_root(), out=args.out,
                                lint=args.lint)
-    print("\n".join(target.summary_lines()))
+    print("\n".join(target.summary_lines()), file=_human(args), flush=True)
     _write_json(args.json_out, target.to_json())
     return 0 if target.lint_findings is None or not target.lint_findings else 1
 
@@ -95,22 +103,14 @@ def _check_outputs(out: Path | None, json_out: str | None) -> None:
         parent = next((p for p in out.parents if p.exists()), Path("."))
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise ValueError(f"--out {out}: cannot create it under {parent}")
-    if json_out and json_out != "-":
-        target = Path(json_out)
-        if target.is_dir():
-            raise ValueError(f"--json {json_out} is a directory; name the file")
-        if not target.parent.is_dir():
-            raise ValueError(f"--json {json_out}: folder {target.parent} does not exist")
-        if not os.access(target.parent, os.W_OK) or (target.exists()
-                                                     and not os.access(target, os.W_OK)):
-            raise ValueError(f"--json {json_out}: not writable")
+    check_writable(json_out)
+
+
+def _human(args: argparse.Namespace) -> TextIO:
+    """Where the summary goes: stderr when the JSON goes to stdout."""
+    return sys.stderr if is_stdout(args.json_out) else sys.stdout
 
 
 def _write_json(path: str | None, data: dict) -> None:
-    if path is None:
-        return
-    text = json.dumps(data, indent=2) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-    else:
-        Path(path).write_text(text)
+    if path is not None:
+        write_result(path, json.dumps(data, indent=2) + "\n")  # busprobe.result_file's rules

@@ -15,6 +15,7 @@ from dataclasses import replace
 from .. import buses, targets
 from ..lengths import parse_size
 from ..model import ceiling_for, link_ceiling
+from ..result_file import check_writable, is_stdout, write_result
 from ..result_schema import PROTOCOLS
 from ..transport import BusDescription
 from ..units import Units
@@ -37,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "CBW, data and CSW per transfer (needs --length)")
     parser.add_argument("--formula", action="store_true", help="show each derivation")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
-    parser.add_argument("--json", action="store_true", help="print the ceilings as JSON")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="the ceilings as JSON, to FILE or (no FILE, or '-') to stdout")
     parser.add_argument("--sysfs-root", default="/sys", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
@@ -63,6 +65,7 @@ def describe_bus(bus: BusDescription) -> str:
 
 def run(args: argparse.Namespace) -> int:
     units = Units.parse(args.units)
+    check_writable(args.json)
     target = targets.describe(args.device, sysfs_root=args.sysfs_root)
     base = target.require_bus()
     directions = target.spec.directions
@@ -90,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--protocol bot moves data in or out, not loopback")
     out: list[dict] = []
     lines: list[str] = []
+    for key, values in (("mps", _sizes(args.mps, "mps")), ("mrrs", _sizes(args.mrrs, "mrrs"))):
+        for value in values:
+            if value is not None:  # what the spec and the design allow, as sweep refuses
+                targets.check_setting(target, key, value)
     for mps in _sizes(args.mps, "mps"):
         for mrrs in _sizes(args.mrrs, "mrrs"):
             bus = replace(base, mps=mps or base.mps, mrrs=mrrs or base.mrrs)
@@ -111,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
                         lines.append("         link model:")
                         lines += [f"           {step}" for step in link.formula.splitlines()]
     if args.json:
-        print(json.dumps({"device": args.device, "bus": base.to_json(), "units": "bytes/s",
-                          "ceilings": out}, indent=1))
-    else:
+        write_result(args.json, json.dumps({"device": args.device, "bus": base.to_json(),
+                                            "units": "bytes/s", "ceilings": out}, indent=1)
+                     + "\n")
+    if not is_stdout(args.json):
         print("\n".join(lines))
     return 0

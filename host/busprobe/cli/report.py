@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..report.compare import load_runs
 from ..report.html import write_report
+from ..result_file import check_writable, is_stdout
 from ..units import Units
 
 __all__ = ["register", "run"]
@@ -18,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description=__doc__)
     parser.add_argument("results", nargs="+", metavar="RESULT.json",
                         help="result files written by busprobe sweep --json")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE.html",
+                        help="the page ('-': stdout)")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
     parser.set_defaults(func=run)
 
@@ -29,6 +32,9 @@ def _check_output(output: str, inputs: list[str]) -> None:
     if target.is_dir():
         raise ValueError(f"-o {output} is a directory; name the HTML file, e.g. "
                          f"{target / 'report.html'}")
+    check_writable(output)
+    if is_stdout(output):
+        return
     for name in inputs:
         if Path(name).exists() and target.exists() and target.samefile(name):
             raise ValueError(f"-o {output} is one of the results being reported; "
@@ -40,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     _check_output(args.output, args.results)
     runs = load_runs(args.results, units)
     write_report(runs, args.output, units=units)
-    print(f"report: {args.output} ({len(runs)} run{'s' if len(runs) != 1 else ''}, "
-          f"{units.label})")
+    print(f"report: {'stdout' if is_stdout(args.output) else args.output} ({len(runs)} "
+          f"run{'s' if len(runs) != 1 else ''}, {units.label})",
+          file=sys.stderr if is_stdout(args.output) else sys.stdout)
     return 0

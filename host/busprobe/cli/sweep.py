@@ -11,16 +11,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
-from .. import buses, targets
+from .. import buses, limits, targets
 from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
 from ..plot import plot_results
 from ..protocol.patterns import Pattern
+from ..result_file import ResultWriteError, check_writable, is_stdout
 from ..results import finish_document, format_table, new_document, write_csv, write_json
 from ..stats import MIN_REPEATS
 from ..stdout_guard import stdout_to_stderr
@@ -59,8 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="stream (bare bulk transfers, default) or bot (USB mass storage "
                              "Bulk-Only Transport: CBW, data, CSW per transfer, queue depth 1)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
-    parser.add_argument("--csv", metavar="FILE", help="write one CSV row per point")
-    parser.add_argument("--plot", metavar="FILE.png", help="plot throughput versus length")
+    parser.add_argument("--csv", metavar="FILE", help="write one CSV row per point ('-': stdout)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="plot throughput versus length (PNG, or .svg/.pdf; '-': stdout)")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--allow-config-write", action="store_true",
@@ -92,32 +92,31 @@ def _settings(args: argparse.Namespace,
     if any(name not in target.spec.settings for name in wanted):
         raise InvalidRequest(f"--mps/--mrrs are PCIe settings; {target.text} is a "
                              f"{target.spec.family} device")
+    for name, values in (("mps", mps), ("mrrs", mrrs)):
+        for value in values:
+            if value is not None:
+                targets.check_setting(target, name, value)  # the spec's and the design's
     return tuple({k: v for k, v in (("mps", m), ("mrrs", r)) if v is not None}
                  for m in mps for r in mrrs)
 
 
+def _outputs(args: argparse.Namespace) -> tuple[tuple[str, str, str | None], ...]:
+    """``(what, option, path)`` of each result file the run writes."""
+    return (("JSON", "--json", args.json), ("CSV", "--csv", args.csv),
+            ("plot", "--plot", args.plot))
+
+
+def _to_stdout(args: argparse.Namespace) -> bool:
+    return any(is_stdout(path) for _, _, path in _outputs(args))
+
+
 @contextlib.contextmanager
 def _stdout_guard(args: argparse.Namespace) -> Iterator[None]:
-    """With ``--json -``/``--csv -``, stdout carries only the data: anything else written to
-    file descriptor 1 meanwhile (a simulator build's compiler lines) goes to stderr."""
-    with stdout_to_stderr() if "-" in (args.json, args.csv) else contextlib.nullcontext():
+    """With a result on stdout (``--json -``), stdout carries only the data: anything else
+    written to file descriptor 1 meanwhile (a simulator build's compiler lines) goes to
+    stderr."""
+    with stdout_to_stderr() if _to_stdout(args) else contextlib.nullcontext():
         yield
-
-
-def _check_writable(path: str | None) -> None:
-    """Fail now, not after the measurement, when an output file cannot be written. Nothing is
-    created here: a run that fails before its first point leaves the file system as it was."""
-    if not path or path == "-":
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise ValueError(f"cannot write {path}: it is a directory")
-    folder = next(p for p in (target.parent, *target.parent.parents) if p.exists())
-    if not folder.is_dir():
-        raise ValueError(f"cannot write {path}: {folder} is a file, not a directory")
-    writable = os.access(target, os.W_OK) if target.exists() else os.access(folder, os.W_OK)
-    if not writable:
-        raise ValueError(f"cannot write {path}: permission denied")
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -138,15 +137,26 @@ def run(args: argparse.Namespace) -> int:
     lengths = parse_lengths(args.lengths) if args.lengths is not None else None
     depths = parse_counts(args.queue_depth, "queue depth") if args.queue_depth is not None \
         else None
-    if args.json == "-" and args.csv == "-":
-        raise ValueError("--json - and --csv - would both write to stdout; send one to a file")
+    on_stdout = [option for _, option, path in _outputs(args) if is_stdout(path)]
+    if len(on_stdout) > 1:
+        each = "both" if len(on_stdout) == 2 else "all"
+        raise ValueError(f"{' and '.join(on_stdout)} would {each} write to stdout; send all "
+                         "but one to a file")
     settings = _settings(args, target)
     min_bytes = parse_size(args.min_bytes) if args.min_bytes is not None else None
     if args.repeat < MIN_REPEATS:
         raise ValueError(f"--repeat must be at least {MIN_REPEATS}, not {args.repeat}")
-    table_out: TextIO = sys.stderr if "-" in (args.json, args.csv) else sys.stdout
-    for path in (args.json, args.csv, args.plot):
-        _check_writable(path)
+    # The bounds of what may be asked (busprobe.limits), before anything is built or opened.
+    limits.check_repeat(args.repeat)
+    limits.check_lengths(lengths or ())
+    limits.check_queue_depths(depths or ())
+    limits.check_queued(lengths or (), depths or ())
+    if min_bytes is not None:
+        limits.check_point_bytes(args.repeat * min_bytes, simulated=target.simulated,
+                                 what=f"--min-bytes {args.min_bytes} × {args.repeat} repeats")
+    table_out: TextIO = sys.stderr if _to_stdout(args) else sys.stdout
+    for _, _, path in _outputs(args):
+        check_writable(path)
 
     if args.allow_config_write and (target.simulated or target.spec is not buses.PCIE):
         raise ValueError("--allow-config-write applies to real PCIe devices "
@@ -156,11 +166,11 @@ def run(args: argparse.Namespace) -> int:
     if min_bytes is not None:
         transport.min_bytes = min_bytes
     if args.allow_config_write:
-        transport.allow_config_write = True  # type: ignore[attr-defined]  # VfioPcieTransport
+        transport.platform.allow_config_write = True  # type: ignore[attr-defined]  # VfioPlatform
     directions = expand_directions(args.direction, transport.directions)
     if lengths and depths:  # check what we can before paying for open (a simulator build)
         SweepPlan(directions, tuple(lengths), tuple(depths), args.repeat, settings,
-                  pattern).validate(transport)
+                  pattern).validate(transport, simulated=target.simulated)
 
     doc = new_document(args.device, units=units)
     with _stdout_guard(args):
@@ -174,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             tuple(depths or (buses.by_kind(bus.kind).default_queue_depths
                              if bus.protocol == "stream" else (1,))),
             args.repeat, settings, pattern)
-        plan.validate(transport)
+        plan.validate(transport, simulated=target.simulated)
         print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)
         if doc["host"].get("emulated"):
             print(f"note: this computer is emulated ({doc['host']['emulated']}): every figure "
@@ -211,35 +221,46 @@ def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
         reason = (str(exc) or "interrupted (Ctrl-C)") if isinstance(exc, KeyboardInterrupt) \
             else str(exc)
         doc["points"] = [p.to_json() for p in sweep.points]
-        _save(finish_document(doc, error=f"{type(exc).__name__}: {reason}"), args, units,
-              table_out)
+        # The run's own end is the error to report; a result that could not be saved as well
+        # gets its line first.
+        for failure in _save(finish_document(doc, error=f"{type(exc).__name__}: {reason}"),
+                             args, units, table_out):
+            print(f"busprobe: error: {failure}", file=sys.stderr)
         raise
     finally:
         if bar is not None:
             bar.close()
     doc["points"] = [p.to_json() for p in sweep.points]
-    _save(finish_document(doc), args, units, table_out)
+    failures = _save(finish_document(doc), args, units, table_out)
+    if failures:
+        raise ResultWriteError("; ".join(failures))
 
 
-def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units, table_out: TextIO) -> None:
+def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
+          table_out: TextIO) -> list[str]:
+    """Print the table and write every result file asked for; the one-line reason of each that
+    could not be written (the others are written all the same)."""
     if not doc["points"]:
         # Nothing measured, nothing written: an earlier good result at the same path stays.
         print(f"!! INCOMPLETE: {doc['error']} (no point was finished; nothing written)",
               file=table_out)
-        return
+        return []
     print(format_table(doc, units), file=table_out, flush=True)
-    for path in (args.json, args.csv, args.plot):
-        if path and path != "-":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-    if args.json:
-        write_json(doc, args.json)
-    if args.csv:
-        write_csv(doc, args.csv)
-    if args.plot:
-        plot_results([doc], args.plot, units=units)
-    for what, path in (("JSON", args.json), ("CSV", args.csv), ("plot", args.plot)):
-        if path and path != "-":
+    writers = {"JSON": lambda path: write_json(doc, path),
+               "CSV": lambda path: write_csv(doc, path),
+               "plot": lambda path: plot_results([doc], path, units=units)}
+    failures = []
+    for what, _, path in _outputs(args):
+        if not path:
+            continue
+        try:
+            writers[what](path)
+        except ResultWriteError as exc:
+            failures.append(str(exc))
+            continue
+        if not is_stdout(path):
             print(f"{what}: {path}", file=table_out)
+    return failures
 
 
 def _describe(device: str, bus: BusDescription, plan: SweepPlan, transport: Transport) -> str:

@@ -3,18 +3,18 @@
 Every parameter gets ``{ value = ..., source = "..." }`` as the shipped profiles have; the source
 says ``fitted from FILE on DATE`` and carries the uncertainty (the loader takes no other field),
 or, for a parameter the sweep did not pin down, says so and which points would. The text is
-read back through :func:`busprobe.model.usb2_hosts.load_profile` before the file is replaced, so
+read back through :func:`busprobe.model.usb2_hosts.load_profile` before it is written, so
 a profile ``fit`` writes is one the simulator and the model accept.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
 from datetime import date
 from pathlib import Path
 
 from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
+from ..result_file import write_result
 from .fitted import FittedProfile, FittedValue
 
 __all__ = ["render_profile", "write_profile", "source_of"]
@@ -70,21 +70,13 @@ def render_profile(fitted: FittedProfile, name: str, *, day: str | None = None) 
 
 def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
                   day: str | None = None) -> HostProfile:
-    """Write ``fitted`` to ``path`` (atomically, checked by the loader first); returns the
-    profile as the loader reads it."""
-    target = Path(path)
+    """Write ``fitted`` to ``path`` (``-``: stdout), checked by the loader first, then written as
+    every result is (:mod:`busprobe.result_file`: a file whole or not at all, a link written
+    through); returns the profile as the loader reads it."""
     text = render_profile(fitted, name, day=day)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".toml", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        profile = load_profile(tmp)  # what the simulator will read, or a one-line error
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; a profile is for sharing
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
+        check = Path(folder) / "profile.toml"
+        check.write_text(text, encoding="utf-8")
+        profile = load_profile(str(check))  # what the simulator will read, or a one-line error
+    write_result(path, text)
     return profile

@@ -9,11 +9,12 @@ of their own (``sim:usb2?host=my_host.toml``).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HostProfile", "load_profile", "PROFILE_DIR", "SCHEMA", "builtin_profiles"]
+from .host_profiles import ProfileFormat
+
+__all__ = ["HostProfile", "load_profile", "PROFILE_DIR", "SCHEMA", "builtin_profiles", "FORMAT"]
 
 PROFILE_DIR = Path(__file__).with_name("hosts")
 
@@ -68,69 +69,15 @@ SCHEMA: dict[str, tuple[type, float, float, str]] = {
 }
 
 
-def _checked(path: Path, key: str, value: object) -> object:
-    kind, low, high, unit = SCHEMA[key]
-    where = f"host profile {path}: {key}"
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"{where} = {value!r} must be true or false")
-        return value
-    # TOML gives int or float; a bool is an int to Python but never a count or a duration.
-    if isinstance(value, bool) or not isinstance(value, int | float) or \
-            (kind is int and not float(value).is_integer()):
-        raise ValueError(f"{where} = {value!r} must be {'a whole' if kind is int else 'a'} "
-                         f"number ({unit})")
-    if not low <= value <= high:  # also refuses nan
-        raise ValueError(f"{where} = {value!r} is outside {low:g}..{high:g} {unit}")
-    return kind(value)
+#: Reads and checks USB 2.0 profiles (:class:`~.host_profiles.ProfileFormat`).
+FORMAT = ProfileFormat(SCHEMA, PROFILE_DIR, HostProfile)
 
 
 def load_profile(name_or_path: str) -> HostProfile:
     """A built-in profile by name, or a TOML file by path; ``ValueError`` with one line naming
     the file and the key if it is bad (see :data:`SCHEMA`)."""
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = PROFILE_DIR / f"{name_or_path}.toml"
-        # A name, not a path: looked up among the built-in ones (asking the file system about a
-        # name too long for it would be an OSError, not this message).
-        if name_or_path not in builtin_profiles():
-            raise ValueError(f"unknown host profile {name_or_path!r} "
-                             f"(built in: {', '.join(builtin_profiles())}; or give a .toml file)")
-    try:
-        table = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ValueError(f"cannot read host profile {_shown(path)}: {exc.strerror or exc}") \
-            from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"cannot read host profile {_shown(path)}: {exc}") from None
-    path = Path(_shown(path))  # every message below names it: one line, whatever the name
-    unknown = sorted(set(table) - set(SCHEMA) - {"name"})
-    if unknown:
-        raise ValueError(f"host profile {path}: unknown key(s) {', '.join(unknown)} "
-                         f"(known: name, {', '.join(SCHEMA)})")
-    name = table.get("name", path.stem)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"host profile {path}: name must be a non-empty string")
-    values: dict[str, object] = {"name": name}
-    sources: dict[str, str] = {}
-    for key in SCHEMA:
-        entry = table.get(key)
-        if not isinstance(entry, dict) or "value" not in entry:
-            raise ValueError(f"host profile {path}: {key} needs a table with value and source, "
-                             f"e.g. {key} = {{ value = ..., source = \"...\" }}")
-        extra = sorted(set(entry) - {"value", "source"})
-        if extra:
-            raise ValueError(f"host profile {path}: {key} has unknown field(s) {', '.join(extra)}")
-        values[key] = _checked(path, key, entry["value"])
-        sources[key] = str(entry.get("source", "assumption"))
-    return HostProfile(sources=sources, **values)  # type: ignore[arg-type]
-
-
-def _shown(path: Path) -> str:
-    """``path`` as text for a one-line message: a line break in a file name is shown escaped."""
-    text = str(path)
-    return text.encode("unicode_escape").decode() if not text.isprintable() else text
+    return FORMAT.load(name_or_path)
 
 
 def builtin_profiles() -> list[str]:
-    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+    return FORMAT.builtins()

@@ -29,6 +29,8 @@ answer and the device's:
     round trip = (1056 + 20) B / 500 MB/s + host + device
     ceiling    = burst × 1024 / max(burst × 1072 B / lane, round trip)
 
+``loopback`` (OUT returned on IN, both lanes at once) is :mod:`.usb3_loopback`.
+
 The device's answer is busprobe's own gateware, measured at its PIPE ports
 (:data:`DEVICE_RESPONSE_CYCLES`). A round trip leaves the lane idle, and SKP and ITP go there,
 so its bytes count at the raw 500 MB/s.
@@ -44,6 +46,7 @@ from dataclasses import replace
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
+from .usb3_loopback import loopback_ceiling
 
 __all__ = ["usb3_ceiling", "usb3_link_only", "SS_RATE", "DP_PAYLOAD", "DP_OVERHEAD",
            "TP_BYTES", "DEVICE_RESPONSE_CYCLES", "round_trip_s"]
@@ -89,6 +92,12 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     if bus.speed not in ("super", "ss", "gen1"):
         raise ValueError(f"USB3 model covers SuperSpeed Gen 1 (5 Gb/s), not {bus.speed!r}")
     mps = bus.max_packet_size or DP_PAYLOAD
+    if direction == "loopback":
+        each = {way: usb3_ceiling(bus, way, length=length, queue_depth=queue_depth)
+                for way in ("in", "out")}
+        return loopback_ceiling(each["in"], each["out"], lane_rate=SS_RATE,
+                                skp_fraction=SKP_FRACTION, itp_period_s=ITP_PERIOD_S,
+                                max_packet_size=mps)
     try:
         burst = int(bus.extra.get("max_burst", 16))
         gap_ns = float(bus.extra.get("burst_gap_ns", 0.0))

@@ -7,14 +7,13 @@ in ``hosts/usb3/`` and a user may pass a file (``sim:usb3?host=my_host.toml``).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .usb2_hosts import _shown
+from .host_profiles import ProfileFormat
 
 __all__ = ["Usb3HostProfile", "load_usb3_profile", "USB3_PROFILE_DIR", "USB3_SCHEMA",
-           "builtin_usb3_profiles", "MAX_BURST_PACKETS"]
+           "builtin_usb3_profiles", "MAX_BURST_PACKETS", "USB3_FORMAT"]
 
 USB3_PROFILE_DIR = Path(__file__).with_name("hosts") / "usb3"
 #: bMaxBurst + 1 at most (USB 3.2 §9.6.7): the largest NumP window of a bulk endpoint.
@@ -76,53 +75,14 @@ USB3_SCHEMA: dict[str, tuple[type, float, float, str]] = {
 }
 
 
-def _checked(path: Path, key: str, value: object) -> float | int:
-    kind, low, high, unit = USB3_SCHEMA[key]
-    where = f"host profile {path}: {key}"
-    if isinstance(value, bool) or not isinstance(value, int | float) or \
-            (kind is int and not float(value).is_integer()):
-        raise ValueError(f"{where} = {value!r} must be {'a whole' if kind is int else 'a'} "
-                         f"number ({unit})")
-    if not low <= value <= high:
-        raise ValueError(f"{where} = {value!r} is outside {low:g}..{high:g} {unit}")
-    return kind(value)
+#: Reads and checks SuperSpeed profiles (:class:`~.host_profiles.ProfileFormat`).
+USB3_FORMAT = ProfileFormat(USB3_SCHEMA, USB3_PROFILE_DIR, Usb3HostProfile, label="USB3 ")
 
 
 def load_usb3_profile(name_or_path: str) -> Usb3HostProfile:
     """A built-in profile by name, or a TOML file by path; ``ValueError`` with one line."""
-    path = Path(name_or_path)
-    if not path.suffix:
-        if name_or_path not in builtin_usb3_profiles():
-            raise ValueError(f"unknown USB3 host profile {name_or_path!r} (built in: "
-                             f"{', '.join(builtin_usb3_profiles())}; or give a .toml file)")
-        path = USB3_PROFILE_DIR / f"{name_or_path}.toml"
-    try:
-        table = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ValueError(f"cannot read host profile {_shown(path)}: {exc.strerror or exc}") \
-            from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"cannot read host profile {_shown(path)}: {exc}") from None
-    shown = Path(_shown(path))
-    unknown = sorted(set(table) - set(USB3_SCHEMA) - {"name"})
-    if unknown:
-        raise ValueError(f"host profile {shown}: unknown key(s) {', '.join(unknown)} "
-                         f"(known: name, {', '.join(USB3_SCHEMA)})")
-    name = table.get("name", path.stem)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"host profile {shown}: name must be a non-empty string")
-    values: dict[str, object] = {}
-    sources: dict[str, str] = {}
-    for key in USB3_SCHEMA:
-        entry = table.get(key)
-        if not isinstance(entry, dict) or "value" not in entry or \
-                set(entry) - {"value", "source"}:
-            raise ValueError(f"host profile {shown}: {key} needs a table with value and "
-                             f"source, e.g. {key} = {{ value = ..., source = \"...\" }}")
-        values[key] = _checked(shown, key, entry["value"])
-        sources[key] = str(entry.get("source", "assumption"))
-    return Usb3HostProfile(name=name, sources=sources, **values)  # type: ignore[arg-type]
+    return USB3_FORMAT.load(name_or_path)
 
 
 def builtin_usb3_profiles() -> list[str]:
-    return sorted(p.stem for p in USB3_PROFILE_DIR.glob("*.toml"))
+    return USB3_FORMAT.builtins()

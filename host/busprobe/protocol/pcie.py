@@ -1,9 +1,11 @@
 """PCIe x1 DMA device contract: identifiers, BAR0 CSR map, descriptor format, telemetry.
 
 The gateware (:mod:`busprobe.gateware.pcie.core`) places its LiteX CSR regions from
-:data:`CSR_REGIONS` and builds its own register block from :data:`BUSPROBE_CSRS`; a test checks
-that LiteX's exported ``csr.csv`` equals :data:`CSRS`. The host driver, the VFIO backend and the
-simulation import the offsets from here.
+:data:`CSR_REGIONS` and builds its own register block from :data:`BUSPROBE_CSRS`. Every register
+offset, LiteX's and LitePCIe's included, comes from LiteX's own export of that design
+(``pcie_csr_map.json``, written by ``python -m busprobe.gateware.pcie.csr_export``; a test fails
+when it is stale), never typed again here: :data:`CSRS`. The host driver, the VFIO backend, the
+simulation and the firmware's generated header (:mod:`.c_header`) take the offsets from here.
 
 BAR0 access: 32-bit reads/writes at ``CSRS[name]``. LiteX CSRs wider than 32 bits occupy several
 consecutive words, most significant word first (``csr_ordering = "big"``); the only one here is
@@ -33,6 +35,10 @@ writer stays enabled through the point.
 """
 
 from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
 
 from .patterns import NO_ERROR_OFFSET
 
@@ -169,42 +175,24 @@ BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _region(name: str) -> int:
-    return CSR_REGIONS[name] * CSR_REGION_SIZE
+def _exported_map() -> dict[str, Any]:
+    return json.loads((resources.files(__package__) / "pcie_csr_map.json").read_text())
 
 
-def _layout(region: str, names: tuple[str, ...]) -> dict[str, int]:
-    base = _region(region)
-    return {f"{region}_{name}": base + 4 * i for i, name in enumerate(names)}
+def _bar0_offsets(exported: dict[str, Any]) -> dict[str, int]:
+    """Register name -> BAR0 offset; a register wider than 32 bits takes several consecutive
+    words, named ``<name>_word1`` ... after its first (most significant first, as LiteX's
+    ``csr_ordering = "big"``)."""
+    offsets = {}
+    for name, register in exported["registers"].items():
+        offsets[name] = register["offset"]
+        for word in range(1, register["words"]):
+            offsets[f"{name}_word{word}"] = register["offset"] + 4 * word
+    return offsets
 
 
-# LiteX CSR registers in declaration order inside each region. A 64-bit CSR takes two words.
-_CTRL = ("reset", "scratch", "bus_errors")
-# LitePCIe names the PHY's CSRs ``phy_*``; the endpoint holds the PHY too, so LiteX exports the
-# same six registers again as region ``pcie_endpoint`` (as in every LitePCIe design).
-_PCIE_PHY = tuple(f"phy_{r}" for r in ("link_status", "msi_enable", "msix_enable",
-                                         "bus_master_enable", "max_request_size",
-                                         "max_payload_size"))
-_PCIE_MSI = ("enable", "clear", "vector")
-_DMA_TABLE = ("table_value", "table_value_word1", "table_we", "table_loop_prog_n",
-              "table_loop_status", "table_level", "table_reset")
-_PCIE_DMA0 = (
-    "writer_enable", *(f"writer_{r}" for r in _DMA_TABLE),
-    "reader_enable", *(f"reader_{r}" for r in _DMA_TABLE),
-    "loopback_enable",
-)
-
-#: Every BAR0 register: full LiteX name -> byte offset in BAR0.
-CSRS: dict[str, int] = {
-    **_layout("ctrl", _CTRL),
-    **_layout("pcie_phy", _PCIE_PHY),
-    **_layout("pcie_msi", _PCIE_MSI),
-    **_layout("pcie_dma0", _PCIE_DMA0),
-    **_layout("busprobe", tuple(name for name, _ in BUSPROBE_CSRS)),
-    **_layout("pcie_endpoint", _PCIE_PHY),
-}
-# The second word of a 64-bit CSR is not a register of its own in LiteX's csr.csv.
-_SECOND_WORDS = {"pcie_dma0_writer_table_value_word1", "pcie_dma0_reader_table_value_word1"}
+#: Every BAR0 register: full LiteX name -> byte offset in BAR0 (LiteX's export).
+CSRS: dict[str, int] = _bar0_offsets(_exported_map())
 
 
 def csr(name: str) -> int:

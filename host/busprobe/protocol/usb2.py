@@ -10,7 +10,7 @@ import enum
 import struct
 
 from .patterns import NO_ERROR_OFFSET
-from .window import whole_interval_window
+from .telemetry import TelemetryLayout
 
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL",
@@ -215,25 +215,15 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
 )
 #: Microframes per second: the SOF rate of a high-speed bus (USB 2.0 §8.4.3.1).
 UFRAMES_PER_SECOND = 8000
-TELEMETRY_WORDS = len(TELEMETRY)
-TELEMETRY_SIZE = 4 * TELEMETRY_WORDS
-_FORMAT = f"<{TELEMETRY_WORDS}I"
-
-
-def unpack_telemetry(data: bytes) -> dict[str, int]:
-    if len(data) != TELEMETRY_SIZE:
-        raise ValueError(f"telemetry block is {len(data)} bytes, expected {TELEMETRY_SIZE}")
-    values = struct.unpack(_FORMAT, data)
-    result = dict(zip((name for name, _ in TELEMETRY), values, strict=True))
-    if result["magic"] != MAGIC:
-        raise ValueError(f"telemetry magic {result['magic']:#010x} is not {MAGIC:#010x}: "
-                         "the bitstream does not speak this protocol")
-    return result
-
-
-def pack_telemetry(values: dict[str, int]) -> bytes:
-    """Inverse of :func:`unpack_telemetry` (for tests and models)."""
-    return struct.pack(_FORMAT, *(values.get(name, 0) & 0xFFFF_FFFF for name, _ in TELEMETRY))
+#: The GET_TELEMETRY block (:class:`~.telemetry.TelemetryLayout`).
+LAYOUT = TelemetryLayout(TELEMETRY, MAGIC, "this protocol", "uframe", UFRAMES_PER_SECOND)
+TELEMETRY_WORDS = LAYOUT.count
+TELEMETRY_SIZE = LAYOUT.size
+unpack_telemetry = LAYOUT.unpack
+pack_telemetry = LAYOUT.pack
+#: Bytes and seconds of the device's whole-microframe window for "in"/"out", or None when the
+#: data touched fewer than three microframes.
+device_window = LAYOUT.window
 
 
 def data_modes(features: Feature) -> tuple[DataMode, ...]:
@@ -248,9 +238,3 @@ def present_words(features: Feature) -> tuple[str, ...]:
     absent = {name for feature, names in FEATURE_WORDS.items() if not feature & features
               for name in names}
     return tuple(name for name, _ in TELEMETRY if name not in absent)
-
-
-def device_window(raw: dict[str, int], direction: str) -> tuple[int, float] | None:
-    """Bytes and seconds of the device's whole-microframe window for ``direction`` ("in"/"out"),
-    or None when the data touched fewer than three microframes."""
-    return whole_interval_window(raw, direction, "uframe", UFRAMES_PER_SECOND)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import struct
 
 from .patterns import NO_ERROR_OFFSET
+from .telemetry import TelemetryLayout
 from .usb2 import IN_ZLP_FLAG, DataMode, Request, decode_in_transfer, encode_in_transfer
-from .window import whole_interval_window
 
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL", "EP_IN", "EP_OUT", "MAX_PACKET_SIZE",
@@ -145,35 +145,17 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("out_window_end_bytes", "out_bytes at the end of the second-to-last interval with OUT data"),
     ("out_window_end_interval", "itps at the end of the second-to-last interval with OUT data"),
 )
-TELEMETRY_WORDS = len(TELEMETRY)
-TELEMETRY_SIZE = 4 * TELEMETRY_WORDS
-TELEMETRY_INDEX = {name: index for index, (name, _) in enumerate(TELEMETRY)}
-_FORMAT = f"<{TELEMETRY_WORDS}I"
 #: Initial values that are not zero (CLEAR_TELEMETRY restores these too).
 TELEMETRY_INITIAL = {"magic": MAGIC, "version": PROTOCOL_VERSION,
                      "out_nump_min": 0xFFFF_FFFF, "first_error_offset": NO_ERROR_OFFSET}
-
-
-def unpack_telemetry(data: bytes) -> dict[str, int]:
-    """Decode a GET_TELEMETRY block; raises ValueError if it is not this layout."""
-    if len(data) != TELEMETRY_SIZE:
-        raise ValueError(f"telemetry block is {len(data)} bytes, expected {TELEMETRY_SIZE}")
-    values = struct.unpack(_FORMAT, data)
-    result = dict(zip((name for name, _ in TELEMETRY), values, strict=True))
-    if result["magic"] != MAGIC:
-        raise ValueError(f"telemetry magic {result['magic']:#010x} is not {MAGIC:#010x}: "
-                         "the bitstream does not speak the USB3 protocol")
-    return result
-
-
-def pack_telemetry(values: dict[str, int]) -> bytes:
-    """Inverse of :func:`unpack_telemetry` (for tests and models); absent words take their
-    initial value (:data:`TELEMETRY_INITIAL`, else 0)."""
-    return struct.pack(_FORMAT, *((values.get(name, TELEMETRY_INITIAL.get(name, 0))) & 0xFFFF_FFFF
-                                  for name, _ in TELEMETRY))
-
-
-def device_window(raw: dict[str, int], direction: str) -> tuple[int, float] | None:
-    """Bytes and seconds of the device's whole-interval window for ``direction`` ("in"/"out"),
-    or None when the data touched fewer than three bus intervals."""
-    return whole_interval_window(raw, direction, "interval", BUS_INTERVALS_PER_SECOND)
+#: The GET_TELEMETRY block (:class:`~.telemetry.TelemetryLayout`).
+LAYOUT = TelemetryLayout(TELEMETRY, MAGIC, "the USB3 protocol", "interval",
+                         BUS_INTERVALS_PER_SECOND, TELEMETRY_INITIAL)
+TELEMETRY_WORDS = LAYOUT.count
+TELEMETRY_SIZE = LAYOUT.size
+TELEMETRY_INDEX = LAYOUT.index
+unpack_telemetry = LAYOUT.unpack
+pack_telemetry = LAYOUT.pack
+#: Bytes and seconds of the device's whole-interval window for "in"/"out", or None when the
+#: data touched fewer than three bus intervals.
+device_window = LAYOUT.window

@@ -23,7 +23,7 @@ from ..verdict import assess
 from .bot_overhead import bot_overhead_sections
 
 __all__ = ["Run", "load_runs", "runs_from_docs", "format_comparison", "differences",
-           "verdicts_of"]
+           "verdicts_of", "controller_name", "plateau_cell"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,31 @@ class Run:
     @property
     def name(self) -> str:
         return f"{self.label}: {self.doc.get('device', '?')}"
+
+    @property
+    def device(self) -> str:
+        """What tells this run's device apart in a legend: its host profile (``xhci``), else
+        its selector (``sim:pcie?gen=2&width=1``)."""
+        bus = self.doc.get("bus") or {}
+        return str(bus.get("host_profile") or self.doc.get("device") or "?")
+
+
+#: How the field spells the host-controller interfaces (a profile name is lower case).
+_CONTROLLERS = {"xhci": "xHCI", "ehci": "EHCI", "ohci": "OHCI", "uhci": "UHCI"}
+
+
+def controller_name(profile: str) -> str:
+    """``xhci`` -> ``xHCI``, ``ehci`` -> ``EHCI``; another profile's name as it is."""
+    return _CONTROLLERS.get(profile.lower(), profile)
+
+
+def plateau_cell(entry: dict[str, Any], units: Units) -> str:
+    """The plateau as a table shows it; a curve without one says why
+    (``40.35 (no plateau: rising)``)."""
+    shown = f"{units.convert(entry['plateau']):.2f}"
+    if entry.get("plateau_reached", True):
+        return shown
+    return f"{shown} (no plateau: {entry.get('plateau_why') or 'rising'})"
 
 
 def verdicts_of(doc: dict[str, Any], units: Units = Units.MB) -> list[dict[str, Any]]:
@@ -108,7 +133,7 @@ def comparison_rows(runs: Sequence[Run], units: Units) -> list[tuple[str, ...]]:
         for e in run.entries:
             profile = e.get("profile_efficiency")
             body.append((
-                e["direction"], run.label, _setting(e), f"{units.convert(e['plateau']):.2f}",
+                e["direction"], run.label, _setting(e), plateau_cell(e, units),
                 f"{units.convert(e['model']):.2f}", f"{e['efficiency'] * 100:.1f}",
                 "-" if profile is None else f"{profile * 100:.1f} ({e.get('profile')})",
                 _qd(e), e["verdict"]))
@@ -170,7 +195,8 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
             if e["verdict"] == "host-limited":
                 profile = e.get("profile") or bus.get("host_profile")
                 driver = _controller(run)
-                name = f"{profile.upper()} controller" if profile else "host controller"
+                name = (f"{controller_name(profile)} controller" if profile
+                        else "host controller")
                 if driver and not driver.startswith("busprobe.sim"):
                     name += f" (driver {driver})"
                 tmax = evidence.get("tokens_max_uframe")

@@ -9,10 +9,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..lengths import format_size
+from ..result_file import write_result
 from ..units import Units
 from .compare import Run
 
-__all__ = ["overlay_png", "write_overlay"]
+__all__ = ["overlay_png", "overlay_label", "write_overlay"]
+
+
+def overlay_label(run: Run, entry: dict) -> str:
+    """A curve's legend entry, naming the run as the tables do: its letter, its device, the
+    setting and queue depth, the verdict (``A xhci QD1: host-limited``)."""
+    setting = " ".join(f"{k.upper()} {entry[k]}" for k in ("mps", "mrrs") if entry.get(k))
+    parts = [run.label, run.device, setting, f"QD{entry.get('queue_depth')}:"]
+    return f"{' '.join(p for p in parts if p)} {entry['verdict']}"
 
 
 def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | None = None) -> bytes:
@@ -47,11 +56,9 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                      and p.get("mps") == e.get("mps")
                      and (direction != "read" or p.get("mrrs") == e.get("mrrs"))),
                     key=lambda p: p["length"])
-                setting = " ".join(f"{k.upper()} {e[k]}" for k in ("mps", "mrrs") if e.get(k))
-                label = f"{run.label} {setting} QD{e.get('queue_depth')}: {e['verdict']}"
                 ax.plot([p["length"] for p in points],
                         [units.convert(p["throughput"]) for p in points], "o-", color=colour,
-                        markersize=3, label=label.replace("  ", " "))
+                        markersize=3, label=overlay_label(run, e))
                 # Each run's own model (host profile, length, queue depth) dashed beside its
                 # curve: a run on its model is limited by what the model names.
                 modelled = [p for p in points if p.get("ceiling")]
@@ -59,8 +66,9 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                     ax.plot([p["length"] for p in modelled],
                             [units.convert(p["ceiling"]) for p in modelled], "--", color=colour,
                             linewidth=1)
-                ax.axhline(units.convert(e["plateau"]), color=colour, linestyle=":",
-                           linewidth=1)
+                if e.get("plateau_reached", True):  # a curve without one gets no line
+                    ax.axhline(units.convert(e["plateau"]), color=colour, linestyle=":",
+                               linewidth=1)
                 links.add(units.convert(e["model"]))
         for link in sorted(links):
             ax.axhline(link, color="grey", linestyle="--", linewidth=1)
@@ -85,5 +93,6 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
 
 
 def write_overlay(runs: Sequence[Run], path: str | Path, *, units: Units = Units.MB) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(overlay_png(runs, units=units))
+    """The overlay as a PNG file (``-``: stdout), written as every result is
+    (:mod:`busprobe.result_file`)."""
+    write_result(path, overlay_png(runs, units=units))

@@ -15,11 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import buses
+from ..protocol.pci_config import SIZES
 from ..selectors import parse_selector
-from ..transport import Transport
+from ..transport import InvalidRequest, Transport
 from .description import TargetDescription
 
-__all__ = ["TargetDescription", "describe", "open_transport"]
+__all__ = ["TargetDescription", "describe", "open_transport", "check_setting"]
 
 
 def describe(text: str, *, sysfs_root: str | Path | None = "/sys") -> TargetDescription:
@@ -60,3 +61,18 @@ def open_transport(target: TargetDescription | str) -> Transport:
     else:
         factory = buses.load(target.spec.real_backend)
     return factory(target)
+
+
+def check_setting(target: TargetDescription, key: str, value: int) -> int:
+    """``value`` if ``target`` can be set to ``key`` (``mps``/``mrrs``) = ``value`` as far as the
+    PCIe specification and the design allow; :class:`InvalidRequest` (one line) otherwise,
+    before any model is built. What a real device's capability register allows is checked
+    when it is opened."""
+    if target.simulated and target.spec is buses.PCIE:
+        from .sim_pcie import check_setting as sim_check  # the simulated design's rules
+
+        return sim_check(key, value)
+    if value not in SIZES:  # PCIe Base 3.0 §7.8.4: 128 to 4096 bytes, powers of two
+        raise InvalidRequest(f"--{key} {value}: PCIe allows {', '.join(map(str, SIZES))} "
+                             "bytes")
+    return value

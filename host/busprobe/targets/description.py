@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..buses import Bus
-from ..selectors import UsbTarget
+from ..selectors import Selector, UsbTarget
 from ..topology.hop import Hop
 from ..transport import BusDescription, InvalidRequest, TransportError
+from .options import Option, parse_options
 
-__all__ = ["TargetDescription"]
+__all__ = ["TargetDescription", "Describer", "simulated_target"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +73,24 @@ class TargetDescription:
     def hops_json(self) -> list[dict[str, Any]]:
         """The hops as ``busprobe topology --json`` and result files record them."""
         return [hop.to_json() for hop in self.hops]
+
+
+#: ``describe(selector, spec, sysfs_root=None)``: what :attr:`busprobe.buses.Bus.describe_sim`
+#: names.
+Describer = Callable[[Selector, Bus, "str | Path | None"], TargetDescription]
+
+
+def simulated_target(name: str, options: Sequence[Option],
+                     bus: Callable[[Mapping[str, Any]], BusDescription],
+                     hops: Callable[[Mapping[str, Any]], Sequence[Hop]]) -> Describer:
+    """The describer of a simulated target (``sim:usb2``, ...): its options checked by
+    ``options``, then the bus and the hops those options stand for."""
+
+    def describe(selector: Selector, spec: Bus,
+                 sysfs_root: str | Path | None = None) -> TargetDescription:
+        checked = parse_options(name, selector.options, options)
+        return TargetDescription(selector.text, selector.scheme, selector.target, checked, spec,
+                                 bus=bus(checked), hops=tuple(hops(checked)), simulated=True)
+
+    describe.__doc__ = f"The description of a ``{name}`` selector (``sysfs_root`` is not needed)."
+    return describe

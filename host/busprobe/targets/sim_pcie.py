@@ -12,17 +12,15 @@ imports the simulation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..buses import PCIE, Bus
+from ..buses import PCIE
 from ..protocol import pcie as pcie_protocol
 from ..protocol.pci_config import LINK_SPEEDS, SIZES
-from ..selectors import Selector
 from ..topology.hop import Hop
 from ..transport import BusDescription, InvalidRequest
-from .description import TargetDescription
-from .options import Option, check_value, choice, number, one_of, parse_options
+from .description import simulated_target
+from .options import Option, check_value, choice, number, one_of
 
 __all__ = ["describe_sim_pcie", "sim_pcie_bus", "sim_pcie_hops", "check_setting", "OPTIONS",
            "NAME", "MAX_LATENCY_NS"]
@@ -89,9 +87,4 @@ def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
     )
 
 
-def describe_sim_pcie(selector: Selector, spec: Bus,
-                      sysfs_root: str | Path | None = None) -> TargetDescription:
-    """The description of a ``sim:pcie`` selector (``sysfs_root`` is not needed)."""
-    link = parse_options(NAME, selector.options, OPTIONS)
-    return TargetDescription(selector.text, selector.scheme, selector.target, link, spec,
-                             bus=sim_pcie_bus(link), hops=sim_pcie_hops(link), simulated=True)
+describe_sim_pcie = simulated_target(NAME, OPTIONS, sim_pcie_bus, sim_pcie_hops)

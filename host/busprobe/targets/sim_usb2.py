@@ -14,18 +14,16 @@ the simulation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..buses import USB2_HS, Bus
+from ..buses import USB2_HS
 from ..model.usb2_hosts import load_profile
 from ..protocol import usb2
 from ..protocol.usb2 import MAX_PACKET_SIZE
-from ..selectors import Selector
 from ..topology.hop import Hop
 from ..transport import BusDescription
-from .description import TargetDescription
-from .options import Option, choice, loadable, one_of, parse_options
+from .description import simulated_target
+from .options import Option, choice, loadable, one_of
 
 __all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS",
            "DESIGN_FEATURES"]
@@ -69,10 +67,4 @@ def sim_usb2_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     )
 
 
-def describe_sim_usb2(selector: Selector, spec: Bus,
-                      sysfs_root: str | Path | None = None) -> TargetDescription:
-    """The description of a ``sim:usb2`` selector (``sysfs_root`` is not needed)."""
-    options = parse_options(NAME, selector.options, OPTIONS)
-    return TargetDescription(selector.text, selector.scheme, selector.target, options, spec,
-                             bus=sim_usb2_bus(options), hops=sim_usb2_hops(options),
-                             simulated=True)
+describe_sim_usb2 = simulated_target(NAME, OPTIONS, sim_usb2_bus, sim_usb2_hops)

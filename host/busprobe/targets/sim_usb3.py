@@ -12,17 +12,15 @@ nothing here imports the simulation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..buses import USB3_SS, Bus
+from ..buses import USB3_SS
 from ..model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
 from ..protocol.usb3 import MAX_PACKET_SIZE
-from ..selectors import Selector
 from ..topology.hop import Hop
 from ..transport import BusDescription
-from .description import TargetDescription
-from .options import Option, choice, loadable, parse_options
+from .description import simulated_target
+from .options import Option, choice, loadable
 
 __all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME"]
 
@@ -60,10 +58,4 @@ def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     )
 
 
-def describe_sim_usb3(selector: Selector, spec: Bus,
-                      sysfs_root: str | Path | None = None) -> TargetDescription:
-    """The description of a ``sim:usb3`` selector (``sysfs_root`` is not needed)."""
-    options = parse_options(NAME, selector.options, OPTIONS)
-    return TargetDescription(selector.text, selector.scheme, selector.target, options, spec,
-                             bus=sim_usb3_bus(options), hops=sim_usb3_hops(options),
-                             simulated=True)
+describe_sim_usb3 = simulated_target(NAME, OPTIONS, sim_usb3_bus, sim_usb3_hops)

@@ -55,7 +55,7 @@ def test_a_missing_module_is_one_line_naming_the_extra():
         buses.load("busprobe.sim.nonexistent:open", buses.SIM_EXTRA_HINT)
     message = str(info.value)
     assert "\n" not in message
-    assert message.endswith("install busprobe with the [sim] extra (make demo does)")
+    assert message.endswith("pip install 'busprobe[sim]' (make demo installs it)")
 
 
 def test_unknown_names_list_what_exists():

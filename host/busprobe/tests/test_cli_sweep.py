@@ -231,10 +231,44 @@ def test_verdict_lines_speak_the_units_the_run_is_shown_in(loopback_device, caps
 def test_a_queue_deeper_than_the_transfers_of_a_repeat_is_recorded_as_it_was(loopback_device,
                                                                             capsys, tmp_path):
     status, out, _ = _run(capsys, "sweep", "--device", "sim:loop", "--direction", "in",
-                          "--lengths", "8K", "--queue-depth", "1000000", "--no-progress",
+                          "--lengths", "8K", "--queue-depth", "256", "--no-progress",
                           "--json", str(tmp_path / "r.json"))
     point = load_results(tmp_path / "r.json")["points"][0]
-    assert status == 0 and point["queue_depth"] == 1000000
+    assert status == 0 and point["queue_depth"] == 256
     # The repeat is as deep as it may be (the loopback's max_transfers), and says so.
     assert point["queue_depth_in_force"] == point["transfers"] == 64
     assert "the queue never filled" in out
+
+
+@pytest.mark.parametrize("argv, bound", [
+    (["--repeat", "100000000"], "--repeat 100000000 is above the bound of 100"),
+    (["--queue-depth", "100000"], "--queue-depth 100000 is above the bound of 256"),
+    (["--lengths", "128M"], "length 128 MiB is above the bound of 64 MiB"),
+    (["--lengths", "64M", "--queue-depth", "8"], "512 MiB of buffers in flight, above the bound "
+                                                  "of 256 MiB"),
+    (["--min-bytes", "1G"], "would move 3 GiB, above the bound of 256 MiB for a simulated "
+                            "point"),
+    (["--lengths", ",".join(map(str, range(1, 31))), "--queue-depth",
+      ",".join(map(str, range(1, 257))), "--direction", "in,out"],
+     "15,360 points (directions × lengths × queue depths × settings) is above the bound of "
+     "10,000"),
+])
+def test_asking_beyond_a_bound_is_one_line_naming_it_before_the_device_opens(
+        loopback_device, capsys, argv, bound):
+    _, instances = loopback_device
+    status, _, err = _run(capsys, "sweep", "--device", "sim:loop", "--no-progress", *argv)
+    assert status == 2 and bound in err and err.count("\n") == 1, err
+    assert not instances or not instances[0].opened
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mps", "4096"], "mps='4096': mps must be 128, 256 or 512"),
+    (["--mrrs", "64"], "mrrs='64': mrrs must be 128, 256, 512, 1024, 2048 or 4096"),
+    (["--mps", "256,1024"], "mps='1024'"),
+])
+def test_pcie_settings_beyond_the_spec_or_the_design_are_refused_before_the_model_is_built(
+        capsys, monkeypatch, argv, message):
+    monkeypatch.setattr(targets, "open_transport",
+                        lambda *a, **k: pytest.fail("the model would be built"))
+    status, _, err = _run(capsys, "sweep", "--device", "sim:pcie", "--no-progress", *argv)
+    assert status == 2 and message in err and err.count("\n") == 1, err

@@ -1,11 +1,11 @@
 """Guards on the shape of the code: imports point one way, and no module grows past 400 lines.
 
-The import graph is read from the sources with :mod:`ast` (nothing is imported), over every module
-of the host package ``busprobe`` (not ``busprobe.gateware`` / ``busprobe.sim``, which sit above
-it). It counts module-level *and* function-level imports: a deferred import hides a cycle from the
-interpreter, not from the design. Imports under ``if TYPE_CHECKING:`` never run and are skipped.
-Importing ``a.b.c`` also runs the ``__init__`` of ``a.b`` (unless the importer already lives in
-``a.b``), so that is an edge too: a package whose ``__init__`` pulls in half the tree is a
+The import graph is read from the sources with :mod:`ast` (nothing is imported), over every
+non-test module of the three source roots (``busprobe`` from ``host/``, ``busprobe.gateware``,
+``busprobe.sim``). It counts module-level *and* function-level imports: a deferred import hides a
+cycle from the interpreter, not from the design. Imports under ``if TYPE_CHECKING:`` never run and
+are skipped. Importing ``a.b.c`` also runs the ``__init__`` of ``a.b`` (unless the importer already
+lives in ``a.b``), so that is an edge too: a package whose ``__init__`` pulls in half the tree is a
 dependency of everything that imports any one of its modules.
 """
 
@@ -27,20 +27,35 @@ def _is_test(path: Path, root: Path) -> bool:
     return "tests" in parts or path.name == "conftest.py"
 
 
+#: The layers, bottom first (docs/DESIGN.md §2.2): the contract and the tool locator, the
+#: gateware, the host tool, the bitstream flow and the simulation.
+CONTRACT = ("busprobe.protocol", "busprobe.toolchain")
+GATEWARE = "busprobe.gateware"
+SIM = "busprobe.sim"
+BUILD_FLOW = "busprobe.bitstream"
+COMMANDS = "busprobe.cli"
+
+
 def _modules() -> dict[str, Path]:
-    """Dotted name -> file of every non-test module of the host package."""
+    """Dotted name -> file of every non-test module of the three source roots."""
     out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if _is_test(path, PACKAGE):
-            continue
-        parts = path.relative_to(PACKAGE).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        name = ".".join(("busprobe", *parts))
-        if name.startswith(("busprobe.gateware", "busprobe.sim")):
-            continue  # other source roots, mapped into the package by setup.py
-        out[name] = path
+    for root, package in zip(SOURCE_ROOTS, ("busprobe", GATEWARE, SIM), strict=True):
+        for path in sorted(root.rglob("*.py")):
+            if _is_test(path, root):
+                continue
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = ".".join((package, *parts))
+            if root == PACKAGE and name.startswith((GATEWARE, SIM)):
+                continue  # mapped in from the other roots by setup.py
+            out[name] = path
     return out
+
+
+def _within(name: str, prefixes: str | tuple[str, ...]) -> bool:
+    prefixes = (prefixes,) if isinstance(prefixes, str) else prefixes
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
 class _Imports(ast.NodeVisitor):
@@ -169,7 +184,7 @@ def test_graph_reader_sees_deferred_relative_and_package_imports():
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
 
 
-def test_host_package_has_no_import_cycle():
+def test_no_import_cycle_in_host_gateware_or_sim():
     graph = import_graph()
     report = [f"  {' -> '.join(_cycle_in(group, graph))}"
               + (f"\n    (same tangle: {', '.join(sorted(group))})" if len(group) > 2 else "")
@@ -178,12 +193,29 @@ def test_host_package_has_no_import_cycle():
         report)
 
 
-def test_protocol_imports_nothing_else_of_busprobe():
-    graph = import_graph()
-    outside = {f"{name} -> {dep}" for name, deps in graph.items()
-               if name.startswith("busprobe.protocol") for dep in deps
-               if not dep.startswith("busprobe.protocol")}
+def _edges(graph: dict[str, set[str]], source: str | tuple[str, ...],
+           allowed: str | tuple[str, ...]) -> set[str]:
+    return {f"{name} -> {dep}" for name, deps in graph.items() if _within(name, source)
+            for dep in deps if not _within(dep, allowed)}
+
+
+def test_the_contract_and_the_tool_locator_import_nothing_else_of_busprobe():
+    outside = _edges(import_graph(), CONTRACT, CONTRACT)
     assert not outside, "the contract is the bottom layer:\n  " + "\n  ".join(sorted(outside))
+
+
+def test_gateware_builds_only_on_the_contract():
+    outside = _edges(import_graph(), GATEWARE, (*CONTRACT, GATEWARE))
+    assert not outside, "gateware imports beyond the contract:\n  " + "\n  ".join(
+        sorted(outside))
+
+
+def test_the_host_tool_reaches_the_gateware_and_the_simulation_only_from_its_commands():
+    graph = import_graph()
+    host = [name for name in graph if not _within(name, (GATEWARE, SIM, COMMANDS))]
+    wrong = {f"{name} -> {dep}" for name in host for dep in graph[name]
+             if _within(dep, SIM) or (_within(dep, GATEWARE) and not _within(name, BUILD_FLOW))}
+    assert not wrong, "the host tool reaches up:\n  " + "\n  ".join(sorted(wrong))
 
 
 def test_no_python_file_is_over_400_lines():

@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..buses import PCIE, USB2_HS, USB3_SS
+from ..lengths import format_size
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
 from ..transport import BusDescription
@@ -65,8 +66,10 @@ def _group_key(point: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
     return direction, point.get("mps"), mrrs
 
 
-def _curve(points: Sequence[Mapping[str, Any]], queue_depth: int) -> list[tuple[int, float]]:
-    return [(int(p["length"]), float(p["throughput"])) for p in points
+def _curve(points: Sequence[Mapping[str, Any]],
+           queue_depth: int) -> list[tuple[int, float, float | None]]:
+    """``(length, throughput, spread of its repeats)`` of the points at ``queue_depth``."""
+    return [(int(p["length"]), float(p["throughput"]), p.get("spread")) for p in points
             if p.get("queue_depth") == queue_depth and p.get("throughput")]
 
 
@@ -125,6 +128,8 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         "model": link.throughput, "model_name": link.model, "model_formula": link.formula,
         "plateau": plateau.value, "plateau_spread": plateau.spread,
         "plateau_lengths": list(plateau.lengths), "plateau_reached": plateau.reached,
+        "plateau_start": plateau.start if plateau.reached else None,
+        "plateau_band": plateau.band, "plateau_why": plateau.why or None,
         "queue_depth": deep, "efficiency": efficiency, "units": "bytes/s",
     }
     profile: Ceiling | None = None
@@ -160,10 +165,7 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
     else:
         verdict, why = _generic_verdict(efficiency, plateau, link)
         entry["evidence"] = None
-    notes = []
-    if not plateau.reached:
-        notes.append("The curve was still rising at the longest length: sweep longer transfers"
-                     " (the plateau is a lower bound).")
+    notes = [note for note in (_unreached_note(plateau),) if note]
     # Said when the clocks disagree, and always when the host's window reads above the link:
     # a figure above the physics must come with the instrument's own reading beside it.
     if device and (abs(device.value / plateau.value - 1) > 0.02 or efficiency > 1):
@@ -205,12 +207,15 @@ def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, pla
     low = detect_plateau(_curve(points, shallow), tolerance=tolerance)
     if low is None:
         return None
-    # Compare at the same lengths as well: the QD 1 plateau may sit further out.
+    # Compare at the same length as well: where the deep queue's plateau starts (the QD 1
+    # plateau may sit further out), or, with no plateau, at the deep curve's shortest length.
+    at = plateau.start if plateau.reached else min(
+        int(p["length"]) for p in points if p.get("queue_depth") == deep)
     at_start = [(p["length"], p["throughput"]) for p in points
-                if p.get("queue_depth") == shallow and p["length"] == plateau.start]
+                if p.get("queue_depth") == shallow and p["length"] == at]
     return {"queue_depths": [shallow, deep], "plateau_low": low.value,
             "plateau_high": plateau.value, "gain": plateau.value / low.value - 1,
-            "at_length": plateau.start,
+            "at_length": at,
             "low_at_length": float(at_start[0][1]) if at_start else None}
 
 
@@ -218,9 +223,29 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _unreached_note(plateau: Plateau) -> str:
+    """What a curve without a plateau means for its figure (empty when it has one)."""
+    band = f"{plateau.band * 100:.1f} %"
+    longest = format_size(plateau.start)
+    if plateau.reached:
+        return ""
+    if plateau.why == "one length":
+        return (f"Plateau not reached: one length was swept, and a plateau needs two that agree "
+                f"within {band}; the figure is {longest}'s.")
+    if plateau.why == "falling":
+        return (f"Plateau not reached: the figure falls at the longest length by more than "
+                f"{band} (the larger of the repeats' spread and 1 %); the figure is "
+                f"{longest}'s.")
+    return (f"Plateau not reached: the curve was still rising at the longest length (the two "
+            f"longest differ by more than {band}, the larger of the repeats' spread and 1 %): "
+            f"sweep longer transfers (the figure, {longest}'s, is a lower bound).")
+
+
 def _header(plateau: Plateau, link: Ceiling, efficiency: float) -> str:
-    return (f"plateau {_mb(plateau.value)} is {efficiency * 100:.1f} % of the link model "
-            f"{_mb(link.throughput)}")
+    what = (f"plateau {_mb(plateau.value)} (from {format_size(plateau.start)})"
+            if plateau.reached else
+            f"{format_size(plateau.start)}'s {_mb(plateau.value)} (no plateau reached)")
+    return f"{what} is {efficiency * 100:.1f} % of the link model {_mb(link.throughput)}"
 
 
 def _usb2_verdict(efficiency: float, plateau: Plateau, link: Ceiling, profile: Ceiling | None,

@@ -5,8 +5,6 @@ import os
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 
@@ -14,12 +12,10 @@ import pytest
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sim.export.serve import check_simulator
+from busprobe.sim.export.tests.usbredir_peers import Guest
 from busprobe.sim.export.usbredir_export import UsbredirExport, bulk_length
 from busprobe.sim.export.usbredir_wire import (
-    CONTROL,
     Cap,
-    Negotiated,
-    PacketReader,
     PacketType,
     Status,
     TransferType,
@@ -28,59 +24,8 @@ from busprobe.sim.export.usbredir_wire import (
 from busprobe.sim.usb2.backend import SimUsb2Platform
 from busprobe.targets import describe
 
-#: QEMU 7.2's usb-redir advertises these (and more we do not offer).
-GUEST_CAPS = frozenset({Cap.CONNECT_DEVICE_VERSION, Cap.EP_INFO_MAX_PACKET_SIZE, Cap.IDS_64BIT,
-                        Cap.BULK_LENGTH_32BIT, Cap.FILTER, Cap.DEVICE_DISCONNECT_ACK})
 VENDOR_IN, VENDOR_OUT = 0xC0, 0x40
 GET_DESCRIPTOR, SET_CONFIGURATION = 6, 9
-
-
-class Guest:
-    """The usb-guest end: hello, then requests with ids, answers matched by id."""
-
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self.sock.settimeout(60)
-        self.negotiated = Negotiated(GUEST_CAPS)
-        self.reader = PacketReader(self.negotiated)
-        self.waiting: list = []
-        self.next_id = 1
-        sock.sendall(self.negotiated.hello("test guest"))
-
-    def receive(self):
-        while not self.waiting:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise EOFError("the export closed the connection")
-            self.reader.feed(chunk)
-            self.waiting += self.reader.packets()
-        return self.waiting.pop(0)
-
-    def until(self, kind):
-        while (packet := self.receive()).kind != kind:
-            pass
-        return packet
-
-    def send(self, kind, body=b"", data=b"", packet_id=None):
-        packet_id = packet_id if packet_id is not None else self.next_id
-        self.next_id += 1
-        self.sock.sendall(self.negotiated.encode(kind, packet_id, body, data))
-        return packet_id
-
-    def control(self, request_type, request, value, index, length_or_data):
-        data = b"" if isinstance(length_or_data, int) else length_or_data
-        length = length_or_data if isinstance(length_or_data, int) else len(data)
-        sent = self.send(PacketType.CONTROL_PACKET,
-                         CONTROL.pack(0, request, request_type, 0, value, index, length), data)
-        answer = self.until(PacketType.CONTROL_PACKET)
-        assert answer.id == sent
-        return Status(answer.fields[3]), answer.data
-
-    def bulk(self, endpoint, length_or_data):
-        data = b"" if isinstance(length_or_data, int) else length_or_data
-        length = length_or_data if isinstance(length_or_data, int) else len(data)
-        return self.send(PacketType.BULK_PACKET, self.negotiated.bulk_body(endpoint, 0, length),
-                         data)
 
 
 @pytest.fixture
@@ -216,28 +161,3 @@ def test_a_dead_simulator_is_a_device_disconnect(exported):
         guest.receive()
     thread.join(10)
     assert ended == ["sim:usb2: the simulator exited"]
-
-
-@pytest.mark.sim
-def test_the_command_serves_one_guest_on_a_unix_socket_and_ends_when_it_leaves(tmp_path):
-    path = tmp_path / "usbredir.sock"
-    serve = subprocess.Popen([sys.executable, "-m", "busprobe", "sim", "serve", "--device",
-                              "sim:usb2", "--usbredir", str(path)],
-                             stderr=subprocess.PIPE, text=True)
-    try:
-        # A first run builds the simulator first and says so; then the one ready line.
-        ready = ""
-        while not ready.startswith("busprobe: serving"):
-            ready = serve.stderr.readline()
-            assert ready, "busprobe sim serve ended before serving"
-        assert ready.startswith("busprobe: serving sim:usb2 ") and str(path) in ready
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.connect(str(path))
-            guest = Guest(sock)
-            speed, *_, vendor, product, _ = guest.until(PacketType.DEVICE_CONNECT).fields
-            assert (speed, vendor, product) == (2, usb2.VID, usb2.PID)
-        assert serve.wait(timeout=30) == 0
-        assert serve.stderr.read() == "busprobe: the usbredir guest disconnected\n"
-    finally:
-        serve.kill()
-        serve.wait()

@@ -104,8 +104,11 @@ def test_descriptors_give_the_interfaces_and_endpoints_of_alternate_setting_zero
 @pytest.mark.parametrize(("argv", "message"), [
     (["--device", "sim:pcie", "--usbredir", "127.0.0.1:0"], "only simulated USB devices"),
     (["--device", "usb:1209:0001", "--usbredir", "127.0.0.1:0"], "only simulated USB devices"),
-    (["--usbredir", "localhost"], "expected HOST:PORT or a Unix socket path"),
-    (["--usbredir", "127.0.0.1:99999"], "expected HOST:PORT"),
+    (["--usbredir", "localhost"], "expected PORT, HOST:PORT or a Unix socket path"),
+    (["--usbredir", "127.0.0.1:99999"], "expected PORT, HOST:PORT"),
+    (["--usbredir", "no-such-host.invalid:4000"], "unknown host name 'no-such-host.invalid'"),
+    (["--usbredir", "192.0.2.1:4000"], "this computer has no such address (EADDRNOTAVAIL); "
+                                       "leave it out (--usbredir PORT listens on 127.0.0.1)"),
 ])
 def test_serve_refuses_what_it_cannot_export_in_one_line(argv, message, capsys):
     from busprobe.cli import main
@@ -113,3 +116,17 @@ def test_serve_refuses_what_it_cannot_export_in_one_line(argv, message, capsys):
     assert main(["sim", "serve", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("busprobe: error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_port_in_use_is_one_line_naming_the_option_that_picks_another(capsys):
+    from busprobe.cli import main
+    from busprobe.sim.export.serve import listen
+
+    with listen("0") as taken:  # PORT alone: 127.0.0.1, this computer only
+        host, port = taken.getsockname()
+        assert host == "127.0.0.1"
+        assert main(["sim", "serve", "--usbredir", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"busprobe: error: cannot listen on 127.0.0.1:{port}: the address is in use "
+                   "(EADDRINUSE); another program (or another busprobe sim serve) listens there: "
+                   "choose another port with --usbredir PORT, or --usbredir 0 for a free one\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,27 @@ def run_cocotb(model: Path, testcase: str, run_name: str, **params) -> list[dict
     return run(model, HERE, COCOTB_MODULE, testcase, run_name, **params)
 
 
-def test_generated_csr_map_equals_protocol_module(tmp_path):
-    """LiteX's exported csr.csv and busprobe.protocol.pcie.CSRS are the same map."""
-    from busprobe.gateware.pcie.sim_top import generate_verilog
+def test_the_contracts_csr_map_is_what_litex_exports_for_the_core_now():
+    """The committed pcie_csr_map.json is LiteX's export of the design as it is (regenerate it
+    with ``python -m busprobe.gateware.pcie.csr_export``), its regions are the contract's, and
+    busprobe's block is laid out in BUSPROBE_CSRS order."""
+    import json
+    from importlib import resources
 
-    generate_verilog(tmp_path)
-    rows = [r for r in csv.reader((tmp_path / "csr.csv").read_text().splitlines()) if r]
-    exported = {r[1]: int(r[2], 16) for r in rows if r[0] == "csr_register"}
-    ours = {name: offset for name, offset in proto.CSRS.items()
-            if not name.endswith("_table_value_word1")}
-    assert exported == ours
-    bases = {r[1]: int(r[2], 16) for r in rows if r[0] == "csr_base"}
-    assert bases == {n: i * proto.CSR_REGION_SIZE for n, i in proto.CSR_REGIONS.items()}
-    assert max(ours.values()) < proto.BAR0_SIZE
+    from busprobe.gateware.pcie.csr_export import csr_map
+
+    exported = csr_map()
+    committed = json.loads((resources.files("busprobe.protocol") / "pcie_csr_map.json")
+                           .read_text())
+    assert exported == committed, "stale: run python -m busprobe.gateware.pcie.csr_export"
+    assert committed["bases"] == {n: i * proto.CSR_REGION_SIZE
+                                  for n, i in proto.CSR_REGIONS.items()}
+    busprobe = {name: reg["offset"] for name, reg in committed["registers"].items()
+                if name.startswith("busprobe_")}
+    base = committed["bases"]["busprobe"]
+    assert busprobe == {f"busprobe_{name}": base + 4 * index
+                        for index, (name, _) in enumerate(proto.BUSPROBE_CSRS)}
+    assert max(proto.CSRS.values()) < proto.BAR0_SIZE
 
 
 @pytest.mark.sim

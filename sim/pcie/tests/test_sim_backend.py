@@ -7,7 +7,7 @@ cocotbext-pcie's root complex (one simulator process per selector, shared by the
 
 import pytest
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.sim.pcie.backend import SimPcieTransport, completion_timeout
+from busprobe.sim.pcie.backend import SimDmaPlatform, SimPcieTransport, completion_timeout
 from busprobe.targets import describe, open_transport
 from busprobe.transport import InvalidRequest, TransferTimeout
 
@@ -150,8 +150,8 @@ def test_bad_selector_options_are_one_line_errors():
 
 def test_an_unopened_transport_is_its_description_and_configure_keeps_the_selectors_rules():
     target = describe("sim:pcie?gen=1&mrrs=1024&latency_ns=500")
-    transport = SimPcieTransport(target)  # nothing built, nothing started
-    assert transport.server is None
+    transport = SimPcieTransport(SimDmaPlatform(target))  # nothing built, nothing started
+    assert transport.platform.server is None
     assert transport.bus == target.bus and transport.topology() == target.hops_json()
     with pytest.raises(InvalidRequest, match="sim:pcie option mps='300': mps must be 128, 256 or"):
         transport.configure(mps=300)
@@ -161,7 +161,7 @@ def test_an_unopened_transport_is_its_description_and_configure_keeps_the_select
     assert (transport.bus.mps, transport.bus.mrrs) == (128, 4096)
     assert transport.bus.extra == target.bus.extra
     assert (transport.topology()[-1]["mps"], transport.topology()[-1]["mrrs"]) == (128, 4096)
-    assert transport.link == {**target.options, "mps": 128, "mrrs": 4096}
+    assert transport.platform.link == {**target.options, "mps": 128, "mrrs": 4096}
 
 
 def test_a_slow_simulated_root_gets_a_longer_completion_timeout():

@@ -22,7 +22,7 @@ def pcie():
 
 
 def faults(transport, fault_rate=0.0, stray_rate=0.0, fatal=None, stray=None, seed=7):
-    transport.server.call("faults", seed, fault_rate, stray_rate, fatal, stray)
+    transport.platform.server.call("faults", seed, fault_rate, stray_rate, fatal, stray)
 
 
 def clean_point(transport, direction, length=8192, count=3):
@@ -79,12 +79,12 @@ def test_a_loopback_that_loses_data_raises_and_both_directions_recover(pcie):
 @pytest.mark.sim
 def test_strays_harm_no_data_but_are_the_points_errors(pcie):
     faults(pcie, stray_rate=0.5, seed=3)
-    injected = pcie.server.call("faults_injected")
+    injected = pcie.platform.server.call("faults_injected")
     pcie.set_pattern(Pattern.COUNTER)
     pcie.clear_telemetry()
     result = pcie.stream("read", 8192, 3, 2, source=PatternStream(Pattern.COUNTER).take)
     tel = pcie.read_telemetry()
-    now = pcie.server.call("faults_injected")
+    now = pcie.platform.server.call("faults_injected")
     strays = sum(now.values()) - sum(injected.values())
     assert result.bytes == 8192 * 3 and tel.raw["checked_bytes"] == 8192 * 3
     assert strays > 5 and sum(tel.raw["link_errors"].values()) == strays

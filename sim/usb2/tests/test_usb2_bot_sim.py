@@ -8,6 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from busprobe.backends.usb.bot import BotRun
+from busprobe.backends.usb.plans import QueuedStream
+from busprobe.backends.usb.transfers import run_plan, silence_for
 from busprobe.cli import main
 from busprobe.model import ceiling_for
 from busprobe.protocol import bot, usb2
@@ -47,12 +50,21 @@ def test_a_bot_sweep_is_clean_and_on_the_bot_model(xhci_bot):
         assert point.samples[1] < 0.85 * stream  # three turnarounds per command, not one
 
 
+def _bulk(platform, endpoint: int, data_or_length: bytes | int) -> bytes:
+    """One bulk transfer on the platform's queue; what an IN transfer received."""
+    length = data_or_length if isinstance(data_or_length, int) else len(data_or_length)
+    outgoing = None if isinstance(data_or_length, int) else [data_or_length]
+    plan = QueuedStream(endpoint, length, 1, 1, outgoing=outgoing)
+    run_plan(platform, plan, what="bulk", silence=silence_for(length))
+    got: list[bytes] = []
+    plan.deliver(got.append)
+    return got[0] if got else b""
+
+
 def _csw_after(transport, packet: bytes) -> bot.Csw:
     platform = transport.platform
-    platform.bulk(usb2.EP_OUT, len(packet), 1, 1, [packet], None)
-    got: list[bytes] = []
-    platform.bulk(usb2.EP_IN, bot.CSW_SIZE, 1, 1, None, got.append)
-    return bot.Csw.unpack(got[0])
+    _bulk(platform, usb2.EP_OUT, packet)
+    return bot.Csw.unpack(_bulk(platform, usb2.EP_IN, bot.CSW_SIZE))
 
 
 def test_the_gateware_answers_a_bad_cbw_with_a_phase_error_and_stays_in_step(xhci_bot):
@@ -62,8 +74,10 @@ def test_the_gateware_answers_a_bad_cbw_with_a_phase_error_and_stays_in_step(xhc
     assert _csw_after(xhci_bot, good[:30]) == bot.Csw(0x5A5A, 4096, bot.CswStatus.PHASE_ERROR)
     # Through the simulated driver: the CSW comes in place of the data, and no command follows.
     bad = b"USBX" + bot.Cbw(0x77, 4096, "in").pack()[4:]
-    result, csws = xhci_bot.platform.bot([bad, bad], "in", 4096, None, None)
-    assert [bot.Csw.unpack(c) for c in csws] == [bot.Csw(0x77, 4096, bot.CswStatus.PHASE_ERROR)]
+    run = BotRun([bad, bad], "in", 4096, None, what="BOT")
+    result = run.result(*run_plan(xhci_bot.platform, run, what="BOT", silence=10.0))
+    assert [bot.Csw.unpack(c) for c in run.csws] == [
+        bot.Csw(0x77, 4096, bot.CswStatus.PHASE_ERROR)]
     assert result.bytes == 0
     # A zero-length command, then real ones through the driver: the framer is in step again.
     assert _csw_after(xhci_bot, bot.Cbw(77, 0, "out").pack()) == bot.Csw(77, 0, 0)
@@ -77,8 +91,7 @@ def test_the_gateware_answers_a_bad_cbw_with_a_phase_error_and_stays_in_step(xhc
 def test_a_short_out_data_phase_leaves_a_residue(xhci_bot):
     platform = xhci_bot.platform
     cbw = bot.Cbw(0xC0FFEE, 1024, "out").pack()
-    platform.bulk(usb2.EP_OUT, bot.CBW_SIZE, 1, 1, [cbw], None)
-    platform.bulk(usb2.EP_OUT, 600, 1, 1, [bytes(600)], None)  # ends with a short packet
-    got: list[bytes] = []
-    platform.bulk(usb2.EP_IN, bot.CSW_SIZE, 1, 1, None, got.append)
-    assert bot.Csw.unpack(got[0]) == bot.Csw(0xC0FFEE, 424, bot.CswStatus.PASSED)
+    _bulk(platform, usb2.EP_OUT, cbw)
+    _bulk(platform, usb2.EP_OUT, bytes(600))  # ends with a short packet
+    assert bot.Csw.unpack(_bulk(platform, usb2.EP_IN, bot.CSW_SIZE)) == bot.Csw(
+        0xC0FFEE, 424, bot.CswStatus.PASSED)

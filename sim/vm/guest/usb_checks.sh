@@ -4,8 +4,9 @@
 # with the host's root filesystem as its root (read-only below a tmpfs overlay).
 #
 # $1: the run's output folder, shared with the host at the same path. guest.env there sets
-# BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR, and what the usbtest
-# step needs (sim/vm/usbtest.py: the module, the helper, the request codes).
+# BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR (with its serial: the
+# SuperSpeed device, SS_SELECTOR, exported beside it behind xHCI, has the same VID:PID), and what
+# the usbtest step needs (sim/vm/usbtest.py: the module, the helper, the request codes).
 # Every result line starts with BUSPROBE-VM; each command's output goes to $1/NAME.out/.err.
 OUT=$1
 . "$(dirname "$0")/common.sh"
@@ -56,8 +57,9 @@ run after-interrupt "$BUSPROBE" sweep --device "$SELECTOR" $SMALL --json "$OUT/a
 # Linux's usbtest against the device in its MOD63 data mode (sim/vm/usbtest.py): bound by its
 # module parameters, each case of usbtest-cases.txt run through usbfs by the helper; then the
 # device's telemetry (what it sent and took), and back to the PATTERN mode.
+# The USB 2.0 device by its serial (behind xHCI the SuperSpeed one has the same VID:PID).
 for d in /sys/bus/usb/devices/*; do
-    [ "$(cat "$d/idVendor" 2>/dev/null)" = "$VID" ] || continue
+    [ "$(cat "$d/serial" 2>/dev/null)" = "$USB2_SERIAL" ] || continue
     DEVNODE=$(printf '/dev/bus/usb/%03d/%03d' "$(cat "$d/busnum")" "$(cat "$d/devnum")")
 done
 run usbtest-mod63 "$USBTEST_HELPER" "$DEVNODE" vendor-out "$SET_DATA_MODE" "$MOD63"
@@ -84,4 +86,7 @@ run usbtest-pattern "$USBTEST_HELPER" "$DEVNODE" vendor-out "$SET_DATA_MODE" "$P
 mark unplug-started
 run unplug "$BUSPROBE" sweep --device "$SELECTOR" --direction in --lengths 4K,64K \
     --queue-depth 1 --min-bytes 256K --no-progress --json "$OUT/unplug.json"
+if [ -n "$SS_SELECTOR" ]; then
+    . "$(dirname "$0")/ss_checks.sh"
+fi
 mark checks-done

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from busprobe.protocol import usb2
-from busprobe.sim.vm.usb_pass import SELECTOR, run_usb_pass
+from busprobe.sim.vm.usb_pass import SELECTOR, SS_SELECTOR, run_usb_pass
 from busprobe.sim.vm.usbtest import USBTEST_CASES, results
 
 
@@ -86,6 +86,45 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
           f"{sweep['host']['emulated']}; permission error without the rule, sweep with it; "
           f"Ctrl-C exit 130; unplug: {partial['error']!r}, {len(partial['points'])} point saved")
 
+    if controller == "xhci":
+        check_the_superspeed_device(usb_pass)
+
+
+def check_the_superspeed_device(usb_pass):
+    """The SuperSpeed gateware exported beside the USB 2.0 device: enumerated by xhci_hcd at
+    5000M on a SuperSpeed port, its BOS and companion descriptors decoded by lsusb without a
+    warning, swept both ways by the real busprobe with 0 errors, and unplugged mid-sweep."""
+    assert any("new SuperSpeed USB device number" in m and "using xhci_hcd" in m
+               for m in usb_pass.boot.find("ss-dmesg")), usb_pass.text("ss-dmesg.txt")[-2000:]
+    assert usb_pass.status("ss-lsusb-t") == "rc=0 "
+    assert "5000M" in usb_pass.text("ss-lsusb-t.out"), usb_pass.text("ss-lsusb-t.out")
+    assert usb_pass.status("ss-lsusb-v") == "rc=0 "
+    decoded = usb_pass.text("ss-lsusb-v.out")
+    for part in ("Binary Object Store Descriptor", "SuperSpeed USB Device Capability",
+                 "SuperSpeed Endpoint Companion", "bMaxBurst"):
+        assert part in decoded, f"lsusb -v did not decode {part}"
+    assert usb_pass.text("ss-lsusb-v.err").strip() == "", usb_pass.text("ss-lsusb-v.err")
+    assert SS_SELECTOR in usb_pass.text("ss-list.out")
+
+    assert usb_pass.status("ss-sweep") == "rc=0 ", usb_pass.text("ss-sweep.err")
+    sweep = usb_pass.result("ss-sweep")
+    assert sweep["complete"] and sweep["errors"] == 0
+    assert sweep["bus"]["kind"] == "usb3-ss" and sweep["bus"]["speed"] == "super"
+    assert sorted((p["direction"], p["length"], p["queue_depth"]) for p in sweep["points"]) == \
+        sorted((d, n, q) for d in ("in", "out") for n in (1023, 65536, 1 << 20) for q in (1, 8))
+    assert all(p["errors"] == 0 for p in sweep["points"])
+    assert sweep["host"]["emulated"] == "qemu"  # QEMU's emulated controller's figures
+
+    assert usb_pass.ss_unplugged and usb_pass.superspeed.proc.returncode == -9
+    unplug = usb_pass.status("ss-unplug")
+    assert unplug.startswith("rc=2 busprobe: error: ") and "gone" in unplug
+    partial = usb_pass.result("ss-unplug")
+    assert partial["complete"] is False and [p["length"] for p in partial["points"]] == [65536]
+    print(f"  => SuperSpeed behind xhci: enumerated at 5000M; lsusb decodes BOS and companions; "
+          f"sweep {len(sweep['points'])} points, {sweep['errors']} errors (QEMU's figures: "
+          + ", ".join(f"{p['direction']} {p['length']} QD{p['queue_depth']} "
+                      f"{p['throughput'] / 1e6:.1f} MB/s" for p in sweep["points"])
+          + f"); unplug: {partial['error']!r}")
 
 def check_usbtest(usb_pass):
     """Linux's usbtest (issue 26), bound by its module parameters, ran every chosen case against

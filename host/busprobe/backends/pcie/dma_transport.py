@@ -1,18 +1,18 @@
-"""The PCIe :class:`~busprobe.transport.Transport`, shared by the VFIO and simulated backends.
+"""The PCIe :class:`~busprobe.transport.Transport`, one for the VFIO and simulated backends.
 
-Both backends only supply a :class:`~busprobe.backends.pcie.driver.DmaPlatform` (registers,
-buffers, MSI, clock) and a :class:`~busprobe.transport.BusDescription`; everything the sweep
+Both backends only supply a :class:`~busprobe.backends.pcie.platform.DmaPlatform` (registers,
+buffers, MSI, clock, and the bus's description, settings and topology); everything the sweep
 sees (validation, patterns, streaming, telemetry) is :class:`PcieDmaDriver` underneath.
 """
 
 from __future__ import annotations
 
-import abc
 from typing import Any
 
 from ...protocol import pcie as proto
 from ...protocol.patterns import Pattern
 from ...transport import (
+    BusDescription,
     DeviceGone,
     InvalidRequest,
     Sink,
@@ -29,40 +29,43 @@ __all__ = ["PcieDmaTransport"]
 class PcieDmaTransport(Transport):
     """A busprobe PCIe device behind some :class:`DmaPlatform`.
 
-    Subclasses implement :meth:`_open_platform`, :meth:`_close_platform` and :attr:`bus`, and
-    may set :attr:`driver_options` (timeouts, MSI slice) for their clock.
+    Parameters
+    ----------
+    platform : DmaPlatform
+        Registers, buffers, MSI, clock and bus.
+
+    Attributes
+    ----------
+    platform : DmaPlatform
+        As given.
+    identity : dict
+        What the device reported when it opened (magic, version, MPS/MRRS in force, ...).
     """
 
     directions = DIRECTIONS
     #: Largest transfer: one buffer per transfer in flight, the descriptor length field's limit.
     max_length = proto.DESC_MAX_LENGTH
 
-    def __init__(self, selector: str) -> None:
-        self.selector = selector
+    def __init__(self, platform: DmaPlatform) -> None:
+        self.platform = platform
+        self.selector = platform.name
         self.driver: PcieDmaDriver | None = None
-        self.driver_options: dict[str, Any] = {}
         self.identity: dict[str, int] = {}
 
-    @abc.abstractmethod
-    def _open_platform(self) -> DmaPlatform: ...
-
-    @abc.abstractmethod
-    def _close_platform(self) -> None: ...
-
     def open(self) -> None:
-        platform = self._open_platform()
+        self.platform.open()
         try:
-            self.driver = PcieDmaDriver(platform, **self.driver_options)
+            self.driver = PcieDmaDriver(self.platform, **self.platform.driver_options)
             self.identity = self.driver.probe()
             self.driver.set_pattern(Pattern.COUNTER)
         except BaseException:
             self.driver = None
-            self._close_platform()
+            self.platform.close()
             raise
 
     def close(self) -> None:
         """Stop the DMA and release everything; also undoes :meth:`configure` when the
-        transport was never opened (``_close_platform`` must be idempotent)."""
+        transport was never opened."""
         try:
             if self.driver is not None:
                 self.driver.reset()
@@ -71,7 +74,23 @@ class PcieDmaTransport(Transport):
             pass
         finally:
             self.driver = None
-            self._close_platform()
+            self.platform.close()
+
+    @property
+    def bus(self) -> BusDescription:
+        """The platform's bus, with MPS/MRRS as the device reports them once open."""
+        return self.platform.bus(self.identity)
+
+    def configure(self, **settings: Any) -> None:
+        unknown = set(settings) - {"mps", "mrrs"}
+        if unknown:
+            raise InvalidRequest(f"{self.selector}: cannot set {', '.join(sorted(unknown))}")
+        self.platform.configure(**settings)
+        if self.driver is not None:
+            self.identity = self.driver.probe()
+
+    def topology(self) -> list[dict[str, Any]]:
+        return self.platform.topology(self.bus)
 
     def _driver(self) -> PcieDmaDriver:
         if self.driver is None:

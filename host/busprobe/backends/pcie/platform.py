@@ -1,17 +1,23 @@
-"""What the PCIe DMA driver needs from a backend, and the descriptor rules it applies.
+"""What the PCIe DMA transport needs from a backend, and the descriptor rules it applies.
 
-:class:`DmaPlatform` bundles a :class:`Bar` (BAR0 registers), :class:`DmaBuffer` s (host memory
-the device reaches at a bus address), an optional :class:`Interrupt` (MSI) and a clock. The VFIO
-backend implements it with an mmap'd BAR and IOMMU-mapped memory; the simulated backend with RPC
-calls executed by the cocotb bench.
+:class:`DmaPlatform` is to PCIe what :class:`~busprobe.backends.usb.platform.UsbPlatform` is to
+USB: the small surface where a real bus and a simulated one differ. It bundles a :class:`Bar`
+(BAR0 registers), :class:`DmaBuffer` s (host memory the device reaches at a bus address), an
+optional :class:`Interrupt` (MSI) and a clock, and describes the bus it sits on (link, MPS/MRRS
+settings, topology). The VFIO backend implements it with an mmap'd BAR, IOMMU-mapped memory and
+sysfs (:class:`~busprobe.backends.pcie.vfio_platform.VfioPlatform`); the simulated backend with
+RPC calls executed by the cocotb bench (:class:`busprobe.sim.pcie.backend.SimDmaPlatform`).
+Everything above it is :class:`~busprobe.backends.pcie.dma_transport.PcieDmaTransport`, written
+once.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from ...protocol import pcie as proto
-from ...transport import InvalidRequest
+from ...transport import BusDescription, InvalidRequest
 
 __all__ = ["Bar", "DmaBuffer", "Interrupt", "DmaPlatform", "split_transfer", "PAGE"]
 
@@ -49,10 +55,30 @@ class Interrupt(Protocol):
 
 
 class DmaPlatform(Protocol):
-    """What the driver needs from a backend: registers, memory, interrupts, a clock."""
+    """One busprobe PCIe device: registers, memory, interrupts, a clock, and its bus.
 
+    Attributes
+    ----------
+    name : str
+        The device selector, prefix of every error message.
+    bar : Bar
+        BAR0 (once open).
+    msi : Interrupt or None
+        MSI delivery (once open), None where the driver must poll.
+    driver_options : dict
+        Keyword arguments of :class:`~busprobe.backends.pcie.driver.PcieDmaDriver` that depend
+        on the platform's clock (timeouts, MSI slice, completion timeout).
+    """
+
+    name: str
     bar: Bar
     msi: Interrupt | None
+    driver_options: dict[str, Any]
+
+    def open(self) -> None: ...
+
+    def close(self) -> None:
+        """Release the device and undo :meth:`configure`; harmless when never opened."""
 
     def alloc(self, size: int) -> DmaBuffer: ...
 
@@ -60,6 +86,16 @@ class DmaPlatform(Protocol):
 
     def now(self) -> float:
         """Seconds: wall clock on hardware, simulated time in simulation."""
+
+    def bus(self, identity: Mapping[str, int]) -> BusDescription:
+        """The bus the device is on, with MPS/MRRS as the device reports them in ``identity``
+        (:meth:`~busprobe.backends.pcie.driver.PcieDmaDriver.probe`; empty before it opened)."""
+
+    def configure(self, **settings: Any) -> None:
+        """Set ``mps`` / ``mrrs`` (as the bus allows; before or after :meth:`open`)."""
+
+    def topology(self, bus: BusDescription) -> list[dict[str, Any]]:
+        """One dict per hop from the root to the device, with ``bus``'s settings in force."""
 
 
 def split_transfer(bus_address: int, length: int, *, page: int = PAGE) -> list[tuple[int, int]]:

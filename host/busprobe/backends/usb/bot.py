@@ -1,24 +1,22 @@
 """Bulk-Only Transport on the busprobe USB device: CBW, data, CSW per transfer, as a driver does.
 
-:class:`BotCommands` is the host half of :data:`~busprobe.protocol.usb2.DataMode.BOT` for every
-platform: it packs one CBW per transfer (a READ(10)/WRITE(10) command block, an increasing tag),
-has the platform run the commands one at a time, and checks every CSW (signature, tag, status,
-residue). A platform only carries the three stages: :func:`run_by_bulk` does it with one bulk
-transfer per stage (libusb, from user space, as a user-space mass-storage driver would), the
-simulation does it inside the simulator (one request for a whole repeat).
+:class:`BotCommands` is the host half of :data:`~busprobe.protocol.usb2.DataMode.BOT`: it packs
+one CBW per transfer (a READ(10)/WRITE(10) command block, an increasing tag) and checks every CSW
+(signature, tag, status, residue). :class:`BotRun` is the plan that moves the commands one at a
+time, each stage a bulk transfer submitted when the one before completed, as a mass-storage
+driver does; it runs on every platform's transfer queue (:func:`~.transfers.run_plan`), so on
+the simulated bus each stage pays the host profile's completion and resubmit latency.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ...protocol import bot, usb2
-from ...transport import Sink, StreamResult, TransportError
+from ...transport import EndpointStalled, Sink, StreamResult, TransportError
+from .transfers import Completion, Transfer
 
-__all__ = ["BotCommands", "BulkCall", "run_by_bulk", "wrapper_bytes"]
-
-#: ``bulk(endpoint, length, count, queue_depth, outgoing, sink)``: one UsbPlatform.bulk call.
-BulkCall = Callable[[int, int, int, int, "Sequence[bytes] | None", "Sink | None"], StreamResult]
+__all__ = ["BotCommands", "BotRun", "wrapper_bytes"]
 
 
 def wrapper_bytes(commands: int) -> dict[str, int]:
@@ -27,42 +25,77 @@ def wrapper_bytes(commands: int) -> dict[str, int]:
     return {"out": commands * bot.CBW_SIZE, "in": commands * bot.CSW_SIZE}
 
 
-def run_by_bulk(bulk: BulkCall, cbws: Sequence[bytes], direction: str, length: int,
-                outgoing: Sequence[bytes] | None,
-                sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-    """Run the commands of ``cbws`` one at a time, each stage a bulk transfer of its own.
+class BotRun:
+    """One BOT command per CBW, one at a time: CBW (OUT), ``length`` data bytes in
+    ``direction``, CSW (IN), each stage submitted when the one before completed.
 
-    Returns the data phases as one :class:`StreamResult` (from the first CBW's submission to the
-    last CSW's completion; ``bytes`` counts data only) and the CSWs as received. A CSW that
-    arrives in place of IN data (the device refused the CBW) is taken as that command's status;
-    no command follows one whose CSW did not pass.
+    A CSW that arrives in place of IN data (the device refused the CBW) is taken as that
+    command's status; no command follows one whose CSW did not pass.
+
+    Parameters
+    ----------
+    cbws : sequence of bytes
+        Packed CBWs, one per command.
+    direction : str
+        ``in`` or ``out``.
+    length : int
+        Data bytes per command.
+    outgoing : sequence of bytes, optional
+        OUT: each command's data.
+    what : str
+        Names the run in errors.
     """
-    csws: list[bytes] = []
-    moved = shorts = 0
-    start: float | None = None
-    end = 0.0
-    for index, cbw in enumerate(cbws):
-        sent = bulk(usb2.EP_OUT, bot.CBW_SIZE, 1, 1, [cbw], None)
-        start = sent.start if start is None else start
-        if direction == "in":
-            received: list[bytes] = []
-            data = bulk(usb2.EP_IN, length, 1, 1, None, received.append)
-            if len(received) == 1 and bot.is_csw_for(received[0], cbw):
-                csws.append(received[0])
-                end = data.end
-                break
-            for chunk in received:
-                if sink is not None:
-                    sink(chunk)
-        else:
-            data = bulk(usb2.EP_OUT, length, 1, 1, [outgoing[index]] if outgoing else None, None)
-        status = bulk(usb2.EP_IN, bot.CSW_SIZE, 1, 1, None, csws.append)
-        end = status.end
-        moved += data.bytes
-        shorts += data.short_transfers
-        if not bot.csw_passed(csws[-1] if csws else b"", cbw):
-            break  # a driver looks at each command's status before it sends the next
-    return StreamResult(direction, moved, len(cbws), start or 0.0, end, shorts), csws
+
+    def __init__(self, cbws: Sequence[bytes], direction: str, length: int,
+                 outgoing: Sequence[bytes] | None, *, what: str) -> None:
+        self.cbws, self.direction, self.length = list(cbws), direction, length
+        self.outgoing, self.what = outgoing, what
+        self.index = self.moved = self.short = 0
+        self.csws: list[bytes] = []
+        self.received: list[bytes] = []
+
+    def _cbw(self) -> Transfer:
+        return Transfer(usb2.EP_OUT, bot.CBW_SIZE, bytes(self.cbws[self.index]), tag="cbw")
+
+    def start(self) -> list[Transfer]:
+        return [self._cbw()] if self.cbws else []
+
+    def completed(self, completion: Completion) -> list[Transfer]:
+        stage = completion.transfer.tag
+        if completion.stalled:
+            raise EndpointStalled(f"{self.what}: the {stage} stage stalled")
+        cbw = self.cbws[self.index]
+        if stage == "cbw":
+            if self.direction == "in":
+                return [Transfer(usb2.EP_IN, self.length, tag="data")]
+            data = self.outgoing[self.index] if self.outgoing else b""
+            return [Transfer(usb2.EP_OUT, len(data), bytes(data), tag="data")]
+        if stage == "data":
+            if self.direction == "in" and bot.is_csw_for(completion.data, cbw):
+                self.csws.append(completion.data)  # the device refused the CBW
+                return []
+            self.moved += completion.actual
+            self.short += completion.actual < self.length
+            if self.direction == "in":
+                self.received.append(completion.data)
+            return [Transfer(usb2.EP_IN, bot.CSW_SIZE, tag="csw")]
+        self.csws.append(completion.data)
+        if not bot.csw_passed(completion.data, cbw) or self.index + 1 == len(self.cbws):
+            return []  # a driver looks at each command's status before it sends the next
+        self.index += 1
+        return [self._cbw()]
+
+    def deliver(self, sink: Sink | None) -> None:
+        """The IN data phases to ``sink``, in order."""
+        for chunk in self.received:
+            if sink is not None:
+                sink(chunk)
+        self.received.clear()
+
+    def result(self, start: float, end: float) -> StreamResult:
+        """The data phases as one stream (first CBW submitted to last CSW completed, data bytes
+        only)."""
+        return StreamResult(self.direction, self.moved, len(self.cbws), start, end, self.short)
 
 
 class BotCommands:

@@ -1,8 +1,8 @@
 """The busprobe USB device on a real bus: a :class:`UsbPlatform` through libusb-1.0.
 
-Streaming uses libusb's asynchronous API (:class:`~.bulk_stream.BulkStream`) so ``queue_depth``
-bulk transfers are really outstanding at once. Everything above endpoint 0 and the bulk streams
-is :class:`~.transport.UsbDeviceTransport`, the same driver the simulation runs.
+Bulk transfers go through libusb's asynchronous API (:class:`~.libusb_queue.LibusbTransferQueue`)
+so a plan's transfers are really in flight at once. Everything above endpoint 0 and that queue is
+:class:`~.transport.UsbDeviceTransport`, the same driver the simulation runs.
 
 libusb errors become :mod:`busprobe.transport` errors (:mod:`.libusb`): not found →
 DeviceNotFound, no device → DeviceGone, access → PermissionDenied (naming the shipped udev rule),
@@ -14,25 +14,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from ...buses import USB2_HS
+from ...emulation import emulated_host
 from ...protocol import usb2
 from ...selectors import UsbTarget, parse_selector
 from ...targets import TargetDescription
 from ...topology import bus_from_sysfs, topology_for
-from ...transport import (
-    BusDescription,
-    DeviceNotFound,
-    Sink,
-    StreamResult,
-    TransportError,
-)
-from .bot import run_by_bulk
-from .bulk_stream import BulkStream, run_together
+from ...transport import BusDescription, DeviceNotFound, InvalidRequest, TransportError
 from .libusb import load_usb1, map_usb_error
+from .libusb_queue import LibusbTransferQueue
 from .platform import CONTROL_IN
+from .transfers import Completion, Transfer
 from .transport import UsbDeviceTransport
 
 __all__ = ["open_usb", "LibusbPlatform", "SPEED_NAMES"]
@@ -70,6 +64,8 @@ class LibusbPlatform:
         self._context: Any = None
         self._device: Any = None
         self._handle: Any = None
+        self._queue: LibusbTransferQueue | None = None
+        self.emulated = emulated_host()
         self._profile: str | None = None  # "" once looked up and not found
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -83,6 +79,7 @@ class LibusbPlatform:
             # gateware (UsbDeviceTransport), and the transport reports its bus accordingly.
             self._handle.setAutoDetachKernelDriver(True)
             self._handle.claimInterface(_INTERFACE)
+            self._queue = LibusbTransferQueue(usb1, self._context, self._handle, name=self.name)
         except usb1.USBError as exc:
             self.close()
             raise map_usb_error(exc, self.name) from None
@@ -107,6 +104,9 @@ class LibusbPlatform:
                              "`busprobe list` shows what is connected")
 
     def close(self) -> None:
+        if self._queue is not None:
+            self._queue.close()
+            self._queue = None
         if self._handle is not None:
             try:
                 self._handle.releaseInterface(_INTERFACE)
@@ -178,29 +178,20 @@ class LibusbPlatform:
         except usb1.USBError as exc:
             raise map_usb_error(exc, f"{self.name}: {_request_name(request)}") from None
 
-    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
-             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
-        direction = "in" if endpoint & CONTROL_IN else "out"
-        run = BulkStream(self._usb1, self._handle, endpoint=endpoint, length=length, count=count,
-                         queue_depth=queue_depth, outgoing=outgoing,
-                         what=f"{self.name}: {direction} transfer")
-        return run.run(self._context, sink)
+    def _transfers(self) -> LibusbTransferQueue:
+        if self._queue is None:
+            raise InvalidRequest(f"{self.name}: the device is not open")
+        return self._queue
 
-    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
-                 sink: Sink | None) -> StreamResult:
-        streams = [BulkStream(self._usb1, self._handle, endpoint=endpoint, length=length,
-                              count=count, queue_depth=queue_depth,
-                              outgoing=outgoing if endpoint == usb2.EP_OUT else None,
-                              what=f"{self.name}: loopback {name} transfer")
-                   for endpoint, name in ((usb2.EP_OUT, "out"), (usb2.EP_IN, "in"))]
-        sent, returned = run_together(self._context, [(streams[0], None), (streams[1], sink)])
-        return replace(returned, direction="loopback", start=min(sent.start, returned.start),
-                       end=max(sent.end, returned.end))
+    def submit(self, transfers: Sequence[Transfer]) -> float:
+        return self._transfers().submit(transfers)
 
-    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
-            outgoing: Sequence[bytes] | None,
-            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-        return run_by_bulk(self.bulk, cbws, direction, length, outgoing, sink)
+    def reap(self, timeout: float) -> list[Completion]:
+        return self._transfers().reap(timeout)
+
+    def cancel(self) -> None:
+        if self._queue is not None:
+            self._queue.cancel()
 
 
 def _read_serial(handle: Any) -> str | None:

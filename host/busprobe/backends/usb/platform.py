@@ -1,12 +1,13 @@
-"""What the USB device transport needs from a backend: endpoint 0 and bulk streams.
+"""What the USB device transport needs from a backend: endpoint 0 and a queue of bulk transfers.
 
 :class:`UsbPlatform` is to USB what :class:`~busprobe.backends.pcie.platform.DmaPlatform` is to
-PCIe: the small surface where a real bus and a simulated one differ. libusb implements it on a
-board (:class:`~busprobe.backends.usb.libusb_platform.LibusbPlatform`); the simulation
-implements it with requests carried out by the ULPI host model against the gateware
-(:class:`busprobe.sim.usb2.backend.SimUsb2Platform`). Everything above it — validation, vendor
-requests, telemetry, pattern handling — is :class:`~busprobe.backends.usb.transport.
-UsbDeviceTransport`, written once.
+PCIe: the small surface where a real bus and a simulated one differ, primitives only. libusb
+implements it on a board (:class:`~busprobe.backends.usb.libusb_platform.LibusbPlatform`); the
+simulation with requests carried out by a host-controller model against the gateware
+(:class:`busprobe.sim.usb_platform.SimUsbPlatform`). Every protocol above it — the queued
+stream, loopback, Bulk-Only Transport (:mod:`.plans`, :mod:`.bot`) — and validation, vendor
+requests, telemetry and pattern handling (:class:`~busprobe.backends.usb.transport.
+UsbDeviceTransport`) are written once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ...transport import BusDescription, Sink, StreamResult
+from ...transport import BusDescription
+from .transfers import Completion, Transfer
 
 __all__ = ["UsbPlatform", "CONTROL_IN"]
 
@@ -33,10 +35,15 @@ class UsbPlatform(Protocol):
         Whether the device answers busprobe's vendor requests (pattern, telemetry, IN transfer
         length). The stock LUNA reference design does not: it streams COUNTER from power-up and
         ends no IN transfer with a short packet.
+    emulated : str or None
+        The machine is emulated (``"qemu"``, :func:`busprobe.emulation.emulated_host`): its
+        controller is far slower than hardware, so a run waits longer before it counts as stuck.
+        None on real hardware, and in simulation (whose clock is simulated).
     """
 
     name: str
     vendor_requests: bool
+    emulated: str | None
 
     def open(self) -> None: ...
 
@@ -48,35 +55,14 @@ class UsbPlatform(Protocol):
         """One control transfer on endpoint 0: IN requests (``request_type & CONTROL_IN``) pass
         a length and get the data, OUT requests pass their data and get ``b""``."""
 
-    def bulk(self, endpoint: int, length: int, count: int, queue_depth: int,
-             outgoing: Sequence[bytes] | None, sink: Sink | None) -> StreamResult:
-        """Move ``count`` bulk transfers of ``length`` bytes on ``endpoint`` (bit 7 set: IN),
-        keeping ``queue_depth`` submitted at once.
+    def submit(self, transfers: Sequence[Transfer]) -> float:
+        """Queue bulk transfers (:meth:`~.transfers.TransferQueue.submit`)."""
 
-        OUT transfers send ``outgoing[i]`` (all made before the clock starts, so producing them
-        never starves the queue); every IN transfer's data goes to ``sink`` in submission
-        order, short ones included. ``start``/``end`` of the result are on :meth:`now`'s clock.
-        """
+    def reap(self, timeout: float) -> list[Completion]:
+        """Completed transfers (:meth:`~.transfers.TransferQueue.reap`)."""
 
-    def loopback(self, length: int, count: int, queue_depth: int, outgoing: Sequence[bytes],
-                 sink: Sink | None) -> StreamResult:
-        """``count`` OUT transfers of ``outgoing[i]`` and ``count`` IN transfers of ``length``
-        bytes, both queues ``queue_depth`` deep at once, for a device in loopback mode: every
-        IN transfer's data goes to ``sink`` in order. The result counts the bytes that came
-        back, from the first submission to the last completion of either direction.
-        """
-
-    def bot(self, cbws: Sequence[bytes], direction: str, length: int,
-            outgoing: Sequence[bytes] | None,
-            sink: Sink | None) -> tuple[StreamResult, list[bytes]]:
-        """Run one Bulk-Only Transport command per CBW in ``cbws``, one at a time: the CBW on
-        the OUT endpoint, ``length`` data bytes in ``direction`` (OUT: ``outgoing[i]``; IN: to
-        ``sink``), then a 13-byte CSW read on the IN endpoint, each stage submitted when the one
-        before completed (:func:`~busprobe.backends.usb.bot.run_by_bulk` on libusb).
-
-        Returns the data phases as one result (first CBW submitted to last CSW completed, data
-        bytes only) and the CSWs as received, for the transport to check.
-        """
+    def cancel(self) -> None:
+        """Cancel what is in flight (:meth:`~.transfers.TransferQueue.cancel`)."""
 
     def now(self) -> float:
         """Seconds: wall clock on hardware, simulated time in simulation."""

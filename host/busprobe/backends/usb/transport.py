@@ -2,8 +2,9 @@
 
 One driver for the board and the simulation: :class:`UsbDeviceTransport` holds every rule the
 sweep relies on (validation, "OUT needs a source", ending IN transfers where the host's end,
-the stock design's limits, patterns, telemetry) and leaves only endpoint 0 and bulk streaming to
-a :class:`~busprobe.backends.usb.platform.UsbPlatform`.
+the stock design's limits, patterns, telemetry) and runs the transfer plans (queued streams,
+loopback, BOT) on a :class:`~busprobe.backends.usb.platform.UsbPlatform`, which offers only
+endpoint 0 and a queue of bulk transfers.
 
 The same driver runs the USB 2.0 and the SuperSpeed device: GET_INFO says which
 (:attr:`VendorRequests.protocol`), and a SuperSpeed device is reported on a ``usb3-ss`` bus
@@ -31,9 +32,11 @@ from ...transport import (
     Transport,
     TransportError,
 )
-from .bot import BotCommands, wrapper_bytes
+from .bot import BotCommands, BotRun, wrapper_bytes
+from .plans import QueuedStream, loopback, loopback_result
 from .platform import UsbPlatform
 from .requests import VendorRequests
+from .transfers import TransferPlan, run_plan, silence_for
 
 __all__ = ["UsbDeviceTransport"]
 
@@ -228,47 +231,54 @@ class UsbDeviceTransport(Transport):
         return counters
 
     # -- streaming ----------------------------------------------------------------------------
+    def _run(self, plan: TransferPlan, length: int, what: str) -> tuple[float, float]:
+        return run_plan(self.platform, plan, what=f"{self.selector}: {what}",
+                        silence=silence_for(length, self.platform.emulated))
+
     def stream(self, direction: str, length: int, count: int, queue_depth: int,
                source: Source | None = None, sink: Sink | None = None) -> StreamResult:
         self.validate(direction, length, queue_depth)
         if count < 1:
             raise InvalidRequest(f"transfer count must be at least 1, not {count}")
-        if self.protocol == "bot":
-            return self._stream_bot(direction, length, count, source, sink)
-        if direction == "loopback":
+        outgoing: list[bytes] | None = None
+        if direction in ("out", "loopback"):
             if source is None:
-                raise InvalidRequest("a loopback stream needs a data source")
+                article = "an OUT" if direction == "out" else "a loopback"
+                raise InvalidRequest(f"{article} stream needs a data source")
+            outgoing = [source(length) for _ in range(count)]
+        if self.protocol == "bot":
+            return self._stream_bot(direction, length, count, outgoing, sink)
+        if direction == "loopback":
             self._set_mode(usb2.DataMode.LOOPBACK)
-            return self.platform.loopback(length, count, queue_depth,
-                                          [source(length) for _ in range(count)], sink)
+            pair = loopback(length, count, queue_depth, outgoing or [],
+                            what=f"{self.selector}: loopback")
+            start, end = self._run(pair, length, "loopback transfer")
+            pair.plans[1].deliver(sink)
+            return loopback_result(pair, start, end)
         if self.platform.vendor_requests:
             self._set_mode(usb2.DataMode.PATTERN)
-        outgoing: list[bytes] | None = None
-        if direction == "in":
-            if self.platform.vendor_requests:
+            if direction == "in":
                 # The device ends each IN transfer where the host's transfer ends, so a short
                 # length completes with a short packet instead of waiting for more data.
                 self.requests.set_in_transfer(length)
-            endpoint = usb2.EP_IN
-        else:
-            if source is None:
-                raise InvalidRequest("an OUT stream needs a data source")
-            outgoing = [source(length) for _ in range(count)]
-            endpoint = usb2.EP_OUT
-        return self.platform.bulk(endpoint, length, count, queue_depth, outgoing, sink)
+        endpoint = usb2.EP_IN if direction == "in" else usb2.EP_OUT
+        plan = QueuedStream(endpoint, length, count, queue_depth, outgoing=outgoing,
+                            what=f"{self.selector}: {direction} transfer")
+        start, end = self._run(plan, length, f"{direction} transfer")
+        plan.deliver(sink)
+        return plan.result(start, end)
 
-    def _stream_bot(self, direction: str, length: int, count: int, source: Source | None,
-                    sink: Sink | None) -> StreamResult:
+    def _stream_bot(self, direction: str, length: int, count: int,
+                    outgoing: list[bytes] | None, sink: Sink | None) -> StreamResult:
         """``count`` BOT commands of ``length`` bytes, each CBW -> data -> CSW, one at a time."""
-        if direction == "out" and source is None:
-            raise InvalidRequest("an OUT stream needs a data source")
-        outgoing = [source(length) for _ in range(count)] if direction == "out" and source \
-            else None
         cbws = self.commands.cbws(direction, length, count)
-        result, csws = self.platform.bot([c.pack() for c in cbws], direction, length, outgoing,
-                                         sink)
+        what = f"BOT {direction} command"
+        run = BotRun([c.pack() for c in cbws], direction, length, outgoing,
+                     what=f"{self.selector}: {what}")
+        start, end = self._run(run, length, what)
+        run.deliver(sink)
         try:
-            self.commands.check(cbws, csws)
+            self.commands.check(cbws, run.csws)
         except TransportError:
             # Reset recovery, as a mass-storage driver does after a failed command: the framer
             # waits for a CBW again and nothing stale stays buffered (a device already gone
@@ -278,4 +288,4 @@ class UsbDeviceTransport(Transport):
             except TransportError:
                 pass
             raise
-        return result
+        return run.result(start, end)

@@ -64,6 +64,14 @@ def test_second_build_of_an_unchanged_design_comes_from_the_cache(stock_build, c
     assert time.monotonic() - start < 30  # elaboration only, no place and route
 
 
+def test_build_json_to_stdout_is_the_report_alone(stock_build, capfd):
+    capfd.readouterr()
+    assert main(["build", "--board", BOARD, "--design", "usb2-stock", "--json", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert json.loads(out)["design"] == "usb2-stock"  # nothing else on stdout
+    assert "Fmax usb" in err
+
+
 def test_missed_timing_is_a_one_line_error_naming_the_clock(stock_build, tmp_path):
     out, _ = stock_build
     result = BuildResult.load(out / f"{BOARD}-usb2-stock.json")
@@ -142,8 +150,8 @@ def _a_file(folder):
 
 @pytest.mark.parametrize("option, make, message", [
     ("--out", _a_file, "exists and is not a directory"),
-    ("--json", lambda d: d, "is a directory; name the file"),
-    ("--json", lambda d: d / "missing" / "r.json", "does not exist"),
+    ("--json", lambda d: d, "it is a directory; name a file"),
+    ("--json", lambda d: _a_file(d) / "r.json", "is a file, not a directory"),
 ])
 def test_unwritable_outputs_are_refused_before_building(capsys, tmp_path, monkeypatch, option,
                                                         make, message):

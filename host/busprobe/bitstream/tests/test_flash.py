@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from busprobe.bitstream.flash import bitstream_part
-from busprobe.bitstream.toolchain import ecp5_toolchain_env
 from busprobe.cli import main
+from busprobe.toolchain import ecp5_toolchain_env
 
 
 @pytest.fixture(scope="module")

@@ -134,3 +134,13 @@ def test_fit_says_when_the_device_nakked_and_the_curve_is_not_the_hosts_alone(
     assert main(["fit", str(path), "-o", str(tmp_path / "nak.toml")]) == 0
     out, _ = capsys.readouterr()
     assert "!! the device NAKed 90 of " in out and "IN tokens" in out
+
+
+def test_fit_to_stdout_is_the_profile_alone_and_the_report_goes_to_stderr(model_result,
+                                                                          capfd):
+    result = model_result(load_profile("xhci"))
+    assert main(["fit", str(result), "-o", "-", "--name", "port a"]) == 0
+    out, err = capfd.readouterr()
+    table = tomllib.loads(out)
+    assert table["name"] == "port a" and set(table) == {"name", *SCHEMA}
+    assert "profile: written to stdout (name 'port a')" in err

@@ -47,7 +47,9 @@ def test_model_per_transfer_term(capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["model", "--device", "sim:pcie?gen=7"], "sim:pcie option gen='7': gen must be 1, 2 or 3"),
     (["model", "--device", "sim:pcie?mps=100"], "mps='100': mps must be 128, 256 or 512"),
-    (["model", "--device", "sim:pcie", "--mps", "100"], "MPS 100 is not one of"),
+    (["model", "--device", "sim:pcie", "--mps", "100"], "mps='100': mps must be 128, 256 or 512"),
+    (["model", "--device", "sim:pcie", "--mps", "4096"], "mps must be 128, 256 or 512"),
+    (["model", "--device", "sim:pcie", "--mrrs", "64"], "mrrs must be 128, 256, 512, 1024"),
     (["model", "--device", "sim:usb2?host=nosuch"], "unknown host profile"),
     (["model", "--device", "sim:usb2", "--mps", "128"], "PCIe devices only"),
     (["model", "--device", "sim:pcie", "--direction", "in"], "does not exist on pcie"),

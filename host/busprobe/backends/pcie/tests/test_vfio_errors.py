@@ -154,18 +154,18 @@ def test_permission_denied_on_group_node():
 
 
 def test_topology_walks_from_the_root_port_to_the_device(tree):
-    from busprobe.backends.pcie import VfioPcieTransport
+    from busprobe.backends.pcie import PcieDmaTransport, VfioPlatform
     from busprobe.targets import describe
 
     tree.add_function(DEV, ConfigSpec(link_speed="gen2"), parent=PORT, driver="vfio-pci",
                       iommu_group=7)
-    transport = VfioPcieTransport(describe(f"pcie:{DEV}", sysfs_root=None), sysfs_root=tree.sys,
-                                  dev_root=tree.dev)
+    transport = PcieDmaTransport(VfioPlatform(describe(f"pcie:{DEV}", sysfs_root=None),
+                                              sysfs_root=tree.sys, dev_root=tree.dev))
     assert [hop["name"] for hop in transport.topology()] == [PORT, DEV]
 
 
 def test_configure_mps_goes_through_the_guard_and_close_restores(tree):
-    from busprobe.backends.pcie import VfioPcieTransport
+    from busprobe.backends.pcie import PcieDmaTransport, VfioPlatform
     from busprobe.backends.pcie.config import PciFunction
     from busprobe.targets import describe
     from busprobe.transport import InvalidRequest
@@ -173,13 +173,14 @@ def test_configure_mps_goes_through_the_guard_and_close_restores(tree):
     tree.add_function(DEV, ConfigSpec(mps_supported=512, mps=128), parent=PORT,
                       driver="vfio-pci", iommu_group=7)
     before = tree.config_bytes(DEV)
-    plain = VfioPcieTransport(describe(f"pcie:{DEV}", sysfs_root=None), sysfs_root=tree.sys)
+    plain = PcieDmaTransport(VfioPlatform(describe(f"pcie:{DEV}", sysfs_root=None),
+                                          sysfs_root=tree.sys))
     with pytest.raises(InvalidRequest, match="--allow-config-write"):
         plain.configure(mps=256)
     if os.geteuid() != 0:
         pytest.skip("writing Device Control needs root")
-    allowed = VfioPcieTransport(describe(f"pcie:{DEV}?allow_config_write=1", sysfs_root=None),
-                                sysfs_root=tree.sys)
+    allowed = PcieDmaTransport(VfioPlatform(
+        describe(f"pcie:{DEV}?allow_config_write=1", sysfs_root=None), sysfs_root=tree.sys))
     allowed.configure(mps=256)
     assert PciFunction(DEV, tree.sys).capability().mps == 256
     allowed.close()

@@ -107,6 +107,9 @@ class FakeTransfer:
     def setBuffer(self, data):
         self.buffer = data
 
+    def setAddZeroPacket(self, state):
+        self.zlp = state
+
     def getBuffer(self):
         return self.buffer
 
@@ -121,9 +124,6 @@ class FakeTransfer:
 
     def getActualLength(self):
         return self.actual
-
-    def isSubmitted(self):
-        return self.submitted
 
     def submit(self):
         self.bus.submit(self)

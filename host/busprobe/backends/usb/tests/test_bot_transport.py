@@ -1,6 +1,6 @@
 """``--protocol bot`` on the libusb platform: CBW, data, CSW per transfer through the real
-backend code (run_by_bulk, BulkStream) against conftest's fake device with its BOT framer (the
-``usb2-full`` design's; the lean default has none and is refused in one line)."""
+backend code (BotRun on the libusb transfer queue) against conftest's fake device with its BOT
+framer (the ``usb2-full`` design's; the lean default has none and is refused in one line)."""
 
 import json
 from dataclasses import replace

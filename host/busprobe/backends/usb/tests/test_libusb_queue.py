@@ -1,26 +1,38 @@
-"""BulkStream, the libusb streaming that runs on a board, against a fake libusb that completes
-transfers out of order, short, with errors, never, or loses the device mid-stream."""
+"""The libusb transfer queue that runs on a board, with the queued-stream plan on it, against a
+fake libusb that completes transfers out of order, short, with errors, never, or loses the device
+mid-stream."""
 
 import pytest
-from busprobe.backends.usb.bulk_stream import BulkStream
+from busprobe.backends.usb.libusb_queue import LibusbTransferQueue
+from busprobe.backends.usb.plans import QueuedStream
+from busprobe.backends.usb.transfers import run_plan, silence_for
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import PatternStream
 from busprobe.transport import DeviceGone, TransferTimeout, TransportError
 
 
+def run(bus, plan, timeout_ms=None):
+    queue = LibusbTransferQueue(bus.usb1, bus.context(), bus.handle(), name="fake")
+    silence = timeout_ms / 1000 if timeout_ms else silence_for(plan.length)
+    try:
+        start, end = run_plan(queue, plan, what=plan.what, silence=silence)
+    finally:
+        queue.close()
+    return plan.result(start, end)
+
+
 def stream_in(bus, length, count, queue_depth, **kwargs):
     received = []
-    run = BulkStream(bus.usb1, bus.handle(), endpoint=usb2.EP_IN, length=length, count=count,
-                     queue_depth=queue_depth, outgoing=None, what="in transfer", **kwargs)
-    result = run.run(bus.context(), received.append)
+    plan = QueuedStream(usb2.EP_IN, length, count, queue_depth, what="in transfer")
+    result = run(bus, plan, **kwargs)
+    plan.deliver(received.append)
     return result, received
 
 
 def stream_out(bus, outgoing, queue_depth, **kwargs):
-    run = BulkStream(bus.usb1, bus.handle(), endpoint=usb2.EP_OUT, length=len(outgoing[0]),
-                     count=len(outgoing), queue_depth=queue_depth, outgoing=outgoing,
-                     what="out transfer", **kwargs)
-    return run.run(bus.context(), None)
+    plan = QueuedStream(usb2.EP_OUT, len(outgoing[0]), len(outgoing), queue_depth,
+                        outgoing=outgoing, what="out transfer")
+    return run(bus, plan, **kwargs)
 
 
 def nothing_left_submitted(bus):
@@ -99,5 +111,4 @@ def test_a_completion_that_never_comes_times_out_instead_of_hanging(fake_bus):
 
 def test_out_buffers_must_match_the_count(fake_bus):
     with pytest.raises(ValueError, match="2 OUT buffers for 3 transfers"):
-        BulkStream(fake_bus().usb1, None, endpoint=usb2.EP_OUT, length=4, count=3,
-                   queue_depth=1, outgoing=[b"abcd"] * 2, what="x")
+        QueuedStream(usb2.EP_OUT, 4, 3, 1, outgoing=[b"abcd"] * 2, what="x")

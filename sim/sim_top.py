@@ -1,0 +1,142 @@
+"""The SystemVerilog top of a simulation: a bus model with the device design attached, generated.
+
+Every simulation top is the same thing: the bus model (``sim/hdl/ulpi_phy.sv``,
+``sim/hdl/pipe_partner.sv``) whose model-side ports cocotb drives, and the device design (the
+Verilog of a ``gateware/*/sim_top.py``) wired to it on the bus between them. Rather than repeat
+the model's port list in a hand-written top per bus, :class:`SimTop` reads it from the model's
+own module header and writes the top: the model's ports that are not the bus become the top's
+ports, the bus becomes wires, and the design's status outputs (``link_trained``, ...) are ports
+too (tied to 0 for a design that lacks one, as stock LUNA lacks busprobe's).
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["SimTop", "model_ports", "HDL"]
+
+#: The bus models' SystemVerilog.
+HDL = Path(__file__).resolve().parent / "hdl"
+
+_PORT = re.compile(r"^\s*(input|output)\s+logic\s*(?:\[([^\]]+)\])?\s*(\w+)\s*,?\s*(?://.*)?$")
+_INTEGER_PARAMETER = re.compile(r"parameter\s+int\s+(\w+)\s*=\s*(\d+)")
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+
+def _evaluate(expression: str, names: Mapping[str, int]) -> int:
+    """An SV width expression of integers, parameters, ``+ - *`` (nothing else is accepted)."""
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](value(node.left), value(node.right))
+        raise ValueError(f"cannot evaluate width {expression!r}")
+    return value(ast.parse(expression, mode="eval").body)
+
+
+def model_ports(source: Path, module: str) -> dict[str, tuple[str, int]]:
+    """``{name: (direction, width)}`` of ``module``'s ANSI port list in ``source``, widths
+    evaluated with the module's integer parameter defaults."""
+    text = source.read_text()
+    start = text.index(f"module {module}")
+    header = text[start:text.index(");", start)]
+    parameters = {name: int(value) for name, value in _INTEGER_PARAMETER.findall(header)}
+    ports: dict[str, tuple[str, int]] = {}
+    for line in header.splitlines():
+        match = _PORT.match(line)
+        if match:
+            direction, bounds, name = match.groups()
+            width = 1
+            if bounds:
+                high, low = bounds.split(":")
+                width = _evaluate(high, parameters) - _evaluate(low, parameters) + 1
+            ports[name] = (direction, width)
+    if not ports:
+        raise ValueError(f"{source.name}: no ANSI port list found for module {module}")
+    return ports
+
+
+def _bits(width: int) -> str:
+    return f"[{width - 1}:0] " if width > 1 else ""
+
+
+def _declare(direction: str, width: int, name: str) -> str:
+    return f"{direction:<6} logic {_bits(width):<13}{name}"
+
+
+@dataclass(frozen=True)
+class SimTop:
+    """A simulation top to generate.
+
+    Attributes
+    ----------
+    name : str
+        The top module (cocotb's toplevel).
+    model, model_source : str, Path
+        The bus model's module and its source.
+    dut, dut_ports : str, mapping
+        The design's module and its port table (``name -> (direction, width)``, as the
+        gateware sim top declares it).
+    bus : mapping
+        Design port -> model port: the wires between them. Design ports not listed (and not
+        ``clk``/``rst`` or an export) are left unconnected.
+    exports : mapping
+        Design outputs that are ports of the top too, with their width.
+    parameters : mapping
+        Model parameter -> SystemVerilog value, where the default will not do.
+    """
+
+    name: str
+    model: str
+    model_source: Path
+    dut: str
+    dut_ports: Mapping[str, tuple[str, int]]
+    bus: Mapping[str, str]
+    exports: Mapping[str, int] = field(default_factory=dict)
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+    def render(self) -> str:
+        model = model_ports(self.model_source, self.model)
+        wired = set(self.bus.values())
+        missing = sorted(set(self.bus) - set(self.dut_ports))
+        if missing or wired - set(model):
+            raise ValueError(f"{self.name}: the bus names ports the design ({missing}) or the "
+                             f"model ({sorted(wired - set(model))}) does not have")
+        ports = [_declare(direction, width, name) for name, (direction, width) in model.items()
+                 if name not in wired]
+        ports += [_declare("output", width, name) for name, width in self.exports.items()]
+        lines = [f"// {self.name}: {self.model} with {self.dut} attached, generated by",
+                 "// busprobe.sim.sim_top from the model's header and the design's port table.",
+                 f"module {self.name} (", ",\n".join(f"    {port}" for port in ports), ");"]
+        lines += [f"    logic {_bits(model[port][1])}{port};" for port in self.bus.values()]
+        connections = [f".{port}({self.bus.get(port, port)})" for port in self.dut_ports
+                       if port in self.bus or port in self.exports or port in ("clk", "rst")]
+        lines.append(f"    {self.dut} dut (\n        " + ",\n        ".join(connections) + ");")
+        lines += [f"    assign {name} = '0;" for name in self.exports
+                  if name not in self.dut_ports]
+        overrides = ", ".join(f".{name}({value})" for name, value in self.parameters.items())
+        lines.append(f"    {self.model} {f'#({overrides}) ' if overrides else ''}model (.*);")
+        lines.append("endmodule")
+        return "\n".join(lines) + "\n"
+
+    def write(self, out_dir: Path) -> Path:
+        """Write the top into ``out_dir`` as ``<name>-<dut>.sv`` (rewritten only when its text
+        changes, so the model's source hash stays stable)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{self.name}-{self.dut}.sv"
+        text = self.render()
+        if not path.exists() or path.read_text() != text:
+            # Parallel test workers may write it at once: each writes a whole file and renames.
+            with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:
+                tmp.write(text)
+            os.replace(tmp.name, path)
+        return path

@@ -1,0 +1,27 @@
+#!/bin/sh
+# The SuperSpeed device in the xHCI guest (sourced by usb_checks.sh when SS_SELECTOR is set): the
+# guest's xhci_hcd enumerates the exported SuperSpeed gateware at 5000M, lsusb decodes its BOS and
+# endpoint companion descriptors, and the real busprobe sweeps it through usbfs. Throughput here
+# is QEMU's emulated controller's, never a figure about hardware.
+i=0
+while [ $i -lt 300 ] && ! grep -qs '^5000$' /sys/bus/usb/devices/*/speed; do
+    sleep 0.2; i=$((i + 1))
+done
+dmesg > "$OUT/ss-dmesg.txt"
+grep -E 'new SuperSpeed USB device' "$OUT/ss-dmesg.txt" | while read -r line; do
+    mark "ss-dmesg $line"
+done
+for dev in /sys/bus/usb/devices/*; do
+    if [ "$(cat "$dev/speed" 2>/dev/null)" = 5000 ] && [ -f "$dev/busnum" ]; then
+        SS_BUS=$(cat "$dev/busnum"); SS_DEV=$(cat "$dev/devnum")
+    fi
+done
+run ss-lsusb-t lsusb -t
+run ss-lsusb-v lsusb -v -s "$SS_BUS:$SS_DEV"
+run ss-list "$BUSPROBE" list
+run ss-sweep "$BUSPROBE" sweep --device "$SS_SELECTOR" --direction both \
+    --lengths 1023,64K,1M --queue-depth 1,8 --min-bytes 1 --no-progress --json "$OUT/ss-sweep.json"
+# The host kills the SuperSpeed exporter at the first 1 MiB transfer of this sweep.
+mark ss-unplug-started
+run ss-unplug "$BUSPROBE" sweep --device "$SS_SELECTOR" --direction in --lengths 64K,1M \
+    --queue-depth 1 --min-bytes 1 --no-progress --json "$OUT/ss-unplug.json"
