@@ -147,6 +147,11 @@ def test_bulk_data_is_the_gateware_pattern_and_cancelled_transfers_never_reach_t
     assert [(a.id, a.fields[1], len(a.data)) for a in answers] == [
         (busy, Status.SUCCESS, 65536), (again, Status.CANCELLED, 0),
         (again, Status.SUCCESS, 512)]
+    # A zero-length OUT is a ZLP on the bus (usbtest's writes end with one), answered success;
+    # an IN asking for 0 bytes is refused.
+    zlp, nothing = guest.bulk(usb2.EP_OUT, b""), guest.bulk(usb2.EP_IN, 0)
+    answers = {a.id: a.fields[1] for a in (guest.until(PacketType.BULK_PACKET) for _ in "ab")}
+    assert (answers[zlp], answers[nothing]) == (Status.SUCCESS, Status.INVAL)
 
 
 @pytest.mark.sim
