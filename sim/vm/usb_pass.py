@@ -113,7 +113,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         settings["SS_SELECTOR"] = SS_SELECTOR
     (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
                                            for key, value in settings.items()))
-    (out / "usbtest-cases.txt").write_text(case_lines())
+    (out / "usbtest-cases.txt").write_text(case_lines(controller))
     unplugs: dict[str, list[bool]] = {}
 
     def on_mark(line: str) -> None:
