@@ -15,7 +15,7 @@ import struct
 from busprobe.model.usb2_wire import Pid
 from busprobe.sim.chapter9 import DEVICE, ENDPOINT, OUT, Case, Req, request_type
 from busprobe.sim.chapter9.run import Answer
-from busprobe.sim.usb2.bulk_queue import STUCK_UFRAMES
+from busprobe.sim.usb2.bulk_transactions import STUCK_UFRAMES
 from busprobe.sim.usb2.controller import CONTROL_MPS, HostController
 from busprobe.sim.usb2.link import DeviceTimeout, LinkError
 
@@ -97,9 +97,9 @@ def accepted(host: HostController, case: Case) -> None:
         if case.request == Req.SET_ADDRESS:
             host.address = case.value
         elif case.request == Req.SET_CONFIGURATION:
-            host.toggles.clear()
+            host.endpoints.clear()
     elif case.request == Req.SET_INTERFACE and case.request_type == 0x01:
-        host.toggles.clear()
+        host.endpoints.clear()
     elif (case.request == Req.CLEAR_FEATURE and case.value == 0
           and case.request_type == request_type(OUT, ENDPOINT)):
-        host.toggles.pop((case.index & 0x0F, "in" if case.index & 0x80 else "out"), None)
+        host.endpoints.pop(case.index & 0x8F, None)

@@ -22,6 +22,7 @@ from busprobe.sim.chapter9 import (
 from busprobe.sim.chapter9.run import Answer, MatrixRun
 from busprobe.sim.usb3.protocol import DeviceStall, DeviceTimeout
 from busprobe.sim.usb3.session import DEVICE_ADDRESS
+from busprobe.transport import EndpointStalled
 from usb3_cocotb_support import open_session, read_telemetry, vendor_request
 
 EP_IN, EP_OUT = usb3.EP_IN & 0x0F, usb3.EP_OUT
@@ -94,7 +95,7 @@ async def _status(session, endpoint: int) -> bytes:
 async def _stalls(transfer) -> bool:
     try:
         await transfer
-    except DeviceStall:
+    except (DeviceStall, EndpointStalled):  # a control request's, a bulk transfer's
         return True
     return False
 
