@@ -11,7 +11,8 @@ dmesg > "$OUT/ss-dmesg.txt"
 grep -E 'new SuperSpeed USB device' "$OUT/ss-dmesg.txt" | while read -r line; do
     mark "ss-dmesg $line"
 done
-for dev in /sys/bus/usb/devices/*; do
+# The device, not the SuperSpeed root hub (usbN, also at 5000, listed after it).
+for dev in /sys/bus/usb/devices/[0-9]*; do
     if [ "$(cat "$dev/speed" 2>/dev/null)" = 5000 ] && [ -f "$dev/busnum" ]; then
         SS_BUS=$(cat "$dev/busnum"); SS_DEV=$(cat "$dev/devnum")
     fi
