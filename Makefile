@@ -12,9 +12,12 @@ export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 # Debian packages the tests need; on a Debian machine where we are root the setup installs the
 # missing ones (a test that skips for want of them would check nothing): chromium checks the HTML
 # report in a real browser; qemu-system-x86, busybox-static and udev run the VM harness (sim/vm:
-# a guest kernel drives the exported simulated device, its udevd applies the shipped rule), and
-# usbutils' lsusb decodes the SuperSpeed device's descriptors there.
-DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev usbutils
+# a guest kernel drives the exported simulated device, its udevd applies the shipped rule, and
+# usbutils' lsusb decodes the SuperSpeed device's descriptors there); gcc-riscv64-unknown-elf
+# and picolibc-riscv64-unknown-elf build the PCIe SoC's firmware (firmware/Makefile), which the
+# simulated SoC runs.
+DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev usbutils gcc-riscv64-unknown-elf \
+	picolibc-riscv64-unknown-elf
 $(STAMP): pyproject.toml setup.py
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q "ok installed" || echo $$p; done); \

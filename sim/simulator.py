@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ try:
     get_runner("verilator").test(test_module=a["module"], hdl_toplevel=a["toplevel"],
         hdl_toplevel_lang="verilog", build_dir=a["build_dir"], test_dir=a["test_dir"],
         extra_env=a["env"], timescale=tuple(a["timescale"]) if a["timescale"] else None,
-        results_xml=a["results"])
+        results_xml=a["results"], plusargs=a["plusargs"])
 except RuntimeError as exc:
     code = re.search(r"return code: (-?[0-9]+)", str(exc))
     open(a["status"], "w").write(code.group(1) if code else "1")
@@ -81,6 +81,8 @@ class SimServer:
         As the model was built with.
     start_timeout : float
         Wall seconds the simulator may take to start and set up.
+    plusargs : sequence of str
+        Simulator plusargs (``+name=value``), e.g. the firmware image of the PCIe SoC.
 
     Attributes
     ----------
@@ -92,7 +94,7 @@ class SimServer:
 
     def __init__(self, build_dir: Path, toplevel: str, module: str, *, name: str = "simulator",
                  env: Mapping[str, str] = {}, timescale: tuple[str, str] | None = None,
-                 start_timeout: float = START_TIMEOUT_S) -> None:
+                 start_timeout: float = START_TIMEOUT_S, plusargs: Sequence[str] = ()) -> None:
         from busprobe.toolchain import apply_verilator_env
 
         apply_verilator_env()
@@ -110,7 +112,8 @@ class SimServer:
         args = {"module": module, "toplevel": toplevel, "build_dir": str(build_dir),
                 "test_dir": str(self._dir), "env": env,
                 "timescale": list(timescale) if timescale else None,
-                "results": str(self._dir / "results.xml"), "status": str(self._status)}
+                "results": str(self._dir / "results.xml"), "status": str(self._status),
+                "plusargs": list(plusargs)}
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, json.dumps(args)],
                                      stdout=self._log, stderr=subprocess.STDOUT,

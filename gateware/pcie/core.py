@@ -2,9 +2,13 @@
 
 One design for the board and the simulation: :class:`BusprobePCIeSoC` takes a PHY object
 (:class:`litepcie.phy.s7pciephy.S7PCIEPHY` x1 Gen2 on the board,
-:class:`busprobe.gateware.pcie.sim_phy.SimPCIEPHY` in simulation), places its CSR regions where
-:mod:`busprobe.protocol.pcie` says, and has no CPU: the host reaches the CSRs through BAR0
-(LitePCIe's Wishbone master), offset = CSR address.
+:class:`busprobe.gateware.pcie.sim_phy.SimPCIEPHY` in simulation) and places its CSR regions
+where :mod:`busprobe.protocol.pcie` says. Around the DMA core sits a small SoC
+(:mod:`busprobe.protocol.pcie_soc`): a VexRiscv CPU running the firmware (``firmware/``) from
+ROM, SRAM, a UART (its console), a timer, the link history (:mod:`.link_history`) and the
+firmware mailbox (:mod:`.firmware_mailbox`). The host reaches the CSRs through BAR0 (LitePCIe's
+Wishbone master, a second bus master beside the CPU): BAR0 offset ``x`` is the CPU's address
+``CSR_BASE + x``, so the BAR0 map is the CSR map either way.
 
 Data path::
 
@@ -21,14 +25,17 @@ a failure until the read path is reset (:mod:`.read_reset`).
 from __future__ import annotations
 
 from busprobe.protocol import pcie as proto
+from busprobe.protocol import pcie_soc as soc
 from litepcie.core import LitePCIeEndpoint, LitePCIeMSI
 from litepcie.frontend.dma import LitePCIeDMA
 from litepcie.frontend.wishbone import LitePCIeWishboneMaster
 from litex.gen import LiteXModule
-from litex.soc.integration.soc_core import SoCMini
+from litex.soc.integration.soc_core import SoCCore
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 from migen import Signal
 
+from .firmware_mailbox import FirmwareMailbox
+from .link_history import LinkHistory
 from .pattern import PatternChecker, PatternGenerator
 from .read_reset import ReadPathReset, reset_with
 from .rx_guard import RxTlpGuard
@@ -106,12 +113,13 @@ class BusprobeCSRs(LiteXModule):
                 self.comb += csr.status.eq(signals[name])
 
 
-class BusprobePCIeSoC(SoCMini):
-    """The busprobe PCIe device: endpoint, DMA writer/reader/loopback, MSI, busprobe CSRs.
+class BusprobePCIeSoC(SoCCore):
+    """The busprobe PCIe device: endpoint, DMA writer/reader/loopback, MSI, busprobe CSRs, and
+    the SoC around them (CPU, ROM, SRAM, UART, timer, link history, firmware mailbox).
 
     Attributes
     ----------
-    pcie_phy, pcie_endpoint, pcie_dma0, pcie_msi, busprobe
+    pcie_phy, pcie_endpoint, pcie_dma0, pcie_msi, busprobe, link, firmware
         The submodules; the first letters of their names are CSR region names.
     generator : PatternGenerator
     checker : PatternChecker
@@ -133,17 +141,39 @@ class BusprobePCIeSoC(SoCMini):
         Clock/reset generator for ``sys``, or None if the caller provides the domain.
     completion_timeout_s : float
         Completion timeout the core starts with (``busprobe_completion_timeout``).
+    link_state : dict of Signal
+        The link as the PHY reports it: ``ltssm``, ``up``, ``rate``, ``width``,
+        ``device_control`` (:class:`~.link_history.LinkHistory`'s inputs).
+    firmware : list of int or None
+        The ROM's 32-bit words (the firmware image); None leaves a one-word loop (the simulation
+        loads the image when it starts, ``sim_top.py``).
+    uart_name : str
+        LiteX's UART: ``"serial"`` (the board's RS-232 pins) or ``"sim"`` (a byte stream).
     """
 
     csr_map = dict(proto.CSR_REGIONS)
-    mem_map = {**SoCMini.mem_map, "csr": 0x0000_0000}
+    mem_map = {"rom": soc.ROM_BASE, "sram": soc.SRAM_BASE, "csr": soc.CSR_BASE}
 
-    def __init__(self, platform, *, phy, clk_freq=proto.CLOCK_HZ, crg=None,
-                 completion_timeout_s=proto.COMPLETION_TIMEOUT_S):
+    def __init__(self, platform, *, phy, link_state, clk_freq=proto.CLOCK_HZ, crg=None,
+                 completion_timeout_s=proto.COMPLETION_TIMEOUT_S, firmware=None,
+                 uart_name="serial"):
         if phy.data_width != proto.DATA_WIDTH:
             raise ValueError(f"PHY data width {phy.data_width} is not {proto.DATA_WIDTH}")
-        SoCMini.__init__(self, platform, clk_freq=clk_freq, csr_data_width=32,
-                         csr_ordering="big", ident="", with_ctrl=True)
+        if firmware is not None and 4 * len(firmware) > soc.ROM_SIZE:
+            raise ValueError(f"firmware of {4 * len(firmware)} bytes does not fit the "
+                             f"{soc.ROM_SIZE}-byte ROM")
+        SoCCore.__init__(
+            self, platform, clk_freq=clk_freq, cpu_type=soc.CPU_TYPE, cpu_variant=soc.CPU_VARIANT,
+            # A crossbar, not one shared bus: LiteX's arbiters switch masters only when the one
+            # holding the bus drops its request, and the CPU fetching a tight loop from ROM never
+            # does (the host's BAR0 accesses then starved). Here the CPU's fetches reach the ROM
+            # on their own path, and only the CSR slave is shared, between the CPU's data bus
+            # (idle between its loads) and BAR0.
+            bus_interconnect="crossbar",
+            integrated_rom_size=soc.ROM_SIZE, integrated_rom_init=firmware or [_LOOP],
+            integrated_sram_size=soc.SRAM_SIZE, csr_data_width=32, csr_ordering="big", ident="",
+            with_uart=True, uart_name=uart_name, uart_baudrate=soc.UART_BAUD, with_timer=True,
+            with_ctrl=True)
         if crg is not None:
             self.crg = crg
         self.pcie_phy = phy
@@ -162,7 +192,8 @@ class BusprobePCIeSoC(SoCMini):
         self.pcie_endpoint = endpoint = LitePCIeEndpoint(
             phy, endianness=phy.endianness, address_width=proto.DMA_ADDRESS_WIDTH,
             max_pending_requests=proto.READ_TAGS)
-        bar0 = LitePCIeWishboneMaster(endpoint, qword_aligned=phy.qword_aligned)
+        bar0 = LitePCIeWishboneMaster(endpoint, base_address=soc.CSR_BASE,
+                                      qword_aligned=phy.qword_aligned)
         self.submodules.pcie_wishbone = bar0
         self.bus.add_master(name="pcie", master=bar0.wishbone)
 
@@ -195,6 +226,10 @@ class BusprobePCIeSoC(SoCMini):
             guard_counters=guard_counters, read_path=read_path, clk_freq=clk_freq,
             completion_timeout=round(completion_timeout_s * clk_freq))
 
+        self.link = history = LinkHistory()
+        self.comb += [getattr(history, name).eq(signal) for name, signal in link_state.items()]
+        self.firmware = mailbox = FirmwareMailbox()
+
         self.pcie_msi = msi = LitePCIeMSI(width=32)
         failed_before = Signal()
         self.sync += failed_before.eq(guard.failed)
@@ -203,4 +238,9 @@ class BusprobePCIeSoC(SoCMini):
             # A failed read also raises the reader's MSI: the host is waiting on it.
             msi.irqs[proto.MSI_READER].eq(dma.reader.irq | (guard.failed & ~failed_before)),
             msi.irqs[proto.MSI_WRITER].eq(dma.writer.irq),
+            msi.irqs[soc.MSI_FIRMWARE].eq(mailbox.irq),
         ]
+
+
+#: ``jal x0, 0``: what the ROM holds where no firmware image is given.
+_LOOP = 0x0000_006F

@@ -27,11 +27,15 @@ MAP_FILE = "pcie_csr_map.json"
 
 def csr_map_of(csr_json: Path) -> dict[str, Any]:
     """The contract's map from LiteX's ``csr.json``: region bases and every register's BAR0
-    offset, size in 32-bit words and access."""
+    offset (its CPU address less the CSR region's base), size in 32-bit words and access, and
+    the CPU's memory regions."""
     exported = json.loads(Path(csr_json).read_text())
+    base = exported["memories"]["csr"]["base"]
     return {"generated_by": "python -m busprobe.gateware.pcie.csr_export",
-            "bases": exported["csr_bases"],
-            "registers": {name: {"offset": reg["addr"], "words": reg["size"],
+            "memories": {name: {"base": region["base"], "size": region["size"]}
+                         for name, region in exported["memories"].items()},
+            "bases": {name: address - base for name, address in exported["csr_bases"].items()},
+            "registers": {name: {"offset": reg["addr"] - base, "words": reg["size"],
                                  "access": reg["type"]}
                           for name, reg in exported["csr_registers"].items()}}
 
@@ -50,6 +54,7 @@ def render(csr_map: dict[str, Any]) -> str:
     registers = ",\n".join(f"  {json.dumps(name)}: {json.dumps(reg)}"
                            for name, reg in csr_map["registers"].items())
     return (f'{{"generated_by": {json.dumps(csr_map["generated_by"])},\n'
+            f' "memories": {json.dumps(csr_map["memories"])},\n'
             f' "bases": {json.dumps(csr_map["bases"])},\n'
             f' "registers": {{\n{registers}\n }}}}\n')
 

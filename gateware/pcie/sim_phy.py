@@ -14,6 +14,9 @@ Pads (``pads`` from the platform; directions seen from the design)::
     req_id[16]                                        input: bus/device/function of this function
     max_payload_size[16], max_request_size[16]        input: negotiated sizes in bytes
     bus_master_enable, msi_enable, link_up            input: config-space state
+    ltssm[6], link_rate[2], link_width[2]             input: the hard IP's LTSSM state (7-series
+                                                      encoding), speed (gen - 1), width (log2)
+    device_control[16]                                input: the Device Control register
 
 Beat format (as the 7-series 64-bit AXI-Stream interface): the TLP's DWs in order, two per beat,
 the first in ``dat[0:32]``; each DW is the 32-bit big-endian value of its four wire bytes; ``be``
@@ -57,6 +60,8 @@ def sim_phy_io(name="pcie_sim", data_width=64):
         Subsignal("max_payload_size", pins(16)), Subsignal("max_request_size", pins(16)),
         Subsignal("bus_master_enable", pins(1)), Subsignal("msi_enable", pins(1)),
         Subsignal("link_up", pins(1)),
+        Subsignal("ltssm", pins(6)), Subsignal("link_rate", pins(2)),
+        Subsignal("link_width", pins(2)), Subsignal("device_control", pins(16)),
     ]
     return [(name, 0, *subsignals)]
 
@@ -74,6 +79,10 @@ class SimPCIEPHY(LiteXModule):
         MSI requests from the core.
     id, max_payload_size, max_request_size : Signal(16), output
         From the pads; sizes clamped to 128..512 like the 7-series PHY.
+    link_state : dict of Signal, output
+        ``ltssm``, ``up``, ``rate``, ``width``, ``device_control`` for
+        :class:`~busprobe.gateware.pcie.link_history.LinkHistory` (the board's target takes the
+        same from the hard IP).
 
     Parameters
     ----------
@@ -112,6 +121,8 @@ class SimPCIEPHY(LiteXModule):
         self.id = Signal(16)
         self.max_request_size = Signal(16)
         self.max_payload_size = Signal(16)
+        self.link_state = {"ltssm": pads.ltssm, "up": pads.link_up, "rate": pads.link_rate,
+                           "width": pads.link_width, "device_control": pads.device_control}
 
         def clamp(dst, src):
             return If(src > MAX_SIZE, dst.eq(MAX_SIZE)).Elif(src < 128, dst.eq(128)).Else(
@@ -141,6 +152,9 @@ class SimPCIEPHY(LiteXModule):
             clamp(self.max_payload_size, pads.max_payload_size),
             clamp(self.max_request_size, pads.max_request_size),
             self._link_status.fields.status.eq(pads.link_up),
+            self._link_status.fields.rate.eq(pads.link_rate[0]),
+            self._link_status.fields.width.eq(pads.link_width),
+            self._link_status.fields.ltssm.eq(pads.ltssm),
             self._msi_enable.status.eq(pads.msi_enable),
             self._bus_master_enable.status.eq(pads.bus_master_enable),
             self._max_request_size.status.eq(self.max_request_size),

@@ -1,9 +1,10 @@
 """Throughput-versus-length plots of one or more result documents (PNG, matplotlib Agg).
 
 Length on a log₂ axis, throughput in MB/s or MiB/s; one line per direction / queue depth / MPS
-(and per document when several are compared), the min–max band of the repeats shaded, the model
-ceiling dashed in the same colour (a horizontal line where it does not depend on length), and
-points with data errors marked with a red cross.
+(and per document when several are compared) through the repeats' means, with error bars from
+the least to the most repeat (:func:`~busprobe.stats.error_bar`), the model ceiling dashed in
+the same colour (a horizontal line where it does not depend on length), and points with data
+errors marked with a red cross.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from .lengths import format_size
 from .result_file import write_result
+from .stats import error_bar
 from .units import Units
 
 __all__ = ["plot_results", "plot_image", "plot_format", "series_of", "IMAGE_FORMATS"]
@@ -70,12 +72,13 @@ def plot_image(docs: Sequence[dict[str, Any]], *, units: Units = Units.MB,
             colour = next(colours)
             x = [p["length"] for p in points]
             lengths.update(x)
-            y = [units.convert(p["throughput"]) for p in points]
+            bars = [error_bar(p) for p in points]
+            y = [units.convert(mean) for mean, _, _ in bars]
             top = max(top, *(units.convert(p["throughput_max"]) for p in points))
-            ax.fill_between(x, [units.convert(p["throughput_min"]) for p in points],
-                            [units.convert(p["throughput_max"]) for p in points],
-                            color=colour, alpha=0.2, linewidth=0)
-            ax.plot(x, y, "o-", color=colour, markersize=3.5, label=_label(key, prefix))
+            ax.errorbar(x, y, yerr=[[units.convert(b) for _, b, _ in bars],
+                                    [units.convert(a) for _, _, a in bars]],
+                        fmt="o-", color=colour, markersize=3.5, capsize=3, elinewidth=1,
+                        label=_label(key, prefix) + " (mean, min..max)")
             bad = [(p["length"], units.convert(p["throughput"])) for p in points if p["errors"]]
             if bad:
                 ax.plot(*zip(*bad, strict=True), "x", color="red", markersize=9, mew=2,

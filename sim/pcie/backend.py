@@ -1,6 +1,6 @@
 """``sim:pcie`` — the busprobe PCIe device in simulation, driven by the real host driver.
 
-``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128``
+``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128&driver_latency_ns=..``
 
 The selector is described (options checked, bus and hops) by :mod:`busprobe.targets.sim_pcie`;
 :func:`open_sim_pcie` builds the device from that description. The Verilator model of the
@@ -8,7 +8,13 @@ gateware runs in a cocotb process (:mod:`busprobe.sim.pcie.server`) behind a coc
 complex; this process runs :class:`~busprobe.backends.pcie.dma_transport.PcieDmaTransport`, the
 same transport and driver the VFIO backend uses, over a :class:`SimDmaPlatform` whose BAR,
 buffers and MSI calls cross to the simulator over :mod:`busprobe.sim.rpc`; its clock is
-simulated time.
+simulated time. The simulated SoC runs the firmware the board's ROM holds
+(:func:`busprobe.bitstream.firmware.build_firmware`, loaded when the simulator starts); its
+console is the simulator's UART stream (:meth:`SimDmaPlatform.console`).
+
+``driver_latency_ns`` is the host's, not the link's: every MSI is answered that long after it
+came, as by a slow interrupt and driver path (the sweep's host-run figure drops, the
+firmware's device-run one does not).
 """
 
 from __future__ import annotations
@@ -23,11 +29,15 @@ from busprobe.protocol import pcie as proto
 from busprobe.stdout_guard import stdout_to_stderr
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
-from busprobe.transport import BusDescription, InvalidRequest
+from busprobe.transport import BusDescription, InvalidRequest, TransportError
 
 from ..simulator import SimServer, SimulatorClient
 
-__all__ = ["open_sim_pcie", "SimPcieTransport", "SimDmaPlatform", "completion_timeout"]
+__all__ = ["open_sim_pcie", "SimPcieTransport", "SimDmaPlatform", "SimConsole",
+           "completion_timeout", "HOST_OPTIONS"]
+
+#: Selector options of the simulated host, not of the link (the rest are LinkConfig's).
+HOST_OPTIONS = ("driver_latency_ns",)
 
 _LANE_BYTES_PER_S = {1: 250e6, 2: 500e6, 3: 984.6e6}
 
@@ -75,11 +85,29 @@ class _SimBuffer:
 
 
 class _SimMsi:
+    def __init__(self, server: SimServer, latency: float) -> None:
+        self._call = server.call
+        self.latency = latency
+
+    def wait(self, timeout: float) -> bool:
+        return self._call("wait_msi", timeout, self.latency)
+
+
+class SimConsole:
+    """The simulated SoC's console (its UART), for :mod:`busprobe.backends.pcie.console`;
+    timeouts are simulated seconds."""
+
+    #: 20 ms: a `dma` through 1 MiB takes about 5 (a minute of wall time).
+    command_timeout = 0.02
+
     def __init__(self, server: SimServer) -> None:
         self._call = server.call
 
-    def wait(self, timeout: float) -> bool:
-        return self._call("wait_msi", timeout)
+    def write(self, data: bytes) -> None:
+        self._call("console_write", bytes(data))
+
+    def read_until(self, marker: bytes, timeout: float) -> tuple[bytes, bool]:
+        return self._call("console_read", bytes(marker), timeout)
 
 
 class SimDmaPlatform(SimulatorClient):
@@ -95,7 +123,8 @@ class SimDmaPlatform(SimulatorClient):
     Attributes
     ----------
     link : dict
-        The link the simulator is started with; :meth:`configure` updates MPS/MRRS.
+        The selector's options: the link the simulator is started with (all but
+        :data:`HOST_OPTIONS`); :meth:`configure` updates MPS/MRRS.
     server : SimServer or None
         The simulator, while open.
     """
@@ -107,7 +136,10 @@ class SimDmaPlatform(SimulatorClient):
         self.target = target
         self._bus: BusDescription = target.bus
         self.link: dict[str, Any] = dict(target.options)
+        self.driver_latency = (self.link.get("driver_latency_ns") or 0.0) * 1e-9
         self.server: SimServer | None = None
+        #: Why the SoC runs no firmware (None: it runs it); the DMA core works either way.
+        self.firmware_problem: str | None = None
         self.bar: _SimBar
         self.msi: _SimMsi | None = None
         # Timeouts are on the simulated clock: 20 us plus 10 MB/s is 40x slower than the link,
@@ -122,9 +154,36 @@ class SimDmaPlatform(SimulatorClient):
 
         with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
             build_dir = build_pcie_simulator()
+            plusargs = self._firmware_plusargs()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: json.dumps(self.link)}, timescale=TIMESCALE)
-        self.bar, self.msi = _SimBar(self.server), _SimMsi(self.server)
+                                env={ENV_LINK: json.dumps(self._link_config())},
+                                timescale=TIMESCALE,
+                                plusargs=plusargs)
+        self.bar = _SimBar(self.server)
+        self.msi = _SimMsi(self.server, self.driver_latency)
+
+    def _link_config(self) -> dict[str, Any]:
+        """The options the simulator's link takes (LinkConfig's), not the host's."""
+        return {key: value for key, value in self.link.items() if key not in HOST_OPTIONS}
+
+    def _firmware_plusargs(self) -> list[str]:
+        """The SoC's firmware image for the simulator; without a cross compiler the core still
+        works, and the console and the device-run say why they are missing."""
+        from busprobe.bitstream.firmware import build_firmware
+        from busprobe.bitstream.result import BuildError
+        from busprobe.gateware.pcie.sim_top import FIRMWARE_PLUSARG
+
+        try:
+            return [f"+{FIRMWARE_PLUSARG}={build_firmware().memh}"]
+        except BuildError as exc:
+            self.firmware_problem = str(exc)
+            return []
+
+    def console(self) -> SimConsole:
+        """The SoC's console; :class:`TransportError` when the SoC runs no firmware."""
+        if self.firmware_problem:
+            raise TransportError(f"{self.name}: no firmware: {self.firmware_problem}")
+        return SimConsole(self._server())
 
     def alloc(self, size: int) -> _SimBuffer:
         return _SimBuffer(self._server(), size)
@@ -171,6 +230,9 @@ class SimPcieTransport(PcieDmaTransport):
     # transfers would otherwise need thousands of descriptors for 64 KiB.
     max_transfers = 512
     max_bus_seconds = 200e-6
+    # The device-run is deterministic too: one run per point, of at most 256 KiB.
+    device_run_repeats = 1
+    device_run_bytes = 256 << 10
 
 
 def open_sim_pcie(target: TargetDescription) -> SimPcieTransport:

@@ -2,14 +2,16 @@
 
 ``run_cocotb(model, module_dir, module, testcase, run_name, **params)`` starts the simulator
 once for ``testcase`` of ``module`` (found in ``module_dir``), passes ``params`` as JSON in
-``$BUSPROBE_PCIE_CASE`` and returns the JSON lines the test appended to
-``$BUSPROBE_PCIE_RESULTS``. Logs and results land in ``<model>/runs/<testcase>-<run_name>/``.
+``$BUSPROBE_PCIE_CASE`` (``plusargs`` go to the simulator) and returns the JSON lines the test
+appended to ``$BUSPROBE_PCIE_RESULTS``. Logs and results land in
+``<model>/runs/<testcase>-<run_name>/``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ __all__ = ["run_cocotb"]
 
 
 def run_cocotb(model: Path, module_dir: Path, module: str, testcase: str, run_name: str,
-               **params: Any) -> list[dict[str, Any]]:
+               plusargs: Sequence[str] = (), **params: Any) -> list[dict[str, Any]]:
     from busprobe.toolchain import apply_verilator_env
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
@@ -32,7 +34,8 @@ def run_cocotb(model: Path, module_dir: Path, module: str, testcase: str, run_na
     # extra_env), so the module's folder goes on sys.path for the duration of the call.
     sys.path.insert(0, str(module_dir))
     try:
-        xml = _test(get_runner("verilator"), module, testcase, model, run_dir, params, results)
+        xml = _test(get_runner("verilator"), module, testcase, model, run_dir, params, results,
+                    plusargs)
     except SystemExit:  # cocotb's runner exits when a test fails
         xml = run_dir / "results.xml"
     finally:
@@ -46,13 +49,14 @@ def run_cocotb(model: Path, module_dir: Path, module: str, testcase: str, run_na
 
 
 def _test(runner, module: str, testcase: str, model: Path, run_dir: Path,
-          params: dict[str, Any], results: Path) -> Path:
+          params: dict[str, Any], results: Path, plusargs: Sequence[str]) -> Path:
     from .testbench import TIMESCALE, TOPLEVEL
 
     return runner.test(
         test_module=module, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
         testcase=testcase, build_dir=str(model), test_dir=str(run_dir), timescale=TIMESCALE,
         results_xml=str(run_dir / "results.xml"), log_file=str(run_dir / "sim.log"),
+        plusargs=list(plusargs),
         extra_env={"BUSPROBE_PCIE_CASE": json.dumps(params),
                    "BUSPROBE_PCIE_RESULTS": str(results)},
     )

@@ -92,13 +92,25 @@ class PcieRpcHandler:
     async def rpc_buf_write(self, handle: int, offset: int, data: bytes) -> None:
         self.buffers[handle].write(offset, data)
 
-    async def rpc_wait_msi(self, timeout: float) -> bool:
-        """Let simulated time run until an MSI arrives or ``timeout`` seconds pass."""
+    async def rpc_wait_msi(self, timeout: float, latency: float = 0.0) -> bool:
+        """Let simulated time run until an MSI arrives or ``timeout`` seconds pass; an MSI is
+        answered ``latency`` seconds after it came (a slow host's interrupt and driver path)."""
         if not self.msi_pending:
             self._msi.clear()
             await First(self._msi.wait(), Timer(max(1, round(timeout * 1e12)), unit="ps"))
         got, self.msi_pending = self.msi_pending > 0, 0
+        if got and latency > 0:
+            await Timer(max(1, round(latency * 1e12)), unit="ps")
         return got
+
+    async def rpc_console_write(self, data: bytes) -> None:
+        """Type ``data`` on the SoC's console (its UART)."""
+        await self.tb.uart.send(data)
+
+    async def rpc_console_read(self, until: bytes, timeout: float) -> tuple[bytes, bool]:
+        """What the console printed up to and including ``until`` and True, or after
+        ``timeout`` simulated seconds without it what it printed and False."""
+        return await self.tb.uart.read_until(until, timeout)
 
     async def rpc_configure(self, mps: int | None, mrrs: int | None) -> None:
         """Reprogram Device Control through the root complex; the core reads it live."""

@@ -14,7 +14,9 @@ the big-endian value of its four wire bytes; ``be`` has a bit per byte of valid 
     tx_valid, tx_ready, tx_first, tx_last, tx_dat, tx_be    TLPs from the DUT (output stream)
     msi_valid, msi_ready, msi_dat                           optional: MSI request, vector in dat
     req_id, max_payload_size, max_request_size,             optional: driven from the modelled
-    bus_master_enable, msi_enable, link_up                  config space (sizes in bytes)
+    bus_master_enable, msi_enable, device_control           config space (sizes in bytes)
+    link_up, ltssm, link_rate, link_width                   optional: the link's state, driven by
+                                                            whoever models training (low until)
 
 Flow control is real: the credits of a received TLP return when its last beat enters the DUT, and
 the DUT's ``tx_ready`` drops while ``tx_buffer`` TLPs wait for the link (as a hard IP's transmit
@@ -87,6 +89,8 @@ class RawPacket:
 
 
 class TlpStreamEndpoint(Endpoint):
+    LINK_SIGNALS = ("link_up", "ltssm", "link_rate", "link_width")
+
     """cocotbext-pcie endpoint function bridged to a TLP beat stream in the DUT.
 
     Attach it to a device: ``dev = Device(ep)``; ``rc.make_port().connect(dev)``.
@@ -120,7 +124,8 @@ class TlpStreamEndpoint(Endpoint):
         for name in ("rx_valid", "rx_ready", "rx_first", "rx_last", "rx_dat", "rx_be",
                      "tx_valid", "tx_ready", "tx_first", "tx_last", "tx_dat", "tx_be",
                      "msi_valid", "msi_ready", "msi_dat", "req_id", "max_payload_size",
-                     "max_request_size", "bus_master_enable", "msi_enable", "link_up"):
+                     "max_request_size", "bus_master_enable", "msi_enable", "device_control",
+                     "link_up", "ltssm", "link_rate", "link_width"):
             handle = getattr(dut, prefix + name, None)
             if handle is not None:
                 self._sig[name] = handle
@@ -152,9 +157,12 @@ class TlpStreamEndpoint(Endpoint):
         self._rx_busy = False
         self._rx_pause: Iterator[bool] | None = None
         self._tx_pause: Iterator[bool] | None = None
-        for name in ("rx_valid", "rx_first", "rx_last", "msi_ready", "link_up"):
+        for name in ("rx_valid", "rx_first", "rx_last", "msi_ready", *self.LINK_SIGNALS):
             if name in self._sig:
                 self._sig[name].value = 0
+        #: The link-state signals the DUT has (for :func:`busprobe.sim.pcie.link_training.train`).
+        self.link_signals = {name: self._sig[name] for name in self.LINK_SIGNALS
+                             if name in self._sig}
         self._sig["tx_ready"].value = 0
         self._drive_config()
         cocotb.start_soon(self._run_stream())
@@ -185,7 +193,9 @@ class TlpStreamEndpoint(Endpoint):
             "max_request_size": 128 << self.pcie_cap.max_read_request_size,
             "bus_master_enable": int(self.bus_master_enable),
             "msi_enable": int(bool(self.msi_cap and self.msi_cap.msi_enable)),
-            "link_up": 1,
+            # Device Control as far as it is modelled: MPS (bits 5-7) and MRRS (12-14).
+            "device_control": (self.pcie_cap.max_payload_size << 5
+                               | self.pcie_cap.max_read_request_size << 12),
         }
         for name, value in values.items():
             if name in self._sig:

@@ -82,7 +82,7 @@ def test_killing_the_simulator_mid_sweep_ends_in_one_line_within_5_s_and_saves_t
     elapsed = time.monotonic() - killed[0]
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and elapsed < 5
-    assert "killed by SIGKILL" in err[-1]
+    assert "killed by SIGKILL" in err[-1], err
     doc = json.loads(out.read_text())
     assert doc["complete"] is False and "DeviceGone" in doc["error"]
     assert len(doc["points"]) == 1 and doc["points"][0]["errors"] == 0

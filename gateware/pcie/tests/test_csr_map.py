@@ -24,3 +24,14 @@ def test_artix7_board_target_exports_the_protocol_csr_map(tmp_path):
                       compile_software=False, compile_gateware=False)
     builder.build(run=False)  # writes Verilog/TCL only; Vivado is not run
     assert csr_map_of(tmp_path / "csr.json") == committed_map()
+
+
+def test_the_cpus_memory_map_is_the_socs_contract():
+    """LiteX placed ROM, SRAM and the CSRs where busprobe.protocol.pcie_soc says (the firmware's
+    header takes them from the export)."""
+    from busprobe.protocol import pcie_soc
+
+    memories = committed_map()["memories"]
+    assert memories["rom"] == {"base": pcie_soc.ROM_BASE, "size": pcie_soc.ROM_SIZE}
+    assert memories["sram"] == {"base": pcie_soc.SRAM_BASE, "size": pcie_soc.SRAM_SIZE}
+    assert memories["csr"]["base"] == pcie_soc.CSR_BASE

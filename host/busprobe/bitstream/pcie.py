@@ -106,7 +106,9 @@ def generate_pcie_target(board: Board, design: Design, *,
     module_name, _, cls = board.platform.partition(":")
     start = time.monotonic()
     platform = getattr(importlib.import_module(module_name), cls)()
-    soc = build_pcie_target_soc(platform, lanes=board.phy)
+    from .firmware import build_firmware
+
+    soc = build_pcie_target_soc(platform, lanes=board.phy, firmware=list(build_firmware().words))
     out_dir = Path(out_dir).resolve()
     builder = Builder(soc, output_dir=str(out_dir), compile_software=False,
                       compile_gateware=False, csr_csv=str(out_dir / "csr.csv"))
@@ -129,8 +131,11 @@ def lint_pcie_target(soc: object, target: PCIeTarget) -> None:
     from .xilinx_stubs import verilator_lint, write_blackbox_stubs
 
     stubs = Path(target.gateware_dir) / "xilinx_stubs.v"
-    write_blackbox_stubs(soc, target.verilog_path, stubs)
-    report = verilator_lint([stubs, target.verilog_path], BUILD_NAME)
+    # The CPU's Verilog (the platform's sources also list the top LiteX wrote).
+    cpu = [Path(path) for path, _, _ in soc.platform.sources
+           if path.endswith(".v") and Path(path).name != target.verilog_path.name]
+    write_blackbox_stubs(soc, target.verilog_path, stubs, cpu)
+    report = verilator_lint([stubs, target.verilog_path, *cpu], BUILD_NAME)
     target.lint_findings = report.findings
     target.lint_style_warnings = report.style_warnings
 

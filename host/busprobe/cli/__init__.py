@@ -26,7 +26,7 @@ from .signals import exit_status, interruptible
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash", "sim",
-            "fit")
+            "fit", "console")
 
 log = logging.getLogger("busprobe")
 

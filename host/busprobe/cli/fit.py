@@ -1,11 +1,14 @@
-"""``busprobe fit RESULT.json -o myhost.toml``: a USB 2.0 host profile fitted from a sweep.
+"""``busprobe fit RESULT.json -o myhost.toml``: a host profile fitted from a sweep.
 
-Estimates every parameter the model and the simulated host controller use (bulk packets per
+USB 2.0: every parameter the model and the simulated host controller use (bulk packets per
 microframe per direction, completion granularity, completion and resubmit latency,
-inter-transaction gap) by least squares of the model's figures against the sweep's points and
-the device's telemetry, each with its uncertainty; writes them as a host-profile TOML whose
-sources say where they came from; says which parameters the sweep could not pin down and which
-extra lengths or queue depths would. Replay the profile with ``sim:usb2?host=myhost.toml``.
+inter-transaction gap); USB 3.0: burst windows per direction, turnaround, re-token delay,
+credit return, completion and resubmit latency; PCIe: the root's completion latency, read
+completion boundary, upstream cap and posted-write credits. Each by least squares of the run
+model against the sweep's points and the device's telemetry, with its uncertainty; written as
+a profile TOML whose sources say where they came from; the parameters the sweep could not pin
+down are named with what would. Replay: ``sim:usb2?host=P.toml``, ``sim:usb3?host=P.toml``, or
+the ``sim:pcie?...`` selector ``fit`` prints.
 """
 
 from __future__ import annotations
@@ -13,22 +16,32 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
+from ..buses import PCIE, USB3_SS
 from ..fit.fitted import fit_sweep
-from ..fit.profile_toml import write_profile
+from ..fit.pcie_fit import fit_pcie
+from ..fit.profile_toml import write_profile, write_settings
 from ..fit.report import format_fit
+from ..fit.settings_report import format_settings
+from ..fit.usb3_fit import fit_usb3
+from ..model.pcie_hosts import load_pcie_profile
+from ..model.usb3_hosts import load_usb3_profile
 from ..result_file import check_writable, is_stdout
+from ..results import load_results
 
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("fit", help="fit a USB 2.0 host profile to a sweep",
+    parser = sub.add_parser("fit", help="fit a host profile to a sweep (USB 2.0, USB 3.0, PCIe)",
                             description=__doc__)
     parser.add_argument("result", metavar="RESULT.json",
-                        help="a USB 2.0 result written by busprobe sweep --json: a length ladder "
-                             "at queue depth 1 and at 4 or more, with no errors")
+                        help="a result written by busprobe sweep --json, with no errors: USB 2.0 "
+                             "a length ladder at queue depth 1 and at 4 or more; USB 3.0 and "
+                             "PCIe a ladder at queue depth 1 and 2 or more")
     parser.add_argument("-o", "--output", required=True, metavar="PROFILE.toml",
                         help="host profile to write (replay: sim:usb2?host=PROFILE.toml; '-': "
                              "stdout, the report then goes to stderr)")
@@ -51,9 +64,17 @@ def run(args: argparse.Namespace) -> int:
     if not name or not name.isprintable():
         raise ValueError(f"--name {name!r}: a profile name is a non-empty line of text")
     started = time.monotonic()
+    kind = (load_results(args.result).get("bus") or {}).get("kind")
+    human = sys.stderr if to_stdout else sys.stdout
+    if kind == USB3_SS.kind:
+        return _settings(fit_usb3(args.result), args.output, name, load_usb3_profile, started,
+                         f"--device \"sim:usb3?host={_saved(output, to_stdout)}\"", human)
+    if kind == PCIE.kind:
+        fitted_pcie = fit_pcie(args.result)
+        return _settings(fitted_pcie, args.output, name, load_pcie_profile, started,
+                         f"--device \"{fitted_pcie.replay_selector(name)}\"", human)
     fitted = fit_sweep(args.result)
     write_profile(fitted, args.output, name)
-    human = sys.stderr if to_stdout else sys.stdout
     print(format_fit(fitted, seconds=time.monotonic() - started), file=human)
     if to_stdout:
         print(f"profile: written to stdout (name {name!r}); save it as NAME.toml to replay it "
@@ -61,4 +82,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"profile: {output} (name {name!r}); replay it with "
               f"--device \"sim:usb2?host={output}\"", file=human)
+    return 0
+
+
+def _saved(output: Path, to_stdout: bool) -> str:
+    """Where the replay selector finds the profile: the file, or where stdout is saved."""
+    return "NAME.toml" if to_stdout else str(output)
+
+
+def _settings(fitted: Any, output: str, name: str, loader: Callable[[str], Any],
+              started: float, replay: str, human: TextIO) -> int:
+    """Write and report a USB 3.0 or PCIe fit (the report on ``human``)."""
+    data = fitted.data
+    write_settings(fitted.settings, output, name, result=data.path, points=len(data.points),
+                   loader=loader)
+    used = len(fitted.fit_points) if hasattr(fitted, "fit_points") else None
+    print(format_settings(data, fitted.settings, fitted.fit,
+                          seconds=time.monotonic() - started, fitted_points=used), file=human)
+    where = "written to stdout" if is_stdout(output) else output
+    print(f"profile: {where} (name {name!r}); replay it with {replay}", file=human)
     return 0

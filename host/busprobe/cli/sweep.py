@@ -63,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="plot throughput versus length (PNG, or .svg/.pdf; '-': stdout)")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-device-run", action="store_true",
+                        help="PCIe with the SoC's firmware: skip the device-run DMA the sweep "
+                             "otherwise measures beside each write/read point")
     parser.add_argument("--allow-config-write", action="store_true",
                         help="real PCIe only, as root: let --mps/--mrrs rewrite Device Control of "
                              "the device and its upstream port (restored on exit)")
@@ -213,7 +216,7 @@ def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
                                 f"qd {spec.queue_depth}", refresh=False)
             bar.update()
 
-    sweep = Sweep(transport, plan, on_repeat=on_repeat)
+    sweep = Sweep(transport, plan, on_repeat=on_repeat, device_run=not args.no_device_run)
     try:
         with _stdout_guard(args):
             sweep.run(specs)

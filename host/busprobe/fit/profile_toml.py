@@ -10,14 +10,16 @@ a profile ``fit`` writes is one the simulator and the model accept.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
 from ..result_file import write_result
 from .fitted import FittedProfile, FittedValue
 
-__all__ = ["render_profile", "write_profile", "source_of"]
+__all__ = ["render_profile", "write_profile", "source_of", "write_settings"]
 
 
 def _toml_string(text: str) -> str:
@@ -73,10 +75,33 @@ def write_profile(fitted: FittedProfile, path: str | Path, name: str, *,
     """Write ``fitted`` to ``path`` (``-``: stdout), checked by the loader first, then written as
     every result is (:mod:`busprobe.result_file`: a file whole or not at all, a link written
     through); returns the profile as the loader reads it."""
-    text = render_profile(fitted, name, day=day)
+    return _checked_write(render_profile(fitted, name, day=day), path, load_profile)
+
+
+def write_settings(settings: Mapping[str, Any], path: str | Path, name: str, *,
+                   result: str, points: int, loader: Callable[[str], Any],
+                   day: str | None = None) -> Any:
+    """Write a USB 3.0 or PCIe fit's ``settings`` (key -> ``.value``, ``.determined``,
+    ``.text``) to ``path`` (``-``: stdout) as :func:`write_profile` writes, once ``loader`` has
+    read it back; returns what it read."""
+    day = day or date.today().isoformat()
+    width = max(len(key) for key in settings)
+    lines = [f"# Fitted by busprobe fit from {result} on {day}: {points} points, every value",
+             "# with the uncertainty the sweep leaves (\"not determined\" says what would pin it).",
+             f"name = {_toml_string(name)}"]
+    for key, setting in settings.items():
+        source = f"fitted from {result} on {day}: {setting.text}"
+        lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(setting.value)}, "
+                     f"source = {_toml_string(source)} }}")
+    return _checked_write("\n".join(lines) + "\n", path, loader)
+
+
+def _checked_write(text: str, path: str | Path, loader: Callable[[str], Any]) -> Any:
+    """``text`` read back by ``loader`` (what the simulator will read, or its one-line error)
+    before it is written to ``path``; returns what the loader read."""
     with tempfile.TemporaryDirectory(prefix="busprobe-fit-") as folder:
         check = Path(folder) / "profile.toml"
         check.write_text(text, encoding="utf-8")
-        profile = load_profile(str(check))  # what the simulator will read, or a one-line error
+        profile = loader(str(check))
     write_result(path, text)
     return profile

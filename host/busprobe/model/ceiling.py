@@ -27,7 +27,7 @@ def _row(bus: BusDescription) -> buses.Bus:
 
 
 def ceiling_for(bus: BusDescription, direction: str, *, length: int | None = None,
-                queue_depth: int | None = None) -> Ceiling:
+                queue_depth: int | None = None, transfers: int | None = None) -> Ceiling:
     """Closed-form ceiling for ``bus`` in ``direction``.
 
     Parameters
@@ -43,6 +43,11 @@ def ceiling_for(bus: BusDescription, direction: str, *, length: int | None = Non
         Transfer length in bytes. Omitted: the plateau (long transfers, start-up amortised).
     queue_depth : int, optional
         Transfers outstanding. Omitted: deep enough that turnaround is hidden.
+    transfers : int, optional
+        Transfers in one measured run (with ``length``): the ceiling of that run as the host
+        times it, from the first submission to the last completion, instead of the steady
+        state; ``parts["device_ceiling"]`` then bounds the device-timed figure (None where the
+        device does not time, or no window).
 
     Raises
     ------
@@ -57,8 +62,12 @@ def ceiling_for(bus: BusDescription, direction: str, *, length: int | None = Non
         raise ValueError(f"transfer length must be positive, not {length}")
     if queue_depth is not None and queue_depth < 1:
         raise ValueError(f"queue depth must be at least 1, not {queue_depth}")
+    if transfers is not None and transfers < 1:
+        raise ValueError(f"transfers must be at least 1, not {transfers}")
     model = buses.load(row.ceiling)
-    return model(bus, direction, length=length, queue_depth=queue_depth)
+    if transfers is None:
+        return model(bus, direction, length=length, queue_depth=queue_depth)
+    return model(bus, direction, length=length, queue_depth=queue_depth, transfers=transfers)
 
 
 def link_ceiling(bus: BusDescription, direction: str) -> Ceiling:

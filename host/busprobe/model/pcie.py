@@ -97,6 +97,15 @@ class PcieAssumptions:
         no latency bound).
     outstanding_reads : int
         Read requests the device keeps in flight (tags); used with ``read_latency_ns``.
+    descriptor_writes : int
+        32-bit MMIO writes the host makes per transfer to queue its DMA descriptors; they go
+        downstream, the lane read completions take (busprobe's driver: one descriptor per
+        transfer, two writes; a 24-byte TLP each).
+    tx_buffer_tlps : int
+        TLPs the hard IP's transmit buffer holds after the device has handed them over (the
+        simulated PHY states 4; -1: not known). The device times writes at that hand-over, so
+        the last of them leave its window early: :func:`pcie_ceiling` bounds the device-timed
+        figure only where this is known.
     """
 
     ack_every: int = 4
@@ -108,6 +117,8 @@ class PcieAssumptions:
     skp: bool = True
     read_latency_ns: float = 0.0
     outstanding_reads: int = 32
+    descriptor_writes: int = 2
+    tx_buffer_tlps: int = -1
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> PcieAssumptions:
@@ -163,8 +174,13 @@ def pcie_link_only(bus: BusDescription) -> BusDescription:
 
 
 def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
-                 queue_depth: int | None = None) -> Ceiling:
-    """Ceiling of a PCIe DMA ``direction`` (``write``/``read``) on ``bus`` (see module)."""
+                 queue_depth: int | None = None, transfers: int | None = None) -> Ceiling:
+    """Ceiling of a PCIe DMA ``direction`` (``write``/``read``) on ``bus`` (see module).
+
+    With ``transfers`` (and a length), the ceiling of one measured run: on the host's clock the
+    per-transfer figure (a run's start-up and the wait for its last completion only add time),
+    and in ``parts["device_ceiling"]`` what the device's window can read (:func:`_device_window`).
+    """
     gen = _generation(bus)
     if bus.width not in LINK_WIDTHS:
         raise ValueError(f"PCIe link width x{bus.width} does not exist "
@@ -196,9 +212,39 @@ def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         model = f"pcie gen{gen} x{bus.width} read MPS {mps} MRRS {mrrs}"
     if queue_depth is not None:
         parts["queue_depth"] = queue_depth
-        lines.append(f"queue depth {queue_depth}: no per-transfer host term is modelled for PCIe"
-                     " (descriptors are fetched by the device ahead of the data)")
+        lines.append(f"queue depth {queue_depth}: no per-transfer host turnaround is modelled for"
+                     " PCIe (descriptors are queued ahead of the data)")
+    if transfers is not None and length is not None:
+        device = _device_window(throughput, direction, mps, length, transfers, a, lines)
+        parts.update(transfers=transfers, device_ceiling=device)
     return Ceiling(throughput, "\n".join(lines), parts, direction, model)
+
+
+def _device_window(throughput: float, direction: str, mps: int, length: int, transfers: int,
+                   a: PcieAssumptions, lines: list[str]) -> float | None:
+    """The most the device's window reads in a run of ``transfers`` transfers.
+
+    Reads are timed from the first request to the last completion's last beat, which holds
+    every completion's time on the lane: the link figure bounds them. Writes are timed from the
+    first TLP's hand-over to the hard IP to the last one's: the last ``tx_buffer_tlps`` TLPs wait
+    in its buffer and the one on the wire is not finished, so the window holds the lane time of
+    all but those (unknown buffer: no bound).
+    """
+    if direction == "read":
+        lines.append(f"device window: first request to last completion, at most "
+                     f"{throughput / 1e6:.1f} MB/s")
+        return throughput
+    if a.tx_buffer_tlps < 0:
+        return None
+    tlps = transfers * math.ceil(length / mps)
+    early = a.tx_buffer_tlps + 1
+    if tlps <= early:
+        return None
+    bound = throughput * tlps / (tlps - early)
+    lines.append(f"device window: its last {early} of {tlps} TLPs leave it before the lane "
+                 f"has sent them (hard IP buffer {a.tx_buffer_tlps}) -> at most "
+                 f"{bound / 1e6:.1f} MB/s")
+    return bound
 
 
 def _write(rate: float, mps: int, header: int, ecrc: int, a: PcieAssumptions,
@@ -305,8 +351,12 @@ def _read(rate: float, mps: int, mrrs: int, header: int, ecrc: int, a: PcieAssum
         for offset in range(0, length, mrrs):
             requests += 1
             down_total += _read_request_lanes(min(mrrs, length - offset), chunk, header, ecrc, a)[1]
+        # The host's descriptor writes for the transfer share the downstream lane.
+        mmio = a.descriptor_writes * tlp_wire_bytes(4, header=12, ecrc=a.ecrc)
+        down_total += mmio
         throughput = min(throughput, rate * length / down_total)
-        lines.append(f"transfer {length} B = {requests} requests, {down_total:.0f} B downstream"
+        lines.append(f"transfer {length} B = {requests} requests + {a.descriptor_writes} "
+                     f"descriptor writes ({mmio} B), {down_total:.0f} B downstream"
                      f" -> {throughput / 1e6:.1f} MB/s")
         parts.update(length=length, requests=requests, wire_bytes=down_total)
     return throughput

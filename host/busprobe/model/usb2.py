@@ -38,6 +38,7 @@ from .ceiling_type import Ceiling
 from .usb2_bot import bot_command, bot_lines
 from .usb2_hosts import HostProfile, load_profile
 from .usb2_loopback import loopback_ceiling
+from .usb2_run import finite_run
 from .usb2_schedule import MAX_STEPPED_PACKETS, average_period, steady_period
 
 __all__ = ["usb2_ceiling", "usb2_link_only", "packets_per_uframe", "UFRAMES_PER_S"]
@@ -65,13 +66,20 @@ def usb2_link_only(bus: BusDescription) -> BusDescription:
 
 
 def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
-                 queue_depth: int | None = None) -> Ceiling:
-    """Ceiling of bulk ``direction`` on a high-speed bus with ``bus.host_profile`` (see module)."""
+                 queue_depth: int | None = None, transfers: int | None = None) -> Ceiling:
+    """Ceiling of bulk ``direction`` on a high-speed bus with ``bus.host_profile`` (see module).
+
+    With ``transfers`` (and a length), the ceiling of one measured run of that many transfers,
+    on the host's clock, and in ``parts["device_ceiling"]`` on the device's (:mod:`.usb2_run`).
+    """
     profile = load_profile(bus.host_profile or "ideal")
     mps = bus.max_packet_size or MAX_PACKET_SIZE
     if direction == "loopback":
-        return loopback_ceiling(profile, mps, length=length, queue_depth=queue_depth,
-                                uframes_per_s=UFRAMES_PER_S)
+        ceiling = loopback_ceiling(profile, mps, length=length, queue_depth=queue_depth,
+                                   uframes_per_s=UFRAMES_PER_S)
+        if transfers is None or length is None:
+            return ceiling
+        return finite_run(ceiling, profile, direction, length, queue_depth or 1, transfers, mps)
     used, limit, fit = packets_per_uframe(profile, direction, mps)
     plateau = used * mps * UFRAMES_PER_S
     binding = "host profile" if limit < fit else "bus"
@@ -99,7 +107,11 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         throughput = _per_transfer(profile, direction, used, mps, length, queue_depth, lines,
                                    parts)
     model = f"usb2-hs host profile {profile.name}" + (" BOT" if bus.protocol == "bot" else "")
-    return Ceiling(throughput, "\n".join(lines), parts, direction, model)
+    ceiling = Ceiling(throughput, "\n".join(lines), parts, direction, model)
+    if transfers is None or length is None:
+        return ceiling
+    return finite_run(ceiling, profile, direction, length, queue_depth or 1, transfers, mps,
+                      bot=bus.protocol == "bot")
 
 
 def _per_transfer(profile: HostProfile, direction: str, used: int, mps: int, length: int | None,

@@ -31,7 +31,7 @@ from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 from .usb2_schedule import run_transfers
 
-__all__ = ["bot_command", "bot_lines", "WARM_UP", "WINDOW"]
+__all__ = ["bot_command", "bot_run", "bot_lines", "WARM_UP", "WINDOW"]
 
 #: Commands stepped before the window starts (the start-up phase washes out) and in it.
 WARM_UP, WINDOW = 3, 8
@@ -68,6 +68,25 @@ def _wrapper_stage(profile: HostProfile, direction: str, payload: int, ready: in
     return done
 
 
+def _command_stages(profile: HostProfile, direction: str, length: int, ready: int,
+                    max_packet_size: int) -> list[tuple[str, int, int]]:
+    """``(stage, ready, completion)`` of one command whose CBW is ready at cycle ``ready``."""
+    resubmit = round(profile.resubmit_latency_us * 1e-6 * CLOCK_HZ)
+    stages = []
+    for name, stage_direction, packets in _stages(direction, length, max_packet_size):
+        if name == "data":
+            last = length - (packets - 1) * max_packet_size
+            done = run_transfers(profile, stage_direction, packets=packets, queue_depth=1,
+                                 count=1, start=ready, max_packet_size=max_packet_size,
+                                 last_payload=last).completions[0]
+        else:
+            size = CBW_SIZE if name == "CBW" else CSW_SIZE
+            done = _wrapper_stage(profile, stage_direction, size, ready, max_packet_size)
+        stages.append((name, ready, done))
+        ready = done + resubmit
+    return stages
+
+
 def bot_command(profile: HostProfile, direction: str, length: int, *,
                 max_packet_size: int = 512) -> dict[str, float]:
     """Seconds per BOT command of ``length`` data bytes in steady state, and per stage.
@@ -78,27 +97,34 @@ def bot_command(profile: HostProfile, direction: str, length: int, *,
     if length < 1:
         raise ValueError(f"transfer length must be positive, not {length}")
     resubmit = round(profile.resubmit_latency_us * 1e-6 * CLOCK_HZ)
-    stages = _stages(direction, length, max_packet_size)
-    spent = dict.fromkeys((name for name, _, _ in stages), 0)
+    spent = dict.fromkeys((name for name, _, _ in _stages(direction, length, max_packet_size)),
+                          0)
     ends = []
     ready = 0
     for command in range(WARM_UP + WINDOW + 1):
-        for name, stage_direction, packets in stages:
-            if name == "data":
-                done = run_transfers(profile, stage_direction, packets=packets, queue_depth=1,
-                                     count=1, start=ready,
-                                     max_packet_size=max_packet_size).completions[0]
-            else:
-                size = CBW_SIZE if name == "CBW" else CSW_SIZE
-                done = _wrapper_stage(profile, stage_direction, size, ready, max_packet_size)
+        for name, submitted, done in _command_stages(profile, direction, length, ready,
+                                                     max_packet_size):
             if command > WARM_UP:
-                spent[name] += done - ready
+                spent[name] += done - submitted
             ready = done + resubmit
         ends.append(ready)
     period = (ends[-1] - ends[WARM_UP]) / WINDOW
     out = {name: cycles / WINDOW / CLOCK_HZ for name, cycles in spent.items()}
     out.update(command=period / CLOCK_HZ, resubmit=resubmit / CLOCK_HZ)
     return out
+
+
+def bot_run(profile: HostProfile, direction: str, length: int, *, commands: int, start: int = 0,
+            max_packet_size: int = 512) -> int:
+    """Line cycles from the first CBW's submission at cycle ``start`` to the last CSW's
+    completion, ``commands`` commands one after the other: what a BOT repeat's host clock
+    reads (the first CBW waits for no resubmit, nothing follows the last CSW)."""
+    resubmit = round(profile.resubmit_latency_us * 1e-6 * CLOCK_HZ)
+    ready = done = start
+    for _ in range(commands):
+        done = _command_stages(profile, direction, length, ready, max_packet_size)[-1][2]
+        ready = done + resubmit
+    return done - start
 
 
 def bot_lines(profile: HostProfile, direction: str, length: int,

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import math
 
+from ..protocol.usb2 import CLOCK_HZ
 from . import usb2_wire as wire
 from .ceiling_type import Ceiling
 from .usb2_hosts import HostProfile
 from .usb2_schedule import average_period
 
-__all__ = ["loopback_ceiling", "alternating_fit"]
+__all__ = ["loopback_ceiling", "loopback_run", "alternating_fit"]
 
 
 def alternating_fit(max_packet_size: int, gap_bits: int) -> float:
@@ -85,3 +86,87 @@ def loopback_ceiling(profile: HostProfile, max_packet_size: int, *, length: int 
                      t_cycle=t_cycle, period=period)
     model = f"usb2-hs loopback host profile {profile.name}"
     return Ceiling(throughput, "\n".join(lines), parts, "loopback", model)
+
+
+def loopback_run(profile: HostProfile, *, length: int, queue_depth: int, count: int,
+                 start: int = 0, max_packet_size: int = 512,
+                 frames: dict[str, dict[int, int]] | None = None) -> int:
+    """Line cycles from the first submission at ``start`` to the last completion of a loopback
+    run: ``count`` OUT and ``count`` IN transfers of ``length``, ``queue_depth`` of each queued,
+    stepped a transaction at a time by the simulated controller's rules (the endpoints take
+    turns, OUT first; each within its per-microframe limit; every completion answered
+    ``resubmit`` later with the next transfer of its direction).
+
+    An IN transaction goes only once the OUT packet it returns has ended: the device would NAK
+    it before, and the NAK, which costs line time and a place in the microframe, is left out,
+    as is the device's ring filling up, so no real run is faster. With ``frames`` the payload
+    bytes of each microframe are added per direction (``frames["in"]``, ``frames["out"]``).
+    """
+    uframe = wire.UFRAME_CYCLES
+    after_sof = wire.bits_to_cycles(wire.sof_bits()) + \
+        wire.bits_to_cycles(wire.IPD_HOST_BACK_TO_BACK_BITS)
+    packets = max(1, -(-length // max_packet_size))
+    last = length - (packets - 1) * max_packet_size
+    ipd = wire.bits_to_cycles(wire.IPD_MIN_BITS)
+    gap = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns * wire.BIT_RATE / 1e9))
+    order = ("out", "in")
+    reserve = {d: wire.bits_to_cycles(wire.transaction_bits(d, max_packet_size).total)
+               for d in order}
+    short = {d: wire.bits_to_cycles(wire.transaction_bits(d, last).total) for d in order}
+    limit = {d: profile.max_per_uframe(d) for d in order}
+    completion = round(profile.completion_latency_us * 1e-6 * CLOCK_HZ)
+    resubmit = round(profile.resubmit_latency_us * 1e-6 * CLOCK_HZ)
+    ready = {d: [start] * min(queue_depth, count) for d in order}
+    index, sent, in_uframe = dict.fromkeys(order, 0), dict.fromkeys(order, 0), \
+        dict.fromkeys(order, 0)
+    out_ends: list[int] = []
+    returned = 0  # IN packets sent
+    uframe_start = start // uframe * uframe
+    free_at, turn, finished = max(start, uframe_start + after_sof), 0, start
+    while index["in"] < count:
+        if free_at >= uframe_start + uframe:
+            uframe_start = free_at - free_at % uframe
+            in_uframe = dict.fromkeys(order, 0)
+            free_at = max(free_at, uframe_start + after_sof)
+        waits = {}
+        for d in order:
+            if index[d] < count and in_uframe[d] < limit[d]:
+                at = ready[d][index[d]]
+                if d == "in":
+                    if returned >= len(out_ends):
+                        continue  # its data has not been sent yet
+                    at = max(at, out_ends[returned] + 1)
+                waits[d] = at
+        chosen = next((d for d in order[turn:] + order[:turn]
+                       if d in waits and waits[d] <= free_at), None)
+        if chosen is None:
+            later = min(waits.values(), default=uframe_start + uframe)
+            free_at = later if later > free_at else uframe_start + uframe
+            continue
+        if free_at + reserve[chosen] > uframe_start + uframe:
+            free_at = uframe_start + uframe  # it does not fit: the next microframe
+            continue
+        final = sent[chosen] + 1 == packets
+        end = free_at + (short[chosen] if final else reserve[chosen])
+        free_at = end + ipd + gap
+        in_uframe[chosen] += 1
+        turn = (order.index(chosen) + 1) % len(order)
+        if frames is not None:
+            table = frames.setdefault(chosen, {})
+            key = uframe_start // uframe
+            table[key] = table.get(key, 0) + (last if final else max_packet_size)
+        if chosen == "out":
+            out_ends.append(end)
+        else:
+            returned += 1
+        sent[chosen] += 1
+        if final:
+            done = end + completion
+            if profile.completion_on_uframe:
+                done = -(-done // uframe) * uframe
+            sent[chosen] = 0
+            index[chosen] += 1
+            if len(ready[chosen]) < count:
+                ready[chosen].append(done + resubmit)
+            finished = max(finished, done)
+    return finished - start

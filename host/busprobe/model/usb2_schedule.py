@@ -104,7 +104,9 @@ def steady_period(profile: HostProfile, direction: str, *, packets: int, queue_d
 
 
 def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_depth: int,
-                  count: int, start: int = 0, max_packet_size: int = 512) -> TransferRun:
+                  count: int, start: int = 0, max_packet_size: int = 512,
+                  last_payload: int | None = None,
+                  uframe_bytes: dict[int, int] | None = None) -> TransferRun:
     """``count`` transfers stepped by the module's rules: when each one's data ended and when it
     completed.
 
@@ -112,14 +114,27 @@ def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_d
     :data:`~.usb2_wire.UFRAME_CYCLES` from cycle 0, each with its SOF, so ``start`` sets the phase
     a finite run begins at, as a sweep's repeat does); each completion submits the next.
     ``completions[-1] - start`` is what the simulated controller reports as the run's duration.
+
+    ``last_payload`` is the size of each transfer's last packet (default: a full one). The
+    schedule reserves a full packet's budget before it starts any transaction, but a short packet
+    holds the line only for its own bytes, so the next transaction (and the transfer's end)
+    comes sooner. With ``uframe_bytes`` the payload bytes each microframe carried are added to
+    it, by microframe number (cycle // UFRAME_CYCLES): what the device's whole-microframe window
+    counts (:func:`busprobe.model.usb2_run.device_window`).
     """
     if packets < 1 or queue_depth < 1 or count < 1:
         raise ValueError("packets, queue depth and count must be at least 1")
     uframe = wire.UFRAME_CYCLES
     after_sof = wire.bits_to_cycles(wire.sof_bits()) + \
         wire.bits_to_cycles(wire.IPD_HOST_BACK_TO_BACK_BITS)
-    budget = wire.bits_to_cycles(wire.transaction_bits(direction, max_packet_size).total) + \
-        wire.bits_to_cycles(wire.IPD_MIN_BITS)
+    # A transaction: its line time (token to handshake end, as the schedule reserves it), then
+    # the inter-packet delay before the host's next token and the profile's gap.
+    reserve = wire.bits_to_cycles(wire.transaction_bits(direction, max_packet_size).total)
+    ipd = wire.bits_to_cycles(wire.IPD_MIN_BITS)
+    last = max_packet_size if last_payload is None else last_payload
+    if not 0 <= last <= max_packet_size:
+        raise ValueError(f"last packet of {last} bytes does not fit {max_packet_size}")
+    short = wire.bits_to_cycles(wire.transaction_bits(direction, last).total)
     gap = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns * wire.BIT_RATE / 1e9))
     limit = profile.max_per_uframe(direction)
     completion = _cycles(profile.completion_latency_us * 1e-6)
@@ -129,7 +144,7 @@ def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_d
     ends: list[int] = []
     finished: list[int] = []
     first_start: int | None = None
-    slot = budget + gap  # one transaction and the idle after it
+    slot = reserve + ipd + gap  # one transaction and the idle after it
     on_uframe = profile.completion_on_uframe
     # No transaction starts before the SOF that opens the microframe and the host's gap after it.
     uframe_start, in_uframe = start // uframe * uframe, 0
@@ -146,8 +161,8 @@ def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_d
                 if free_at < uframe_start + after_sof:
                     free_at = uframe_start + after_sof
             # As many of the transfer's packets as this microframe still takes, back to back
-            # (one step per microframe, not per packet).
-            fit = (uframe_start + uframe - budget - free_at) // slot + 1
+            # (one step per microframe, not per packet): each must end within the microframe.
+            fit = (uframe_start + uframe - reserve - free_at) // slot + 1
             if fit > limit - in_uframe:
                 fit = limit - in_uframe
             if fit > left:
@@ -157,10 +172,14 @@ def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_d
                 continue
             if first_start is None:
                 first_start = free_at
-            end = free_at + (fit - 1) * slot + budget
-            in_uframe += fit
             left -= fit
-            free_at = end + gap
+            end = free_at + (fit - 1) * slot + (short if left == 0 else reserve)
+            in_uframe += fit
+            free_at = end + ipd + gap
+            if uframe_bytes is not None:
+                moved = fit * max_packet_size - (max_packet_size - last if left == 0 else 0)
+                key = uframe_start // uframe
+                uframe_bytes[key] = uframe_bytes.get(key, 0) + moved
         done = end + completion
         if on_uframe:
             done = -(-done // uframe) * uframe

@@ -35,21 +35,27 @@ The device's answer is busprobe's own gateware, measured at its PIPE ports
 (:data:`DEVICE_RESPONSE_CYCLES`). A round trip leaves the lane idle, and SKP and ITP go there,
 so its bytes count at the raw 500 MB/s.
 
-With a length, each transfer after the first also waits the profile's ``retoken_delay_us``.
+With a length, a transfer's time runs from its start to its end (:func:`.usb3_run.transfer_seconds`:
+the IN token and the device's answer, or the device's ACK after OUT data), each transfer after
+the first waits the profile's ``retoken_delay_us``, and ``q`` transfers in flight hide the
+turnaround (completion + resubmit latency) once it is at most ``q`` transfer times::
+
+    period = max(t_transfer + retoken, (t_transfer + completion + resubmit) / q)
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
 from .usb3_loopback import loopback_ceiling
+from .usb3_run import Usb3Link, device_window_rate, run_times, transfer_seconds
 
-__all__ = ["usb3_ceiling", "usb3_link_only", "SS_RATE", "DP_PAYLOAD", "DP_OVERHEAD",
-           "TP_BYTES", "DEVICE_RESPONSE_CYCLES", "round_trip_s"]
+__all__ = ["usb3_ceiling", "usb3_run_figures", "usb3_link_only", "SS_RATE", "DP_PAYLOAD",
+           "DP_OVERHEAD", "TP_BYTES", "DEVICE_RESPONSE_CYCLES", "round_trip_s"]
 
 SS_RATE = 5e9 * 8 / 10 / 8  # bytes/s
 DP_PAYLOAD = 1024
@@ -83,42 +89,30 @@ def _profile(bus: BusDescription) -> Usb3HostProfile | None:
 
 
 def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
-                 queue_depth: int | None = None) -> Ceiling:
+                 queue_depth: int | None = None, transfers: int | None = None,
+                 profile: Usb3HostProfile | None = None) -> Ceiling:
     """Ceiling of bulk ``direction`` on a SuperSpeed link (see module).
 
     ``bus.extra`` may give ``max_burst`` (1..16, default 16) and ``burst_gap_ns`` (default 0);
     ``bus.host_profile`` names the host-controller profile whose window and turnaround apply.
+    With ``transfers`` (and a length), the ceiling of one measured run (:mod:`.usb3_run`), the
+    device window's in ``parts["device_ceiling"]``, and in ``parts["data_span"]`` the seconds
+    from the run's first DP to its last (what the device's first/last cycle counters span).
+    ``profile`` stands for ``bus.host_profile`` (``busprobe fit`` tries candidates).
     """
-    if bus.speed not in ("super", "ss", "gen1"):
-        raise ValueError(f"USB3 model covers SuperSpeed Gen 1 (5 Gb/s), not {bus.speed!r}")
-    mps = bus.max_packet_size or DP_PAYLOAD
     if direction == "loopback":
-        each = {way: usb3_ceiling(bus, way, length=length, queue_depth=queue_depth)
+        each = {way: usb3_ceiling(bus, way, length=length, queue_depth=queue_depth,
+                                  profile=profile)
                 for way in ("in", "out")}
         return loopback_ceiling(each["in"], each["out"], lane_rate=SS_RATE,
                                 skp_fraction=SKP_FRACTION, itp_period_s=ITP_PERIOD_S,
-                                max_packet_size=mps)
-    try:
-        burst = int(bus.extra.get("max_burst", 16))
-        gap_ns = float(bus.extra.get("burst_gap_ns", 0.0))
-    except (TypeError, ValueError):
-        raise ValueError("USB3 model: max_burst and burst_gap_ns must be numbers") from None
-    if not 1 <= burst <= 16:
-        raise ValueError(f"USB3 max burst must be 1..16 packets, not {burst}")
-    profile = _profile(bus)
-    turnaround_ns = retoken_us = 0.0
-    if profile is not None:
-        burst = min(burst, profile.max_burst_in if direction == "in" else profile.max_burst_out)
-        turnaround_ns, retoken_us = profile.turnaround_ns, profile.retoken_delay_us
-    per_dp = mps + DP_OVERHEAD
-    itp = (DPH_BYTES if direction == "out" else LINK_COMMANDS_PER_TP) / (SS_RATE * ITP_PERIOD_S)
-    rate = SS_RATE * (1 - SKP_FRACTION) * (1 - itp)
-    round_trip = round_trip_s(direction, mps, turnaround_ns)
-    device_ns = DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ * 1e9
-    window_time = max(burst * per_dp / rate, round_trip)
-    latency_bound = window_time > burst * per_dp / rate
-    burst_time = window_time + gap_ns * 1e-9
-    throughput = burst * mps / burst_time
+                                max_packet_size=bus.max_packet_size or DP_PAYLOAD)
+    t = _terms(bus, direction, profile)
+    mps, burst, gap_ns, rate, round_trip = t.mps, t.burst, t.gap_ns, t.rate, t.round_trip
+    turnaround_ns, retoken_us = t.turnaround_ns, t.retoken_us
+    completion_us, resubmit_us = t.completion_us, t.resubmit_us
+    per_dp, itp, device_ns, burst_time = t.per_dp, t.itp, t.device_ns, t.burst_time
+    latency_bound, throughput = t.latency_bound, t.plateau
     binding = "latency-bound: window < round trip" if latency_bound else "link-bound"
     lines = [
         f"lane = 5 Gb/s × 8/10 = {SS_RATE / 1e6:.0f} MB/s; SKP {SKP_FRACTION * 100:.2f} %,"
@@ -141,16 +135,122 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
                                 "host_profile": bus.host_profile or "ideal",
                                 "plateau": throughput}
     if length is not None:
+        seconds = transfer_seconds(t.link, length, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
         packets = max(1, math.ceil(length / mps))
-        bursts = math.ceil(packets / burst)
-        total = length / throughput + retoken_us * 1e-6
-        throughput = length / total
-        lines.append(f"transfer {length} B = {packets} DPs in {bursts} bursts + re-token "
-                     f"{retoken_us:g} µs -> {throughput / 1e6:.1f} MB/s")
-        parts.update(length=length, packets=packets, bursts=bursts)
+        retoken, completion = retoken_us * 1e-6, completion_us * 1e-6
+        resubmit = resubmit_us * 1e-6
+        q = queue_depth if queue_depth is not None else 1 << 30
+        period = max(seconds + retoken, (seconds + completion + resubmit) / q)
+        throughput = length / period
+        lines.append(f"transfer {length} B = {packets} DPs: {seconds * 1e6:.3f} µs from its "
+                     f"start to its end (IN: token and the device's answer first; OUT: the "
+                     f"device's ACK after); + re-token {retoken_us:g} µs; turnaround completion "
+                     f"{completion_us:g} + resubmit {resubmit_us:g} µs over QD "
+                     f"{'∞' if queue_depth is None else queue_depth} -> "
+                     f"{throughput / 1e6:.1f} MB/s")
+        parts.update(length=length, packets=packets, bursts=math.ceil(packets / burst),
+                     transfer_seconds=seconds, period=period)
+        if transfers is not None:
+            spans, done = run_times(seconds, transfers=transfers, queue_depth=q,
+                                    completion=completion, resubmit=resubmit, retoken=retoken)
+            steady, throughput = throughput, transfers * length / done
+            # Its edges may count whole the packets (a burst of them when the window waits for
+            # round trips) that the even spread puts partly outside.
+            slack = min(length, mps) * (burst if latency_bound else 1)
+            device = device_window_rate(spans, length, slack)
+            lines.append(f"measured run: {transfers} transfers, {min(q, transfers)} queued at "
+                         f"the start, host clock from the first submission to the last "
+                         f"completion: {done * 1e6:.2f} µs -> {throughput / 1e6:.1f} MB/s")
+            if device is not None:
+                lines.append(f"device window (whole bus intervals, any phase, + {slack} B at "
+                             f"its edges): at most {device / 1e6:.1f} MB/s")
+            parts.update(transfers=transfers, steady=steady, run_seconds=done,
+                         device_ceiling=device, data_span=_data_span(t, spans))
     if queue_depth is not None:
         parts["queue_depth"] = queue_depth
     return Ceiling(throughput, "\n".join(lines), parts, direction, "usb3-ss link")
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """The per-bus terms of :func:`usb3_ceiling` (see module)."""
+
+    mps: int
+    burst: int
+    gap_ns: float
+    rate: float
+    round_trip: float
+    turnaround_ns: float
+    retoken_us: float
+    completion_us: float
+    resubmit_us: float
+    per_dp: int
+    itp: float
+    device_ns: float
+    burst_time: float
+    latency_bound: bool
+    plateau: float
+    link: Usb3Link
+
+
+def _terms(bus: BusDescription, direction: str, profile: Usb3HostProfile | None) -> _Terms:
+    if bus.speed not in ("super", "ss", "gen1"):
+        raise ValueError(f"USB3 model covers SuperSpeed Gen 1 (5 Gb/s), not {bus.speed!r}")
+    mps = bus.max_packet_size or DP_PAYLOAD
+    try:
+        burst = int(bus.extra.get("max_burst", 16))
+        gap_ns = float(bus.extra.get("burst_gap_ns", 0.0))
+    except (TypeError, ValueError):
+        raise ValueError("USB3 model: max_burst and burst_gap_ns must be numbers") from None
+    if not 1 <= burst <= 16:
+        raise ValueError(f"USB3 max burst must be 1..16 packets, not {burst}")
+    profile = profile or _profile(bus)
+    turnaround_ns = retoken_us = completion_us = resubmit_us = 0.0
+    if profile is not None:
+        burst = min(burst, profile.max_burst_in if direction == "in" else profile.max_burst_out)
+        turnaround_ns, retoken_us = profile.turnaround_ns, profile.retoken_delay_us
+        completion_us, resubmit_us = profile.completion_latency_us, profile.resubmit_latency_us
+    per_dp = mps + DP_OVERHEAD
+    itp = (DPH_BYTES if direction == "out" else LINK_COMMANDS_PER_TP) / (SS_RATE * ITP_PERIOD_S)
+    rate = SS_RATE * (1 - SKP_FRACTION) * (1 - itp)
+    round_trip = round_trip_s(direction, mps, turnaround_ns)
+    device_ns = DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ * 1e9
+    window_time = max(burst * per_dp / rate, round_trip)
+    latency_bound = window_time > burst * per_dp / rate
+    burst_time = window_time + gap_ns * 1e-9
+    link = Usb3Link(direction, mps, rate, SS_RATE, burst, round_trip, latency_bound,
+                    gap_ns * 1e-9, *_lead_tail(direction))
+    return _Terms(mps, burst, gap_ns, rate, round_trip, turnaround_ns, retoken_us,
+                  completion_us, resubmit_us, per_dp, itp, device_ns, burst_time, latency_bound,
+                  burst * mps / burst_time, link)
+
+
+def _data_span(t: _Terms, spans: list[tuple[float, float]]) -> float:
+    """Seconds from the run's first DP to the device's count of its last: the last DP's end,
+    and on IN the host's ACK TP for it, which the device waits for."""
+    lead, tail = t.link.lead, t.link.tail
+    acked = t.turnaround_ns * 1e-9 + TP_BYTES / SS_RATE if t.link.direction == "in" else 0.0
+    return spans[-1][1] - tail + acked - spans[0][0] - lead
+
+
+def usb3_run_figures(bus: BusDescription, direction: str, profile: Usb3HostProfile, *,
+                     length: int, queue_depth: int, transfers: int) -> tuple[float, float]:
+    """``(host-timed throughput, tail seconds)`` of one run, as :func:`usb3_ceiling` with
+    ``transfers`` gives them, without its derivation and device window (``busprobe fit`` asks
+    thousands of times)."""
+    t = _terms(bus, direction, profile)
+    seconds = transfer_seconds(t.link, length, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
+    spans, done = run_times(seconds, transfers=transfers, queue_depth=queue_depth,
+                            completion=t.completion_us * 1e-6, resubmit=t.resubmit_us * 1e-6,
+                            retoken=t.retoken_us * 1e-6)
+    return transfers * length / done, done - _data_span(t, spans)
+
+
+def _lead_tail(direction: str) -> tuple[float, float]:
+    """Seconds before a transfer's first DP and after its last (see :mod:`.usb3_run`)."""
+    tp = TP_BYTES / SS_RATE
+    answer = DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ
+    return (tp + answer, 0.0) if direction == "in" else (0.0, answer + tp)
 
 
 def round_trip_s(direction: str, payload: int = DP_PAYLOAD, turnaround_ns: float = 0.0) -> float:
@@ -162,7 +262,10 @@ def round_trip_s(direction: str, payload: int = DP_PAYLOAD, turnaround_ns: float
     if direction not in DEVICE_RESPONSE_CYCLES:
         raise ValueError(f"USB3 bulk direction is in or out, not {direction!r}")
     wire = (payload + DPH_BYTES + DPP_OVERHEAD + TP_BYTES) / SS_RATE
-    host = turnaround_ns * 1e-9
+    # A lane of 4-symbol words places the answer to a cycle: the host's answer may start in the
+    # cycle its turnaround ends after the word that ended the packet (the simulated xHCI does),
+    # one cycle of idle fewer than the turnaround; a bound takes the shorter.
+    host = max(turnaround_ns * 1e-9 - 1 / PIPE_CLOCK_HZ, 0.0)
     if direction == "out":
         host = max(host, LINK_COMMANDS_PER_TP / SS_RATE)
     return wire + host + DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ

@@ -3,20 +3,24 @@
 ``python -m busprobe.protocol.c_header OUT.h`` writes ``#define`` s for everything a program on
 the device side (the PCIe board's soft CPU, a test tool) needs: identities, the PCIe BAR0 / CSR
 offsets (LiteX's export, :data:`~busprobe.protocol.pcie.CSRS`), the DMA descriptor and status
-bits, the data patterns, and the USB vendor requests, data modes and telemetry word indices.
-Names are ``BUSPROBE_<PART>_<NAME>`` in upper case.
+bits, the data patterns, and the USB vendor requests, data modes and telemetry word indices; for
+the PCIe SoC's firmware (``firmware/``) the CPU's memory map (LiteX's export), the link state
+word, the mailbox's commands and the console's prompt. Names are ``BUSPROBE_<PART>_<NAME>`` in
+upper case. With ``BUSPROBE_PROTOCOL_TABLES`` defined before it is included (in one C file), the
+header also defines the LTSSM state names and the PCIe telemetry counters' names and offsets.
 """
 
 from __future__ import annotations
 
 import argparse
 import enum
+import json
 import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import patterns, pcie, usb2, usb3
+from . import patterns, pcie, pcie_soc, usb2, usb3
 
 __all__ = ["render", "definitions", "main"]
 
@@ -53,7 +57,49 @@ def definitions() -> list[tuple[str, int, str]]:
     out += [(_name("USB2", "VID"), usb2.VID, ""), (_name("USB2", "PID"), usb2.PID, "")]
     out += _enum("USB_REQUEST", usb2.Request)
     out += _enum("USB_DATA_MODE", usb2.DataMode)
+    return out + _soc_definitions()
+
+
+def _soc_definitions() -> list[tuple[str, int, str]]:
+    """The PCIe SoC's: memory regions as LiteX exported them, the link state word's fields,
+    the firmware mailbox."""
+    out = []
+    for region, where in pcie.exported_map()["memories"].items():
+        out += [(_name("SOC", region, "BASE"), where["base"], "CPU address"),
+                (_name("SOC", region, "SIZE"), where["size"], "")]
+    for name in ("UART_BAUD", "LINK_HISTORY_DEPTH", "LTSSM_L0", "FIRMWARE_MAGIC",
+                 "FIRMWARE_VERSION", "MSI_FIRMWARE"):
+        out.append((_name("SOC", name), int(getattr(pcie_soc, name)), ""))
+    for field, lsb, bits, meaning in pcie_soc.LINK_FIELDS:
+        out += [(_name("LINK", field, "LSB"), lsb, meaning),
+                (_name("LINK", field, "BITS"), bits, "")]
+    out += _enum("FW_COMMAND", pcie_soc.Command)
+    out += _enum("FW_STATUS", pcie_soc.Status)
+    out += _enum("FW_DIRECTION", pcie_soc.Direction)
     return out
+
+
+def _strings() -> list[str]:
+    return [f"#define BUSPROBE_SOC_{name} {json.dumps(getattr(pcie_soc, name))}"
+            for name in ("PROMPT", "BANNER", "CPU_TYPE", "CPU_VARIANT")]
+
+
+def _tables() -> list[str]:
+    names = ", ".join(f"[{code:#04x}] = {json.dumps(name)}"
+                      for code, name in sorted(pcie_soc.LTSSM_7SERIES.items()))
+    def table(names: Iterable[str]) -> str:
+        return ",\n    ".join(f"{{{json.dumps(name)}, BUSPROBE_PCIE_CSR_{_name('BUSPROBE', name)}}}"
+                              for name in names)
+    return ["#ifdef BUSPROBE_PROTOCOL_TABLES",
+            "/* LTSSM state names by pl_ltssm_state code (NULL: reserved). */",
+            f"const char *const busprobe_ltssm_names[64] = {{{names}}};",
+            "/* The PCIe telemetry counters, in the contract's order. */",
+            "const struct busprobe_counter busprobe_pcie_telemetry[] = {",
+            f"    {table(name for name, _ in pcie.TELEMETRY)}}};",
+            "/* The link faults the core counts (LINK_ERRORS), then what they made useless. */",
+            "const struct busprobe_counter busprobe_pcie_faults[] = {",
+            f"    {table((*pcie.LINK_ERRORS, 'rd_cpl_discarded'))}}};",
+            "#endif", ""]
 
 
 def render() -> str:
@@ -63,7 +109,14 @@ def render() -> str:
     for macro, value, comment in definitions():
         text = f"#define BUSPROBE_{macro} {value:#x}u"
         lines.append(f"{text:<72} /* {comment} */" if comment else text)
-    lines += ["", f"#endif /* {_GUARD} */", ""]
+    lines += ["", *_strings(), "",
+              "struct busprobe_counter { const char *name; unsigned offset; };",
+              "extern const char *const busprobe_ltssm_names[64];",
+              "extern const struct busprobe_counter busprobe_pcie_telemetry[];",
+              f"#define BUSPROBE_PCIE_TELEMETRY_COUNT {len(pcie.TELEMETRY)}u",
+              "extern const struct busprobe_counter busprobe_pcie_faults[];",
+              f"#define BUSPROBE_PCIE_FAULTS_COUNT {len(pcie.LINK_ERRORS) + 1}u", "",
+              *_tables(), f"#endif /* {_GUARD} */", ""]
     return "\n".join(lines)
 
 

@@ -50,7 +50,7 @@ __all__ = [
     "MAGIC", "PROTOCOL_VERSION", "NO_ERROR_OFFSET",
     "CSR_REGION_SIZE", "CSR_REGIONS", "TELEMETRY", "BUSPROBE_CSRS", "CSRS",
     "DMA_ENABLE", "DMA_IDLE", "csr", "COMPLETION_TIMEOUT_S", "RD_FAILED", "RD_RESET_PENDING",
-    "LINK_ERRORS",
+    "LINK_ERRORS", "exported_map",
 ]
 
 #: Xilinx vendor id and the 7-series "x1 Gen2" device id LitePCIe uses by default (0x7021), so
@@ -83,7 +83,9 @@ MSI_WRITER = 1
 
 MAGIC = 0x4550_5042  # b"BPPE" little-endian
 #: 2: the receive guard's counters, ``rd_status``, ``read_reset``, ``completion_timeout``.
-PROTOCOL_VERSION = 2
+#: 3: the SoC (:mod:`.pcie_soc`): a CPU with its firmware, UART, timer, ``link`` history and
+#: ``firmware`` mailbox regions; BAR0 maps onto the CPU's CSR region.
+PROTOCOL_VERSION = 3
 
 #: Completion timeout the board starts with (``busprobe_completion_timeout`` after reset). PCIe
 #: Base Spec 3.0 §2.8 (and Device Control 2's default range): a request must time out between
@@ -105,6 +107,12 @@ CSR_REGIONS: dict[str, int] = {
     "pcie_dma0": 3,
     "busprobe": 4,
     "pcie_endpoint": 5,
+    # The SoC's (busprobe.protocol.pcie_soc): LiteX's UART and timer, the link history, the
+    # firmware mailbox.
+    "uart": 6,
+    "timer0": 7,
+    "link": 8,
+    "firmware": 9,
 }
 
 #: Telemetry counters (name, description), all 32-bit, wrapping; cycles are core clock cycles
@@ -175,7 +183,9 @@ BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _exported_map() -> dict[str, Any]:
+def exported_map() -> dict[str, Any]:
+    """LiteX's export of the design (``pcie_csr_map.json``): ``memories`` (the CPU's regions),
+    ``bases`` and ``registers`` (BAR0 offsets)."""
     return json.loads((resources.files(__package__) / "pcie_csr_map.json").read_text())
 
 
@@ -192,7 +202,7 @@ def _bar0_offsets(exported: dict[str, Any]) -> dict[str, int]:
 
 
 #: Every BAR0 register: full LiteX name -> byte offset in BAR0 (LiteX's export).
-CSRS: dict[str, int] = _bar0_offsets(_exported_map())
+CSRS: dict[str, int] = _bar0_offsets(exported_map())
 
 
 def csr(name: str) -> int:

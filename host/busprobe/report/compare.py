@@ -17,6 +17,7 @@ from ..buses import PCIE
 from ..lengths import format_size
 from ..result_schema import protocol_of
 from ..results import ceilings_of
+from ..stats import point_spread
 from ..topology.hop import hop_field, hop_findings
 from ..units import Units
 from ..verdict import assess
@@ -162,6 +163,17 @@ def _link_of(run: Run) -> str | None:
     return None
 
 
+def plateau_spread(run: Run, entry: dict[str, Any]) -> float:
+    """The widest repeat spread (± half the range, bytes/s) among ``run``'s plateau points of
+    ``entry``'s direction and setting; 0 when the points do not say."""
+    lengths = set(entry.get("plateau_lengths") or [])
+    spreads = [point_spread(p) for p in run.doc.get("points") or []
+               if p.get("direction") == entry["direction"] and p.get("mps") == entry.get("mps")
+               and p.get("queue_depth") == entry.get("queue_depth")
+               and (not lengths or p.get("length") in lengths)]
+    return max(spreads, default=0.0)
+
+
 def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
     """Sentences naming what sets each run apart, best run per direction as the reference."""
     out: list[str] = []
@@ -189,7 +201,16 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
                     say(f"{hop_field(hop, 'name') or ''} {note}")
         for e in run.entries:
             top, top_run = best[(e["direction"], _setting(e))]
-            behind = top_run is not run and e["plateau"] < 0.97 * top
+            # A gap is a difference only beyond both runs' repeat spreads (docs/DESIGN.md §3).
+            gap = top - e["plateau"]
+            spreads = (plateau_spread(run, e), plateau_spread(top_run, e))
+            material = top_run is not run and e["plateau"] < 0.97 * top
+            behind = material and gap > max(spreads)
+            if material and not behind:
+                say(f"{e['direction']}: {units.format(e['plateau'])} vs {top_run.label}'s "
+                    f"{units.format(top)} is within the repeats' spread (± "
+                    f"{units.format(spreads[0])}, ± {units.format(spreads[1])}): not a "
+                    "difference")
             where = f"{e['direction']}" + (f" {_setting(e)}" if _setting(e) != "-" else "")
             evidence = e.get("evidence") or {}
             if e["verdict"] == "host-limited":

@@ -32,6 +32,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #eef; } td.l, th.l { text-align: left; }
 .link-limited { background: #d8f5d8; } .host-limited { background: #fff1c2; }
 .upstream-limited { background: #ffe0c2; } .device-limited { background: #f7b0b0; }
+.tool-limited { background: #d9d2f0; }
 .verdict { padding: 0.6em 1em; margin: 0.5em 0; border-radius: 4px; }
 .warn { color: #a00; font-weight: bold; } pre { background: #f6f6f6; padding: 0.6em; }
 img { max-width: 100%; border: 1px solid #ddd; } .units { color: #555; }

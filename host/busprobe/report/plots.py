@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..lengths import format_size
 from ..result_file import write_result
+from ..stats import error_bar
 from ..units import Units
 from .compare import Run
 
@@ -56,9 +57,14 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                      and p.get("mps") == e.get("mps")
                      and (direction != "read" or p.get("mrrs") == e.get("mrrs"))),
                     key=lambda p: p["length"])
-                ax.plot([p["length"] for p in points],
-                        [units.convert(p["throughput"]) for p in points], "o-", color=colour,
-                        markersize=3, label=overlay_label(run, e))
+                # Each length's repeats as mean with min..max error bars (stats.error_bar).
+                bars = [error_bar(p) for p in points]
+                ax.errorbar([p["length"] for p in points],
+                            [units.convert(mean) for mean, _, _ in bars],
+                            yerr=[[units.convert(b) for _, b, _ in bars],
+                                  [units.convert(a) for _, _, a in bars]],
+                            fmt="o-", color=colour, markersize=3, capsize=2.5, elinewidth=1,
+                            label=overlay_label(run, e))
                 # Each run's own model (host profile, length, queue depth) dashed beside its
                 # curve: a run on its model is limited by what the model names.
                 modelled = [p for p in points if p.get("ceiling")]

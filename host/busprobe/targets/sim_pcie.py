@@ -1,9 +1,11 @@
 """``sim:pcie``: what the PCIe simulation is, from the selector's options alone.
 
-``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..``
+``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..``
 
 The options are the fields of the simulated link (:class:`busprobe.sim.pcie.testbench.LinkConfig`)
-the backend (:mod:`busprobe.sim.pcie.backend`) hands to the simulator; the
+the backend (:mod:`busprobe.sim.pcie.backend`) hands to the simulator, and ``driver_latency_ns``,
+the simulated host's: how long its interrupt and driver path takes to answer each MSI (an
+artificially slow host driver, which the firmware's device-run DMA does not see); the
 :class:`~busprobe.transport.BusDescription` says what the ceiling model must assume for that link,
 so ``busprobe model`` and a sweep of the same selector report the same ceilings. Nothing here
 imports the simulation.
@@ -40,6 +42,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cap", None, number(0.0, low_open=True), "a finite number of bytes/s above 0"),
     Option("latency_ns", 0.0, number(0.0, MAX_LATENCY_NS),
            "a finite number of ns from 0 to 1e9 (one second)"),
+    Option("driver_latency_ns", 0.0, number(0.0, MAX_LATENCY_NS),
+           "a finite number of ns from 0 to 1e9 (one second)"),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -61,11 +65,13 @@ def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
         # What the ceiling model must assume for this link (busprobe.model.pcie), as
         # busprobe.sim.pcie.testbench documents it: no SKP ordered sets, one ACK and one
         # UpdateFC DLLP per read request, completions as large as MPS allows; the root adds
-        # ``latency_ns`` to reads and the core keeps READ_TAGS reads in flight.
+        # ``latency_ns`` to reads and the core keeps READ_TAGS reads in flight; the PHY holds
+        # four TLPs for the link (sim/pcie/tlp_stream.py, ``tx_buffer``).
         extra={"rcb": link["rcb"], "cap": link["cap"], "latency_ns": latency,
+               "driver_latency_ns": link.get("driver_latency_ns", 0.0),
                "simulated": True, "skp": False, "ack_every": 1, "updatefc_every": 1,
                "split_at_rcb": False, "read_latency_ns": latency,
-               "outstanding_reads": pcie_protocol.READ_TAGS})
+               "outstanding_reads": pcie_protocol.READ_TAGS, "tx_buffer_tlps": 4})
 
 
 def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
@@ -77,6 +83,9 @@ def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
                      "(simulated chipset cap)")
     if link["latency_ns"]:
         notes.append(f"memory read latency {link['latency_ns']:g} ns (simulated)")
+    if link.get("driver_latency_ns"):
+        notes.append(f"host driver answers each MSI {link['driver_latency_ns']:g} ns late "
+                     "(simulated slow driver path)")
     return (
         Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
             speed=speed, width=width, speed_cap=speed, width_cap=width, mps=link["mps"],

@@ -193,3 +193,40 @@ def test_a_point_whose_every_repeat_lost_data_ends_the_sweep(loopback_factory):
     with pytest.raises(RepeatFailed, match="lost data"):
         sweep.run()
     assert sweep.points == []
+
+
+def test_the_device_run_is_measured_once_per_direction_and_length_beside_the_host_run(
+        loopback_factory):
+    """Where the device can run a direction by itself, each length is run that way once (the
+    queue depth is the host's), the pattern restarts after it on both ends, and a device-run
+    that fails leaves the host-run's figure standing."""
+    from busprobe.transport import DeviceRunFailed, DeviceRunResult
+
+    Loopback, _ = loopback_factory
+
+    class SelfRunning(Loopback):
+        device_run_bytes = 1 << 20
+
+        def device_run_directions(self):
+            return ("in",)
+
+        def device_run(self, direction, length, count, pattern):
+            self.log.append(f"device_run {direction} {length}x{count}")
+            if length == 4096:
+                raise DeviceRunFailed("device-run in 4096 B: the engine did not finish")
+            return DeviceRunResult(direction, length * count, length * count / 50e6, 0.0, 0)
+
+    transport = SelfRunning()
+    points = Sweep(transport, _plan()).run()
+    runs = [e for e in transport.log if e.startswith("device_run")]
+    assert runs == ["device_run in 512x32", "device_run in 512x32", "device_run in 512x32",
+                    "device_run in 4096x4"]  # three repeats at 512 B; 4096 B failed at once
+    by_point = {(p.spec.direction, p.spec.queue_depth, p.spec.length): p.to_json()
+                for p in points}
+    assert by_point[("in", 1, 512)]["device_run_throughput"] == pytest.approx(50e6)
+    assert by_point[("in", 4, 512)]["device_run_throughput"] == pytest.approx(50e6)
+    assert "device_run_throughput" not in by_point[("in", 1, 4096)]
+    assert "device_run_throughput" not in by_point[("out", 1, 512)]
+    assert all(p.errors == 0 for p in points)
+    # After each device-run the pattern starts over on both ends.
+    assert transport.log.count("set_pattern COUNTER") == 1 + 2

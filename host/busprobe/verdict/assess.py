@@ -9,12 +9,21 @@ the host) and names the limit:
 ``host-limited``
     USB: the device was ready (no NAKs) but the host scheduled fewer packets per microframe than
     the bus allows, or left microframes empty between transfers (device telemetry).
+``driver-limited``
+    PCIe with the SoC's firmware: run by the device itself (no host software per transfer) the
+    same points reach the link model, run by the host they do not: the host's software path
+    (the tool's driver, the OS's interrupt and completion handling) is the limit.
 ``upstream-limited``
     PCIe: the link or root complex held the device's TLPs off (stall cycles), or read
-    completions took so long that the requests in flight bound the throughput.
+    completions took so long that the requests in flight bound the throughput; where the
+    device ran the points itself too, its figure is below the link model as well.
 ``device-limited``
     The device NAKed / was not ready, or the link was ready and the device still did not send.
     The device is built never to be the bottleneck, so this names a bug, loudly.
+``tool-limited``
+    A plateau point is within its repeats' spread of what busprobe's own host path sustains on
+    this machine (``tool_ceiling``, :mod:`busprobe.tool_ceiling`): the figure says how fast
+    the tool is, and nothing about the bus; what the bus verdict would be follows.
 
 For USB the host profile's own ceiling is reported beside the link model, so an EHCI run at
 100 % of its profile still reads as host-limited at 77 % of the link. SuperSpeed's evidence
@@ -42,7 +51,8 @@ __all__ = ["assess", "LINK_LIMITED", "VERDICTS"]
 
 #: Plateau / link model at or above which a run is link-limited.
 LINK_LIMITED = 0.95
-VERDICTS = ("link-limited", "host-limited", "upstream-limited", "device-limited")
+VERDICTS = ("link-limited", "host-limited", "driver-limited", "upstream-limited",
+            "device-limited", "tool-limited")
 #: NAKs per token above which the device, not the host, is the reason (a few NAKs at the start
 #: of a point, before the source primes, are not).
 _NAK_FRACTION = 0.01
@@ -144,6 +154,12 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
                             tolerance=tolerance)
     entry["device_plateau"] = device.value if device else None
     entry["device_efficiency"] = device.value / link.throughput if device else None
+    # The same points run by the device itself (no host software in the loop), where it can.
+    run = detect_plateau(sorted({(int(p["length"]), float(p["device_run_throughput"]))
+                                 for p in clean if p.get("device_run_throughput")}),
+                         tolerance=tolerance)
+    entry["device_run_plateau"] = run.value if run else None
+    entry["device_run_efficiency"] = run.value / link.throughput if run else None
     if device and profile is not None:
         entry["device_profile_efficiency"] = device.value / profile.throughput
     entry["qd_effect"] = _qd_effect(clean, shallow, deep, plateau, tolerance)
@@ -161,6 +177,8 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
     elif bus.kind == PCIE.kind:
         summary_p = summarise_pcie(telemetries, direction)
         verdict, why = _pcie_verdict(efficiency, plateau, link, bus, direction, summary_p)
+        if run is not None:
+            verdict, why = _device_run_verdict(verdict, why, efficiency, run, link)
         entry["evidence"] = summary_p.__dict__ if summary_p else None
     else:
         verdict, why = _generic_verdict(efficiency, plateau, link)
@@ -181,9 +199,23 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         notes.append(f"{dropped} point(s) with data errors were left out.")
     if bus.protocol == "bot":
         notes.append(_bot_note(bus, direction, plateau))
+    tool = [p for p in clean if p.get("queue_depth") == deep and p.get("tool_limited")
+            and int(p["length"]) in plateau.lengths]
+    if tool:
+        notes.insert(0, f"Otherwise {verdict}: {why}")
+        verdict, why = "tool-limited", _tool_sentence(tool[0])
     entry["verdict"] = verdict
     entry["explanation"] = " ".join([why, *notes])
     return entry
+
+
+def _tool_sentence(point: Mapping[str, Any]) -> str:
+    return (f"TOOL-LIMITED: at {point['length']} B and queue depth {point['queue_depth']} "
+            f"busprobe's own host path ({point.get('tool_path')}) sustains "
+            f"{float(point.get('tool_completions_per_s') or 0) / 1e3:.0f} k completions/s = "
+            f"{_mb(float(point['tool_ceiling']))} on this machine with no device in it, within "
+            f"the repeats' spread of the measured {_mb(float(point['throughput']))}: the figure "
+            "is the tool's, not the bus's.")
 
 
 def _bot_note(bus: BusDescription, direction: str, plateau: Plateau) -> str:
@@ -312,6 +344,29 @@ def _pcie_verdict(efficiency: float, plateau: Plateau, link: Ceiling, bus: BusDe
             f"{_mb(plateau.value)}; {head}. The DMA engine does not keep the link busy.")
     return "upstream-limited", (f"No device telemetry: the host or root complex is slower than "
                                 f"the link; {head}.")
+
+
+def _device_run_verdict(verdict: str, why: str, efficiency: float, run: Plateau,
+                        link: Ceiling) -> tuple[str, str]:
+    """The host-run verdict weighed with the device-run: the device's own run at the link model
+    while the host's is lower clears the chipset and names the host's software."""
+    run_efficiency = run.value / link.throughput
+    ran = (f"run by the device itself (its firmware queues every descriptor, no host software "
+           f"per transfer) the plateau is {_mb(run.value)} ({run_efficiency * 100:.1f} % of the "
+           f"link model)")
+    if efficiency >= LINK_LIMITED:
+        return verdict, f"{why} {_cap(ran)}."
+    if run_efficiency >= LINK_LIMITED:
+        return "driver-limited", (
+            f"Host-run plateau {_mb(efficiency * link.throughput)} is "
+            f"{efficiency * 100:.1f} % of the link model {_mb(link.throughput)}, but {ran}: the "
+            "link and the chipset keep up, the host's software path does not (the tool's "
+            "driver or the OS: interrupts, completion handling, resubmission).")
+    if verdict == "device-limited":
+        return verdict, f"{why} {_cap(ran)}."
+    return "upstream-limited", (
+        f"{why} {_cap(ran)} too: both are below the link model, so the chipset or the path "
+        "upstream of the link is the limit, not the host's software.")
 
 
 def _generic_verdict(efficiency: float, plateau: Plateau, link: Ceiling) -> tuple[str, str]:

@@ -15,3 +15,12 @@ reachable() {  # reachable PATH: every folder above PATH may be passed through b
     dir=$(dirname "$1")
     while [ "$dir" != / ]; do chmod o+x "$dir"; dir=$(dirname "$dir"); done
 }
+enumerated() {  # enumerated TRIES REGEX FILE NAME MATCH: wait for a sysfs file of every USB
+    # device to read REGEX (0.2 s a try), then mark each dmesg line with MATCH, dmesg in NAME.txt
+    i=0
+    while [ $i -lt "$1" ] && ! grep -qs "$2" /sys/bus/usb/devices/*/"$3"; do
+        sleep 0.2; i=$((i + 1))
+    done
+    dmesg > "$OUT/$4.txt"
+    grep -E "$5" "$OUT/$4.txt" | while read -r line; do mark "$4 $line"; done
+}

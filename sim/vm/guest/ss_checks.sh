@@ -3,14 +3,7 @@
 # guest's xhci_hcd enumerates the exported SuperSpeed gateware at 5000M, lsusb decodes its BOS and
 # endpoint companion descriptors, and the real busprobe sweeps it through usbfs. Throughput here
 # is QEMU's emulated controller's, never a figure about hardware.
-i=0
-while [ $i -lt 300 ] && ! grep -qs '^5000$' /sys/bus/usb/devices/*/speed; do
-    sleep 0.2; i=$((i + 1))
-done
-dmesg > "$OUT/ss-dmesg.txt"
-grep -E 'new SuperSpeed USB device' "$OUT/ss-dmesg.txt" | while read -r line; do
-    mark "ss-dmesg $line"
-done
+enumerated 300 '^5000$' speed ss-dmesg 'new SuperSpeed USB device'
 # The device, not the SuperSpeed root hub (usbN, also at 5000, listed after it).
 for dev in /sys/bus/usb/devices/[0-9]*; do
     if [ "$(cat "$dev/speed" 2>/dev/null)" = 5000 ] && [ -f "$dev/busnum" ]; then

@@ -12,14 +12,7 @@ OUT=$1
 . "$(dirname "$0")/common.sh"
 SMALL="--direction in --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress"
 
-i=0
-while [ $i -lt 150 ] && ! grep -qs '^1209$' /sys/bus/usb/devices/*/idVendor; do
-    sleep 0.2; i=$((i + 1))
-done
-dmesg > "$OUT/dmesg.txt"
-grep -E 'new high-speed USB device' "$OUT/dmesg.txt" | while read -r line; do
-    mark "dmesg $line"
-done
+enumerated 150 '^1209$' idVendor dmesg 'new high-speed USB device'
 
 run list "$BUSPROBE" list
 run topology "$BUSPROBE" topology --device "$SELECTOR" --json

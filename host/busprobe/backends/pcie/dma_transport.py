@@ -2,7 +2,9 @@
 
 Both backends only supply a :class:`~busprobe.backends.pcie.platform.DmaPlatform` (registers,
 buffers, MSI, clock, and the bus's description, settings and topology); everything the sweep
-sees (validation, patterns, streaming, telemetry) is :class:`PcieDmaDriver` underneath.
+sees (validation, patterns, streaming, telemetry) is :class:`PcieDmaDriver` underneath. Where
+the SoC's firmware runs, the transport also offers the device-run DMA
+(:mod:`.device_run`): it publishes one pinned buffer when it opens.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ...protocol.patterns import Pattern
 from ...transport import (
     BusDescription,
     DeviceGone,
+    DeviceRunResult,
     InvalidRequest,
     Sink,
     Source,
@@ -21,6 +24,8 @@ from ...transport import (
     Telemetry,
     Transport,
 )
+from .device_run import DIRECTIONS as DEVICE_RUN_DIRECTIONS
+from .device_run import DeviceRun
 from .driver import DIRECTIONS, DmaPlatform, PcieDmaDriver, split_transfer
 
 __all__ = ["PcieDmaTransport"]
@@ -45,11 +50,16 @@ class PcieDmaTransport(Transport):
     directions = DIRECTIONS
     #: Largest transfer: one buffer per transfer in flight, the descriptor length field's limit.
     max_length = proto.DESC_MAX_LENGTH
+    #: The device-run's buffer, allocated and pinned when the transport opens (its volume per
+    #: run; the host-run's repeats move 4 MiB on a board).
+    device_run_bytes = 4 << 20
 
     def __init__(self, platform: DmaPlatform) -> None:
         self.platform = platform
         self.selector = platform.name
+        self.tool_path = getattr(platform, "tool_path", None)
         self.driver: PcieDmaDriver | None = None
+        self.device: DeviceRun | None = None
         self.identity: dict[str, int] = {}
 
     def open(self) -> None:
@@ -58,8 +68,12 @@ class PcieDmaTransport(Transport):
             self.driver = PcieDmaDriver(self.platform, **self.platform.driver_options)
             self.identity = self.driver.probe()
             self.driver.set_pattern(Pattern.COUNTER)
+            device = DeviceRun(self.platform, self.driver.clock_hz)
+            if device.available():
+                device.publish(self.device_run_bytes)
+                self.device = device
         except BaseException:
-            self.driver = None
+            self.driver = self.device = None
             self.platform.close()
             raise
 
@@ -67,13 +81,15 @@ class PcieDmaTransport(Transport):
         """Stop the DMA and release everything; also undoes :meth:`configure` when the
         transport was never opened."""
         try:
+            if self.device is not None:
+                self.device.withdraw()
             if self.driver is not None:
                 self.driver.reset()
                 self.driver.free_buffers()
         except DeviceGone:  # nothing left to stop or free
             pass
         finally:
-            self.driver = None
+            self.driver = self.device = None
             self.platform.close()
 
     @property
@@ -114,6 +130,16 @@ class PcieDmaTransport(Transport):
                source: Source | None = None, sink: Sink | None = None) -> StreamResult:
         self.validate(direction, length, queue_depth)
         return self._driver().stream(direction, length, count, queue_depth, source, sink)
+
+    def device_run_directions(self) -> tuple[str, ...]:
+        return tuple(DEVICE_RUN_DIRECTIONS) if self.device is not None else ()
+
+    def device_run(self, direction: str, length: int, count: int,
+                   pattern: Pattern) -> DeviceRunResult:
+        self.validate(direction, length, 1)
+        if self.device is None:
+            return super().device_run(direction, length, count, pattern)
+        return self.device.run(direction, length, count, pattern)
 
     def clear_telemetry(self) -> None:
         self._driver().clear_telemetry()

@@ -56,6 +56,8 @@ class VfioPlatform:
     """
 
     driver_options: dict[str, Any] = {}
+    #: Its points' tool ceiling is the VFIO path's (busprobe.tool_ceiling).
+    tool_path = "vfio"
 
     def __init__(self, target: TargetDescription, *, sysfs_root: Path = Path("/sys"),
                  dev_root: Path = Path("/dev")) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.resources
+from pathlib import Path
 from typing import Any
 
 from ...transport import (
@@ -21,7 +22,7 @@ from ...transport import (
 )
 
 __all__ = ["load_usb1", "map_usb_error", "transfer_status_error", "udev_rule_path",
-           "udev_install_command"]
+           "udev_install_command", "libusb_library_path"]
 
 def udev_rule_path() -> str:
     """Where the shipped udev rule is installed with busprobe."""
@@ -51,6 +52,32 @@ def load_usb1() -> Any:
             raise DeviceNotFound("libusb-1.0 is not installed: apt install libusb-1.0-0") from None
         usb1.loadLibrary(ctypes.CDLL(str(path)))
     return usb1
+
+
+def libusb_library_path() -> str:
+    """The file of the libusb-1.0 :func:`load_usb1` would load (to link native code against),
+    found without loading it into python-libusb1: the system's, else the ``libusb-package``
+    wheel's."""
+    import ctypes.util
+
+    name = ctypes.util.find_library("usb-1.0")
+    if name is None:
+        try:
+            import libusb_package
+        except ImportError:
+            raise DeviceNotFound("libusb-1.0 is not installed") from None
+        path = libusb_package.get_library_path()
+        if path is None:
+            raise DeviceNotFound("libusb-1.0 is not installed")
+        return str(path)
+    ctypes.CDLL(name)
+    # Loaded by soname: its file is where the dynamic loader mapped it.
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if path.startswith("/") and Path(path).name.startswith("libusb-1.0.so"):
+                return path
+    raise DeviceNotFound(f"cannot tell where {name} is loaded from")
 
 
 def map_usb_error(exc: Exception, what: str) -> TransportError:

@@ -56,6 +56,8 @@ class LibusbPlatform:
     """
 
     vendor_requests = True
+    #: Its points' tool ceiling is the libusb path's (busprobe.tool_ceiling).
+    tool_path = "libusb"
 
     def __init__(self, target: UsbTarget, *, name: str | None = None) -> None:
         self.target = target

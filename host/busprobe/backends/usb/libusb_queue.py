@@ -5,6 +5,10 @@
 libusb's event loop, pumped by :meth:`~LibusbTransferQueue.reap`, hands completions back.
 python-libusb1 cannot pass an exception out of its completion callback, so the callback only
 records what happened; :meth:`~LibusbTransferQueue.reap` raises a failed transfer's error.
+
+A queued stream (every sweep point) runs in native code where it can be built
+(:meth:`~LibusbTransferQueue.run_stream`, :mod:`.native_stream`): python-libusb1 costs some
+10 µs a transfer, more than a SuperSpeed port leaves at 4 KiB (``busprobe.tool_ceiling``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any
 
 from ...transport import TransportError
 from .libusb import map_usb_error, transfer_status_error
+from .native_stream import NativeStream, StreamFailure, native_stream_for
+from .plans import QueuedStream
 from .transfers import Completion, Transfer
 
 __all__ = ["LibusbTransferQueue"]
@@ -34,10 +40,15 @@ class LibusbTransferQueue:
         The libusb context whose events complete the transfers, and the device handle.
     name : str
         Prefix of error messages.
+    native : bool
+        Run queued streams in native code where it can be built (False: always in Python).
     """
 
-    def __init__(self, usb1: Any, context: Any, handle: Any, *, name: str) -> None:
+    def __init__(self, usb1: Any, context: Any, handle: Any, *, name: str,
+                 native: bool = True) -> None:
         self.usb1, self.context, self.handle, self.name = usb1, context, handle, name
+        self._native: NativeStream | None | bool = native  # True: not looked for yet
+        self.native_runs = 0  # streams run in native code
         self._idle: list[Any] = []
         self._flying: set[Any] = set()
         self._done: list[Completion] = []
@@ -65,6 +76,34 @@ class LibusbTransferQueue:
                 raise map_usb_error(exc, self._what(transfer)) from None
             self._flying.add(raw)
         return now
+
+    def run_stream(self, plan: object, *, silence: float) -> tuple[float, float] | None:
+        """Run a :class:`~.plans.QueuedStream` in native code; None when the plan is another
+        kind, the native stream is off or cannot be built here (then :func:`~.transfers.run_plan`
+        runs it in Python)."""
+        if not isinstance(plan, QueuedStream) or self._flying or self._native is False:
+            return None
+        # python-libusb1 (pinned: 3.4.0) keeps the raw pointers in private attributes; a
+        # stand-in usb1 (the tests' fake bus) has none, and runs the Python loop.
+        context = getattr(self.context, "_USBContext__context_p", None)
+        handle = getattr(self.handle, "_USBDeviceHandle__handle", None)
+        if context is None or handle is None:
+            self._native = False
+            return None
+        if self._native is True:
+            self._native = native_stream_for(getattr(self.usb1._libusb1, "libusb", None)) \
+                or False
+        if self._native is False:
+            return None
+        transfer = Transfer(plan.endpoint, plan.length, zlp=plan.zlp)
+        self.native_runs += 1
+        try:
+            return self._native.run(context, handle, plan, silence=silence)
+        except StreamFailure as failure:
+            if failure.status is not None:
+                raise transfer_status_error(failure.status, self._what(transfer)) from None
+            error = self.usb1.STATUS_TO_EXCEPTION_DICT.get(failure.error, self.usb1.USBError)
+            raise map_usb_error(error(failure.error), self._what(transfer)) from None
 
     def _new(self) -> Any:
         self.created += 1

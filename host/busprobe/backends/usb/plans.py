@@ -72,6 +72,19 @@ class QueuedStream:
             self.received[completion.transfer.tag] = completion.data
         return [self._next()] if self.submitted < self.count else []
 
+    def absorb(self, actual: Sequence[int], data: bytes | bytearray) -> None:
+        """Take the outcome of a run made elsewhere (:mod:`.native_stream`): each completed
+        transfer's actual length, in submission order, and IN data at ``length`` strides."""
+        view = memoryview(data)
+        self.submitted = max(self.submitted, len(actual))
+        for index, moved in enumerate(actual):
+            self.completed_count += 1
+            self.moved += moved
+            self.short += moved < self.length
+            if self.incoming:
+                start = index * self.length
+                self.received[index] = view[start:start + moved]
+
     def deliver(self, sink: Sink | None) -> None:
         """IN data to ``sink``, in submission order."""
         for index in sorted(self.received):

@@ -137,7 +137,16 @@ def run_plan(queue: TransferQueue, plan: TransferPlan, *, what: str,
     Returns the time of the first submission and of the last completion (the host-timed
     window). When no transfer completes for ``silence`` seconds the run fails with
     :class:`TransferTimeout`; on any failure every transfer still in flight is cancelled.
+
+    A queue that runs a whole plan itself (``run_stream(plan, silence=)`` returning the window,
+    or None when it does not take that plan: the libusb queue's native stream,
+    :mod:`.native_stream`) is handed the plan first.
     """
+    runner = getattr(queue, "run_stream", None)
+    if runner is not None:
+        window = runner(plan, silence=silence)
+        if window is not None:
+            return window
     first = list(plan.start())
     start = queue.submit(first)
     end, flying = start, len(first)

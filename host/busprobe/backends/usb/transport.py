@@ -67,6 +67,7 @@ class UsbDeviceTransport(Transport):
     def __init__(self, platform: UsbPlatform) -> None:
         self.platform = platform
         self.selector = platform.name
+        self.tool_path = getattr(platform, "tool_path", None)
         self.requests = VendorRequests(platform.control, name=platform.name)
         self.protocol = "stream"
         self.commands = BotCommands(platform.name)

@@ -94,11 +94,12 @@ def test_fit_refuses_results_it_cannot_trust_or_fit(edit, words, model_result, t
     assert words in err, err
 
 
-def test_fit_refuses_a_result_of_another_bus(tmp_path, capsys):
+def test_fit_of_a_pcie_result_writes_a_root_profile_not_a_usb_one(tmp_path, capsys):
     output = tmp_path / "out.toml"
-    err = refused(capsys, ["fit", str(FIXTURES / "sim_pcie_gen2x1.json"), "-o", str(output)],
-                  output)
-    assert "is a pcie sweep: fit builds USB 2.0 host profiles" in err
+    assert main(["fit", str(FIXTURES / "sim_pcie_gen2x1.json"), "-o", str(output)]) == 0
+    assert "completion_latency_ns" in output.read_text()
+    assert "max_bulk_in_per_uframe" not in output.read_text()
+    assert "sim:pcie?gen=2&latency_ns=" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("name", "words"), [

@@ -64,9 +64,11 @@ def test_bad_input_is_one_line_error(capsys, argv, message):
 def test_sim_selector_options_become_the_simulated_links_assumptions():
     bus = describe("sim:pcie?gen=1&cap=304087040&latency_ns=800").bus
     assert (bus.speed, bus.width, bus.mps, bus.mrrs) == ("gen1", 1, 256, 512)
-    assert bus.extra == {"rcb": 64, "cap": 304087040.0, "latency_ns": 800.0, "simulated": True,
+    assert bus.extra == {"rcb": 64, "cap": 304087040.0, "latency_ns": 800.0,
+                         "driver_latency_ns": 0.0, "simulated": True,
                          "skp": False, "ack_every": 1, "updatefc_every": 1,
-                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8}
+                         "split_at_rcb": False, "read_latency_ns": 800.0, "outstanding_reads": 8,
+                         "tx_buffer_tlps": 4}
 
 
 def test_sim_pcie_read_latency_bounds_the_config_ceiling_not_the_link(capsys):

@@ -15,13 +15,14 @@ from busprobe.model.usb2_schedule import run_transfers, steady_period
 from busprobe.protocol.usb2 import CLOCK_HZ
 
 
-def reference_run(profile, direction, packets, queue_depth, count, start):
-    """(first_start, ends, completions), one packet per step."""
+def reference_run(profile, direction, packets, queue_depth, count, start, last=512):
+    """(first_start, ends, completions, bytes per microframe), one packet per step."""
     uframe = wire.UFRAME_CYCLES
     after_sof = wire.bits_to_cycles(wire.sof_bits()) + \
         wire.bits_to_cycles(wire.IPD_HOST_BACK_TO_BACK_BITS)
-    budget = wire.bits_to_cycles(wire.transaction_bits(direction, 512).total) + \
-        wire.bits_to_cycles(wire.IPD_MIN_BITS)
+    reserve = wire.bits_to_cycles(wire.transaction_bits(direction, 512).total)
+    short = wire.bits_to_cycles(wire.transaction_bits(direction, last).total)
+    ipd = wire.bits_to_cycles(wire.IPD_MIN_BITS)
     gap = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns * wire.BIT_RATE / 1e9))
     limit = profile.max_per_uframe(direction)
     completion = round(profile.completion_latency_us * 1e-6 * CLOCK_HZ)
@@ -29,22 +30,26 @@ def reference_run(profile, direction, packets, queue_depth, count, start):
     ready = [start] * min(queue_depth, count)
     uframe_start = start // uframe * uframe
     free_at, in_uframe = max(start, uframe_start + after_sof), 0
-    first, ends, done_at = None, [], []
+    first, ends, done_at, moved = None, [], [], {}
     for index in range(count):
         free_at = max(free_at, ready[index])
-        for _ in range(packets):
+        for packet in range(packets):
             while True:
                 while free_at >= uframe_start + uframe:
                     uframe_start += uframe
                     in_uframe = 0
                     free_at = max(free_at, uframe_start + after_sof)
-                if in_uframe < limit and free_at + budget <= uframe_start + uframe:
+                # The schedule reserves a full packet; a short last one holds the line less.
+                if in_uframe < limit and free_at + reserve <= uframe_start + uframe:
                     break
                 free_at = uframe_start + uframe
             first = free_at if first is None else first
-            end = free_at + budget
+            final = packet == packets - 1
+            end = free_at + (short if final else reserve)
             in_uframe += 1
-            free_at = end + gap
+            free_at = end + ipd + gap
+            key = uframe_start // uframe
+            moved[key] = moved.get(key, 0) + (last if final else 512)
         done = end + completion
         if profile.completion_on_uframe:
             done = -(-done // uframe) * uframe
@@ -52,7 +57,7 @@ def reference_run(profile, direction, packets, queue_depth, count, start):
         done_at.append(done)
         if len(ready) < count:
             ready.append(done + resubmit)
-    return first, ends, done_at
+    return first, ends, done_at, moved
 
 
 @pytest.mark.parametrize("name", builtin_profiles())
@@ -67,12 +72,15 @@ def test_stepping_by_microframe_equals_stepping_by_packet(name):
         direction = rng.choice(["in", "out"])
         packets, depth, count = rng.randint(1, 40), rng.randint(1, 6), rng.randint(1, 30)
         start = rng.randrange(3 * wire.UFRAME_CYCLES)
+        last = rng.choice([512, 1, 0, 13, 511])
+        moved: dict[int, int] = {}
         run = run_transfers(profile, direction, packets=packets, queue_depth=depth, count=count,
-                            start=start)
-        first, ends, completions = reference_run(profile, direction, packets, depth, count,
-                                                 start)
-        assert (run.first_start, run.ends, run.completions) == (first, ends, completions), \
-            (profile, direction, packets, depth, count, start)
+                            start=start, last_payload=last, uframe_bytes=moved)
+        first, ends, completions, reference = reference_run(profile, direction, packets, depth,
+                                                            count, start, last)
+        assert (run.first_start, run.ends, run.completions, moved) == \
+            (first, ends, completions, reference), \
+            (profile, direction, packets, depth, count, start, last)
 
 
 def test_steady_period_is_the_long_run_of_the_same_stepping():

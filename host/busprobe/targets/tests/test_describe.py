@@ -12,13 +12,15 @@ from busprobe.transport import InvalidRequest
 def test_sim_pcie_defaults_are_the_simulated_links_defaults():
     target = describe("sim:pcie")
     assert dict(target.options) == {"gen": 2, "width": 1, "mps": 256, "mrrs": 512, "rcb": 64,
-                                    "cap": None, "latency_ns": 0.0}
+                                    "cap": None, "latency_ns": 0.0, "driver_latency_ns": 0.0}
     assert target.simulated and target.spec.kind == "pcie"
     bus = target.bus
     assert (bus.kind, bus.speed, bus.width, bus.mps, bus.mrrs) == ("pcie", "gen2", 1, 256, 512)
-    assert bus.extra == {"rcb": 64, "cap": None, "latency_ns": 0.0, "simulated": True,
+    assert bus.extra == {"rcb": 64, "cap": None, "latency_ns": 0.0, "driver_latency_ns": 0.0,
+                         "simulated": True,
                          "skp": False, "ack_every": 1, "updatefc_every": 1,
-                         "split_at_rcb": False, "read_latency_ns": 0.0, "outstanding_reads": 8}
+                         "split_at_rcb": False, "read_latency_ns": 0.0, "outstanding_reads": 8,
+                                     "tx_buffer_tlps": 4}
 
 
 def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():

@@ -6,16 +6,27 @@ The driver's data path is tested against the simulated device in
 
 import pytest
 from busprobe.backends.pcie.driver import decode_telemetry, split_transfer
+from busprobe.backends.pcie.platform import DESC_CHUNK
 from busprobe.backends.pcie.read_path import ReadPath, describe_link_errors
 from busprobe.protocol import pcie as proto
 from busprobe.transport import DeviceGone, InvalidRequest, TransferTimeout
 
 
-def test_descriptors_end_at_every_4k_boundary():
+def test_one_descriptor_per_transfer_whose_requests_never_cross_a_4k_boundary():
     descs = split_transfer(0x1000_0E00, 0x2400)
-    assert descs == [(0x1000_0E00, 0x200), (0x1000_1000, 0x1000), (0x1000_2000, 0x1000),
-                     (0x1000_3000, 0x200)]
-    assert all((a // 4096) == ((a + n - 1) // 4096) for a, n in descs)
+    assert descs == [(0x1000_0E00, 0x2400)]
+    # The core cuts requests every MPS/MRRS bytes from the descriptor's start.
+    for size in (128, 256, 512):
+        for offset in range(0, 0x2400, size):
+            a = 0x1000_0E00 + offset
+            assert a // 4096 == (a + min(size, 0x2400 - offset) - 1) // 4096
+
+
+def test_a_transfer_past_the_length_field_is_cut_where_the_next_stays_aligned():
+    length = DESC_CHUNK + 4096
+    descs = split_transfer(0, length)
+    assert [n for _, n in descs] == [DESC_CHUNK, 4096]
+    assert all(a % proto.DMA_ADDRESS_ALIGN == 0 and n <= proto.DESC_MAX_LENGTH for a, n in descs)
 
 
 def test_length_must_be_a_multiple_of_the_datapath_width():
