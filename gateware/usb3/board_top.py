@@ -1,15 +1,15 @@
-"""Board top for the SuperSpeed design on the ECPIX-5: PLL, ECP5 SerDes (DCU) and PIPE gearbox.
+"""Board top for the SuperSpeed design on the ECPIX-5: PLL, ECP5 SerDes (DCU) and PIPE crossing.
 
 What the simulation top leaves out lives here: the board's 100 MHz oscillator feeds an ECP5 PLL
-that makes the 125 MHz ``ss``/``sync`` clock and the SerDes' 250 MHz reference; LUNA's
-``ECP5SerDesPIPE`` drives the USB-C connector's SuperSpeed pair (DCU0 channel 1, as LUNA's own
-ECPIX-5 board file places it) with a 2-symbol, 250 MHz PIPE, and LUNA's ``AsyncPIPEInterface``
-gears that to the 4-symbol, 125 MHz PIPE the device (and the simulation top) has.
+that makes the 125 MHz ``ss``/``sync`` clock and the SerDes' 250 MHz reference; the PHY
+(:class:`~.ecp5_phy.ECP5Usb3Phy`: LUNA's DCU block on the USB-C connector's SuperSpeed pair, DCU0
+channel 1 as LUNA's own ECPIX-5 board file places it) moves two symbols per 250 MHz SerDes clock
+and gives the device the 4-symbol, 125 MHz PIPE the simulation top has.
 
-Timing with the open flow (nextpnr-ecp5): the ``ss`` domain meets 125 MHz; the 250 MHz PIPE
-clock of LUNA's SerDes logic and gearbox does not (its paths from the DCU's receive outputs and
-in the gearbox's asynchronous FIFO pointers reach 200-243 MHz depending on placement), so
-``busprobe build`` reports the design as failing timing on that clock.
+Every clock that drives logic is constrained and checked by nextpnr (:data:`CLOCKS_MHZ`): ``ss``
+by the PLL's derived constraint, the SerDes' ``pclk`` by the PHY. The PLL's 250 MHz output
+feeds only the DCU's reference input and the DCU's 500 MHz byte clock only its own FIFO, so
+neither has a path nextpnr could time.
 """
 
 from __future__ import annotations
@@ -19,13 +19,16 @@ from collections.abc import Callable
 from amaranth import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
 from amaranth.build import DiffPairs, Pins, Resource, Subsignal
 from amaranth.lib.cdc import ResetSynchronizer
-from luna.gateware.interface.pipe import AsyncPIPEInterface
-from luna.gateware.interface.serdes_phy import ECP5SerDesPIPE
 
-__all__ = ["Usb3BoardTop", "CLOCK_FREQUENCIES_MHZ"]
+from .ecp5_phy import LINK_CLOCK_HZ, SERDES_CLOCK_HZ, ECP5Usb3Phy
 
-#: Domains this top creates and the frequencies their timing is checked at.
-CLOCK_FREQUENCIES_MHZ = {"ss": 125.0, "sync": 125.0}
+__all__ = ["Usb3BoardTop", "CLOCKS_MHZ", "DOMAINS"]
+
+#: The clocks of this top that drive logic, by the domain nextpnr's report is read as, and the
+#: frequency each must be timed at: every one must be in the report, met.
+CLOCKS_MHZ = {"ss": LINK_CLOCK_HZ / 1e6, "pclk": SERDES_CLOCK_HZ / 1e6}
+#: Domains the top makes from the PLL's 125 MHz output (one clock net, reported as ``ss``).
+DOMAINS = ("ss", "sync")
 SERDES_REFCLK_HZ = 250e6
 
 #: The USB-C SuperSpeed lanes of the ECPIX-5 (the ``lna``/``lnb`` pins of amaranth-boards'
@@ -79,7 +82,7 @@ class Usb3BoardTop(Elaboratable):
         platform.add_resources(ECPIX5_USB3_RESOURCES)
         locked = Signal()
         clk125, clk250 = _pll_125_250(m, platform.request("clk100", 0).i, locked)
-        for name in CLOCK_FREQUENCIES_MHZ:
+        for name in DOMAINS:
             m.domains += ClockDomain(name)
             m.d.comb += ClockSignal(name).eq(clk125)
             # Released synchronously after the PLL locks; from flip-flops, so the reset that
@@ -89,16 +92,12 @@ class Usb3BoardTop(Elaboratable):
         # Amaranth signal would name a net synthesis has renamed).
 
         lanes = platform.request("usb3_lanes", 0, dir={"rx": "-", "tx": "-"})
-        m.submodules.serdes = serdes = ECP5SerDesPIPE(
+        m.submodules.phy = phy = ECP5Usb3Phy(
             tx_pads=lanes.tx, rx_pads=lanes.rx, dual=0, channel=1,
             refclk_frequency=SERDES_REFCLK_HZ)
         # The DCU has no VBUS sense and the board routes none to the FPGA: a device plugged in
         # is powered by the port, so VBUS is taken as present (LUNA trains on it).
-        m.d.comb += serdes.power_present.eq(1)
-        m.submodules.pipe = pipe = AsyncPIPEInterface(serdes, width=4, domain="ss")
-        # The SerDes' 250 MHz transmit clock drives LUNA's gearbox side of the PIPE.
-        platform.add_clock_constraint(serdes.pclk, 250e6)
-        m.d.comb += pipe.clk.eq(clk250)  # the gearbox passes it on as the SerDes reference
+        m.d.comb += [phy.power_present.eq(1), phy.clk.eq(clk250)]
 
         # The USB-C mux routes the SuperSpeed pair to lanes A/B; which pair of the plug depends
         # on the cable's orientation, which the board's Type-C controller reports on
@@ -108,6 +107,5 @@ class Usb3BoardTop(Elaboratable):
         orientation = platform.request("usbc_cfg", 0)
         m.d.comb += [mux.en.o.eq(1), mux.amsel.o.eq(0), mux.pol.o.eq(orientation.dir.i)]
 
-        m.submodules.device = self.design(phy=pipe, sync_frequency=CLOCK_FREQUENCIES_MHZ["sync"]
-                                          * 1e6)
+        m.submodules.device = self.design(phy=phy, sync_frequency=LINK_CLOCK_HZ)
         return m

@@ -117,8 +117,8 @@ class SuperSpeedCore(Elaboratable):
     Parameters
     ----------
     phy: PIPEInterface
-        4 symbols wide, synchronous to the ``ss`` domain (LUNA's ``AsyncPIPEInterface`` on a board,
-        the simulation's ports in simulation).
+        4 symbols wide, synchronous to the ``ss`` domain (``ECP5Usb3Phy`` on the ECPIX-5, the
+        simulation's ports in simulation).
     sync_frequency: float
         Frequency of the ``sync`` domain LUNA's PHY reset controller runs in.
     ss_frequency: float

@@ -2,9 +2,10 @@
 """Simulation top: the SuperSpeed board design with its PIPE interface as Verilog ports.
 
 ``generate_verilog(out_dir)`` writes ``busprobe_usb3-<hash>.v``, top module ``busprobe_usb3``:
-the board design minus the ECP5 SerDes, its PLL/DCU and LUNA's ``AsyncPIPEInterface`` gearbox.
-On the board that gearbox turns the SerDes' 2-symbol, 250 MHz PIPE into the 4-symbol, 125 MHz
-PIPE below; the simulation drives that MAC-side PIPE directly.
+the board design minus the ECP5 SerDes, its PLL/DCU and the PHY's crossing
+(:class:`~.ecp5_phy.ECP5Usb3Phy`, :class:`~.serdes_crossing.SerdesCrossing`). On the board the
+crossing turns the SerDes' 2-symbol, 250 MHz side into the 4-symbol, 125 MHz PIPE below; the
+simulation drives that MAC-side PIPE directly.
 
 One clock, ``clk`` = 125 MHz, clocks both domains the design uses: ``ss`` (the whole SuperSpeed
 stack and busprobe's endpoints) and ``sync`` (only LUNA's PHY reset controller). ``rst`` is a

@@ -83,21 +83,33 @@ class PatternWordChecker(wiring.Component):
             with m.If(wrong[i]):
                 m.d.comb += first_wrong.eq(i)
 
+        # A beat's verdict is registered before it is counted: comparing at any alignment is six
+        # levels of logic and the count a 32-bit carry chain, and the two in one cycle were the
+        # ss domain's critical path on the ECPIX-5 (123-127 MHz for 125). Counts land a cycle
+        # later; a clear or restart also drops the verdict in flight.
+        verdict_errors, verdict_wrong = Signal(2), Signal()
+        verdict_first, verdict_offset = Signal(2), Signal(32)
+        m.d.ss += [verdict_errors.eq(0), verdict_wrong.eq(0)]
         with m.If(beat_valid):
             m.d.ss += [
                 self.offset.eq(self.offset + count),
-                self.errors.eq(self.errors + (low_wrong & ~counted) + high_wrong),
+                verdict_errors.eq((low_wrong & ~counted) + high_wrong),
+                verdict_wrong.eq(wrong.any()),
+                verdict_first.eq(first_wrong),
+                verdict_offset.eq(self.offset),
             ]
             with m.If(crosses):
                 m.d.comb += generator.advance.eq(1)
                 m.d.ss += [low.eq(generator.word), counted.eq(high_wrong)]
             with m.Else():
                 m.d.ss += counted.eq(counted | low_wrong)
-            with m.If(wrong.any() & (self.first_error_offset == NO_ERROR_OFFSET)):
-                m.d.ss += self.first_error_offset.eq(self.offset + first_wrong)
+        m.d.ss += self.errors.eq(self.errors + verdict_errors)
+        with m.If(verdict_wrong & (self.first_error_offset == NO_ERROR_OFFSET)):
+            m.d.ss += self.first_error_offset.eq(verdict_offset + verdict_first)
 
         with m.If(self.clear | self.restart):
-            m.d.ss += [self.errors.eq(0), self.first_error_offset.eq(NO_ERROR_OFFSET)]
+            m.d.ss += [self.errors.eq(0), self.first_error_offset.eq(NO_ERROR_OFFSET),
+                       verdict_errors.eq(0), verdict_wrong.eq(0)]
         with m.If(self.restart):
             m.d.ss += [self.offset.eq(0), primed.eq(0), counted.eq(0), beat_valid.eq(0)]
             m.d.comb += generator.restart.eq(1)

@@ -1,6 +1,8 @@
 """What a build produced: bitstream, Fmax per clock domain, utilisation, build time.
 
-Written as ``build.json`` next to the bitstream and printed by ``busprobe build``.
+Written as ``build.json`` next to the bitstream and printed by ``busprobe build``. A build that
+misses timing writes no bitstream; its figures are kept (``timing-failed.json``) and travel with
+the :class:`TimingNotMet` it raises.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULT_FILE", "BuildError", "ClockTiming", "BuildResult", "SUMMARY_CELLS",
-           "comparison_table"]
+__all__ = ["RESULT_FILE", "TIMING_FAILED_FILE", "BuildError", "TimingNotMet", "ClockTiming",
+           "BuildResult", "SUMMARY_CELLS", "comparison_table", "seed_table"]
 
 RESULT_FILE = "build.json"
+#: The figures of a build that missed timing, in its build directory (there is no bitstream).
+TIMING_FAILED_FILE = "timing-failed.json"
 
 #: Utilisation lines shown in the summary: (key in ``utilisation``, label).
 SUMMARY_CELLS = (("LUT4", "LUT4"), ("CCU2C", "CCU2C"), ("TRELLIS_FF", "FF"),
@@ -23,6 +27,14 @@ SUMMARY_CELLS = (("LUT4", "LUT4"), ("CCU2C", "CCU2C"), ("TRELLIS_FF", "FF"),
 
 class BuildError(RuntimeError):
     """A build could not be made or did not meet its constraints; ``str()`` is one line."""
+
+
+class TimingNotMet(BuildError):
+    """A clock missed its constraint: no bitstream. ``result`` holds the build's figures."""
+
+    def __init__(self, message: str, result: BuildResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -55,13 +67,14 @@ class BuildResult:
 
     ``utilisation`` maps a cell type to ``{"used": n}`` plus ``"available"`` where the device
     has a fixed number of them. ``cached`` is true when the bitstream came from the build cache.
+    ``bitstream`` is None when timing was not met; ``nextpnr_seed`` None is nextpnr's default.
     """
 
     board: str
     design: str
     design_class: str
     fpga: str
-    bitstream: str
+    bitstream: str | None
     clocks: list[ClockTiming]
     utilisation: dict[str, dict[str, int]]
     build_seconds: float
@@ -69,6 +82,11 @@ class BuildResult:
     key: str
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    nextpnr_seed: int | None = None
+
+    @property
+    def timing_met(self) -> bool:
+        return not self.failing_clocks()
 
     def failing_clocks(self) -> list[ClockTiming]:
         """Clocks below their constraint, worst (largest shortfall ratio) first."""
@@ -81,9 +99,11 @@ class BuildResult:
         if failing:
             worst = failing[0]
             where = f" (report {report})" if report else ""
-            raise BuildError(
-                f"{self.design} on {self.board}: timing not met: {worst.domain} reaches "
-                f"{worst.achieved_mhz:.2f} MHz, needs {worst.constraint_mhz:.2f} MHz{where}")
+            seed = f" with nextpnr seed {self.nextpnr_seed}" if self.nextpnr_seed else ""
+            raise TimingNotMet(
+                f"{self.design} on {self.board}: timing not met{seed}: {worst.domain} reaches "
+                f"{worst.achieved_mhz:.2f} MHz, needs {worst.constraint_mhz:.2f} MHz; no "
+                f"bitstream written{where}", self)
 
     def clock(self, domain: str) -> ClockTiming:
         for clock in self.clocks:
@@ -95,8 +115,12 @@ class BuildResult:
         return self.utilisation.get(cell, {}).get("used", 0)
 
     def to_json(self) -> dict[str, Any]:
+        """The report: every clock with its constraint, Fmax and verdict; ``timing_met``."""
         data = asdict(self)
         data.pop("cached")
+        for clock, timing in zip(data["clocks"], self.clocks, strict=True):
+            clock["met"] = timing.met
+        data["timing_met"] = self.timing_met
         return data
 
     def save(self, path: Path) -> None:
@@ -105,13 +129,17 @@ class BuildResult:
     @classmethod
     def load(cls, path: Path) -> BuildResult:
         data = json.loads(Path(path).read_text())
-        data["clocks"] = [ClockTiming(**c) for c in data["clocks"]]
+        data.pop("timing_met", None)  # derived, as each clock's "met"
+        data["clocks"] = [ClockTiming(**{k: v for k, v in c.items() if k != "met"})
+                          for c in data["clocks"]]
         return cls(**data)
 
     def copy_to(self, out: Path) -> BuildResult:
         """Copy the bitstream to ``out/`` with a ``build.json`` beside it; the copy's result."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
+        if self.bitstream is None:
+            raise BuildError(f"{self.design} on {self.board}: no bitstream to copy")
         source = Path(self.bitstream)
         target = out / f"{self.board}-{self.design}{source.suffix}"
         shutil.copyfile(source, target)
@@ -121,10 +149,12 @@ class BuildResult:
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines: bitstream, Fmax per domain, utilisation, time."""
-        origin = "cached" if self.cached else f"built in {self.build_seconds:.1f} s"
-        lines = [f"{self.design} on {self.board} ({self.fpga}): {self.bitstream} ({origin}; "
-                 f"original build {self.build_seconds:.1f} s)" if self.cached else
-                 f"{self.design} on {self.board} ({self.fpga}): {self.bitstream} ({origin})"]
+        origin = (f"cached; original build {self.build_seconds:.1f} s" if self.cached
+                  else f"built in {self.build_seconds:.1f} s")
+        if self.nextpnr_seed is not None:
+            origin += f", nextpnr seed {self.nextpnr_seed}"
+        made = self.bitstream or "timing not met, no bitstream"
+        lines = [f"{self.design} on {self.board} ({self.fpga}): {made} ({origin})"]
         for c in self.clocks:
             verdict = "met" if c.met else "FAILED"
             lines.append(f"  Fmax {c.domain:<6} {c.achieved_mhz:7.2f} MHz "
@@ -156,3 +186,18 @@ def comparison_table(results: list[BuildResult]) -> str:
     return "\n".join(
         f"{label:<{width}}  " + "  ".join(f"{cell:>{columns[i]}}" for i, cell in enumerate(cells))
         for label, cells in rows)
+
+
+def seed_table(results: list[BuildResult]) -> str:
+    """One build per nextpnr seed, a row each: Fmax per clock, met or not, LUT4/FF/EBR, time."""
+    domains = list(dict.fromkeys(c.domain for r in results for c in r.clocks))
+    header = ["seed", *(f"{d} MHz" for d in domains), "met", "LUT4", "FF", "EBR", "time"]
+    rows = [header]
+    for r in results:
+        fmax = {c.domain: f"{c.achieved_mhz:.1f}" for c in r.clocks}
+        rows.append([str(r.nextpnr_seed), *(fmax.get(d, "-") for d in domains),
+                     "yes" if r.timing_met else "NO", str(r.used("LUT4")),
+                     str(r.used("TRELLIS_FF")), str(r.used("DP16KD")), f"{r.build_seconds:.0f} s"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row))
+                      for row in rows)

@@ -1,8 +1,9 @@
 """``busprobe build --board NAME --design DESIGN [--out DIR]``: a bitstream with its figures.
 
 ECP5 boards are built here (YoWASP) and report Fmax per clock domain, utilisation and build time
-on the terminal and in a JSON next to the bitstream; a clock below its constraint fails the
-command. Artix-7 PCIe targets are generated with LiteX and built only where Vivado is installed.
+on the terminal and in a JSON next to the bitstream. A clock below its constraint fails the
+command and writes no bitstream; its figures still go to ``--json``. Artix-7 PCIe targets are
+generated with LiteX and built only where Vivado is installed.
 """
 
 from __future__ import annotations
@@ -41,12 +42,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="copy the bitstream and its JSON report here")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    parser.add_argument("--seed", type=_seed, metavar="N",
+                        help="ECP5: nextpnr placement seed (default: nextpnr's)")
     parser.add_argument("--lint", action="store_true",
                         help="PCIe: also lint the generated Verilog with Verilator (vendor "
                              "primitives and the hard IP as generated black boxes)")
     parser.add_argument("--json", dest="json_out", metavar="FILE",
                         help="also write the build report to FILE ('-' for stdout)")
     parser.set_defaults(func=run)
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = 0
+    if seed < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (a whole number from 1)")
+    return seed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,9 +89,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
     from busprobe.bitstream.ecp5 import build_ecp5
+    from busprobe.bitstream.result import TimingNotMet
     from busprobe.build_cache import build_root
 
-    result = build_ecp5(board, design, root=build_root(), out=args.out, force=args.force)
+    try:
+        result = build_ecp5(board, design, root=build_root(), out=args.out, force=args.force,
+                            seed=args.seed)
+    except TimingNotMet as exc:
+        # The figures say by how much; the error line (the caller's) says that it failed.
+        print("\n".join(exc.result.summary_lines()), file=_human(args), flush=True)
+        _write_json(args.json_out, exc.result.to_json())
+        raise
     print("\n".join(result.summary_lines()), file=_human(args), flush=True)
     _write_json(args.json_out, result.to_json())
     return 0

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from busprobe.bitstream.clocks import check_clocks
 from busprobe.bitstream.designs import USB2_MAPPING_DELAY_PS, get_design
-from busprobe.bitstream.ecp5 import _check_design_clock, prepare_ecp5
+from busprobe.bitstream.ecp5 import prepare_ecp5
 from busprobe.bitstream.flash import bitstream_part
 from busprobe.bitstream.nextpnr_report import parse_nextpnr_report
 from busprobe.bitstream.result import BuildError, BuildResult, ClockTiming
@@ -62,6 +63,23 @@ def test_second_build_of_an_unchanged_design_comes_from_the_cache(stock_build, c
     out = capsys.readouterr().out
     assert "(cached;" in out and "Fmax usb" in out
     assert time.monotonic() - start < 30  # elaboration only, no place and route
+
+
+def test_the_netlist_gate_level_simulation_takes_is_the_one_beside_the_bitstream(stock_build):
+    """``ecp5_netlist`` of a built design is the board build's ``top.json`` (what nextpnr packed),
+    recorded beside the bitstream under the same key; asking for it builds nothing."""
+    from busprobe.bitstream.ecp5 import ecp5_netlist
+    from busprobe.build_cache import build_root
+
+    out, _ = stock_build
+    result = BuildResult.load(out / f"{BOARD}-usb2-stock.json")
+    start = time.monotonic()
+    record = ecp5_netlist(get_board(BOARD), get_design("usb2-stock"), root=build_root())
+    assert time.monotonic() - start < 30  # elaboration only
+    assert record.source == "board build" and record.key == result.key
+    assert Path(record.netlist).parent == Path(result.extra["build_dir"])
+    assert record.sha256 == result.extra.get("netlist_sha256", record.sha256)
+    assert (Path(result.extra["build_dir"]) / "top.bit").exists()
 
 
 def test_build_json_to_stdout_is_the_report_alone(stock_build, capfd):
@@ -130,10 +148,10 @@ def test_design_clock_timed_at_the_wrong_frequency_is_refused():
                             constraint_mhz=12.0)],
         utilisation={}, build_seconds=1.0, toolchain={}, key="0")
     with pytest.raises(BuildError, match="timed at 12.00 MHz, not its 60.00 MHz"):
-        _check_design_clock(result, get_design("usb2"), {"usb": 60.0})
+        check_clocks(result, declared={"usb": 60.0}, required=["usb"])
     result.clocks = []
     with pytest.raises(BuildError, match="no timing for the usb domain"):
-        _check_design_clock(result, get_design("usb2"), {"usb": 60.0})
+        check_clocks(result, declared={"usb": 60.0}, required=["usb"])
 
 
 def test_board_refuses_a_design_it_cannot_carry(capsys):
