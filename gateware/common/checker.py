@@ -1,6 +1,6 @@
 """Pattern checker: the gateware twin of :meth:`busprobe.protocol.patterns.PatternStream.check`."""
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.patterns import NO_ERROR_OFFSET
@@ -75,12 +75,14 @@ class PatternChecker(wiring.Component):
             expected.advance.eq(byte_valid & last_byte_of_word),
         ]
 
+        # The offset is the expected stream's word count and the byte in the word (both start
+        # over on restart and move with every byte checked): no 32-bit counter of its own.
+        m.d.comb += self.offset.eq(Cat(byte_index, expected.count))
         with m.If(self.restart):
-            sync += [byte_index.eq(0), self.offset.eq(0), word_already_counted.eq(0)]
+            sync += [byte_index.eq(0), word_already_counted.eq(0)]
         with m.Elif(byte_valid):
             sync += [
                 byte_index.eq(byte_index + 1),
-                self.offset.eq(self.offset + 1),
                 word_already_counted.eq(~last_byte_of_word & (word_already_counted | mismatch)),
             ]
 

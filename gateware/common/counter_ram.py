@@ -57,11 +57,15 @@ class Kind(enum.IntEnum):
 
     #: ``base + operand`` (a counter taking its pending count; a copy of another word).
     ADD = 0
-    #: ``cycle + operand`` if ``flag``, else ``base``: a time stamp taken ``-operand`` cycles
-    #: ago (``operand`` is a negative age, two's complement, sign-extended from its width).
+    #: ``base + operand`` if ``flag``, else ``base``, the operand signed (sign-extended from
+    #: its width): a time stamp, its read redirected to the time base (:meth:`CounterRam.
+    #: add_time_base`) while ``flag`` is set and the operand its age and distance from it.
     STAMP = 1
     #: ``value``, a signal kept elsewhere.
     INPUT = 2
+    #: ``base + the round's length``, never cleared: the time base (:meth:`CounterRam.
+    #: add_time_base`).
+    TIME = 3
 
 
 @dataclass
@@ -119,10 +123,11 @@ class CounterRam(wiring.Component):
     RAM. An operation must not read the word the operation before it writes (it would read the
     old value); :meth:`elaborate` checks the program for that.
 
-    ``clear`` restarts the round at operation 0 as a clearing round (every ``base`` is 0), so an
-    event after the strobe is counted from zero and none is lost; the caller zeroes its own
-    pending counts with the strobe. ``capture`` marks the next ``len(ops)`` operations, whatever
-    operation comes next, to write the snapshot too: it is whole ``len(ops)`` cycles later.
+    ``clear`` restarts the round at operation 0 as a clearing round (every ``base`` is 0 but the
+    time base's), so an event after the strobe is counted from zero and none is lost; the
+    caller zeroes its own pending counts with the strobe. ``capture`` marks the next
+    ``len(ops)`` operations, whatever operation comes next, to write the snapshot too: it is
+    whole ``len(ops)`` cycles later.
 
     Attributes
     ----------
@@ -168,6 +173,16 @@ class CounterRam(wiring.Component):
         self.ops.append(op)
         return op
 
+    def add_time_base(self, word):
+        """Append the time base: a hidden word that advances by the round's length each round,
+        so it reads as a cycle count (from an origin of its own) at its operation, and an
+        operation ``d`` later in the round is ``d`` cycles after it. A time stamp reads it
+        (a STAMP operation redirected to ``word``) instead of a 32-bit cycle counter
+        multiplexed into the adder. A clear leaves it alone, but cuts the round short: its
+        origin moves then, by less than a round, so stamps compare within a clear only.
+        Returns the operation (its index in :attr:`ops` is its slot)."""
+        return self.add(word, Kind.TIME, snapshot=False)
+
     def _check_program(self):
         ops = self.ops
         if not ops:
@@ -196,8 +211,9 @@ class CounterRam(wiring.Component):
         snap_write = snapshot.write_port(domain=self._domain)
         snap_read = snapshot.read_port(domain=self._domain)
         m.d.comb += [snap_read.addr.eq(self.read_address), self.read_data.eq(snap_read.data)]
-        cycle = Signal(32)      # free-running: what a STAMP adds its negative age to
-        sync += cycle.eq(cycle + 1)
+        for op in ops:
+            if op.kind == Kind.TIME:
+                op.operand = C(count, (count).bit_length())
 
         # -- stage A: address ------------------------------------------------------------------
         slot = Signal(range(count))
@@ -222,29 +238,34 @@ class CounterRam(wiring.Component):
         slot_b = Signal(range(count))
         taken = Signal(count)
         valid_b = Signal()
-        clearing_b = Signal()
         capture_b = Signal()
-        sync += [slot_b.eq(slot), valid_b.eq(~self.clear), clearing_b.eq(clearing),
+        keeps = mux_tree([C(op.kind == Kind.TIME, 1) for op in ops], slot) | (
+            mux_tree([C(op.kind == Kind.STAMP, 1) for op in ops], slot) & self._redirected(slot))
+        zero_base_b = Signal()
+        sync += zero_base_b.eq(clearing & ~keeps)
+        sync += [slot_b.eq(slot), valid_b.eq(~self.clear),
                  taken.eq(Mux(self.clear, 0, 1 << slot)),
                  capture_b.eq((capture_left != 0) & ~self.capture & ~self.clear)]
         with m.If(capture_b & (capture_left == 0) & ~self.capture):
             sync += self.ready.eq(1)
 
-        base = Mux(clearing_b, 0, read.data)
         kind = mux_tree([C(op.kind, 2) for op in ops], slot_b)
         gate = mux_tree([_value(op.gate, 1) for op in ops], slot_b)
         operand = Mux(gate, mux_tree([_value(op.operand, 1) for op in ops], slot_b), 0)
         flag = mux_tree([_value(op.flag, 1) for op in ops], slot_b)
+        # A clearing round zeroes every word but the time base, also as a stamp reads it:
+        # decided in stage A from the operation and whether its read was redirected (a flip-flop,
+        # so that the decision adds nothing in front of the adder).
+        base = Mux(zero_base_b, 0, read.data)
         # INPUT words are few and wide: an AND-OR on the one-hot strobe, not a tree.
         input_value = 0
         for index, op in enumerate(ops):
             if op.kind == Kind.INPUT:
                 input_value = input_value | Mux(taken[index], _value(op.value, 32), 0)
         stamps = [op for op in ops if op.kind == Kind.STAMP]
-        stamping = (kind == Kind.STAMP) & flag
         age_width = max((len(_value(op.operand, 1)) for op in stamps), default=1)
         negative_age = operand[:age_width].as_signed()
-        x = Mux(kind == Kind.INPUT, input_value, Mux(stamping, cycle, base))
+        x = Mux(kind == Kind.INPUT, input_value, base)
         y = Mux(kind == Kind.INPUT, 0,
                 Mux(kind == Kind.STAMP, Mux(flag, negative_age, 0), operand))
         value = Signal(32)
@@ -259,6 +280,15 @@ class CounterRam(wiring.Component):
         for index, op in enumerate(ops):
             m.d.comb += op.taken.eq(taken[index])
         return m
+
+    def _redirected(self, slot):
+        """Whether operation ``slot`` reads another word than its own now (a redirect holds)."""
+        alternatives = max(len(op.redirects) for op in self.ops)
+        held = C(0, 1)
+        for index in range(alternatives):
+            held = held | mux_tree([op.redirects[index][0] if index < len(op.redirects)
+                                    else C(0, 1) for op in self.ops], slot)
+        return held
 
     def _read_address(self, slot):
         """The word operation ``slot`` reads: its own, or the first redirect whose condition

@@ -2,16 +2,17 @@
 
 :class:`PatternGenerator` produces one 32-bit word of the selected pattern per clock;
 :class:`PatternByteSource` turns it into the little-endian byte stream that the host's
-:class:`~busprobe.protocol.patterns.PatternStream` expects.
+:class:`~busprobe.protocol.patterns.PatternStream` expects. :class:`Mod63Counter` counts usbtest's
+mod-63 packet pattern (:func:`~busprobe.protocol.patterns.mod63_bytes`).
 """
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol.patterns import PRBS31_SEED, Pattern, prbs31_step
+from busprobe.protocol.patterns import MOD63_MODULUS, PRBS31_SEED, Pattern, prbs31_step
 
 __all__ = ["PatternGenerator", "PatternByteSource", "PATTERN_SHAPE", "prbs31_next",
-           "PatternPosition", "PATTERN_START", "pattern_byte", "next_position"]
+           "PatternPosition", "PATTERN_START", "pattern_byte", "next_position", "Mod63Counter"]
 
 #: Shape of a pattern selector signal (wide enough for every :class:`Pattern`).
 PATTERN_SHAPE = range(max(Pattern) + 1)
@@ -50,6 +51,9 @@ class PatternGenerator(wiring.Component):
         Strobe: the next word is the following word of the stream.
     word: Signal(32), output
         The current word.
+    count: Signal(32), output
+        ``k``, the index of the current word (the COUNTER pattern's word, whatever the pattern):
+        a user counting bytes takes it from here instead of a counter of its own.
 
     Parameters
     ----------
@@ -61,6 +65,7 @@ class PatternGenerator(wiring.Component):
     restart: In(1)
     advance: In(1)
     word: Out(32)
+    count: Out(32)
 
     def __init__(self, *, domain="usb"):
         self._domain = domain
@@ -70,7 +75,7 @@ class PatternGenerator(wiring.Component):
         m = Module()
         sync = m.d[self._domain]
 
-        counter = Signal(32)
+        counter = self.count
         prbs_word = Signal(32, init=_FIRST_PRBS_WORD)
         # History after the current word: the next word is computed from it.
         prbs_history = Signal(31, init=_SECOND_PRBS_HISTORY)
@@ -105,7 +110,8 @@ class PatternByteSource(wiring.Component):
     stream: stream.Signature(8, always_valid=True), output
         The bytes; one is consumed each cycle ``ready`` is high.
     offset: Signal(32), output
-        Number of bytes consumed since the last restart (wraps).
+        Number of bytes consumed since the last restart (wraps): the generator's word count
+        and the byte in the word, no counter of its own.
 
     Parameters
     ----------
@@ -135,11 +141,12 @@ class PatternByteSource(wiring.Component):
             generator.restart.eq(self.restart),
             generator.advance.eq(accepted & (byte_index == 3)),
             self.stream.payload.eq(generator.word.word_select(byte_index, 8)),
+            self.offset.eq(Cat(byte_index, generator.count)),
         ]
         with m.If(self.restart):
-            sync += [byte_index.eq(0), self.offset.eq(0)]
+            sync += byte_index.eq(0)
         with m.Elif(accepted):
-            sync += [byte_index.eq(byte_index + 1), self.offset.eq(self.offset + 1)]
+            sync += byte_index.eq(byte_index + 1)
         return m
 
 
@@ -173,3 +180,45 @@ def next_position(target, position):
         target.prbs_history.eq(Mux(word_done, prbs_history, position.prbs_history)),
         target.byte_index.eq(position.byte_index + 1),
     ]
+
+
+class Mod63Counter(wiring.Component):
+    """The byte of usbtest's mod-63 pattern at a position in a packet: 0, 1, .. 62, 0, ..
+    from each packet's first byte (:func:`~busprobe.protocol.patterns.mod63_bytes`).
+
+    A six-bit counter that wraps at 63 and starts over at every packet; where the packets
+    start is the user's to say (``packet_start``): the USB 2.0 data path starts it every
+    512 bytes of the stream it feeds the IN endpoint, which cuts its packets there.
+
+    Attributes
+    ----------
+    advance: Signal(), input
+        Strobe: a byte was taken; the next is the following one.
+    packet_start: Signal(), input
+        Strobe, with ``advance`` or alone: the next byte starts a packet (byte 0).
+    byte: Signal(8), output
+        The byte at the current position.
+
+    Parameters
+    ----------
+    domain: str
+        Clock domain.
+    """
+
+    advance: In(1)
+    packet_start: In(1)
+    byte: Out(8)
+
+    def __init__(self, *, domain="usb"):
+        self._domain = domain
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        value = Signal(range(MOD63_MODULUS))
+        m.d.comb += self.byte.eq(value)
+        with m.If(self.packet_start | (self.advance & (value == MOD63_MODULUS - 1))):
+            m.d[self._domain] += value.eq(0)
+        with m.Elif(self.advance):
+            m.d[self._domain] += value.eq(value + 1)
+        return m

@@ -1,7 +1,7 @@
 """The EP0 data stages that never change, laid out in the telemetry's snapshot RAM.
 
 GET_INFO, GET_DESCRIPTOR, GET_STATUS, GET_INTERFACE and GET_CONFIGURATION answer with constant
-bytes (the last with one of two). They sit in the snapshot
+bytes (GET_STATUS and GET_CONFIGURATION with one of two). They sit in the snapshot
 RAM right after the telemetry block, one block per answer starting on a word, so
 :class:`~.request_handler.ProbeRequestHandler` streams every data stage it sends (telemetry
 included) through one read port and one registered word. LUNA's own descriptor handler keeps
@@ -47,10 +47,12 @@ class ControlReplies:
     info: Reply
         GET_INFO (:func:`busprobe.protocol.usb2.pack_info` of the bitstream's features).
     zero: Reply
-        Two zero bytes: GET_STATUS; its first alone, GET_INTERFACE (alternate setting 0) and
-        GET_CONFIGURATION of an unconfigured device.
+        Two zero bytes: GET_STATUS (a device, an interface, an endpoint not halted); its first
+        alone, GET_INTERFACE (alternate setting 0) and GET_CONFIGURATION of an unconfigured
+        device.
     one: Reply
-        The byte 1: GET_CONFIGURATION of the configured device.
+        The bytes 1, 0: GET_STATUS of a halted endpoint; its first alone, GET_CONFIGURATION of
+        the configured device.
     descriptors: dict[tuple[int, int], Reply]
         GET_DESCRIPTOR, by (descriptor type, index); ``wIndex`` (the string language) is
         ignored, as LUNA's handler ignores it.
@@ -80,7 +82,7 @@ class ControlReplies:
         self.words: list[int] = []
         self.info = self._add(usb2.pack_info(usb2.Feature(features)))
         self.zero = self._add(b"\0\0")
-        self.one = self._add(b"\1")
+        self.one = self._add(b"\1\0")
         self.descriptors = {}
         for kind, index, raw in sorted(descriptors, key=lambda d: (d[0], d[1])):
             if not isinstance(raw, bytes):

@@ -1,6 +1,6 @@
 """What the bulk endpoints carry: the pattern, or the host's own data looped back."""
 
-from amaranth import C, Module
+from amaranth import C, Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb2
@@ -8,7 +8,7 @@ from busprobe.protocol import usb2
 from ..common.bot import BotFramer
 from ..common.checker import PatternChecker
 from ..common.packet_stream import PacketStreamSignature
-from ..common.pattern import PATTERN_SHAPE, PatternByteSource
+from ..common.pattern import PATTERN_SHAPE, Mod63Counter, PatternByteSource
 
 __all__ = ["Usb2DataPath"]
 
@@ -23,6 +23,9 @@ class Usb2DataPath(wiring.Component):
       they are, packet boundaries included; when the IN ring is full the OUT endpoint NAKs. The
       checker still sees every OUT byte, so the device checks what the host sent and the host
       checks what came back.
+    - :attr:`~busprobe.protocol.usb2.DataMode.MOD63`: a :class:`Mod63Counter` feeds the IN
+      endpoint usbtest's mod-63 pattern, starting over every ``max_packet_size`` bytes (the
+      packets the IN endpoint cuts); OUT bytes are taken and not checked.
     - :attr:`~busprobe.protocol.usb2.DataMode.BOT`: a :class:`BotFramer` between the endpoints
       and the pattern engines: CBWs from OUT, the pattern into IN or OUT data into the checker,
       CSWs into IN. Only with ``bot``; without it BOT is carried as PATTERN (the request
@@ -82,9 +85,12 @@ class Usb2DataPath(wiring.Component):
             checker.clear.eq(self.clear),
             self.pattern_errors.eq(checker.errors),
             self.first_error_offset.eq(checker.first_error_offset),
-            checker.stream.valid.eq(from_out.valid & from_out.ready),
+            # MOD63 OUT data is taken and not checked (the checker knows the streamed patterns).
+            checker.stream.valid.eq(from_out.valid & from_out.ready
+                                    & (self.mode != usb2.DataMode.MOD63)),
             checker.stream.payload.eq(from_out.p.data),
         ]
+        mod63 = self._add_mod63(m, source)
         bot_mode = self.mode == usb2.DataMode.BOT if self._bot else C(0)
         if self._bot:
             self._add_bot(m, source, checker, bot_mode)
@@ -98,11 +104,25 @@ class Usb2DataPath(wiring.Component):
             m.d.comb += [
                 to_in.valid.eq(source.stream.valid),
                 self.in_cut_through.eq(1),
-                to_in.p.data.eq(source.stream.payload),
+                to_in.p.data.eq(Mux(self.mode == usb2.DataMode.MOD63, mod63.byte,
+                                    source.stream.payload)),
                 source.stream.ready.eq(to_in.ready),
                 from_out.ready.eq(1),
             ]
         return m
+
+    def _add_mod63(self, m, source):
+        """The IN side of MOD63: a counter of the mod-63 byte, started over every packet of
+        :data:`~busprobe.protocol.usb2.MAX_PACKET_SIZE` bytes the IN endpoint takes (it cuts
+        packets of that size from a stream that never closes one). Where a packet starts is
+        the pattern source's byte count, which moves with the same bytes (the source runs
+        whatever the mode, and restarts with it). Returns the counter."""
+        m.submodules.mod63 = mod63 = Mod63Counter(domain="usb")
+        taken = self.to_in.valid & self.to_in.ready
+        in_packet = source.offset[:(usb2.MAX_PACKET_SIZE - 1).bit_length()]
+        packet_end = taken & (in_packet == usb2.MAX_PACKET_SIZE - 1)
+        m.d.comb += [mod63.advance.eq(taken), mod63.packet_start.eq(self.restart | packet_end)]
+        return mod63
 
     def _add_bot(self, m, source, checker, bot_mode):
         m.submodules.bot = bot = BotFramer(max_packet_size=usb2.MAX_PACKET_SIZE, domain="usb")

@@ -1,22 +1,50 @@
 """USB descriptors of the busprobe USB 2.0 device, from :mod:`busprobe.protocol.usb2`."""
 
+import struct
+
 from busprobe.protocol import usb2
 from usb_protocol.emitters import DeviceDescriptorCollection
-from usb_protocol.types import USBTransferType
+from usb_protocol.types import DescriptorTypes, USBTransferType
 
 __all__ = ["build_descriptors", "CONTROL_MAX_PACKET_SIZE"]
 
 #: EP0 max packet size (64 is the only value allowed at high speed).
-CONTROL_MAX_PACKET_SIZE = 64
+CONTROL_MAX_PACKET_SIZE = usb2.CONTROL_MAX_PACKET_SIZE
+#: The device qualifier (USB 2.0 §9.6.2, Table 9-9): bLength, bDescriptorType, bcdUSB,
+#: class, subclass, protocol, bMaxPacketSize0, bNumConfigurations, bReserved. Packed here:
+#: usb_protocol's ``DeviceQualifierDescriptor`` (0.9) gives it a bLength of 9, one byte short.
+_QUALIFIER = struct.Struct("<BBHBBBBBB")
 
 
-def build_descriptors(*, product: str = usb2.PRODUCT) -> DeviceDescriptorCollection:
-    """Device descriptor and one configuration: one interface, bulk EP_IN and EP_OUT of 512 bytes.
+def _configuration(descriptors, max_packet_size):
+    """Add the one configuration, its bulk endpoints ``max_packet_size`` bytes long."""
+    with descriptors.ConfigurationDescriptor() as c:
+        c.bmAttributes = 0x80  # bus powered, no remote wakeup
+        c.bMaxPower = 50  # 100 mA
+        with c.InterfaceDescriptor() as i:
+            i.bInterfaceNumber = 0
+            i.bInterfaceClass = 0xFF  # vendor specific
+            for address in (usb2.EP_IN, usb2.EP_OUT):
+                with i.EndpointDescriptor() as e:
+                    e.bEndpointAddress = address
+                    e.bmAttributes = USBTransferType.BULK
+                    e.wMaxPacketSize = max_packet_size
+                    e.bInterval = 0  # bulk OUT: the device never NAKs, no PING hint
+
+
+def build_descriptors(*, product: str = usb2.PRODUCT,
+                      other_speed: bool = True) -> DeviceDescriptorCollection:
+    """Device descriptor and one configuration: one interface, bulk EP_IN and EP_OUT of 512 bytes;
+    the device qualifier and the other-speed configuration a high-speed device must have (USB
+    2.0 §9.6.2, §9.6.4: what changes at full speed, there the 64-byte bulk packets).
 
     Parameters
     ----------
     product : str
         Product string (the stock reference device says so in its name).
+    other_speed : bool
+        Add the qualifier and the other-speed configuration (the stock reference device,
+        LUNA's own, is built without them, as it was measured: ``usb2-stock``).
     """
     descriptors = DeviceDescriptorCollection()
     with descriptors.DeviceDescriptor() as d:
@@ -28,17 +56,18 @@ def build_descriptors(*, product: str = usb2.PRODUCT) -> DeviceDescriptorCollect
         d.iSerialNumber = usb2.SERIAL
         d.bMaxPacketSize0 = CONTROL_MAX_PACKET_SIZE
         d.bNumConfigurations = 1
-
-    with descriptors.ConfigurationDescriptor() as c:
-        c.bmAttributes = 0x80  # bus powered, no remote wakeup
-        c.bMaxPower = 50  # 100 mA
-        with c.InterfaceDescriptor() as i:
-            i.bInterfaceNumber = 0
-            i.bInterfaceClass = 0xFF  # vendor specific
-            for address in (usb2.EP_IN, usb2.EP_OUT):
-                with i.EndpointDescriptor() as e:
-                    e.bEndpointAddress = address
-                    e.bmAttributes = USBTransferType.BULK
-                    e.wMaxPacketSize = usb2.MAX_PACKET_SIZE
-                    e.bInterval = 0  # bulk OUT: the device never NAKs, no PING hint
+    _configuration(descriptors, usb2.MAX_PACKET_SIZE)
+    if other_speed:
+        device = descriptors.get_descriptor_bytes(DescriptorTypes.DEVICE)
+        descriptors.add_descriptor(_QUALIFIER.pack(
+            _QUALIFIER.size, DescriptorTypes.DEVICE_QUALIFIER, *struct.unpack_from("<H", device, 2),
+            *device[4:8], device[17], 0))
+        # The same configuration at full speed, as an OTHER_SPEED_CONFIGURATION (its type is
+        # the only other difference, §9.6.4).
+        full_speed = DeviceDescriptorCollection(automatic_language_descriptor=False)
+        _configuration(full_speed, usb2.FULL_SPEED_MAX_PACKET_SIZE)
+        raw = bytearray(full_speed.get_descriptor_bytes(DescriptorTypes.CONFIGURATION))
+        raw[1] = DescriptorTypes.OTHER_SPEED_CONFIGURATION
+        descriptors.add_descriptor(bytes(raw),
+                                   descriptor_type=DescriptorTypes.OTHER_SPEED_CONFIGURATION)
     return descriptors

@@ -132,13 +132,15 @@ class Usb2ProbeDevice(Elaboratable):
             data_path.restart.eq(requests.set_pattern | requests.set_data_mode),
             data_path.clear.eq(requests.clear_telemetry),
             ep_in.flush.eq(requests.set_pattern | requests.set_data_mode),
+            ep_out.flush.eq(requests.set_pattern | requests.set_data_mode),
             ep_in.reframe.eq(requests.set_in_transfer),
             ep_in.cut_through.eq(data_path.in_cut_through),
             ep_in.transfer_length.eq(requests.in_transfer_length),
             ep_in.zlp.eq(requests.in_zlp),
             ep_in.reset_toggle.eq(reset_toggle),
             ep_out.reset_toggle.eq(reset_toggle),
-
+            ep_in.halt.eq(requests.halt_in),
+            ep_out.halt.eq(requests.halt_out),
 
             telemetry.clear.eq(requests.clear_telemetry),
             telemetry.sof.eq(usb.sof_detected),

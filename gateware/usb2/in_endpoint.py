@@ -52,6 +52,10 @@ class StreamInEndpoint(wiring.Component):
         End transfers whose length is a multiple of the packet size with a ZLP.
     reset_toggle: Signal(), input
         Strobe: the next data packet is DATA0 (bus reset, SET_CONFIGURATION).
+    halt: Signal(), input
+        The endpoint is halted (SET_FEATURE(ENDPOINT_HALT)): every IN token is answered with
+        STALL and nothing is sent; the ring keeps its data for when the halt is cleared (the
+        toggle restarts then, on CLEAR_FEATURE(ENDPOINT_HALT)).
     token: Signal(), output
         Strobe: an IN token addressed to this endpoint arrived.
     nak: Signal(), output
@@ -82,6 +86,7 @@ class StreamInEndpoint(wiring.Component):
     transfer_length: In(31)
     zlp: In(1)
     reset_toggle: In(1)
+    halt: In(1)
     token: Out(1)
     nak: Out(1)
     packet_start: Out(1)
@@ -198,7 +203,9 @@ class StreamInEndpoint(wiring.Component):
                 m.d.comb += read.addr.eq(committed)
                 m.d.usb += [live.eq(committed), sent.eq(0), sent_last.eq(0)]
                 with m.If(in_token_ready):
-                    with m.If(~ready):
+                    with m.If(self.halt):
+                        m.d.comb += interface.handshakes_out.stall.eq(1)
+                    with m.Elif(~ready):
                         m.d.comb += interface.handshakes_out.nak.eq(1)
                     with m.Else():
                         m.d.comb += self.packet_start.eq(1)

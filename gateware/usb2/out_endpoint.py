@@ -29,6 +29,14 @@ class StreamOutEndpoint(wiring.Component):
     ----------
     reset_toggle: Signal(), input
         Strobe: expect DATA0 next (bus reset, SET_CONFIGURATION).
+    halt: Signal(), input
+        The endpoint is halted (SET_FEATURE(ENDPOINT_HALT)): every OUT and PING is answered
+        with STALL and its data dropped (the toggle restarts on CLEAR_FEATURE(ENDPOINT_HALT)).
+    flush: Signal(), input
+        Strobe: drop every packet received and not yet handed on (SET_DATA_MODE, SET_PATTERN).
+        LUNA's FIFO has no flush: it is read out and dropped, and OUT and PING are NAKed until
+        it is empty (at most four packets, 2,048 cycles), so no packet the host sends after
+        the request is lost.
     stream: PacketStreamSignature(1), output
         The packets received and ACKed, in order, ``last`` on each one's final byte (see
         :mod:`~gateware.common.packet_stream`).
@@ -63,6 +71,8 @@ class StreamOutEndpoint(wiring.Component):
     """
 
     reset_toggle: In(1)
+    halt: In(1)
+    flush: In(1)
     stream: Out(PacketStreamSignature(1))
     token: Out(1)
     ping: Out(1)
@@ -90,7 +100,20 @@ class StreamOutEndpoint(wiring.Component):
             buffer_size=self._buffer_size)
         inner = endpoint.interface
 
-        reject, rejected, received = self._unwanted_data(m)
+        draining = Signal()
+        refused = self.halt | draining
+        reject, rejected, received = self._unwanted_data(m, refused=refused)
+        tokenizer = outer.tokenizer
+        for_us = tokenizer.endpoint == self._endpoint_number
+        # A halted endpoint STALLs OUT data and PINGs (§9.4.5), one being drained NAKs them;
+        # LUNA's endpoint has neither, so it sees the data as rejected (dropped, unanswered)
+        # and its own answers are held back.
+        answer_due = for_us & ((tokenizer.is_out & outer.rx_ready_for_response)
+                               | (tokenizer.is_ping & tokenizer.ready_for_response))
+        # Our answer goes out a cycle after LUNA's would (its handshake generator takes the
+        # strobe when it comes), so nothing is added in front of it on the token's path.
+        refusing = Signal()
+        m.d.usb += refusing.eq(answer_due & refused)
         m.d.comb += [
             outer.tokenizer.connect(inner.tokenizer),
             outer.rx.connect(inner.rx),
@@ -100,17 +123,25 @@ class StreamOutEndpoint(wiring.Component):
             inner.rx_ready_for_response.eq(outer.rx_ready_for_response & ~rejected),
             inner.rx_invalid.eq(outer.rx_invalid | (outer.rx_complete & reject)),
             inner.rx_pid_toggle.eq(outer.rx_pid_toggle),
-            inner.handshakes_out.connect(outer.handshakes_out),
+            outer.handshakes_out.ack.eq(inner.handshakes_out.ack & ~refused),
+            outer.handshakes_out.nak.eq((inner.handshakes_out.nak & ~refused)
+                                        | (refusing & ~self.halt)),
+            outer.handshakes_out.nyet.eq(inner.handshakes_out.nyet),
+            outer.handshakes_out.stall.eq(refusing & self.halt),
 
-            self.stream.valid.eq(endpoint.stream.valid),
+            self.stream.valid.eq(endpoint.stream.valid & ~draining),
             self.stream.p.data.eq(endpoint.stream.payload),
-            endpoint.stream.ready.eq(self.stream.ready),
+            endpoint.stream.ready.eq(self.stream.ready | draining),
         ]
+        with m.If(self.flush):
+            m.d.usb += draining.eq(1)
+        with m.Elif(~endpoint.stream.valid):
+            m.d.usb += draining.eq(0)
         # LUNA marks only the end of a short packet; every other packet is exactly full.
         in_packet = Signal(range(self._max_packet_size))
         packet_end = endpoint.stream.last | (in_packet == self._max_packet_size - 1)
         m.d.comb += self.stream.p.last.eq(packet_end)
-        with m.If(self.stream.valid & self.stream.ready):
+        with m.If(endpoint.stream.valid & endpoint.stream.ready):
             m.d.usb += in_packet.eq(0)
             with m.If(~packet_end):
                 m.d.usb += in_packet.eq(in_packet + 1)
@@ -128,10 +159,10 @@ class StreamOutEndpoint(wiring.Component):
         self._add_traffic_taps(m, received)
         return m
 
-    def _unwanted_data(self, m):
+    def _unwanted_data(self, m, *, refused):
         """``(reject, rejected, received)``: the data packet ending now must be dropped; the last
         one was; the bytes of the data packet since the last token (up to one past
-        wMaxPacketSize).
+        wMaxPacketSize). Everything is dropped while ``refused`` (halted, or draining).
 
         Upstream (luna-usb 0.2.3), two gaps, both found by ``sim/usb2/hostile.py``:
 
@@ -157,7 +188,7 @@ class StreamOutEndpoint(wiring.Component):
                 m.d.usb += received.eq(received + 1)
             with m.If(packet_end):
                 m.d.usb += armed.eq(0)
-        reject = (received > self._max_packet_size) | ~armed
+        reject = (received > self._max_packet_size) | ~armed | refused
         with m.If(interface.rx_complete & reject):
             m.d.usb += rejected.eq(1)
         return reject, rejected | (received > self._max_packet_size), received

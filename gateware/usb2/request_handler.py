@@ -11,15 +11,15 @@ from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
 from luna.gateware.usb.usb2.request import USBRequestHandler
 from usb_protocol.types import (
-    USBRequestRecipient,
     USBRequestType,
-    USBStandardFeatures,
-    USBStandardRequests,
 )
 
 from ..common.pattern import PATTERN_SHAPE
+from ..common.setup_fields import index_is
 from .control_replies import ControlReplies
 from .descriptors import CONTROL_MAX_PACKET_SIZE
+from .standard_requests import Action as _Action
+from .standard_requests import standard_request
 
 __all__ = ["ProbeRequestHandler"]
 
@@ -33,31 +33,37 @@ class _State(enum.Enum):
     STALL = 3
 
 
-class _Action(enum.Enum):
-    """What a request without a data stage does once the host ACKs its status stage."""
-
-    NONE = 0
-    CLEAR_TELEMETRY = 1
-    SET_PATTERN = 2
-    SET_IN_TRANSFER = 3
-    SET_DATA_MODE = 4
-    SET_INTERFACE = 5
-    SET_ADDRESS = 6
-    SET_CONFIGURATION = 7
-    CLEAR_HALT = 8
-
-
 class ProbeRequestHandler(wiring.Component, USBRequestHandler):
-    """EP0's only request handler: the standard requests a bulk device answers, and the
-    busprobe vendor requests; every other request is stalled.
+    """EP0's only request handler: the standard requests of USB 2.0 chapter 9 as a bulk device
+    answers them, and the busprobe vendor requests; every other request is stalled (a Request
+    Error, §9.2.7).
 
-    Standard: GET_STATUS (two zero bytes: bus-powered, no remote wakeup, no endpoint halted),
-    CLEAR_FEATURE(ENDPOINT_HALT), SET_ADDRESS, GET_DESCRIPTOR (a descriptor the device lacks is
-    stalled), GET_CONFIGURATION, SET_CONFIGURATION (0 or 1: the device has one configuration),
-    GET_INTERFACE and SET_INTERFACE (alternate setting 0 of interface 0). LUNA's standard
-    handler is not used: its data stages came from a ROM of LUTs and a serializer of their own,
-    and two handlers need LUNA's multiplexer between them; here every data stage is a block of
-    the snapshot RAM.
+    Standard (§9.4), in the Address state (address set, configuration 0) and the Configured
+    state; an interface or endpoint is one the device has in that state, interface 0 and the
+    bulk endpoints only once configured, endpoint 0 always (wIndex 0x00 or 0x80):
+
+    - GET_STATUS of the device (bus-powered, no remote wakeup: 0), of an interface (0) or of an
+      endpoint (bit 0: halted);
+    - SET_FEATURE(ENDPOINT_HALT) of a bulk endpoint halts it (``halt_in``/``halt_out``: it
+      STALLs every token until cleared), CLEAR_FEATURE(ENDPOINT_HALT) of any endpoint clears
+      it and restarts its data toggle at DATA0; SET_CONFIGURATION, SET_INTERFACE and leaving
+      the Configured state clear every halt too (§9.1.1.5). No other feature exists here: the
+      device has no remote wakeup, and TEST_MODE, which a high-speed device should support,
+      needs the PHY's test modes, which LUNA does not drive (it is stalled, as is every other
+      feature selector and every interface feature);
+    - SET_ADDRESS, GET_DESCRIPTOR (device, configuration 0, strings, the device qualifier and
+      the other-speed configuration; any other is stalled), GET_CONFIGURATION,
+      SET_CONFIGURATION (0 or 1: the device has one configuration), GET_INTERFACE and
+      SET_INTERFACE (alternate setting 0 of interface 0);
+    - SET_DESCRIPTOR and SYNCH_FRAME (no isochronous endpoint) are stalled, as is a request to a
+      recipient it is not defined for, or with a data stage it does not have (the OUT data
+      stage is stalled).
+
+    Where chapter 9 leaves the answer open (the Default state, a non-zero wIndex of a device
+    request, wLength other than the one defined) it answers as it would have otherwise.
+    LUNA's standard handler is not used: its data stages came from a ROM of LUTs and a
+    serializer of their own, and two handlers need LUNA's multiplexer between them; here
+    every data stage is a block of the snapshot RAM.
 
     GET_TELEMETRY starts a snapshot (:class:`~.telemetry.Usb2Telemetry`) when the SETUP packet
     arrives, so the block the host reads is the same in every packet of the data stage and in a
@@ -96,6 +102,10 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         Strobe: SET_DATA_MODE; ``data_mode`` holds the new mode from the next cycle on.
     data_mode: Signal(DataMode), output
         What the bulk endpoints carry.
+    halt_in: Signal(), output
+        The bulk IN endpoint is halted (SET_FEATURE(ENDPOINT_HALT)): it STALLs every token.
+    halt_out: Signal(), output
+        The bulk OUT endpoint is halted.
     interface: RequestHandlerInterface
         LUNA's connection to the control endpoint (not part of the wiring signature).
 
@@ -125,6 +135,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             "set_interface": Out(1),
             "set_data_mode": Out(1),
             "data_mode": Out(usb2.DataMode),
+            "halt_in": Out(1),
+            "halt_out": Out(1),
         })
         USBRequestHandler.__init__(self)
 
@@ -193,6 +205,9 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             """Answer the status stage with a ZLP; do ``what`` when the host ACKs it."""
             m.d.comb += [next_action.eq(what), target.eq(_State.STATUS_ACTION)]
 
+        stalling = Signal()
+        m.d.usb += stalling.eq(0)
+        m.d.comb += interface.handshakes_out.stall.eq(stalling)
         with m.Switch(state):
             with m.Case(_State.SEND_DATA):
                 with m.If(interface.data_requested & ~self.snapshot_ready):
@@ -237,9 +252,20 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                     m.d.usb += state.eq(_State.IDLE)
 
             with m.Case(_State.STALL):
-                with m.If(interface.data_requested | interface.status_requested):
-                    m.d.comb += interface.handshakes_out.stall.eq(1)
-                    m.d.usb += state.eq(_State.IDLE)
+                # An OUT data stage too: no request here has one (SET_DESCRIPTOR, a vendor
+                # request with data), and without an answer the host would retry until it
+                # gives up. The STALL goes out a cycle later, from a flip-flop (LUNA's
+                # handshake generator takes the strobe when it comes): nothing in front of
+                # it on the token's path.
+                with m.If(interface.data_requested | interface.status_requested
+                          | interface.rx_ready_for_response):
+                    m.d.usb += [stalling.eq(1), state.eq(_State.IDLE)]
+
+        # Every halt ends when the endpoints restart (§9.1.1.5): leaving the Configured state
+        # (a bus reset, SET_CONFIGURATION 0), SET_CONFIGURATION and SET_INTERFACE.
+        with m.If((interface.active_config == 0) | interface.config_changed
+                  | self.set_interface):
+            m.d.usb += [self.halt_in.eq(0), self.halt_out.eq(0)]
 
         # A new SETUP restarts the handler whatever it was doing (after the state machine: it
         # takes precedence).
@@ -248,55 +274,15 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                         interface.tx_data_pid.eq(1), sending.eq(0), expecting_ack.eq(0),
                         base_word.eq(block_word),
                         limit.eq(Mux(setup.length < block_length, setup.length, block_length))]
+            length_zero = setup.length == 0
             request = SimpleNamespace(
                 setup=setup, send=send, acknowledge=acknowledge, is_in=setup.is_in_request,
-                no_data=~setup.is_in_request & (setup.length == 0))
+                no_data=~setup.is_in_request & length_zero, length_zero=length_zero)
             with m.If(setup.type == USBRequestType.STANDARD):
-                self._standard(m, request)
+                standard_request(self, m, request, self._replies)
             with m.Elif(setup.type == USBRequestType.VENDOR):
                 self._vendor(m, request)
         return m
-
-    def _standard(self, m, request):
-        """Dispatch a standard request (the state is STALL unless a case picks another).
-
-        ``request``: the SETUP, its ``send``/``acknowledge`` answers and ``is_in``/``no_data``
-        (see :meth:`elaborate`)."""
-        replies = self._replies
-        setup, send, acknowledge = request.setup, request.send, request.acknowledge
-        is_in, no_data, recipient = request.is_in, request.no_data, setup.recipient
-        with m.Switch(setup.request):
-            with m.Case(USBStandardRequests.GET_STATUS):
-                with m.If(is_in):
-                    send(replies.zero.word, 2)
-            with m.Case(USBStandardRequests.CLEAR_FEATURE):
-                with m.If(no_data & (recipient == USBRequestRecipient.ENDPOINT)
-                          & (setup.value == USBStandardFeatures.ENDPOINT_HALT)):
-                    acknowledge(_Action.CLEAR_HALT)
-            with m.Case(USBStandardRequests.SET_ADDRESS):
-                with m.If(no_data):
-                    acknowledge(_Action.SET_ADDRESS)
-            with m.Case(USBStandardRequests.GET_DESCRIPTOR):
-                with m.Switch(setup.value):
-                    for (kind, index), reply in replies.descriptors.items():
-                        with m.Case((kind << 8) | index):
-                            with m.If(is_in):
-                                send(reply.word, reply.length)
-            with m.Case(USBStandardRequests.GET_CONFIGURATION):
-                with m.If(is_in):
-                    configured = self.interface.active_config != 0
-                    send(Mux(configured, replies.one.word, replies.zero.word), 1)
-            with m.Case(USBStandardRequests.SET_CONFIGURATION):
-                with m.If(no_data & (setup.value <= 1)):
-                    acknowledge(_Action.SET_CONFIGURATION)
-            with m.Case(USBStandardRequests.GET_INTERFACE, USBStandardRequests.SET_INTERFACE):
-                only_setting_zero = ((recipient == USBRequestRecipient.INTERFACE)
-                                     & (setup.value == 0) & (setup.index == 0))
-                with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
-                    with m.If(is_in & only_setting_zero & (setup.length != 0)):
-                        send(replies.zero.word, 1)
-                with m.Elif(no_data & only_setting_zero):
-                    acknowledge(_Action.SET_INTERFACE)
 
     def _vendor(self, m, request):
         """Dispatch a busprobe vendor request (as :meth:`_standard`)."""
@@ -352,7 +338,17 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             with m.Case(_Action.SET_CONFIGURATION):
                 m.d.comb += [interface.config_changed.eq(1),
                              interface.new_config.eq(setup.value)]
-            with m.Case(_Action.CLEAR_HALT):
-                m.d.comb += [interface.clear_endpoint_halt.enable.eq(1),
-                             interface.clear_endpoint_halt.direction.eq(setup.index[7]),
-                             interface.clear_endpoint_halt.number.eq(setup.index[0:4])]
+            with m.Case(_Action.CLEAR_HALT, _Action.SET_HALT):
+                # Only the endpoints the request may name get here: endpoint 0 or a bulk one.
+                halt = action == _Action.SET_HALT
+                _, _, bulk_in, bulk_out = index_is(setup.index, 0x00, 0x80, usb2.EP_IN,
+                                                    usb2.EP_OUT)
+                with m.If(bulk_in):
+                    m.d.usb += self.halt_in.eq(halt)
+                with m.If(bulk_out):
+                    m.d.usb += self.halt_out.eq(halt)
+                with m.If(~halt):
+                    m.d.comb += [
+                        interface.clear_endpoint_halt.enable.eq(1),
+                        interface.clear_endpoint_halt.direction.eq(setup.index[7]),
+                        interface.clear_endpoint_halt.number.eq(setup.index[0:4])]

@@ -30,7 +30,7 @@ class StockUsb2Device(Elaboratable):
 
     def __init__(self, *, ulpi, handle_clocking=False):
         self.usb, self._usb_renamed = usb_device(ulpi=ulpi, handle_clocking=handle_clocking)
-        self.usb.add_standard_control_endpoint(build_descriptors())
+        self.usb.add_standard_control_endpoint(build_descriptors(other_speed=False))
         self.ep_in = USBStreamInEndpoint(endpoint_number=usb2.EP_IN & 0x7F,
                                          max_packet_size=usb2.MAX_PACKET_SIZE)
         self.ep_out = USBStreamOutEndpoint(endpoint_number=usb2.EP_OUT,

@@ -20,10 +20,11 @@ __all__ = ["Usb2Telemetry"]
 
 WORD = {name: index for index, (name, _) in enumerate(usb2.TELEMETRY)}
 #: Counter RAM words the host never sees: the newest SOF that ended a data microframe, per
-#: direction (the window's end moves there at the next one).
+#: direction (the window's end moves there at the next one), and the time base the time stamps
+#: read (:meth:`~busprobe.gateware.common.counter_ram.CounterRam.add_time_base`).
 HIDDEN = {name: usb2.TELEMETRY_WORDS + index for index, name in enumerate(
     ("in_window_last_bytes", "in_window_last_uframe",
-     "out_window_last_bytes", "out_window_last_uframe"))}
+     "out_window_last_bytes", "out_window_last_uframe", "time_base"))}
 
 # Pending counts must not wrap between two visits of their operation: a round apart for
 # event counters, up to three for the counters a SOF holds back (bytes, SOFs). An event needs
@@ -141,6 +142,10 @@ class Usb2Telemetry(wiring.Component):
         # flag changes. The checker's registers go first.
         ram.add(WORD["pattern_errors"], Kind.INPUT, value=self.pattern_errors)
         ram.add(WORD["first_error_offset"], Kind.INPUT, value=self.first_error_offset)
+        # Early in the round, so every time stamp comes after it (at least two operations
+        # later: the one right after it could not read it yet).
+        self._time_base = len(ram.ops)
+        ram.add_time_base(HIDDEN["time_base"])
         sof_round, sof_pending = self._sof_rounds(m, ram)
         self._capture(m, ram, sof_round, sof_pending)
         latched = self._windows(m, ram, sof_round, sof_pending)
@@ -331,22 +336,29 @@ class Usb2Telemetry(wiring.Component):
             m.d.usb += current.eq(current + 1)
 
     def _stamp(self, m, ram, name, event, *, first_only):
-        """The cycle counter's value at ``event`` (its first since the clear, or its last).
+        """The cycle at ``event`` (its first since the clear, or its last).
 
-        The operation adds the negative age of the event to the cycle counter it is written
-        at; the age fits its signed width because the operation comes round within
-        ``2 ** (age - 1)`` cycles (:class:`_PendingWidths`)."""
+        While a stamp is pending its operation reads the time base instead of its own word and
+        adds the event's negative age and its distance from the time base in the round (the
+        time base reads as the cycle count of its own operation); the age fits its signed
+        width because the operation comes round within ``2 ** (age - 1)`` cycles
+        (:class:`_PendingWidths`). The read is redirected from the cycle of the event on,
+        the cycle the write checks ``pending`` in is the next, so the two agree."""
         pending = Signal(name=f"{name}_pending")
         negative_age = Signal(self._width.age, name=f"{name}_negative_age")
         seen = Signal(name=f"{name}_seen")
-        op = ram.add(WORD[name], Kind.STAMP, operand=negative_age, flag=pending)
         stamp = event & ~seen if first_only else event
+        distance = len(ram.ops) - self._time_base
+        if distance < 2:
+            raise ValueError(f"{name}: a time stamp right after the time base cannot read it")
+        op = ram.add(WORD[name], Kind.STAMP, operand=negative_age, flag=pending,
+                     redirects=((pending | stamp, HIDDEN["time_base"]),))
         with m.If(self._ev.clear):
             m.d.usb += [pending.eq(0), seen.eq(0)]
         with m.Elif(stamp):
             # The event happened a cycle before it is seen here (registered inputs), and the
-            # counter is read a cycle later still, so the age starts at 2.
-            m.d.usb += [pending.eq(1), negative_age.eq(-2), seen.eq(1)]
+            # word is written a cycle later still: the age starts at 2.
+            m.d.usb += [pending.eq(1), negative_age.eq(distance - 2), seen.eq(1)]
         with m.Else():
             m.d.usb += negative_age.eq(negative_age - 1)
             with m.If(op.taken):

@@ -11,6 +11,7 @@ from .descriptors import build_descriptors
 from .in_endpoint import BurstInEndpoint
 from .out_endpoint import BurstOutEndpoint
 from .request_handler import SuperSpeedProbeRequestHandler
+from .standard_requests import SuperSpeedStandardRequestHandler
 from .telemetry import SuperSpeedTelemetry
 from .transaction import BulkHandshakeGenerator
 from .word_checker import PatternWordChecker
@@ -21,9 +22,11 @@ __all__ = ["Usb3ProbeDevice"]
 class Usb3ProbeDevice(Elaboratable):
     """USB 3.0 SuperSpeed bulk device that is never the bottleneck (issue 10).
 
-    - EP0: LUNA's SuperSpeed control endpoint with its standard requests (descriptors from
-      :func:`.descriptors.build_descriptors`: device, configuration with endpoint companions, BOS)
-      and :class:`.request_handler.SuperSpeedProbeRequestHandler` (busprobe's vendor requests).
+    - EP0: LUNA's SuperSpeed control endpoint with
+      :class:`.standard_requests.SuperSpeedStandardRequestHandler` (USB 3.2 chapter 9, the
+      descriptors from :func:`.descriptors.build_descriptors`: device, configuration with
+      endpoint companions, BOS) and :class:`.request_handler.SuperSpeedProbeRequestHandler`
+      (busprobe's vendor requests).
     - EP1 IN (0x81): :class:`.in_endpoint.BurstInEndpoint`, bursts of up to 16 packets from a
       ring the pattern generator fills at 4 bytes per cycle (500 MB/s, above the link's 477).
     - EP2 OUT (0x02): :class:`.out_endpoint.BurstOutEndpoint` into
@@ -55,7 +58,8 @@ class Usb3ProbeDevice(Elaboratable):
         m.submodules.core = core = self.core
 
         control = USB3ControlEndpoint()
-        control.add_standard_request_handlers(build_descriptors())
+        standard = SuperSpeedStandardRequestHandler(build_descriptors())
+        control.add_request_handler(standard)
         requests = SuperSpeedProbeRequestHandler()
         control.add_request_handler(requests)
         core.add_endpoint(control)
@@ -94,6 +98,11 @@ class Usb3ProbeDevice(Elaboratable):
             endpoint_in.transfer_length.eq(requests.in_transfer_length),
             endpoint_in.zlp.eq(requests.in_zlp),
             endpoint_out.flush.eq(restart),
+            standard.configuration.eq(core.configuration),
+            endpoint_in.halt.eq(standard.halt_in),
+            endpoint_in.restart.eq(standard.restart_in),
+            endpoint_out.halt.eq(standard.halt_out),
+            endpoint_out.restart.eq(standard.restart_out),
         ]
         m.submodules.checker = checker = PatternWordChecker()
         m.d.comb += [

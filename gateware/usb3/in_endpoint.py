@@ -33,7 +33,11 @@ class BurstInEndpoint(wiring.Component):
       on the wire (if any) ends;
     - the packet that ends a transfer carries EOB; the endpoint then waits, as after an NRDY,
       until all it sent is acknowledged and the next packet is buffered, and sends ERDY;
-    - an ACK TP asking for data (NumP > 0) when the next packet is not buffered gets an NRDY.
+    - an ACK TP asking for data (NumP > 0) when the next packet is not buffered gets an NRDY;
+    - while ``halt`` is set (SET_FEATURE(ENDPOINT_HALT)) nothing is sent and an ACK TP asking
+      for data gets a STALL TP (§8.12.1.4); ``restart`` (CLEAR_FEATURE(ENDPOINT_HALT),
+      SET_INTERFACE) starts the sequence numbers over at 0, as SET_CONFIGURATION does, and
+      drops what was buffered.
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
@@ -53,8 +57,12 @@ class BurstInEndpoint(wiring.Component):
         Strobe: the next new packet starts a transfer (SET_IN_TRANSFER).
     flush: Signal(), input
         Strobe: discard the data not sent yet and start a transfer (a pattern restart).
+    halt: Signal(), input
+        The endpoint is halted: STALL instead of data.
+    restart: Signal(), input
+        Strobe: the endpoint starts over (sequence number 0, nothing buffered).
     handshake: HandshakeRequestSignature, output
-        NRDY/ERDY requests to :class:`.transaction.BulkHandshakeGenerator`.
+        NRDY/ERDY/STALL requests to :class:`.transaction.BulkHandshakeGenerator`.
     end_of_burst: Signal(), output
         EOB of the data packet being sent (to :class:`.core.SuperSpeedCore`).
     events: DIRECTION_EVENTS, output
@@ -74,6 +82,8 @@ class BurstInEndpoint(wiring.Component):
     zlp: In(1)
     new_transfer: In(1)
     flush: In(1)
+    halt: In(1)
+    restart: In(1)
     handshake: Out(HandshakeRequestSignature())
     end_of_burst: Out(1)
     events: Out(DIRECTION_EVENTS)
@@ -167,7 +177,7 @@ class BurstInEndpoint(wiring.Component):
         window_open, hold = Signal(), Signal()
         m.d.ss += window_open.eq((send_seq != window_end)
                                  & ((send_seq - retire_seq)[:5] < slots))
-        can_send = (window_open & ~hold & ~waiting & ~rewind
+        can_send = (window_open & ~hold & ~waiting & ~rewind & ~self.halt
                     & (~is_new | (buffered & (settling == 0))))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
         # ``at_last`` is a flip-flop computed a beat ahead: it gates the ring's read enable,
@@ -262,7 +272,10 @@ class BurstInEndpoint(wiring.Component):
         idle = ~interface.tx.valid.any() & ~done
         with m.If(rewind & idle):
             m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
-        m.d.ss += hold.eq(done | ack | (rewind & idle) | self.handshake.done | retiring)
+        # A restart (or SET_CONFIGURATION) moves the sequence numbers too: the registered
+        # window would still be open (an ACK TP may have opened it while the endpoint was halted).
+        m.d.ss += hold.eq(done | ack | (rewind & idle) | self.handshake.done | retiring
+                          | interface.ep_reset | self.restart)
         with m.If(idle & ((send_seq == window_end) | waiting)):  # the burst has ended
             m.d.ss += burst_length.eq(0)
 
@@ -276,14 +289,18 @@ class BurstInEndpoint(wiring.Component):
             m.d.ss += [retire_target.eq(handshakes_in.next_sequence),
                        window_end.eq(handshakes_in.next_sequence
                                      + handshakes_in.number_of_packets)]
-            with m.If(handshakes_in.retry_required):
+            with m.If(self.halt):
+                with m.If((handshakes_in.number_of_packets != 0) & ~asking):
+                    m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.STALL)]
+            with m.Elif(handshakes_in.retry_required):
                 m.d.ss += [rewind.eq(1), rewind_seq.eq(handshakes_in.next_sequence),
                            waiting.eq(0)]
             with m.Elif((handshakes_in.number_of_packets != 0) & ~waiting & ~asking
                         & (handshakes_in.next_sequence == never_sent) & ~buffered):
                 m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.NRDY)]
         all_acknowledged = (retire_seq == send_seq) & (retire_target == send_seq)
-        with m.If(waiting & ~asking & all_acknowledged & buffered & (settling == 0) & idle):
+        with m.If(waiting & ~asking & all_acknowledged & buffered & (settling == 0) & idle
+                  & ~self.halt):
             m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.ERDY)]
         m.d.comb += self.handshake.valid.eq(asking)
         with m.If(self.handshake.done):
@@ -291,7 +308,7 @@ class BurstInEndpoint(wiring.Component):
             with m.If(request.kind == HandshakeKind.NRDY):
                 m.d.comb += self.events.nrdy.eq(1)
                 m.d.ss += waiting.eq(1)
-            with m.Else():
+            with m.Elif(request.kind == HandshakeKind.ERDY):
                 m.d.comb += self.events.erdy.eq(1)
                 # The host answers ERDY with an ACK TP that opens the window again.
                 m.d.ss += [waiting.eq(0), window_end.eq(send_seq)]
@@ -302,10 +319,10 @@ class BurstInEndpoint(wiring.Component):
             # The ring is written in whole words: the new data starts at the next word boundary.
             aligned = (next_byte + 3) & ~3
             m.d.ss += [filled.eq(aligned), next_byte.eq(aligned)]
-        with m.If(interface.ep_reset):
+        with m.If(interface.ep_reset | self.restart):
             for counter in (filled, next_byte, retired, send_seq, retire_seq, retire_target,
                             window_end, never_sent):
                 m.d.ss += counter.eq(0)
             m.d.ss += [waiting.eq(0), rewind.eq(0), asking.eq(0), transfer_started.eq(0),
-                       zlp_due.eq(0)]
+                       zlp_due.eq(0), settling.eq(2)]
         return m

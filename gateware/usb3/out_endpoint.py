@@ -30,7 +30,10 @@ class BurstOutEndpoint(wiring.Component):
     - corrupted (``rx_invalid``) or out of sequence: dropped, ACK with Rty and the expected
       sequence number;
     - no buffer free (the host ignored the window): dropped, NRDY; after an NRDY or an ACK with
-      NumP 0, ERDY as soon as a buffer is free.
+      NumP 0, ERDY as soon as a buffer is free;
+    - while ``halt`` is set (SET_FEATURE(ENDPOINT_HALT)): dropped, STALL TP (§8.12.1.4);
+      ``restart`` (CLEAR_FEATURE(ENDPOINT_HALT), SET_INTERFACE) starts the sequence numbers
+      over at 0, as SET_CONFIGURATION does.
 
     Good packets leave, in order, as a 32-bit packet stream at one word per cycle (faster than
     the link fills them, so the buffers are free again by the next burst).
@@ -41,9 +44,13 @@ class BurstOutEndpoint(wiring.Component):
         The packets received (``gateware.common.packet_stream``: ``last`` on each packet's final
         beat, ``keep`` for a partial last word; a ZLP has no beat).
     handshake: HandshakeRequestSignature, output
-        ACK/NRDY/ERDY requests to :class:`.transaction.BulkHandshakeGenerator`.
+        ACK/NRDY/ERDY/STALL requests to :class:`.transaction.BulkHandshakeGenerator`.
     flush: Signal(), input
         Strobe: drop the packets not drained yet (a pattern restart).
+    halt: Signal(), input
+        The endpoint is halted: every data packet is dropped and answered with STALL.
+    restart: Signal(), input
+        Strobe: the endpoint starts over (sequence number 0, nothing buffered).
     events: DIRECTION_EVENTS, output
         Telemetry events.
     interface: SuperSpeedEndpointInterface
@@ -59,6 +66,8 @@ class BurstOutEndpoint(wiring.Component):
     stream: Out(PacketStreamSignature(4))
     handshake: Out(HandshakeRequestSignature())
     flush: In(1)
+    halt: In(1)
+    restart: In(1)
     events: Out(DIRECTION_EVENTS)
 
     def __init__(self, *, endpoint_number=2, slots=16):
@@ -93,7 +102,7 @@ class BurstOutEndpoint(wiring.Component):
         receiving, accepting, out_of_sequence = Signal(), Signal(), Signal()
         word, count = Signal(8), Signal(11)
         starting = rx.valid.any() & rx.first & for_us
-        in_sequence = header.data_sequence == expected
+        in_sequence = (header.data_sequence == expected) & ~self.halt
         beat_bytes = sum(rx.valid[i] for i in range(4))
         with m.If(starting):
             m.d.comb += self.events.dps.eq(1)
@@ -133,7 +142,9 @@ class BurstOutEndpoint(wiring.Component):
         event = Signal()  # this cycle needs an ACK (sent after it, with its outcome)
         with m.If(good | bad):
             m.d.ss += receiving.eq(0)
-            with m.If(good & accepted):
+            with m.If(self.halt):
+                m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.STALL)]
+            with m.Elif(good & accepted):
                 m.d.comb += [self.events.acked.eq(1),
                              self.events.acked_bytes.eq(Mux(receiving, count, 0)), event.eq(1)]
                 m.d.ss += [lengths[expected[:slot_bits]].eq(Mux(receiving, count, 0)),
@@ -143,12 +154,12 @@ class BurstOutEndpoint(wiring.Component):
                 m.d.ss += retry_flag.eq(1)
             with m.Elif(good):  # in sequence but no buffer: the host overran the window
                 m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.NRDY)]
-            with m.If(bad):
+            with m.If(bad & ~self.halt):
                 m.d.comb += [self.events.retry.eq(1), event.eq(1)]
                 m.d.ss += retry_flag.eq(1)
         with m.If(event):
             m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.ACK)]
-        with m.If(waiting & ~asking & ~event & (free_late != 0)):
+        with m.If(waiting & ~asking & ~event & (free_late != 0) & ~self.halt):
             m.d.ss += [asking.eq(1), kind.eq(HandshakeKind.ERDY)]
         with m.If(self.handshake.done):
             m.d.ss += asking.eq(event)
@@ -191,7 +202,7 @@ class BurstOutEndpoint(wiring.Component):
             # transfer is quicker than a 1024-byte drain): that packet is dropped too, or
             # the drain would step past the flushed sequence number into empty buffers. NEXT,
             # not IDLE: ``undrained`` is a cycle stale.
-            with m.If(self.flush | interface.ep_reset):
+            with m.If(self.flush | interface.ep_reset | self.restart):
                 m.next = "NEXT"
 
         with m.FSM(domain="ss"):
@@ -234,7 +245,7 @@ class BurstOutEndpoint(wiring.Component):
 
         with m.If(self.flush):
             m.d.ss += drained.eq(expected)
-        with m.If(interface.ep_reset):
+        with m.If(interface.ep_reset | self.restart):
             m.d.ss += [expected.eq(0), drained.eq(0), receiving.eq(0), asking.eq(0),
                        waiting.eq(0), retry_flag.eq(0)]
         return m

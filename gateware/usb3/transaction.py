@@ -1,4 +1,4 @@
-"""Transaction packets (ACK, NRDY, ERDY) of busprobe's bulk endpoints.
+"""Transaction packets (ACK, NRDY, ERDY, STALL) of busprobe's bulk endpoints.
 
 Upstream work-around (luna-usb 0.2.3, ``usb3/protocol/transaction.py``,
 ``TransactionPacketGenerator``), in this one place: LUNA's generator always advertises
@@ -20,6 +20,7 @@ from luna.gateware.usb.usb3.protocol.transaction import (
     ACKHeaderPacket,
     ERDYHeaderPacket,
     NRDYHeaderPacket,
+    STALLHeaderPacket,
 )
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
@@ -31,6 +32,7 @@ class HandshakeKind(enum.IntEnum):
     ACK = 0
     NRDY = 1
     ERDY = 2
+    STALL = 3   # the endpoint is halted (USB 3.2 §8.12.1.4)
 
 
 #: What an endpoint asks to be sent.
@@ -101,7 +103,8 @@ class BulkHandshakeGenerator(wiring.Component):
                     m.d.comb += port.done.eq(owner == index)
 
         ack, nrdy, erdy = ACKHeaderPacket(), NRDYHeaderPacket(), ERDYHeaderPacket()
-        for packet in (ack, nrdy, erdy):
+        stall = STALLHeaderPacket()
+        for packet in (ack, nrdy, erdy, stall):
             m.d.comb += [
                 packet.type.eq(HeaderPacketType.TRANSACTION),
                 packet.device_address.eq(self.address),
@@ -116,6 +119,7 @@ class BulkHandshakeGenerator(wiring.Component):
             nrdy.subtype.eq(TransactionPacketSubtype.NRDY),
             erdy.subtype.eq(TransactionPacketSubtype.ERDY),
             erdy.number_of_packets.eq(pending.number_of_packets),
+            stall.subtype.eq(TransactionPacketSubtype.STALL),
         ]
         with m.Switch(pending.kind):
             with m.Case(HandshakeKind.ACK):
@@ -124,4 +128,6 @@ class BulkHandshakeGenerator(wiring.Component):
                 m.d.comb += queue.header.eq(nrdy)
             with m.Case(HandshakeKind.ERDY):
                 m.d.comb += queue.header.eq(erdy)
+            with m.Case(HandshakeKind.STALL):
+                m.d.comb += queue.header.eq(stall)
         return m

@@ -7,7 +7,8 @@ all, or cancels ids it never used, must cost the exporter a bounded amount of me
   :data:`QUEUE_BYTES` of them (and :data:`QUEUE_PACKETS`): the reader thread then stops reading,
   so TCP holds the guest back;
 * :func:`refusal` keeps requests the device cannot serve off the bus: a bulk transfer for an
-  endpoint it does not have, of zero length or above :data:`MAX_BULK_DATA`, is ``inval``; the
+  endpoint it does not have, an IN of zero length or either above :data:`MAX_BULK_DATA`, is
+  ``inval`` (a zero-length OUT is a zero-length packet, and is sent); the
   guest's SET_ADDRESS is answered without reaching the device (the platform's host keeps its
   address);
 * :class:`RecentIds` remembers the cancelled ids, the newest :data:`MAX_CANCELLED` of them;
@@ -144,4 +145,7 @@ def refusal(packet: Packet, info: DeviceInfo | None) -> Status | None:
     length = bulk_length(packet.fields) if endpoint & 0x80 else len(packet.data)
     bulk = {e.address for e in info.endpoints if e.transfer_type == TransferType.BULK} \
         if info is not None else set()
-    return None if endpoint in bulk and 0 < length <= MAX_BULK_DATA else Status.INVAL
+    # An OUT of 0 bytes is a zero-length packet, a transfer of its own (Linux's usbtest sends
+    # them); an IN asking for 0 bytes asks for nothing.
+    least = 1 if endpoint & 0x80 else 0
+    return None if endpoint in bulk and least <= length <= MAX_BULK_DATA else Status.INVAL

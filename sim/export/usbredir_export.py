@@ -16,7 +16,8 @@ How requests map onto the platform:
   when the simulation has produced the data;
 * ``cancel_data_packet`` → a transfer still waiting is answered ``cancelled`` and never reaches
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
-  and is answered ``cancelled`` when it ends;
+  and is answered ``cancelled`` when it ends; one already answered is forgotten (QEMU reuses
+  packet ids: a cancel that crossed the answer must not cancel the next request with that id);
 * ``reset`` → :meth:`bus_reset` (a real bus reset and re-enumeration in the simulation);
 * a STALL is answered ``stall``, a timeout ``timeout``; the device gone (the simulator died or
   stopped, caught by its watchdog) → ``device_disconnect`` and the connection is closed.
@@ -33,6 +34,7 @@ import select
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +89,8 @@ _END = Packet(-1, 0)
 _WITH_FIELDS = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET,
                           PacketType.SET_CONFIGURATION, PacketType.SET_ALT_SETTING,
                           PacketType.GET_ALT_SETTING})
+#: Requests a cancel_data_packet can name (they are answered with a data packet).
+_ANSWERED = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET})
 
 
 def _status_of(exc: TransportError) -> Status:
@@ -133,6 +137,9 @@ class UsbredirExport:
         self._incoming = PacketQueue()
         self._held: Packet | None = None
         self._cancelled = RecentIds()
+        # Requests received and not answered, by id: QEMU reuses ids (a stopped xHCI endpoint's
+        # transfers come again with theirs); bounded as the queue is (each is answered once).
+        self._outstanding: Counter[int] = Counter()
         self._lock = threading.Lock()
 
     # -- the connection -----------------------------------------------------------------------
@@ -183,11 +190,14 @@ class UsbredirExport:
                     break
                 reader.feed(chunk)
                 for packet in reader.packets():
-                    if packet.type == PacketType.CANCEL_DATA_PACKET:
-                        with self._lock:
-                            self._cancelled.add(packet.id)
-                    else:
-                        self._incoming.put(packet)
+                    with self._lock:
+                        if packet.type == PacketType.CANCEL_DATA_PACKET:
+                            if packet.id in self._outstanding:
+                                self._cancelled.add(packet.id)
+                            continue
+                        if packet.kind in _ANSWERED and packet.fields:
+                            self._outstanding[packet.id] += 1
+                    self._incoming.put(packet)
         except ProtocolError as exc:
             self.dropped = f"protocol error: {exc}"
             log.warning("usbredir: dropping the guest: %s", exc)
@@ -209,6 +219,13 @@ class UsbredirExport:
 
     def _send(self, data: bytes) -> None:
         self.connection.sendall(data)
+
+    def _answered(self, packet_id: int) -> None:
+        with self._lock:
+            self._outstanding[packet_id] -= 1
+            if self._outstanding[packet_id] <= 0:
+                del self._outstanding[packet_id]
+                self._cancelled.discard(packet_id)
 
     def _take_cancelled(self, packet_id: int) -> bool:
         with self._lock:
@@ -250,6 +267,7 @@ class UsbredirExport:
             self._reply_bulk(packet, status, b"", 0)
         else:
             endpoint, request, request_type, _, value, index, _ = packet.fields
+            self._answered(packet.id)
             self._send(self.negotiated.encode(PacketType.CONTROL_PACKET, packet.id, CONTROL.pack(
                 endpoint, request, request_type, status, value, index, 0)))
         return False
@@ -307,6 +325,7 @@ class UsbredirExport:
         moved = len(data) if incoming else (len(packet.data) if status == Status.SUCCESS else 0)
         if self._take_cancelled(packet.id):
             status = Status.CANCELLED
+        self._answered(packet.id)
         self._send(self.negotiated.encode(
             PacketType.CONTROL_PACKET, packet.id,
             CONTROL.pack(endpoint, request, request_type, status, value, index, moved), data))
@@ -329,13 +348,13 @@ class UsbredirExport:
                 batch.append(more)  # type: ignore[arg-type]
             else:
                 self._held = more
-        live = [p for p in batch if not self._take_cancelled(p.id)]
-        if len(live) < len(batch):
-            log.info("usbredir: bulk %#04x %d cancelled before reaching the bus", endpoint,
-                     len(batch) - len(live))
-        for packet in batch:
-            if packet not in live:
-                self._reply_bulk(packet, Status.CANCELLED, b"", 0)
+        # By identity: two requests with one (reused) id and the same data are equal.
+        kept = {id(p) for p in batch if not self._take_cancelled(p.id)}
+        live, dropped = ([p for p in batch if (id(p) in kept) == k] for k in (True, False))
+        for packet in dropped:
+            log.info("usbredir: bulk %#04x id %#x cancelled before reaching the bus", endpoint,
+                     packet.id)
+            self._reply_bulk(packet, Status.CANCELLED, b"", 0)
         if not live:
             return
         received: list[bytes] = []
@@ -364,6 +383,7 @@ class UsbredirExport:
             self._reply_bulk(packet, status, data, moved)
 
     def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:
+        self._answered(packet.id)
         body = self.negotiated.bulk_body(packet.fields[0], status, moved)
         self._send(self.negotiated.encode(PacketType.BULK_PACKET, packet.id, body, data))
 

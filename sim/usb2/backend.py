@@ -20,6 +20,7 @@ from busprobe.selectors import parse_selector
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_usb2 import DESIGN_FEATURES
 
+from ..netlist.usb2 import build_usb2_netlist_simulator
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb2_simulator
@@ -89,8 +90,11 @@ class SimUsb2Platform(SimUsbPlatform):
         self.vendor_requests = self.design != "stock"
 
     def open(self) -> None:
-        self._start(build_usb2_simulator(self.design), TOPLEVEL, "busprobe.sim.usb2.server",
-                    {ENV_PROFILE: self.host})
+        if self.target.options["level"] == "netlist":
+            model = build_usb2_netlist_simulator(self.design)
+        else:
+            model = build_usb2_simulator(self.design)
+        self._start(model, TOPLEVEL, "busprobe.sim.usb2.server", {ENV_PROFILE: self.host})
 
     def bus_reset(self) -> None:
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir

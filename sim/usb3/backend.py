@@ -17,6 +17,7 @@ from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
 from busprobe.targets import TargetDescription
 
+from ..netlist.usb3 import build_usb3_netlist_simulator
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_BURST, ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb3_simulator
@@ -79,5 +80,7 @@ class SimUsb3Platform(SimUsbPlatform):
         self.burst = target.options["burst"]
 
     def open(self) -> None:
-        self._start(build_usb3_simulator(), TOPLEVEL, "busprobe.sim.usb3.server",
+        netlist = self.target.options["level"] == "netlist"
+        model = build_usb3_netlist_simulator() if netlist else build_usb3_simulator()
+        self._start(model, TOPLEVEL, "busprobe.sim.usb3.server",
                     {ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..sim_top import HDL, SimTop
 from ..verilator_build import build_root, build_verilator_model
 
-__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "DESIGNS", "build_usb3_simulator", "symbol_values"]
+__all__ = ["TOPLEVEL", "PARTNER_SOURCES", "DESIGNS", "build_usb3_simulator", "symbol_values",
+           "usb3_sim_top"]
 
 TOPLEVEL = "usb3_sim_top"
 #: HDL sources of the link partner (the device design and the generated top are added).
@@ -34,8 +36,19 @@ def symbol_values() -> dict[str, str]:
 DESIGNS = ("busprobe", "stock")
 
 
+def usb3_sim_top(dut: str, ports: Mapping[str, tuple[str, int]]) -> SimTop:
+    """The simulation top with ``dut`` (with ``ports``: the RTL of a design, or the board
+    netlist cut at PIPE) on the link partner."""
+    return SimTop(TOPLEVEL, "pipe_partner", HDL / "pipe_partner.sv", dut, ports,
+                  bus=PIPE_BUS, exports=STATUS, parameters=symbol_values())
+
+
 def build_usb3_simulator(design: str = "busprobe") -> Path:
-    """Generate the design's Verilog and build it with the link partner (both steps cached)."""
+    """Generate the design's Verilog and build it with the link partner (both steps cached).
+
+    (busprobe's design as the gate-level netlist of its ECPIX-5 board build, in the same top:
+    :func:`busprobe.sim.netlist.usb3.build_usb3_netlist_simulator`.)
+    """
     out = build_root() / "gateware" / "usb3"
     if design == "busprobe":
         from busprobe.gateware.usb3.sim_top import PORTS, TOP_NAME, generate_verilog
@@ -44,7 +57,6 @@ def build_usb3_simulator(design: str = "busprobe") -> Path:
     else:
         raise ValueError(f"unknown USB3 design {design!r} (choose from {', '.join(DESIGNS)})")
     verilog = generate_verilog(out)
-    top = SimTop(TOPLEVEL, "pipe_partner", HDL / "pipe_partner.sv", TOP_NAME, PORTS,
-                 bus=PIPE_BUS, exports=STATUS, parameters=symbol_values())
+    top = usb3_sim_top(TOP_NAME, PORTS)
     sources = [verilog, *PARTNER_SOURCES, top.write(build_root() / "sim" / "tops")]
     return build_verilator_model(f"usb3-{design}", sources, TOPLEVEL, public_ports_only=True)

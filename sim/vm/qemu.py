@@ -119,6 +119,10 @@ def boot(machine: Machine, *, timeout: float, console: Path,
             proc.kill()
             proc.wait()
             marks.append(f"timeout after {timeout:.0f} s")
+        finally:  # interrupted (Ctrl-C on pytest): no guest outlives the harness
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         reader.join(10)
     return Boot(marks, console, time.monotonic() - started, ready[0] if ready else None,
                 proc.returncode)

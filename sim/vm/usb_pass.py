@@ -3,9 +3,10 @@
 :func:`run_usb_pass` starts ``busprobe sim serve`` (:mod:`.exporter`), boots the pinned kernel
 with ``qemu-xhci`` or ``usb-ehci`` and the export attached to it through ``usb-redir``, and runs
 ``guest/usb_checks.sh`` there: ``busprobe list``, ``topology`` and ``sweep`` against
-``usb:1209:0001`` through the guest kernel's real drivers, usbfs and sysfs. When the guest
-starts its last sweep the harness kills the exporter at its first 64 KiB transfer: an unplug in
-the middle of a sweep. What the guest printed and wrote is in :class:`UsbPass`.
+``usb:1209:0001`` through the guest kernel's real drivers, usbfs and sysfs, then Linux's usbtest
+against the device (:mod:`.usbtest`). When the guest starts its last sweep the harness kills the
+exporter at its first 64 KiB transfer: an unplug in the middle of a sweep. What the guest
+printed and wrote is in :class:`UsbPass`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .exporter import Exporter
 from .initramfs import build_initramfs
 from .kernel import fetch_kernel
 from .qemu import Boot, Machine, boot
+from .usbtest import build_helper, case_lines, guest_settings
 
 __all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR"]
 
@@ -104,11 +106,14 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
     exporter = Exporter(out / "exporter.log")
     superspeed = Exporter(out / "exporter-ss.log", selector="sim:usb3", name="busprobe-ss") \
         if controller == "xhci" else None
-    env = (f"BUSPROBE={_busprobe_command()}\nRULE={udev_rule_path()}\n"
-           f"SELECTOR={SELECTOR}#{usb2.SERIAL}\n")
+    settings = {"BUSPROBE": str(_busprobe_command()), "RULE": str(udev_rule_path()),
+                "SELECTOR": f"{SELECTOR}#{usb2.SERIAL}",
+                **guest_settings(kernel, build_helper(root / "tools"))}
     if superspeed is not None:
-        env += f"SS_SELECTOR={SS_SELECTOR}\n"
-    (out / "guest.env").write_text(env)
+        settings["SS_SELECTOR"] = SS_SELECTOR
+    (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
+                                           for key, value in settings.items()))
+    (out / "usbtest-cases.txt").write_text(case_lines(controller))
     unplugs: dict[str, list[bool]] = {}
 
     def on_mark(line: str) -> None:

@@ -47,7 +47,8 @@ async def strobe(ctx, signal):
 
 async def setup(ctx, dut, request, *, is_in, value=0, index=0, length=0,
                 kind=USBRequestType.VENDOR, recipient=USBRequestRecipient.DEVICE):
-    """A SETUP packet; the handler must claim it."""
+    """A SETUP packet; the handler must claim it (and a cycle passes, as on a bus, before the
+    next token)."""
     s = dut.interface.setup
     ctx.set(s.type, kind)
     ctx.set(s.recipient, recipient)
@@ -58,6 +59,7 @@ async def setup(ctx, dut, request, *, is_in, value=0, index=0, length=0,
     ctx.set(s.length, length)
     assert ctx.get(dut.interface.claim)
     await strobe(ctx, s.received)
+    await ctx.tick("usb")
 
 
 async def read_packet(ctx, dut):
@@ -158,9 +160,9 @@ async def status_stage(ctx, dut, observe, *, foreign_ack_first=False):
         await strobe(ctx, interface.handshakes_in.ack)
     ctx.set(interface.status_requested, 1)
     zlp = ctx.get(interface.tx.valid) and ctx.get(interface.tx.last)
-    stall = ctx.get(interface.handshakes_out.stall)
     await ctx.tick("usb")
     ctx.set(interface.status_requested, 0)
+    stall = ctx.get(interface.handshakes_out.stall)   # a cycle later, from a flip-flop
     ctx.set(interface.handshakes_in.ack, 1)
     seen = observe()
     await ctx.tick("usb")
@@ -216,7 +218,7 @@ def test_out_requests_act_after_their_status_stage_and_bad_ones_stall(features):
 
 def test_get_descriptor_sends_each_descriptor_up_to_wlength_and_stalls_an_unknown_one():
     """Every descriptor of the device, read from the snapshot RAM: whole, cut to a short
-    ``wLength``; a descriptor the device lacks (a device qualifier) is stalled."""
+    ``wLength``; a descriptor the device lacks (a BOS: its bcdUSB is 2.00) is stalled."""
     dut = HandlerWithSnapshot()
     descriptors = {(kind, index): raw for kind, index, raw in build_descriptors()}
     got = {}
@@ -232,6 +234,7 @@ def test_get_descriptor_sends_each_descriptor_up_to_wlength_and_stalls_an_unknow
         ctx.set(s.length, length)
         assert ctx.get(dut.interface.claim)
         await strobe(ctx, s.received)
+        await ctx.tick("usb")
 
     async def testbench(ctx):
         for (kind, index), raw in descriptors.items():
@@ -242,12 +245,12 @@ def test_get_descriptor_sends_each_descriptor_up_to_wlength_and_stalls_an_unknow
                     data += (await read_packet(ctx, dut))[0]
                 await strobe(ctx, dut.interface.status_requested)
                 got[kind, index, length] = data
-        await get_descriptor(ctx, 6, 0, 10)       # DEVICE_QUALIFIER: not among them
-        ctx.set(dut.interface.data_requested, 1)
-        got["qualifier stalled"] = ctx.get(dut.interface.handshakes_out.stall)
+        await get_descriptor(ctx, 15, 0, 5)       # BOS: not among them
+        await strobe(ctx, dut.interface.data_requested)
+        got["BOS stalled"] = ctx.get(dut.interface.handshakes_out.stall)
         ctx.set(dut.interface.data_requested, 0)
 
     run(dut, testbench)
-    assert got.pop("qualifier stalled")
+    assert got.pop("BOS stalled")
     assert got == {(kind, index, length): raw[:length]
                    for (kind, index), raw in descriptors.items() for length in (255, 9, 1)}

@@ -1,7 +1,9 @@
 """The standard requests the device's one EP0 handler answers (LUNA's standard handler is not
-built): GET_STATUS, GET/SET_CONFIGURATION, SET_ADDRESS, CLEAR_FEATURE(ENDPOINT_HALT),
-GET/SET_INTERFACE."""
+built): GET_STATUS, GET/SET_CONFIGURATION, SET_ADDRESS, SET/CLEAR_FEATURE(ENDPOINT_HALT),
+GET/SET_INTERFACE. (Every request, recipient and state against the whole device is the cocotb
+request matrix, ``sim/chapter9.py``.)"""
 
+from busprobe.protocol import usb2
 from usb_protocol.types import (
     USBRequestRecipient,
     USBRequestType,
@@ -42,6 +44,7 @@ def test_get_status_and_get_configuration_answer_from_the_snapshot_ram():
     got = []
 
     async def testbench(ctx):
+        ctx.set(dut.interface.active_config, 1)
         for recipient in (USBRequestRecipient.DEVICE, USBRequestRecipient.ENDPOINT):
             await standard(ctx, dut, USBStandardRequests.GET_STATUS, recipient=recipient,
                            is_in=True, length=2)
@@ -82,6 +85,7 @@ def test_clear_feature_endpoint_halt_restarts_that_endpoint_and_other_features_s
     got = []
 
     async def testbench(ctx):
+        ctx.set(dut.interface.active_config, 1)
         for recipient, feature, index in (
                 (USBRequestRecipient.ENDPOINT, USBStandardFeatures.ENDPOINT_HALT, 0x81),
                 (USBRequestRecipient.ENDPOINT, USBStandardFeatures.ENDPOINT_HALT, 0x02),
@@ -101,6 +105,7 @@ def test_get_interface_answers_setting_zero_and_set_interface_accepts_only_it():
     got = {}
 
     async def testbench(ctx):
+        ctx.set(dut.interface.active_config, 1)
         await standard(ctx, dut, USBStandardRequests.GET_INTERFACE,
                        recipient=USBRequestRecipient.INTERFACE, is_in=True, length=1)
         got["get"] = await read_packet(ctx, dut)
@@ -111,10 +116,65 @@ def test_get_interface_answers_setting_zero_and_set_interface_accepts_only_it():
             got[f"set {value}"] = (await status_stage(ctx, dut))[0]
         await standard(ctx, dut, USBStandardRequests.GET_INTERFACE,
                        recipient=USBRequestRecipient.INTERFACE, is_in=True, index=1, length=1)
-        ctx.set(dut.interface.data_requested, 1)
+        await strobe(ctx, dut.interface.data_requested)
         got["interface 1 stalled"] = ctx.get(dut.interface.handshakes_out.stall)
-        ctx.set(dut.interface.data_requested, 0)
 
     run(dut, testbench)
     assert got == {"get": (b"\x00", 1), "set 0": "ZLP", "set 1": "STALL",
                    "interface 1 stalled": 1}
+
+
+async def endpoint_status(ctx, dut, index):
+    await standard(ctx, dut, USBStandardRequests.GET_STATUS,
+                   recipient=USBRequestRecipient.ENDPOINT, is_in=True, index=index, length=2)
+    status = (await read_packet(ctx, dut))[0]
+    await strobe(ctx, dut.interface.status_requested)
+    return status
+
+
+def test_set_feature_halts_a_bulk_endpoint_get_status_shows_it_clear_feature_ends_it():
+    """SET_FEATURE(ENDPOINT_HALT) halts the endpoint it names (the halt output the endpoint
+    STALLs by), GET_STATUS reports bit 0 of that one only, CLEAR_FEATURE ends it; SET_INTERFACE
+    and leaving the Configured state end every halt."""
+    dut = HandlerWithSnapshot()
+    got = {}
+    halt = USBStandardFeatures.ENDPOINT_HALT
+
+    async def set_halt(ctx, index):
+        await standard(ctx, dut, USBStandardRequests.SET_FEATURE,
+                       recipient=USBRequestRecipient.ENDPOINT, value=halt, index=index)
+        return (await status_stage(ctx, dut))[0]
+
+    def halts(ctx):
+        return ctx.get(dut.halt_in), ctx.get(dut.halt_out)
+
+    async def testbench(ctx):
+        ctx.set(dut.interface.active_config, 1)
+        got["set in"] = await set_halt(ctx, usb2.EP_IN)
+        got["after set in"] = halts(ctx)
+        got["status"] = [await endpoint_status(ctx, dut, index)
+                         for index in (usb2.EP_IN, usb2.EP_OUT, 0)]
+        got["set out"] = await set_halt(ctx, usb2.EP_OUT)
+        got["set ep0"] = await set_halt(ctx, 0)     # endpoint 0 has no halt here
+        await standard(ctx, dut, USBStandardRequests.CLEAR_FEATURE,
+                       recipient=USBRequestRecipient.ENDPOINT, value=halt, index=usb2.EP_IN)
+        got["clear in"] = await status_stage(ctx, dut)
+        got["after clear in"] = halts(ctx)
+        await standard(ctx, dut, USBStandardRequests.SET_INTERFACE,
+                       recipient=USBRequestRecipient.INTERFACE)
+        await status_stage(ctx, dut)
+        got["after set interface"] = halts(ctx)
+        await set_halt(ctx, usb2.EP_OUT)
+        ctx.set(dut.interface.active_config, 0)     # a bus reset
+        await ctx.tick("usb")
+        got["after reset"] = halts(ctx)
+        got["unconfigured"] = await set_halt(ctx, usb2.EP_OUT)
+
+    run(dut, testbench)
+    nothing = {"address": None, "config": None, "halt": None}
+    assert got == {
+        "set in": "ZLP", "after set in": (1, 0), "status": [b"\1\0", b"\0\0", b"\0\0"],
+        "set out": "ZLP", "set ep0": "STALL",
+        "clear in": ("ZLP", nothing | {"halt": (usb2.EP_IN & 0xF, 1)}),
+        "after clear in": (0, 1), "after set interface": (0, 0), "after reset": (0, 0),
+        "unconfigured": "STALL"}

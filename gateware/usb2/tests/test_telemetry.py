@@ -208,7 +208,7 @@ def compare_with_the_flip_flop_design(features, rounds):
         for round_ in range(rounds):
             ctx.set(dut.pattern_errors, rng.randrange(2 ** 32))
             ctx.set(dut.first_error_offset, rng.randrange(2 ** 32))
-            if round_ in (4, 9):
+            if round_ in CLEARS:
                 await pulse(ctx, (dut.clear, 1))
             await traffic(ctx, rng.randrange(1000, 8000))
             got = await read_snapshot(ctx, dut)
@@ -220,13 +220,39 @@ def compare_with_the_flip_flop_design(features, rounds):
     return snapshots
 
 
+#: The time stamps: the RAM's count cycles from the time base's origin, the flip-flop design's
+#: from reset; the two differ by one constant until a clear moves the time base's origin.
+STAMPS = ("in_first_cycle", "in_last_cycle", "out_first_cycle", "out_last_cycle")
+CLEARS = (4, 9)   # the rounds of compare_with_the_flip_flop_design that clear
+
+
+def stamp_offsets(snapshots, names):
+    """``{epoch: offsets}``: the differences of the stamps taken (0 is none) between two
+    clears, as signed numbers; each epoch must have at most one."""
+    epochs: dict[int, set[int]] = {}
+    for round_, got, want in snapshots:
+        epoch = sum(round_ >= clear for clear in CLEARS)
+        for name in names:
+            assert (got[name] == 0) == (want[name] == 0), (round_, name, got[name], want[name])
+            if want[name]:
+                difference = (got[name] - want[name]) % 2 ** 32
+                epochs.setdefault(epoch, set()).add(difference - (difference >> 31 << 32))
+    return epochs
+
+
 def test_block_ram_words_equal_the_flip_flop_design_under_random_bus_traffic():
     """Every counter group built: at each of many snapshots every word the host reads equals
-    the live word of the flip-flop design, bytes and windows included."""
+    the live word of the flip-flop design, bytes and windows included; the time stamps differ
+    from it by one small constant between two clears (their origin)."""
     snapshots = compare_with_the_flip_flop_design(usb2.ALL_FEATURES, rounds=12)
     for round_, got, want in snapshots:
-        differ = {name: (got[name], want[name]) for name in NAMES if got[name] != want[name]}
+        differ = {name: (got[name], want[name]) for name in NAMES
+                  if got[name] != want[name] and name not in STAMPS}
         assert not differ, f"snapshot {round_}: {differ}"
+    offsets = stamp_offsets(snapshots, STAMPS)
+    assert len(offsets) == len(CLEARS) + 1
+    assert all(len(values) == 1 and abs(next(iter(values))) < 256 for values in offsets.values()), \
+        offsets
     assert any(want["in_window_end_uframe"] > want["in_window_start_uframe"]
                for _, _, want in snapshots)
     assert sum(want["in_bytes"] + want["out_bytes"] for _, _, want in snapshots) > 100_000
@@ -242,7 +268,9 @@ def test_the_lean_build_counts_its_words_as_the_reference_and_reads_0_for_the_re
     present = usb2.present_words(usb2.NO_FEATURES)
     absent = [name for name in NAMES if name not in present]
     for round_, got, want in snapshots:
-        differ = {name: (got[name], want[name]) for name in present if got[name] != want[name]}
+        differ = {name: (got[name], want[name]) for name in present
+                  if got[name] != want[name] and name not in STAMPS}
         assert not differ, f"snapshot {round_}: {differ}"
         assert {name: got[name] for name in absent} == dict.fromkeys(absent, 0)
+    assert all(len(values) == 1 for values in stamp_offsets(snapshots, STAMPS).values())
     assert absent and all(snapshots[-1][2][name] for name in absent)

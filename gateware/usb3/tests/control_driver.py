@@ -7,6 +7,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
 from busprobe.gateware.usb3.descriptors import build_descriptors
 from busprobe.gateware.usb3.request_handler import SuperSpeedProbeRequestHandler
+from busprobe.gateware.usb3.standard_requests import SuperSpeedStandardRequestHandler
 from busprobe.protocol import usb3
 from luna.gateware.usb.usb3.endpoints import USB3ControlEndpoint
 
@@ -14,14 +15,17 @@ __all__ = ["ControlEndpointUnderTest", "control_in", "control_out", "setup_packe
 
 
 class ControlEndpointUnderTest(wiring.Component):
-    """LUNA's SuperSpeed control endpoint with busprobe's descriptors and vendor handler."""
+    """LUNA's SuperSpeed control endpoint with busprobe's standard and vendor handlers, as the
+    device builds it (``configuration`` stands for the device's)."""
 
     telemetry: In(data.ArrayLayout(32, usb3.TELEMETRY_WORDS))
+    configuration: In(8)
 
     def __init__(self):
         super().__init__()
         self.endpoint = USB3ControlEndpoint()
-        self.endpoint.add_standard_request_handlers(build_descriptors())
+        self.standard = SuperSpeedStandardRequestHandler(build_descriptors())
+        self.endpoint.add_request_handler(self.standard)
         self.requests = SuperSpeedProbeRequestHandler()
         self.endpoint.add_request_handler(self.requests)
         self.interface = self.endpoint.interface
@@ -29,7 +33,8 @@ class ControlEndpointUnderTest(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.endpoint = self.endpoint
-        m.d.comb += self.requests.telemetry.eq(self.telemetry)
+        m.d.comb += [self.requests.telemetry.eq(self.telemetry),
+                     self.standard.configuration.eq(self.configuration)]
         return m
 
 

@@ -194,3 +194,33 @@ def test_the_data_survives_a_link_that_stalls_the_stream():
     data = b"".join(payload for _, payload, _ in host.packets)
     assert [len(p) for _, p, _ in host.packets] == [1024, 1024, 452]
     assert data == expected_stream(len(data))
+
+
+def test_halted_it_answers_stall_and_a_restart_sends_from_sequence_0_after_a_flush():
+    """SET_FEATURE(ENDPOINT_HALT): an ACK TP asking for data gets a STALL TP and nothing is
+    sent; CLEAR_FEATURE restarts the sequence (``restart``), and after a pattern restart
+    (``flush``) the packets from sequence 0 carry the pattern from its start."""
+    async def body(ctx, dut, host):
+        await host.idle(ctx, 600)
+        await host.cycle(ctx, ack=(0, 2, 0))
+        await host.run_until(ctx, 2)
+        ctx.set(dut.halt, 1)
+        await host.cycle(ctx, ack=(2, 2, 0))
+        await host.idle(ctx, 300)
+        assert len(host.packets) == 2 and host.handshakes == ["STALL"]
+        ctx.set(dut.restart, 1)     # as the request handler does it: the strobe, then the
+        await host.cycle(ctx)       # halt is cleared
+        ctx.set(dut.restart, 0)
+        ctx.set(dut.halt, 0)
+        await host.idle(ctx, 50)
+        ctx.set(dut.flush, 1)
+        await host.cycle(ctx)
+        ctx.set(dut.flush, 0)
+        await host.idle(ctx, 600)
+        del host.packets[:]
+        await host.cycle(ctx, ack=(0, 2, 0))
+        await host.run_until(ctx, 2)
+
+    host = simulate(body)
+    assert [seq for seq, _, _ in host.packets] == [0, 1]
+    assert b"".join(payload for _, payload, _ in host.packets) == expected_stream(2048)

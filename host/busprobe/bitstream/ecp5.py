@@ -20,6 +20,8 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,13 +31,21 @@ from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
 from ..toolchain import ecp5_toolchain_env, toolchain_versions
 from .clocks import check_clocks
 from .designs import BuildError, Design
+from .netlist import (
+    NETLIST_FILE,
+    RECORD_FILE,
+    NetlistRecord,
+    load_record,
+    record_netlist,
+    synthesize,
+)
 from .nextpnr_report import parse_nextpnr_report
 from .result import RESULT_FILE, TIMING_FAILED_FILE, BuildResult
 
 if TYPE_CHECKING:
     from amaranth.build.run import BuildPlan
 
-__all__ = ["prepare_ecp5", "build_ecp5", "ecp5_cache_dir", "declared_clocks"]
+__all__ = ["prepare_ecp5", "build_ecp5", "ecp5_cache_dir", "declared_clocks", "ecp5_netlist"]
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +121,7 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     """
     platform, plan = prepare_ecp5(board, design, seed=seed)
     workdir = ecp5_cache_dir(root, board, design, plan)
-    workdir.parent.mkdir(parents=True, exist_ok=True)
-    # One build per key at a time (parallel test workers, make test next to make bench): the
-    # others wait here, then find build.json.
-    with open(workdir.parent / f"{workdir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _key_lock(workdir):
         result_file, failed_file = workdir / RESULT_FILE, workdir / TIMING_FAILED_FILE
         if result_file.exists() and not force:
             result = BuildResult.load(result_file)
@@ -133,6 +139,49 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     return result
 
 
+def ecp5_netlist(board: Board, design: Design, *, root: Path) -> NetlistRecord:
+    """The post-synthesis netlist of ``design`` on ``board`` for the current sources.
+
+    From the build cache directory of the current key: the board build's netlist if that
+    directory holds one whose record still holds, else yosys alone is run there (the build
+    script's first step; seconds, where place and route take minutes). A finished board build
+    is never thrown away for it: one from before netlists were recorded has its netlist
+    recorded now; one whose netlist changed after it was recorded is built again, bitstream
+    and netlist together.
+    """
+    platform, plan = prepare_ecp5(board, design)
+    workdir = ecp5_cache_dir(root, board, design, plan)
+    with _key_lock(workdir):
+        record = load_record(workdir)
+        built = (workdir / RESULT_FILE).exists()
+        if record is None and built and not (workdir / RECORD_FILE).exists():
+            record = record_netlist(workdir, source="board build",
+                                    seconds=BuildResult.load(workdir / RESULT_FILE).build_seconds)
+        elif record is None and built:
+            log.warning("rebuilding %s on %s: its netlist changed after the build",
+                        design.name, board.name)
+            try:
+                _run(plan, board, design, workdir, *declared_clocks(platform, design),
+                     seed=None)
+            except BuildError:
+                pass  # timing: the netlist is recorded all the same; a tool failure: below
+            record = load_record(workdir)
+        if record is None:
+            log.info("synthesizing %s on %s (netlist only)", design.name, board.name)
+            record = synthesize(plan, workdir, ecp5_toolchain_env()["YOSYS"])
+    return record
+
+
+@contextmanager
+def _key_lock(workdir: Path) -> Iterator[None]:
+    """One build per key at a time (parallel test workers, make test next to make bench): the
+    others wait here, then find what the first one built."""
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    with open(workdir.parent / f"{workdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
          domains_mhz: dict[str, float], required: tuple[str, ...], *,
          seed: int | None) -> BuildResult:
@@ -147,6 +196,11 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         raise BuildError(f"{design.name} on {board.name}: {_first_tool_error(workdir)}; "
                          f"logs in {workdir}") from exc
     seconds = time.monotonic() - start
+    # The netlist nextpnr packed, recorded before the timing verdict: a design that misses
+    # timing can still be simulated at gate level.
+    # (A flow whose yosys writes no JSON, as the tests' stand-in tools, records none.)
+    netlist = record_netlist(workdir, source="board build", seconds=seconds) \
+        if (workdir / NETLIST_FILE).exists() else None
     bitstream = workdir / f"{TOP_NAME}.bit"
     if not bitstream.exists():
         raise BuildError(f"{design.name} on {board.name}: no bitstream in {workdir}")
@@ -158,7 +212,9 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         utilisation=report.utilisation, build_seconds=round(seconds, 1),
         toolchain=toolchain_versions(), key=workdir.name.rsplit("-", 1)[-1],
         extra={"nextpnr_report": str(workdir / f"{TOP_NAME}.report.json"),
-               "build_dir": str(workdir)}, nextpnr_seed=seed)
+               "build_dir": str(workdir),
+               **({"netlist": netlist.netlist, "netlist_sha256": netlist.sha256}
+                  if netlist else {})}, nextpnr_seed=seed)
     check_clocks(result, declared=domains_mhz, required=required)
     if result.failing_clocks():
         # Keep the figures, never the bitstream: it must not be flashed or taken from the

@@ -11,6 +11,11 @@ corrupted bytes.
     The bit sequence ``b[n] = b[n-31] ^ b[n-28]`` (polynomial x^31 + x^28 + 1) seeded with
     ``b[-31..-1] = 1``; word ``k`` holds bits ``b[32k] .. b[32k+31]``, ``b[32k]`` in the LSB.
     The gateware computes one word per clock with the same recurrence unrolled 32 times.
+
+One more byte pattern is not a stream but a packet shape, the one Linux's usbtest checks IN data
+against (``pattern=1``, as gadget zero sends it): :func:`mod63_bytes`, byte ``i`` of a transfer
+being ``(i % max_packet) % 63``, so every packet starts again at 0. A USB device sends it in its
+MOD63 data mode (:data:`~busprobe.protocol.usb2.DataMode.MOD63`).
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["Pattern", "PatternStream", "CheckResult", "PRBS31_SEED", "prbs31_words",
-           "NO_ERROR_OFFSET"]
+           "NO_ERROR_OFFSET", "MOD63_MODULUS", "mod63_bytes"]
 
 PRBS31_SEED = 0x7FFF_FFFF
 #: What a device's checker reports as ``first_error_offset`` while it has seen no mismatch (both
 #: the USB2 and the PCIe telemetry blocks use it; the host decodes it to None).
 NO_ERROR_OFFSET = 0xFFFF_FFFF
+#: The modulus of usbtest's and gadget zero's "mod63" pattern (drivers/usb/misc/usbtest.c:
+#: ``simple_check_buf``, ``pattern=1``).
+MOD63_MODULUS = 63
 _MASK31 = (1 << 31) - 1
 _MASK28 = (1 << 28) - 1
 
@@ -75,6 +83,16 @@ def prbs31_words(count: int, history: int = PRBS31_SEED) -> tuple[np.ndarray, in
     for i in range(count):
         out[i], history = prbs31_step(history)
     return out, history
+
+
+def mod63_bytes(length: int, max_packet: int) -> bytes:
+    """A transfer of ``length`` bytes in usbtest's mod-63 pattern: byte ``i`` is
+    ``(i % max_packet) % 63``; each packet of ``max_packet`` bytes (and a short one that ends a
+    transfer) starts again at 0."""
+    if length < 0 or max_packet < 1:
+        raise ValueError(f"no mod-63 transfer of {length} bytes in {max_packet}-byte packets")
+    packet = bytes(i % MOD63_MODULUS for i in range(max_packet))
+    return (packet * (length // max_packet + 1))[:length]
 
 
 @dataclass

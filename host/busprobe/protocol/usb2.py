@@ -20,6 +20,7 @@ __all__ = [
     "unpack_telemetry", "pack_telemetry", "device_window", "INFO_FORMAT", "INFO_SIZE",
     "INFO_HEAD_FORMAT", "INFO_HEAD_SIZE", "pack_info", "unpack_info",
     "Feature", "FEATURE_WORDS", "NO_FEATURES", "ALL_FEATURES", "present_words", "data_modes",
+    "FULL_SPEED_MAX_PACKET_SIZE", "CONTROL_MAX_PACKET_SIZE",
 ]
 
 VID = 0x1209  # pid.codes
@@ -31,6 +32,11 @@ SERIAL = "BP2-0001"
 EP_IN = 0x81  # bulk IN, always-valid source
 EP_OUT = 0x02  # bulk OUT, always-ready sink
 MAX_PACKET_SIZE = 512
+#: The bulk endpoints' wMaxPacketSize at full speed (the most USB 2.0 §5.8.3 allows there), as
+#: the OTHER_SPEED_CONFIGURATION descriptor of the high-speed device describes them.
+FULL_SPEED_MAX_PACKET_SIZE = 64
+#: EP0's bMaxPacketSize0 (the only value USB 2.0 §5.5.3 allows at high speed).
+CONTROL_MAX_PACKET_SIZE = 64
 CLOCK_HZ = 60_000_000  # ULPI clock; the telemetry cycle counters count it
 
 MAGIC = 0x3255_5042  # b"BPU2" little-endian
@@ -56,7 +62,8 @@ class Request(enum.IntEnum):
     #: transfer; the IN pattern stream itself continues (it is not restarted).
     SET_IN_TRANSFER = 0x04
     #: OUT, no data, ``wValue`` = :class:`DataMode`: what the bulk endpoints carry. Restarts both
-    #: pattern streams like SET_PATTERN and discards data buffered in either direction.
+    #: pattern streams like SET_PATTERN and discards data buffered in either direction (SET_PATTERN
+    #: does too): the first IN packet after it is the new mode's.
     SET_DATA_MODE = 0x05
 
 
@@ -69,6 +76,13 @@ class DataMode(enum.IntEnum):
     LOOPBACK = 1
     #: USB mass storage Bulk-Only Transport framing: CBW on OUT, then the data, then a CSW on IN.
     BOT = 2
+    #: Linux gadget zero's source/sink with ``pattern=1``, the data Linux's usbtest checks:
+    #: IN sends :func:`~busprobe.protocol.patterns.mod63_bytes` in full packets (byte ``i`` of
+    #: each packet is ``i % 63``); OUT bytes are taken and not checked (``pattern_errors``
+    #: stays as it is). The IN packets are cut every :data:`MAX_PACKET_SIZE` bytes of the
+    #: source: with SET_IN_TRANSFER framing a transfer whose length is not a multiple of it
+    #: shifts the packets after it (SET_IN_TRANSFER 0 before usbtest).
+    MOD63 = 3
 
 
 class Feature(enum.IntFlag):
@@ -215,7 +229,7 @@ device_window = LAYOUT.window
 def data_modes(features: Feature) -> tuple[DataMode, ...]:
     """The data modes a bitstream with ``features`` carries out (SET_DATA_MODE stalls any
     other): BOT only with its framer."""
-    return ((DataMode.PATTERN, DataMode.LOOPBACK)
+    return ((DataMode.PATTERN, DataMode.LOOPBACK, DataMode.MOD63)
             + ((DataMode.BOT,) if features & Feature.BOT else ()))
 
 

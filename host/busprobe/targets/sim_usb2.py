@@ -1,12 +1,15 @@
 """``sim:usb2``: what the USB 2.0 simulation is, from the selector's options alone.
 
-``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock``
+``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock&level=rtl|netlist``
 
 ``host`` is the host-controller profile the simulated controller obeys and the model reads
 (:mod:`busprobe.model.usb2_hosts`; loading it here is what checks it), ``design`` the gateware
 under test: ``busprobe``, the lean default board design; ``full``, the ``usb2-full`` board
 design with every optional part (BOT framer, packet-shape and receive-drop counters);
-``stock``, LUNA's reference endpoints, for the benchmark. The simulation backend
+``stock``, LUNA's reference endpoints, for the benchmark. ``level`` is what of it is simulated:
+``rtl``, the Amaranth design; ``netlist``, the gate-level netlist of its Cynthion r1.4 board
+build (yosys' post-synthesis netlist, the one nextpnr packs into the bitstream; see
+:mod:`busprobe.sim.netlist`), the same cycle by cycle, only slower to build. The simulation backend
 (:mod:`busprobe.sim.usb2.backend`) builds its device from this description; nothing here imports
 the simulation.
 """
@@ -26,12 +29,16 @@ from .description import simulated_target
 from .options import Option, choice, loadable, one_of
 
 __all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS",
-           "DESIGN_FEATURES"]
+           "DESIGN_FEATURES", "LEVELS"]
 
 NAME = "sim:usb2"
 #: Gateware the simulation can run: busprobe's lean default, busprobe's with every optional
 #: part, or LUNA's stock endpoints (no vendor requests).
 DESIGNS = ("busprobe", "full", "stock")
+#: What of the design is simulated: the Amaranth source, or the netlist of its board build.
+LEVELS = ("rtl", "netlist")
+#: The board build each design's netlist comes from.
+NETLIST_BOARD = "cynthion-r1.4"
 #: What each busprobe design's GET_INFO names (the simulation's cocotb tests check it).
 DESIGN_FEATURES: dict[str, usb2.Feature] = {"busprobe": usb2.NO_FEATURES,
                                             "full": usb2.ALL_FEATURES}
@@ -44,25 +51,31 @@ _DEVICES = {"busprobe": "busprobe USB2 HS gateware",
 OPTIONS: tuple[Option, ...] = (
     Option("host", "ideal", loadable(load_profile), "ideal, ehci, xhci or a FILE.toml"),
     Option("design", "busprobe", choice(DESIGNS), one_of(DESIGNS)),
+    Option("level", "rtl", choice(LEVELS), one_of(LEVELS)),
 )
 
 
 def sim_usb2_bus(options: Mapping[str, Any]) -> BusDescription:
-    """The bus the simulation presents for typed ``options`` (``host``, ``design``)."""
+    """The bus the simulation presents for typed ``options`` (``host``, ``design``, ``level``)."""
     return BusDescription(kind=USB2_HS.kind, speed="high", host_profile=options["host"],
                           max_packet_size=MAX_PACKET_SIZE,
-                          extra={"simulated": True, "design": options["design"]})
+                          extra={"simulated": True, "design": options["design"],
+                                 "level": options["level"]})
 
 
 def sim_usb2_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     """The simulated host controller and the gateware on the ULPI PHY model."""
     device = _DEVICES[options["design"]]
+    what = "LUNA device"
+    if options["level"] == "netlist":
+        device += ", gate-level netlist"
+        what = f"gate-level netlist of the {NETLIST_BOARD} build"
     return (
         Hop("sim-usb-host-controller", "sim usb2 host", driver="busprobe.sim.usb2",
             description=f"simulated host controller, host profile {options['host']}",
             speed="high", speed_cap="high"),
         Hop("sim-usb-device", device, driver="ulpi",
-            description="LUNA device on the ULPI PHY model (sim/hdl/ulpi_phy.sv)",
+            description=f"{what} on the ULPI PHY model (sim/hdl/ulpi_phy.sv)",
             speed="high", speed_cap="high"),
     )
 

@@ -1,10 +1,12 @@
 """``sim:usb3``: what the SuperSpeed simulation is, from the selector's options alone.
 
-``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16``
+``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16&level=rtl|netlist``
 
 ``host`` is the SuperSpeed host-controller profile the simulated xHCI obeys and the model reads
 (:mod:`busprobe.model.usb3_hosts`; loading it here is what checks it); ``burst`` caps the NumP
-window the host grants (and its OUT burst) at that many packets, below the profile's own. The
+window the host grants (and its OUT burst) at that many packets, below the profile's own;
+``level=netlist`` simulates the gate-level netlist of the ECPIX-5 board build, cut at the same
+PIPE interface, instead of the Amaranth design (:mod:`busprobe.sim.netlist`). The
 simulation backend (:mod:`busprobe.sim.usb3.backend`) builds its device from this description;
 nothing here imports the simulation.
 """
@@ -20,11 +22,15 @@ from ..protocol.usb3 import MAX_PACKET_SIZE
 from ..topology.hop import Hop
 from ..transport import BusDescription
 from .description import simulated_target
-from .options import Option, choice, loadable
+from .options import Option, choice, loadable, one_of
 
-__all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME"]
+__all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME", "LEVELS"]
 
 NAME = "sim:usb3"
+#: What of the design is simulated: the Amaranth source, or the netlist of its board build.
+LEVELS = ("rtl", "netlist")
+#: The board build the netlist comes from.
+NETLIST_BOARD = "ecpix5-85"
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -32,6 +38,7 @@ OPTIONS: tuple[Option, ...] = (
            "ideal, small-burst, vl805 or a FILE.toml"),
     Option("burst", MAX_BURST_PACKETS, choice(range(1, MAX_BURST_PACKETS + 1)),
            f"a whole number of packets, 1..{MAX_BURST_PACKETS}"),
+    Option("level", "rtl", choice(LEVELS), one_of(LEVELS)),
 )
 
 
@@ -43,18 +50,23 @@ def sim_usb3_bus(options: Mapping[str, Any]) -> BusDescription:
     """
     return BusDescription(kind=USB3_SS.kind, speed="super", host_profile=options["host"],
                           max_packet_size=MAX_PACKET_SIZE,
-                          extra={"simulated": True, "max_burst": options["burst"]})
+                          extra={"simulated": True, "max_burst": options["burst"],
+                                 "level": options["level"]})
 
 
 def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     """The simulated xHCI root port and the gateware on the PIPE link partner."""
+    device, what = "busprobe USB3 SS gateware", "LUNA SuperSpeed device"
+    if options["level"] == "netlist":
+        device += ", gate-level netlist"
+        what = f"gate-level netlist of the {NETLIST_BOARD} build"
     return (
         Hop("sim-usb-host-controller", "sim usb3 host", driver="busprobe.sim.usb3",
             description=f"simulated xHCI, host profile {options['host']}, burst "
                         f"{options['burst']}", speed="super", speed_cap="super"),
-        Hop("sim-usb-device", "busprobe USB3 SS gateware", driver="pipe",
-            description="LUNA SuperSpeed device on the PIPE link partner "
-                        "(sim/hdl/pipe_partner.sv)", speed="super", speed_cap="super"),
+        Hop("sim-usb-device", device, driver="pipe",
+            description=f"{what} on the PIPE link partner (sim/hdl/pipe_partner.sv)",
+            speed="super", speed_cap="super"),
     )
 
 

@@ -48,6 +48,7 @@ OPTION_VALUES = {
                              "missing.toml", "folder.toml", "old.json", "../x.toml", "",
                              "x" * 300, str(PROFILE_DIR / "ehci.toml")]),
     "design": st.sampled_from(["busprobe", "stock", "luna"]),
+    "level": st.sampled_from(["rtl", "netlist", "gates"]),
     "gen": st.sampled_from(["1", "2", "3", "4", "2.0", "02"]),
     "width": st.sampled_from(["1", "2", "16"]),
     "mps": st.sampled_from(["128", "256", "512", "1024", "100"]),

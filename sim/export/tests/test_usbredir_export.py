@@ -125,6 +125,33 @@ def test_bulk_data_is_the_gateware_pattern_and_cancelled_transfers_never_reach_t
     telemetry = usb2.unpack_telemetry(raw)
     assert (telemetry["out_bytes"], telemetry["pattern_errors"]) == (3 * 4096, 0)
     assert telemetry["in_bytes"] == 65536 + 2 * 512
+    # A cancel that crosses its transfer's answer is forgotten: QEMU reuses the id, and the
+    # next request with it is carried out (Linux's usbtest unlink cases met this).
+    reused = guest.bulk(usb2.EP_IN, 512)
+    assert guest.until(PacketType.BULK_PACKET).fields[1] == Status.SUCCESS
+    guest.send(PacketType.CANCEL_DATA_PACKET, packet_id=reused)
+    status, _ = guest.control(VENDOR_IN, usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE)
+    guest.send(PacketType.BULK_PACKET, guest.negotiated.bulk_body(usb2.EP_IN, 0, 512),
+               packet_id=reused)
+    answer = guest.until(PacketType.BULK_PACKET)
+    assert (status, answer.id, answer.fields[1]) == (Status.SUCCESS, reused, Status.SUCCESS)
+    # A stopped xHCI endpoint sends its transfers again, with their ids, before the cancelled
+    # ones are answered: the cancelled one is answered first, as cancelled, then the new one
+    # is carried out (two requests with one id and the same data are not confused).
+    busy = guest.bulk(usb2.EP_IN, 65536)
+    body = guest.negotiated.bulk_body(usb2.EP_IN, 0, 512)
+    again = guest.send(PacketType.BULK_PACKET, body)
+    guest.send(PacketType.CANCEL_DATA_PACKET, packet_id=again)
+    guest.send(PacketType.BULK_PACKET, body, packet_id=again)
+    answers = [guest.until(PacketType.BULK_PACKET) for _ in range(3)]
+    assert [(a.id, a.fields[1], len(a.data)) for a in answers] == [
+        (busy, Status.SUCCESS, 65536), (again, Status.CANCELLED, 0),
+        (again, Status.SUCCESS, 512)]
+    # A zero-length OUT is a ZLP on the bus (usbtest's writes end with one), answered success;
+    # an IN asking for 0 bytes is refused.
+    zlp, nothing = guest.bulk(usb2.EP_OUT, b""), guest.bulk(usb2.EP_IN, 0)
+    answers = {a.id: a.fields[1] for a in (guest.until(PacketType.BULK_PACKET) for _ in "ab")}
+    assert (answers[zlp], answers[nothing]) == (Status.SUCCESS, Status.INVAL)
 
 
 @pytest.mark.sim

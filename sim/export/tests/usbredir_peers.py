@@ -141,7 +141,8 @@ class DescriptorDevice:
         for transfer in transfers:
             self.requests += 1
             endpoint, length = transfer.endpoint, transfer.length
-            if endpoint not in (usb2.EP_IN, usb2.EP_OUT) or not 0 < length <= 16 << 20:
+            least = 1 if endpoint & 0x80 else 0  # a 0-byte OUT is a ZLP, a 0-byte IN nothing
+            if endpoint not in (usb2.EP_IN, usb2.EP_OUT) or not least <= length <= 16 << 20:
                 self.violations.append(f"bulk {endpoint:#04x} x {length} B reached the device")
                 raise InvalidRequest("no such endpoint")
             data = self.pattern.take(length) if transfer.incoming else b""

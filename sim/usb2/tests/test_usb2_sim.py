@@ -21,9 +21,18 @@ HERE = Path(__file__).resolve().parent
 COCOTB_MODULE = "usb2_cocotb"
 #: Both builds: what GET_INFO says, BOT and the counters it names.
 FEATURES_TEST = "get_info_names_the_builds_features_and_bot_needs_the_framer"
+#: Both builds: the chapter 9 request matrix (one EP0 handler, different replies) and
+#: SET_DATA_MODE discarding buffered data (different data paths).
+CHAPTER9_TESTS = [
+    "chapter9_requests_answered_as_the_specification_requires_in_every_state",
+    "set_data_mode_discards_what_is_buffered_in_both_directions",
+]
 #: On the lean default design: everything the core does.
 COCOTB_TESTS = [
     FEATURES_TEST,
+    *CHAPTER9_TESTS,
+    "halted_bulk_endpoints_stall_every_token_until_cleared_then_restart_at_data0",
+    "mod63_mode_sends_usbtests_pattern_and_takes_out_data",
     "enumeration_reports_busprobe_descriptors",
     "in_data_equals_counter_pattern_across_transfers",
     "in_data_equals_prbs31_pattern_across_transfers",
@@ -39,6 +48,7 @@ COCOTB_TESTS = [
 #: counters under a hostile bus.
 FULL_COCOTB_TESTS = [
     FEATURES_TEST,
+    *CHAPTER9_TESTS,
     "in_short_packet_ends_transfer_not_multiple_of_512",
     "in_zlp_ends_transfer_multiple_of_512",
     "out_short_packet_ends_transfer_not_multiple_of_512",

@@ -22,6 +22,14 @@ from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sim.usb2.controller import TransferStall
 from busprobe.sim.usb2.hostile import DROP_COUNTERS, HostileHost
 from busprobe.sim.usb2.session import Usb2Session
+
+# The chapter 9 tests run in this simulator session too (cocotb finds them in this module).
+from chapter9_cocotb import (  # noqa: F401
+    chapter9_requests_answered_as_the_specification_requires_in_every_state,
+    halted_bulk_endpoints_stall_every_token_until_cleared_then_restart_at_data0,
+    mod63_mode_sends_usbtests_pattern_and_takes_out_data,
+    set_data_mode_discards_what_is_buffered_in_both_directions,
+)
 from usb_protocol.types import USBStandardRequests
 from usb_protocol.types.descriptors.standard import (
     ConfigurationDescriptor,

@@ -11,6 +11,12 @@ import time
 import cocotb
 from busprobe.sim.usb3.pipe import CLOCK_HZ, TS1, TS2, TSEQ, PipePartnerDriver
 from busprobe.sim.usb3.training import train_to_u0
+
+# The chapter 9 tests run in this simulator session too (cocotb finds them in this module).
+from chapter9_cocotb import (  # noqa: F401
+    chapter9_requests_answered_as_usb_3_2_requires_in_every_state,
+    halted_superspeed_endpoints_stall_and_clear_feature_restarts_the_sequence,
+)
 from usb3_cocotb_support import (
     model_ceiling,
     open_session,

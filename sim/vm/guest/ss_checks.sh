@@ -4,7 +4,8 @@
 # endpoint companion descriptors, and the real busprobe sweeps it through usbfs. Throughput here
 # is QEMU's emulated controller's, never a figure about hardware.
 enumerated 300 '^5000$' speed ss-dmesg 'new SuperSpeed USB device'
-for dev in /sys/bus/usb/devices/*; do
+# The device, not the SuperSpeed root hub (usbN, also at 5000, listed after it).
+for dev in /sys/bus/usb/devices/[0-9]*; do
     if [ "$(cat "$dev/speed" 2>/dev/null)" = 5000 ] && [ -f "$dev/busnum" ]; then
         SS_BUS=$(cat "$dev/busnum"); SS_DEV=$(cat "$dev/devnum")
     fi

@@ -5,7 +5,8 @@
 #
 # $1: the run's output folder, shared with the host at the same path. guest.env there sets
 # BUSPROBE (the busprobe command), RULE (the shipped udev rule) and SELECTOR (with its serial: the
-# SuperSpeed device, SS_SELECTOR, exported beside it behind xHCI, has the same VID:PID).
+# SuperSpeed device, SS_SELECTOR, exported beside it behind xHCI, has the same VID:PID), and what
+# the usbtest step needs (sim/vm/usbtest.py: the module, the helper, the request codes).
 # Every result line starts with BUSPROBE-VM; each command's output goes to $1/NAME.out/.err.
 OUT=$1
 . "$(dirname "$0")/common.sh"
@@ -45,6 +46,34 @@ kill -INT $pid
 wait $pid
 mark "interrupted rc=$? $(grep -m1 '^busprobe: ' "$OUT/interrupted.err")"
 run after-interrupt "$BUSPROBE" sweep --device "$SELECTOR" $SMALL --json "$OUT/after-interrupt.json"
+
+# Linux's usbtest against the device in its MOD63 data mode (sim/vm/usbtest.py): bound by its
+# module parameters, each case of usbtest-cases.txt run through usbfs by the helper; then the
+# device's telemetry (what it sent and took), and back to the PATTERN mode.
+# The USB 2.0 device by its serial (behind xHCI the SuperSpeed one has the same VID:PID).
+for d in /sys/bus/usb/devices/*; do
+    [ "$(cat "$d/serial" 2>/dev/null)" = "$USB2_SERIAL" ] || continue
+    DEVNODE=$(printf '/dev/bus/usb/%03d/%03d' "$(cat "$d/busnum")" "$(cat "$d/devnum")")
+done
+run usbtest-mod63 "$USBTEST_HELPER" "$DEVNODE" vendor-out "$SET_DATA_MODE" "$MOD63"
+# Full packets, whatever transfer length the last sweep left (usbtest reads whole packets).
+run usbtest-unframed "$USBTEST_HELPER" "$DEVNODE" vendor-out "$SET_IN_TRANSFER" 0
+run usbtest-clear "$USBTEST_HELPER" "$DEVNODE" vendor-out "$CLEAR_TELEMETRY" 0
+# shellcheck disable=SC2086  # the parameters are words
+run usbtest-insmod "$BUSYBOX" insmod "$USBTEST_KO" $USBTEST_PARAMETERS
+i=0
+while [ $i -lt 100 ] && ! ls /sys/bus/usb/drivers/usbtest/ 2>/dev/null | grep -q ':1.0'; do
+    sleep 0.1; i=$((i + 1))
+done
+while read -r number iterations length vary sglen; do
+    mark "$("$USBTEST_HELPER" "$DEVNODE" test "$number" "$iterations" "$length" "$vary" \
+        "$sglen" 2>&1 | tail -n 1)"
+done < "$OUT/usbtest-cases.txt"
+"$USBTEST_HELPER" "$DEVNODE" vendor-in "$GET_TELEMETRY" "$TELEMETRY_SIZE" \
+    > "$OUT/usbtest-telemetry.hex" 2> "$OUT/usbtest-telemetry.err"
+dmesg | grep -i 'usbtest' > "$OUT/usbtest-dmesg.txt"
+run usbtest-rmmod "$BUSYBOX" rmmod usbtest
+run usbtest-pattern "$USBTEST_HELPER" "$DEVNODE" vendor-out "$SET_DATA_MODE" "$PATTERN"
 
 # The host kills the exporter once this sweep has moved 64 KiB transfers (after its 4K point).
 mark unplug-started

@@ -65,6 +65,23 @@ def test_second_build_of_an_unchanged_design_comes_from_the_cache(stock_build, c
     assert time.monotonic() - start < 30  # elaboration only, no place and route
 
 
+def test_the_netlist_gate_level_simulation_takes_is_the_one_beside_the_bitstream(stock_build):
+    """``ecp5_netlist`` of a built design is the board build's ``top.json`` (what nextpnr packed),
+    recorded beside the bitstream under the same key; asking for it builds nothing."""
+    from busprobe.bitstream.ecp5 import ecp5_netlist
+    from busprobe.build_cache import build_root
+
+    out, _ = stock_build
+    result = BuildResult.load(out / f"{BOARD}-usb2-stock.json")
+    start = time.monotonic()
+    record = ecp5_netlist(get_board(BOARD), get_design("usb2-stock"), root=build_root())
+    assert time.monotonic() - start < 30  # elaboration only
+    assert record.source == "board build" and record.key == result.key
+    assert Path(record.netlist).parent == Path(result.extra["build_dir"])
+    assert record.sha256 == result.extra.get("netlist_sha256", record.sha256)
+    assert (Path(result.extra["build_dir"]) / "top.bit").exists()
+
+
 def test_build_json_to_stdout_is_the_report_alone(stock_build, capfd):
     capfd.readouterr()
     assert main(["build", "--board", BOARD, "--design", "usb2-stock", "--json", "-"]) == 0

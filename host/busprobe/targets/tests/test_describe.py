@@ -58,12 +58,13 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("sim:pcie?gen", "bad options 'gen' in selector 'sim:pcie?gen'"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
     ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe, full or stock"),
-    ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design)"),
+    ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design, level)"),
+    ("sim:usb2?level=gates", "sim:usb2 option level='gates': level must be rtl or netlist"),
     ("sim:usb3?burst=17", "sim:usb3 option burst='17': burst must be a whole number of "
                           "packets, 1..16"),
     ("sim:usb3?burst=x", "sim:usb3 option burst='x': burst must be a whole number"),
     ("sim:usb3?host=nope", "sim:usb3 option host='nope': unknown USB3 host profile 'nope'"),
-    ("sim:usb3?design=x", "sim:usb3: unknown option(s) design (it takes host, burst)"),
+    ("sim:usb3?design=x", "sim:usb3: unknown option(s) design (it takes host, burst, level)"),
     ("sim:usb4", "no simulated target 'usb4' (available: pcie, usb2, usb3)"),
     ("usb:1209:0001?speed=high", "usb:1209:0001: unknown option(s) speed (it takes no options)"),
     ("usb:1209", "bad USB selector usb:1209: expected usb:VID:PID[#SERIAL]"),
@@ -80,14 +81,17 @@ def test_a_bad_selector_is_one_line_naming_what_is_wrong_and_what_is_allowed(sel
 
 def test_sim_usb2_defaults_and_its_bus_and_hops():
     target = describe("sim:usb2?host=ehci")
-    assert dict(target.options) == {"host": "ehci", "design": "busprobe"}
+    assert dict(target.options) == {"host": "ehci", "design": "busprobe", "level": "rtl"}
     bus = target.bus
     assert (bus.kind, bus.speed, bus.host_profile, bus.max_packet_size) == \
         ("usb2-hs", "high", "ehci", 512)
-    assert bus.extra == {"simulated": True, "design": "busprobe"}
+    assert bus.extra == {"simulated": True, "design": "busprobe", "level": "rtl"}
     assert [hop.kind for hop in target.hops] == ["sim-usb-host-controller", "sim-usb-device"]
     assert "host profile ehci" in target.hops[0].description
     assert "stock LUNA" in describe("sim:usb2?design=stock").hops[-1].name
+    netlist = describe("sim:usb2?design=full&level=netlist")
+    assert netlist.bus.extra["level"] == "netlist"
+    assert "gate-level netlist of the cynthion-r1.4 build" in netlist.hops[-1].description
 
 
 def test_a_host_profile_file_is_checked_by_loading_it(tmp_path):
