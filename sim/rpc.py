@@ -15,6 +15,9 @@ travels as ``bytes`` inside them, without encoding). The conversation is::
     simulator -> host   ("ok", value) | ("err", (kind, message))
     host -> simulator   ("shutdown", ())                        answered ("ok", None)
 
+A simulation hosting several devices carries a channel (the device) in each request and answer,
+and runs requests of different channels at once on its one clock (:mod:`.shared_clock`).
+
 The host side (:class:`~busprobe.sim.simulator.SimServer`) learns the simulator's pid from the
 hello, so its watchdog can tell a dead or stopped simulator from a busy one.
 """
@@ -80,8 +83,12 @@ async def serve(setup: Callable[[], Awaitable[tuple[object, Any]]]) -> None:
 
     ``setup()`` returns ``(handler, info)``: each request ``(name, args)`` then runs
     ``await handler.rpc_<name>(*args)``, and ``info`` (picklable) is what the host's start-up
-    returns. A failing ``setup`` is reported to the host as the start-up error.
+    returns. A simulation of several devices returns a list of handlers, one per channel
+    (:mod:`.shared_clock`; a request without a channel goes to the first). A failing ``setup``
+    is reported to the host as the start-up error.
     """
+    from .shared_clock import Dispatcher
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(os.environ[ENV_SOCKET])
     try:
@@ -92,19 +99,14 @@ async def serve(setup: Callable[[], Awaitable[tuple[object, Any]]]) -> None:
             send(sock, _error_reply(exc))
             return
         send(sock, ("ok", info))
-        while True:
-            try:
-                name, args = recv(sock)  # blocks the simulator: simulated time stands still
-            except PeerClosed:
-                return
-            if name == "shutdown":
-                send(sock, ("ok", None))
-                return
-            try:
-                reply: tuple[str, Any] = ("ok", await getattr(handler, f"rpc_{name}")(*args))
-            except Exception as exc:  # report, keep serving
-                reply = _error_reply(exc)
-            send(sock, reply)
+
+        def handler_for(channel: Any) -> object:
+            if isinstance(handler, list | tuple):
+                return handler[0 if channel is None else channel]
+            return handler
+
+        await Dispatcher(sock, handler_for, recv=recv, send=send, error_reply=_error_reply,
+                         closed=PeerClosed).run()
     finally:
         sock.close()
 

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -121,6 +122,13 @@ class SimServer:
         self._sock: socket.socket | None = None
         self._watch: ProcessWatch | None = None
         self.failed = False
+        # Several devices' threads at once (channels): one sends at a time, one reads at a
+        # time and hands each thread its answer.
+        self._send_lock = threading.Lock()
+        self._answers_ready = threading.Condition()
+        self._answers: dict[int | None, tuple[str, Any]] = {}
+        self._reading = False
+        self._channels_used = False
         try:
             self._sock = self._accept(start_timeout)
             _, hello = self._answer("start-up", start_timeout)
@@ -206,8 +214,12 @@ class SimServer:
         """The simulator process (not its launcher), once it said hello."""
         return self._watch.pid if self._watch is not None else None
 
-    def call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S) -> Any:
+    def call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S,
+             channel: int | None = None) -> Any:
         """Run ``rpc_<method>(*args)`` in the simulator and return its result.
+
+        ``channel`` names the device of a simulation hosting several (:mod:`.shared_clock`);
+        threads may then call at once, each for its own channel, and each gets its own answer.
 
         Raises what the simulator raised (TransportError and ValueError subclasses keep their
         type), :class:`DeviceGone` if it died or stopped, :class:`TransferTimeout` after
@@ -216,10 +228,44 @@ class SimServer:
         if self._sock is None:
             raise DeviceGone(f"{self.name}: simulator is not running")
         try:
-            send(self._sock, (method, args))
+            with self._send_lock:
+                send(self._sock, (method, args) if channel is None else (method, args, channel))
         except OSError:
             self._fail(DeviceGone, f"simulator {self._exit()} before {method}")
-        return self._result(self._answer(method, timeout))
+        if channel is None and not self._channels_used:
+            return self._result(self._answer(method, timeout))
+        return self._result(self._channel_answer(channel, method, timeout))
+
+    def _channel_answer(self, channel: int | None, what: str, timeout: float) -> Any:
+        """The answer for ``channel``: one waiting thread reads the socket at a time and hands
+        the others' answers over."""
+        self._channels_used = True
+        deadline = time.monotonic() + timeout
+        with self._answers_ready:
+            while True:
+                if channel in self._answers:
+                    return self._answers.pop(channel)
+                if not self._reading:
+                    self._reading = True
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._fail(TransferTimeout, f"simulator gave no answer to {what} within "
+                                                f"{timeout:.0f} s; stopped it")
+                self._answers_ready.wait(min(left, _TICK_S))
+        try:
+            while True:
+                message = self._answer(what, max(deadline - time.monotonic(), _TICK_S))
+                owner = message[2] if len(message) > 2 else None
+                if owner == channel:
+                    return message[:2]
+                with self._answers_ready:
+                    self._answers[owner] = message[:2]
+                    self._answers_ready.notify_all()
+        finally:
+            with self._answers_ready:
+                self._reading = False
+                self._answers_ready.notify_all()
 
     def kill(self) -> None:
         """End the simulator now (and its launcher): nothing is left running."""

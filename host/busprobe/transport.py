@@ -304,6 +304,11 @@ class Transport(abc.ABC):
         ``sink`` in stream order, every byte of it.
         """
 
+    def prepare(self, direction: str, length: int) -> None:  # noqa: B027 - optional hook
+        """Get ready for a stream of ``direction``/``length`` without moving data: what would
+        otherwise put control traffic on the bus inside another target's window when several
+        run together (:mod:`busprobe.together`). Default: nothing to do."""
+
     @abc.abstractmethod
     def clear_telemetry(self) -> None: ...
 

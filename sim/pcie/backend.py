@@ -20,7 +20,7 @@ firmware's device-run one does not).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -31,13 +31,15 @@ from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
 from busprobe.transport import BusDescription, InvalidRequest, TransportError
 
+from ..channels import BARRIER, JOIN, LEAVE
 from ..simulator import SimServer, SimulatorClient
 
-__all__ = ["open_sim_pcie", "SimPcieTransport", "SimDmaPlatform", "SimConsole",
-           "completion_timeout", "HOST_OPTIONS"]
+__all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPlatform",
+           "SimPcieGroup", "SimClock", "SimConsole", "completion_timeout", "HOST_OPTIONS"]
 
-#: Selector options of the simulated host, not of the link (the rest are LinkConfig's).
-HOST_OPTIONS = ("driver_latency_ns",)
+#: Selector options of the simulated host, not of the link (the rest are LinkConfig's);
+#: ``endpoints`` is the model's shape (:class:`SimPcieGroup`).
+HOST_OPTIONS = ("driver_latency_ns", "endpoints")
 
 _LANE_BYTES_PER_S = {1: 250e6, 2: 500e6, 3: 984.6e6}
 
@@ -55,9 +57,25 @@ def completion_timeout(link: dict[str, Any]) -> float:
     return max(50e-6, 4 * wait)
 
 
+Call = Callable[..., Any]
+
+
+def _caller(server: SimServer, channel: int | None) -> Call:
+    """``server.call`` for one endpoint's channel (None: the only endpoint)."""
+    if channel is None:
+        return server.call
+    return lambda method, *args: server.call(method, *args, channel=channel)
+
+
+def link_json(link: Mapping[str, Any]) -> str:
+    """The simulated link as the bench's ``LinkConfig`` takes it: the selector's options but
+    the host's and the model's shape (:data:`HOST_OPTIONS`)."""
+    return json.dumps({k: v for k, v in link.items() if k not in HOST_OPTIONS})
+
+
 class _SimBar:
-    def __init__(self, server: SimServer) -> None:
-        self._call = server.call
+    def __init__(self, call: Call) -> None:
+        self._call = call
 
     def read32(self, offset: int) -> int:
         return self._call("read32", offset)
@@ -72,8 +90,8 @@ class _SimBar:
 class _SimBuffer:
     """Root-complex memory in the simulator (no bus traffic to read or write it)."""
 
-    def __init__(self, server: SimServer, size: int) -> None:
-        self._call = server.call
+    def __init__(self, call: Call, size: int) -> None:
+        self._call = call
         self.size = size
         self.handle, self.bus_address = self._call("alloc", size)
 
@@ -85,8 +103,8 @@ class _SimBuffer:
 
 
 class _SimMsi:
-    def __init__(self, server: SimServer, latency: float) -> None:
-        self._call = server.call
+    def __init__(self, call: Call, latency: float) -> None:
+        self._call = call
         self.latency = latency
 
     def wait(self, timeout: float) -> bool:
@@ -100,8 +118,8 @@ class SimConsole:
     #: 20 ms: a `dma` through 1 MiB takes about 5 (a minute of wall time).
     command_timeout = 0.02
 
-    def __init__(self, server: SimServer) -> None:
-        self._call = server.call
+    def __init__(self, call: Call) -> None:
+        self._call = call
 
     def write(self, data: bytes) -> None:
         self._call("console_write", bytes(data))
@@ -129,13 +147,15 @@ class SimDmaPlatform(SimulatorClient):
         The simulator, while open.
     """
 
-    def __init__(self, target: TargetDescription) -> None:
+    def __init__(self, target: TargetDescription, *, group: SimPcieGroup | None = None,
+                 channel: int | None = None) -> None:
         if target.bus is None:
             raise InvalidRequest(f"{target.text}: not a simulated PCIe description")
-        self.name = target.text
+        self.name = target.text if channel is None else f"{target.text}#{channel}"
         self.target = target
         self._bus: BusDescription = target.bus
         self.link: dict[str, Any] = dict(target.options)
+        self.group, self.channel = group, channel
         self.driver_latency = (self.link.get("driver_latency_ns") or 0.0) * 1e-9
         self.server: SimServer | None = None
         #: Why the SoC runs no firmware (None: it runs it); the DMA core works either way.
@@ -152,19 +172,30 @@ class SimDmaPlatform(SimulatorClient):
         from .server import ENV_LINK
         from .testbench import TIMESCALE, TOPLEVEL, build_pcie_simulator
 
+        if self.group is not None:  # the group started the simulator; this is one channel
+            self.server = self.group.server
+            call = _caller(self._server(), self.channel)
+            self.bar, self.msi = _SimBar(call), _SimMsi(call, self.driver_latency)
+            self.firmware_problem = "the endpoints of one simulation run no firmware"
+            return
         with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
             build_dir = build_pcie_simulator()
             plusargs = self._firmware_plusargs()
         self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: json.dumps(self._link_config())},
+                                env={ENV_LINK: link_json(self.link)},
                                 timescale=TIMESCALE,
                                 plusargs=plusargs)
-        self.bar = _SimBar(self.server)
-        self.msi = _SimMsi(self.server, self.driver_latency)
+        self.bar = _SimBar(self.server.call)
+        self.msi = _SimMsi(self.server.call, self.driver_latency)
 
-    def _link_config(self) -> dict[str, Any]:
-        """The options the simulator's link takes (LinkConfig's), not the host's."""
-        return {key: value for key, value in self.link.items() if key not in HOST_OPTIONS}
+    def close(self) -> None:
+        if self.group is not None:  # the group stops the simulator
+            self.server = None
+            return
+        super().close()
+
+    def _call(self, method: str, *args: Any) -> Any:
+        return _caller(self._server(), self.channel)(method, *args)
 
     def _firmware_plusargs(self) -> list[str]:
         """The SoC's firmware image for the simulator; without a cross compiler the core still
@@ -183,16 +214,19 @@ class SimDmaPlatform(SimulatorClient):
         """The SoC's console; :class:`TransportError` when the SoC runs no firmware."""
         if self.firmware_problem:
             raise TransportError(f"{self.name}: no firmware: {self.firmware_problem}")
-        return SimConsole(self._server())
+        if self.group is not None:
+            raise TransportError(f"{self.name}: the console of one of several endpoints is "
+                                 "not offered")
+        return SimConsole(self._server().call)
 
     def alloc(self, size: int) -> _SimBuffer:
-        return _SimBuffer(self._server(), size)
+        return _SimBuffer(_caller(self._server(), self.channel), size)
 
     def free(self, buf: _SimBuffer) -> None:
-        self._server().call("free", buf.handle)
+        self._call("free", buf.handle)
 
     def now(self) -> float:
-        return self._server().call("now")
+        return self._call("now")
 
     def bus(self, identity: Mapping[str, int]) -> BusDescription:
         """The description's bus, with MPS/MRRS as the device reports them (as configured
@@ -205,12 +239,12 @@ class SimDmaPlatform(SimulatorClient):
             check_setting(key, value)  # the selector's rules
         self.link.update(settings)
         if self.server is not None:
-            self.server.call("configure", settings.get("mps"), settings.get("mrrs"))
+            self._call("configure", settings.get("mps"), settings.get("mrrs"))
 
     def topology(self, bus: BusDescription) -> list[dict[str, Any]]:
-        """The description's hops (root complex, gateware), with ``bus``'s MPS/MRRS."""
+        """The description's hops (root complex, [switch,] gateware), with ``bus``'s MPS/MRRS."""
         return [hop.to_json() for hop in sim_pcie_hops({**self.link, "mps": bus.mps,
-                                                        "mrrs": bus.mrrs})]
+                                                        "mrrs": bus.mrrs}, self.channel)]
 
 
 class SimPcieTransport(PcieDmaTransport):
@@ -237,4 +271,90 @@ class SimPcieTransport(PcieDmaTransport):
 
 def open_sim_pcie(target: TargetDescription) -> SimPcieTransport:
     """Factory of the ``sim:pcie`` target (:attr:`busprobe.buses.PCIE`)."""
+    if target.options.get("endpoints", 1) > 1:
+        raise InvalidRequest(f"{target.text}: several endpoints are several targets; "
+                             "busprobe sweep runs them (alone, then together)")
     return SimPcieTransport(SimDmaPlatform(target))
+
+
+class SimClock:
+    """The :class:`~busprobe.together.SharedClock` of the endpoints of one simulation: the
+    simulator's own rendezvous (:mod:`busprobe.sim.shared_clock`) starts their streams at one
+    simulated instant and lets time pass only while every stream has a request in progress."""
+
+    def __init__(self, group: SimPcieGroup) -> None:
+        self.group = group
+
+    def _call(self, request: str, index: int) -> None:
+        server = self.group.server
+        if server is None:
+            raise InvalidRequest(f"{self.group.name}: simulator is not running")
+        server.call(request, channel=index)
+
+    def join(self, indexes: list[int]) -> None:
+        for index in indexes:
+            self._call(JOIN, index)
+
+    def start(self, index: int) -> None:
+        self._call(BARRIER, index)
+
+    def leave(self, index: int) -> None:
+        self._call(LEAVE, index)
+
+
+class SimPcieGroup:
+    """``sim:pcie?endpoints=N``: N endpoints behind one switch in one simulation, each a
+    target of its own (:class:`SimPcieTransport` on its own RPC channel).
+
+    Attributes
+    ----------
+    targets : list of (str, SimPcieTransport)
+        ``selector#i`` and endpoint i's transport.
+    clock : SimClock
+        How their streams start together.
+    server : SimServer or None
+        The one simulator, while open.
+    """
+
+    def __init__(self, target: TargetDescription) -> None:
+        self.name = target.text
+        self.endpoints = int(target.options["endpoints"])
+        self.server: SimServer | None = None
+        self.transports = [SimPcieTransport(SimDmaPlatform(target, group=self, channel=i))
+                           for i in range(self.endpoints)]
+        self.targets = [(t.selector, t) for t in self.transports]
+        self.clock = SimClock(self)
+        self._link = self.transports[0].platform.link  # type: ignore[attr-defined]
+
+    def open(self) -> None:
+        from .multi_top import MULTI_TOPLEVEL, build_multi_simulator
+        from .server import ENV_ENDPOINTS, ENV_LINK
+        from .testbench import TIMESCALE
+
+        with stdout_to_stderr():
+            build_dir = build_multi_simulator(self.endpoints)
+        self.server = SimServer(build_dir, MULTI_TOPLEVEL, "busprobe.sim.pcie.server",
+                                name=self.name, timescale=TIMESCALE,
+                                env={ENV_LINK: link_json(self._link),
+                                     ENV_ENDPOINTS: str(self.endpoints)})
+        try:
+            for transport in self.transports:
+                transport.open()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for transport in self.transports:
+            try:
+                transport.close()
+            except TransportError:
+                pass
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+def open_sim_pcie_group(target: TargetDescription) -> SimPcieGroup:
+    """The endpoints of ``sim:pcie?endpoints=N`` (not yet open)."""
+    return SimPcieGroup(target)

@@ -18,11 +18,15 @@ from cocotb.triggers import Event, First, Timer
 
 from .faults import FATAL, STRAY, FaultInjector
 from .guard_model import GuardModel
+from .multi_top import SwitchedBench
 from .testbench import HostBuffer, LinkConfig, PcieTestbench
 
-__all__ = ["ENV_LINK", "PcieRpcHandler"]
+__all__ = ["ENV_LINK", "ENV_ENDPOINTS", "PcieRpcHandler"]
 
 ENV_LINK = "BUSPROBE_PCIE_LINK"
+#: How many cores the model has (``sim:pcie?endpoints=N``; the multi top, :mod:`.multi_top`):
+#: then each is served on its own RPC channel (:mod:`busprobe.sim.shared_clock`).
+ENV_ENDPOINTS = "BUSPROBE_PCIE_ENDPOINTS"
 
 
 class PcieRpcHandler:
@@ -146,7 +150,13 @@ async def pcie_rpc_server(dut) -> None:
     """Bring the bench up, then serve the host until it says shutdown."""
     config = LinkConfig(**json.loads(os.environ.get(ENV_LINK, "{}")))
 
-    async def setup() -> tuple[PcieRpcHandler, dict]:
+    endpoints = int(os.environ.get(ENV_ENDPOINTS, "1"))
+
+    async def setup() -> tuple[PcieRpcHandler | list[PcieRpcHandler], dict]:
+        if endpoints > 1:
+            bench = SwitchedBench(dut, config, endpoints)
+            await bench.start()
+            return [PcieRpcHandler(tb) for tb in bench.benches], {}
         tb = PcieTestbench(dut, config)
         await tb.start()
         return PcieRpcHandler(tb), {}

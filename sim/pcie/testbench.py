@@ -74,19 +74,18 @@ TIMESCALE = ("1ns", "1ps")
 _SIZES = (128, 256, 512, 1024, 2048, 4096)
 
 
-def build_pcie_simulator() -> Path:
-    """Generate the Verilog and build (or reuse) its Verilator model; return the build dir.
+def build_pcie_simulator_sources() -> Path:
+    """Generate the core's Verilog (and LiteX's ``csr.csv``/``csr.json``) into
+    ``<build root>/pcie-verilog/`` and return the Verilog's path.
 
-    The Verilog and LiteX's ``csr.csv``/``csr.json`` land in ``<build root>/pcie-verilog/``; they
-    are generated in a private folder and moved there atomically, so parallel test workers never
-    read a half-written file (the generator is deterministic: every worker writes the same).
+    They are generated in a private folder and moved there atomically, so parallel test workers
+    never read a half-written file (the generator is deterministic: every worker writes the same).
     """
     import os
     import tempfile
 
     from busprobe.build_cache import build_root
     from busprobe.gateware.pcie.sim_top import generate_verilog
-    from busprobe.sim.verilator_build import build_verilator_model
 
     out = build_root() / "pcie-verilog"
     out.mkdir(parents=True, exist_ok=True)
@@ -94,9 +93,17 @@ def build_pcie_simulator() -> Path:
         names = [path.name for path in generate_verilog(tmp)]
         for name in (*names, "csr.csv", "csr.json"):
             os.replace(Path(tmp) / name, out / name)
+    return [out / name for name in names]
+
+
+def build_pcie_simulator() -> Path:
+    """Generate the Verilog (:func:`build_pcie_simulator_sources`) and build (or reuse) its
+    Verilator model; return the build dir."""
+    from busprobe.sim.verilator_build import build_verilator_model
+
     # The bench drives and reads top-level ports only: the model need not keep every signal
     # visible (sim/verilator_build.py), which makes it several times faster with the CPU in it.
-    return build_verilator_model("pcie", [out / name for name in names], TOPLEVEL,
+    return build_verilator_model("pcie", build_pcie_simulator_sources(), TOPLEVEL,
                                  timescale=TIMESCALE, public_ports_only=True)
 
 
@@ -220,6 +227,24 @@ class HostBuffer:
             raise ValueError(f"access {offset}+{length} outside a {self.size}-byte buffer")
 
 
+def _root_complex(config: LinkConfig) -> ChipsetRootComplex:
+    rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
+    # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
+    rc.max_payload_size = 0x5
+    rc.max_read_request_size = 0x5
+    rc.read_completion_boundary = config.rcb == 128
+    rc.split_on_all_rcb = config.split_on_all_rcb
+    return rc
+
+
+async def _reset(dut) -> None:
+    cocotb.start_soon(Clock(dut.sys_clk, 1e9 / proto.CLOCK_HZ, unit="ns").start())
+    dut.sys_rst.value = 1
+    await ClockCycles(dut.sys_clk, 8)
+    dut.sys_rst.value = 0
+    await RisingEdge(dut.sys_clk)
+
+
 class PcieTestbench:
     """Root complex + link + :class:`TlpStreamEndpoint` around the busprobe core's top.
 
@@ -230,18 +255,14 @@ class PcieTestbench:
     config : LinkConfig
     """
 
-    def __init__(self, dut, config: LinkConfig | None = None):
+    def __init__(self, dut, config: LinkConfig | None = None, *, prefix: str = "",
+                 rc: ChipsetRootComplex | None = None, port=None):
         self.dut = dut
         self.config = config = config or LinkConfig()
         silence_pcie_logging()
         self.log = logging.getLogger("cocotb.busprobe.pcie")
-        self.rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
-        # The root supports 4096-byte payloads; start() programs the link's MPS in both ends.
-        self.rc.max_payload_size = 0x5
-        self.rc.max_read_request_size = 0x5
-        self.rc.read_completion_boundary = config.rcb == 128
-        self.rc.split_on_all_rcb = config.split_on_all_rcb
-        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix="pcie_sim_",
+        self.rc = rc if rc is not None else _root_complex(config)
+        self.ep = TlpStreamEndpoint(dut, dut.sys_clk, prefix=f"{prefix}pcie_sim_",
                                     data_width=proto.DATA_WIDTH, bar0_size=proto.BAR0_SIZE,
                                     msi_vectors=32, tx_buffer=config.tx_buffer)
         self.ep.vendor_id = proto.VENDOR_ID
@@ -251,7 +272,7 @@ class PcieTestbench:
         # cocotbext-pcie times the link only if the speed/width are set before connecting.
         self.dev.upstream_port.max_link_speed = config.gen
         self.dev.upstream_port.max_link_width = config.width
-        self.rc.make_port().connect(self.dev)
+        (port if port is not None else self.rc.make_port()).connect(self.dev)
         #: Wire traffic device -> root ("upstream") and root -> device ("downstream").
         self.upstream = LinkCounters()
         self.downstream = LinkCounters()
@@ -266,7 +287,7 @@ class PcieTestbench:
         self.ep.on_rx_tlp = self._record_rx
         self.msi_count = [0] * 32
         #: The SoC's console (the firmware's UART).
-        self.uart = UartStream(dut, dut.sys_clk)
+        self.uart = UartStream(dut, dut.sys_clk, prefix=f"{prefix}serial_")
 
     def _record_tx(self, tlp) -> None:
         if self.record_tlps:
@@ -279,15 +300,17 @@ class PcieTestbench:
     async def start(self) -> None:
         """Clock and reset the DUT, train the link, enumerate, assign BAR0, program MPS/MRRS,
         enable mastering."""
-        dut = self.dut
-        cocotb.start_soon(Clock(dut.sys_clk, 1e9 / proto.CLOCK_HZ, unit="ns").start())
-        dut.sys_rst.value = 1
-        await ClockCycles(dut.sys_clk, 8)
-        dut.sys_rst.value = 0
-        await RisingEdge(dut.sys_clk)
-        # The host finds the device once the link is up, as on a board.
-        await train(self.ep.link_signals, gen=self.config.gen, width=self.config.width)
+        await _reset(self.dut)
+        await self.train_link()
         await self.rc.enumerate()
+        await self.bring_up()
+
+    async def train_link(self) -> None:
+        """The host finds the device once the link is up, as on a board."""
+        await train(self.ep.link_signals, gen=self.config.gen, width=self.config.width)
+
+    async def bring_up(self) -> None:
+        """After enumeration: find the endpoint, assign BAR0, program MPS/MRRS, mastering, MSI."""
         self.function = self.rc.find_device(self.ep.pcie_id)
         if self.function is None:
             raise RuntimeError("enumeration did not find the busprobe endpoint")

@@ -36,8 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("sweep", help="measure throughput over a ladder of transfer lengths",
                             description="Measure throughput over transfer lengths, queue depths, "
                                         "directions and bus settings; every byte is checked.")
-    parser.add_argument("--device", required=True, metavar="SEL",
-                        help=buses.selector_syntax())
+    parser.add_argument("--device", required=True, metavar="SEL", action="append",
+                        help=buses.selector_syntax() + "; repeat it (or sim:pcie?endpoints=N) "
+                        "to sweep several targets alone and then together")
     parser.add_argument("--direction", default="both",
                         help="in|out|write|read|loopback, both (the two streaming directions) or "
                              "all; comma list allowed (default: both)")
@@ -131,6 +132,12 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if isinstance(args.device, list):
+        if len(args.device) > 1 or "endpoints=" in args.device[0]:
+            from .sweep_multi import run_multi
+
+            return run_multi(args, expand_directions)
+        args.device = args.device[0]
     # 1. Everything typed, checked before the device is opened.
     units = Units.parse(args.units)
     pattern = Pattern.parse(args.pattern)

@@ -92,10 +92,15 @@ def verdicts_of(doc: dict[str, Any], units: Units = Units.MB) -> list[dict[str, 
 
 def runs_from_docs(docs: Sequence[dict[str, Any]], sources: Sequence[str],
                    units: Units = Units.MB) -> list[Run]:
+    from .multi import expand_multi, is_multi
+
+    flat = [(part, source) for doc, source in zip(docs, sources, strict=True)
+            for part in (expand_multi(doc) if is_multi(doc) else [doc])]
     runs = []
-    for index, (doc, source) in enumerate(zip(docs, sources, strict=True)):
+    for index, (doc, source) in enumerate(flat):
         label = chr(ord("A") + index) if index < 26 else f"R{index}"
-        runs.append(Run(label, source, doc, verdicts_of(doc, units)))
+        entries = doc.get("entries") or (verdicts_of(doc, units) if doc.get("bus") else [])
+        runs.append(Run(label, source, doc, entries))
     return runs
 
 
@@ -176,6 +181,8 @@ def plateau_spread(run: Run, entry: dict[str, Any]) -> float:
 
 def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
     """Sentences naming what sets each run apart, best run per direction as the reference."""
+    # A multi-target run's sums (report/multi.py) are the sum of the others: no reference.
+    runs = [run for run in runs if not run.doc.get("sum_of_targets")]
     out: list[str] = []
     # The reference for an entry is the best run at the same direction and setting.
     best: dict[tuple[str, str], tuple[float, Run]] = {}

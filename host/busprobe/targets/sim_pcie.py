@@ -1,6 +1,10 @@
 """``sim:pcie``: what the PCIe simulation is, from the selector's options alone.
 
-``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..``
+``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..&endpoints=1..4``
+
+``endpoints=N`` (N > 1) puts N cores behind one PCIe switch in one simulation; the root complex
+behind the switch's upstream port carries ``cap`` for all of them: ``busprobe sweep`` then runs
+them as N targets, alone and together (:mod:`busprobe.cli.sweep_multi`).
 
 The options are the fields of the simulated link (:class:`busprobe.sim.pcie.testbench.LinkConfig`)
 the backend (:mod:`busprobe.sim.pcie.backend`) hands to the simulator, and ``driver_latency_ns``,
@@ -31,6 +35,7 @@ NAME = "sim:pcie"
 #: A second of read latency already makes every read point take hours of simulation.
 MAX_LATENCY_NS = 1e9
 _MPS = (128, 256, 512)  # what the core supports (protocol.pcie.MAX_PAYLOAD_SIZE)
+_ENDPOINTS = (1, 2, 3, 4)  # whole cores in one model: busprobe.sim.pcie.multi_top.MAX_ENDPOINTS
 
 #: The options, in the order they are listed; defaults are the simulated link's defaults.
 OPTIONS: tuple[Option, ...] = (
@@ -44,6 +49,7 @@ OPTIONS: tuple[Option, ...] = (
            "a finite number of ns from 0 to 1e9 (one second)"),
     Option("driver_latency_ns", 0.0, number(0.0, MAX_LATENCY_NS),
            "a finite number of ns from 0 to 1e9 (one second)"),
+    Option("endpoints", 1, choice(_ENDPOINTS), one_of(_ENDPOINTS)),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -74,8 +80,9 @@ def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
                "outstanding_reads": pcie_protocol.READ_TAGS, "tx_buffer_tlps": 4})
 
 
-def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
-    """The root complex and the gateware, with the simulated link between them."""
+def sim_pcie_hops(link: Mapping[str, Any], index: int | None = None) -> tuple[Hop, ...]:
+    """The root complex and the gateware, with the simulated link between them; endpoint
+    ``index`` of ``endpoints=N`` sits behind a switch's downstream port ``index``."""
     speed, width = LINK_SPEEDS[link["gen"]], link["width"]
     notes = []
     if link["cap"] is not None:
@@ -86,14 +93,23 @@ def sim_pcie_hops(link: Mapping[str, Any]) -> tuple[Hop, ...]:
     if link.get("driver_latency_ns"):
         notes.append(f"host driver answers each MSI {link['driver_latency_ns']:g} ns late "
                      "(simulated slow driver path)")
-    return (
-        Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
-            speed=speed, width=width, speed_cap=speed, width_cap=width, mps=link["mps"],
-            notes=notes),
-        Hop("sim-pci-endpoint", "busprobe PCIe gateware", driver="litepcie",
-            description="LitePCIe DMA on the simulated PHY", speed=speed, width=width,
-            speed_cap=speed, width_cap=width, mps=link["mps"], mrrs=link["mrrs"]),
-    )
+    endpoint = Hop("sim-pci-endpoint", "busprobe PCIe gateware", driver="litepcie",
+                   description="LitePCIe DMA on the simulated PHY", speed=speed, width=width,
+                   speed_cap=speed, width_cap=width, mps=link["mps"], mrrs=link["mrrs"])
+    if index is None:
+        return (Hop("sim-pci-root-port", "cocotbext-pcie root complex",
+                    driver="busprobe.sim.pcie", speed=speed, width=width, speed_cap=speed,
+                    width_cap=width, mps=link["mps"], notes=notes), endpoint)
+    endpoint.name = f"busprobe PCIe gateware #{index}"
+    # The switch's upstream link is untimed: what the endpoints share is the root's cap.
+    return (Hop("sim-pci-root-port", "cocotbext-pcie root complex", driver="busprobe.sim.pcie",
+                mps=link["mps"], notes=notes),
+            Hop("sim-pci-switch-upstream", "sim-switch", driver="busprobe.sim.pcie",
+                description="cocotbext-pcie switch, upstream port (untimed link to the root)"),
+            Hop("sim-pci-switch-downstream", f"sim-switch port {index}",
+                driver="busprobe.sim.pcie", speed=speed, width=width, speed_cap=speed,
+                width_cap=width, mps=link["mps"]),
+            endpoint)
 
 
 describe_sim_pcie = simulated_target(NAME, OPTIONS, sim_pcie_bus, sim_pcie_hops)

@@ -1,0 +1,201 @@
+"""``busprobe sweep --device A --device B ...``: the same ladder on every target alone, then all
+together, and whether something they share limits them (:mod:`busprobe.sweep_multi`,
+:mod:`busprobe.verdict.shared`).
+
+One selector may stand for several targets that share one simulation
+(``sim:pcie?endpoints=2&cap=...``: two endpoints behind one switch); they are numbered
+``#0``, ``#1``. The result document holds, per target, its points alone and together, and per
+point the ``sum_throughput`` together beside the ``sum_alone``; then the verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .. import buses, targets
+from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
+from ..protocol.patterns import Pattern
+from ..result_file import ResultWriteError, check_writable
+from ..results import finish_document, new_document, write_json
+from ..stdout_guard import stdout_to_stderr
+from ..sweep import SweepPlan
+from ..sweep_multi import MultiSweep, TargetRun
+from ..together import SharedClock
+from ..transport import InvalidRequest, Transport, TransportError
+from ..units import Units
+from ..verdict.shared import assess_shared
+
+__all__ = ["run_multi", "format_multi_table", "open_targets"]
+
+
+def open_targets(selectors: list[str]
+                 ) -> tuple[list[tuple[str, Transport]], Any, SharedClock | None, bool]:
+    """Build (not open) every target: ``(name, transport)`` pairs, the group that opens a
+    shared simulation (or None), its clock (None: the wall clock) and whether all targets
+    share one clock."""
+    if len(set(selectors)) != len(selectors):
+        twice = next(s for s in selectors if selectors.count(s) > 1)
+        raise InvalidRequest(f"--device {twice} is named twice: a target cannot run together "
+                             "with itself")
+    descriptions = [targets.describe(s, sysfs_root=None) for s in selectors]
+    grouped = [d for d in descriptions if (d.options or {}).get("endpoints", 1) > 1]
+    if grouped:
+        if len(descriptions) > 1:
+            raise InvalidRequest(f"{grouped[0].text} already names several targets in one "
+                                 "simulation; give it alone")
+        group = buses.load("busprobe.sim.pcie.backend:open_sim_pcie_group",
+                           buses.SIM_EXTRA_HINT)(grouped[0])
+        return group.targets, group, group.clock, True
+    simulated = [d.simulated for d in descriptions]
+    if any(simulated) and not all(simulated):
+        raise InvalidRequest("a simulated and a real target cannot run together (their clocks "
+                             "differ); sweep them separately")
+    pairs = [(d.text, targets.open_transport(d)) for d in descriptions]
+    # Separate simulations each keep their own simulated clock: sums add each one's rate.
+    return pairs, None, None, not any(simulated)
+
+
+def run_multi(args: argparse.Namespace,
+              expand_directions: Callable[[str, tuple[str, ...]], tuple[str, ...]]) -> int:
+    """The multi-target sweep (``args`` as ``busprobe sweep`` parses them; its
+    ``expand_directions``)."""
+    units = Units.parse(args.units)
+    pattern = Pattern.parse(args.pattern)
+    lengths = parse_lengths(args.lengths) if args.lengths is not None else None
+    depths = parse_counts(args.queue_depth, "queue depth") if args.queue_depth is not None \
+        else None
+    min_bytes = parse_size(args.min_bytes) if args.min_bytes is not None else None
+    for option in ("csv", "plot", "mps", "mrrs"):
+        if getattr(args, option, None) is not None:
+            raise InvalidRequest(f"--{option} is for one target; several targets write --json")
+    if args.protocol != "stream":
+        raise InvalidRequest("several targets at once run the stream protocol only")
+    check_writable(args.json)
+    pairs, group, clock, shared = open_targets(list(args.device))
+    for _, transport in pairs:
+        if min_bytes is not None:
+            transport.min_bytes = min_bytes
+    doc = new_document(" + ".join(args.device), units=units)
+    runs = [TargetRun(name, transport) for name, transport in pairs]
+    out = sys.stderr if args.json == "-" else sys.stdout
+    simulated = group is not None or not shared
+    with contextlib.ExitStack() as stack:
+        if args.json == "-":  # a simulator build's compiler lines must not reach the JSON
+            stack.enter_context(stdout_to_stderr())
+        if group is not None:
+            group.open()
+            stack.callback(group.close)
+        else:
+            for run in runs:
+                run.transport.open()
+                stack.callback(_close, run.transport)
+        first = runs[0].transport
+        directions = expand_directions(args.direction,
+                                       _common_directions([r.transport for r in runs]))
+        plan = SweepPlan(directions, tuple(lengths or default_lengths(
+            first.bus.kind, min(r.transport.default_max_length for r in runs))),
+            tuple(depths or buses.by_kind(first.bus.kind).default_queue_depths),
+            args.repeat, ({},), pattern)
+        for run in runs:
+            plan.validate(run.transport, simulated=simulated)
+        print(f"sweeping {len(runs)} targets alone, then together: "
+              f"{'/'.join(plan.directions)}, lengths "
+              f"{','.join(format_size(n) for n in plan.lengths)}, queue depth "
+              f"{','.join(map(str, plan.queue_depths))}, {plan.repeat} repeats",
+              file=sys.stderr, flush=True)
+        multi = MultiSweep(runs, plan, clock=clock, shared_clock=shared)
+        try:
+            multi.run()
+        except KeyboardInterrupt:
+            doc["error"] = "interrupted (Ctrl-C)"
+        _fill(doc, multi, units)
+    finish_document(doc, error=doc.get("error") or _lost(runs))
+    doc["errors"] = sum(p["errors"] for t in doc["targets"] for phase in ("alone", "together")
+                        for p in t[phase])
+    print(format_multi_table(doc, units), file=out, flush=True)
+    if args.json:
+        try:
+            write_json(doc, args.json)
+        except ResultWriteError as exc:
+            print(f"busprobe: error: {exc}", file=sys.stderr)
+            return 2
+    return 2 if doc["error"] else 1 if doc["errors"] else 0
+
+
+def _close(transport: Transport) -> None:
+    with contextlib.suppress(TransportError):
+        transport.close()
+
+
+def _common_directions(transports: list[Transport]) -> tuple[str, ...]:
+    common = tuple(d for d in transports[0].directions
+                   if all(d in t.directions for t in transports))
+    if not common:
+        raise InvalidRequest("the targets have no direction in common")
+    return common
+
+
+def _lost(runs: list[TargetRun]) -> str | None:
+    lost = [f"{r.name}: {r.error}" for r in runs if r.error]
+    return "; ".join(lost) or None
+
+
+def _fill(doc: dict[str, Any], multi: MultiSweep, units: Units) -> None:
+    runs = multi.targets
+    topologies = []
+    kinds = []
+    doc["targets"] = []
+    for run in runs:
+        try:
+            topology = run.transport.topology()
+            bus = run.transport.bus
+        except (TransportError, OSError):
+            topology, bus = [], None
+        topologies.append(topology)
+        kinds.append(bus.kind if bus else None)
+        doc["targets"].append({
+            "device": run.name, "bus": bus.to_json() if bus else None, "topology": topology,
+            "alone": [p.to_json() for p in run.alone],
+            "together": [p.to_json() for p in run.together], "error": run.error})
+    doc["bus"] = doc["targets"][0]["bus"]
+    doc["plan"] = {"directions": list(multi.plan.directions),
+                   "lengths": list(multi.plan.lengths),
+                   "queue_depths": list(multi.plan.queue_depths), "repeat": multi.plan.repeat,
+                   "clock": "shared" if multi.shared_clock else "separate"}
+    doc["together"] = multi.sums()
+    doc["shared"] = assess_shared(doc["together"], topologies, kinds, units)
+
+
+def format_multi_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
+    """Per point: each target alone and together, the sum together and the sum alone; then the
+    verdict lines."""
+    names = [t["device"] for t in doc["targets"]]
+    head = ["dir", "length", "qd"]
+    for i in range(len(names)):
+        head += [f"#{i} alone", f"#{i} together"]
+    head += ["sum together", "sum alone"]
+    lines = ["targets: " + "; ".join(f"#{i} {n}" for i, n in enumerate(names)),
+             " | ".join(head)]
+    for row in doc["together"]:
+        cells = [row["direction"], format_size(row["length"]) + "B", str(row["queue_depth"])]
+        for target in doc["targets"]:
+            for phase in ("alone", "together"):
+                point = next((p for p in target[phase] if p["length"] == row["length"]
+                              and p["direction"] == row["direction"]
+                              and p["queue_depth"] == row["queue_depth"]), None)
+                cells.append(units.format(point["throughput"]) if point else "-")
+        cells += [units.format(row["sum_throughput"]), units.format(row["sum_alone"])]
+        lines.append(" | ".join(cells))
+    for entry in doc.get("shared", []):
+        lines.append(f"verdict {entry['verdict']}: {entry['explanation']}")
+    for target in doc["targets"]:
+        if target["error"]:
+            lines.append(f"!! {target['device']} stopped: {target['error']} (its points so far "
+                         "and the others' are kept)")
+    if doc.get("errors"):
+        lines.append(f"!! {doc['errors']} data errors")
+    return "\n".join(lines)
