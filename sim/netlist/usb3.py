@@ -1,25 +1,36 @@
 """The SuperSpeed board design's netlist as the simulation's device: cut at PIPE.
 
 ``sim:usb3?level=netlist`` runs the post-synthesis netlist of the ECPIX-5 ``usb3`` build inside
-``usb3_sim_top`` with the same PIPE link partner. The RTL simulation's top leaves out the ECP5
-SerDes (DCU), the PLL and LUNA's ``AsyncPIPEInterface`` (the board top's ``pipe`` submodule: two
-asynchronous FIFOs and a row of two-flip-flop synchronizers between the SerDes' 250 MHz side and
-the device's 125 MHz side) and drives the device's 4-symbol PIPE directly. Synthesis merges the
-device's output logic into the first cells of ``pipe``, so the cut is made where each crossing
-starts, found by the structure LUNA gives it (``luna/gateware/interface/pipe.py``):
+``usb3_sim_top`` with the same PIPE link partner. On the board the device's 4-symbol, 125 MHz
+PIPE comes from :class:`~busprobe.gateware.usb3.ecp5_phy.ECP5Usb3Phy`: LUNA's DCU block, LUNA's
+LFPS generator and detector and its SerDes reset sequencer (all at 125 MHz), and busprobe's
+:class:`~busprobe.gateware.usb3.serdes_crossing.SerdesCrossing`, whose 250 MHz side meets the
+DCU. The RTL simulation leaves all of that out and drives the device's PIPE; the netlist is cut
+at the same place. Synthesis merges the PHY's combinational outputs into the device's LUTs
+(``phy_status = ~tx_ready``, ``rx_elec_idle = ~present``) and names registers after either side
+(the crossing's receive word carries a name from LUNA's physical layer), so the cut is made at
+registers and primitive ports, found by structure where it can be:
 
-* receive: the registered output of the receive FIFO (``pipe.r_data``: per half-word of the
-  gearbox the 2-symbol data, K flags, valid, status and PHY status) is driven from the
-  ``pipe_rx_*`` / ``pipe_phy_status`` ports, both halves alike; ``pipe``'s own combinational
-  reassembly of it stays, as on the board;
-* ``rx_elec_idle``: the output of its synchronizer is driven by its port;
-* transmit data: what the transmit FIFO's storage is written with (traced back from the gearbox
-  registers ``pipe.geared_tx_data`` / ``_datak`` through the FIFO) is read by ``pipe_tx_*``;
-* transmit controls: what each synchronizer's first flip-flop samples (traced back from
-  ``pipe.tx_elec_idle``, ...) is read by its port; ``pipe_reset`` is the asynchronous reset the
-  device's reset controller gives ``pipe``'s reset synchronizer;
+* receive data: the crossing's receive FIFO is the distributed RAM written on a clock the DCU
+  makes; the device's ``rx_data`` / ``rx_datak`` are the 36 ``ss`` registers loaded from that
+  RAM's outputs that no such register reads back (the others hold the crossing's plan). They are
+  driven from ``pipe_rx_data`` / ``pipe_rx_datak``, in the bit order of the 32- and 4-bit net
+  over them (the device's names for its PIPE inputs, whatever they are called);
+* transmit data: the transmit FIFO (the other distributed RAM) is written from a register that
+  is loaded from another: what that first register samples is the device's ``tx_data`` /
+  ``tx_datak``, read by the ports in the order of the 32- and 4-bit net over it;
+* transmit controls, at the DCU's own input ports: ``pipe_tx_elec_idle`` is ``CHn_FFC_EI_EN``
+  or ``CHn_FFC_LDR_CORE2TX_EN`` (LUNA's PHY gives the first ``tx_elec_idle & ~tx_detrx_lpbk``,
+  the second LFPS, ``tx_elec_idle & tx_detrx_lpbk``: the partner's LFPS), ``pipe_tx_detrx_lpbk``
+  is the second and ``pipe_reset`` is ``D_FFC_DUAL_RST``;
+* ``phy_status``: the reset sequencer's ``tx_pcs_ready`` register (``~phy_status``) is driven
+  by ``~pipe_phy_status``;
+* ``rx_elec_idle``: the LFPS detector's measured half periods (``total_time_high`` / ``_low``)
+  are driven with a period it takes as LFPS (its shortest half period) while
+  ``pipe_rx_elec_idle`` is low, and 0 otherwise, so its ``present`` is ``~pipe_rx_elec_idle``;
 * the PLL's clocks become ``clk`` (125 MHz) and its ``LOCK`` ``~rst``; then every cell the
-  output ports do not depend on goes (the FIFOs' far sides, the DCU, the pins).
+  output ports do not depend on goes (the crossing's far side, the DCU, the pins). A DCU left
+  after that means the device reads the SerDes some other way: refused, naming it.
 
 A signal the board build fixed (the board ties ``power_present`` high; ``power_down`` and the
 like are constant) has no net: its input port is left unconnected, its output reads 0, and the
@@ -30,114 +41,173 @@ cocotb tests look at.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from pathlib import Path
 
 from .board_cut import CutReport, Pin, cut_clocking, cut_pads
 from .build import build_netlist_model, cut_netlist
 from .cells import ecp5_library
 from .verilog import Boundary, write_verilog
-from .yosys_json import Bit, Netlist, NetlistError
+from .yosys_json import Bit, Cell, Netlist, NetlistError
 
 __all__ = ["BOARD", "usb3_netlist_verilog", "build_usb3_netlist_simulator"]
 
 BOARD = "ecpix5-85"
-#: Bits per gearbox half-word in the receive FIFO: data, K flags, valid, status, PHY status.
-_RX_FIELDS = (("pipe_rx_data", 16), ("pipe_rx_datak", 2), ("pipe_rx_valid", 1),
-              ("pipe_rx_status", 3), ("pipe_phy_status", 1))
-#: Transmit controls crossing through a synchronizer, by the name of its output in ``pipe``.
-_TX_CONTROLS = ("tx_elec_idle", "tx_detrx_lpbk", "rx_polarity", "rx_termination", "power_down",
-                "phy_mode", "rate", "elas_buf_mode", "tx_deemph", "tx_margin", "tx_swing",
-                "rx_eq_training")
+#: Registers of LUNA's PHY blocks whose outputs the device reads through merged logic.
+_TX_READY = r"(.*\.)?reset_sequencer\.tx_pcs_ready"
+_LFPS_TIMES = (r"(.*\.)?lfps_detector\.total_time_high", r"(.*\.)?lfps_detector\.total_time_low")
 
 
-def _only(netlist: Netlist, pattern: str) -> list[Bit] | None:
-    """The bits of the one net whose names match ``pattern`` (a net may have several)."""
-    found = {tuple(bits): name for name, bits in netlist.netnames.items()
-             if re.fullmatch(pattern, name)}
-    if len(found) > 1:
-        raise NetlistError(f"{len(found)} nets match {pattern}: {', '.join(found.values())}")
-    return list(next(iter(found))) if found else None
+class _Graph:
+    """Who drives each net and who reads it, built once (the netlist has ~100 k cells)."""
+
+    def __init__(self, netlist: Netlist) -> None:
+        self.driver: dict[int, Cell] = {}
+        self.readers: dict[int, list[Cell]] = defaultdict(list)
+        for cell in netlist.cells.values():
+            for port, bits in cell.connections.items():
+                out = cell.directions.get(port) == "output"
+                for bit in bits:
+                    if isinstance(bit, int):
+                        if out:
+                            self.driver[bit] = cell
+                        else:
+                            self.readers[bit].append(cell)
+
+    def outputs(self, cell: Cell) -> set[int]:
+        return {b for port, bits in cell.connections.items()
+                if cell.directions.get(port) == "output" for b in bits if isinstance(b, int)}
+
+    def registers_behind(self, bit: Bit) -> set[str]:
+        """The registers, RAMs and DCUs whose outputs reach ``bit`` through logic alone."""
+        found, seen, work = set(), set(), [bit]
+        while work:
+            net = work.pop()
+            if not isinstance(net, int) or net in seen or net not in self.driver:
+                continue
+            seen.add(net)
+            cell = self.driver[net]
+            if cell.type in ("TRELLIS_FF", "TRELLIS_DPR16X4", "DCUA"):
+                found.add(cell.name)
+                continue
+            work += [b for port, bits in cell.connections.items()
+                     if cell.directions.get(port) != "output" for b in bits]
+        return found
 
 
-def _input_of(netlist: Netlist, bit: Bit, kind: str, port: str) -> Bit:
-    """The ``port`` input of the ``kind`` cell driving ``bit``, or raise naming what is there."""
-    found = netlist.driver(bit)
-    if found is None or found[0].type != kind:
-        raise NetlistError(f"{netlist.describe(bit)} is driven by "
-                           f"{found[0].type + ' ' + found[0].name if found else 'nothing'}, "
-                           f"not the {kind} LUNA's AsyncPIPEInterface has there")
-    cell, _, index = found
-    bits = cell.connections[port]
-    return bits[index] if len(bits) > 1 else bits[0]
+def _ordered(netlist: Netlist, nets: set[int], width: int, what: str) -> list[int]:
+    """The ``width`` nets of ``nets`` in the bit order of the one net name lying over them."""
+    orders = {tuple(bits) for bits in netlist.netnames.values()
+              if len(bits) == width and set(bits) <= nets}
+    if len(orders) != 1:
+        raise NetlistError(f"{what}: {len(orders)} bit orders among the names of "
+                           f"{len(nets)} registers, not one {width}-bit net")
+    return list(orders.pop())
+
+
+def _input_of(graph: _Graph, netlist: Netlist, bit: Bit, what: str) -> Bit:
+    cell = graph.driver.get(bit) if isinstance(bit, int) else None
+    if cell is None or cell.type != "TRELLIS_FF":
+        raise NetlistError(f"{what}: {netlist.describe(bit)} is driven by "
+                           f"{cell.type + ' ' + cell.name if cell else 'nothing'}, not the "
+                           "register SerdesCrossing has there")
+    return cell.net("DI")
+
+
+def _one_net(netlist: Netlist, graph: _Graph, pattern: str, what: str) -> list[int]:
+    found = {tuple(bits) for name, bits in netlist.netnames.items() if re.fullmatch(pattern, name)}
+    if len(found) != 1:
+        raise NetlistError(f"{len(found)} nets named like {pattern} ({what}); expected one")
+    bits = list(found.pop())
+    for bit in bits:
+        _input_of(graph, netlist, bit, what)
+    return bits
 
 
 def _cut_pipe(netlist: Netlist, boundary: Boundary, report: CutReport) -> None:
-    # Receive FIFO output register -> from the ports, every half-word alike.
-    r_data = _only(netlist, r"pipe\.r_data(\$\d+)?")
-    if r_data is None:
-        raise NetlistError("no pipe.r_data net: nowhere to cut the netlist at PIPE")
-    half = sum(width for _, width in _RX_FIELDS)
-    if len(r_data) % half:
-        raise NetlistError(f"pipe.r_data has {len(r_data)} bits, not a multiple of {half}")
-    for gear in range(len(r_data) // half):
-        offset = gear * half
-        for port, width in _RX_FIELDS:
-            part = gear if port in ("pipe_rx_data", "pipe_rx_datak") else 0
-            for index in range(width):
-                bit = r_data[offset + index]
-                if isinstance(bit, int):
-                    netlist.detach(bit)
-                    boundary.drives[bit] = f"{port}[{part * width + index}]" if port in (
-                        "pipe_rx_data", "pipe_rx_datak", "pipe_rx_status") else port
-            offset += width
-    report.notes.append(f"pipe_rx_*, pipe_phy_status: drive pipe.r_data ({len(r_data)} bits)")
-    # Receive-side synchronizer outputs.
-    for name in ("rx_elec_idle", "power_present"):
-        bits = _only(netlist, rf"device\..*\.{name}")
-        found = netlist.driver(bits[0]) if bits else None
-        if bits is None or found is None or not found[0].name.startswith("pipe."):
-            report.notes.append(f"pipe_{name}: no synchronizer output in the netlist; "
-                                "unconnected (constant on the board)")
-            continue
-        netlist.detach(bits[0])
-        boundary.drives[bits[0]] = f"pipe_{name}"
-        report.notes.append(f"pipe_{name}: drives the output of {found[0].name}")
-    # Transmit data: gearbox register <- FIFO read register <- storage; read what is written.
-    for port, name in (("pipe_tx_data", "geared_tx_data"), ("pipe_tx_datak", "geared_tx_datak")):
-        geared = _only(netlist, rf"pipe\.{name}")
-        if geared is None:
-            raise NetlistError(f"no pipe.{name} net to trace the transmit FIFO from")
-        written = []
-        for bit in geared:
-            read = _input_of(netlist, _input_of(netlist, bit, "TRELLIS_FF", "DI"),
-                             "TRELLIS_FF", "DI")
-            found = netlist.driver(read)
-            if found is None or found[0].type != "TRELLIS_DPR16X4":
-                raise NetlistError(f"pipe.{name}: {netlist.describe(read)} does not come "
-                                   "from the transmit FIFO's storage")
-            written.append(found[0].connections["DI"][found[2]])
-        boundary.reads[port] = written
-        report.notes.append(f"{port}: reads what the transmit FIFO stores")
-    # Transmit controls: what each synchronizer's first stage samples.
-    for name in _TX_CONTROLS:
-        bits = _only(netlist, rf"pipe\.{name}")
-        port = f"pipe_{name}"
-        if bits is None:
-            continue  # constant on the board: reads 0 (below)
-        boundary.reads[port] = [
-            _input_of(netlist, _input_of(netlist, b, "TRELLIS_FF", "DI"), "TRELLIS_FF", "DI")
-            for b in bits]
-        report.notes.append(f"{port}: reads the input of pipe.{name}'s synchronizer")
-    # The PHY reset: the asynchronous reset the device drives into pipe's reset synchronizer.
-    resets = {cell.net("LSR") for cell in netlist.of_type("TRELLIS_FF")
-              if cell.name.startswith("pipe.") and cell.parameters.get("SRMODE") == "ASYNC"
-              and (found := netlist.driver(cell.net("LSR"))) is not None
-              and found[0].name.startswith("device.")}
-    if len(resets) != 1:
-        raise NetlistError(f"{len(resets)} resets from the device into pipe; expected one "
-                           "(its reset synchronizer)")
-    boundary.reads["pipe_reset"] = [resets.pop()]
-    report.notes.append("pipe_reset: reads the device's reset of pipe's reset synchronizer")
+    graph = _Graph(netlist)
+    dcus = netlist.of_type("DCUA")
+    serdes_clocks = {b for dcu in dcus for b in graph.outputs(dcu)}
+    rams = netlist.of_type("TRELLIS_DPR16X4")
+    rx_ram = {r.name for r in rams if r.net("WCK") in serdes_clocks}
+    # The transmit RAM: written on another clock, read by registers on the DCU's.
+    read_by_serdes = set().union(*(graph.registers_behind(ff.net("DI"))
+                                   for ff in netlist.of_type("TRELLIS_FF")
+                                   if ff.net("CLK") in serdes_clocks))
+    tx_ram = [r for r in rams if r.name in read_by_serdes and r.name not in rx_ram]
+    if not rx_ram or not tx_ram:
+        raise NetlistError("no distributed RAM written on a DCU clock and none read by it: no "
+                           "SerdesCrossing to cut the netlist at PIPE")
+
+    # Receive: the ss registers loaded from the receive RAM that none of them reads back.
+    loaded = {}
+    for ff in netlist.of_type("TRELLIS_FF"):
+        if ff.net("CLK") not in serdes_clocks:
+            behind = graph.registers_behind(ff.net("DI"))
+            if behind & rx_ram:
+                loaded[ff.name] = behind
+    read_back = set().union(*loaded.values())
+    word = {netlist.cells[name].net("Q") for name in loaded if name not in read_back}
+    if len(word) != 36:
+        raise NetlistError(f"{len(word)} registers take the receive FIFO's word, not 36 "
+                           "(4 symbols and their K flags): not SerdesCrossing's structure")
+    data = _ordered(netlist, word, 32, "receive word")
+    kflags = _ordered(netlist, word - set(data), 4, "receive K flags")
+    for port, bits in (("pipe_rx_data", data), ("pipe_rx_datak", kflags)):
+        for index, bit in enumerate(bits):
+            netlist.detach(bit)
+            boundary.drives[bit] = f"{port}[{index}]"
+    report.notes.append("pipe_rx_data, pipe_rx_datak: drive the crossing's receive word "
+                        f"({len(loaded) - 36} other registers behind its FIFO go)")
+
+    # Transmit: RAM <- register <- register <- the device's word.
+    sampled = set()
+    for ram in tx_ram:
+        for bit in ram.connections["DI"]:
+            held = _input_of(graph, netlist, bit, "transmit FIFO input")
+            sampled.add(_input_of(graph, netlist, held, "transmit word register"))
+    if len(sampled) != 36:
+        raise NetlistError(f"the transmit FIFO stores {len(sampled)} distinct bits, not 36")
+    boundary.reads["pipe_tx_data"] = _ordered(netlist, sampled, 32, "transmit word")
+    boundary.reads["pipe_tx_datak"] = _ordered(
+        netlist, sampled - set(boundary.reads["pipe_tx_data"]), 4, "transmit K flags")
+    report.notes.append("pipe_tx_data, pipe_tx_datak: read what the crossing's transmit word "
+                        "register samples")
+
+    # Transmit controls and the PHY reset, at the DCU's inputs.
+    if len(dcus) != 1:
+        raise NetlistError(f"{len(dcus)} DCUs in the netlist; the PHY uses one")
+    dcu, ports = dcus[0], {}
+    for name in ("FFC_EI_EN", "FFC_LDR_CORE2TX_EN"):
+        nets = [b for port, bits in dcu.connections.items() for b in bits
+                if re.fullmatch(rf"CH\d_{name}", port) and isinstance(b, int)]
+        if len(nets) != 1:
+            raise NetlistError(f"DCU {dcu.name}: {len(nets)} channels drive {name}; expected one")
+        ports[name] = nets[0]
+    idle, lfps = ports["FFC_EI_EN"], ports["FFC_LDR_CORE2TX_EN"]
+    boundary.reads["pipe_tx_elec_idle"] = [f"=n{idle} | n{lfps}"]
+    boundary.reads["pipe_tx_detrx_lpbk"] = [lfps]
+    reset = dcu.connections.get("D_FFC_DUAL_RST", ["x"])[0]
+    if not isinstance(reset, int):
+        raise NetlistError(f"DCU {dcu.name}: D_FFC_DUAL_RST is constant; no PHY reset to read")
+    boundary.reads["pipe_reset"] = [reset]
+    report.notes.append(f"pipe_tx_elec_idle: {dcu.name} EI_EN | LDR_CORE2TX_EN; "
+                        "pipe_tx_detrx_lpbk: LDR_CORE2TX_EN (LFPS); pipe_reset: D_FFC_DUAL_RST")
+
+    # PHY status and electrical idle: the registers LUNA's PHY computes them from.
+    from busprobe.gateware.usb3.ecp5_phy import LINK_CLOCK_HZ, _LFPSDetector
+
+    for bit in _one_net(netlist, graph, _TX_READY, "the SerDes' tx_ready"):
+        netlist.detach(bit)
+        boundary.drives[bit] = "~pipe_phy_status"
+    shortest = _LFPSDetector(clock_frequency=LINK_CLOCK_HZ)._half_cycle_min
+    for pattern in _LFPS_TIMES:
+        bits = _one_net(netlist, graph, pattern, "LFPS half period")
+        for index, bit in enumerate(bits):
+            netlist.detach(bit)
+            boundary.drives[bit] = "~pipe_rx_elec_idle" if shortest >> index & 1 else "1'b0"
+    report.notes.append("pipe_phy_status: drives tx_pcs_ready (inverted); pipe_rx_elec_idle: "
+                        f"drives the LFPS detector's half periods ({shortest} cycle while low)")
 
 
 def usb3_netlist_verilog(netlist: Netlist, *, module: str, header: str = "") -> str:
@@ -146,9 +216,9 @@ def usb3_netlist_verilog(netlist: Netlist, *, module: str, header: str = "") -> 
     Raises
     ------
     NetlistError
-        If the netlist does not have the structure of LUNA's ``AsyncPIPEInterface`` where the
-        cut is made (each message names the net), a cell the ports depend on has no model (the
-        DCU, were the device to read it other than through PIPE), or a net is left undriven.
+        If the netlist does not have the structure of ``SerdesCrossing`` and LUNA's PHY blocks
+        where the cut is made (each message names what is missing), the device still reads the
+        DCU after the cut, or a net is left undriven.
     """
     from busprobe.gateware.usb3.sim_top import CLOCK_HZ, PORTS
 
@@ -162,7 +232,12 @@ def usb3_netlist_verilog(netlist: Netlist, *, module: str, header: str = "") -> 
             boundary.reads[port] = ["0"] * width
             report.notes.append(f"{port}: no net in the board netlist (constant there); reads 0")
     needed = {b for bits in boundary.reads.values() for b in bits if isinstance(b, int)}
+    needed |= {int(n) for bits in boundary.reads.values() for b in bits if isinstance(b, str)
+               for n in re.findall(r"\bn(\d+)", b)}  # nets an expression reads
     removed = netlist.prune(needed)
+    left = netlist.of_type("DCUA")
+    if left:
+        raise NetlistError(f"the device still reads DCU {left[0].name} after the cut at PIPE")
     cut_pads(netlist, boundary, report, lambda pad: Pin("drop"))
     kinds = sorted({c.type for c in removed})
     report.notes.append(f"removed {len(removed)} cells the output ports do not depend on "
@@ -170,8 +245,6 @@ def usb3_netlist_verilog(netlist: Netlist, *, module: str, header: str = "") -> 
     library = ecp5_library(netlist.cells.values())
     text = "\n".join([header, *report.lines()])
     return write_verilog(netlist, module, boundary, library.models, header=text)
-
-
 def build_usb3_netlist_simulator() -> Path:
     """The Verilator model of ``usb3_sim_top`` with the ``usb3`` board netlist as its device."""
     from busprobe.gateware.usb3.sim_top import PORTS

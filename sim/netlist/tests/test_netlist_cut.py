@@ -135,10 +135,12 @@ def test_usb2_cut_refuses_a_phy_pin_ulpi_does_not_have(tmp_path):
         usb2_netlist_verilog(_netlist(tmp_path, top), phy="phy", module="dut")
 
 
-def test_usb3_cut_refuses_a_netlist_without_lunas_pipe_crossing(tmp_path):
-    with pytest.raises(NetlistError, match="no pipe.r_data net: nowhere to cut the netlist at "
-                                           "PIPE"):
+def test_usb3_cut_refuses_a_netlist_without_the_serdes_crossing_in_one_line(tmp_path):
+    with pytest.raises(NetlistError) as info:
         usb3_netlist_verilog(_netlist(tmp_path, _board()), module="dut")
+    message = str(info.value)
+    assert message == ("no distributed RAM written on a DCU clock and none read by it: no "
+                       "SerdesCrossing to cut the netlist at PIPE")
 
 
 def test_a_netlist_changed_after_it_was_recorded_is_not_used(tmp_path):
