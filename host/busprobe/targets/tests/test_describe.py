@@ -12,7 +12,8 @@ from busprobe.transport import InvalidRequest
 def test_sim_pcie_defaults_are_the_simulated_links_defaults():
     target = describe("sim:pcie")
     assert dict(target.options) == {"gen": 2, "width": 1, "mps": 256, "mrrs": 512, "rcb": 64,
-                                    "cap": None, "latency_ns": 0.0, "driver_latency_ns": 0.0}
+                                    "cap": None, "latency_ns": 0.0, "driver_latency_ns": 0.0,
+                                    "endpoints": 1}
     assert target.simulated and target.spec.kind == "pcie"
     bus = target.bus
     assert (bus.kind, bus.speed, bus.width, bus.mps, bus.mrrs) == ("pcie", "gen2", 1, 256, 512)
