@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Param", "Point", "Interval", "BoundedFit", "fit_bounded", "THROUGHPUT_FLOOR",
+__all__ = ["Param", "Point", "Span", "Interval", "BoundedFit", "fit_bounded", "THROUGHPUT_FLOOR",
            "TAIL_FLOOR", "GOAL_SHARE"]
 
 THROUGHPUT_FLOOR = 0.003
@@ -67,15 +67,12 @@ class Point:
 Predict = Callable[[dict[str, float], Point], tuple[float, float | None]]
 
 
-@dataclass(frozen=True)
-class Interval:
-    """Where a parameter fits: ``low..high`` (closed at an end unless it reached a bound)."""
+class Span:
+    """The middle and half width of a fitted ``low..high`` (a mixin for the intervals of
+    this module and :mod:`.uncertainty`)."""
 
-    key: str
     low: float
     high: float
-    best: float
-    closed: bool
 
     @property
     def middle(self) -> float:
@@ -84,6 +81,17 @@ class Interval:
     @property
     def half_width(self) -> float:
         return (self.high - self.low) / 2
+
+
+@dataclass(frozen=True)
+class Interval(Span):
+    """Where a parameter fits: ``low..high`` (closed at an end unless it reached a bound)."""
+
+    key: str
+    low: float
+    high: float
+    best: float
+    closed: bool
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .bounded import Span
 from .estimate import BOUNDS, Estimate
 from .objective import Objective
 from .parameters import NS_PER_CYCLE, US_PER_CYCLE, Candidate
@@ -34,7 +35,7 @@ PROFILE_EVALUATIONS = 30
 
 
 @dataclass(frozen=True)
-class Interval:
+class Interval(Span):
     """The values of one parameter the sweep cannot tell from the best.
 
     Attributes
@@ -61,14 +62,6 @@ class Interval:
     closed: bool
     low_end: Candidate
     high_end: Candidate
-
-    @property
-    def middle(self) -> float:
-        return (self.low + self.high) / 2
-
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
 
 
 def noise_of(estimate: Estimate) -> float:
