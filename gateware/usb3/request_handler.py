@@ -11,6 +11,7 @@ from usb_protocol.types import USBRequestType
 
 from ..common.pattern import PATTERN_SHAPE
 from ..common.words import little_endian_words
+from .reply_buffer import RegisteredReadyBuffer
 
 __all__ = ["SuperSpeedProbeRequestHandler", "INFO_WORDS"]
 
@@ -101,6 +102,17 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 with m.Case(code):
                     m.d.comb += accepted_in.eq(1)
 
+        # The reply goes out through a buffer whose ready is a flip-flop, so the link's ready
+        # does not fan out to the shift register (the ss clock's critical path on ECP5).
+        m.submodules.reply_buffer = buffer = RegisteredReadyBuffer(domain="ss")
+        reply_stream = buffer.sink
+        m.d.comb += [
+            interface.tx.stream_eq(buffer.source),
+            # Read by LUNA when the buffer's first word goes valid, after `sending` may be over.
+            interface.tx_length.eq(reply_length),
+            interface.tx_sequence_number.eq(0),
+        ]
+
         data_received = falling_edge_detected(m, interface.rx.valid, domain="ss")
         # The token strobes come combinationally from LUNA's header receiver through its TP
         # decoder and control endpoint; acted on a cycle later (the handshake it answers with is
@@ -108,6 +120,7 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
         data_requested, status_requested = Signal(), Signal()
         m.d.ss += [data_requested.eq(interface.data_requested),
                    status_requested.eq(interface.status_requested)]
+        m.d.comb += buffer.flush.eq(setup.received | data_requested)
 
         def start_request():
             # A new SETUP packet ends whatever request was in progress, in any state;
@@ -140,26 +153,26 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 # Each IN token (ACK TP with NumP > 0) asks for the data packet, again on a retry.
                 # The reply is sent from a shift register loaded from the snapshot (kept for a
                 # retry): no wide mux between a counter and the link's CRC (ECP5 at 125 MHz).
-                with m.If(data_requested):
-                    m.d.ss += [word.eq(0), sending.eq(1)]
-                    m.d.ss += [shifter[i].eq(reply[i]) for i in range(_WORDS)]
                 with m.If(sending):
                     remaining = reply_length - (word << 2)
                     m.d.comb += [
-                        interface.tx.valid.eq(Mux(remaining >= 4, 0b1111,
+                        reply_stream.valid.eq(Mux(remaining >= 4, 0b1111,
                                                   Mux(remaining == 3, 0b0111,
                                                       Mux(remaining == 2, 0b0011, 0b0001)))),
-                        interface.tx.first.eq(word == 0),
-                        interface.tx.last.eq(word == last_word),
-                        interface.tx.data.eq(shifter[0]),
-                        interface.tx_length.eq(reply_length),
-                        interface.tx_sequence_number.eq(0),
+                        reply_stream.first.eq(word == 0),
+                        reply_stream.last.eq(word == last_word),
+                        reply_stream.data.eq(shifter[0]),
                     ]
-                    with m.If(interface.tx.ready):
+                    with m.If(reply_stream.ready):
                         m.d.ss += word.eq(word + 1)
                         m.d.ss += [shifter[i].eq(shifter[i + 1]) for i in range(_WORDS - 1)]
                         with m.If(word == last_word):
                             m.d.ss += sending.eq(0)
+                # After the shifting above, so a request that comes while a reply is in flight
+                # (the buffer is flushed with it) starts again from the first word.
+                with m.If(data_requested):
+                    m.d.ss += [word.eq(0), sending.eq(1)]
+                    m.d.ss += [shifter[i].eq(reply[i]) for i in range(_WORDS)]
                 with m.If(status_requested):
                     m.d.comb += handshakes.send_ack.eq(1)
                     m.next = "IDLE"

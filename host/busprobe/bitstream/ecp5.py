@@ -80,6 +80,8 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
     nextpnr_opts = f"--report {TOP_NAME}.report.json --timing-allow-fail"
     if seed is not None:
         nextpnr_opts += f" --seed {seed}"
+    if design.placer_timing_weight is not None:
+        nextpnr_opts += f" --placer-heap-timingweight {design.placer_timing_weight}"
     overrides = {}
     if design.mapping_delay_ps is not None:
         overrides["script_after_read"] = f"scratchpad -set abc9.D {design.mapping_delay_ps}"

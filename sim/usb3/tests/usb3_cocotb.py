@@ -336,12 +336,15 @@ async def host_profiles_shape_the_throughput(dut) -> None:
     ideal = rates[("ideal", 16, 16, "in")]
     assert rates[("ideal", 1, 1, "in")] < 0.95 * ideal
     # Without OUT bursting every packet waits for the device's ACK TP and the host's 2 µs
-    # turnaround: the model's latency bound, round trip and device answer included.
+    # turnaround: the model's latency bound, round trip and device answer included, for the
+    # run this made (2 x 256 KiB, both queued, host-timed: its completion latency is in the
+    # window, so the plateau, 241.5 MB/s, is not this run's ceiling; the run's is 237.6).
     from busprobe.model.usb3 import usb3_ceiling
     from busprobe.transport import BusDescription
 
     bound = usb3_ceiling(BusDescription(kind="usb3-ss", speed="super", max_packet_size=1024,
-                                        host_profile="vl805"), "out").throughput
+                                        host_profile="vl805"), "out",
+                         length=256 << 10, queue_depth=2, transfers=2).throughput
     measured = rates[("vl805", 16, 1, "out")]
     record(test="vl805_out_of_bound", mb_s=measured / 1e6, of_bound=measured / bound)
     assert 0.97 <= measured / bound <= 1.0, \

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from busprobe.bitstream.clocks import check_clocks
-from busprobe.bitstream.designs import USB2_MAPPING_DELAY_PS, get_design
+from busprobe.bitstream.designs import USB2_MAPPING_DELAY_PS, USB3_PLACER_TIMING_WEIGHT, get_design
 from busprobe.bitstream.ecp5 import prepare_ecp5
 from busprobe.bitstream.flash import bitstream_part
 from busprobe.bitstream.nextpnr_report import parse_nextpnr_report
@@ -131,6 +131,14 @@ def test_usb2_designs_map_luts_to_one_delay_target_and_others_to_abc9s_default()
         assert target < next(i for i, line in enumerate(lines) if "synth_ecp5" in line), name
     usb3 = prepare_ecp5(get_board("ecpix5-85"), get_design("usb3"))[1]
     assert "abc9.D" not in usb3.files["top.ys"]
+
+
+def test_only_the_usb3_design_places_with_a_stronger_timing_weight():
+    option = f"--placer-heap-timingweight {USB3_PLACER_TIMING_WEIGHT}"
+    usb3 = prepare_ecp5(get_board("ecpix5-85"), get_design("usb3"), seed=3)[1]
+    assert option in usb3.files["build_top.sh"] and "--seed 3" in usb3.files["build_top.sh"]
+    usb2 = prepare_ecp5(get_board(BOARD), get_design("usb2"))[1]
+    assert "--placer-heap-timingweight" not in usb2.files["build_top.sh"]
 
 
 def test_ecpix5_times_the_phy_supplied_usb_clock_at_60_mhz():
