@@ -155,21 +155,34 @@ class TransferEngine:
         then (see the module docstring). With ``until``, return ``[]`` if none is due by that
         cycle."""
         while True:
-            first = min((due.cycle for due in self.due), default=None)
-            bound = first if until is None else min(until, first if first is not None else until)
+            bound = self.bound(until)
             if bound is None and not self.busy():
                 raise ValueError("reap with no transfer in flight")
             if await self._work(bound):
                 continue
             assert bound is not None  # _work(None) finds work while anything is queued
             await self._advance_to(bound)
-            if first is None or first > bound:
-                self._answering = None
-                return []
-            ready = [due for due in self.due if due.cycle == first]
-            self.due = [due for due in self.due if due.cycle != first]
-            self._answering = first
-            return [due.completion for due in ready]
+            return self.collect(bound)
+
+    def bound(self, until: int | None) -> int | None:
+        """Where a reap up to ``until`` stops the bus: the earliest due completion, or
+        ``until`` if sooner (None: neither)."""
+        first = min((due.cycle for due in self.due), default=None)
+        if until is None:
+            return first
+        return until if first is None else min(until, first)
+
+    def collect(self, bound: int) -> list[Completion]:
+        """The completions due at the earliest due cycle, if that is by ``bound`` (the bus got
+        there); ``[]`` otherwise. The host's next submission answers them."""
+        first = min((due.cycle for due in self.due), default=None)
+        if first is None or first > bound:
+            self._answering = None
+            return []
+        ready = [due for due in self.due if due.cycle == first]
+        self.due = [due for due in self.due if due.cycle != first]
+        self._answering = first
+        return [due.completion for due in ready]
 
     def cancel(self) -> None:
         """Drop every transfer queued or due (what a transfer had moved is lost)."""

@@ -41,6 +41,10 @@ class SimUsbPlatform(SimulatorClient):
     ----------
     target : TargetDescription
         What the ``sim:`` selector chose: its options, the bus and the hops it models.
+    channel : int, optional
+        Which device of a simulation hosting several this is (its RPC channel,
+        :mod:`busprobe.sim.shared_clock`); the group that owns the simulator sets
+        :attr:`server`. None: the simulation's only device, started by :meth:`_start`.
     """
 
     clock_hz: int
@@ -48,9 +52,10 @@ class SimUsbPlatform(SimulatorClient):
     stream_base_s: float = 60.0
     stream_rate: float
 
-    def __init__(self, target: TargetDescription) -> None:
+    def __init__(self, target: TargetDescription, channel: int | None = None) -> None:
         self.target = target
-        self.name = target.text
+        self.channel = channel
+        self.name = target.text if channel is None else f"{target.text}#{channel}"
         self.host = target.options["host"]
         self.server: SimServer | None = None
         self._cycle = 0
@@ -66,6 +71,10 @@ class SimUsbPlatform(SimulatorClient):
         """Simulated seconds (the simulation's clock) as of the last request."""
         return self._cycle / self.clock_hz
 
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``server.call`` on this device's channel."""
+        return self._server().call(method, *args, channel=self.channel, **kwargs)
+
     def bus(self) -> BusDescription:
         return self.target.require_bus()
 
@@ -74,19 +83,19 @@ class SimUsbPlatform(SimulatorClient):
 
     def control(self, request_type: int, request: int, value: int, index: int,
                 length_or_data: int | bytes) -> bytes:
-        data, self._cycle = self._server().call("control", request_type, int(request), value,
+        data, self._cycle = self._call("control", request_type, int(request), value,
                                                 index, length_or_data)
         return data
 
     def submit(self, transfers: Sequence[Transfer]) -> float:
-        at, self._cycle = self._server().call("submit", list(transfers))
+        at, self._cycle = self._call("submit", list(transfers))
         self._in_flight += sum(transfer.length for transfer in transfers)
         return at / self.clock_hz
 
     def reap(self, timeout: float) -> list[Completion]:
         """Completions due within ``timeout`` simulated seconds; the wall-clock bound is the
         simulator's speed, see :attr:`stream_rate`."""
-        done, self._cycle = self._server().call(
+        done, self._cycle = self._call(
             "reap", round(timeout * self.clock_hz),
             timeout=self.stream_base_s + self._in_flight / self.stream_rate)
         self._in_flight -= sum(completion.transfer.length for completion in done)
@@ -94,10 +103,10 @@ class SimUsbPlatform(SimulatorClient):
 
     def cancel(self) -> None:
         if self.server is not None:
-            self._cycle = self.server.call("cancel")
+            self._cycle = self._call("cancel")
         self._in_flight = 0
 
     def counters(self) -> dict[str, Any]:
         """The host model's bus counters (NAKs, retries, ...), its clock (``cycle``) and the
         wall-clock seconds it spent working (``busy_wall_s``), for benchmarks."""
-        return self._server().call("counters")
+        return self._call("counters")

@@ -19,6 +19,10 @@ What each ``"module:name"`` must be:
 ``link_only``
     ``(bus: BusDescription) -> BusDescription``: the same bus without what the host side adds
     (its controller profile, its memory latency), for :func:`busprobe.model.link_ceiling`.
+``sim_group``
+    ``(target: TargetDescription) -> group`` for a simulated target whose ``sim_group_option``
+    is above 1: several targets in one simulation (``targets``: ``(name, transport)`` pairs,
+    ``clock``, ``open()``, ``close()``), which ``busprobe sweep`` runs alone and together.
 """
 
 from __future__ import annotations
@@ -80,6 +84,9 @@ class Bus:
         Shortest length of the default length ladder.
     device_ids : tuple of (int, int)
         Vendor and product/device ids of busprobe's gateware on this bus, for ``busprobe list``.
+    sim_group, sim_group_option : str
+        ``"module:name"`` of the factory of several simulated targets in one simulation, and
+        the selector option that says how many (empty: the simulation hosts one).
     """
 
     kind: str
@@ -99,6 +106,8 @@ class Bus:
     default_queue_depths: tuple[int, ...]
     default_min_length: int
     device_ids: tuple[tuple[int, int], ...]
+    sim_group: str = ""
+    sim_group_option: str = ""
 
 
 USB2_HS = Bus(
@@ -106,7 +115,9 @@ USB2_HS = Bus(
     scheme="usb", real_syntax="usb:VID:PID[#SERIAL]",
     describe_real="busprobe.targets.real:describe_usb",
     real_backend="busprobe.backends.usb:open_usb",
-    sim_target="usb2", sim_syntax="host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock",
+    sim_target="usb2",
+    sim_syntax="host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock&devices=1|2"
+               "&attach=hub|ports",
     describe_sim="busprobe.targets.sim_usb2:describe_sim_usb2",
     sim_backend="busprobe.sim.usb2.backend:open_sim_usb2",
     ceiling="busprobe.model.usb2:usb2_ceiling", link_only="busprobe.model.usb2:usb2_link_only",
@@ -114,6 +125,7 @@ USB2_HS = Bus(
     # the shortest length worth a point.
     default_queue_depths=(4,), default_min_length=512,
     device_ids=((usb2_protocol.VID, usb2_protocol.PID),),
+    sim_group="busprobe.sim.usb2.backend:open_sim_usb2_group", sim_group_option="devices",
 )
 
 USB3_SS = Bus(
@@ -139,13 +151,15 @@ PCIE = Bus(
     describe_real="busprobe.targets.real:describe_pcie",
     real_backend="busprobe.backends.pcie:open_pcie",
     sim_target="pcie",
-    sim_syntax="gen=1|2|3&width=1&mps=..&mrrs=..&rcb=64|128&cap=BYTES_PER_S&latency_ns=..",
+    sim_syntax="gen=1|2|3&width=1&mps=..&mrrs=..&rcb=64|128&cap=BYTES_PER_S&latency_ns=.."
+               "&endpoints=1..4",
     describe_sim="busprobe.targets.sim_pcie:describe_sim_pcie",
     sim_backend="busprobe.sim.pcie.backend:open_sim_pcie",
     ceiling="busprobe.model.pcie:pcie_ceiling", link_only="busprobe.model.pcie:pcie_link_only",
     # DMA engines want more in flight than a USB host; below 256 B every TLP is mostly header.
     default_queue_depths=(8,), default_min_length=256,
     device_ids=((pcie_protocol.VENDOR_ID, pcie_protocol.DEVICE_ID),),
+    sim_group="busprobe.sim.pcie.backend:open_sim_pcie_group", sim_group_option="endpoints",
 )
 
 #: Every bus, in the order help texts list them.

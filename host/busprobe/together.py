@@ -10,7 +10,7 @@ What "at once" means is the targets' :class:`SharedClock`:
 
 * real devices (:class:`WallClock`): the threads leave one rendezvous together and each
   transport times its stream on the host's monotonic clock, which they all share;
-* a simulation hosting several devices (:class:`busprobe.sim.group.SimClock`): the threads
+* a simulation hosting several devices (:class:`busprobe.sim.channels.SimClock`): the threads
   meet on the host, then in the simulator (``@barrier``), which lets simulated time pass only
   while every stream has a request in progress: all start at the same simulated instant and
   are timed on the one simulated clock, whatever the host threads' own speed.

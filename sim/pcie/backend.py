@@ -31,7 +31,7 @@ from busprobe.targets import TargetDescription
 from busprobe.targets.sim_pcie import check_setting, sim_pcie_hops
 from busprobe.transport import BusDescription, InvalidRequest, TransportError
 
-from ..channels import BARRIER, JOIN, LEAVE
+from ..channels import SimClock
 from ..simulator import SimServer, SimulatorClient
 
 __all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPlatform",
@@ -275,31 +275,6 @@ def open_sim_pcie(target: TargetDescription) -> SimPcieTransport:
         raise InvalidRequest(f"{target.text}: several endpoints are several targets; "
                              "busprobe sweep runs them (alone, then together)")
     return SimPcieTransport(SimDmaPlatform(target))
-
-
-class SimClock:
-    """The :class:`~busprobe.together.SharedClock` of the endpoints of one simulation: the
-    simulator's own rendezvous (:mod:`busprobe.sim.shared_clock`) starts their streams at one
-    simulated instant and lets time pass only while every stream has a request in progress."""
-
-    def __init__(self, group: SimPcieGroup) -> None:
-        self.group = group
-
-    def _call(self, request: str, index: int) -> None:
-        server = self.group.server
-        if server is None:
-            raise InvalidRequest(f"{self.group.name}: simulator is not running")
-        server.call(request, channel=index)
-
-    def join(self, indexes: list[int]) -> None:
-        for index in indexes:
-            self._call(JOIN, index)
-
-    def start(self, index: int) -> None:
-        self._call(BARRIER, index)
-
-    def leave(self, index: int) -> None:
-        self._call(LEAVE, index)
 
 
 class SimPcieGroup:

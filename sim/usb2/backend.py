@@ -14,18 +14,25 @@ with BOT and every counter, or the stock LUNA reference design, for the benchmar
 
 from __future__ import annotations
 
+from typing import Any
+
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb2
 from busprobe.selectors import parse_selector
+from busprobe.stdout_guard import stdout_to_stderr
 from busprobe.targets import TargetDescription
-from busprobe.targets.sim_usb2 import DESIGN_FEATURES
+from busprobe.targets.sim_usb2 import DESIGN_FEATURES, sim_usb2_hops
+from busprobe.transport import InvalidRequest, TransportError
 
+from ..channels import SimClock
 from ..netlist.usb2 import build_usb2_netlist_simulator
+from ..simulator import SimServer
 from ..usb_platform import SimUsbPlatform
-from .server import ENV_PROFILE
+from .server import ENV_ATTACH, ENV_DEVICES, ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb2_simulator
 
-__all__ = ["open_sim_usb2", "SimUsb2Platform", "SimUsb2Transport"]
+__all__ = ["open_sim_usb2", "open_sim_usb2_group", "SimUsb2Platform", "SimUsb2Transport",
+           "SimUsb2Group"]
 
 
 class SimUsb2Transport(UsbDeviceTransport):
@@ -66,6 +73,9 @@ class SimUsb2Transport(UsbDeviceTransport):
 
 def open_sim_usb2(target: TargetDescription) -> SimUsb2Transport:
     """Factory of the ``sim:usb2`` row of :mod:`busprobe.buses` (options already checked)."""
+    if target.options.get("devices", 1) > 1:
+        raise InvalidRequest(f"{target.text}: several devices are several targets; "
+                             "busprobe sweep runs them (alone, then together)")
     return SimUsb2Transport(SimUsb2Platform(target))
 
 
@@ -84,12 +94,18 @@ class SimUsb2Platform(SimUsbPlatform):
     # The simulation moves >= 150 kB of bus data per wall second on a loaded 2-core machine.
     stream_rate = 20e3
 
-    def __init__(self, target: TargetDescription) -> None:
-        super().__init__(target)
+    def __init__(self, target: TargetDescription, *, group: SimUsb2Group | None = None,
+                 channel: int | None = None) -> None:
+        super().__init__(target, channel)
         self.design = target.options["design"]
         self.vendor_requests = self.design != "stock"
+        self.group = group
 
     def open(self) -> None:
+        if self.group is not None:  # the group started the simulator; this is one channel
+            self.server = self.group.server
+            self._cycle = self._server().info["cycle"]
+            return
         if self.target.options["level"] == "netlist":
             model = build_usb2_netlist_simulator(self.design)
         else:
@@ -99,4 +115,76 @@ class SimUsb2Platform(SimUsbPlatform):
     def bus_reset(self) -> None:
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
         export relays a guest's); the device's data toggles and address start over."""
-        self._cycle = self._server().call("reset")
+        self._cycle = self._call("reset")
+
+    def close(self) -> None:
+        if self.group is not None:  # the group stops the simulator
+            self.server = None
+            return
+        super().close()
+
+    def topology(self) -> list[dict[str, Any]]:
+        if self.channel is None:
+            return super().topology()
+        return [hop.to_json() for hop in sim_usb2_hops(self.target.options, self.channel)]
+
+
+class SimUsb2Group:
+    """``sim:usb2?devices=N&attach=hub|ports``: N busprobe devices in one simulation, each a
+    target of its own (:class:`SimUsb2Transport` on its own RPC channel).
+
+    Attributes
+    ----------
+    targets : list of (str, SimUsb2Transport)
+        ``selector#i`` and device i's transport.
+    clock : SimClock
+        How their streams start together.
+    server : SimServer or None
+        The one simulator, while open.
+    """
+
+    def __init__(self, target: TargetDescription) -> None:
+        if target.options["level"] != "rtl":
+            raise InvalidRequest(f"{target.text}: several devices are simulated from the "
+                                 "design's RTL only (level=rtl)")
+        self.name = target.text
+        self.target = target
+        self.devices = int(target.options["devices"])
+        self.server: SimServer | None = None
+        self.transports = [SimUsb2Transport(SimUsb2Platform(target, group=self, channel=i))
+                           for i in range(self.devices)]
+        self.targets = [(t.selector, t) for t in self.transports]
+        self.clock = SimClock(self)
+
+    def open(self) -> None:
+        from .multi_top import MULTI_TOPLEVEL, build_usb2_multi_simulator
+
+        options = self.target.options
+        with stdout_to_stderr():
+            model = build_usb2_multi_simulator(self.devices, options["design"])
+        self.server = SimServer(model, MULTI_TOPLEVEL, "busprobe.sim.usb2.server",
+                                name=self.name,
+                                env={ENV_PROFILE: options["host"],
+                                     ENV_DEVICES: str(self.devices),
+                                     ENV_ATTACH: options["attach"]})
+        try:
+            for transport in self.transports:
+                transport.open()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for transport in self.transports:
+            try:
+                transport.close()
+            except TransportError:
+                pass
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+def open_sim_usb2_group(target: TargetDescription) -> SimUsb2Group:
+    """The devices of ``sim:usb2?devices=N`` (not yet open)."""
+    return SimUsb2Group(target)

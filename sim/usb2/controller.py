@@ -31,7 +31,8 @@ Scheduling semantics (the ceiling model's closed form matches these; keep them i
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 
 from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
@@ -39,7 +40,7 @@ from busprobe.model.usb2_wire import Pid
 from busprobe.protocol.usb2 import CLOCK_HZ, MAX_PACKET_SIZE
 from usb_protocol.types import USBStandardFeatures, USBStandardRequests
 
-from ..transfer_engine import StreamOutcome, TransferEngine
+from ..transfer_engine import Pending, StreamOutcome, TransferEngine
 from .bulk_transactions import (
     STUCK_UFRAMES,
     EndpointState,
@@ -50,7 +51,8 @@ from .bulk_transactions import (
 )
 from .link import DeviceTimeout, LinkError, UlpiHostModel
 
-__all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck", "cycles_from_us"]
+__all__ = ["HostController", "StreamOutcome", "TransferStall", "StreamStuck", "cycles_from_us",
+           "RoundRobin", "round_robin"]
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +61,65 @@ CONTROL_MPS = 64
 COUNTERS = ("naks", "nyets", "transactions", "repeats")
 
 
+class RoundRobin:
+    """Whose turn it is on a bus: the slots (an endpoint; on a hub, a device's endpoint) with
+    work, in the order they first had some, one transaction each in turn.
+
+    Attributes
+    ----------
+    _order : list
+        Slots with work this run, in turn order.
+    _turn : int
+        Index in ``_order`` of the slot whose turn is next.
+    """
+
+    _order: list[Hashable]
+    _turn: int
+
+    def _slot_limited(self, slot: Hashable) -> bool:
+        """The slot has had its transactions this microframe."""
+        raise NotImplementedError
+
+    async def _slot_transact(self, slot: Hashable) -> None:
+        """One transaction for the slot's oldest transfer."""
+        raise NotImplementedError
+
+
+async def round_robin(bus: RoundRobin, link: UlpiHostModel,
+                      queues: Mapping[Hashable, deque[Pending]], before: int | None) -> bool:
+    """The bus's next piece of work on ``queues`` (slot -> transfers, oldest first) if it starts
+    before ``before``: one transaction for the next slot in turn that may go now, or idle line
+    time until one may; False when there is none (see the module docstring)."""
+    for slot, queue in queues.items():
+        if queue and slot not in bus._order:
+            bus._order.append(slot)
+    if not any(queues.values()):
+        bus._order, bus._turn = [], 0
+        return False
+    order = bus._order[bus._turn:] + bus._order[:bus._turn]
+    chosen = next((slot for slot in order if queues.get(slot)
+                   and not bus._slot_limited(slot)
+                   and queues[slot][0].ready_at <= link.free_at), None)
+    if chosen is None:
+        waiting = [queues[slot][0].ready_at for slot in order
+                   if queues.get(slot) and not bus._slot_limited(slot)]
+        target = min(waiting) if waiting and min(waiting) > link.free_at else link.uframe_end
+        if before is not None and before <= target:
+            return False
+        await link.advance_to(target)
+        return True
+    if before is not None and before <= link.free_at:
+        return False
+    await bus._slot_transact(chosen)
+    bus._turn = (bus._order.index(chosen) + 1) % len(bus._order)
+    return True
+
+
 def cycles_from_us(us: float) -> int:
     return round(us * CLOCK_HZ / 1e6)
 
 
-class HostController(TransferEngine):
+class HostController(TransferEngine, RoundRobin):
     """Schedules transfers for one device on a :class:`UlpiHostModel` by a :class:`HostProfile`.
 
     Parameters
@@ -95,7 +151,7 @@ class HostController(TransferEngine):
         self.endpoints: dict[int, EndpointState] = {}
         self._uframe_counts: dict[int, int] = {}
         self._counted_uframe = -1
-        self._order: list[int] = []  # endpoints with work this run, in turn order
+        self._order: list[Hashable] = []  # endpoints with work this run, in turn order
         self._turn = 0
         self.gap_cycles = wire.bits_to_cycles(round(profile.inter_transaction_gap_ns
                                                     * wire.BIT_RATE / 1e9))
@@ -150,30 +206,13 @@ class HostController(TransferEngine):
         return self._uframe_count(address) >= self.profile.max_per_uframe(direction)
 
     async def _work(self, before: int | None) -> bool:
-        link = self.link
-        for address, queue in self.queues.items():
-            if queue and address not in self._order:
-                self._order.append(address)
-        if not self.busy():
-            self._order, self._turn = [], 0
-            return False
-        order = self._order[self._turn:] + self._order[:self._turn]
-        chosen = next((address for address in order if self.queues.get(address)
-                       and not self._at_limit(address)
-                       and self.queues[address][0].ready_at <= link.free_at), None)
-        if chosen is None:
-            waiting = [self.queues[address][0].ready_at for address in order
-                       if self.queues.get(address) and not self._at_limit(address)]
-            target = min(waiting) if waiting and min(waiting) > link.free_at else link.uframe_end
-            if before is not None and before <= target:
-                return False
-            await link.advance_to(target)
-            return True
-        if before is not None and before <= link.free_at:
-            return False
-        await self._transact(chosen)
-        self._turn = (self._order.index(chosen) + 1) % len(self._order)
-        return True
+        return await round_robin(self, self.link, self.queues, before)
+
+    def _slot_limited(self, address: int) -> bool:
+        return self._at_limit(address)
+
+    async def _slot_transact(self, address: int) -> None:
+        await self._transact(address)
 
     async def _transact(self, address: int) -> None:
         """One transaction for the oldest transfer on ``address``."""

@@ -86,43 +86,52 @@ class UlpiHostModel:
     # -- reset and speed negotiation ------------------------------------------------------------
 
     async def bus_reset(self) -> None:
-        """Drive a bus reset and complete the high-speed chirp handshake (§7.1.7.5).
+        """Drive a bus reset and complete the high-speed chirp handshake (§7.1.7.5), then start
+        the microframe clock."""
+        self.running = False
+        await self.chirp(self.phy)
+        self.start_uframes()
+        await self._send_sof(self.free_at)
+
+    async def chirp(self, phy: UlpiPhyDriver) -> None:
+        """Bus reset and the high-speed chirp handshake with the device on ``phy``.
 
         SE0, wait for the device's chirp K (it starts after 2.5 us of SE0, lasts >= 1 ms),
         answer with K-J pairs (40-60 us each) until the device switches to high speed, then idle
-        in SE0 (squelch) and start the microframe clock.
+        in SE0 (squelch).
         """
-        phy = self.phy
-        self.running = False
         await phy.idle()
         phy.set_linestate(wire_linestate("SE0"))
-        await self._wait_chirp(True, 10_000 * CYCLES_PER_US, "did not chirp after bus reset")
-        await self._wait_chirp(False, 10_000 * CYCLES_PER_US, "did not end its chirp")
+        await self._wait_chirp(phy, True, 10_000 * CYCLES_PER_US, "did not chirp after bus reset")
+        await self._wait_chirp(phy, False, 10_000 * CYCLES_PER_US, "did not end its chirp")
         await phy.wait_cycles(10 * CYCLES_PER_US)
         for _ in range(8):
             for state in ("K", "J"):
                 phy.set_linestate(wire_linestate(state))
                 await phy.wait_cycles(45 * CYCLES_PER_US)
-            if self._device_high_speed():
+            if self._device_high_speed(phy):
                 break
         phy.set_linestate(wire_linestate("SE0"))
-        if not self._device_high_speed():
+        if not self._device_high_speed(phy):
             raise LinkError(f"device stayed at full speed after the chirp handshake "
                             f"(Function Control {phy.func_ctrl:#04x})")
         await phy.wait_cycles(10 * CYCLES_PER_US)
         phy.discard_received()
-        now = phy.cycle
+
+    def start_uframes(self) -> None:
+        """The microframe clock starts now (the caller sends its first SOF)."""
+        now = self.phy.cycle
         self.uframe_start = now
         self.free_at = now
         self.running = True
-        await self._send_sof(now)
 
-    def _device_high_speed(self) -> bool:
+    @staticmethod
+    def _device_high_speed(phy: UlpiPhyDriver) -> bool:
         # Function Control (ULPI 1.1 §4.2.4): XcvrSelect 00 = HS, TermSelect 0, OpMode 00 normal.
-        return self.phy.func_ctrl & 0x1F == 0
+        return phy.func_ctrl & 0x1F == 0
 
-    async def _wait_chirp(self, level: bool, timeout: int, what: str) -> None:
-        phy = self.phy
+    @staticmethod
+    async def _wait_chirp(phy: UlpiPhyDriver, level: bool, timeout: int, what: str) -> None:
         deadline = phy.cycle + timeout
         while bool(int(phy.dut.dev_chirp.value)) != level:
             if phy.cycle >= deadline:
@@ -142,6 +151,11 @@ class UlpiHostModel:
 
     async def advance_to(self, cycle: int) -> None:
         """Let line time pass up to ``cycle``, sending the SOF of every microframe on the way."""
+        await self._advance(cycle)
+
+    async def _advance(self, cycle: int) -> None:
+        # What advance_to does; reserve calls it directly, so a subclass that makes the public
+        # one exclusive (the hub's shared line, sim/usb2/hub.py) does not wait for itself.
         while self.running and cycle >= self.uframe_end:
             boundary = self.uframe_end
             self.uframe += 1
@@ -160,10 +174,10 @@ class UlpiHostModel:
         (never overruns the next SOF).
         """
         start = max(self.free_at, self.phy.cycle + 1)
-        await self.advance_to(start)
+        await self._advance(start)
         start = self.free_at
         if start + cycles > self.uframe_end:
-            await self.next_uframe()
+            await self._advance(self.uframe_end)
             start = self.free_at
         return start
 

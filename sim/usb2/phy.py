@@ -92,18 +92,28 @@ class UlpiPhyDriver(ClockedDriver):
 
     async def start(self) -> None:
         """Start the clock and hold the design in reset for a few cycles."""
+        await self.start_together([self])
+
+    @staticmethod
+    async def start_together(phys: list[UlpiPhyDriver]) -> None:
+        """Start the clock ``phys`` share (the first one's) and hold their designs in reset."""
+        phys[0]._start_clock()
+        phys[0].dut.rst.value = 1
+        for phy in phys:
+            phy._idle_inputs()
+        await phys[0]._release_reset()
+        for phy in phys:
+            phy._rx_request = 0
+            phy._tx_seen = int(phy.dut.tx_count.value)
+
+    def _idle_inputs(self) -> None:
         dut = self.dut
-        self._start_clock()
-        dut.rst.value = 1
         dut.host_linestate.value = wire_linestate("J")
         dut.rx_request.value = 0
         dut.rx_len.value = 0
         dut.rx_start_at.value = 0
         dut.rx_stall.value = 0
         dut.rx_data.value = 0
-        await self._release_reset()
-        self._rx_request = 0
-        self._tx_seen = int(dut.tx_count.value)
 
     @property
     def func_ctrl(self) -> int:

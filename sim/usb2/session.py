@@ -43,16 +43,26 @@ class Usb2Session:
     Parameters
     ----------
     dut : cocotb handle
-        ``usb2_sim_top``.
+        ``usb2_sim_top`` (or one device's ports of the multi top).
     profile : HostProfile
         Host-controller profile the controller schedules by.
+    address : int
+        What enumeration assigns the device.
+    host, phy : HostController, UlpiPhyDriver, optional
+        The host controller and line the device is on and the driver of its PHY, when several
+        devices share the simulation; by default its own.
     """
 
-    def __init__(self, dut: object, profile: HostProfile) -> None:
+    def __init__(self, dut: object, profile: HostProfile, *, address: int = DEVICE_ADDRESS,
+                 host: HostController | None = None, phy: UlpiPhyDriver | None = None) -> None:
         self.dut = dut
-        self.phy = UlpiPhyDriver(dut)
-        self.link = UlpiHostModel(self.phy)
-        self.host = HostController(self.link, profile)
+        self.phy = phy or UlpiPhyDriver(dut)
+        if host is None:
+            self.link = UlpiHostModel(self.phy)
+            self.host = HostController(self.link, profile)
+        else:  # one of several devices (busprobe.sim.usb2.multi_session)
+            self.host, self.link = host, host.link
+        self.address = address
         self.descriptors = Descriptors()
 
     async def power_up(self) -> None:
@@ -77,8 +87,8 @@ class Usb2Session:
         head = await self.get_descriptor(DESC_DEVICE, 0, 64)
         if len(head) < 8 or head[1] != DESC_DEVICE:
             raise ValueError(f"bad device descriptor {head.hex()}")
-        await host.control(0x00, SET_ADDRESS, DEVICE_ADDRESS, 0, 0)
-        host.address = DEVICE_ADDRESS
+        await host.control(0x00, SET_ADDRESS, self.address, 0, 0)
+        host.address = self.address
         device = await self.get_descriptor(DESC_DEVICE, 0, 18)
         config_head = await self.get_descriptor(DESC_CONFIGURATION, 0, 9)
         total = struct.unpack_from("<H", config_head, 2)[0]

@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description="Measure throughput over transfer lengths, queue depths, "
                                         "directions and bus settings; every byte is checked.")
     parser.add_argument("--device", required=True, metavar="SEL", action="append",
-                        help=buses.selector_syntax() + "; repeat it (or sim:pcie?endpoints=N) "
+                        help=buses.selector_syntax() + "; repeat it (or sim:pcie?endpoints=N, "
+                        "sim:usb2?devices=2) "
                         "to sweep several targets alone and then together")
     parser.add_argument("--direction", default="both",
                         help="in|out|write|read|loopback, both (the two streaming directions) or "
@@ -133,9 +134,9 @@ def _progress(total: int, enabled: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     if isinstance(args.device, list):
-        if len(args.device) > 1 or "endpoints=" in args.device[0]:
-            from .sweep_multi import run_multi
+        from .sweep_multi import names_several, run_multi
 
+        if len(args.device) > 1 or names_several(args.device[0]):
             return run_multi(args, expand_directions)
         args.device = args.device[0]
     # 1. Everything typed, checked before the device is opened.

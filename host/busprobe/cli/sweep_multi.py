@@ -3,7 +3,8 @@ together, and whether something they share limits them (:mod:`busprobe.sweep_mul
 :mod:`busprobe.verdict.shared`).
 
 One selector may stand for several targets that share one simulation
-(``sim:pcie?endpoints=2&cap=...``: two endpoints behind one switch); they are numbered
+(``sim:pcie?endpoints=2&cap=...``: two endpoints behind one switch;
+``sim:usb2?devices=2&attach=hub``: two USB 2.0 devices behind one hub); they are numbered
 ``#0``, ``#1``. The result document holds, per target, its points alone and together, and per
 point the ``sum_throughput`` together beside the ``sum_alone``; then the verdict.
 """
@@ -29,7 +30,20 @@ from ..transport import InvalidRequest, Transport, TransportError
 from ..units import Units
 from ..verdict.shared import assess_shared
 
-__all__ = ["run_multi", "format_multi_table", "open_targets"]
+__all__ = ["run_multi", "format_multi_table", "open_targets", "names_several"]
+
+
+def _group_size(description: targets.TargetDescription) -> int:
+    """How many targets a simulated selector stands for (``endpoints=N``, ``devices=N``)."""
+    spec = description.spec
+    if not (description.simulated and spec.sim_group):
+        return 1
+    return int((description.options or {}).get(spec.sim_group_option, 1))
+
+
+def names_several(selector: str) -> bool:
+    """Whether ``selector`` alone stands for several targets in one simulation."""
+    return _group_size(targets.describe(selector, sysfs_root=None)) > 1
 
 
 def open_targets(selectors: list[str]
@@ -42,13 +56,12 @@ def open_targets(selectors: list[str]
         raise InvalidRequest(f"--device {twice} is named twice: a target cannot run together "
                              "with itself")
     descriptions = [targets.describe(s, sysfs_root=None) for s in selectors]
-    grouped = [d for d in descriptions if (d.options or {}).get("endpoints", 1) > 1]
+    grouped = [d for d in descriptions if _group_size(d) > 1]
     if grouped:
         if len(descriptions) > 1:
             raise InvalidRequest(f"{grouped[0].text} already names several targets in one "
                                  "simulation; give it alone")
-        group = buses.load("busprobe.sim.pcie.backend:open_sim_pcie_group",
-                           buses.SIM_EXTRA_HINT)(grouped[0])
+        group = buses.load(grouped[0].spec.sim_group, buses.SIM_EXTRA_HINT)(grouped[0])
         return group.targets, group, group.clock, True
     simulated = [d.simulated for d in descriptions]
     if any(simulated) and not all(simulated):

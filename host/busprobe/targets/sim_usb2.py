@@ -1,6 +1,6 @@
 """``sim:usb2``: what the USB 2.0 simulation is, from the selector's options alone.
 
-``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock&level=rtl|netlist``
+``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock&level=rtl|netlist&devices=1|2&attach=hub|ports``
 
 ``host`` is the host-controller profile the simulated controller obeys and the model reads
 (:mod:`busprobe.model.usb2_hosts`; loading it here is what checks it), ``design`` the gateware
@@ -37,6 +37,10 @@ NAME = "sim:usb2"
 DESIGNS = ("busprobe", "full", "stock")
 #: What of the design is simulated: the Amaranth source, or the netlist of its board build.
 LEVELS = ("rtl", "netlist")
+#: Devices one simulation hosts (``busprobe.sim.usb2.multi_top.MAX_DEVICES``) and how several
+#: are attached (``busprobe.sim.usb2.multi_session.ATTACH``).
+DEVICES = (1, 2)
+ATTACH = ("hub", "ports")
 #: The board build each design's netlist comes from.
 NETLIST_BOARD = "cynthion-r1.4"
 #: What each busprobe design's GET_INFO names (the simulation's cocotb tests check it).
@@ -52,6 +56,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", "ideal", loadable(load_profile), "ideal, ehci, xhci or a FILE.toml"),
     Option("design", "busprobe", choice(DESIGNS), one_of(DESIGNS)),
     Option("level", "rtl", choice(LEVELS), one_of(LEVELS)),
+    Option("devices", 1, choice(DEVICES), one_of(DEVICES)),
+    Option("attach", "hub", choice(ATTACH), one_of(ATTACH)),
 )
 
 
@@ -63,21 +69,36 @@ def sim_usb2_bus(options: Mapping[str, Any]) -> BusDescription:
                                  "level": options["level"]})
 
 
-def sim_usb2_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
-    """The simulated host controller and the gateware on the ULPI PHY model."""
+def sim_usb2_hops(options: Mapping[str, Any], index: int | None = None) -> tuple[Hop, ...]:
+    """The simulated host controller and the gateware on the ULPI PHY model; device ``index``
+    of ``devices=2`` sits on hub port ``index + 1`` (``attach=hub``) or on root port
+    ``index + 1`` (``attach=ports``)."""
     device = _DEVICES[options["design"]]
     what = "LUNA device"
     if options["level"] == "netlist":
         device += ", gate-level netlist"
         what = f"gate-level netlist of the {NETLIST_BOARD} build"
-    return (
-        Hop("sim-usb-host-controller", "sim usb2 host", driver="busprobe.sim.usb2",
-            description=f"simulated host controller, host profile {options['host']}",
-            speed="high", speed_cap="high"),
-        Hop("sim-usb-device", device, driver="ulpi",
-            description=f"{what} on the ULPI PHY model (sim/hdl/ulpi_phy.sv)",
-            speed="high", speed_cap="high"),
-    )
+    host = Hop("sim-usb-host-controller", "sim usb2 host", driver="busprobe.sim.usb2",
+               description=f"simulated host controller, host profile {options['host']}",
+               speed="high", speed_cap="high")
+    if index is None:
+        return (host, Hop("sim-usb-device", device, driver="ulpi",
+                          description=f"{what} on the ULPI PHY model (sim/hdl/ulpi_phy.sv)",
+                          speed="high", speed_cap="high"))
+    leaf = Hop("sim-usb-device", f"{device} #{index}", driver="ulpi",
+               description=f"{what} on ULPI PHY model #{index} (sim/hdl/ulpi_phy.sv)",
+               speed="high", speed_cap="high")
+    if options["attach"] == "ports":
+        return (host, Hop("sim-usb-root-port", f"root port {index + 1}",
+                          driver="busprobe.sim.usb2",
+                          description="a high-speed bus of its own", speed="high",
+                          speed_cap="high"), leaf)
+    hub = Hop("sim-usb-hub", "sim-hub", driver="busprobe.sim.usb2",
+              description="high-speed hub on root port 1 (a repeater: one bus for its ports)",
+              speed="high", speed_cap="high",
+              notes=["its ports share one 480 Mb/s high-speed bus (simulated)"])
+    return (host, hub, Hop("sim-usb-hub-port", f"sim-hub port {index + 1}",
+                           driver="busprobe.sim.usb2", speed="high", speed_cap="high"), leaf)
 
 
 describe_sim_usb2 = simulated_target(NAME, OPTIONS, sim_usb2_bus, sim_usb2_hops)

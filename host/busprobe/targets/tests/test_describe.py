@@ -59,7 +59,9 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("sim:pcie?gen", "bad options 'gen' in selector 'sim:pcie?gen'"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
     ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe, full or stock"),
-    ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design, level)"),
+    ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design, level, "
+                            "devices, attach)"),
+    ("sim:usb2?devices=3", "sim:usb2 option devices='3': devices must be 1 or 2"),
     ("sim:usb2?level=gates", "sim:usb2 option level='gates': level must be rtl or netlist"),
     ("sim:usb3?burst=17", "sim:usb3 option burst='17': burst must be a whole number of "
                           "packets, 1..16"),
@@ -82,7 +84,8 @@ def test_a_bad_selector_is_one_line_naming_what_is_wrong_and_what_is_allowed(sel
 
 def test_sim_usb2_defaults_and_its_bus_and_hops():
     target = describe("sim:usb2?host=ehci")
-    assert dict(target.options) == {"host": "ehci", "design": "busprobe", "level": "rtl"}
+    assert dict(target.options) == {"host": "ehci", "design": "busprobe", "level": "rtl",
+                                    "devices": 1, "attach": "hub"}
     bus = target.bus
     assert (bus.kind, bus.speed, bus.host_profile, bus.max_packet_size) == \
         ("usb2-hs", "high", "ehci", 512)

@@ -28,9 +28,9 @@ def documented_sim_selectors():
 
 
 DOCUMENTED = documented_sim_selectors()
-#: One target each: ``endpoints=N`` (N > 1) names several, which only ``sweep`` opens (their
-#: alone/together runs are checked by the multi-target tests).
-SINGLE = [s for s in DOCUMENTED if not re.search(r"endpoints=([2-9]|\d\d)", s)]
+#: One target each: ``endpoints=N`` / ``devices=N`` (N > 1) name several, which only ``sweep``
+#: opens (their alone/together runs are checked by the multi-target tests).
+SINGLE = [s for s in DOCUMENTED if not re.search(r"(endpoints|devices)=([2-9]|\d\d)", s)]
 
 
 @pytest.fixture

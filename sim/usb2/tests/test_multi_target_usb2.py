@@ -1,0 +1,105 @@
+"""``busprobe sweep`` on ``sim:usb2?devices=2``: two busprobe USB 2.0 devices (the board's
+gateware, each on its own ULPI PHY model) in one simulation, swept alone and then together, end
+to end (CLI -> multi-target engine -> two USB transports in two threads -> one simulation on one
+clock).
+
+Behind one high-speed hub the two share one 480 Mb/s bus: together they sum to the one-bus
+ceiling the model gives for one device, and the verdict names the hub. On two root ports each
+has a bus of its own: together each reaches its figure alone. Every byte of every transfer is
+checked on both devices. Points are short (64 KiB a repeat) to keep ``make test`` quick.
+"""
+
+import json
+
+import pytest
+from busprobe.cli import main
+from busprobe.model.ceiling import ceiling_for
+from busprobe.transport import BusDescription
+
+QUICK = ["--queue-depth", "4", "--min-bytes", "64K", "--no-progress"]
+
+
+def sweep(capfd, device, *args):
+    status = main(["sweep", "--device", device, "--json", "-", *QUICK, *args])
+    out, err = capfd.readouterr()
+    assert status == 0, err
+    with capfd.disabled():
+        print("\n" + "\n".join(err.strip().splitlines()[-4:]))
+    return json.loads(out)
+
+
+def one_bus_model(target, direction, length):
+    return ceiling_for(BusDescription(**target["bus"]), direction, length=length,
+                       queue_depth=4).throughput
+
+
+def figures(target, phase, direction):
+    return {p["length"]: p["throughput"] for p in target[phase] if p["direction"] == direction}
+
+
+@pytest.mark.sim
+def test_multi_target_usb2_behind_one_hub_share_one_bus_and_the_verdict_names_the_hub(capfd):
+    doc = sweep(capfd, "sim:usb2?devices=2&attach=hub", "--direction", "in",
+                "--lengths", "16K,64K")
+    assert doc["errors"] == 0 and doc["complete"], doc["error"]
+    assert [t["device"][-2:] for t in doc["targets"]] == ["#0", "#1"]
+    ceiling = one_bus_model(doc["targets"][0], "in", 65536)
+    for target in doc["targets"]:
+        # Alone each has the bus to itself: the one-bus model's figure.
+        assert figures(target, "alone", "in")[65536] == pytest.approx(ceiling, rel=0.03)
+        assert figures(target, "together", "in")[65536] == pytest.approx(ceiling / 2, rel=0.06)
+        assert all(p["errors"] == 0 and p["bytes"] > 0
+                   for p in target["alone"] + target["together"])
+    longest = doc["together"][-1]
+    assert longest["sum_throughput"] <= ceiling * 1.01
+    assert longest["sum_throughput"] == pytest.approx(ceiling, rel=0.03)
+    assert longest["sum_alone"] > 1.9 * ceiling
+    (verdict,) = doc["shared"]
+    assert verdict["verdict"] == "shared-limited", verdict["explanation"]
+    assert verdict["shared_hop"]["kind"] == "sim-usb-hub"
+    assert verdict["ceiling"] == pytest.approx(ceiling, rel=0.03)
+    assert "hub sim-hub" in verdict["explanation"]
+
+
+@pytest.mark.sim
+def test_multi_target_usb2_on_two_root_ports_are_independent(capfd):
+    doc = sweep(capfd, "sim:usb2?devices=2&attach=ports", "--direction", "out",
+                "--lengths", "64K")
+    assert doc["errors"] == 0 and doc["complete"], doc["error"]
+    ceiling = one_bus_model(doc["targets"][0], "out", 65536)
+    for target in doc["targets"]:
+        alone = figures(target, "alone", "out")[65536]
+        assert alone == pytest.approx(ceiling, rel=0.03)
+        assert figures(target, "together", "out")[65536] == pytest.approx(alone, rel=0.02)
+        assert all(p["errors"] == 0 and p["bytes"] > 0
+                   for p in target["alone"] + target["together"])
+    (row,) = doc["together"]
+    assert row["sum_throughput"] == pytest.approx(row["sum_alone"], rel=0.02)
+    assert row["sum_throughput"] > 1.9 * ceiling
+    (verdict,) = doc["shared"]
+    assert verdict["verdict"] == "independent", verdict["explanation"]
+
+
+def test_multi_target_usb2_devices_are_named_and_placed_behind_the_hub_before_any_build():
+    from busprobe import targets
+    from busprobe.sim.usb2.backend import open_sim_usb2, open_sim_usb2_group
+    from busprobe.topology.shared import shared_hop
+    from busprobe.transport import InvalidRequest
+
+    hub = open_sim_usb2_group(targets.describe("sim:usb2?devices=2", sysfs_root=None))
+    assert [name[-2:] for name, _ in hub.targets] == ["#0", "#1"]
+    paths = [t.topology() for t in hub.transports]
+    shared = shared_hop(paths)
+    assert shared is not None and shared["kind"] == "sim-usb-hub"
+    assert "480 Mb/s" in shared["what"]
+    ports = open_sim_usb2_group(targets.describe("sim:usb2?devices=2&attach=ports",
+                                                 sysfs_root=None))
+    shared = shared_hop([t.topology() for t in ports.transports])
+    assert shared is not None and shared["kind"] == "sim-usb-host-controller"
+    with pytest.raises(InvalidRequest, match="several targets"):
+        open_sim_usb2(targets.describe("sim:usb2?devices=2", sysfs_root=None))
+    with pytest.raises(InvalidRequest, match="level=rtl"):
+        open_sim_usb2_group(targets.describe("sim:usb2?devices=2&level=netlist",
+                                             sysfs_root=None))
+    with pytest.raises(InvalidRequest, match="attach"):
+        targets.describe("sim:usb2?devices=2&attach=daisy", sysfs_root=None)
