@@ -275,7 +275,9 @@ class ScsiBotEngine(wiring.Component):
                         Op.SYNCHRONIZE_CACHE_10, Op.SYNCHRONIZE_CACHE_16):
                 pass
             with m.Case(Op.REQUEST_SENSE):
-                m.d.comb += [c_kind.eq(_Kind.TABLE), c_word.eq(replies.sense[0].word + 5 * sense),
+                # Sense blocks are 5 words apart: 4 * sense + sense, no multiplier.
+                m.d.comb += [c_kind.eq(_Kind.TABLE),
+                             c_word.eq(replies.sense[0].word + (sense << 2) + sense),
                              c_length.eq(scsi.SENSE_SIZE), c_alloc.eq(cb(4))]
             with m.Case(Op.INQUIRY):
                 evpd, page, alloc = cb(1)[0], cb(2), cb(3, 2)

@@ -56,6 +56,8 @@ class StorageReplies:
         self.mode_sense_10 = self._add(scsi.mode_sense_10())
         self.report_luns = self._add(scsi.report_luns())
         self.sense = [self._add(scsi.sense_data(asc)) for asc in scsi.SENSE_CONDITIONS]
+        # The engine finds sense block k at 5 words per block (scsi_engine.py).
+        assert all(r.word == self.sense[0].word + 5 * k for k, r in enumerate(self.sense))
         self.longest = max(r.length for r in (self.telemetry, self.inquiry, self.capacity_16,
                                               *self.vpd.values()))
 

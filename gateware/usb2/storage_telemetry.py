@@ -77,10 +77,15 @@ class StorageTelemetry(wiring.Component):
         def register(name, value):
             ram.add(words[name], Kind.INPUT, value=value)
 
+        # The highest bit set, from bits alone (a priority encoder, not 16 comparators); any
+        # bit past the last bucket's lands in it.
         bucket = Signal(range(scsi.HISTOGRAM_BUCKETS))
-        for b in range(scsi.HISTOGRAM_BUCKETS):
-            with m.If(self.blocks >= (1 << b)):
+        top = scsi.HISTOGRAM_BUCKETS - 1
+        for b in range(top):
+            with m.If(self.blocks[b]):
                 m.d.comb += bucket.eq(b)
+        with m.If(self.blocks[top:].any()):
+            m.d.comb += bucket.eq(top)
         read_max, write_max, gap, gap_max = (Signal(32, name=n) for n in (
             "read_max", "write_max", "gap", "gap_max"))
         with m.If(self.mismatch):

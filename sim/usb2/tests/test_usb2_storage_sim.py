@@ -201,24 +201,41 @@ def test_telemetry_counts_commands_and_the_240_block_histogram(disk, scsi_):
     assert 0 < counts["gap_cycles_max"] and counts["gap_cycles"] >= counts["gap_cycles_max"]
 
 
-def test_reads_of_240_blocks_run_at_the_bot_model_ceiling(disk, scsi_):
-    """What usb-storage does at high speed: READ(10) of 240 blocks, one command at a time."""
-    blocks, commands = 240, 6
+def _run_240(transport, direction: str, commands: int) -> tuple[float, float]:
+    """``commands`` READ(10)/WRITE(10) of 240 blocks through BotRun: (measured, model) B/s."""
+    blocks = 240
     length = blocks * BLOCK_SIZE
-    cbws = []
-    for index in range(commands):
-        scsi_.tag += 1
-        cbws.append(bot.Cbw(scsi_.tag, length, "in", cb=read_10(index * blocks, blocks)).pack())
-    run = BotRun(cbws, "in", length, None, what="READ(10)")
-    result = run.result(*run_plan(disk.platform, run, what="READ(10)", silence=30.0))
+    make = read_10 if direction == "in" else write_10
+    cbws = [bot.Cbw(0x9000 + i, length, direction, cb=make(i * blocks, blocks)).pack()
+            for i in range(commands)]
+    outgoing = [lba_bytes(i * blocks, blocks) for i in range(commands)]
+    run = BotRun(cbws, direction, length, outgoing if direction == "out" else None,
+                 what="storage")
+    result = run.result(*run_plan(transport.platform, run, what="storage", silence=30.0))
     assert [bot.Csw.unpack(c).status for c in run.csws] == [PASSED] * commands
     got: list[bytes] = []
     run.deliver(got.append)
-    assert b"".join(got) == lba_bytes(0, commands * blocks)
-    measured = result.bytes / (result.end - result.start)
-    model = ceiling_for(replace(disk.bus, protocol="bot"), "in", length=length,
+    if direction == "in":
+        assert b"".join(got) == lba_bytes(0, commands * blocks)
+    model = ceiling_for(replace(transport.bus, protocol="bot"), direction, length=length,
                         queue_depth=1).throughput
-    print(f"READ(10) x {blocks} blocks, xhci: {measured / 1e6:.2f} MB/s, "
+    return result.bytes / (result.end - result.start), model
+
+
+@pytest.mark.parametrize(("host", "direction"), [("xhci", "in"), ("xhci", "out"),
+                                                 ("ehci", "in")])
+def test_240_block_commands_run_at_the_bot_model_ceiling(disk, host, direction):
+    """What usb-storage does at high speed: 240-block commands, one at a time (BotRun)."""
+    if host == "xhci":
+        disk.requests.clear_telemetry()
+        measured, model = _run_240(disk, direction, 6)
+    else:
+        with open_transport(f"sim:usb2?host={host}&design=storage") as other:
+            measured, model = _run_240(other, direction, 4)
+    print(f"{host} {direction} 240 blocks: {measured / 1e6:.2f} MB/s, "
           f"BOT model {model / 1e6:.2f} MB/s ({measured / model:.4f})")
     assert measured <= model * 1.005
-    assert measured / model == pytest.approx(1.0, abs=0.02)
+    assert measured / model == pytest.approx(1.0, abs=0.01)
+    if direction == "out":
+        assert scsi.parse_telemetry(Initiator(disk.platform).command(
+            inquiry(scsi.VPD_TELEMETRY), 255).data)["write_mismatches"] == 0
