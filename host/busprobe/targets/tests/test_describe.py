@@ -58,7 +58,8 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("sim:pcie?bogus=1&x=2", "sim:pcie: unknown option(s) bogus, x (it takes gen, width, mps,"),
     ("sim:pcie?gen", "bad options 'gen' in selector 'sim:pcie?gen'"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
-    ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe, full or stock"),
+    ("sim:usb2?design=x",
+     "sim:usb2 option design='x': design must be busprobe, full, stock or storage"),
     ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design, level)"),
     ("sim:usb2?level=gates", "sim:usb2 option level='gates': level must be rtl or netlist"),
     ("sim:usb3?burst=17", "sim:usb3 option burst='17': burst must be a whole number of "
