@@ -80,6 +80,9 @@ class BlockTransport(Transport):
     # The block layer's own cost per I/O is small next to a USB command; a repeat of 4 MiB
     # (the hardware default) at 40 MB/s is 0.1 s.
     default_max_length = 1 << 20
+    # With the default 4 MiB a repeat has 4 I/Os or more up to 1 MiB, so this binds only when
+    # --min-bytes is lowered (an emulated host, the VM pass): then four I/Os, not eight.
+    min_transfers = 4
 
     def __init__(self, path: str, sysfs_root: str | Path = "/sys") -> None:
         self.selector = f"block:{path}"
