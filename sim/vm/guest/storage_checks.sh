@@ -12,7 +12,7 @@ while [ $i -lt 600 ] && [ -z "$DISK" ]; do  # QEMU reconnects every second; then
     sleep 0.1; i=$((i + 1))
 done
 SYS=/sys/block/${DISK#/dev/}
-INTERFACE=$(readlink -f "$SYS/device/../../../..")
+INTERFACE=$(readlink -f "$SYS/device/../../..")  # 0:0:0:0 -> target -> host -> 1-1:1.0
 mark "storage-disk ${DISK:-none} driver=$(basename "$(readlink "$INTERFACE/driver")")" \
     "max_sectors_kb=$(cat "$SYS/queue/max_sectors_kb" 2>/dev/null)"
 run storage-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO "$DISK"
