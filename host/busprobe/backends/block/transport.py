@@ -24,6 +24,7 @@ import numpy as np
 from ...emulation import emulated_host
 from ...protocol.patterns import Pattern
 from ...protocol.storage import BLOCK_SIZE
+from ...topology.hop import Hop
 from ...topology.usb import usb_hops
 from ...transport import (
     BusDescription,
@@ -38,7 +39,7 @@ from .engine import run_block_io, slot_regions
 from .guard import check_null_disk
 from .sysfs import BlockFacts, read_stat
 
-__all__ = ["BlockTransport", "bus_for_facts"]
+__all__ = ["BlockTransport", "bus_for_facts", "block_hops"]
 
 log = logging.getLogger(__name__)
 
@@ -182,17 +183,20 @@ class BlockTransport(Transport):
         return Telemetry(raw=raw)
 
     def topology(self) -> list[dict[str, Any]]:
-        facts = self.facts
-        if facts is None:
+        if self.facts is None:
             return []
-        hops = [hop.to_json() for hop in usb_hops(facts.usb_device, sysfs_root=self.sysfs_root)
-                ] if facts.usb_device else []
-        hops.append({"kind": "block-device", "name": facts.name, "driver": facts.usb_driver,
-                     "description": f"{(facts.vendor or '').strip()} "
-                                    f"{(facts.model or '').strip()}",
-                     "notes": [f"max_sectors_kb {facts.max_sectors_kb}",
-                               f"{facts.sectors * 512} bytes"]})
-        return hops
+        return [hop.to_json() for hop in block_hops(self.facts, self.sysfs_root)]
+
+
+def block_hops(facts: BlockFacts, sysfs_root: str | Path = "/sys") -> list[Hop]:
+    """The USB hops above the disk (controller, hubs, the device), then the disk itself with
+    the driver bound and the largest command it issues."""
+    hops = usb_hops(facts.usb_device, sysfs_root=sysfs_root) if facts.usb_device else []
+    hops.append(Hop("block-device", facts.name, driver=facts.usb_driver,
+                    description=f"{(facts.vendor or '').strip()} {(facts.model or '').strip()}",
+                    notes=[f"max_sectors_kb {facts.max_sectors_kb}",
+                           f"{facts.sectors * 512} bytes"]))
+    return hops
 
 
 def _percentiles(latencies: list[float]) -> dict[str, float]:

@@ -99,3 +99,15 @@ def test_a_length_that_is_not_whole_blocks_is_refused(null_disk):
     with BlockTransport(node, sysfs) as transport, pytest.raises(InvalidRequest,
                                                                   match="whole 512-byte"):
         transport.validate("read", 1000, 1)
+
+
+def test_model_and_topology_describe_a_disk_from_sysfs(null_disk):
+    from busprobe.model import ceiling_for
+    from busprobe.targets import describe
+
+    node, sysfs, _ = null_disk
+    target = describe(f"block:{node}", sysfs_root=sysfs)
+    assert (target.bus.kind, target.bus.protocol, target.bus.host_profile) == \
+        ("usb-storage", "bot", "ehci")
+    assert [hop.kind for hop in target.hops][-2:] == ["usb-device", "block-device"]
+    assert ceiling_for(target.bus, "read", length=1 << 20).parts["commands"] == 9
