@@ -199,6 +199,7 @@ def test_telemetry_counts_commands_and_the_240_block_histogram(disk, scsi_):
     assert counts["write_hist_0"] == 1
     assert sum(counts[f"read_hist_{b}"] for b in range(scsi.HISTOGRAM_BUCKETS)) == 3
     assert 0 < counts["gap_cycles_max"] and counts["gap_cycles"] >= counts["gap_cycles_max"]
+    assert counts["gap_cycles"] < counts["cycles"] < 60_000_000  # well under a simulated second
 
 
 def _run_240(transport, direction: str, commands: int) -> tuple[float, float]:
