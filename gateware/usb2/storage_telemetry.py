@@ -21,10 +21,11 @@ class StorageTelemetry(wiring.Component):
     """Counters of the SCSI engine's events, their snapshot, and the constant answers after it.
 
     Each event keeps a pending count the counter RAM's round takes (a round is one operation a
-    word, 42 cycles); the maxima and the write check's mismatch count are registers the round
+    word, 43 cycles); the maxima and the write check's mismatch count are registers the round
     copies. The histogram has a word per direction and power-of-two bucket of blocks
     (:func:`~busprobe.protocol.scsi.histogram_bucket`): one bucket decoder, one pending count
-    per bucket. Gaps are cycles of the ``usb`` domain (60 MHz) from a CSW to the next CBW.
+    per bucket. Gaps are cycles of the ``usb`` domain (60 MHz) from a CSW to the next CBW;
+    ``cycles`` counts every cycle since the clear, so the host has commands per second.
 
     Attributes
     ----------
@@ -114,4 +115,5 @@ class StorageTelemetry(wiring.Component):
         for direction, event in (("read", self.read), ("write", self.write)):
             for b in range(scsi.HISTOGRAM_BUCKETS):
                 pending(f"{direction}_hist_{b}", event & (self.blocks != 0) & (bucket == b))
+        pending("cycles", 1, width=(rounds + 1).bit_length() + 1)
         return m

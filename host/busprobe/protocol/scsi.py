@@ -95,6 +95,8 @@ STORAGE_TELEMETRY = (
     "read_blocks_max", "write_blocks_max", "gap_cycles", "gap_cycles_max",
     *(f"read_hist_{b}" for b in range(HISTOGRAM_BUCKETS)),
     *(f"write_hist_{b}" for b in range(HISTOGRAM_BUCKETS)),
+    # Cycles of TELEMETRY_CLOCK_HZ since the last clear (wraps after 71 s): commands per second.
+    "cycles",
 )
 STORAGE_TELEMETRY_WORDS = len(STORAGE_TELEMETRY)
 #: Clock of the gap counts (the usb domain).

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from busprobe.backends.usb.plans import QueuedStream
 from busprobe.backends.usb.transfers import run_plan, silence_for
 from busprobe.protocol import bot, scsi, usb2
-from busprobe.protocol.storage import BLOCK_SIZE
 
-__all__ = ["Answer", "Initiator", "read_10", "write_10", "read_16", "inquiry", "request_sense",
-           "clear_halt"]
+__all__ = ["Answer", "Initiator", "bulk", "read_10", "write_10", "read_16", "inquiry",
+           "request_sense", "clear_halt"]
 
 #: bmRequestType of a class request to interface 0, OUT and IN.
 _CLASS_OUT, _CLASS_IN = 0x21, 0xA1
@@ -27,7 +26,7 @@ class Answer:
     csw: bot.Csw
 
 
-def _bulk(platform, endpoint: int, data_or_length: bytes | int) -> bytes:
+def bulk(platform, endpoint: int, data_or_length: bytes | int) -> bytes:
     """One bulk transfer on the platform's queue; what an IN transfer received."""
     length = data_or_length if isinstance(data_or_length, int) else len(data_or_length)
     outgoing = None if isinstance(data_or_length, int) else [data_or_length]
@@ -55,13 +54,13 @@ class Initiator:
         """CBW with ``cb`` and ``length``, the data phase, then the CSW (checked for the tag)."""
         self.tag += 1
         cbw = bot.Cbw(self.tag, length, direction, cb=cb)
-        _bulk(self.platform, usb2.EP_OUT, cbw.pack())
+        bulk(self.platform, usb2.EP_OUT, cbw.pack())
         got = b""
         if length and direction == "in":
-            got = _bulk(self.platform, usb2.EP_IN, length)
+            got = bulk(self.platform, usb2.EP_IN, length)
         elif length:
-            _bulk(self.platform, usb2.EP_OUT, data if data is not None else bytes(length))
-        csw = bot.Csw.unpack(_bulk(self.platform, usb2.EP_IN, bot.CSW_SIZE))
+            bulk(self.platform, usb2.EP_OUT, data if data is not None else bytes(length))
+        csw = bot.Csw.unpack(bulk(self.platform, usb2.EP_IN, bot.CSW_SIZE))
         assert csw.tag == self.tag, f"CSW tag {csw.tag:#x} for CBW {self.tag:#x}"
         return Answer(got, csw)
 
@@ -96,7 +95,3 @@ def inquiry(page: int | None = None, allocation: int = 255) -> bytes:
 
 def request_sense(allocation: int = scsi.SENSE_SIZE) -> bytes:
     return struct.pack(">BBBBBB", scsi.Op.REQUEST_SENSE, 0, 0, 0, allocation, 0)
-
-
-def blocks_bytes(blocks: int) -> int:
-    return blocks * BLOCK_SIZE

@@ -23,6 +23,7 @@ from busprobe.targets import open_transport
 
 from .storage_client import (
     Initiator,
+    bulk,
     clear_halt,
     inquiry,
     read_10,
@@ -105,6 +106,30 @@ def test_capacity_mode_sense_and_sense_answer_field_by_field(scsi_):
         assert scsi_.command(cb).csw == bot.Csw(scsi_.tag, 0, PASSED)
 
 
+def test_what_linux_sends_on_attach_is_answered_in_step(scsi_):
+    """usb-storage and sd's attach, in order (Linux 6.1: usb_stor_Bulk_max_lun, scsi_scan,
+    sd_revalidate_disk, the partition scan), then what udev's ata_id tries: ATA PASS-THROUGH(16)
+    with a 512-byte data-in, refused as ILLEGAL REQUEST, the disk reading on."""
+    assert scsi_.max_lun() == b"\0"
+    assert scsi_.command(inquiry(allocation=36), 36).data == scsi.inquiry_data()
+    assert scsi_.command(bytes(6)).csw.status == PASSED                       # TEST UNIT READY
+    capacity = scsi_.command(struct.pack(">B9x", scsi.Op.READ_CAPACITY_10), 8)
+    assert struct.unpack(">II", capacity.data) == (DEFAULT_CAPACITY_BLOCKS - 1, BLOCK_SIZE)
+    all_pages = scsi_.command(struct.pack(">BBBBBB", scsi.Op.MODE_SENSE_6, 0, 0x3F, 0, 192, 0),
+                              192)
+    assert all_pages.data[2] & 0x80 == 0  # not write protected
+    caching = scsi_.command(struct.pack(">BBBBBB", scsi.Op.MODE_SENSE_6, 0x08, 0x08, 0, 4, 0), 4)
+    assert caching.csw == bot.Csw(scsi_.tag, 0, PASSED) and len(caching.data) == 4
+    assert scsi_.command(read_10(0, 8), 8 * BLOCK_SIZE).data == lba_bytes(0, 8)
+    ata = scsi_.command(bytes([0x85, 0x08, 0x0E]) + bytes(13), BLOCK_SIZE)
+    assert ata.csw == bot.Csw(scsi_.tag, BLOCK_SIZE, FAILED)
+    sense = scsi_.command(request_sense(), scsi.SENSE_SIZE).data
+    assert scsi.parse_sense(sense)[:2] == (scsi.SenseKey.ILLEGAL_REQUEST,
+                                           scsi.Asc.INVALID_COMMAND_OPERATION_CODE)
+    assert scsi_.command(read_10(DEFAULT_CAPACITY_BLOCKS - 8, 8), 8 * BLOCK_SIZE).data == \
+        lba_bytes(DEFAULT_CAPACITY_BLOCKS - 8, 8)
+
+
 @pytest.mark.parametrize(("lba", "blocks"), [(1, 1), (12_345, 7), ((1 << 25) + 3, 3)])
 def test_read_returns_exactly_the_lba_pattern(scsi_, lba, blocks):
     cb = read_10(lba, blocks) if lba < 1 << 32 else read_16(lba, blocks)
@@ -172,8 +197,7 @@ def test_host_and_device_disagreeing_is_a_phase_error(scsi_):
 def test_a_bot_reset_abandons_a_command_and_the_disk_answers_again(disk, scsi_):
     scsi_.tag += 1
     cbw = bot.Cbw(scsi_.tag, 64 * BLOCK_SIZE, "in", cb=read_10(0, 64))
-    from .storage_client import _bulk
-    _bulk(disk.platform, usb2.EP_OUT, cbw.pack())  # the data phase is never read
+    bulk(disk.platform, usb2.EP_OUT, cbw.pack())  # the data phase is never read
     scsi_.mass_storage_reset()
     clear_halt(disk.platform, usb2.EP_IN)
     clear_halt(disk.platform, usb2.EP_OUT)
@@ -199,6 +223,7 @@ def test_telemetry_counts_commands_and_the_240_block_histogram(disk, scsi_):
     assert counts["write_hist_0"] == 1
     assert sum(counts[f"read_hist_{b}"] for b in range(scsi.HISTOGRAM_BUCKETS)) == 3
     assert 0 < counts["gap_cycles_max"] and counts["gap_cycles"] >= counts["gap_cycles_max"]
+    assert counts["gap_cycles"] < counts["cycles"] < 60_000_000  # well under a simulated second
 
 
 def _run_240(transport, direction: str, commands: int) -> tuple[float, float]:
