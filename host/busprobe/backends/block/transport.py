@@ -154,8 +154,9 @@ class BlockTransport(Transport):
             raise DeviceGone(f"{self.path}: {run.errors[0]} (the disk is gone)")
         for line in run.errors:
             log.warning("%s: %s", self.path, line)
-        self._last = {"ios": run.ios, "io_errors": run.errors[:4],
-                      **_percentiles(run.latencies)}
+        seconds = run.end - run.start
+        self._last = {"ios": run.ios, "iops": round(run.ios / seconds, 1) if seconds > 0 else None,
+                      "io_errors": run.errors[:4], **_percentiles(run.latencies)}
         return StreamResult(direction, run.bytes, run.ios, run.start, run.end,
                             short_transfers=len(run.errors),
                             mismatched_words=run.mismatched_words,

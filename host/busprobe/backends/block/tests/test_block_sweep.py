@@ -53,6 +53,7 @@ def test_a_read_and_write_ladder_is_clean_and_leaves_the_pattern(null_disk):
         assert all(s > 0 for s in point.samples)
         last = point.telemetry[-1]
         assert last["ios"] == point.transfers and last["latency_p50_us"] > 0
+        assert last["iops"] == pytest.approx(point.transfers / point.seconds[-1], rel=1e-3)
         side = point.spec.direction
         # The kernel's count of the commands it issued (the loop device's stat).
         assert last[f"{side}_commands"] >= point.transfers
