@@ -16,9 +16,9 @@ export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 # usbutils' lsusb decodes the SuperSpeed device's descriptors there); gcc-riscv64-unknown-elf
 # and picolibc-riscv64-unknown-elf build the PCIe SoC's firmware (firmware/Makefile), which the
 # simulated SoC runs; gcc and libc6-dev compile the static usbtest helper the USB guests run
-# (sim/vm/usbtest.py).
+# (sim/vm/usbtest.py); sg3-utils' sg_raw sends the null disk raw SCSI commands in the guest.
 DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev usbutils gcc-riscv64-unknown-elf \
-	picolibc-riscv64-unknown-elf gcc libc6-dev
+	picolibc-riscv64-unknown-elf gcc libc6-dev sg3-utils
 $(STAMP): pyproject.toml setup.py
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q "ok installed" || echo $$p; done); \

@@ -54,14 +54,14 @@ class Board:
 BOARDS: dict[str, Board] = {board.name: board for board in (
     Board(
         name="cynthion-r1.4", title="Great Scott Gadgets Cynthion r1.4", family="ecp5",
-        designs=("usb2", "usb2-full", "usb2-stock"),
+        designs=("usb2", "usb2-full", "usb2-storage", "usb2-stock"),
         platform="busprobe.gateware.boards.cynthion:CynthionR14Platform",
         phy="target_phy", fpga="LFE5U-12F", programmer="apollo"),
     Board(
         # Pins: amaranth-boards' ECPIX-5 platform (ULPI PHY with its own 60 MHz clock); usb3
         # adds the USB-C SuperSpeed lanes on the DCU (gateware/usb3/board_top.py).
         name="ecpix5-85", title="LambdaConcept ECPIX-5 85F", family="ecp5",
-        designs=("usb2", "usb2-full", "usb2-stock", "usb3"),
+        designs=("usb2", "usb2-full", "usb2-storage", "usb2-stock", "usb3"),
         platform="amaranth_boards.ecpix5:ECPIX585Platform",
         phy="ulpi", fpga="LFE5UM5G-85F", programmer="openfpgaloader", loader_board="ecpix5"),
     Board(

@@ -6,7 +6,7 @@ from busprobe.protocol import usb2
 from usb_protocol.emitters import DeviceDescriptorCollection
 from usb_protocol.types import DescriptorTypes, USBTransferType
 
-__all__ = ["build_descriptors", "CONTROL_MAX_PACKET_SIZE"]
+__all__ = ["build_descriptors", "CONTROL_MAX_PACKET_SIZE", "VENDOR_INTERFACE"]
 
 #: EP0 max packet size (64 is the only value allowed at high speed).
 CONTROL_MAX_PACKET_SIZE = usb2.CONTROL_MAX_PACKET_SIZE
@@ -16,14 +16,18 @@ CONTROL_MAX_PACKET_SIZE = usb2.CONTROL_MAX_PACKET_SIZE
 _QUALIFIER = struct.Struct("<BBHBBBBBB")
 
 
-def _configuration(descriptors, max_packet_size):
+#: bInterfaceClass, bInterfaceSubClass, bInterfaceProtocol of the probe's interface.
+VENDOR_INTERFACE = (0xFF, 0xFF, 0xFF)
+
+
+def _configuration(descriptors, max_packet_size, interface=VENDOR_INTERFACE):
     """Add the one configuration, its bulk endpoints ``max_packet_size`` bytes long."""
     with descriptors.ConfigurationDescriptor() as c:
         c.bmAttributes = 0x80  # bus powered, no remote wakeup
         c.bMaxPower = 50  # 100 mA
         with c.InterfaceDescriptor() as i:
             i.bInterfaceNumber = 0
-            i.bInterfaceClass = 0xFF  # vendor specific
+            i.bInterfaceClass, i.bInterfaceSubclass, i.bInterfaceProtocol = interface
             for address in (usb2.EP_IN, usb2.EP_OUT):
                 with i.EndpointDescriptor() as e:
                     e.bEndpointAddress = address
@@ -32,8 +36,9 @@ def _configuration(descriptors, max_packet_size):
                     e.bInterval = 0  # bulk OUT: the device never NAKs, no PING hint
 
 
-def build_descriptors(*, product: str = usb2.PRODUCT,
-                      other_speed: bool = True) -> DeviceDescriptorCollection:
+def build_descriptors(*, product: str = usb2.PRODUCT, other_speed: bool = True,
+                      interface: tuple[int, int, int] = VENDOR_INTERFACE,
+                      ) -> DeviceDescriptorCollection:
     """Device descriptor and one configuration: one interface, bulk EP_IN and EP_OUT of 512 bytes;
     the device qualifier and the other-speed configuration a high-speed device must have (USB
     2.0 §9.6.2, §9.6.4: what changes at full speed, there the 64-byte bulk packets).
@@ -56,7 +61,7 @@ def build_descriptors(*, product: str = usb2.PRODUCT,
         d.iSerialNumber = usb2.SERIAL
         d.bMaxPacketSize0 = CONTROL_MAX_PACKET_SIZE
         d.bNumConfigurations = 1
-    _configuration(descriptors, usb2.MAX_PACKET_SIZE)
+    _configuration(descriptors, usb2.MAX_PACKET_SIZE, interface)
     if other_speed:
         device = descriptors.get_descriptor_bytes(DescriptorTypes.DEVICE)
         descriptors.add_descriptor(_QUALIFIER.pack(
@@ -65,7 +70,7 @@ def build_descriptors(*, product: str = usb2.PRODUCT,
         # The same configuration at full speed, as an OTHER_SPEED_CONFIGURATION (its type is
         # the only other difference, §9.6.4).
         full_speed = DeviceDescriptorCollection(automatic_language_descriptor=False)
-        _configuration(full_speed, usb2.FULL_SPEED_MAX_PACKET_SIZE)
+        _configuration(full_speed, usb2.FULL_SPEED_MAX_PACKET_SIZE, interface)
         raw = bytearray(full_speed.get_descriptor_bytes(DescriptorTypes.CONFIGURATION))
         raw[1] = DescriptorTypes.OTHER_SPEED_CONFIGURATION
         descriptors.add_descriptor(bytes(raw),

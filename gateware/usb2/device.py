@@ -98,16 +98,27 @@ class Usb2ProbeDevice(Elaboratable):
         # and one request handler of ours for every request, standard and vendor.
         self.control = USBControlEndpoint(utmi=self.usb.utmi)
         self.usb.add_endpoint(Endpoint0Guard(self.control))
-        replies = ControlReplies(features=features)
-        self.requests = ProbeRequestHandler(features=features, replies=replies)
+        replies = self._control_replies(features)
+        self.requests = self._request_handler(features, replies)
         self.control.add_request_handler(self.requests)
         self.ep_in = StreamInEndpoint(buffer_packets=in_buffer_packets)
         self.ep_out = StreamOutEndpoint(buffer_packets=out_buffer_packets)
         self.usb.add_endpoint(self.ep_in)
         self.usb.add_endpoint(self.ep_out)
-        self.data_path = Usb2DataPath(bot=bool(features & usb2.Feature.BOT))
+        self.data_path = self._data_path(features)
         self.rx_monitor = RxPacketMonitor() if features & usb2.Feature.RX_DROPS else None
         self.telemetry = Usb2Telemetry(features=features, replies=replies)
+
+    # What a personality of the device (the null disk) replaces: its descriptors and EP0
+    # answers, its request handler, what its bulk endpoints carry.
+    def _control_replies(self, features):
+        return ControlReplies(features=features)
+
+    def _request_handler(self, features, replies):
+        return ProbeRequestHandler(features=features, replies=replies)
+
+    def _data_path(self, features):
+        return Usb2DataPath(bot=bool(features & usb2.Feature.BOT))
 
     def elaborate(self, platform):
         m = Module()

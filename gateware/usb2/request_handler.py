@@ -282,7 +282,13 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                 standard_request(self, m, request, self._replies)
             with m.Elif(setup.type == USBRequestType.VENDOR):
                 self._vendor(m, request)
+            with m.Elif(setup.type == USBRequestType.CLASS):
+                self._class(m, request)
         return m
+
+    def _class(self, m, request):
+        """Dispatch a class request (as :meth:`_vendor`): the probe has no class interface, so
+        every one is stalled; a personality with one (the null disk's BOT) overrides this."""
 
     def _vendor(self, m, request):
         """Dispatch a busprobe vendor request (as :meth:`_standard`)."""

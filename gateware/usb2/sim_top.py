@@ -2,7 +2,8 @@
 
 ``generate_verilog(out_dir)`` writes ``busprobe_usb2.v`` (top module ``busprobe_usb2``, the lean
 board default; for ``design="full"``, every optional part: ``busprobe_usb2_full``; for
-``design="stock"``: ``busprobe_usb2_stock``) with exactly these ports, all in one 60 MHz domain::
+``design="stock"``: ``busprobe_usb2_stock``; for ``design="storage"``, the null disk:
+``busprobe_usb2_storage``) with exactly these ports, all in one 60 MHz domain::
 
     input  clk, input rst (synchronous, active high),
     input  [7:0] ulpi_data_i, output [7:0] ulpi_data_o, output ulpi_data_oe,
@@ -27,7 +28,7 @@ __all__ = ["Usb2SimTop", "generate_verilog", "DESIGNS", "TOP_NAMES", "PORTS"]
 
 #: Top-level module name per design.
 TOP_NAMES = {"busprobe": "busprobe_usb2", "full": "busprobe_usb2_full",
-             "stock": "busprobe_usb2_stock"}
+             "stock": "busprobe_usb2_stock", "storage": "busprobe_usb2_storage"}
 
 #: The port contract: name -> (direction, width).
 PORTS = {
@@ -48,6 +49,11 @@ def _full_design(*, ulpi):
     return Usb2FullProbeDevice(ulpi=ulpi)
 
 
+def _storage_design(*, ulpi):
+    from .storage import Usb2StorageDevice
+    return Usb2StorageDevice(ulpi=ulpi)
+
+
 def _stock_design(*, ulpi):
     from .stock import StockUsb2Device
     return StockUsb2Device(ulpi=ulpi)
@@ -56,6 +62,7 @@ def _stock_design(*, ulpi):
 #: Design name -> factory ``(*, ulpi) -> Elaboratable``.
 DESIGNS: dict[str, Callable[..., Elaboratable]] = {
     "busprobe": _busprobe_design, "full": _full_design, "stock": _stock_design,
+    "storage": _storage_design,
 }
 
 

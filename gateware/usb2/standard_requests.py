@@ -26,6 +26,8 @@ class Action(enum.Enum):
     SET_CONFIGURATION = 7
     CLEAR_HALT = 8
     SET_HALT = 9
+    #: A class request's own action (the null disk's Bulk-Only Mass Storage Reset).
+    CLASS_RESET = 10
 
 
 def standard_request(handler, m, request, replies):

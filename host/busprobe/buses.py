@@ -37,7 +37,8 @@ from .protocol import usb2 as usb2_protocol
 from .protocol import usb3 as usb3_protocol
 from .transport import InvalidRequest
 
-__all__ = ["Bus", "BUSES", "USB2_HS", "USB3_SS", "PCIE", "by_kind", "by_scheme", "by_sim_target",
+__all__ = ["Bus", "BUSES", "USB2_HS", "USB3_SS", "PCIE", "USB_STORAGE", "by_kind", "by_scheme",
+           "by_sim_target",
            "schemes", "sim_targets", "selector_syntax", "load", "SIM_SCHEME", "SIM_EXTRA_HINT"]
 
 #: Selector scheme of every simulated target (``sim:usb2``).
@@ -69,13 +70,14 @@ class Bus:
         The real-device selector as help and error messages show it.
     describe_real, real_backend : str
         ``"module:name"`` of the real device's describer and transport factory.
-    sim_target : str
-        Name of its simulated target (``usb2`` in ``sim:usb2``).
+    sim_target : str or None
+        Name of its simulated target (``usb2`` in ``sim:usb2``); None when the bus has none
+        of its own (a simulated null disk is ``sim:usb2?design=storage`` exported to a kernel).
     sim_syntax : str
         The simulated target's options as help and error messages show them.
     describe_sim, sim_backend : str
         ``"module:name"`` of the simulated target's describer and transport factory (the
-        factory needs the ``[sim]`` extra).
+        factory needs the ``[sim]`` extra); empty without a simulated target.
     ceiling, link_only : str
         ``"module:name"`` of the closed-form model and of its host-side stripper.
     default_queue_depths : tuple of int
@@ -97,7 +99,7 @@ class Bus:
     real_syntax: str
     describe_real: str
     real_backend: str
-    sim_target: str
+    sim_target: str | None
     sim_syntax: str
     describe_sim: str
     sim_backend: str
@@ -162,8 +164,24 @@ PCIE = Bus(
     sim_group="busprobe.sim.pcie.backend:open_sim_pcie_group", sim_group_option="endpoints",
 )
 
+USB_STORAGE = Bus(
+    kind="usb-storage", family="block", directions=("read", "write"), settings=(),
+    scheme="block", real_syntax="block:/dev/sdX",
+    describe_real="busprobe.targets.block:describe_block",
+    real_backend="busprobe.backends.block:open_block",
+    # A null disk is simulated as sim:usb2?design=storage and reached through a kernel (the VM
+    # harness), never by a transport of its own.
+    sim_target=None, sim_syntax="", describe_sim="", sim_backend="",
+    ceiling="busprobe.model.usb_storage:storage_ceiling",
+    link_only="busprobe.model.usb_storage:storage_link_only",
+    # 1 is what BOT runs whatever is asked (one command at a time), 4 what UAS overlaps; 4 KiB
+    # is the page-sized I/O that filesystems issue.
+    default_queue_depths=(1, 4), default_min_length=4096,
+    device_ids=(),
+)
+
 #: Every bus, in the order help texts list them.
-BUSES: tuple[Bus, ...] = (USB2_HS, USB3_SS, PCIE)
+BUSES: tuple[Bus, ...] = (USB2_HS, USB3_SS, PCIE, USB_STORAGE)
 
 
 def by_kind(kind: str) -> Bus:
@@ -199,7 +217,7 @@ def schemes() -> tuple[str, ...]:
 
 
 def sim_targets() -> tuple[str, ...]:
-    return tuple(bus.sim_target for bus in BUSES)
+    return tuple(bus.sim_target for bus in BUSES if bus.sim_target is not None)
 
 
 def selector_syntax() -> str:

@@ -29,8 +29,9 @@ SCHEMA = 1
 #: Every transfer direction a point may have (USB: ``in``/``out``; PCIe: ``write``/``read``;
 #: both: ``loopback``; ``both`` is a sweep option, never a point's direction).
 DIRECTIONS = ("in", "out", "write", "read", "loopback")
-#: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``).
-PROTOCOLS = ("stream", "bot")
+#: Transfer framings (``bus.protocol``; absent in results written before BOT: ``stream``);
+#: ``uas`` only on a ``usb-storage`` bus (a null disk the kernel's ``uas`` driver drives).
+PROTOCOLS = ("stream", "bot", "uas")
 #: The verdicts ``busprobe.verdict.assess`` gives.
 VERDICTS = ("link-limited", "host-limited", "driver-limited", "upstream-limited",
             "device-limited", "tool-limited")

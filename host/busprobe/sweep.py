@@ -278,12 +278,12 @@ class Sweep:
                 continue
             counters = transport.read_telemetry()
             host_lost, device_off = self._lost_bytes(spec.direction, asked, result, sink,
-                                                     counters)
+                                                     counters, transport.checks_own_data)
             lost += host_lost
             device_mismatch += device_off
-            mismatched += sink.result.errors
+            mismatched += sink.result.errors + result.mismatched_words
             device_errors += int(counters.errors.get(spec.direction, 0))
-            for offset in (sink.result.first_error_offset,
+            for offset in (sink.result.first_error_offset, result.first_error_offset,
                            counters.first_error_offset.get(spec.direction)):
                 if first_error is None and offset is not None:
                     first_error = offset
@@ -346,13 +346,14 @@ class Sweep:
 
     @staticmethod
     def _lost_bytes(direction: str, asked: int, result: StreamResult, sink: _Checker,
-                    counters: Telemetry) -> tuple[int, int]:
+                    counters: Telemetry, own_data: bool = False) -> tuple[int, int]:
         """``(lost, device_mismatch)``: bytes missing or extra by the host's counts (what the
         transport reports moved and, incoming, what the sink really received), and by the
         device's own count of that direction when it keeps one. A backend or device that
-        miscounts, or moves data nobody asked for during a repeat, is caught too."""
+        miscounts, or moves data nobody asked for during a repeat, is caught too. A transport
+        that checks its own data (``own_data``) never calls the sink."""
         lost = abs(asked - result.bytes)
-        if direction in INCOMING:
+        if direction in INCOMING and not own_data:
             lost = max(lost, abs(asked - sink.received))
         device = counters.device_bytes.get(direction)
         return lost, 0 if device is None else abs(asked - int(device))

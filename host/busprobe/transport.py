@@ -119,6 +119,10 @@ class StreamResult:
     start: float
     end: float
     short_transfers: int = 0  # completions with fewer bytes than asked
+    #: A transport that checks its own data (:attr:`Transport.checks_own_data`): the 32-bit words
+    #: it read that were not what the device must hold, and the offset of the first.
+    mismatched_words: int = 0
+    first_error_offset: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -226,6 +230,11 @@ class Transport(abc.ABC):
     #: Moving into or out of ``loopback`` restarts the device's pattern streams; the sweep then
     #: restarts its own copies at the same moment (a USB device flushes its IN buffer).
     loopback_restarts_pattern: bool = False
+
+    #: The transport generates what it writes and checks what it reads itself, against data the
+    #: device defines (a null disk's LBA pattern): the sweep's source and sink are not used and
+    #: its mismatches come in :attr:`StreamResult.mismatched_words`.
+    checks_own_data: bool = False
 
     #: Transfer framings this transport offers (:attr:`BusDescription.protocol`), the default first.
     protocols: tuple[str, ...] = ("stream",)

@@ -26,7 +26,8 @@ __all__ = ["BOARD", "BOARD_DESIGNS", "usb2_netlist_verilog", "build_usb2_netlist
 #: The board whose builds the USB 2.0 netlist simulation runs.
 BOARD = "cynthion-r1.4"
 #: Simulation design -> board design.
-BOARD_DESIGNS = {"busprobe": "usb2", "full": "usb2-full", "stock": "usb2-stock"}
+BOARD_DESIGNS = {"busprobe": "usb2", "full": "usb2-full", "stock": "usb2-stock",
+                 "storage": "usb2-storage"}
 #: ULPI subsignal -> where its pin goes (the PHY's clock input is the simulation's clk).
 _ULPI = {"data": Pin("bidir", "ulpi_data"), "dir": Pin("in", "ulpi_dir"),
          "nxt": Pin("in", "ulpi_nxt"), "stp": Pin("out", "ulpi_stp"),

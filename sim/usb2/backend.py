@@ -8,8 +8,9 @@ comes back to this process for the sweep's pattern check; :meth:`SimUsb2Platform
 simulated time.
 
 Selector options: ``host=ideal|ehci|xhci|FILE.toml`` (host-controller profile, default
-``ideal``), ``design=busprobe|full|stock`` (the lean board default, the ``usb2-full`` design
-with BOT and every counter, or the stock LUNA reference design, for the benchmark).
+``ideal``), ``design=busprobe|full|stock|storage`` (the lean board default, the ``usb2-full`` design
+with BOT and every counter, the stock LUNA reference design, for the benchmark, or the
+``usb2-storage`` null disk).
 """
 
 from __future__ import annotations

@@ -26,9 +26,13 @@ from .kernel import GuestKernel, VmUnavailable
 __all__ = ["build_initramfs", "module_order", "newc_archive", "GUEST_MODULES", "MARK"]
 
 #: Modules the guest loads (their dependencies are added): the two USB host controllers, 9p over
-#: virtio for the shared filesystems, VFIO for the PCIe checks.
+#: virtio for the shared filesystems, VFIO for the PCIe checks, and the storage stack the null
+#: disk meets (``usb-storage`` for BOT, ``uas``, the SCSI core, ``sd_mod`` for /dev/sdX, ``sg``
+#: for sg_raw's pass-through; ``crct10dif_generic`` first: ``sd_mod``'s CRC T10-DIF asks the
+#: crypto API for it, and the initramfs has no modprobe to load it on demand).
 GUEST_MODULES = ("xhci-pci", "ehci-pci", "9pnet_virtio", "9p", "virtio_pci", "overlay",
-                 "vfio-pci", "vfio_iommu_type1")
+                 "vfio-pci", "vfio_iommu_type1", "scsi_mod", "crct10dif_generic", "sd_mod",
+                 "sg", "usb-storage", "uas")
 #: Prefix of every line the guest prints for the harness.
 MARK = "BUSPROBE-VM"
 BUSYBOX = Path("/bin/busybox")

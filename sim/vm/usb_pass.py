@@ -5,7 +5,9 @@ with ``qemu-xhci`` or ``usb-ehci`` and the export attached to it through ``usb-r
 ``guest/usb_checks.sh`` there: ``busprobe list``, ``topology`` and ``sweep`` against
 ``usb:1209:0001`` through the guest kernel's real drivers, usbfs and sysfs, then Linux's usbtest
 against the device (:mod:`.usbtest`). When the guest starts its last sweep the harness kills the
-exporter at its first 64 KiB transfer: an unplug in the middle of a sweep. What the guest
+exporter at its first 64 KiB transfer: an unplug in the middle of a sweep. Behind EHCI the null
+disk (``sim:usb2?design=storage``) is then plugged in (:mod:`.late_plug`) and the guest's
+``usb-storage``, ``sd`` and block layer drive it (``guest/storage_checks.sh``). What the guest
 printed and wrote is in :class:`UsbPass`.
 """
 
@@ -26,10 +28,12 @@ from busprobe.protocol import usb2, usb3
 from .exporter import Exporter
 from .initramfs import build_initramfs
 from .kernel import fetch_kernel
+from .late_plug import LatePlug
 from .qemu import Boot, Machine, boot
 from .usbtest import build_helper, case_lines, guest_settings
 
-__all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR"]
+__all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR",
+           "STORAGE_SELECTOR", "STORAGE_CONTROLLER"]
 
 #: Controller kind -> (QEMU device, the guest driver that must bind it).
 CONTROLLERS = {"xhci": ("qemu-xhci", "xhci_hcd"), "ehci": ("usb-ehci", "ehci-pci")}
@@ -40,6 +44,10 @@ UNPLUG_AT = f"bulk {usb2.EP_IN:#04x} 1 x 65536 B"
 #: the serial tells them apart); its unplug comes at the first 1 MiB transfer.
 SS_SELECTOR = f"usb:{usb3.VID:04x}:{usb3.PID:04x}#{usb3.SERIAL}"
 SS_UNPLUG_AT = f"bulk {usb3.EP_IN:#04x} 1 x 1048576 B"
+#: The null disk, plugged in after the probe is unplugged, behind this controller only (one
+#: guest boot per controller runs every check; EHCI is where BOT's turnaround weighs most).
+STORAGE_SELECTOR = "sim:usb2?design=storage"
+STORAGE_CONTROLLER = "ehci"
 
 
 @dataclass
@@ -55,6 +63,7 @@ class UsbPass:
     unplugged: bool
     superspeed: Exporter | None = None
     ss_unplugged: bool = False
+    storage: Exporter | None = None
 
     def result(self, name: str) -> dict[str, Any] | None:
         """A result document the guest wrote (None if it wrote none)."""
@@ -111,6 +120,11 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
                 **guest_settings(kernel, build_helper(root / "tools"))}
     if superspeed is not None:
         settings["SS_SELECTOR"] = SS_SELECTOR
+    storage = Exporter(out / "exporter-storage.log", selector=STORAGE_SELECTOR,
+                       name="busprobe-disk") if controller == STORAGE_CONTROLLER else None
+    late = LatePlug("busprobe-disk") if storage is not None else None
+    if storage is not None:
+        settings["STORAGE"] = "1"
     (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
                                            for key, value in settings.items()))
     (out / "usbtest-cases.txt").write_text(case_lines(controller))
@@ -121,17 +135,26 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
             unplugs["usb2"] = _unplug_at(exporter, UNPLUG_AT)
         elif line == "ss-unplug-started" and superspeed is not None:
             unplugs["ss"] = _unplug_at(superspeed, SS_UNPLUG_AT)
+        elif line == "storage-plug" and late is not None and storage is not None:
+            assert storage.port is not None
+            late.plug(storage.port)
 
     script = Path(str(resources.files("busprobe.sim.vm.guest") / "usb_checks.sh"))
     devices = ["-device", f"{device},id=hc", *exporter.qemu_args("hc.0")]
     if superspeed is not None:
         devices += superspeed.qemu_args("hc.0")
+    if late is not None:
+        devices += late.qemu_args("hc.0")
     machine = Machine(kernel.image, initramfs, script, out, devices=devices)
     try:
         result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
     finally:
         status = exporter.stop()
-        if superspeed is not None:
-            superspeed.stop()
+        for other in (superspeed, storage):
+            if other is not None:
+                other.stop()
+        if late is not None:
+            late.close()
     return UsbPass(controller, driver, result, out, exporter.log_path, status,
-                   unplugs.get("usb2", [False])[0], superspeed, unplugs.get("ss", [False])[0])
+                   unplugs.get("usb2", [False])[0], superspeed, unplugs.get("ss", [False])[0],
+                   storage)

@@ -30,6 +30,8 @@ BLOCKS: tuple[tuple[str, str], ...] = (
     ("device.source", "pattern source"),
     ("device.data_path.checker", "pattern checker"),
     ("device.data_path.bot", "BOT framer"),
+    ("device.data_path.engine", "SCSI engine (storage)"),
+    ("device.data_path.telemetry", "storage telemetry and answers"),
     ("device.data_path", "data path"),
     ("device.telemetry", "telemetry"),
     ("device.rx_monitor", "telemetry"),

@@ -7,7 +7,9 @@ Each entry names the device class (``"module:Class"``, constructed with keyword 
 modes and the core telemetry, with none of the optional parts
 (:class:`busprobe.protocol.usb2.Feature`). ``usb2-full`` adds them all: the BOT framer
 (``--protocol bot``), the packet-shape counters and the receive-drop counters. GET_INFO says
-which a flashed bitstream has. ``usb2-stock`` is LUNA's reference device, for comparison.
+which a flashed bitstream has. ``usb2-storage`` is the null disk: a SCSI block device over
+Bulk-Only Transport that the operating system's storage driver binds (issue 28).
+``usb2-stock`` is LUNA's reference device, for comparison.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ DESIGNS: dict[str, Design] = {design.name: design for design in (
            mapping_delay_ps=USB2_MAPPING_DELAY_PS),
     Design(name="usb2-full", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.device:Usb2FullProbeDevice",),
+           mapping_delay_ps=USB2_MAPPING_DELAY_PS),
+    Design(name="usb2-storage", bus="usb2", clock_domain="usb",
+           candidates=("busprobe.gateware.usb2.storage:Usb2StorageDevice",),
            mapping_delay_ps=USB2_MAPPING_DELAY_PS),
     Design(name="usb2-stock", bus="usb2", clock_domain="usb",
            candidates=("busprobe.gateware.usb2.stock:StockUsb2Device",),

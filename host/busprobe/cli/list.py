@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _usb_ids() -> list[tuple[int, int, str]]:
     """(VID, PID, design) of every busprobe USB design (the registry's USB buses)."""
-    return [(vid, pid, bus.sim_target) for bus in buses.BUSES
+    return [(vid, pid, bus.sim_target or bus.kind) for bus in buses.BUSES
             if bus.scheme == buses.USB2_HS.scheme for vid, pid in bus.device_ids]
 
 
@@ -101,7 +101,8 @@ def find_pcie(root: Path = PCI_ROOT) -> list[dict[str, Any]]:
 def sim_targets() -> list[dict[str, Any]]:
     """Every simulated target, and whether its backend is installed."""
     targets = []
-    for bus in sorted(buses.BUSES, key=lambda b: b.sim_target):
+    for bus in sorted((b for b in buses.BUSES if b.sim_target is not None),
+                      key=lambda b: b.sim_target or ""):
         module = bus.sim_backend.partition(":")[0]
         try:
             available = importlib.util.find_spec(module) is not None

@@ -78,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
             args.mrrs and "mrrs" not in target.spec.settings):
         raise ValueError("--mps/--mrrs apply to PCIe devices only")
     length = parse_size(args.length) if args.length else None
-    if args.protocol not in PROTOCOLS:
-        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, "
+    # uas is a result's protocol (a disk the kernel's uas driver drives), not a framing busprobe
+    # puts on a bus itself (yet).
+    framings = tuple(p for p in PROTOCOLS if p != "uas")
+    if args.protocol not in framings:
+        raise ValueError(f"--protocol must be one of {', '.join(framings)}, "
                          f"not {args.protocol!r}")
     if args.protocol == "bot":
         if base.kind != buses.USB2_HS.kind:

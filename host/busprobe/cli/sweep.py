@@ -192,8 +192,10 @@ def run(args: argparse.Namespace) -> int:
             directions,
             tuple(lengths or default_lengths(
                 bus.kind, transport.default_max_length)),
+            # --protocol bot over libusb has no queue; a disk's driver queues by itself.
             tuple(depths or (buses.by_kind(bus.kind).default_queue_depths
-                             if bus.protocol == "stream" else (1,))),
+                             if bus.protocol == "stream" or transport.checks_own_data
+                             else (1,))),
             args.repeat, settings, pattern)
         plan.validate(transport, simulated=target.simulated)
         print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)

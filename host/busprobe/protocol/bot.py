@@ -21,8 +21,18 @@ from dataclasses import dataclass
 __all__ = [
     "CBW_SIGNATURE", "CSW_SIGNATURE", "CBW_FORMAT", "CSW_FORMAT", "CBW_SIZE", "CSW_SIZE",
     "CBW_FLAG_IN", "CB_MAX_LENGTH", "CBW_OFFSETS", "CSW_OFFSETS", "CswStatus", "Cbw", "Csw",
-    "scsi_block_command", "is_csw_for", "csw_passed",
+    "scsi_block_command", "is_csw_for", "csw_passed", "BOT_INTERFACE", "MASS_STORAGE_RESET",
+    "GET_MAX_LUN",
 ]
+
+#: bInterfaceClass, bInterfaceSubClass, bInterfaceProtocol of a BOT interface: mass storage,
+#: SCSI transparent command set, Bulk-Only Transport (what the null disk's interface says, and
+#: what binds Linux's ``usb-storage``).
+BOT_INTERFACE = (0x08, 0x06, 0x50)
+#: Class requests to the interface (BOT §3.1, §3.2): Bulk-Only Mass Storage Reset (no data),
+#: Get Max LUN (one byte IN: the highest LUN).
+MASS_STORAGE_RESET = 0xFF
+GET_MAX_LUN = 0xFE
 
 #: ``dCBWSignature``: the bytes ``USBC`` read little-endian (BOT §5.1).
 CBW_SIGNATURE = 0x4342_5355

@@ -22,6 +22,7 @@ from ..topology.hop import hop_field, hop_findings
 from ..units import Units
 from ..verdict import assess
 from .bot_overhead import bot_overhead_sections
+from .storage_compare import storage_sections
 
 __all__ = ["Run", "load_runs", "runs_from_docs", "format_comparison", "differences",
            "verdicts_of", "controller_name", "plateau_cell"]
@@ -251,7 +252,8 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
 def format_comparison(runs: Sequence[Run], units: Units = Units.MB) -> str:
     """The text ``busprobe compare`` prints."""
     lines = [f"{run.label} = {run.source} ({run.doc.get('device', '?')}"
-             f"{', protocol bot' if protocol_of(run.doc) == 'bot' else ''})" for run in runs]
+             f"{'' if protocol_of(run.doc) == 'stream' else ', protocol ' + protocol_of(run.doc)})"
+             for run in runs]
     lines.append(f"throughput in {units.label} ({'10^6' if units is Units.MB else '2^20'} B/s)")
     lines.append("")
     lines += _table(comparison_rows(runs, units))
@@ -259,7 +261,8 @@ def format_comparison(runs: Sequence[Run], units: Units = Units.MB) -> str:
     if diffs:
         lines += ["", "What explains the differences:"]
         lines += [f"  {d}" for d in diffs]
-    for title, rows, notes in bot_overhead_sections(runs, units):
+    for title, rows, notes in [*bot_overhead_sections(runs, units),
+                               *storage_sections(runs, units)]:
         lines += ["", title, *(_table(rows) if rows else []), *(f"  {n}" for n in notes)]
     incomplete = [run for run in runs if not run.doc.get("complete", True)]
     for run in incomplete:

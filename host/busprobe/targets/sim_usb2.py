@@ -1,17 +1,18 @@
 """``sim:usb2``: what the USB 2.0 simulation is, from the selector's options alone.
 
-``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock&level=rtl|netlist&devices=1|2&attach=hub|ports``
+``sim:usb2?host=ideal|ehci|xhci|FILE.toml&design=busprobe|full|stock|storage&level=rtl|netlist&devices=1|2&attach=hub|ports``
 
 ``host`` is the host-controller profile the simulated controller obeys and the model reads
 (:mod:`busprobe.model.usb2_hosts`; loading it here is what checks it), ``design`` the gateware
 under test: ``busprobe``, the lean default board design; ``full``, the ``usb2-full`` board
 design with every optional part (BOT framer, packet-shape and receive-drop counters);
-``stock``, LUNA's reference endpoints, for the benchmark. ``level`` is what of it is simulated:
-``rtl``, the Amaranth design; ``netlist``, the gate-level netlist of its Cynthion r1.4 board
-build (yosys' post-synthesis netlist, the one nextpnr packs into the bitstream; see
-:mod:`busprobe.sim.netlist`), the same cycle by cycle, only slower to build. The simulation backend
-(:mod:`busprobe.sim.usb2.backend`) builds its device from this description; nothing here imports
-the simulation.
+``stock``, LUNA's reference endpoints, for the benchmark; ``storage``, the ``usb2-storage``
+null disk (a SCSI block device over Bulk-Only Transport, issue 28). ``level`` is what of it is
+simulated: ``rtl``, the Amaranth design; ``netlist``, the gate-level netlist of its Cynthion
+r1.4 board build (yosys' post-synthesis netlist, the one nextpnr packs into the bitstream; see
+:mod:`busprobe.sim.netlist`), the same cycle by cycle, only slower to build. The simulation
+backend (:mod:`busprobe.sim.usb2.backend`) builds its device from this description; nothing here
+imports the simulation.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAM
 NAME = "sim:usb2"
 #: Gateware the simulation can run: busprobe's lean default, busprobe's with every optional
 #: part, or LUNA's stock endpoints (no vendor requests).
-DESIGNS = ("busprobe", "full", "stock")
+DESIGNS = ("busprobe", "full", "stock", "storage")
 #: What of the design is simulated: the Amaranth source, or the netlist of its board build.
 LEVELS = ("rtl", "netlist")
 #: Devices one simulation hosts (``busprobe.sim.usb2.multi_top.MAX_DEVICES``) and how several
@@ -45,11 +46,13 @@ ATTACH = ("hub", "ports")
 NETLIST_BOARD = "cynthion-r1.4"
 #: What each busprobe design's GET_INFO names (the simulation's cocotb tests check it).
 DESIGN_FEATURES: dict[str, usb2.Feature] = {"busprobe": usb2.NO_FEATURES,
-                                            "full": usb2.ALL_FEATURES}
+                                            "full": usb2.ALL_FEATURES,
+                                            "storage": usb2.NO_FEATURES}
 #: The hop name of each design.
 _DEVICES = {"busprobe": "busprobe USB2 HS gateware",
             "full": "busprobe USB2 HS gateware, full (BOT, packet shapes, receive drops)",
-            "stock": "stock LUNA USB2 HS endpoints"}
+            "stock": "stock LUNA USB2 HS endpoints",
+            "storage": "busprobe USB2 HS gateware, SCSI null disk over BOT"}
 
 
 OPTIONS: tuple[Option, ...] = (

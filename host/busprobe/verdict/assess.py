@@ -223,13 +223,16 @@ def _bot_note(bus: BusDescription, direction: str, plateau: Plateau) -> str:
     longest = max(plateau.lengths)
     note = ("BOT framing: one command at a time, each paying the host's completion and resubmit "
             "latency for its CBW, data and CSW")
+    # A disk the kernel's usb-storage drives is compared with one its uas driver drives.
+    other = "a UAS run shows how far BOT is behind" if bus.kind == "usb-storage" else \
+        "a streamed run shows the overhead per length"
     try:
         framed = ceiling_for(bus, direction, length=longest, queue_depth=1)
     except (ValueError, NotImplementedError, KeyError):
-        return note + "; busprobe compare with a streamed run shows the overhead per length."
+        return note + f"; busprobe compare with {other}."
     return (f"{note}: at {longest} B the BOT model allows {_mb(framed.throughput)} "
             f"(the plateau is {plateau.value / framed.throughput * 100:.1f} % of it); busprobe "
-            f"compare with a streamed run shows the overhead per length.")
+            f"compare with {other}.")
 
 
 def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, plateau: Plateau,

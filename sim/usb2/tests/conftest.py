@@ -25,3 +25,10 @@ def usb2_full_model() -> Path:
     from busprobe.sim.usb2.simulator_build import build_usb2_simulator
 
     return build_usb2_simulator("full")
+
+
+@pytest.fixture(scope="session")
+def usb2_storage_model() -> Path:
+    from busprobe.sim.usb2.simulator_build import build_usb2_simulator
+
+    return build_usb2_simulator("storage")

@@ -12,6 +12,8 @@ from busprobe.protocol import usb2, usb3
 from busprobe.sim.vm.usb_pass import SELECTOR, SS_SELECTOR, run_usb_pass
 from busprobe.sim.vm.usbtest import NOT_BEHIND, USBTEST_CASES, cases_for, results
 
+from .storage_pass import check_the_null_disk
+
 
 def report(usb_pass, lines):
     print(f"\n== USB pass behind {usb_pass.controller} ({usb_pass.boot.seconds:.0f} s, "
@@ -88,6 +90,8 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
 
     if controller == "xhci":
         check_the_superspeed_device(usb_pass)
+    if usb_pass.storage is not None:
+        check_the_null_disk(usb_pass)
 
 
 def check_the_superspeed_device(usb_pass):

@@ -141,7 +141,7 @@ def test_a_clock_not_timed_at_its_own_frequency_is_refused(tmp_path, change, mes
 
 @pytest.mark.parametrize("board, design, expected", [
     ("cynthion-r1.4", "usb3", "board cynthion-r1.4 cannot carry design 'usb3' (it carries: "
-                              "usb2, usb2-full, usb2-stock)"),
+                              "usb2, usb2-full, usb2-storage, usb2-stock)"),
     ("xilinx-ac701", "usb3", "board xilinx-ac701 cannot carry design 'usb3' (it carries: pcie)"),
     ("ecpix5-85", "usb4", "unknown design 'usb4'"),
 ])

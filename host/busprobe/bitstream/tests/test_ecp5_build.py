@@ -166,7 +166,7 @@ def test_board_refuses_a_design_it_cannot_carry(capsys):
     assert main(["build", "--board", BOARD, "--design", "pcie"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("busprobe: error: board cynthion-r1.4 cannot carry design 'pcie' "
-                   "(it carries: usb2, usb2-full, usb2-stock)")
+                   "(it carries: usb2, usb2-full, usb2-storage, usb2-stock)")
 
 
 def _a_file(folder):

@@ -61,11 +61,12 @@ def test_a_bot_result_carries_its_protocol_and_an_unknown_one_is_refused(capsys,
     assert doc["bus"]["protocol"] == "bot"
     assert doc["points"][0]["device_throughput"] is None
     assert "BOT model allows" in doc["ceilings"][0]["explanation"]
-    doc["bus"]["protocol"] = "uas"
-    bad = tmp_path / "uas.json"
+    doc["bus"]["protocol"] = "scsi"
+    bad = tmp_path / "scsi.json"
     bad.write_text(json.dumps(doc))
     assert main(["compare", str(bad)]) == 2
-    assert capsys.readouterr().err.strip().endswith("bus.protocol is 'uas', not one of stream, bot")
+    assert capsys.readouterr().err.strip().endswith(
+        "bus.protocol is 'scsi', not one of stream, bot, uas")
 
 
 def test_fit_refuses_a_bot_sweep_in_one_line(capsys, tmp_path):

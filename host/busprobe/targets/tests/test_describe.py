@@ -58,7 +58,8 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("sim:pcie?bogus=1&x=2", "sim:pcie: unknown option(s) bogus, x (it takes gen, width, mps,"),
     ("sim:pcie?gen", "bad options 'gen' in selector 'sim:pcie?gen'"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
-    ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe, full or stock"),
+    ("sim:usb2?design=x",
+     "sim:usb2 option design='x': design must be busprobe, full, stock or storage"),
     ("sim:usb2?speed=full", "sim:usb2: unknown option(s) speed (it takes host, design, level, "
                             "devices, attach)"),
     ("sim:usb2?devices=3", "sim:usb2 option devices='3': devices must be 1 or 2"),
@@ -74,7 +75,7 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("pcie:01:00.0", "bad PCI address '01:00.0': expected DDDD:BB:DD.F"),
     ("pcie:0000:01:00.0?allow_config_write=2", "allow_config_write must be 0, 1, no or yes"),
     ("tcp:1.2.3.4", "bad device selector 'tcp:1.2.3.4': expected usb:VID:PID[#SERIAL], "
-                    "pcie:DDDD:BB:DD.F or sim:usb2|usb3|pcie[?key=value&...]"),
+                    "pcie:DDDD:BB:DD.F, block:/dev/sdX or sim:usb2|usb3|pcie[?key=value&...]"),
 ])
 def test_a_bad_selector_is_one_line_naming_what_is_wrong_and_what_is_allowed(selector, message):
     with pytest.raises(InvalidRequest) as info:

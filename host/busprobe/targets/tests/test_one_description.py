@@ -106,7 +106,8 @@ def test_topology_prints_the_hops_the_sweep_records(selector, capsys, no_simulat
     ("sim:pcie?mps=128&mps=256", "option mps given more than once"),
     ("sim:pcie?bogus=1", "sim:pcie: unknown option(s) bogus"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
-    ("sim:usb2?design=x", "sim:usb2 option design='x': design must be busprobe, full or stock"),
+    ("sim:usb2?design=x",
+     "sim:usb2 option design='x': design must be busprobe, full, stock or storage"),
     ("sim:usb3?burst=0", "sim:usb3 option burst='0': burst must be a whole number"),
     ("sim:usb4", "no simulated target 'usb4'"),
 ])

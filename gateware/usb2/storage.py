@@ -1,0 +1,159 @@
+"""The storage personality of the USB 2.0 device: a SCSI null disk over Bulk-Only Transport.
+
+The probe device (:class:`~.device.Usb2ProbeDevice`) with its interface said to be mass storage
+(class 08, subclass 06, protocol 0x50), the BOT class requests on EP0, and the
+:class:`~.scsi_engine.ScsiBotEngine` between the bulk endpoints; the vendor requests stay, so
+the USB telemetry (bytes, packets, NAKs, the timing window) reads as for any probe build.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol import bot, usb2
+from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
+from usb_protocol.types import USBRequestRecipient
+
+from ..common.packet_stream import PacketStreamSignature
+from ..common.pattern import PATTERN_SHAPE
+from .control_replies import ControlReplies
+from .descriptors import build_descriptors
+from .device import Usb2ProbeDevice
+from .request_handler import ProbeRequestHandler
+from .scsi_engine import ScsiBotEngine
+from .standard_requests import Action
+from .storage_replies import StorageReplies
+from .storage_telemetry import StorageTelemetry
+
+__all__ = ["Usb2StorageDevice", "StorageRequestHandler", "StorageDataPath", "STORAGE_PRODUCT"]
+
+STORAGE_PRODUCT = f"{usb2.PRODUCT} null disk"
+
+
+class StorageRequestHandler(ProbeRequestHandler):
+    """:class:`ProbeRequestHandler` with the BOT class requests to interface 0 (BOT §3.1, 3.2):
+    Bulk-Only Mass Storage Reset (``bot_reset`` when its status stage is ACKed) and Get Max LUN
+    (one byte, 0: one LUN). Any other class request is stalled.
+
+    Attributes
+    ----------
+    bot_reset: Signal(), output
+        Strobe: a Bulk-Only Mass Storage Reset completed.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.bot_reset = Signal()
+
+    def _class(self, m, request):
+        setup = request.setup
+        to_us = ((setup.recipient == USBRequestRecipient.INTERFACE) & (setup.index == 0)
+                 & (self.interface.active_config != 0))
+        with m.If(to_us):
+            with m.Switch(setup.request):
+                with m.Case(bot.MASS_STORAGE_RESET):
+                    with m.If(request.no_data & (setup.value == 0)):
+                        request.acknowledge(Action.CLASS_RESET)
+                with m.Case(bot.GET_MAX_LUN):
+                    with m.If(request.is_in & (setup.value == 0)):
+                        request.send(self._replies.zero.word, 1)
+
+    def _act(self, m, action, setup):
+        super()._act(m, action, setup)
+        with m.If(action == Action.CLASS_RESET):
+            m.d.comb += self.bot_reset.eq(1)
+
+
+class StorageDataPath(wiring.Component):
+    """What the null disk's bulk endpoints carry: the SCSI engine and its telemetry, in the
+    place (and with the ports) of :class:`~.data_path.Usb2DataPath`; the data mode and
+    pattern requests do not change it (SET_DATA_MODE and SET_PATTERN still restart it).
+
+    Attributes
+    ----------
+    bot_reset: Signal(), input
+        Strobe: Bulk-Only Mass Storage Reset.
+    pattern_errors: Signal(32), output
+        Written words that were not the LBA pattern (the USB telemetry's checker word).
+    engine: ScsiBotEngine
+    telemetry: StorageTelemetry
+
+    (``mode``, ``pattern``, ``restart``, ``clear``, ``to_in``, ``in_cut_through``,
+    ``from_out``, ``first_error_offset`` as :class:`~.data_path.Usb2DataPath`'s.)
+
+    Parameters
+    ----------
+    capacity_blocks: int
+        Blocks the disk has.
+    """
+
+    mode: In(usb2.DataMode)
+    pattern: In(PATTERN_SHAPE)
+    restart: In(1)
+    clear: In(1)
+    bot_reset: In(1)
+    to_in: Out(PacketStreamSignature(1))
+    in_cut_through: Out(1)
+    from_out: In(PacketStreamSignature(1))
+    pattern_errors: Out(32)
+    first_error_offset: Out(32)
+
+    def __init__(self, *, capacity_blocks=DEFAULT_CAPACITY_BLOCKS):
+        super().__init__()
+        replies = StorageReplies(capacity_blocks)
+        self.engine = ScsiBotEngine(replies=replies, capacity_blocks=capacity_blocks)
+        self.telemetry = StorageTelemetry(replies=replies)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = engine = self.engine
+        m.submodules.telemetry = telemetry = self.telemetry
+        wiring.connect(m, wiring.flipped(self.from_out), engine.out_packets)
+        wiring.connect(m, engine.in_packets, wiring.flipped(self.to_in))
+        m.d.comb += [
+            engine.reset.eq(self.bot_reset | self.restart),
+            telemetry.clear.eq(self.clear),
+            telemetry.capture.eq(engine.capture),
+            engine.snapshot_ready.eq(telemetry.ready),
+            telemetry.read_address.eq(engine.read_address),
+            engine.read_data.eq(telemetry.read_data),
+            self.pattern_errors.eq(telemetry.mismatches),
+        ]
+        for name in ("command", "read", "write", "check", "phase_error", "mismatch", "waiting",
+                     "blocks"):
+            m.d.comb += getattr(telemetry, name).eq(getattr(engine, name))
+        return m
+
+
+class Usb2StorageDevice(Usb2ProbeDevice):
+    """The ``usb2-storage`` design: a SCSI null disk over BOT (issue 28), never the bottleneck.
+
+    Parameters
+    ----------
+    capacity_blocks: int
+        Blocks the disk reports (default 64 GiB of 512-byte blocks; nothing is stored).
+    (the rest as :class:`~.device.Usb2ProbeDevice`'s)
+    """
+
+    def __init__(self, *, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, **kwargs):
+        self._capacity = capacity_blocks
+        super().__init__(**kwargs)
+
+    def _control_replies(self, features):
+        descriptors = build_descriptors(product=STORAGE_PRODUCT, interface=bot.BOT_INTERFACE)
+        return ControlReplies(features=features, descriptors=descriptors)
+
+    def _request_handler(self, features, replies):
+        return StorageRequestHandler(features=features, replies=replies)
+
+    def _data_path(self, features):
+        return StorageDataPath(capacity_blocks=self._capacity)
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        requests = self.requests
+        # A BOT reset also empties both endpoints' buffers: a CSW or data still queued belongs
+        # to the command it abandons. (Assigned again after the probe's own: the last wins.)
+        flush = requests.set_pattern | requests.set_data_mode | requests.bot_reset
+        m.d.comb += [self.data_path.bot_reset.eq(requests.bot_reset),
+                     self.ep_in.flush.eq(flush), self.ep_out.flush.eq(flush)]
+        return m

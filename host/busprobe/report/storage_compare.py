@@ -1,0 +1,119 @@
+"""BOT against UAS: two block-device sweeps of a null disk, one per storage driver.
+
+``busprobe compare`` pairs every ``usb-storage`` run the ``usb-storage`` driver made (BOT) with
+every one ``uas`` made on the same host controller (host profile and controller driver), and
+shows per direction, length and queue depth swept by both: each figure, how far BOT is behind
+(``1 - BOT / UAS``), the time BOT adds per I/O (``length / BOT - length / UAS``) beside the
+model's (:mod:`busprobe.model.usb_storage`), and a line saying why: BOT's per-command turnaround
+(CBW, data, CSW one after the other, one command at a time) against UAS's two turnarounds,
+overlapped across the commands in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..lengths import format_size
+from ..model.bus import bus_from_json
+from ..result_schema import protocol_of
+from ..units import Units
+
+__all__ = ["storage_pairs", "storage_rows", "storage_sections", "behind_line"]
+
+
+def _host_key(doc: dict[str, Any]) -> tuple[Any, ...]:
+    bus = doc.get("bus") or {}
+    extra = bus.get("extra") or {}
+    return bus.get("kind"), bus.get("speed"), bus.get("host_profile"), \
+        extra.get("controller_driver"), extra.get("emulated_controller")
+
+
+def storage_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """``(bot_run, uas_run)`` for each BOT block run and UAS block run on the same host."""
+    def storage(run: Any, protocol: str) -> bool:
+        return (run.doc.get("bus") or {}).get("kind") == "usb-storage" \
+            and protocol_of(run.doc) == protocol
+    return [(b, u) for b in runs if storage(b, "bot") for u in runs
+            if storage(u, "uas") and _host_key(u.doc) == _host_key(b.doc)]
+
+
+def _points(doc: dict[str, Any]) -> dict[tuple[str, int, int], float]:
+    return {(p["direction"], p["length"], p["queue_depth"]): p["throughput"]
+            for p in doc.get("points") or [] if not p["errors"] and p["throughput"] > 0}
+
+
+def _model(doc: dict[str, Any], direction: str, length: int, depth: int
+           ) -> tuple[float, float] | None:
+    """``(BOT, UAS)`` model throughputs at this point of this run's bus, or None."""
+    from ..model import ceiling_for
+
+    try:
+        bus = bus_from_json(doc.get("bus") or {})
+        return tuple(float(ceiling_for(replace(bus, protocol=p), direction, length=length,
+                                       queue_depth=depth).throughput)
+                     for p in ("bot", "uas"))  # type: ignore[return-value]
+    except (TypeError, ValueError, KeyError, NotImplementedError):
+        return None
+
+
+def storage_rows(bot_doc: dict[str, Any], uas_doc: dict[str, Any],
+                 units: Units) -> list[tuple[str, ...]]:
+    """Header plus one row per point both runs measured without errors."""
+    bot_points, uas_points = _points(bot_doc), _points(uas_doc)
+    rows: list[tuple[str, ...]] = [(
+        "direction", "length", "QD", f"BOT {units.label}", f"UAS {units.label}", "BOT behind",
+        "BOT adds per I/O", "model BOT behind", "model adds")]
+    for key in sorted(set(bot_points) & set(uas_points)):
+        direction, length, depth = key
+        bot, uas = bot_points[key], uas_points[key]
+        model = _model(bot_doc, direction, length, depth)
+        rows.append((
+            direction, format_size(length), str(depth), f"{units.convert(bot):.2f}",
+            f"{units.convert(uas):.2f}", f"{(1 - bot / uas) * 100:.1f} %",
+            f"{(length / bot - length / uas) * 1e6:.1f} µs",
+            "-" if model is None else f"{(1 - model[0] / model[1]) * 100:.1f} %",
+            "-" if model is None else f"{(length / model[0] - length / model[1]) * 1e6:.1f} µs"))
+    return rows
+
+
+def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
+    """The verdict line: how far BOT is behind at the longest length and deepest queue both
+    swept, and why."""
+    bot_points, uas_points = _points(bot_doc), _points(uas_doc)
+    common = set(bot_points) & set(uas_points)
+    if not common:
+        return None
+    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0]))
+    bot, uas = bot_points[(direction, length, depth)], uas_points[(direction, length, depth)]
+    extra = (bot_doc.get("bus") or {}).get("extra") or {}
+    max_kb = extra.get("max_sectors_kb") or 120
+    commands = -(-length // (int(max_kb) * 1024))
+    profile = (bot_doc.get("bus") or {}).get("host_profile") or "?"
+    return (f"BOT is {(1 - bot / uas) * 100:.1f} % behind UAS ({direction} {format_size(length)}"
+            f" at queue depth {depth}, host {profile}): each I/O is {commands} command(s) of at "
+            f"most {max_kb} KiB (max_sectors_kb), and BOT runs them one at a time, each paying "
+            f"the host's turnaround three times (CBW, data, CSW submitted one after the other), "
+            f"where UAS pays it twice and overlaps it across the commands in flight; it adds "
+            f"{(length / bot - length / uas) * 1e6:.0f} µs per I/O.")
+
+
+def storage_sections(runs: Sequence[Any], units: Units = Units.MB
+                     ) -> list[tuple[str, list[tuple[str, ...]], list[str]]]:
+    """``(title, table rows, explanation lines)`` per BOT / UAS pair, for ``compare``."""
+    out = []
+    for bot_run, uas_run in storage_pairs(runs):
+        title = f"BOT vs UAS, {bot_run.label} (usb-storage) vs {uas_run.label} (uas)"
+        rows = storage_rows(bot_run.doc, uas_run.doc, units)
+        line = behind_line(bot_run.doc, uas_run.doc)
+        if len(rows) == 1 or line is None:
+            out.append((title + ": no point measured without errors in both", [], []))
+            continue
+        emulated = ((bot_run.doc.get("bus") or {}).get("extra") or {}).get("emulated_controller")
+        notes = [line]
+        if emulated:
+            notes.append(f"Both through {emulated}: the figures are the emulator's, not a host "
+                         "controller's.")
+        out.append((title + ": behind = 1 - BOT / UAS", rows, notes))
+    return out

@@ -1,0 +1,54 @@
+"""The null disk's checks of a USB pass (``guest/storage_checks.sh``): the guest kernel's own
+storage drivers drive the simulated disk, and busprobe sweeps it as ``block:/dev/sdX``."""
+
+from __future__ import annotations
+
+from busprobe.protocol.scsi import parse_telemetry
+from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
+
+
+def check_the_null_disk(usb_pass) -> None:
+    """Bound by ``usb-storage`` (BOT at high speed), shown by lsblk with its capacity and
+    INQUIRY identity, swept both ways with 0 errors through QEMU's emulated controller (and
+    labelled so), an unknown opcode answered ILLEGAL REQUEST with the disk working after, and the
+    device's telemetry showing the driver's 240-sector commands."""
+    (disk,) = usb_pass.boot.find("storage-disk")
+    assert "driver=usb-storage" in disk and "max_sectors_kb=120" in disk, disk
+    node = disk.split()[1]
+    assert usb_pass.status("storage-lsblk") == "rc=0 ", usb_pass.text("storage-lsblk.err")
+    lsblk = usb_pass.text("storage-lsblk.out")
+    assert str(DEFAULT_CAPACITY_BLOCKS * 512) in lsblk and "BUSPROBE" in lsblk, lsblk
+    assert "NULL DISK" in lsblk, lsblk
+
+    assert usb_pass.status("storage-sweep") == "rc=0 ", usb_pass.text("storage-sweep.err")
+    sweep = usb_pass.result("storage-sweep")
+    assert sweep["complete"] and sweep["errors"] == 0
+    assert sweep["bus"]["kind"] == "usb-storage" and sweep["bus"]["protocol"] == "bot"
+    assert sweep["bus"]["extra"]["driver"] == "usb-storage"
+    assert sweep["bus"]["extra"]["max_sectors_kb"] == 120
+    assert sweep["bus"]["extra"]["emulated_controller"] == "qemu ehci-pci"
+    assert sweep["host"]["emulated"] == "qemu"
+    assert sorted((p["direction"], p["length"]) for p in sweep["points"]) == \
+        sorted((d, n) for d in ("read", "write") for n in (4096, 128 << 10))
+    for point in sweep["points"]:
+        assert point["errors"] == 0
+        # 128 KiB is a 240-sector command and a 16-sector one: the kernel's count says so.
+        telemetry = point["telemetry"]  # the last repeat's
+        commands = telemetry[f"{point['direction']}_commands"]
+        assert commands >= point["transfers"] * (2 if point["length"] > 120 << 10 else 1)
+
+    bad = usb_pass.text("storage-bad-opcode.out") + usb_pass.text("storage-bad-opcode.err")
+    assert "Illegal Request" in bad, bad
+    assert usb_pass.status("storage-after") == "rc=0 ", usb_pass.text("storage-after.err")
+    assert usb_pass.result("storage-after")["errors"] == 0
+
+    assert usb_pass.status("storage-telemetry") == "rc=0 "
+    counters = parse_telemetry((usb_pass.out / "storage-telemetry.bin").read_bytes())
+    assert counters["read_blocks_max"] == 240 and counters["write_blocks_max"] == 240, counters
+    assert counters["write_mismatches"] == 0 and counters["check_conditions"] >= 1
+    print("  => null disk behind ehci (QEMU's emulated controller: its figures): "
+          f"{node} bound by usb-storage, {DEFAULT_CAPACITY_BLOCKS * 512} B; sweep "
+          + ", ".join(f"{p['direction']} {p['length'] // 1024}K {p['throughput'] / 1e6:.2f} MB/s"
+                      for p in sweep["points"])
+          + f", 0 errors; opcode 0x0E: ILLEGAL REQUEST, then read on; device: {counters['reads']}"
+          f" READs, {counters['writes']} WRITEs, at most {counters['read_blocks_max']} blocks")
