@@ -123,9 +123,11 @@ class SuperSpeedHostController(TransferEngine):
 
     async def _device_tp(self, endpoint: int, deadline: int, what: str) -> HeaderPacket:
         def accept(header: HeaderPacket) -> bool:
-            return header.type == HeaderPacketType.DATA or (
-                header.type == HeaderPacketType.TRANSACTION
-                and header.field(1, 8, 4) == endpoint)
+            # Data packets too are taken by endpoint: with IN and OUT moving at once, an OUT
+            # mover that took any data packet would swallow the IN mover's (and with it, when
+            # it was the last of a burst, the whole IN transfer).
+            return header.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION) \
+                and header.field(1, 8, 4) == endpoint
         while True:
             await self._itp_if_due()
             wait = min(deadline, self._next_itp) - self.cycle
