@@ -132,8 +132,9 @@ class BurstInEndpoint(wiring.Component):
         # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes.
         # Framed, each packet's length goes into ``framed_lengths`` when its last beat is written.
         lengths_fifo = SyncFIFOBuffered(width=11, depth=FRAMED_PACKETS)
-        m.submodules.framed_lengths = framed_lengths = ResetInserter(
-            {"ss": self.flush | interface.ep_reset | self.restart})(DomainRenamer("ss")(lengths_fifo))
+        dropped = self.flush | interface.ep_reset | self.restart
+        m.submodules.framed_lengths = framed_lengths = ResetInserter({"ss": dropped})(
+            DomainRenamer("ss")(lengths_fifo))
         # Registered, a word short of full: in loopback ``ready`` reaches the OUT endpoint's
         # block RAM read enable, and the subtract-compare must not lengthen that path.
         room = Signal()

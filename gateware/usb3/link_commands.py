@@ -14,14 +14,16 @@ IN + 1 MiB OUT run the host saw LGOODs for 91 of 1,079 headers (a real host's tP
 USB 3.2 §7.2.4.1.13, would have taken the link to Recovery at the first).
 
 :class:`LinkCommandQueue` sits between that receiver and the arbiter (:func:`queue_link_commands`
-swaps it in, in :class:`.core.BurstLinkLayer`, the one place): it takes each command whole as
-soon as the generator offers it, so the generator never waits for the lane and its FSM gets back
-to its ACKs at once, and it offers what it holds back to back with ``valid`` held, so once the
-lane is granted every queued command goes out before the next data packet.
+swaps it in, in :class:`.core.BurstLinkLayer`, the one place). It always takes the generator's
+words, so the generator never waits for the lane and its FSM gets back to its ACKs at once; a
+word the lane takes in the same cycle passes straight through (an empty queue costs nothing: on
+a free lane every LGOOD and LCRD leaves exactly when it would upstream), a word it does not take
+is queued, and what is queued goes out back to back with ``valid`` held, so once the lane is
+granted every queued command leaves before the next data packet.
 """
 
 from amaranth import Cat, DomainRenamer, Elaboratable, Module, ResetInserter, Signal
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from luna.gateware.usb.stream import USBRawSuperSpeedStream
 
 __all__ = ["LinkCommandQueue", "queue_link_commands"]
@@ -31,28 +33,30 @@ _WORD_BITS = 32 + 4
 
 
 class LinkCommandQueue(Elaboratable):
-    """Whole link commands in, the same commands out back to back.
+    """Link command words in, the same words out: straight through while the lane takes them,
+    queued (and then sent back to back) while it does not.
 
     Attributes
     ----------
     sink: USBRawSuperSpeedStream(), input stream
         Link commands as LUNA's ``LinkCommandGenerator`` sends them: an LCSTART word, then the
-        command word, each held until ``ready``.
+        command word; ``ready`` is high while the queue has room.
     source: USBRawSuperSpeedStream(), output stream
-        The same words; ``valid`` stays high from the first word of the oldest command to the
-        last word of the newest one queued.
+        The same words: the oldest queued one, or with none queued the sink's own in the same
+        cycle; ``valid`` stays high while anything is queued.
     flush: Signal(), input
         Drop what is queued (the link left U0: LUNA's receiver advertises afresh on return).
 
     Parameters
     ----------
     depth: int
-        Commands held. LUNA owes at most four LGOODs and four LCRDs (four header buffers) plus
-        an LRTY, an LBAD and a keep-alive; eight more than cover what piles up during one data
-        packet, and a full queue only makes the generator wait, as upstream.
+        Words held. LUNA owes at most four LGOODs and four LCRDs (four header buffers) plus an
+        LRTY, an LBAD and a keep-alive; sixteen words (eight commands) more than cover what
+        piles up during one data packet, and a full queue only makes the generator wait, as
+        upstream.
     """
 
-    def __init__(self, *, depth=8):
+    def __init__(self, *, depth=16):
         self._depth = depth
         self.sink = USBRawSuperSpeedStream()
         self.source = USBRawSuperSpeedStream()
@@ -60,32 +64,26 @@ class LinkCommandQueue(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        fifo = SyncFIFOBuffered(width=2 * _WORD_BITS, depth=self._depth)
+        fifo = SyncFIFO(width=_WORD_BITS, depth=self._depth)
         m.submodules.fifo = fifo = ResetInserter({"ss": self.flush})(DomainRenamer("ss")(fifo))
         sink, source = self.sink, self.source
 
-        # In: hold the LCSTART word, write the pair when the command word comes. Ready only
-        # while a whole command fits, so no command is ever taken half.
-        start, second = Signal(_WORD_BITS), Signal()
-        m.d.comb += sink.ready.eq(fifo.w_rdy)
-        with m.If(sink.valid & sink.ready):
-            m.d.ss += second.eq(~second)
-            with m.If(~second):
-                m.d.ss += start.eq(Cat(sink.data, sink.ctrl))
-            with m.Else():
-                m.d.comb += [fifo.w_en.eq(1), fifo.w_data.eq(Cat(start, sink.data, sink.ctrl))]
-
-        # Out: the two words of the oldest command, the next one right after.
-        half = Signal()  # the command word goes next
-        word = fifo.r_data.word_select(half, _WORD_BITS)
+        # Out: the oldest queued word, or with none queued the generator's word itself.
         with m.If(fifo.r_rdy):
-            m.d.comb += [source.valid.eq(1), source.data.eq(word[:32]), source.ctrl.eq(word[32:])]
-            with m.If(source.ready):
-                m.d.ss += half.eq(~half)
-                m.d.comb += fifo.r_en.eq(half)
+            m.d.comb += [source.valid.eq(1), source.data.eq(fifo.r_data[:32]),
+                         source.ctrl.eq(fifo.r_data[32:]), fifo.r_en.eq(source.ready)]
+        with m.Else():
+            m.d.comb += [source.valid.eq(sink.valid), source.data.eq(sink.data),
+                         source.ctrl.eq(sink.ctrl)]
 
-        with m.If(self.flush):
-            m.d.ss += [second.eq(0), half.eq(0)]
+        # In: every word is taken while there is room; a word that did not pass is queued.
+        # (Queued words always go first, so the order on the lane is the generator's.)
+        passed = ~fifo.r_rdy & source.ready
+        m.d.comb += [
+            sink.ready.eq(fifo.w_rdy),
+            fifo.w_data.eq(Cat(sink.data, sink.ctrl)),
+            fifo.w_en.eq(sink.valid & ~passed),
+        ]
         return m
 
 
