@@ -19,7 +19,7 @@ QUEUE_DEPTHS = (1, 2, 4, 8)
 ODD_LENGTHS = (1, 1025, 4097, 65535)
 #: Share of the loopback model a 1 MiB run must reach. Issue 27 asks 99 %; the simulation gives
 #: 98.5 % (loopback) and 98.7 % (IN and OUT at once): per 1024-byte packet the device's lane
-#: carries ~281 cycles where the model counts 278.6 (docs/DESIGN.md §2.9).
+#: carries ~281 cycles where the model counts 278.6 (docs/DESIGN.md §2.13).
 LOOPBACK_FLOOR = 0.98
 
 
@@ -164,3 +164,4 @@ async def loopback_odd_lengths_every_queue_depth_and_set_data_mode_flushes_both_
     back: list[bytes] = []
     await session.host.stream("in", contract.EP_IN & 0x7F, 4096, 2, 1, sink=back.append)
     assert PatternStream(Pattern.PRBS31).check(b"".join(back)).errors == 0
+
