@@ -12,12 +12,13 @@ from typing import Any
 __all__ = ["run_cocotb_suite"]
 
 
-def run_cocotb_suite(model: Path, out: Path, *, module: str, module_dir: Path, toplevel: str,
+def run_cocotb_suite(model: Path, out: Path, *, module: str | list[str], module_dir: Path,
+                     toplevel: str,
                      testcases: list[str] | None = None, env: Mapping[str, str] | None = None,
                      **runner_args: Any) -> dict[str, str | None]:
-    """Run the tests of ``module`` (all, or ``testcases``) on ``model`` with results in
-    ``out``; ``{test name: failure text or None}``. ``runner_args`` go to cocotb's
-    ``Runner.test`` (a ``log_file``, say)."""
+    """Run the tests of ``module`` (one or several, in one simulator process; all, or
+    ``testcases``) on ``model`` with results in ``out``; ``{test name: failure text or
+    None}``. ``runner_args`` go to cocotb's ``Runner.test`` (a ``log_file``, say)."""
     from busprobe.toolchain import apply_verilator_env
     from cocotb_tools.runner import get_runner
 

@@ -8,7 +8,9 @@ multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
 - a second transaction-packet producer beside LUNA's (whose generator always advertises one
   packet and sends NRDY when asked for ERDY, see :mod:`.transaction`);
 - the End Of Burst bit of outgoing data packet headers (LUNA leaves it 0);
-- what the link shows the telemetry: ITPs and header packets waiting for a link credit.
+- what the link shows the telemetry: ITPs and header packets waiting for a link credit;
+- its link commands queued whole and sent back to back (:mod:`.link_commands`: LUNA's header
+  receiver otherwise starves its LGOODs on a busy lane).
 """
 
 from amaranth import Elaboratable, Module, Signal
@@ -18,6 +20,8 @@ from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
 from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
+from .link_commands import queue_link_commands
+
 __all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer"]
 
 #: Bit of a data packet header's second word that is End Of Burst (USB 3.2 §8.6.1, LUNA's
@@ -26,7 +30,8 @@ _EOB_BIT = 6
 
 
 class BurstLinkLayer(USB3LinkLayer):
-    """LUNA's link layer, with End Of Burst on data headers and the header-credit state visible.
+    """LUNA's link layer, with End Of Burst on data headers, the header-credit state visible and
+    its link commands through a :class:`.link_commands.LinkCommandQueue`.
 
     Attributes
     ----------
@@ -51,8 +56,8 @@ class BurstLinkLayer(USB3LinkLayer):
         # endpoints never burst, greatscottgadgets/luna#64): data headers never carry End Of
         # Burst. The link's header arbiter has not been elaborated yet, so its data-header input
         # is swapped here for a copy of that queue with the EOB bit set from
-        # ``data_sink_end_of_burst``; nothing else of the transmitter changes. The one place
-        # busprobe reaches into LUNA's internals (``_sinks``).
+        # ``data_sink_end_of_burst``; nothing else of the transmitter changes. Busprobe reaches
+        # into LUNA's arbiters (``_sinks``) here and for the link commands below, nowhere else.
         header_mux = m.submodules.hp_mux
         data_headers = m.submodules.data_tx.header_source
         with_eob = HeaderQueue()
@@ -60,6 +65,12 @@ class BurstLinkLayer(USB3LinkLayer):
         header_mux._sinks[position] = with_eob
         m.d.comb += with_eob.header_eq(data_headers)
         m.d.comb += with_eob.header.dw1[_EOB_BIT].eq(self.data_sink_end_of_burst)
+
+        # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): on a busy
+        # lane its LGOODs starve. Its link commands reach the transmit arbiter through a queue
+        # that takes them whole and sends them back to back; dropped when the link leaves U0.
+        queue_link_commands(m, m.submodules.stream_arbiter, m.submodules.header_rx.source,
+                            flush=~self.trained | self.in_reset)
         return m
 
 

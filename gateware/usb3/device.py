@@ -5,8 +5,8 @@ from amaranth.lib import wiring
 from busprobe.protocol import usb3
 from luna.gateware.usb.usb3.endpoints import USB3ControlEndpoint
 
-from ..common.pattern import PatternGenerator
 from .core import SuperSpeedCore
+from .data_path import Usb3DataPath
 from .descriptors import build_descriptors
 from .in_endpoint import BurstInEndpoint
 from .out_endpoint import BurstOutEndpoint
@@ -14,7 +14,6 @@ from .request_handler import SuperSpeedProbeRequestHandler
 from .standard_requests import SuperSpeedStandardRequestHandler
 from .telemetry import SuperSpeedTelemetry
 from .transaction import BulkHandshakeGenerator
-from .word_checker import PatternWordChecker
 
 __all__ = ["Usb3ProbeDevice"]
 
@@ -31,6 +30,8 @@ class Usb3ProbeDevice(Elaboratable):
       ring the pattern generator fills at 4 bytes per cycle (500 MB/s, above the link's 477).
     - EP2 OUT (0x02): :class:`.out_endpoint.BurstOutEndpoint` into
       :class:`.word_checker.PatternWordChecker`, 16 buffers advertised as NumP.
+    - :class:`.data_path.Usb3DataPath` between the endpoints and the pattern engines: PATTERN
+      as above, or LOOPBACK (SET_DATA_MODE), OUT packets returned on IN as they came.
     - :class:`.transaction.BulkHandshakeGenerator`: the bulk endpoints' ACK/NRDY/ERDY.
     - :class:`.telemetry.SuperSpeedTelemetry`: what the host did, in protocol order.
 
@@ -84,15 +85,16 @@ class Usb3ProbeDevice(Elaboratable):
                          generator_port.request.eq(endpoint_port.request),
                          endpoint_port.done.eq(generator_port.done)]
 
+        # SET_PATTERN and SET_DATA_MODE restart both pattern streams and drop what either
+        # endpoint holds, so a new mode starts from empty buffers both ways.
         restart = requests.set_pattern
-        m.submodules.source = source = PatternGenerator(domain="ss")
+        m.submodules.data_path = data_path = Usb3DataPath()
         m.d.comb += [
-            source.pattern.eq(requests.pattern),
-            source.restart.eq(restart),
-            source.advance.eq(endpoint_in.stream.ready),
-            endpoint_in.stream.valid.eq(1),
-            endpoint_in.stream.payload.data.eq(source.word),
-            endpoint_in.stream.payload.keep.eq(0b1111),
+            data_path.mode.eq(requests.data_mode),
+            data_path.pattern.eq(requests.pattern),
+            data_path.restart.eq(restart),
+            data_path.clear.eq(requests.clear_telemetry),
+            endpoint_in.framed.eq(data_path.in_framed),
             endpoint_in.flush.eq(restart),
             endpoint_in.new_transfer.eq(requests.set_in_transfer),
             endpoint_in.transfer_length.eq(requests.in_transfer_length),
@@ -104,13 +106,8 @@ class Usb3ProbeDevice(Elaboratable):
             endpoint_out.halt.eq(standard.halt_out),
             endpoint_out.restart.eq(standard.restart_out),
         ]
-        m.submodules.checker = checker = PatternWordChecker()
-        m.d.comb += [
-            checker.pattern.eq(requests.pattern),
-            checker.restart.eq(restart),
-            checker.clear.eq(requests.clear_telemetry),
-        ]
-        wiring.connect(m, endpoint_out.stream, checker.stream)
+        wiring.connect(m, data_path.to_in, endpoint_in.stream)
+        wiring.connect(m, endpoint_out.stream, data_path.from_out)
 
         m.submodules.telemetry = telemetry = SuperSpeedTelemetry()
         m.d.comb += [
@@ -118,8 +115,8 @@ class Usb3ProbeDevice(Elaboratable):
             telemetry.events["out"].eq(endpoint_out.events),
             telemetry.events.itp.eq(core.itp_received),
             telemetry.events.header_credit_stall.eq(core.header_credit_stall),
-            telemetry.pattern_errors.eq(checker.errors),
-            telemetry.first_error_offset.eq(checker.first_error_offset),
+            telemetry.pattern_errors.eq(data_path.pattern_errors),
+            telemetry.first_error_offset.eq(data_path.first_error_offset),
             telemetry.clear.eq(requests.clear_telemetry),
             requests.telemetry.eq(telemetry.words),
         ]

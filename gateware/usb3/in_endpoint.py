@@ -2,8 +2,9 @@
 
 from types import SimpleNamespace
 
-from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth import Array, C, Cat, DomainRenamer, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
@@ -15,6 +16,8 @@ from .transaction import HandshakeKind, HandshakeRequestSignature
 __all__ = ["BurstInEndpoint"]
 
 PACKET_BYTES = 1024
+#: Framed packets the ring holds at once (their lengths wait in a FIFO this deep).
+FRAMED_PACKETS = 32
 
 
 class BurstInEndpoint(wiring.Component):
@@ -39,6 +42,10 @@ class BurstInEndpoint(wiring.Component):
       SET_INTERFACE) starts the sequence numbers over at 0, as SET_CONFIGURATION does, and
       drops what was buffered.
 
+    With ``framed`` (loopback) the packets are the stream's own instead: each ends at a beat with
+    ``last`` or when it reaches 1024 bytes (``gateware/common/packet_stream.py``), starts on a
+    word boundary of the ring, and is sent as it came; a short packet ends its transfer (EOB).
+
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
     (its NRDY/ERDY would name endpoint 0). This endpoint replaces it, so the bug is avoided here,
@@ -47,8 +54,10 @@ class BurstInEndpoint(wiring.Component):
     Attributes
     ----------
     stream: PacketStreamSignature(4), input stream
-        Data to send, as whole 32-bit words (``keep`` and ``last`` are not used: the transfer
-        framing cuts the packets).
+        Data to send: whole 32-bit words cut into packets by the transfer framing, or with
+        ``framed`` the stream's packets (``last``, ``keep``).
+    framed: Signal(), input
+        Send the stream's packets as they are (loopback); change it only with ``flush``.
     transfer_length: Signal(31), input
         IN transfer length in bytes (0: full packets forever); read when a transfer starts.
     zlp: Signal(), input
@@ -78,6 +87,7 @@ class BurstInEndpoint(wiring.Component):
     """
 
     stream: In(PacketStreamSignature(4))
+    framed: In(1)
     transfer_length: In(31)
     zlp: In(1)
     new_transfer: In(1)
@@ -120,14 +130,30 @@ class BurstInEndpoint(wiring.Component):
         waiting = Signal()  # after an NRDY or an EOB packet: nothing is sent until ERDY
 
         # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes.
+        # Framed, each packet's length goes into ``framed_lengths`` when its last beat is written.
+        lengths_fifo = SyncFIFOBuffered(width=11, depth=FRAMED_PACKETS)
+        dropped = self.flush | interface.ep_reset | self.restart
+        m.submodules.framed_lengths = framed_lengths = ResetInserter({"ss": dropped})(
+            DomainRenamer("ss")(lengths_fifo))
+        # Registered, a word short of full: in loopback ``ready`` reaches the OUT endpoint's
+        # block RAM read enable, and the subtract-compare must not lengthen that path.
+        room = Signal()
+        m.d.ss += room.eq((filled - retired)[:16] <= ring_bytes - 12)
         m.d.comb += [
-            self.stream.ready.eq((filled - retired)[:16] <= ring_bytes - 8),
+            self.stream.ready.eq(room & (~self.framed | framed_lengths.w_rdy)),
             write.addr.eq(filled[2:2 + word_bits]),
             write.data.eq(self.stream.payload.data),
             write.en.eq(self.stream.valid & self.stream.ready),
         ]
         with m.If(write.en):
             m.d.ss += filled.eq(filled + 4)
+        filling = Signal(11)  # bytes of the framed packet being written
+        beat_bytes = sum(self.stream.payload.keep[i] for i in range(4))
+        closes = self.stream.payload.last | (filling + beat_bytes == PACKET_BYTES)
+        m.d.comb += framed_lengths.w_data.eq(filling + beat_bytes)
+        with m.If(write.en & self.framed):
+            m.d.ss += filling.eq(Mux(closes, 0, filling + beat_bytes))
+            m.d.comb += framed_lengths.w_en.eq(closes)
 
         # Transfer framing of the next new packet. Length, EOB and "buffered" are registered (the
         # 31-bit compares would not meet 125 MHz in one cycle with what depends on them); after
@@ -137,7 +163,11 @@ class BurstInEndpoint(wiring.Component):
         new_length, new_eob, settling = Signal(11), Signal(), Signal(2)
         left = Mux(transfer_started, transfer_left, self.transfer_length)
         endless = self.transfer_length == 0
-        with m.If(endless):
+        with m.If(self.framed):
+            # A short packet ends the OUT transfer it came from, so the IN transfer too.
+            m.d.ss += [new_length.eq(framed_lengths.r_data),
+                       new_eob.eq(framed_lengths.r_data != PACKET_BYTES)]
+        with m.Elif(endless):
             m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
         with m.Elif(zlp_due):
             m.d.ss += [new_length.eq(0), new_eob.eq(1)]
@@ -171,7 +201,8 @@ class BurstInEndpoint(wiring.Component):
         is_new = send_seq == never_sent
         # +8: the aligner reads up to two words past an unaligned packet's last whole word.
         buffered = Signal()
-        m.d.ss += buffered.eq((filled - next_byte)[:16] >= new_length + 8)
+        m.d.ss += buffered.eq(Mux(self.framed, framed_lengths.r_rdy,
+                                  (filled - next_byte)[:16] >= new_length + 8))
         # The window and ring-occupancy compares are registered; ``hold`` blocks the one cycle in
         # which they are stale (after a packet, an ACK TP, an ERDY or a rewind changed them).
         window_open, hold = Signal(), Signal()
@@ -210,7 +241,11 @@ class BurstInEndpoint(wiring.Component):
                                    eobs[entry(send_seq)].eq(new_eob),
                                    next_byte.eq(next_byte + new_length),
                                    never_sent.eq(never_sent + 1), settling.eq(2)]
-                        with m.If(~endless):
+                        with m.If(self.framed):
+                            # The next framed packet starts on the next word of the ring.
+                            m.d.comb += framed_lengths.r_en.eq(1)
+                            m.d.ss += next_byte.eq(next_byte + Cat(C(0, 2), (new_length + 3)[2:]))
+                        with m.Elif(~endless):
                             with m.If(new_eob):
                                 m.d.ss += [transfer_started.eq(0), zlp_due.eq(0)]
                             with m.Else():
@@ -261,7 +296,9 @@ class BurstInEndpoint(wiring.Component):
         burst_length = Signal(5)
         with m.If(done):
             m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),
-                         self.events.retry.eq(number + 1 != never_sent),
+                         # Mod 32 as the sequence numbers: unsliced, number 31 + 1 is 32, and
+                         # every 32nd new packet counted as a retry.
+                         self.events.retry.eq((number + 1)[:5] != never_sent),
                          self.events.burst_dp.eq(1),
                          self.events.burst_length.eq(Mux(burst_length == 31, 31,
                                                          burst_length + 1))]
@@ -318,11 +355,11 @@ class BurstInEndpoint(wiring.Component):
         with m.If(self.flush):
             # The ring is written in whole words: the new data starts at the next word boundary.
             aligned = (next_byte + 3) & ~3
-            m.d.ss += [filled.eq(aligned), next_byte.eq(aligned)]
+            m.d.ss += [filled.eq(aligned), next_byte.eq(aligned), filling.eq(0)]
         with m.If(interface.ep_reset | self.restart):
             for counter in (filled, next_byte, retired, send_seq, retire_seq, retire_target,
                             window_end, never_sent):
                 m.d.ss += counter.eq(0)
             m.d.ss += [waiting.eq(0), rewind.eq(0), asking.eq(0), transfer_started.eq(0),
-                       zlp_due.eq(0), settling.eq(2)]
+                       zlp_due.eq(0), settling.eq(2), filling.eq(0)]
         return m

@@ -43,6 +43,9 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
         way); ``pattern`` holds the new pattern from the next cycle on.
     pattern: Signal(PATTERN_SHAPE), output
         The selected pattern.
+    data_mode: Signal(DataMode), output
+        The data mode SET_DATA_MODE selected (PATTERN after reset), changed with a
+        ``set_pattern`` strobe.
     set_in_transfer: Signal(), output
         Strobe: SET_IN_TRANSFER; ``in_transfer_length``/``in_zlp`` hold the new values from the
         next cycle on.
@@ -58,6 +61,7 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
     clear_telemetry: Out(1)
     set_pattern: Out(1)
     pattern: Out(PATTERN_SHAPE)
+    data_mode: Out(usb3.DataMode)
     set_in_transfer: Out(1)
     in_transfer_length: Out(31)
     in_zlp: Out(1)
@@ -188,6 +192,8 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                             m.d.comb += self.set_pattern.eq(1)
                             with m.If(request == usb3.Request.SET_PATTERN):
                                 m.d.ss += self.pattern.eq(setup.value)
+                            with m.Else():
+                                m.d.ss += self.data_mode.eq(setup.value)
                         with m.Case(usb3.Request.SET_IN_TRANSFER):
                             m.d.comb += self.set_in_transfer.eq(1)
                             m.d.ss += [

@@ -131,7 +131,7 @@ USB2_HS = Bus(
 )
 
 USB3_SS = Bus(
-    kind="usb3-ss", family="USB", directions=("in", "out"), settings=(),
+    kind="usb3-ss", family="USB", directions=("in", "out", "loopback"), settings=(),
     # No selector of its own: ``usb:VID:PID`` opens either device and its INFO says which.
     scheme=None, real_syntax="usb:VID:PID[#SERIAL]",
     describe_real="busprobe.targets.real:describe_usb",

@@ -85,6 +85,14 @@ class SuperSpeedHostController(TransferEngine):
         self._movers: dict[int, Task] = {}  # endpoint address -> its transfer on the bus
         self._moved = Event()
         self._failure: Exception | None = None
+        protocol.keep = self._for_a_queued_endpoint
+
+    def _for_a_queued_endpoint(self, header: HeaderPacket) -> bool:
+        """A data packet or TP of an endpoint with transfers queued: its mover will want it,
+        even if at the moment it is sending, not waiting (IN and OUT move at once)."""
+        return header.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION) and any(
+            queue and address & 0x7F == header.field(1, 8, 4)
+            for address, queue in self.queues.items())
 
     @property
     def corrupt_out(self) -> set[int]:
@@ -123,9 +131,11 @@ class SuperSpeedHostController(TransferEngine):
 
     async def _device_tp(self, endpoint: int, deadline: int, what: str) -> HeaderPacket:
         def accept(header: HeaderPacket) -> bool:
-            return header.type == HeaderPacketType.DATA or (
-                header.type == HeaderPacketType.TRANSACTION
-                and header.field(1, 8, 4) == endpoint)
+            # Data packets too are taken by endpoint: with IN and OUT moving at once, an OUT
+            # mover that took any data packet would swallow the IN mover's (and with it, when
+            # it was the last of a burst, the whole IN transfer).
+            return header.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION) \
+                and header.field(1, 8, 4) == endpoint
         while True:
             await self._itp_if_due()
             wait = min(deadline, self._next_itp) - self.cycle

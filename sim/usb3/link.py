@@ -6,7 +6,8 @@ What :class:`SuperSpeedLink` does, as a downstream port must (USB 3.2 §7.2.4):
   (four header buffers), and it waits for the device's own;
 * every header packet it sends takes one of the device's header credits (blocked while none is
   left, and that wait is counted as a *credit stall*), carries the next sequence number and is
-  kept until the device's LGOOD_n retires it; an LBAD makes it send LRTY and resend every
+  kept until the device's LGOOD_n retires it, strictly in order (an LGOOD out of sequence is a
+  :class:`LinkError`: a port would go to Recovery); an LBAD makes it send LRTY and resend every
   unretired header (Delayed bit set), data payloads with them;
 * every header packet it receives is checked (CRC-16, CRC-5, sequence); a good one is answered
   with LGOOD_n at once and LCRD_x after ``credit_return_cycles`` (the host's header buffer
@@ -67,7 +68,6 @@ class LinkCounters:
     bad_headers: int = 0
     bad_payloads: int = 0
     bad_commands: int = 0
-    lgood_missing: int = 0
     lbad_received: int = 0
     lrty_received: int = 0
     credit_stall_cycles: int = 0
@@ -175,12 +175,13 @@ class SuperSpeedLink:
         self._credits -= 1
         sequence = self._tx_sequence
         self._tx_sequence = (sequence + 1) % 8
-        # Eight sequence numbers: a header still waiting for its LGOOD seven headers later is
-        # taken as acknowledged (its credit came back long ago). LUNA's device leaves a few
-        # headers without an LGOOD in long IN streams; counted as lgood_missing.
-        while len(self._unretired) >= 7:
-            self._unretired.popleft()
-            self.counters.lgood_missing += 1
+        # A missing LGOOD shows when the next one arrives out of sequence (_on_command); if
+        # they stop altogether, eight sequence numbers cannot tell an eighth header waiting
+        # from the first. (LUNA's receiver starved its LGOODs on a busy lane until
+        # gateware/usb3/link_commands.py; a port's tPendingHP timer would go to Recovery.)
+        if len(self._unretired) >= 7:
+            waiting = [number for number, _, _ in self._unretired]
+            raise LinkError(f"headers {waiting} still wait for their LGOOD")
         self._unretired.append((sequence, dws, payload))
         corrupt = self.corrupt_headers > 0
         self.corrupt_headers -= corrupt
@@ -230,9 +231,14 @@ class SuperSpeedLink:
         if command == LinkCommand.LGOOD:
             if not self._advertised.is_set():
                 self._advertised.set()  # the device's sequence advertisement
-            elif any(sequence == subtype for sequence, _, _ in self._unretired):
-                while self._unretired.popleft()[0] != subtype:
-                    pass  # an LGOOD retires every header before it too
+            elif self._unretired and self._unretired[0][0] == subtype:
+                self._unretired.popleft()
+            else:
+                # LGOODs come in sequence (USB 3.2 §7.2.4.1.3); a port goes to Recovery on
+                # another, as LUNA's own transmitter does.
+                oldest = self._unretired[0][0] if self._unretired else None
+                raise LinkError(f"LGOOD_{subtype} out of sequence (oldest header waiting: "
+                                f"{oldest})")
         elif command == LinkCommand.LCRD:
             if subtype != self._next_credit_in:
                 raise LinkError(f"LCRD_{'ABCD'[subtype]} out of order "

@@ -69,7 +69,16 @@ class SuperSpeedProtocol:
     Headers the device sends are queued here (the link calls :meth:`deliver`); a transaction
     waits for the one it expects with :meth:`expect`. Several transactions may wait at once (a
     loopback's IN and OUT endpoints, dual simplex): each takes the first header it accepts, and a
-    header it skips stays queued when another waiter would take it, else it is dropped.
+    header it skips stays queued when another waiter would take it or :attr:`keep` says a
+    transaction in flight will want it, else it is dropped.
+
+    Attributes
+    ----------
+    keep : Callable[[HeaderPacket], bool]
+        Headers to keep though nobody waits for them at the moment (the host controller's: those
+        of an endpoint with transfers queued). Without it, an IN endpoint's ERDY that arrived
+        while its mover was sending an ACK TP or an ITP was dropped by the OUT mover's wait, and
+        the IN transfer never moved again ("no IN data on endpoint 1").
     """
 
     def __init__(self, link: SuperSpeedLink) -> None:
@@ -78,6 +87,7 @@ class SuperSpeedProtocol:
         self._received: deque[HeaderPacket] = deque()
         self._arrived = Event()
         self._waiters: list[Callable[[HeaderPacket], bool]] = []
+        self.keep: Callable[[HeaderPacket], bool] = lambda header: False
         link.on_header = self.deliver
 
     def deliver(self, header: HeaderPacket) -> None:
@@ -92,7 +102,7 @@ class SuperSpeedProtocol:
             header = self._received.popleft()
             if accept(header):
                 found = header
-            elif any(other(header) for other in others):
+            elif any(other(header) for other in others) or self.keep(header):
                 kept.append(header)
         kept.extend(self._received)
         self._received = kept

@@ -77,10 +77,20 @@ def test_set_in_transfer_and_pattern_take_effect_at_the_status_stage():
     assert (results["pattern"], results["selected"]) == ("ack", 1)
 
 
+def test_set_data_mode_selects_loopback_at_the_status_stage():
+    async def body(ctx, dut, results):
+        results["status"] = await control_out(ctx, dut.interface, setup_packet(
+            VENDOR_OUT, usb3.Request.SET_DATA_MODE, usb3.DataMode.LOOPBACK))
+        results["mode"] = ctx.get(dut.requests.data_mode)
+
+    results = run(body)
+    assert (results["status"], results["mode"]) == ("ack", usb3.DataMode.LOOPBACK)
+
+
 @pytest.mark.parametrize("packet", [
     setup_packet(VENDOR_OUT, 0x7E),  # unknown vendor request
     setup_packet(VENDOR_OUT, usb3.Request.SET_PATTERN, 9),  # no such pattern
-    setup_packet(VENDOR_OUT, usb3.Request.SET_DATA_MODE, 1),  # loopback: not on SuperSpeed
+    setup_packet(VENDOR_OUT, usb3.Request.SET_DATA_MODE, 2),  # BOT: not on SuperSpeed
     setup_packet(0x21, 0x01),  # class request
 ])
 def test_requests_the_device_does_not_implement_stall(packet):

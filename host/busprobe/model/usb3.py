@@ -104,9 +104,12 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         each = {way: usb3_ceiling(bus, way, length=length, queue_depth=queue_depth,
                                   profile=profile)
                 for way in ("in", "out")}
-        return loopback_ceiling(each["in"], each["out"], lane_rate=SS_RATE,
-                                skp_fraction=SKP_FRACTION, itp_period_s=ITP_PERIOD_S,
-                                max_packet_size=bus.max_packet_size or DP_PAYLOAD)
+        ceiling = loopback_ceiling(each["in"], each["out"], lane_rate=SS_RATE,
+                                   skp_fraction=SKP_FRACTION, itp_period_s=ITP_PERIOD_S,
+                                   max_packet_size=bus.max_packet_size or DP_PAYLOAD)
+        # The verdict names the host behind every ceiling (verdict/assess.py).
+        ceiling.parts["host_profile"] = each["in"].parts["host_profile"]
+        return ceiling
     t = _terms(bus, direction, profile)
     mps, burst, gap_ns, rate, round_trip = t.mps, t.burst, t.gap_ns, t.rate, t.round_trip
     turnaround_ns, retoken_us = t.turnaround_ns, t.retoken_us

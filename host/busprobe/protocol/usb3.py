@@ -22,8 +22,9 @@ from .usb2 import IN_ZLP_FLAG, DataMode, Request, decode_in_transfer, encode_in_
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL", "EP_IN", "EP_OUT", "MAX_PACKET_SIZE",
     "MAX_BURST", "MAX_BURST_PACKETS", "OUT_BUFFER_PACKETS", "CONTROL_MAX_PACKET_SIZE",
-    "CLOCK_HZ", "BUS_INTERVALS_PER_SECOND", "MAGIC", "PROTOCOL_VERSION",
-    "Request", "DataMode", "SUPPORTED_DATA_MODES", "IN_ZLP_FLAG", "encode_in_transfer",
+    "CLOCK_HZ", "BUS_INTERVALS_PER_SECOND", "MAGIC", "PROTOCOL_VERSION", "KNOWN_VERSIONS",
+    "Request", "DataMode", "SUPPORTED_DATA_MODES", "data_modes", "IN_ZLP_FLAG",
+    "encode_in_transfer",
     "decode_in_transfer", "INFO_FORMAT", "INFO_SIZE", "pack_info", "unpack_info",
     "TELEMETRY", "TELEMETRY_WORDS", "TELEMETRY_SIZE", "TELEMETRY_INDEX", "TELEMETRY_INITIAL",
     "NO_ERROR_OFFSET",
@@ -53,10 +54,19 @@ CLOCK_HZ = 125_000_000
 BUS_INTERVALS_PER_SECOND = 8000
 
 MAGIC = 0x3355_5042  # b"BPU3" little-endian
-PROTOCOL_VERSION = 1
+#: 1: PATTERN only; 2: LOOPBACK too (OUT packets returned on IN). The requests, INFO and
+#: telemetry layouts are the same in both, so the host drives either and asks a version 1
+#: device for no loopback.
+PROTOCOL_VERSION = 2
+KNOWN_VERSIONS = (1, 2)
 
 #: Data modes the SuperSpeed device implements (SET_DATA_MODE with any other value STALLs).
-SUPPORTED_DATA_MODES = (DataMode.PATTERN,)
+SUPPORTED_DATA_MODES = (DataMode.PATTERN, DataMode.LOOPBACK)
+
+
+def data_modes(version: int) -> tuple[DataMode, ...]:
+    """The data modes a device answering GET_INFO with protocol ``version`` carries out."""
+    return SUPPORTED_DATA_MODES if version >= 2 else (DataMode.PATTERN,)
 
 #: GET_INFO: magic, protocol version, max packet size (as USB 2.0), then the IN burst size in
 #: packets, the OUT buffer count in packets, and the clock the cycle counters count.

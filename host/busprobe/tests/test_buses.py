@@ -27,7 +27,8 @@ def test_kinds_schemes_and_simulated_targets_are_each_one_row():
     assert buses.by_kind("pcie") is buses.PCIE and buses.by_scheme("usb") is buses.USB2_HS
     assert buses.by_sim_target("usb2") is buses.USB2_HS
     assert buses.by_sim_target("usb3") is buses.USB3_SS
-    assert DIRECTIONS == {"usb2-hs": ("in", "out", "loopback"), "usb3-ss": ("in", "out"),
+    assert DIRECTIONS == {"usb2-hs": ("in", "out", "loopback"),
+                          "usb3-ss": ("in", "out", "loopback"),
                           "pcie": ("write", "read", "loopback"), "usb-storage": ("read", "write")}
     assert buses.by_scheme("block") is buses.USB_STORAGE
 

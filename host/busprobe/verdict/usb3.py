@@ -99,7 +99,9 @@ def usb3_verdict(efficiency: float, head: str, profile: Ceiling | None, s: Usb3S
     """
     offered = usb3_protocol.MAX_BURST_PACKETS
     prof, window = "", None
-    if profile is not None:
+    # A loopback's ceiling (model/usb3_loopback.py) combines both directions' and names no one
+    # host window: nothing of it to quote.
+    if profile is not None and "max_burst" in profile.parts:
         parts = profile.parts
         window = int(parts["max_burst"])
         bound = "latency bound" if parts.get("latency_bound") else "link bound"

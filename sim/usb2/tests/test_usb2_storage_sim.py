@@ -242,8 +242,10 @@ def _run_240(transport, direction: str, commands: int) -> tuple[float, float]:
     run.deliver(got.append)
     if direction == "in":
         assert b"".join(got) == lba_bytes(0, commands * blocks)
+    # The ceiling of the run this made (its first CBW to its last CSW, host-timed), which a
+    # short run may hold above the steady state's: no figure above its own ceiling.
     model = ceiling_for(replace(transport.bus, protocol="bot"), direction, length=length,
-                        queue_depth=1).throughput
+                        queue_depth=1, transfers=commands).throughput
     return result.bytes / (result.end - result.start), model
 
 
@@ -259,7 +261,7 @@ def test_240_block_commands_run_at_the_bot_model_ceiling(disk, host, direction):
             measured, model = _run_240(other, direction, 4)
     print(f"{host} {direction} 240 blocks: {measured / 1e6:.2f} MB/s, "
           f"BOT model {model / 1e6:.2f} MB/s ({measured / model:.4f})")
-    assert measured <= model * 1.005
+    assert measured <= model
     assert measured / model == pytest.approx(1.0, abs=0.01)
     if direction == "out":
         assert scsi.parse_telemetry(Initiator(disk.platform).command(

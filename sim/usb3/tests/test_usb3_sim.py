@@ -1,4 +1,5 @@
-"""USB3 simulation tests: the cocotb suite (usb3_cocotb.py) against the Verilator model.
+"""USB3 simulation tests: the cocotb suite (usb3_cocotb.py, usb3_duplex_cocotb.py) against the
+Verilator model.
 
 The model is built once per run (session fixture); the cocotb suite runs in one simulator
 process and each of its tests is reported here as its own pytest case.
@@ -13,7 +14,9 @@ import pytest
 from busprobe.sim.cocotb_suite import run_cocotb_suite
 
 HERE = Path(__file__).resolve().parent
-COCOTB_MODULE = "usb3_cocotb"
+#: The cocotb modules, run in one simulator process: single streams and the link, then both
+#: lanes busy (IN and OUT at once, loopback).
+COCOTB_MODULES = ["usb3_cocotb", "usb3_duplex_cocotb"]
 COCOTB_TESTS = [
     "device_trains_to_u0",
     "enumeration_reads_superspeed_descriptors_and_info",
@@ -29,6 +32,9 @@ COCOTB_TESTS = [
     "vl805_in_streams_with_telemetry_requests_between_stay_in_u0_every_byte_checked",
     "chapter9_requests_answered_as_usb_3_2_requires_in_every_state",
     "halted_superspeed_endpoints_stall_and_clear_feature_restarts_the_sequence",
+    "in_and_out_at_once_each_direction_at_the_dual_simplex_bound",
+    "loopback_1mib_ideal_host_at_the_model_ceiling_every_byte_checked_both_ways",
+    "loopback_odd_lengths_every_queue_depth_and_set_data_mode_flushes_both_ways",
 ]
 #: Too long for the normal suite: 100 ms of Warm Reset LFPS is 12.5 M cycles (~50 s); every
 #: shipped host profile both ways. The two 1 MiB streams run again here for their printed
@@ -43,10 +49,10 @@ BENCH_TESTS = [
 
 def run_cocotb(model: Path, out: Path, testcases: list[str] | None = None
                ) -> tuple[dict[str, str | None], list[dict]]:
-    """Run tests of ``usb3_cocotb`` in one simulator process: ``({test: failure or None},
-    [figures recorded])``."""
+    """Run tests of :data:`COCOTB_MODULES` in one simulator process: ``({test: failure or
+    None}, [figures recorded])``."""
     figures = out / "figures.jsonl"
-    outcome = run_cocotb_suite(model, out, module=COCOTB_MODULE, module_dir=HERE,
+    outcome = run_cocotb_suite(model, out, module=COCOTB_MODULES, module_dir=HERE,
                                toplevel="usb3_sim_top", testcases=testcases,
                                env={"BUSPROBE_USB3_FIGURES": str(figures)},
                                log_file=str(out / "sim.log"))

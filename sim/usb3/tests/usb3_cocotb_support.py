@@ -28,8 +28,12 @@ async def open_session(dut, profile=None):
 
 async def vendor_request(session, request, value: int = 0, index: int = 0,
                          length: int = 0) -> bytes:
-    return await session.protocol.control(0xC0 if length else 0x40, request, value, index,
-                                          length)
+    # Through the host controller, not its protocol layer: a control request is the host
+    # acting, so the next stream's first submission answers no completion. Sent past it, a
+    # stream after GET_TELEMETRY was timed from the previous stream's last completion and its
+    # first packet waited the profile's resubmit latency (small-burst OUT 454 MB/s, vl805 OUT
+    # 96.9 % of its bound).
+    return await session.host.control(0xC0 if length else 0x40, request, value, index, length)
 
 
 async def prepare_stream(session, in_length: int = 0) -> None:

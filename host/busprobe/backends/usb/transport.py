@@ -8,7 +8,8 @@ endpoint 0 and a queue of bulk transfers.
 
 The same driver runs the USB 2.0 and the SuperSpeed device: GET_INFO says which
 (:attr:`VendorRequests.protocol`), and a SuperSpeed device is reported on a ``usb3-ss`` bus
-with in and out only (its gateware has no loopback or BOT data mode yet). A USB 2.0 device's
+with in, out and, where its INFO's protocol version has the LOOPBACK data mode
+(:func:`busprobe.protocol.usb3.data_modes`), loopback; it has no BOT framing. A USB 2.0 device's
 GET_INFO also names its optional parts (:class:`~busprobe.protocol.usb2.Feature`): BOT framing
 is asked only of a bitstream that has the framer, and the counters it leaves out are left out of
 its telemetry.
@@ -122,15 +123,21 @@ class UsbDeviceTransport(Transport):
     @property
     def directions(self) -> tuple[str, ...]:  # type: ignore[override]
         """``in`` and ``out``; ``loopback`` too where the design has busprobe's data modes."""
-        if self.superspeed or not self.platform.vendor_requests:
+        if not self.platform.vendor_requests or (
+                self.superspeed and usb2.DataMode.LOOPBACK not in self._superspeed_modes()):
             return ("in", "out")
         return ("in", "out", "loopback")
 
-    def _superspeed_refuses(self, what: str) -> None:
-        if self.superspeed:
-            modes = ", ".join(mode.name for mode in usb3.SUPPORTED_DATA_MODES)
-            raise InvalidRequest(f"{self.selector}: the SuperSpeed device has no {what} yet "
-                                 f"(its data modes: {modes}); use in or out")
+    def _superspeed_modes(self) -> tuple[usb2.DataMode, ...]:
+        return usb3.data_modes(self.requests.info.get("version", usb3.PROTOCOL_VERSION))
+
+    def _superspeed_refuses(self, what: str, mode: usb2.DataMode | None = None) -> None:
+        """Refuse ``what`` in one line on a SuperSpeed device, unless its INFO names ``mode``."""
+        if self.superspeed and mode not in self._superspeed_modes():
+            modes = ", ".join(m.name for m in self._superspeed_modes())
+            *others, last = self.directions
+            raise InvalidRequest(f"{self.selector}: the SuperSpeed device has no {what} "
+                                 f"(its data modes: {modes}); use {', '.join(others)} or {last}")
 
     def _check_bot_framer(self) -> None:
         """Refuse BOT in one line when the device's INFO (or a preset, :attr:`VendorRequests.
@@ -142,7 +149,7 @@ class UsbDeviceTransport(Transport):
 
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         if direction == "loopback":
-            self._superspeed_refuses("loopback")
+            self._superspeed_refuses("loopback", usb2.DataMode.LOOPBACK)
         super().validate(direction, length, queue_depth)
         if direction == "loopback" and self.protocol == "bot":
             raise InvalidRequest("BOT frames in and out transfers; loopback streams both "

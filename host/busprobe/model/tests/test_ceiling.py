@@ -143,8 +143,11 @@ def test_usb3_is_a_registered_bus_and_the_ideal_host_reaches_the_link():
     ceiling = ceiling_for(BusDescription("usb3-ss", "super", host_profile="ideal"), "in")
     assert ceiling.throughput == pytest.approx(474.8e6, rel=1e-3)
     assert not ceiling.parts["latency_bound"]
-    with pytest.raises(ValueError, match="'loopback' does not exist on usb3-ss"):
-        ceiling_for(BusDescription("usb3-ss", "super"), "loopback")
+    # Dual simplex: each lane carries its DP and the other direction's handshakes (1108 B per
+    # packet each way), not half the streamed rate as USB 2.0's half duplex.
+    loop = ceiling_for(BusDescription("usb3-ss", "super", host_profile="ideal"), "loopback")
+    assert loop.throughput == pytest.approx(459.4e6, rel=1e-3)
+    assert loop.parts["pair_wire_bytes"] == 1108
 
 
 def test_usb3_window_of_one_packet_is_one_dp_per_round_trip():

@@ -14,16 +14,17 @@ from . import conftest
 SELECTOR = f"usb:{usb3.VID:04x}:{usb3.PID:04x}"
 
 
-@pytest.fixture
-def superspeed_bus(fake_bus, monkeypatch):
-    """The fake device at super speed, answering GET_INFO and GET_TELEMETRY with the USB3
-    layouts (:mod:`busprobe.protocol.usb3`)."""
+def superspeed(fake_bus, monkeypatch, version=usb3.PROTOCOL_VERSION):
+    """The fake device at super speed, answering GET_INFO (with protocol ``version``) and
+    GET_TELEMETRY with the USB3 layouts (:mod:`busprobe.protocol.usb3`)."""
     bus = fake_bus()
     usb2_read = bus.control_read
+    info = bytearray(usb3.pack_info())
+    info[4:6] = version.to_bytes(2, "little")
 
     def control_read(request_type, request, value, index, length, timeout):
         if request == usb3.Request.GET_INFO:
-            return usb3.pack_info()[:length]
+            return bytes(info[:length])
         if request == usb3.Request.GET_TELEMETRY:
             return usb3.pack_telemetry({**bus.telemetry, "pattern_errors": bus.pattern_errors,
                                         "first_error_offset": bus.first_error})
@@ -34,6 +35,11 @@ def superspeed_bus(fake_bus, monkeypatch):
     return bus
 
 
+@pytest.fixture
+def superspeed_bus(fake_bus, monkeypatch):
+    return superspeed(fake_bus, monkeypatch)
+
+
 def test_the_info_magic_makes_a_usb_device_superspeed_and_a_sweep_checks_every_byte(
         superspeed_bus):
     with open_transport(SELECTOR) as transport:
@@ -41,7 +47,7 @@ def test_the_info_magic_makes_a_usb_device_superspeed_and_a_sweep_checks_every_b
             usb3.CLOCK_HZ
         bus = transport.bus
         assert (bus.kind, bus.speed, bus.max_packet_size) == ("usb3-ss", "super", 1024)
-        assert transport.directions == ("in", "out")
+        assert transport.directions == ("in", "out", "loopback")
         transport.min_bytes = 16 << 10
         plan = SweepPlan(("in", "out"), (1000, 4096), (2,), 3, ({},), Pattern.PRBS31)
         points = Sweep(transport, plan).run()
@@ -49,9 +55,25 @@ def test_the_info_magic_makes_a_usb_device_superspeed_and_a_sweep_checks_every_b
     assert all(p.telemetry[-1]["magic"] == usb3.MAGIC for p in points)
 
 
-def test_loopback_and_bot_are_refused_in_one_line_on_a_superspeed_device(superspeed_bus):
+def test_bot_is_refused_in_one_line_on_a_superspeed_device(superspeed_bus):
     with open_transport(SELECTOR) as transport:
-        with pytest.raises(InvalidRequest, match="SuperSpeed device has no loopback yet"):
-            transport.validate("loopback", 4096, 1)
-        with pytest.raises(InvalidRequest, match="no BOT framing yet"):
+        with pytest.raises(InvalidRequest, match="no BOT framing .* use in, out or loopback$"):
             transport.set_protocol("bot")
+
+
+def test_a_version_1_superspeed_device_is_driven_without_loopback(fake_bus, monkeypatch):
+    """Protocol version 1 (PATTERN only) still opens; loopback is refused in one line."""
+    superspeed(fake_bus, monkeypatch, version=1)
+    with open_transport(SELECTOR) as transport:
+        assert transport.directions == ("in", "out")
+        with pytest.raises(InvalidRequest, match="has no loopback .*PATTERN.*use in or out$"):
+            transport.validate("loopback", 4096, 1)
+
+
+def test_loopback_on_a_superspeed_device_sets_the_mode_and_checks_both_ways(superspeed_bus):
+    with open_transport(SELECTOR) as transport:
+        transport.min_bytes = 16 << 10
+        plan = SweepPlan(("loopback",), (1025, 4096), (1, 4), 3, ({},), Pattern.PRBS31)
+        points = Sweep(transport, plan).run()
+    assert [p.errors for p in points] == [0] * 4
+    assert usb3.DataMode.LOOPBACK in superspeed_bus.modes

@@ -1,0 +1,99 @@
+"""Link commands queued whole and sent back to back: the work-around for LUNA's LGOOD starvation.
+
+Upstream bug (luna-usb 0.2.3, ``usb3/link/receiver.py``, ``HeaderPacketReceiver``; no upstream
+issue names it, the nearest is greatscottgadgets/luna#52, header packet flow control, open):
+the receiver sends its LGOODs and LCRDs through a ``LinkCommandGenerator`` whose ``valid`` drops
+for a cycle between two commands, and the link's transmit arbiter (a ``StreamArbiter``) hands the
+lane to whichever stream is valid when the current one drops ``valid``. With data packets
+waiting (an IN stream, or anything in both directions at once) the lane goes back to the packet
+transmitter after every single command, so one link command leaves per data packet. Worse, the
+receiver's command FSM stays in ``ISSUE_CREDITS`` while any credit is owed: when a new header is
+received and consumed before the last LCRD left, as happens on a busy lane, it never returns to
+``SEND_ACKS``; the LGOODs owed pile up in a 3-bit counter that wraps, and are lost. In a 1 MiB
+IN + 1 MiB OUT run the host saw LGOODs for 91 of 1,079 headers (a real host's tPendingHP timer,
+USB 3.2 §7.2.4.1.13, would have taken the link to Recovery at the first).
+
+:class:`LinkCommandQueue` sits between that receiver and the arbiter (:func:`queue_link_commands`
+swaps it in, in :class:`.core.BurstLinkLayer`, the one place). It always takes the generator's
+words, so the generator never waits for the lane and its FSM gets back to its ACKs at once; a
+word the lane takes in the same cycle passes straight through (an empty queue costs nothing: on
+a free lane every LGOOD and LCRD leaves exactly when it would upstream), a word it does not take
+is queued, and what is queued goes out back to back with ``valid`` held, so once the lane is
+granted every queued command leaves before the next data packet.
+"""
+
+from amaranth import Cat, DomainRenamer, Elaboratable, Module, ResetInserter, Signal
+from amaranth.lib.fifo import SyncFIFO
+from luna.gateware.usb.stream import USBRawSuperSpeedStream
+
+__all__ = ["LinkCommandQueue", "queue_link_commands"]
+
+#: A link command on a 4-symbol PIPE: its LCSTART word, then the command word and its copy.
+_WORD_BITS = 32 + 4
+
+
+class LinkCommandQueue(Elaboratable):
+    """Link command words in, the same words out: straight through while the lane takes them,
+    queued (and then sent back to back) while it does not.
+
+    Attributes
+    ----------
+    sink: USBRawSuperSpeedStream(), input stream
+        Link commands as LUNA's ``LinkCommandGenerator`` sends them: an LCSTART word, then the
+        command word; ``ready`` is high while the queue has room.
+    source: USBRawSuperSpeedStream(), output stream
+        The same words: the oldest queued one, or with none queued the sink's own in the same
+        cycle; ``valid`` stays high while anything is queued.
+    flush: Signal(), input
+        Drop what is queued (the link left U0: LUNA's receiver advertises afresh on return).
+
+    Parameters
+    ----------
+    depth: int
+        Words held. LUNA owes at most four LGOODs and four LCRDs (four header buffers) plus an
+        LRTY, an LBAD and a keep-alive; sixteen words (eight commands) more than cover what
+        piles up during one data packet, and a full queue only makes the generator wait, as
+        upstream.
+    """
+
+    def __init__(self, *, depth=16):
+        self._depth = depth
+        self.sink = USBRawSuperSpeedStream()
+        self.source = USBRawSuperSpeedStream()
+        self.flush = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        fifo = SyncFIFO(width=_WORD_BITS, depth=self._depth)
+        m.submodules.fifo = fifo = ResetInserter({"ss": self.flush})(DomainRenamer("ss")(fifo))
+        sink, source = self.sink, self.source
+
+        # Out: the oldest queued word, or with none queued the generator's word itself.
+        with m.If(fifo.r_rdy):
+            m.d.comb += [source.valid.eq(1), source.data.eq(fifo.r_data[:32]),
+                         source.ctrl.eq(fifo.r_data[32:]), fifo.r_en.eq(source.ready)]
+        with m.Else():
+            m.d.comb += [source.valid.eq(sink.valid), source.data.eq(sink.data),
+                         source.ctrl.eq(sink.ctrl)]
+
+        # In: every word is taken while there is room; a word that did not pass is queued.
+        # (Queued words always go first, so the order on the lane is the generator's.)
+        passed = ~fifo.r_rdy & source.ready
+        m.d.comb += [
+            sink.ready.eq(fifo.w_rdy),
+            fifo.w_data.eq(Cat(sink.data, sink.ctrl)),
+            fifo.w_en.eq(sink.valid & ~passed),
+        ]
+        return m
+
+
+def queue_link_commands(m, arbiter, commands, *, flush):
+    """Put a :class:`LinkCommandQueue` between ``commands`` (the stream LUNA's
+    ``HeaderPacketReceiver`` sends its link commands on) and ``arbiter`` (the link's transmit
+    ``SuperSpeedStreamArbiter``, not elaborated yet), in the arbiter's slot for ``commands``.
+    Returns the queue, added to ``m``."""
+    m.submodules.link_command_queue = queue = LinkCommandQueue()
+    position = next(i for i, stream in enumerate(arbiter._sinks) if stream is commands)
+    arbiter._sinks[position] = queue.source
+    m.d.comb += [queue.sink.stream_eq(commands), queue.flush.eq(flush)]
+    return queue
