@@ -55,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="bytes a repeat moves at least, e.g. 64K (default: the device's: "
                              "4M on hardware, less in simulation); a quick look, or a slow host "
                              "such as an emulator")
+    parser.add_argument("--min-transfers", metavar="N", type=int,
+                        help="transfers a repeat makes at least (default: the device's, 8); "
+                             "never fewer than the queue depth; fewer for a slow host such as "
+                             "an emulator, where a repeat's volume says nothing")
     parser.add_argument("--pattern", default="counter", help="counter or prbs31")
     parser.add_argument("--protocol", default="stream",
                         help="stream (bare bulk transfers, default) or bot (USB mass storage "
@@ -133,6 +137,9 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.min_transfers is not None and not 1 <= args.min_transfers <= Transport.max_transfers:
+        raise ValueError(f"--min-transfers must be 1..{Transport.max_transfers}, "
+                         f"not {args.min_transfers}")
     if isinstance(args.device, list):
         from .sweep_multi import names_several, run_multi
 
@@ -176,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
     transport.set_protocol(args.protocol)
     if min_bytes is not None:
         transport.min_bytes = min_bytes
+    if args.min_transfers is not None:
+        transport.min_transfers = args.min_transfers
     if args.allow_config_write:
         transport.platform.allow_config_write = True  # type: ignore[attr-defined]  # VfioPlatform
     directions = expand_directions(args.direction, transport.directions)

@@ -92,6 +92,8 @@ def run_multi(args: argparse.Namespace,
     for _, transport in pairs:
         if min_bytes is not None:
             transport.min_bytes = min_bytes
+        if args.min_transfers is not None:
+            transport.min_transfers = args.min_transfers
     doc = new_document(" + ".join(args.device), units=units)
     runs = [TargetRun(name, transport) for name, transport in pairs]
     out = sys.stderr if args.json == "-" else sys.stdout
