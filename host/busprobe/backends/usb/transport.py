@@ -140,7 +140,19 @@ class UsbDeviceTransport(Transport):
             raise InvalidRequest(f"{self.selector}: this bitstream has no BOT framer (the lean "
                                  f"default usb2 design leaves it out); {self.bot_fix}")
 
+    def _refuse_streams_on_a_disk(self) -> None:
+        """Refuse a bare stream in one line when the device's INFO (or the simulated design)
+        says it is the storage personality: its bulk endpoints answer SCSI commands only, so a
+        stream would NAK until the sweep's timeout."""
+        features = self.requests.features
+        if self.protocol == "stream" and features is not None and \
+                usb2.Feature.STORAGE in features:
+            raise InvalidRequest(f"{self.selector}: this is the usb2-storage null disk (SCSI "
+                                 f"over mass storage, no busprobe streams); use --protocol "
+                                 f"bot|uas")
+
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
+        self._refuse_streams_on_a_disk()
         if direction == "loopback":
             self._superspeed_refuses("loopback")
         super().validate(direction, length, queue_depth)
