@@ -120,6 +120,16 @@ def test_task_management_is_answered_with_a_response_iu(disk, function, lun, cod
     assert one(disk, read_10(9, 1), BLOCK_SIZE).data == lba_bytes(9, 1)
 
 
+def test_set_interface_abandons_a_command_in_flight_and_the_disk_answers_again(disk):
+    # A 64-block READ whose data the host never asks for: the engine waits mid-data.
+    bulk(disk.platform, uas.EP_COMMAND, uas.command_iu(700, read_10(0, 64)))
+    assert uas.parse_iu(bulk(disk.platform, uas.EP_STATUS, 64)) == uas.Iu(
+        uas.IuId.READ_READY, 700)
+    disk.platform.control(0x01, SET_INTERFACE, uas.UAS_ALTERNATE, 0, b"")
+    again = one(disk, read_10(8, 2), 2 * BLOCK_SIZE)
+    assert again.status.status == GOOD and again.data == lba_bytes(8, 2)
+
+
 def test_back_on_alternate_0_bulk_only_transport_answers(disk):
     platform = disk.platform
     platform.control(0x01, SET_INTERFACE, 0, 0, b"")
