@@ -2,7 +2,7 @@
 
 import struct
 
-from busprobe.protocol import usb2
+from busprobe.protocol import uas, usb2
 from usb_protocol.emitters import DeviceDescriptorCollection
 from usb_protocol.types import DescriptorTypes, USBTransferType
 
@@ -20,7 +20,8 @@ _QUALIFIER = struct.Struct("<BBHBBBBBB")
 VENDOR_INTERFACE = (0xFF, 0xFF, 0xFF)
 
 
-def _configuration(descriptors, max_packet_size, interface=VENDOR_INTERFACE):
+def _configuration(descriptors, max_packet_size, interface=VENDOR_INTERFACE,
+                   uas_pipes=False):
     """Add the one configuration, its bulk endpoints ``max_packet_size`` bytes long."""
     with descriptors.ConfigurationDescriptor() as c:
         c.bmAttributes = 0x80  # bus powered, no remote wakeup
@@ -34,11 +35,32 @@ def _configuration(descriptors, max_packet_size, interface=VENDOR_INTERFACE):
                     e.bmAttributes = USBTransferType.BULK
                     e.wMaxPacketSize = max_packet_size
                     e.bInterval = 0  # bulk OUT: the device never NAKs, no PING hint
+        if uas_pipes:
+            _uas_alternate(c, max_packet_size)
+
+
+def _uas_alternate(c, max_packet_size):
+    """Interface 0 alternate 1: USB Attached SCSI's four pipes, each endpoint followed by its
+    Pipe Usage descriptor (UASP 1.0 §5.3.3.1), the data pipes on alternate 0's endpoints."""
+    with c.InterfaceDescriptor() as i:
+        i.bInterfaceNumber = 0
+        i.bAlternateSetting = uas.UAS_ALTERNATE
+        i.bInterfaceClass, i.bInterfaceSubclass, i.bInterfaceProtocol = uas.UAS_INTERFACE
+        for address, pipe in ((uas.EP_COMMAND, uas.Pipe.COMMAND),
+                              (uas.EP_STATUS, uas.Pipe.STATUS),
+                              (uas.EP_DATA_IN, uas.Pipe.DATA_IN),
+                              (uas.EP_DATA_OUT, uas.Pipe.DATA_OUT)):
+            with i.EndpointDescriptor() as e:
+                e.bEndpointAddress = address
+                e.bmAttributes = USBTransferType.BULK
+                e.wMaxPacketSize = max_packet_size
+                e.bInterval = 0
+                e.add_subordinate_descriptor(uas.pipe_usage(pipe))
 
 
 def build_descriptors(*, product: str = usb2.PRODUCT, other_speed: bool = True,
                       interface: tuple[int, int, int] = VENDOR_INTERFACE,
-                      ) -> DeviceDescriptorCollection:
+                      uas_pipes: bool = False) -> DeviceDescriptorCollection:
     """Device descriptor and one configuration: one interface, bulk EP_IN and EP_OUT of 512 bytes;
     the device qualifier and the other-speed configuration a high-speed device must have (USB
     2.0 §9.6.2, §9.6.4: what changes at full speed, there the 64-byte bulk packets).
@@ -50,6 +72,10 @@ def build_descriptors(*, product: str = usb2.PRODUCT, other_speed: bool = True,
     other_speed : bool
         Add the qualifier and the other-speed configuration (the stock reference device,
         LUNA's own, is built without them, as it was measured: ``usb2-stock``).
+    interface : (class, subclass, protocol)
+        What interface 0 alternate 0 says it is.
+    uas_pipes : bool
+        Add interface 0 alternate 1, USB Attached SCSI (the null disk's).
     """
     descriptors = DeviceDescriptorCollection()
     with descriptors.DeviceDescriptor() as d:
@@ -61,7 +87,7 @@ def build_descriptors(*, product: str = usb2.PRODUCT, other_speed: bool = True,
         d.iSerialNumber = usb2.SERIAL
         d.bMaxPacketSize0 = CONTROL_MAX_PACKET_SIZE
         d.bNumConfigurations = 1
-    _configuration(descriptors, usb2.MAX_PACKET_SIZE, interface)
+    _configuration(descriptors, usb2.MAX_PACKET_SIZE, interface, uas_pipes)
     if other_speed:
         device = descriptors.get_descriptor_bytes(DescriptorTypes.DEVICE)
         descriptors.add_descriptor(_QUALIFIER.pack(
@@ -70,7 +96,7 @@ def build_descriptors(*, product: str = usb2.PRODUCT, other_speed: bool = True,
         # The same configuration at full speed, as an OTHER_SPEED_CONFIGURATION (its type is
         # the only other difference, §9.6.4).
         full_speed = DeviceDescriptorCollection(automatic_language_descriptor=False)
-        _configuration(full_speed, usb2.FULL_SPEED_MAX_PACKET_SIZE, interface)
+        _configuration(full_speed, usb2.FULL_SPEED_MAX_PACKET_SIZE, interface, uas_pipes)
         raw = bytearray(full_speed.get_descriptor_bytes(DescriptorTypes.CONFIGURATION))
         raw[1] = DescriptorTypes.OTHER_SPEED_CONFIGURATION
         descriptors.add_descriptor(bytes(raw),

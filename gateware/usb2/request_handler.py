@@ -102,6 +102,9 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         Strobe: SET_DATA_MODE; ``data_mode`` holds the new mode from the next cycle on.
     data_mode: Signal(DataMode), output
         What the bulk endpoints carry.
+    alternate: Signal(), output
+        Interface 0's alternate setting in force (SET_INTERFACE; 0 again on SET_CONFIGURATION
+        and when leaving the Configured state).
     halt_in: Signal(), output
         The bulk IN endpoint is halted (SET_FEATURE(ENDPOINT_HALT)): it STALLs every token.
     halt_out: Signal(), output
@@ -116,10 +119,13 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
     replies: ControlReplies
         Where the constant answers are in the snapshot RAM (default: those of ``features`` and
         the busprobe descriptors); the telemetry must hold the same.
+    alternates: int
+        Alternate settings interface 0 has (1 or 2; the null disk's second is UAS).
     """
 
-    def __init__(self, *, features=usb2.NO_FEATURES, replies=None):
+    def __init__(self, *, features=usb2.NO_FEATURES, replies=None, alternates=1):
         self._features = usb2.Feature(features)
+        self.alternates = alternates
         self._replies = replies if replies is not None else ControlReplies(features=features)
         wiring.Component.__init__(self, {
             "capture_telemetry": Out(1),
@@ -133,6 +139,7 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
             "in_transfer_length": Out(31),
             "in_zlp": Out(1),
             "set_interface": Out(1),
+            "alternate": Out(1),
             "set_data_mode": Out(1),
             "data_mode": Out(usb2.DataMode),
             "halt_in": Out(1),
@@ -266,6 +273,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
         with m.If((interface.active_config == 0) | interface.config_changed
                   | self.set_interface):
             m.d.usb += [self.halt_in.eq(0), self.halt_out.eq(0)]
+        with m.If((interface.active_config == 0) | interface.config_changed):
+            m.d.usb += self.alternate.eq(0)
 
         # A new SETUP restarts the handler whatever it was doing (after the state machine: it
         # takes precedence).
@@ -328,6 +337,8 @@ class ProbeRequestHandler(wiring.Component, USBRequestHandler):
                 m.d.usb += self.pattern.eq(setup.value)
             with m.Case(_Action.SET_INTERFACE):
                 m.d.comb += self.set_interface.eq(1)
+                if self.alternates > 1:
+                    m.d.usb += self.alternate.eq(setup.value[0])
             with m.Case(_Action.SET_DATA_MODE):
                 m.d.comb += self.set_data_mode.eq(1)
                 m.d.usb += self.data_mode.eq(setup.value)

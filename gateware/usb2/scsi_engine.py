@@ -6,12 +6,9 @@ can fail, and the data come from a table or the LBA pattern. The framing here is
 (:mod:`busprobe.protocol.bot`), one command at a time, with the SCSI decode between CBW and data.
 """
 
-import enum
-
 from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol import scsi
 from busprobe.protocol.bot import (
     CBW_OFFSETS,
     CBW_SIGNATURE,
@@ -20,27 +17,17 @@ from busprobe.protocol.bot import (
     CSW_SIZE,
     CswStatus,
 )
-from busprobe.protocol.scsi import Op
-from busprobe.protocol.storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS
+from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 from busprobe.protocol.usb2 import MAX_PACKET_SIZE
 
 from ..common.lba_pattern import LbaPatternBytes
 from ..common.packet_stream import PacketStreamSignature
+from .scsi_decode import Kind, ScsiDecode
 from .storage_replies import StorageReplies
 
 __all__ = ["ScsiBotEngine"]
 
-_BLOCK_SHIFT = (BLOCK_SIZE - 1).bit_length()
 _PACKET_SHIFT = (MAX_PACKET_SIZE - 1).bit_length()
-
-
-class _Kind(enum.Enum):
-    """Where a command's data come from or go to."""
-
-    NONE = 0
-    TABLE = 1   # a data-in answer from the replies RAM
-    READ = 2    # data-in: the LBA pattern
-    WRITE = 3   # data-out: checked against the LBA pattern
 
 
 class ScsiBotEngine(wiring.Component):
@@ -48,8 +35,8 @@ class ScsiBotEngine(wiring.Component):
 
     A CBW (an OUT packet of 31 bytes with ``USBC``; anything else gets a CSW of phase error, as
     :class:`~busprobe.gateware.common.bot.BotFramer` answers it) is decoded in three cycles:
-    the fields, the command (:class:`~busprobe.protocol.scsi.Op`: answer, length, sense), then
-    the data phase against the host's (BOT §6.7's thirteen cases):
+    the fields, the command (:class:`~.scsi_decode.ScsiDecode`, the decode UAS shares: answer,
+    length, sense), then the data phase against the host's (BOT §6.7's thirteen cases):
 
     - the host expects no data (Hn): the CSW at once; phase error if the command had data;
     - the command has none, failed, or its direction is not the host's: IN gets ``H`` zero
@@ -127,10 +114,9 @@ class ScsiBotEngine(wiring.Component):
         received = Signal(range(CBW_SIZE + 2))
         tag, host_length, residue = Signal(32), Signal(32), Signal(32)
         host_in, status = Signal(), Signal(8)
-        kind, fail = Signal(_Kind), Signal(range(len(scsi.SENSE_CONDITIONS)))
-        sense = Signal.like(fail)
-        word, device_length = Signal(range(replies.depth)), Signal(42)
-        lba, blocks = Signal(32), Signal(32)
+        decode = ScsiDecode(replies=replies, capacity_blocks=self._capacity)
+        kind, fail, word = decode.kind, decode.fail, decode.word
+        device_length, lba, blocks = decode.device_length, decode.lba, decode.blocks
         remaining, data_left, excess = Signal(32), Signal(32), Signal(32)
         position = Signal(range(replies.longest + 1))
         packet_bytes = Signal(range(MAX_PACKET_SIZE + 2))
@@ -147,7 +133,7 @@ class ScsiBotEngine(wiring.Component):
 
         take = inp.valid & inp.ready
         m.d.comb += [
-            self.read_address.eq(word + ((position + (take & (kind == _Kind.TABLE))) >> 2)),
+            self.read_address.eq(word + ((position + (take & (kind == Kind.TABLE))) >> 2)),
             self.waiting.eq(seen & (received == 0)),
         ]
         sync += [self.command.eq(0), self.read.eq(0), self.write.eq(0), self.check.eq(0),
@@ -177,7 +163,8 @@ class ScsiBotEngine(wiring.Component):
                     m.next = "CSW"
 
             with m.State("PLAN"):
-                self._plan(m, cb, field, kind, fail, sense, word, device_length, lba, blocks)
+                decode.plan(m, cb=cb, cdb_length=field("cb_length", 8), lun=field("lun", 8),
+                            capture=self.capture)
                 m.next = "PHASE"
 
             with m.State("PHASE"):
@@ -195,7 +182,7 @@ class ScsiBotEngine(wiring.Component):
                 table_byte = self.read_data.word_select(position[:2], 8)
                 m.d.comb += [
                     inp.valid.eq(1),
-                    inp.payload.data.eq(Mux(from_data, Mux(kind == _Kind.READ, pattern.byte,
+                    inp.payload.data.eq(Mux(from_data, Mux(kind == Kind.READ, pattern.byte,
                                                             table_byte), 0)),
                     inp.payload.last.eq(remaining == 1),
                     pattern.advance.eq(take & from_data),
@@ -248,103 +235,14 @@ class ScsiBotEngine(wiring.Component):
                         sync += self.phase_error.eq(status == CswStatus.PHASE_ERROR)
                     with m.If(final):
                         sync += [csw_index.eq(0), cbw.eq(0), received.eq(0), position.eq(0),
-                                 kind.eq(_Kind.NONE), word_bad.eq(0)]
+                                 kind.eq(Kind.NONE), word_bad.eq(0)]
                         m.next = "CBW"
-
-    def _plan(self, m, cb, field, kind, fail, sense, word, device_length, lba, blocks):
-        """Decode the command block: what answers it, how long, whether it fails."""
-        sync, replies = m.d.usb, self._replies
-        opcode = cb(0)
-        c_kind, c_fail = Signal(_Kind), Signal.like(fail)
-        c_word, c_length, c_alloc = Signal.like(word), Signal(16), Signal(32)
-        is16 = (opcode == Op.READ_16) | (opcode == Op.WRITE_16)
-        c_lba = Mux(is16, cb(2, 8)[:32], cb(2, 4))
-        c_blocks = Mux(is16, cb(10, 4), cb(7, 2))
-        out_of_range = (is16 & (cb(2, 4) != 0)) | ((c_lba + c_blocks) > self._capacity)
-        need = Signal(5)
-
-        def table(reply, alloc):
-            m.d.comb += [c_kind.eq(_Kind.TABLE), c_word.eq(reply.word),
-                         c_length.eq(reply.length), c_alloc.eq(alloc)]
-
-        def illegal(asc):
-            m.d.comb += c_fail.eq(scsi.SENSE_CONDITIONS.index(asc))
-
-        with m.Switch(opcode):
-            with m.Case(Op.TEST_UNIT_READY, Op.START_STOP_UNIT, Op.PREVENT_ALLOW_MEDIUM_REMOVAL,
-                        Op.SYNCHRONIZE_CACHE_10, Op.SYNCHRONIZE_CACHE_16):
-                pass
-            with m.Case(Op.REQUEST_SENSE):
-                # Sense blocks are 5 words apart: 4 * sense + sense, no multiplier.
-                m.d.comb += [c_kind.eq(_Kind.TABLE),
-                             c_word.eq(replies.sense[0].word + (sense << 2) + sense),
-                             c_length.eq(scsi.SENSE_SIZE), c_alloc.eq(cb(4))]
-            with m.Case(Op.INQUIRY):
-                evpd, page, alloc = cb(1)[0], cb(2), cb(3, 2)
-                with m.If(~evpd):
-                    table(replies.inquiry, alloc)
-                    with m.If(page != 0):
-                        illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
-                with m.Else():
-                    with m.Switch(page):
-                        for code, reply in replies.vpd.items():
-                            with m.Case(code):
-                                table(reply, alloc)
-                        with m.Case(scsi.VPD_TELEMETRY):
-                            table(replies.telemetry, alloc)
-                            m.d.comb += self.capture.eq(1)
-                        with m.Default():
-                            illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
-            with m.Case(Op.MODE_SENSE_6):
-                table(replies.mode_sense_6, cb(4))
-            with m.Case(Op.MODE_SENSE_10):
-                table(replies.mode_sense_10, cb(7, 2))
-            with m.Case(Op.READ_CAPACITY_10):
-                table(replies.capacity_10, 8)
-            with m.Case(Op.SERVICE_ACTION_IN_16):
-                table(replies.capacity_16, cb(10, 4))
-                with m.If(cb(1)[:5] != scsi.READ_CAPACITY_16_ACTION):
-                    illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
-            with m.Case(Op.REPORT_LUNS):
-                table(replies.report_luns, cb(6, 4))
-            with m.Case(Op.READ_10, Op.READ_16, Op.WRITE_10, Op.WRITE_16):
-                m.d.comb += c_kind.eq(Mux(opcode[1], _Kind.WRITE, _Kind.READ))
-                with m.If(out_of_range):
-                    illegal(scsi.Asc.LBA_OUT_OF_RANGE)
-            with m.Default():
-                illegal(scsi.Asc.INVALID_COMMAND_OPERATION_CODE)
-
-        # A CDB shorter than its operation code's group says is malformed; a LUN but 0 is absent.
-        with m.Switch(opcode):
-            for op in Op:
-                with m.Case(op):
-                    m.d.comb += need.eq(scsi.cdb_length(op))
-        with m.If(field("cb_length", 8) < need):
-            illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
-        with m.If(field("lun", 8) != 0):
-            illegal(scsi.Asc.LOGICAL_UNIT_NOT_SUPPORTED)
-
-        failed = c_fail != 0
-        table_length = Mux(c_alloc < c_length, c_alloc, c_length)
-        with m.Switch(c_kind):
-            with m.Case(_Kind.TABLE):
-                sync += device_length.eq(table_length)
-            with m.Case(_Kind.READ, _Kind.WRITE):
-                sync += device_length.eq(c_blocks << _BLOCK_SHIFT)
-            with m.Default():
-                sync += device_length.eq(0)
-        sync += [kind.eq(Mux(failed, _Kind.NONE, c_kind)), fail.eq(c_fail), word.eq(c_word),
-                 lba.eq(c_lba), blocks.eq(c_blocks), sense.eq(c_fail)]
-        with m.If(failed):
-            sync += device_length.eq(0)
-        with m.If(~failed & (opcode == Op.REQUEST_SENSE)):
-            sync += sense.eq(0)
 
     def _phase(self, m, kind, fail, device_length, host_length, host_in, status, residue,
                remaining, data_left, excess, lba, blocks, pattern):
         """Match the command's data phase to the host's (BOT §6.7) and start it."""
         sync = m.d.usb
-        device_in = (kind == _Kind.TABLE) | (kind == _Kind.READ)
+        device_in = (kind == Kind.TABLE) | (kind == Kind.READ)
         no_data = device_length == 0
         agree = no_data | (host_in == device_in)
         moved = Mux(agree & (device_length < host_length), device_length[:32],
@@ -355,7 +253,7 @@ class ScsiBotEngine(wiring.Component):
             status.eq(Mux(phase, CswStatus.PHASE_ERROR, command_status)),
             residue.eq(host_length - moved), excess.eq(host_length - moved),
             data_left.eq(moved), self.check.eq(fail != 0), self.blocks.eq(blocks),
-            self.read.eq(kind == _Kind.READ), self.write.eq(kind == _Kind.WRITE),
+            self.read.eq(kind == Kind.READ), self.write.eq(kind == Kind.WRITE),
         ]
         m.d.comb += [pattern.start.eq(1), pattern.lba.eq(lba)]
         with m.If(host_length == 0):

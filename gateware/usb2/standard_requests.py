@@ -76,9 +76,10 @@ def standard_request(handler, m, request, replies):
             with m.If(no_data & to_device & (setup.value <= 1)):
                 acknowledge(Action.SET_CONFIGURATION)
         with m.Case(USBStandardRequests.GET_INTERFACE, USBStandardRequests.SET_INTERFACE):
-            only_setting_zero = interface_exists & is_halt   # wValue 0: alternate setting 0
+            # GET_INTERFACE: wValue 0, the setting in force; SET_INTERFACE: one that exists.
+            setting_exists = interface_exists & (setup.value < handler.alternates)
             with m.If(setup.request == USBStandardRequests.GET_INTERFACE):
-                with m.If(is_in & only_setting_zero & ~request.length_zero):
-                    send(replies.zero.word, 1)
-            with m.Elif(no_data & only_setting_zero):
+                with m.If(is_in & interface_exists & is_halt & ~request.length_zero):
+                    send(Mux(handler.alternate, replies.one.word, replies.zero.word), 1)
+            with m.Elif(no_data & setting_exists):
                 acknowledge(Action.SET_INTERFACE)

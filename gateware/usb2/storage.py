@@ -6,10 +6,10 @@ The probe device (:class:`~.device.Usb2ProbeDevice`) with its interface said to 
 the USB telemetry (bytes, packets, NAKs, the timing window) reads as for any probe build.
 """
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol import bot, usb2
+from busprobe.protocol import bot, uas, usb2
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 from usb_protocol.types import USBRequestRecipient
 
@@ -18,11 +18,14 @@ from ..common.pattern import PATTERN_SHAPE
 from .control_replies import ControlReplies
 from .descriptors import build_descriptors
 from .device import Usb2ProbeDevice
+from .in_endpoint import StreamInEndpoint
+from .out_endpoint import StreamOutEndpoint
 from .request_handler import ProbeRequestHandler
 from .scsi_engine import ScsiBotEngine
 from .standard_requests import Action
 from .storage_replies import StorageReplies
 from .storage_telemetry import StorageTelemetry
+from .uas_engine import UasEngine
 
 __all__ = ["Usb2StorageDevice", "StorageRequestHandler", "StorageDataPath", "STORAGE_PRODUCT"]
 
@@ -91,6 +94,10 @@ class StorageDataPath(wiring.Component):
     restart: In(1)
     clear: In(1)
     bot_reset: In(1)
+    alternate: In(1)
+    set_interface: In(1)
+    command_out: In(PacketStreamSignature(1))
+    status_in: Out(PacketStreamSignature(1))
     to_in: Out(PacketStreamSignature(1))
     in_cut_through: Out(1)
     from_out: In(PacketStreamSignature(1))
@@ -101,26 +108,49 @@ class StorageDataPath(wiring.Component):
         super().__init__()
         replies = StorageReplies(capacity_blocks)
         self.engine = ScsiBotEngine(replies=replies, capacity_blocks=capacity_blocks)
+        self.uas = UasEngine(replies=replies, capacity_blocks=capacity_blocks)
         self.telemetry = StorageTelemetry(replies=replies)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.engine = engine = self.engine
         m.submodules.telemetry = telemetry = self.telemetry
-        wiring.connect(m, wiring.flipped(self.from_out), engine.out_packets)
-        wiring.connect(m, engine.in_packets, wiring.flipped(self.to_in))
+        m.submodules.uas = uas_engine = self.uas
+        # The data pipes are alternate 0's endpoints in both settings: the setting in force
+        # picks the engine on them (the other one waits, reset by SET_INTERFACE).
+        uas_on = self.alternate
+        wiring.connect(m, wiring.flipped(self.command_out), uas_engine.command_packets)
+        wiring.connect(m, uas_engine.status_packets, wiring.flipped(self.status_in))
+        for sink in (engine.out_packets, uas_engine.out_packets):
+            m.d.comb += sink.payload.eq(self.from_out.payload)
         m.d.comb += [
-            engine.reset.eq(self.bot_reset | self.restart),
+            engine.out_packets.valid.eq(self.from_out.valid & ~uas_on),
+            uas_engine.out_packets.valid.eq(self.from_out.valid & uas_on),
+            self.from_out.ready.eq(Mux(uas_on, uas_engine.out_packets.ready,
+                                       engine.out_packets.ready)),
+            self.to_in.valid.eq(Mux(uas_on, uas_engine.in_packets.valid,
+                                    engine.in_packets.valid)),
+            self.to_in.payload.eq(Mux(uas_on, uas_engine.in_packets.payload,
+                                      engine.in_packets.payload)),
+            engine.in_packets.ready.eq(self.to_in.ready & ~uas_on),
+            uas_engine.in_packets.ready.eq(self.to_in.ready & uas_on),
+
+            engine.reset.eq(self.bot_reset | self.restart | self.set_interface),
+            uas_engine.reset.eq(self.restart | self.set_interface),
             telemetry.clear.eq(self.clear),
-            telemetry.capture.eq(engine.capture),
+            telemetry.capture.eq(Mux(uas_on, uas_engine.capture, engine.capture)),
             engine.snapshot_ready.eq(telemetry.ready),
-            telemetry.read_address.eq(engine.read_address),
+            uas_engine.snapshot_ready.eq(telemetry.ready),
+            telemetry.read_address.eq(Mux(uas_on, uas_engine.read_address,
+                                          engine.read_address)),
             engine.read_data.eq(telemetry.read_data),
+            uas_engine.read_data.eq(telemetry.read_data),
             self.pattern_errors.eq(telemetry.mismatches),
+            telemetry.phase_error.eq(engine.phase_error),
         ]
-        for name in ("command", "read", "write", "check", "phase_error", "mismatch", "waiting",
-                     "blocks"):
-            m.d.comb += getattr(telemetry, name).eq(getattr(engine, name))
+        for name in ("command", "read", "write", "check", "mismatch", "waiting", "blocks"):
+            m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
+                                                        getattr(engine, name)))
         return m
 
 
@@ -134,16 +164,25 @@ class Usb2StorageDevice(Usb2ProbeDevice):
     (the rest as :class:`~.device.Usb2ProbeDevice`'s)
     """
 
-    def __init__(self, *, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, **kwargs):
+    def __init__(self, *, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, features=usb2.NO_FEATURES,
+                 **kwargs):
         self._capacity = capacity_blocks
-        super().__init__(**kwargs)
+        # GET_INFO says it is the disk, so a host refuses a plain stream sweep in one line
+        # instead of waiting out NAKs the data path will never end.
+        super().__init__(features=usb2.Feature(features) | usb2.Feature.STORAGE, **kwargs)
+        # Alternate 1 (UAS): its command and status pipes; its data pipes are EP_IN / EP_OUT.
+        self.ep_status = StreamInEndpoint(endpoint_number=uas.EP_STATUS & 0x7F, buffer_packets=2)
+        self.ep_command = StreamOutEndpoint(endpoint_number=uas.EP_COMMAND, buffer_packets=2)
+        self.usb.add_endpoint(self.ep_status)
+        self.usb.add_endpoint(self.ep_command)
 
     def _control_replies(self, features):
-        descriptors = build_descriptors(product=STORAGE_PRODUCT, interface=bot.BOT_INTERFACE)
+        descriptors = build_descriptors(product=STORAGE_PRODUCT, interface=bot.BOT_INTERFACE,
+                                        uas_pipes=True)
         return ControlReplies(features=features, descriptors=descriptors)
 
     def _request_handler(self, features, replies):
-        return StorageRequestHandler(features=features, replies=replies)
+        return StorageRequestHandler(features=features, replies=replies, alternates=2)
 
     def _data_path(self, features):
         return StorageDataPath(capacity_blocks=self._capacity)
@@ -154,6 +193,19 @@ class Usb2StorageDevice(Usb2ProbeDevice):
         # A BOT reset also empties both endpoints' buffers: a CSW or data still queued belongs
         # to the command it abandons. (Assigned again after the probe's own: the last wins.)
         flush = requests.set_pattern | requests.set_data_mode | requests.bot_reset
+        # SET_INTERFACE switches transports: what either had buffered is abandoned.
+        flush = flush | requests.set_interface
         m.d.comb += [self.data_path.bot_reset.eq(requests.bot_reset),
                      self.ep_in.flush.eq(flush), self.ep_out.flush.eq(flush)]
+        reset_toggle = (self.usb.reset_detected | self.control.interface.config_changed
+                        | requests.set_interface)
+        data_path, status, command = self.data_path, self.ep_status, self.ep_command
+        m.d.comb += [
+            data_path.alternate.eq(requests.alternate),
+            data_path.set_interface.eq(requests.set_interface),
+            status.flush.eq(flush), command.flush.eq(flush),
+            status.reset_toggle.eq(reset_toggle), command.reset_toggle.eq(reset_toggle),
+        ]
+        wiring.connect(m, command.stream, data_path.command_out)
+        wiring.connect(m, data_path.status_in, status.stream)
         return m

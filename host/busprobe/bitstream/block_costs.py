@@ -31,6 +31,7 @@ BLOCKS: tuple[tuple[str, str], ...] = (
     ("device.data_path.checker", "pattern checker"),
     ("device.data_path.bot", "BOT framer"),
     ("device.data_path.engine", "SCSI engine (storage)"),
+    ("device.data_path.uas", "UAS engine (storage)"),
     ("device.data_path.telemetry", "storage telemetry and answers"),
     ("device.data_path", "data path"),
     ("device.telemetry", "telemetry"),

@@ -19,7 +19,8 @@ __all__ = [
     "TELEMETRY", "TELEMETRY_WORDS", "UFRAMES_PER_SECOND", "TELEMETRY_SIZE", "NO_ERROR_OFFSET",
     "unpack_telemetry", "pack_telemetry", "device_window", "INFO_FORMAT", "INFO_SIZE",
     "INFO_HEAD_FORMAT", "INFO_HEAD_SIZE", "pack_info", "unpack_info",
-    "Feature", "FEATURE_WORDS", "NO_FEATURES", "ALL_FEATURES", "present_words", "data_modes",
+    "Feature", "FEATURE_WORDS", "NO_FEATURES", "ALL_FEATURES", "KNOWN_FEATURES", "present_words",
+    "data_modes",
     "FULL_SPEED_MAX_PACKET_SIZE", "CONTROL_MAX_PACKET_SIZE",
 ]
 
@@ -100,11 +101,17 @@ class Feature(enum.IntFlag):
     #: The receive-side drop counters: every packet received, the ones dropped and why, and
     #: OUT duplicates.
     RX_DROPS = 4
+    #: The storage personality (``usb2-storage``, issue 28): the bulk endpoints carry a SCSI
+    #: null disk (Bulk-Only Transport), not busprobe's streams, whatever the data mode.
+    STORAGE = 8
 
 
 #: The default build: no optional part.
 NO_FEATURES = Feature(0)
 ALL_FEATURES = Feature.BOT | Feature.PACKET_SHAPES | Feature.RX_DROPS
+#: Every bit this host can decode (the storage bit names a personality, not an optional part
+#: of the probe, so ``usb2-full`` does not have it).
+KNOWN_FEATURES = ALL_FEATURES | Feature.STORAGE
 
 #: Telemetry words counted only by a bitstream with the feature.
 FEATURE_WORDS: dict[Feature, tuple[str, ...]] = {
@@ -136,7 +143,7 @@ def unpack_info(data: bytes) -> dict[str, int]:
     if magic != MAGIC:
         raise ValueError(f"INFO magic {magic:#010x} is not {MAGIC:#010x}")
     return {"magic": magic, "version": version, "max_packet_size": mps,
-            "features": Feature(features & ALL_FEATURES)}
+            "features": Feature(features & KNOWN_FEATURES)}
 
 #: Bit of the 32-bit SET_IN_TRANSFER argument asking for a ZLP after a transfer whose length
 #: is a multiple of the max packet size.

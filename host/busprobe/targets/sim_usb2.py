@@ -47,7 +47,7 @@ NETLIST_BOARD = "cynthion-r1.4"
 #: What each busprobe design's GET_INFO names (the simulation's cocotb tests check it).
 DESIGN_FEATURES: dict[str, usb2.Feature] = {"busprobe": usb2.NO_FEATURES,
                                             "full": usb2.ALL_FEATURES,
-                                            "storage": usb2.NO_FEATURES}
+                                            "storage": usb2.Feature.STORAGE}
 #: The hop name of each design.
 _DEVICES = {"busprobe": "busprobe USB2 HS gateware",
             "full": "busprobe USB2 HS gateware, full (BOT, packet shapes, receive drops)",

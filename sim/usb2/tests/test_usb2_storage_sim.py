@@ -60,9 +60,12 @@ def test_enumeration_shows_one_bulk_only_mass_storage_interface(disk, scsi_):
     interface = raw[9:18]
     assert interface[1] == 4 and interface[3] == 0  # an interface descriptor, alternate 0
     assert tuple(interface[5:8]) == bot.BOT_INTERFACE
-    endpoints = {raw[i + 2]: raw[i + 3] for i in range(18, len(raw), 7)}
+    # Alternate 0's two endpoints; alternate 1 (UAS) follows (test_usb2_uas_sim.py).
+    assert raw[32:36] == bytes((9, 4, 0, 1))
+    endpoints = {raw[i + 2]: raw[i + 3] for i in range(18, 32, 7)}
     assert endpoints == {usb2.EP_IN: 2, usb2.EP_OUT: 2}  # both bulk
     assert scsi_.max_lun() == b"\0"
+    assert disk.requests.info["features"] == usb2.Feature.STORAGE  # its own GET_INFO says so
 
 
 def test_inquiry_and_its_vpd_pages_name_the_null_disk(scsi_):

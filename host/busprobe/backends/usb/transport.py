@@ -39,7 +39,14 @@ from .platform import UsbPlatform
 from .requests import VendorRequests
 from .transfers import TransferPlan, run_plan, silence_for
 
-__all__ = ["UsbDeviceTransport"]
+__all__ = ["UsbDeviceTransport", "DISK_REFUSAL"]
+
+#: Why a sweep of its own does not run on the storage personality (its endpoints answer SCSI
+#: only, its data are the LBA pattern, not the sweep's), and what measures it instead.
+DISK_REFUSAL = ("this is the usb2-storage null disk (SCSI over BOT on alternate 0, UAS on "
+                "alternate 1; no busprobe streams): sweep the block device a driver makes of "
+                "it (block:/dev/sdX); the sweep's own --protocol bot|uas framing of it is not "
+                "built yet")
 
 
 class UsbDeviceTransport(Transport):
@@ -143,11 +150,22 @@ class UsbDeviceTransport(Transport):
         """Refuse BOT in one line when the device's INFO (or a preset, :attr:`VendorRequests.
         features`) says it has no framer: it would STALL SET_DATA_MODE."""
         features = self.requests.features
+        if features is not None and usb2.Feature.STORAGE in features:
+            raise InvalidRequest(f"{self.selector}: {DISK_REFUSAL}")
         if features is not None and usb2.DataMode.BOT not in usb2.data_modes(features):
             raise InvalidRequest(f"{self.selector}: this bitstream has no BOT framer (the lean "
                                  f"default usb2 design leaves it out); {self.bot_fix}")
 
+    def _refuse_streams_on_a_disk(self) -> None:
+        """Refuse a sweep in one line when the device's INFO (or the simulated design) says it
+        is the storage personality: its bulk endpoints answer SCSI commands only, so a stream
+        would NAK until the sweep's timeout."""
+        features = self.requests.features
+        if features is not None and usb2.Feature.STORAGE in features:
+            raise InvalidRequest(f"{self.selector}: {DISK_REFUSAL}")
+
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
+        self._refuse_streams_on_a_disk()
         if direction == "loopback":
             self._superspeed_refuses("loopback", usb2.DataMode.LOOPBACK)
         super().validate(direction, length, queue_depth)

@@ -1,0 +1,159 @@
+"""The null disk's SCSI decode: a command block in, what answers it out, for every transport.
+
+Bulk-Only Transport (:class:`~.scsi_engine.ScsiBotEngine`) and USB Attached SCSI carry the same
+commands to the same disk: both decode them here, so a command gets the same answer, length and
+sense from the same replies RAM whichever alternate setting carried it.
+"""
+
+import enum
+
+from amaranth import Mux, Signal
+from busprobe.protocol import scsi
+from busprobe.protocol.scsi import Op
+from busprobe.protocol.storage import BLOCK_SIZE
+
+__all__ = ["Kind", "ScsiDecode", "BLOCK_SHIFT"]
+
+BLOCK_SHIFT = (BLOCK_SIZE - 1).bit_length()
+
+
+class Kind(enum.Enum):
+    """Where a command's data come from or go to."""
+
+    NONE = 0
+    TABLE = 1   # a data-in answer from the replies RAM
+    READ = 2    # data-in: the LBA pattern
+    WRITE = 3   # data-out: checked against the LBA pattern
+
+
+class ScsiDecode:
+    """The decode of one command block, registered a cycle after :meth:`plan` is active.
+
+    Not a component of its own: it lives in its transport engine's module (and so under that
+    engine's reset), :meth:`plan` called in the engine's decode state.
+
+    Attributes
+    ----------
+    kind: Signal(Kind)
+        NONE for a command without data or one that failed.
+    fail: Signal(range(len(scsi.SENSE_CONDITIONS)))
+        The condition the command failed with (0: it did not).
+    sense: Signal(range(len(scsi.SENSE_CONDITIONS)))
+        What the next REQUEST SENSE returns (kept across commands).
+    word: Signal(range(replies.depth))
+        The answer's first word in the replies RAM (TABLE).
+    device_length: Signal(42)
+        Bytes of data the command has (its answer's, its allocation length's, or its blocks').
+    lba, blocks: Signal(32)
+        READ / WRITE: the first block and how many.
+
+    Parameters
+    ----------
+    replies: StorageReplies
+        The answers' places in the replies RAM.
+    capacity_blocks: int
+    """
+
+    def __init__(self, *, replies, capacity_blocks):
+        self._replies, self._capacity = replies, capacity_blocks
+        self.kind = Signal(Kind)
+        self.fail = Signal(range(len(scsi.SENSE_CONDITIONS)))
+        self.sense = Signal.like(self.fail)
+        self.word = Signal(range(replies.depth))
+        self.device_length = Signal(42)
+        self.lba, self.blocks = Signal(32), Signal(32)
+
+    def plan(self, m, *, cb, cdb_length, lun, capture):
+        """Decode the command block: what answers it, how long, whether it fails.
+
+        ``cb(first, count)`` gives bytes of the CDB big-endian; ``cdb_length`` the bytes the
+        transport says it has; ``lun`` its LUN (nonzero fails); ``capture`` is driven high
+        when the telemetry page is asked for (its snapshot must be taken now).
+        """
+        sync, replies = m.d.usb, self._replies
+        opcode = cb(0)
+        c_kind, c_fail = Signal(Kind), Signal.like(self.fail)
+        c_word, c_length, c_alloc = Signal.like(self.word), Signal(16), Signal(32)
+        is16 = (opcode == Op.READ_16) | (opcode == Op.WRITE_16)
+        c_lba = Mux(is16, cb(2, 8)[:32], cb(2, 4))
+        c_blocks = Mux(is16, cb(10, 4), cb(7, 2))
+        out_of_range = (is16 & (cb(2, 4) != 0)) | ((c_lba + c_blocks) > self._capacity)
+        need = Signal(5)
+
+        def table(reply, alloc):
+            m.d.comb += [c_kind.eq(Kind.TABLE), c_word.eq(reply.word),
+                         c_length.eq(reply.length), c_alloc.eq(alloc)]
+
+        def illegal(asc):
+            m.d.comb += c_fail.eq(scsi.SENSE_CONDITIONS.index(asc))
+
+        with m.Switch(opcode):
+            with m.Case(Op.TEST_UNIT_READY, Op.START_STOP_UNIT, Op.PREVENT_ALLOW_MEDIUM_REMOVAL,
+                        Op.SYNCHRONIZE_CACHE_10, Op.SYNCHRONIZE_CACHE_16):
+                pass
+            with m.Case(Op.REQUEST_SENSE):
+                # Sense blocks are 5 words apart: 4 * sense + sense, no multiplier.
+                m.d.comb += [c_kind.eq(Kind.TABLE),
+                             c_word.eq(replies.sense[0].word + (self.sense << 2) + self.sense),
+                             c_length.eq(scsi.SENSE_SIZE), c_alloc.eq(cb(4))]
+            with m.Case(Op.INQUIRY):
+                evpd, page, alloc = cb(1)[0], cb(2), cb(3, 2)
+                with m.If(~evpd):
+                    table(replies.inquiry, alloc)
+                    with m.If(page != 0):
+                        illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
+                with m.Else():
+                    with m.Switch(page):
+                        for code, reply in replies.vpd.items():
+                            with m.Case(code):
+                                table(reply, alloc)
+                        with m.Case(scsi.VPD_TELEMETRY):
+                            table(replies.telemetry, alloc)
+                            m.d.comb += capture.eq(1)
+                        with m.Default():
+                            illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
+            with m.Case(Op.MODE_SENSE_6):
+                table(replies.mode_sense_6, cb(4))
+            with m.Case(Op.MODE_SENSE_10):
+                table(replies.mode_sense_10, cb(7, 2))
+            with m.Case(Op.READ_CAPACITY_10):
+                table(replies.capacity_10, 8)
+            with m.Case(Op.SERVICE_ACTION_IN_16):
+                table(replies.capacity_16, cb(10, 4))
+                with m.If(cb(1)[:5] != scsi.READ_CAPACITY_16_ACTION):
+                    illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
+            with m.Case(Op.REPORT_LUNS):
+                table(replies.report_luns, cb(6, 4))
+            with m.Case(Op.READ_10, Op.READ_16, Op.WRITE_10, Op.WRITE_16):
+                m.d.comb += c_kind.eq(Mux(opcode[1], Kind.WRITE, Kind.READ))
+                with m.If(out_of_range):
+                    illegal(scsi.Asc.LBA_OUT_OF_RANGE)
+            with m.Default():
+                illegal(scsi.Asc.INVALID_COMMAND_OPERATION_CODE)
+
+        # A CDB shorter than its operation code's group says is malformed; a LUN but 0 is absent.
+        with m.Switch(opcode):
+            for op in Op:
+                with m.Case(op):
+                    m.d.comb += need.eq(scsi.cdb_length(op))
+        with m.If(cdb_length < need):
+            illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
+        with m.If(lun != 0):
+            illegal(scsi.Asc.LOGICAL_UNIT_NOT_SUPPORTED)
+
+        failed = c_fail != 0
+        table_length = Mux(c_alloc < c_length, c_alloc, c_length)
+        with m.Switch(c_kind):
+            with m.Case(Kind.TABLE):
+                sync += self.device_length.eq(table_length)
+            with m.Case(Kind.READ, Kind.WRITE):
+                sync += self.device_length.eq(c_blocks << BLOCK_SHIFT)
+            with m.Default():
+                sync += self.device_length.eq(0)
+        sync += [self.kind.eq(Mux(failed, Kind.NONE, c_kind)), self.fail.eq(c_fail),
+                 self.word.eq(c_word), self.lba.eq(c_lba), self.blocks.eq(c_blocks),
+                 self.sense.eq(c_fail)]
+        with m.If(failed):
+            sync += self.device_length.eq(0)
+        with m.If(~failed & (opcode == Op.REQUEST_SENSE)):
+            sync += self.sense.eq(0)

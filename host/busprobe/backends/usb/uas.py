@@ -1,0 +1,139 @@
+"""USB Attached SCSI on the null disk's alternate 1, as Linux's ``uas`` drives it at high speed.
+
+:class:`UasRun` is the plan: up to ``queue_depth`` commands outstanding, each a COMMAND IU on the
+command pipe with a status transfer pending on the status pipe; the device names with READ
+READY or WRITE READY whose data move next, and the plan submits that tag's data transfer then
+(and a status transfer in the place of the one the READY took); a SENSE IU ends the command and
+the next one is sent. It runs on every platform's transfer queue (:func:`~.transfers.run_plan`):
+no stream IDs, no platform method of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...protocol import uas
+from ...transport import EndpointStalled, Sink, StreamResult, TransportError
+from .transfers import Completion, Transfer
+
+__all__ = ["UasCommand", "UasRun", "STATUS_LENGTH"]
+
+#: What a status transfer asks for: more than any IU the disk sends (a SENSE IU with 18 bytes
+#: of sense is 34), so each completes on the IU's short packet.
+STATUS_LENGTH = 64
+
+
+@dataclass
+class UasCommand:
+    """One command of a run and what it got.
+
+    Attributes
+    ----------
+    tag : int
+    cdb : bytes
+    length : int
+        Data bytes the command moves (0: none).
+    direction : str
+        ``in`` or ``out``.
+    outgoing : bytes
+        OUT: its data.
+    data : bytes
+        IN: what its data transfer received.
+    status : uas.Iu or None
+        Its SENSE (or RESPONSE) IU.
+    """
+
+    tag: int
+    cdb: bytes
+    length: int = 0
+    direction: str = "in"
+    outgoing: bytes = b""
+    data: bytes = b""
+    status: uas.Iu | None = None
+
+
+class UasRun:
+    """``commands`` over UAS, up to ``queue_depth`` outstanding.
+
+    Attributes
+    ----------
+    order : list of int
+        The tags in the order the device announced their data (READ / WRITE READY).
+
+    Parameters
+    ----------
+    commands : sequence of UasCommand
+    queue_depth : int
+    what : str
+        Names the run in errors.
+    """
+
+    def __init__(self, commands: Sequence[UasCommand], queue_depth: int = 1, *,
+                 what: str = "UAS") -> None:
+        if queue_depth < 1:
+            raise ValueError(f"UAS queue depth must be at least 1, not {queue_depth}")
+        self.commands = list(commands)
+        self.by_tag = {c.tag: c for c in self.commands}
+        if len(self.by_tag) != len(self.commands):
+            raise ValueError("UAS commands of one run need distinct tags")
+        self.queue_depth, self.what = queue_depth, what
+        self.sent = self.done = self.moved = self.short = 0
+        self.order: list[int] = []
+
+    def _send(self) -> list[Transfer]:
+        command = self.commands[self.sent]
+        self.sent += 1
+        return [Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
+                         uas.command_iu(command.tag, command.cdb), tag="command"),
+                Transfer(uas.EP_STATUS, STATUS_LENGTH, tag="status")]
+
+    def start(self) -> list[Transfer]:
+        out: list[Transfer] = []
+        while self.sent < min(self.queue_depth, len(self.commands)):
+            out += self._send()
+        return out
+
+    def completed(self, completion: Completion) -> list[Transfer]:
+        stage = completion.transfer.tag
+        if completion.stalled:
+            raise EndpointStalled(f"{self.what}: the {stage} pipe stalled")
+        if stage == "command":
+            return []
+        if isinstance(stage, tuple):  # ("data", tag)
+            command = self.by_tag[stage[1]]
+            self.moved += completion.actual
+            self.short += completion.actual < command.length
+            if command.direction == "in":
+                command.data = completion.data
+            return []
+        try:
+            iu = uas.parse_iu(completion.data)
+        except ValueError as exc:
+            raise TransportError(f"{self.what}: {exc}") from None
+        command = self.by_tag.get(iu.tag)
+        if command is None:
+            raise TransportError(f"{self.what}: {iu.kind.name} IU for tag {iu.tag}, which "
+                                 f"no command outstanding has")
+        if iu.kind in (uas.IuId.READ_READY, uas.IuId.WRITE_READY):
+            self.order.append(iu.tag)
+            # The status transfer the READY completed is replaced: one stays pending per
+            # command, as Linux's uas keeps one.
+            status = Transfer(uas.EP_STATUS, STATUS_LENGTH, tag="status")
+            if iu.kind is uas.IuId.READ_READY:
+                return [Transfer(uas.EP_DATA_IN, command.length, tag=("data", iu.tag)), status]
+            return [Transfer(uas.EP_DATA_OUT, len(command.outgoing), command.outgoing,
+                             tag=("data", iu.tag)), status]
+        command.status = iu
+        self.done += 1
+        return self._send() if self.sent < len(self.commands) else []
+
+    def deliver(self, sink: Sink | None) -> None:
+        """The IN data, command by command, in the order the commands were given."""
+        for command in self.commands:
+            if sink is not None and command.data:
+                sink(command.data)
+
+    def result(self, direction: str, start: float, end: float) -> StreamResult:
+        """The data as one stream (first IU submitted to last SENSE IU, data bytes only)."""
+        return StreamResult(direction, self.moved, len(self.commands), start, end, self.short)
