@@ -122,6 +122,18 @@ class HostileLink(SuperSpeedLink):
             self.counters.bad_payloads += 1
         return header
 
+    async def _forget(self) -> None:
+        """What a port resets in Recovery: credits both ways, a pending LBAD, the
+        advertisement. Done once the device is out of U0 and its last link commands from U0
+        have been taken (a late LCRD would otherwise count against the new advertisement)."""
+        while self.partner.pending:
+            await self.partner.wait_cycles(4)
+        await self.partner.wait_cycles(4)  # the receive loop handles what it popped
+        self._credits, self._next_credit_in, self._next_credit_out = 0, 0, 0
+        self._lbad_pending, self._pending_data = False, None
+        self._advertised.clear()
+        self.device_advertisement = None
+
     @property
     def last_sent_sequence(self) -> int:
         return (self._tx_sequence - 1) % 8
@@ -131,11 +143,7 @@ class HostileLink(SuperSpeedLink):
         partner = self.partner
         partner.send_ordered_set(TS1)
         await partner.flush()  # nothing queued before Recovery goes out after it
-        self._credits, self._next_credit_in, self._next_credit_out = 0, 0, 0
-        self._lbad_pending, self._pending_data = False, None
-        self._advertised.clear()
-        self.device_advertisement = None
-        await recover_to_u0(partner)
+        await recover_to_u0(partner, in_recovery=self._forget)
         await self._send_command(LinkCommand.LGOOD, (self._rx_sequence - 1) % 8)
         for credit in range(HEADER_BUFFERS):
             await self._send_command(LinkCommand.LCRD, credit)

@@ -20,6 +20,8 @@ the caller's (:meth:`~busprobe.sim.usb3.hostile.HostileLink.recover`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from .pipe import TS1, TS2, HostMode, PipePartnerDriver
 from .training import (
     IDLE_RECEIVED_MIN,
@@ -42,10 +44,14 @@ def device_in_recovery(partner: PipePartnerDriver, ts1_before: int) -> bool:
     return partner.received_sets(TS1)[1] > ts1_before
 
 
-async def recover_to_u0(partner: PipePartnerDriver) -> TrainingResult:
+async def recover_to_u0(partner: PipePartnerDriver,
+                        in_recovery: Callable[[], Awaitable[None]] | None = None
+                        ) -> TrainingResult:
     """Take the link through Recovery to U0 (the partner is in LINK mode after); whoever left
-    U0 first, the port's steps are the same. Raises
-    :class:`~busprobe.sim.usb3.training.TrainingFailed` naming the step that timed out."""
+    U0 first, the port's steps are the same. ``in_recovery`` is awaited once the device is
+    known to be out of U0 (its TS1s received) and before it can be back: the link layer resets
+    there. Raises :class:`~busprobe.sim.usb3.training.TrainingFailed` naming the step that
+    timed out."""
     result = TrainingResult()
     partner.send_ordered_set(TS1)
     await _wait_for(partner, "Recovery.Active", POLLING_ACTIVE_TIMEOUT_S,
@@ -54,6 +60,8 @@ async def recover_to_u0(partner: PipePartnerDriver) -> TrainingResult:
                     lambda: f"received TS1/TS2 {partner.received_sets(TS1)[1]}/"
                             f"{partner.received_sets(TS2)[1]}")
     result.steps["Recovery.Active"] = partner.cycle
+    if in_recovery is not None:
+        await in_recovery()
     partner.send_ordered_set(TS2)
     first: list[int | None] = [None]
 
