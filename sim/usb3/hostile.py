@@ -78,6 +78,9 @@ class HostileTally:
         (``in_dps_sent`` - ``in_packets``).
     transfers : int
         Valid bulk transfers moved.
+    repeated_recoveries : int
+        Recoveries the host had to start again because the device did not advertise (the
+        LUNA departure in docs/DESIGN.md §2.13).
     out_bytes, in_bytes : int
         Payload the host sent and received in them.
     in_errors : int
@@ -88,6 +91,7 @@ class HostileTally:
     observed: Counter = field(default_factory=Counter)
     expected_telemetry: Counter = field(default_factory=Counter)
     transfers: int = 0
+    repeated_recoveries: int = 0
     out_bytes: int = 0
     in_bytes: int = 0
     in_errors: int = 0
@@ -142,6 +146,7 @@ class HostileHost:
 
     def _snapshot(self) -> dict[str, int]:
         counters, partner = self.link.counters, self.partner
+        self.tally.repeated_recoveries = self.link.repeated_recoveries
         return {"lbad": counters.lbad_received, "lrty": counters.lrty_received,
                 "recovery": partner.received_sets(TS1)[1],
                 "host_rty": self.session.host.counters["retries"],

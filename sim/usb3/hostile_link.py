@@ -24,7 +24,7 @@ from .framing import (
     parse_command,
 )
 from .link import HEADER_BUFFERS, LUNA_HEADER_GAP_SYMBOLS, LinkError, SuperSpeedLink
-from .pipe import TS1, PipePartnerDriver
+from .pipe import TS1, Capture, PipePartnerDriver
 from .protocol import SuperSpeedProtocol
 from .recovery import recover_to_u0
 from .session import Usb3Session
@@ -48,6 +48,10 @@ class HostilePartner(PipePartnerDriver):
         self._with_payload = False
         self._drop: LinkCommand | None = None
         self.dropped: Counter = Counter()
+        #: Device packets captured before this cycle are dropped unseen (Recovery: whatever
+        #: the device sent from U0 before it is stale once the link is advertised again).
+        self.stale_before = 0
+        self.stale_captures = 0
 
     def corrupt_header(self, skip: int, mutate: Callable[[bytearray], None], *,
                        with_payload: bool = False) -> None:
@@ -73,6 +77,13 @@ class HostilePartner(PipePartnerDriver):
                     self._mutate(block)
                     symbols, self._mutate = bytes(block), None
         await super().queue(symbols, kmask, start_at)
+
+    async def capture(self, timeout_cycles: int) -> Capture | None:
+        while True:
+            capture = await super().capture(timeout_cycles)
+            if capture is None or capture.start >= self.stale_before:
+                return capture
+            self.stale_captures += 1
 
     async def send_command(self, symbols: bytes, kmask: int) -> None:
         if self._drop is not None:
@@ -100,9 +111,19 @@ class HostileLink(SuperSpeedLink):
         #: Fault injection: the next this many TPs from the device are lost on the wire (their
         #: framing broken: the port never sees them, so it neither LGOODs nor LBADs them).
         self.lose_received_tps = 0
+        #: Recoveries after which the device's advertisement did not come or its LCRDs did not
+        #: start at LCRD_A, so the host went to Recovery again (§7.2.4.1.13; see docs/DESIGN.md
+        #: §2.13: LUNA misses its reset when it leaves U0 while sending a link command).
+        self.repeated_recoveries = 0
+        self._readvertising = False
+        self._advertisement_broken = False
 
     async def _on_command(self, data: bytes) -> None:
         parsed = parse_command(data)
+        if self._readvertising and parsed is not None and parsed[0] == LinkCommand.LCRD \
+                and parsed[1] != self._next_credit_in:
+            self._advertisement_broken = True  # the port goes to Recovery again (recover)
+            return
         if parsed is not None and parsed[0] == LinkCommand.LGOOD and not self._advertised.is_set():
             self.device_advertisement = parsed[1]
         await super()._on_command(data)
@@ -123,36 +144,58 @@ class HostileLink(SuperSpeedLink):
         return header
 
     async def _forget(self) -> None:
-        """What a port resets in Recovery: credits both ways, a pending LBAD, the
-        advertisement. Done once the device is out of U0 and its last link commands from U0
-        have been taken (a late LCRD would otherwise count against the new advertisement)."""
-        while self.partner.pending:
-            await self.partner.wait_cycles(4)
-        await self.partner.wait_cycles(4)  # the receive loop handles what it popped
-        self._credits, self._next_credit_in, self._next_credit_out = 0, 0, 0
-        self._lbad_pending, self._pending_data = False, None
-        self._advertised.clear()
-        self.device_advertisement = None
+        """The device is out of U0 and cannot be back before the host's idle: from here on
+        only its advertisement is news, everything it sent before is dropped unseen."""
+        self.partner.stale_before = self.partner.cycle
 
     @property
     def last_sent_sequence(self) -> int:
         return (self._tx_sequence - 1) % 8
 
-    async def recover(self, timeout_cycles: int = 50_000) -> None:
-        """Recovery (whoever started it), then the advertisement and the resends."""
+    async def recover(self, timeout_cycles: int = 5_000, attempts: int = 3) -> None:
+        """Recovery (whoever started it), then the advertisement and the resends. An
+        advertisement that does not come within ``timeout_cycles``, or LCRDs that do not start
+        at LCRD_A, send the port to Recovery again, up to ``attempts`` times."""
+        for _ in range(attempts):
+            if await self._recover_once(timeout_cycles):
+                break
+            self.repeated_recoveries += 1
+        else:
+            raise LinkError(f"no advertisement after {attempts} Recoveries "
+                            f"({self._credits} credits)")
+        await self._resend_unretired()
+
+    async def _recover_once(self, timeout_cycles: int) -> bool:
         partner = self.partner
         partner.send_ordered_set(TS1)
         await partner.flush()  # nothing queued before Recovery goes out after it
-        await recover_to_u0(partner, in_recovery=self._forget)
-        await self._send_command(LinkCommand.LGOOD, (self._rx_sequence - 1) % 8)
-        for credit in range(HEADER_BUFFERS):
-            await self._send_command(LinkCommand.LCRD, credit)
-        deadline = partner.cycle + timeout_cycles
-        while not (self._advertised.is_set() and self._credits == HEADER_BUFFERS):
-            if partner.cycle > deadline:
-                raise LinkError(f"no advertisement after Recovery within {timeout_cycles} "
-                                f"cycles ({self._credits} credits)")
-            await partner.wait_cycles(16)
+        # What a port resets in Recovery: credits both ways, a pending LBAD, the advertisement.
+        # Until the host's idle, whatever the device sent from U0 is dropped (a late LCRD
+        # would count against the new advertisement).
+        partner.stale_before = 1 << 62
+        self._credits, self._next_credit_in, self._next_credit_out = 0, 0, 0
+        self._lbad_pending, self._pending_data = False, None
+        self._advertised.clear()
+        self.device_advertisement = None
+        self._advertisement_broken = False
+        await recover_to_u0(partner, before_idle=self._forget)
+        self._readvertising = True
+        try:
+            await self._send_command(LinkCommand.LGOOD, (self._rx_sequence - 1) % 8)
+            for credit in range(HEADER_BUFFERS):
+                await self._send_command(LinkCommand.LCRD, credit)
+            deadline = partner.cycle + timeout_cycles
+            while not (self._advertised.is_set() and self._credits == HEADER_BUFFERS):
+                if partner.cycle > deadline or self._advertisement_broken:
+                    return False
+                await partner.wait_cycles(16)
+            return True
+        finally:
+            self._readvertising = False
+
+    async def _resend_unretired(self) -> None:
+        """Every header after the device's advertisement again, Delayed set (§7.2.4.1.1)."""
+        partner = self.partner
         received = self.device_advertisement
         if any(sequence == received for sequence, _, _ in self._unretired):
             while self._unretired.popleft()[0] != received:

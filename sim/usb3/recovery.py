@@ -45,13 +45,12 @@ def device_in_recovery(partner: PipePartnerDriver, ts1_before: int) -> bool:
 
 
 async def recover_to_u0(partner: PipePartnerDriver,
-                        in_recovery: Callable[[], Awaitable[None]] | None = None
+                        before_idle: Callable[[], Awaitable[None]] | None = None
                         ) -> TrainingResult:
     """Take the link through Recovery to U0 (the partner is in LINK mode after); whoever left
-    U0 first, the port's steps are the same. ``in_recovery`` is awaited once the device is
-    known to be out of U0 (its TS1s received) and before it can be back: the link layer resets
-    there. Raises :class:`~busprobe.sim.usb3.training.TrainingFailed` naming the step that
-    timed out."""
+    U0 first, the port's steps are the same. ``before_idle`` is awaited before the host sends
+    logical idle: the device is out of U0 and cannot be back before it sees that idle. Raises
+    :class:`~busprobe.sim.usb3.training.TrainingFailed` naming the step that timed out."""
     result = TrainingResult()
     partner.send_ordered_set(TS1)
     await _wait_for(partner, "Recovery.Active", POLLING_ACTIVE_TIMEOUT_S,
@@ -60,8 +59,6 @@ async def recover_to_u0(partner: PipePartnerDriver,
                     lambda: f"received TS1/TS2 {partner.received_sets(TS1)[1]}/"
                             f"{partner.received_sets(TS2)[1]}")
     result.steps["Recovery.Active"] = partner.cycle
-    if in_recovery is not None:
-        await in_recovery()
     partner.send_ordered_set(TS2)
     first: list[int | None] = [None]
 
@@ -74,6 +71,8 @@ async def recover_to_u0(partner: PipePartnerDriver,
     await _wait_for(partner, "Recovery.Configuration", POLLING_CONFIGURATION_TIMEOUT_S,
                     configured, lambda: f"received {partner.received_sets(TS2)[1]} TS2")
     result.steps["Recovery.Configuration"] = partner.cycle
+    if before_idle is not None:
+        await before_idle()
     partner.set_mode(HostMode.LINK)
     idle_first: list[int | None] = [None]
 

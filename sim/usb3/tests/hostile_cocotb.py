@@ -35,7 +35,8 @@ async def _fuzz(dut, faults: int, seed: int, kinds: tuple[str, ...] = FAULTS) ->
            telemetry={k: telemetry[k] for k in ("out_bad_dps", "in_retries", "in_dps_sent",
                                                 "in_packets", "out_sequence_errors",
                                                 "pattern_errors")},
-           transfers=tally.transfers, out_bytes=tally.out_bytes, in_bytes=tally.in_bytes,
+           transfers=tally.transfers, repeated_recoveries=tally.repeated_recoveries,
+           out_bytes=tally.out_bytes, in_bytes=tally.in_bytes,
            wall_s=wall, simulated_ms=(hostile.partner.cycle - start) / 125e3,
            link=vars(hostile.link.counters))
     dut._log.warning("hostile link, seed %d: %s; observed %s; telemetry %s; %.1f s", seed,
