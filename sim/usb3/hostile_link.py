@@ -112,8 +112,8 @@ class HostileLink(SuperSpeedLink):
         #: framing broken: the port never sees them, so it neither LGOODs nor LBADs them).
         self.lose_received_tps = 0
         #: Recoveries after which the device's advertisement did not come or its LCRDs did not
-        #: start at LCRD_A, so the host went to Recovery again (§7.2.4.1.13; see docs/DESIGN.md
-        #: §2.13: LUNA misses its reset when it leaves U0 while sending a link command).
+        #: start at LCRD_A, so the host went to Recovery again, as a port must (docs/DESIGN.md
+        #: §2.13 names the LUNA path that could cause it; not seen in make test's run).
         self.repeated_recoveries = 0
         self._readvertising = False
         self._advertisement_broken = False
