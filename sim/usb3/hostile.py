@@ -80,7 +80,7 @@ class HostileTally:
         Valid bulk transfers moved.
     repeated_recoveries : int
         Recoveries the host had to start again because the device did not advertise (the
-        LUNA departure in docs/DESIGN.md §2.13).
+        LUNA departure in docs/DESIGN.md §2.16).
     out_bytes, in_bytes : int
         Payload the host sent and received in them.
     in_errors : int

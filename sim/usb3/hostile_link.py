@@ -113,7 +113,7 @@ class HostileLink(SuperSpeedLink):
         self.lose_received_tps = 0
         #: Recoveries after which the device's advertisement did not come or its LCRDs did not
         #: start at LCRD_A, so the host went to Recovery again, as a port must (docs/DESIGN.md
-        #: §2.13 names the LUNA path that could cause it; not seen in make test's run).
+        #: §2.16 names the LUNA path that could cause it; not seen in make test's run).
         self.repeated_recoveries = 0
         self._readvertising = False
         self._advertisement_broken = False

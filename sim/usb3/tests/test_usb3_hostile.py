@@ -80,7 +80,7 @@ def test_departure_from_usb_3_2(hostile_results: dict, name: str) -> None:
 @pytest.mark.bench
 @pytest.mark.xfail(strict=True, reason="stops after ~6,000 faults (91.25 ms simulated): the "
                    "host takes an LCRD_C where LCRD_A must follow a Recovery; open, see "
-                   "docs/DESIGN.md §2.13")
+                   "docs/DESIGN.md §2.16")
 def test_hostile_link_10000_more_faults_another_seed(usb3_model: Path, tmp_path: Path) -> None:
     outcome, figures = run_hostile(usb3_model, tmp_path, [FUZZ],
                                    BUSPROBE_USB3_HOSTILE_FAULTS="10000",
