@@ -21,9 +21,12 @@ import hashlib
 import re
 from pathlib import Path
 
+from busprobe.protocol import usb2
+
 from .kernel import GuestKernel, VmUnavailable
 
-__all__ = ["build_initramfs", "module_order", "newc_archive", "GUEST_MODULES", "MARK"]
+__all__ = ["build_initramfs", "module_order", "newc_archive", "GUEST_MODULES", "MODULE_PARAMETERS",
+           "MARK"]
 
 #: Modules the guest loads (their dependencies are added): the two USB host controllers, 9p over
 #: virtio for the shared filesystems, VFIO for the PCIe checks, and the storage stack the null
@@ -33,6 +36,12 @@ __all__ = ["build_initramfs", "module_order", "newc_archive", "GUEST_MODULES", "
 GUEST_MODULES = ("xhci-pci", "ehci-pci", "9pnet_virtio", "9p", "virtio_pci", "overlay",
                  "vfio-pci", "vfio_iommu_type1", "scsi_mod", "crct10dif_generic", "sd_mod",
                  "sg", "usb-storage", "uas")
+#: Parameters a module is loaded with (``insmod`` reads no kernel command line). The null disk
+#: offers UAS on alternate 1, and usb-storage leaves any device uas could drive to uas (its
+#: probe asks ``uas_use_uas_driver`` when the kernel has uas at all); the quirk ``u``
+#: (US_FL_IGNORE_UAS) makes usb-storage drive its BOT alternate 0, which the usbredir export
+#: carries (UAS's alternate switch it does not yet).
+MODULE_PARAMETERS = {"usb_storage": f"quirks={usb2.VID:04x}:{usb2.PID:04x}:u"}
 #: Prefix of every line the guest prints for the harness.
 MARK = "BUSPROBE-VM"
 BUSYBOX = Path("/bin/busybox")
@@ -40,8 +49,8 @@ BUSYBOX = Path("/bin/busybox")
 _INIT = f"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t devtmpfs devtmpfs /dev
-while read -r module; do
-    insmod "/modules/$module.ko" || echo "{MARK} insmod-failed $module"
+while read -r module parameters; do
+    insmod "/modules/$module.ko" $parameters || echo "{MARK} insmod-failed $module"
 done < /modules/order
 mkdir -p /lower /upper /host
 mount -t tmpfs tmpfs /upper && mkdir -p /upper/data /upper/work
@@ -117,7 +126,8 @@ def build_initramfs(kernel: GuestKernel, folder: Path) -> Path:
     entries += [("bin/busybox", executable, BUSYBOX.read_bytes()),
                 ("init", executable, _INIT.encode()),
                 ("modules/order", regular,
-                 "".join(f"{path.stem}\n" for path in modules).encode())]
+                 "".join(f"{path.stem} {MODULE_PARAMETERS.get(path.stem.replace('-', '_'), '')}"
+                         "\n" for path in modules).encode())]
     entries += [(f"modules/{path.name}", regular, path.read_bytes()) for path in modules]
     archive = newc_archive(entries)
     path = folder / f"initramfs-{hashlib.sha256(archive).hexdigest()[:16]}.cpio"
