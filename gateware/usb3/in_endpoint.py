@@ -211,6 +211,7 @@ class BurstInEndpoint(wiring.Component):
         can_send = (window_open & ~hold & ~waiting & ~rewind & ~self.halt
                     & (~is_new | (buffered & (settling == 0))))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
+        resend = Signal()  # the packet being sent was sent before (a retry after Rty or rewind)
         # ``at_last`` is a flip-flop computed a beat ahead: it gates the ring's read enable,
         # which fans out to every block RAM, so it must not wait for an adder and a compare.
         beat, beats, shift, at_last = Signal(9), Signal(9), Signal(2), Signal()
@@ -233,7 +234,7 @@ class BurstInEndpoint(wiring.Component):
             with m.State("IDLE"):
                 with m.If(can_send):
                     m.d.comb += self.events.dp_start.eq(1)
-                    m.d.ss += number.eq(send_seq)
+                    m.d.ss += [number.eq(send_seq), resend.eq(~is_new)]
                     with m.If(is_new):
                         m.d.ss += [start.eq(next_byte), length.eq(new_length), eob.eq(new_eob),
                                    starts[entry(send_seq)].eq(next_byte),
@@ -296,9 +297,9 @@ class BurstInEndpoint(wiring.Component):
         burst_length = Signal(5)
         with m.If(done):
             m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),
-                         # Mod 32 as the sequence numbers: unsliced, number 31 + 1 is 32, and
-                         # every 32nd new packet counted as a retry.
-                         self.events.retry.eq((number + 1)[:5] != never_sent),
+                         # Decided when the packet started: a resend of the newest packet sent
+                         # has number + 1 == never_sent too, so the numbers cannot tell it.
+                         self.events.retry.eq(resend),
                          self.events.burst_dp.eq(1),
                          self.events.burst_length.eq(Mux(burst_length == 31, 31,
                                                          burst_length + 1))]
