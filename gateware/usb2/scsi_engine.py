@@ -6,8 +6,7 @@ can fail, and the data come from a table or the LBA pattern. The framing here is
 (:mod:`busprobe.protocol.bot`), one command at a time, with the SCSI decode between CBW and data.
 """
 
-from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
-from amaranth.lib import wiring
+from amaranth import Cat, Const, Mux, Signal
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.bot import (
     CBW_OFFSETS,
@@ -23,14 +22,14 @@ from busprobe.protocol.usb2 import MAX_PACKET_SIZE
 from ..common.lba_pattern import LbaPatternBytes
 from ..common.packet_stream import PacketStreamSignature
 from .scsi_decode import Kind, ScsiDecode
-from .storage_replies import StorageReplies
+from .storage_engine import StorageEngine
 
 __all__ = ["ScsiBotEngine"]
 
 _PACKET_SHIFT = (MAX_PACKET_SIZE - 1).bit_length()
 
 
-class ScsiBotEngine(wiring.Component):
+class ScsiBotEngine(StorageEngine):
     """A SCSI null disk behind BOT, one command at a time, on the bulk endpoints' packet streams.
 
     A CBW (an OUT packet of 31 bytes with ``USBC``; anything else gets a CSW of phase error, as
@@ -82,27 +81,11 @@ class ScsiBotEngine(wiring.Component):
     """
 
     def __init__(self, *, replies=None, capacity_blocks=DEFAULT_CAPACITY_BLOCKS):
-        self._capacity = capacity_blocks
-        self._replies = replies if replies is not None else StorageReplies(capacity_blocks)
         super().__init__({
-            "reset": In(1),
             "out_packets": In(PacketStreamSignature(1)),
             "in_packets": Out(PacketStreamSignature(1)),
-            "read_address": Out(range(self._replies.depth)),
-            "read_data": In(32),
-            "capture": Out(1),
-            "snapshot_ready": In(1),
-            "command": Out(1), "read": Out(1), "write": Out(1), "check": Out(1),
-            "phase_error": Out(1), "blocks": Out(32), "mismatch": Out(1), "waiting": Out(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        # The reset returns every register to its reset value at once, whatever the state.
-        engine = Module()
-        self._engine(engine)
-        m.submodules.engine = ResetInserter({"usb": self.reset})(engine)
-        return m
+            "phase_error": Out(1),
+        }, replies=replies, capacity_blocks=capacity_blocks)
 
     def _engine(self, m):
         sync = m.d.usb

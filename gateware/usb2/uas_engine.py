@@ -9,8 +9,7 @@ IU. A TASK MANAGEMENT IU is answered with a RESPONSE IU; anything else on the co
 a RESPONSE IU of INVALID INFORMATION UNIT.
 """
 
-from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
-from amaranth.lib import wiring
+from amaranth import Cat, Const, Mux, Signal
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import scsi, uas
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
@@ -18,12 +17,12 @@ from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 from ..common.lba_pattern import LbaPatternBytes
 from ..common.packet_stream import PacketStreamSignature
 from .scsi_decode import Kind, ScsiDecode
-from .storage_replies import StorageReplies
+from .storage_engine import StorageEngine
 
 __all__ = ["UasEngine"]
 
 
-class UasEngine(wiring.Component):
+class UasEngine(StorageEngine):
     """A SCSI null disk behind UAS on the bulk endpoints' packet streams.
 
     Attributes
@@ -51,28 +50,13 @@ class UasEngine(wiring.Component):
     """
 
     def __init__(self, *, replies=None, capacity_blocks=DEFAULT_CAPACITY_BLOCKS):
-        self._capacity = capacity_blocks
-        self._replies = replies if replies is not None else StorageReplies(capacity_blocks)
         super().__init__({
-            "reset": In(1),
             "command_packets": In(PacketStreamSignature(1)),
             "status_packets": Out(PacketStreamSignature(1)),
             "in_packets": Out(PacketStreamSignature(1)),
             "out_packets": In(PacketStreamSignature(1)),
-            "read_address": Out(range(self._replies.depth)),
-            "read_data": In(32),
-            "capture": Out(1),
-            "snapshot_ready": In(1),
-            "command": Out(1), "read": Out(1), "write": Out(1), "check": Out(1),
-            "blocks": Out(32), "mismatch": Out(1), "waiting": Out(1), "task": Out(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        engine = Module()
-        self._engine(engine)
-        m.submodules.engine = ResetInserter({"usb": self.reset})(engine)
-        return m
+            "task": Out(1),
+        }, replies=replies, capacity_blocks=capacity_blocks)
 
     def _engine(self, m):
         sync = m.d.usb

@@ -33,6 +33,7 @@ from busprobe.transport import BusDescription, InvalidRequest, TransportError
 
 from ..channels import SimClock
 from ..simulator import SimServer, SimulatorClient
+from ..target_group import SimTargetGroup
 
 __all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPlatform",
            "SimPcieGroup", "SimClock", "SimConsole", "completion_timeout", "HOST_OPTIONS"]
@@ -277,7 +278,7 @@ def open_sim_pcie(target: TargetDescription) -> SimPcieTransport:
     return SimPcieTransport(SimDmaPlatform(target))
 
 
-class SimPcieGroup:
+class SimPcieGroup(SimTargetGroup):
     """``sim:pcie?endpoints=N``: N endpoints behind one switch in one simulation, each a
     target of its own (:class:`SimPcieTransport` on its own RPC channel).
 
@@ -292,13 +293,10 @@ class SimPcieGroup:
     """
 
     def __init__(self, target: TargetDescription) -> None:
-        self.name = target.text
         self.endpoints = int(target.options["endpoints"])
-        self.server: SimServer | None = None
-        self.transports = [SimPcieTransport(SimDmaPlatform(target, group=self, channel=i))
-                           for i in range(self.endpoints)]
-        self.targets = [(t.selector, t) for t in self.transports]
-        self.clock = SimClock(self)
+        super().__init__(target.text, [
+            SimPcieTransport(SimDmaPlatform(target, group=self, channel=i))
+            for i in range(self.endpoints)])
         self._link = self.transports[0].platform.link  # type: ignore[attr-defined]
 
     def open(self) -> None:
@@ -308,26 +306,10 @@ class SimPcieGroup:
 
         with stdout_to_stderr():
             build_dir = build_multi_simulator(self.endpoints)
-        self.server = SimServer(build_dir, MULTI_TOPLEVEL, "busprobe.sim.pcie.server",
-                                name=self.name, timescale=TIMESCALE,
-                                env={ENV_LINK: link_json(self._link),
-                                     ENV_ENDPOINTS: str(self.endpoints)})
-        try:
-            for transport in self.transports:
-                transport.open()
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        for transport in self.transports:
-            try:
-                transport.close()
-            except TransportError:
-                pass
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        self.serve(SimServer(build_dir, MULTI_TOPLEVEL, "busprobe.sim.pcie.server",
+                             name=self.name, timescale=TIMESCALE,
+                             env={ENV_LINK: link_json(self._link),
+                                  ENV_ENDPOINTS: str(self.endpoints)}))
 
 
 def open_sim_pcie_group(target: TargetDescription) -> SimPcieGroup:

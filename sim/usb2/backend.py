@@ -23,11 +23,11 @@ from busprobe.selectors import parse_selector
 from busprobe.stdout_guard import stdout_to_stderr
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_usb2 import DESIGN_FEATURES, sim_usb2_hops
-from busprobe.transport import InvalidRequest, TransportError
+from busprobe.transport import InvalidRequest
 
-from ..channels import SimClock
 from ..netlist.usb2 import build_usb2_netlist_simulator
 from ..simulator import SimServer
+from ..target_group import SimTargetGroup
 from ..usb_platform import SimUsbPlatform
 from .server import ENV_ATTACH, ENV_DEVICES, ENV_PROFILE
 from .simulator_build import TOPLEVEL, build_usb2_simulator
@@ -130,7 +130,7 @@ class SimUsb2Platform(SimUsbPlatform):
         return [hop.to_json() for hop in sim_usb2_hops(self.target.options, self.channel)]
 
 
-class SimUsb2Group:
+class SimUsb2Group(SimTargetGroup):
     """``sim:usb2?devices=N&attach=hub|ports``: N busprobe devices in one simulation, each a
     target of its own (:class:`SimUsb2Transport` on its own RPC channel).
 
@@ -148,14 +148,11 @@ class SimUsb2Group:
         if target.options["level"] != "rtl":
             raise InvalidRequest(f"{target.text}: several devices are simulated from the "
                                  "design's RTL only (level=rtl)")
-        self.name = target.text
         self.target = target
         self.devices = int(target.options["devices"])
-        self.server: SimServer | None = None
-        self.transports = [SimUsb2Transport(SimUsb2Platform(target, group=self, channel=i))
-                           for i in range(self.devices)]
-        self.targets = [(t.selector, t) for t in self.transports]
-        self.clock = SimClock(self)
+        super().__init__(target.text, [
+            SimUsb2Transport(SimUsb2Platform(target, group=self, channel=i))
+            for i in range(self.devices)])
 
     def open(self) -> None:
         from .multi_top import MULTI_TOPLEVEL, build_usb2_multi_simulator
@@ -163,27 +160,10 @@ class SimUsb2Group:
         options = self.target.options
         with stdout_to_stderr():
             model = build_usb2_multi_simulator(self.devices, options["design"])
-        self.server = SimServer(model, MULTI_TOPLEVEL, "busprobe.sim.usb2.server",
-                                name=self.name,
-                                env={ENV_PROFILE: options["host"],
-                                     ENV_DEVICES: str(self.devices),
-                                     ENV_ATTACH: options["attach"]})
-        try:
-            for transport in self.transports:
-                transport.open()
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        for transport in self.transports:
-            try:
-                transport.close()
-            except TransportError:
-                pass
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        self.serve(SimServer(model, MULTI_TOPLEVEL, "busprobe.sim.usb2.server", name=self.name,
+                             env={ENV_PROFILE: options["host"],
+                                  ENV_DEVICES: str(self.devices),
+                                  ENV_ATTACH: options["attach"]}))
 
 
 def open_sim_usb2_group(target: TargetDescription) -> SimUsb2Group:
