@@ -282,14 +282,8 @@ class SimPcieGroup(SimTargetGroup):
     """``sim:pcie?endpoints=N``: N endpoints behind one switch in one simulation, each a
     target of its own (:class:`SimPcieTransport` on its own RPC channel).
 
-    Attributes
-    ----------
-    targets : list of (str, SimPcieTransport)
-        ``selector#i`` and endpoint i's transport.
-    clock : SimClock
-        How their streams start together.
-    server : SimServer or None
-        The one simulator, while open.
+    Its attributes are :class:`~busprobe.sim.target_group.SimTargetGroup`'s, target i being
+    endpoint i.
     """
 
     def __init__(self, target: TargetDescription) -> None:

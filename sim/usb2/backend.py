@@ -134,14 +134,8 @@ class SimUsb2Group(SimTargetGroup):
     """``sim:usb2?devices=N&attach=hub|ports``: N busprobe devices in one simulation, each a
     target of its own (:class:`SimUsb2Transport` on its own RPC channel).
 
-    Attributes
-    ----------
-    targets : list of (str, SimUsb2Transport)
-        ``selector#i`` and device i's transport.
-    clock : SimClock
-        How their streams start together.
-    server : SimServer or None
-        The one simulator, while open.
+    Its attributes are :class:`~busprobe.sim.target_group.SimTargetGroup`'s, target i being
+    device i.
     """
 
     def __init__(self, target: TargetDescription) -> None:
