@@ -21,6 +21,7 @@ from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
 from .link_commands import queue_link_commands
+from .transmit_arbiter import SameCycleStreamArbiter
 
 __all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer"]
 
@@ -71,6 +72,11 @@ class BurstLinkLayer(USB3LinkLayer):
         # that takes them whole and sends them back to back; dropped when the link leaves U0.
         queue_link_commands(m, m.submodules.stream_arbiter, m.submodules.header_rx.source,
                             flush=~self.trained | self.in_reset)
+        # Upstream limitation (luna-usb 0.2.3, StreamArbiter): a dead cycle at every change of
+        # stream on the lane; .transmit_arbiter grants in the same cycle.
+        arbiter = SameCycleStreamArbiter.adopt(m.submodules.stream_arbiter)
+        m.d.comb += [arbiter.counting.eq(self.trained & ~self.in_reset),
+                     arbiter.flush.eq(self.in_reset)]
         return m
 
 
