@@ -11,7 +11,7 @@ once.
 
 from amaranth import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
-from busprobe.gateware.usb3.link_commands import queue_link_commands
+from busprobe.gateware.usb3.link_commands import advertise_after_every_recovery, queue_link_commands
 from busprobe.sim.usb3.framing import frame_header, parse_command
 from luna.gateware.usb.stream import SuperSpeedStreamArbiter, USBRawSuperSpeedStream
 from luna.gateware.usb.usb3.link.receiver import HeaderPacketReceiver
@@ -124,3 +124,81 @@ def test_on_a_free_lane_the_queue_costs_nothing_every_command_leaves_when_it_wou
     run_busy_lane(queued=False, busy=False, cycles=3000, timeline=upstream)
     run_busy_lane(queued=True, busy=False, cycles=3000, timeline=queued)
     assert len(upstream) > 40 and queued == upstream
+
+
+def advertisement_after_recovery(*, fixed, leave_u0_after, headers=2):
+    """The link commands the receiver sends once back in U0, when the link left U0
+    ``leave_u0_after`` cycles after the last word of ``headers`` headers the host sent (the
+    device's LGOODs and LCRDs for them in flight), wired as :class:`.core.BurstLinkLayer` wires
+    it: the queue dropping everything while out of U0, and with ``fixed`` the receiver given
+    :func:`advertise_after_every_recovery`."""
+    m = Module()
+    m.submodules.receiver = receiver = HeaderPacketReceiver()
+    m.submodules.arbiter = arbiter = SuperSpeedStreamArbiter()
+    arbiter.add_stream(receiver.source)
+    link_ready = Signal(init=1)
+    queue_link_commands(m, arbiter, receiver.source, flush=~link_ready)
+    if fixed:
+        advertise_after_every_recovery(receiver)
+    m.d.comb += [receiver.enable.eq(link_ready), receiver.queue.ready.eq(1),
+                 arbiter.source.ready.eq(1)]
+    commands = []
+
+    async def host(ctx):
+        lane = []
+        for sequence in range(headers):
+            lane += _words(frame_header((0x8, 0, 0), sequence)) + [(0, 0)]
+        previous, back_at = (0, 0), None
+        sent_at = 100 + len(lane)  # the cycle after the last header's idle word
+        for cycle in range(sent_at + leave_u0_after + 160):
+            if ctx.get(arbiter.source.valid):
+                word = (ctx.get(arbiter.source.data), ctx.get(arbiter.source.ctrl))
+                if previous[1] == 0xF and word[1] == 0 and back_at is not None:
+                    commands.append(parse_command(word[0].to_bytes(4, "little")))
+                previous = word
+            if cycle == 100:
+                ctx.set(receiver.sink.valid, 1)  # the advertisement is long done
+            data, ctrl = lane.pop(0) if cycle >= 100 and lane else (0, 0)
+            if cycle == sent_at + leave_u0_after:
+                ctx.set(link_ready, 0)
+            if cycle == sent_at + leave_u0_after + 100:
+                ctx.set(link_ready, 1)
+                back_at = cycle
+            ctx.set(receiver.sink.data, data)
+            ctx.set(receiver.sink.ctrl, ctrl)
+            await ctx.tick("ss")
+
+    sim = Simulator(m)
+    sim.add_clock(8e-9, domain="ss")
+    sim.add_testbench(host)
+    sim.run()
+    return [(command.name, subtype) for command, subtype in commands]
+
+
+def _advertises(commands, last_header):
+    return commands == [("LGOOD", last_header)] + [("LCRD", credit) for credit in range(4)]
+
+
+def test_upstream_receiver_skips_its_advertisement_when_u0_is_left_mid_command():
+    """Documents the LUNA bug :class:`AdvertisingHeaderPacketReceiver` works around: if this
+    fails, upstream fixed it and the subclass can go. Leaving U0 while the receiver sends the
+    LGOODs and LCRDs of two headers, it sends no LGOOD after Recovery and LCRDs numbered on
+    from before (USB 3.2 §7.2.4.1.1 asks for LGOOD_1, LCRD_A..D)."""
+    missed = {after: advertisement_after_recovery(fixed=False, leave_u0_after=after)
+              for after in range(-4, 16)}
+    # What left for the void while out of U0 is not sent again, and the reset was skipped:
+    # only an LGOOD (no credit: the host waits, then goes to Recovery again), nothing at all,
+    # or an LGOOD naming a header before the last (the host would send the last again and
+    # the device, expecting the one after it, would go to Recovery again).
+    assert missed[2] == [("LGOOD", 1)], missed
+    assert missed[8] == [], missed
+    assert missed[6] == [("LGOOD", 0)] + [("LCRD", credit) for credit in range(4)], missed
+    assert sum(not _advertises(commands, 1) for commands in missed.values()) >= 10, missed
+
+
+def test_receiver_advertises_after_every_recovery_whenever_u0_is_left():
+    """From before the last header ended to after every command for it left: always LGOOD of
+    the last header received, then LCRD_A..D."""
+    for after in range(-4, 16):
+        commands = advertisement_after_recovery(fixed=True, leave_u0_after=after)
+        assert _advertises(commands, 1), (after, commands)
