@@ -115,6 +115,14 @@ class AdvertisingHeaderPacketReceiver(HeaderPacketReceiver):
     ACK and credit counters keep what they held. The hostile link's bench run (seed 3333) met it
     after ~6,000 faults (docs/DESIGN.md §2.16).
 
+    A second departure in the same receiver: its ``RawHeaderPacketReceiver`` takes header
+    packets whatever the link state, so a header the host was sending when the device went to
+    Recovery counts as received although the device was out of U0 (an extra LGOOD and LCRD
+    after the advertisement: one credit more than the device has buffers), and a header cut
+    short by the host's TS1 counts as bad (an LBAD after the advertisement). Found by the
+    hostile link (seed 33, fault 1,929: an ITP on the lane as the device left U0). Here the raw
+    receiver is held in reset while the link is out of U0: a port takes packets in U0 only.
+
     Here the FSM sees an ``enable`` that falls only where LUNA's reset is right: in
     ``DISPATCH_COMMAND`` with nothing left to send, i.e. the FSM was there the cycle before too
     (with something owed it would have left) and no header arrived then (whose LGOOD the reset
@@ -138,6 +146,10 @@ class AdvertisingHeaderPacketReceiver(HeaderPacketReceiver):
                    header_before.eq(self.packet_received)]
         settled = dispatching & was_dispatching & ~header_before
         m.d.comb += seen.eq(link_ready | (held & ~settled))
+        # The raw receiver (LUNA's submodule "receiver"), swapped for itself held in reset out
+        # of U0; its signals are the same objects, so LUNA's wiring stands.
+        raw, src_loc = m._named_submodules["receiver"]
+        m._named_submodules["receiver"] = (ResetInserter({"ss": ~link_ready})(raw), src_loc)
         return m
 
 
