@@ -137,10 +137,11 @@ class BurstInEndpoint(wiring.Component):
             DomainRenamer("ss")(lengths_fifo))
         # Registered, a word short of full: in loopback ``ready`` reaches the OUT endpoint's
         # block RAM read enable, and the subtract-compare must not lengthen that path.
-        room = Signal()
-        m.d.ss += room.eq((filled - retired)[:16] <= ring_bytes - 12)
+        room, lengths_room = Signal(), Signal()
+        m.d.ss += [room.eq((filled - retired)[:16] <= ring_bytes - 12),
+                   lengths_room.eq(framed_lengths.w_level < FRAMED_PACKETS - 3)]
         m.d.comb += [
-            self.stream.ready.eq(room & (~self.framed | framed_lengths.w_rdy)),
+            self.stream.ready.eq(room & (~self.framed | lengths_room)),
             write.addr.eq(filled[2:2 + word_bits]),
             write.data.eq(self.stream.payload.data),
             write.en.eq(self.stream.valid & self.stream.ready),
@@ -150,10 +151,14 @@ class BurstInEndpoint(wiring.Component):
         filling = Signal(11)  # bytes of the framed packet being written
         beat_bytes = sum(self.stream.payload.keep[i] for i in range(4))
         closes = self.stream.payload.last | (filling + beat_bytes == PACKET_BYTES)
-        m.d.comb += framed_lengths.w_data.eq(filling + beat_bytes)
+        closed, closed_length = Signal(), Signal(11)
+        m.d.comb += [framed_lengths.w_en.eq(closed), framed_lengths.w_data.eq(closed_length)]
+        m.d.ss += closed.eq(0)
         with m.If(write.en & self.framed):
-            m.d.ss += filling.eq(Mux(closes, 0, filling + beat_bytes))
-            m.d.comb += framed_lengths.w_en.eq(closes)
+            m.d.ss += [filling.eq(Mux(closes, 0, filling + beat_bytes)),
+                       closed.eq(closes), closed_length.eq(filling + beat_bytes)]
+        with m.If(dropped):
+            m.d.ss += closed.eq(0)
 
         # Transfer framing of the next new packet. Length, EOB and "buffered" are registered (the
         # 31-bit compares would not meet 125 MHz in one cycle with what depends on them); after

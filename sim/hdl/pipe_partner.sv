@@ -37,6 +37,10 @@
 //   blk_symbols [8*MAX_BLOCK], blk_k [MAX_BLOCK], blk_len, blk_start_at, blk_request
 //                                      queue one block (blk_request incremented by the model)
 //   blk_done [31:0], blk_free [7:0]    blocks fully sent; free queue slots
+//   blk_taken [31:0], cmd_taken [31:0] the last blk_request / cmd_request taken: the model
+//                                      writes the next request only after the partner took
+//                                      this one (a write landing in the same time step as a
+//                                      clock edge would otherwise replace an untaken request)
 //   blk_last_end [63:0]                cycle the last block's final symbol went out
 //   cmd_symbols [64], cmd_k, cmd_request, cmd_done, cmd_free
 //                                      the link-command lane: 8-symbol link commands, sent at
@@ -94,12 +98,14 @@ module pipe_partner #(
     input  logic [31:0]                 blk_request,
     output logic [31:0]                 blk_done,
     output logic [7:0]                  blk_free,
+    output logic [31:0]                 blk_taken,
     output logic [63:0]                 blk_last_end,
     input  logic [63:0]                 cmd_symbols,
     input  logic [7:0]                  cmd_k,
     input  logic [31:0]                 cmd_request,
     output logic [31:0]                 cmd_done,
     output logic [4:0]                  cmd_free,
+    output logic [31:0]                 cmd_taken,
     input  logic                        flush,
     input  logic [3*8*32-1:0]           rec_word,
     input  logic [3*8*4-1:0]            rec_k,
@@ -289,6 +295,8 @@ module pipe_partner #(
         end
     end
     assign blk_free = BLOCKS[7:0] - blk_used - (blk_request != blk_seen ? 8'd1 : 8'd0);
+    assign blk_taken = blk_seen;
+    assign cmd_taken = cmd_seen;
     assign cmd_free = 5'd16 - (cmd_wr - cmd_rd) - (cmd_request != cmd_seen ? 5'd1 : 5'd0);
 
     pipe_receiver #(.MAX_CAPTURE(MAX_CAPTURE), .CAPTURES(CAPTURES), .K_SKP(K_SKP),

@@ -228,7 +228,7 @@ class PipePartnerDriver(ClockedDriver):
             dut.blk_start_at.value = start_at
             self._blk_request += 1
             dut.blk_request.value = self._blk_request & 0xFFFF_FFFF
-            await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one block per cycle
+            await self._taken(dut.blk_taken, self._blk_request)
 
     async def wait_backlog(self, blocks: int) -> None:
         """Wait until at most ``blocks`` blocks (the one on the wire included) are queued."""
@@ -246,7 +246,21 @@ class PipePartnerDriver(ClockedDriver):
             dut.cmd_k.value = kmask
             self._cmd_request += 1
             dut.cmd_request.value = self._cmd_request & 0xFFFF_FFFF
-            await Timer(CLOCK_PERIOD_PS, "ps")  # the partner takes one command per cycle
+            await self._taken(dut.cmd_taken, self._cmd_request)
+
+    @staticmethod
+    async def _taken(taken: object, request: int) -> None:
+        """Wait until the partner took ``request``.
+
+        The partner reads a request's registers at the clock edge after the counter moved. A
+        fixed one-cycle wait is not enough: a timer ending in the time step of a clock edge
+        may run before that edge is evaluated, and the next writer's registers then replace
+        an untaken request, whose packet or link command is silently lost (a lost header
+        packet put LUNA's device in Recovery: "header sequence 2, expected 1", seen by the
+        host as "no header credit").
+        """
+        while int(taken.value) != request & 0xFFFF_FFFF:
+            await ValueChange(taken)
 
     async def flush(self) -> None:
         """Drop every queued block and link command (a port reset forgets them)."""
