@@ -33,6 +33,9 @@ transfers of the PRBS31 pattern. Each fault is one of :data:`FAULTS`, chosen wit
     device sees the next one's sequence number out of order and goes to Recovery; a device
     LGOOD / LCRD with a broken CRC-5, so the host sees the next one out of order and goes to
     Recovery. Each exactly one Recovery, the device's advertisement as predicted.
+``mid_transfer_recovery``
+    Recovery between two DPs of an OUT transfer, every header before it acknowledged both ways:
+    the device follows once, the transfer completes with nothing sent again.
 
 After every fault the device must be in U0 and its next transfer must run; at the end every
 byte the device took and sent is checked against the pattern and its counters against the
@@ -51,7 +54,7 @@ from busprobe.protocol.patterns import Pattern, PatternStream
 
 from .controller import ITP_INTERVAL_CYCLES
 from .framing import HEADER_SYMBOLS, LinkCommand
-from .hostile_idle import SETTLE_CYCLES, IdleLinkFaults
+from .hostile_idle import RECOVERY_NOTICE_CYCLES, SETTLE_CYCLES, IdleLinkFaults
 from .hostile_link import HostileLink, HostilePartner, hostile_session
 from .pipe import TS1
 from .recovery import device_in_recovery
@@ -61,8 +64,6 @@ __all__ = ["HostileHost", "HostileTally", "OracleMismatch", "FAULTS", "hostile_s
 
 EP_IN, EP_OUT = contract.EP_IN & 0x7F, contract.EP_OUT
 MPS = contract.MAX_PACKET_SIZE
-#: Cycles the host waits for a device to leave U0 after the link command that must make it.
-RECOVERY_NOTICE_CYCLES = 5_000
 #: A one-packet OUT transfer starting this long before an ITP boundary ends before it (the
 #: controller sends an ITP at the first chance after each boundary).
 ITP_CLEARANCE_CYCLES = 2_000
@@ -371,4 +372,5 @@ class HostileHost(IdleLinkFaults):
 #: Fault injections, by method name.
 FAULTS = ("header_crc16", "control_word_crc5", "header_symbol", "dpp_crc32", "payload_symbol",
           "device_header_crc", "device_dpp_crc32", "lost_lgood", "lost_lcrd", "u0_recovery",
-          "header_framing", "device_dp_header_crc", "device_lgood_crc5", "device_lcrd_crc5")
+          "header_framing", "device_dp_header_crc", "device_lgood_crc5", "device_lcrd_crc5",
+          "mid_transfer_recovery")

@@ -1,15 +1,18 @@
-"""Faults of :mod:`.hostile` that need an idle link: a header whose framing is lost, and the
-device's own link commands arriving broken. Each is carried by two ITPs, which ask nothing back,
-so no device header is in flight when the link goes through Recovery (LUNA would lose it, see
-docs/DESIGN.md §2.16's departures)."""
+"""Faults of :mod:`.hostile` that take the link through Recovery with no device header in
+flight (LUNA would lose it, see docs/DESIGN.md §2.16's departures): on an idle link, a header
+whose framing is lost and the device's own link commands arriving broken, each carried by two
+ITPs, which ask nothing back; and a Recovery between two DPs of an OUT transfer, once every
+header before it is acknowledged both ways."""
 
 from __future__ import annotations
 
 from .framing import LinkCommand
 from .protocol import itp_header
 
-__all__ = ["IdleLinkFaults", "SETTLE_CYCLES"]
+__all__ = ["IdleLinkFaults", "SETTLE_CYCLES", "RECOVERY_NOTICE_CYCLES"]
 
+#: Cycles the host waits for a device to leave U0 after the link command that must make it.
+RECOVERY_NOTICE_CYCLES = 5_000
 #: Cycles after a carrying transfer or header before its fault's answer is counted: a link
 #: command the device owes waits behind a data packet it is sending (1,056 symbols, 264 cycles).
 SETTLE_CYCLES = 400
@@ -73,3 +76,24 @@ class IdleLinkFaults:
     async def device_lcrd_crc5(self) -> None:
         await self._device_command_fault("device_lcrd_crc5", LinkCommand.LCRD)
 
+    async def mid_transfer_recovery(self) -> None:
+        """Recovery between two DPs of a 2-4 packet OUT transfer, once every header before has
+        been acknowledged both ways (none in flight: LUNA would lose one, see the departures):
+        the device follows once and the transfer completes, nothing sent again."""
+        name, packets = "mid_transfer_recovery", self.rng.randint(2, 4)
+        at = self.rng.randrange(1, packets)
+        before = self._snapshot()
+
+        async def recover() -> None:
+            deadline = self.partner.cycle + RECOVERY_NOTICE_CYCLES
+            while self.link.headers_unacknowledged:
+                if self.partner.cycle > deadline:
+                    raise self.Mismatch(f"fault {self.index} ({name}): DPs never LGOODed")
+                await self.partner.wait_cycles(16)
+            await self.partner.wait_cycles(SETTLE_CYCLES)  # the device's ACK TPs, our LGOODs
+            await self._recover(f"{name} before DP {at} of {packets}")
+        self.link.before_payload = (at, recover)
+        await self.transfer("out", packets)
+        if self.link.before_payload is not None:
+            raise self.Mismatch(f"fault {self.index} ({name}): DP {at} never sent")
+        await self._check(name, before, {"recovery": 1})

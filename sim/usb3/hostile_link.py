@@ -8,7 +8,7 @@ only the hostile tests pay for them (:func:`hostile_session` builds a session wi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from busprobe.model.usb3_hosts import Usb3HostProfile
@@ -127,6 +127,9 @@ class HostileLink(SuperSpeedLink):
         #: through Recovery, as a port must (§7.2.4.1.3, .1.7); otherwise it is a LinkError.
         self.recover_on_out_of_order = False
         self.out_of_order: str | None = None
+        #: Fault injection: ``(n, action)``: ``action`` is awaited before the header packet of
+        #: the n-th data payload the host sends from now (0: the next), with the lane held.
+        self.before_payload: tuple[int, Callable[[], Awaitable[None]]] | None = None
         self._readvertising = False
         self._advertisement_broken = False
 
@@ -165,6 +168,21 @@ class HostileLink(SuperSpeedLink):
             self.corrupt_received_dphs -= 1
             header = replace(header, crc_ok=False)
         await super()._on_header(header)
+
+    async def _send_header(self, dws: tuple[int, int, int], payload: bytes | None, *,
+                           start_at: int, corrupt_crc32: bool) -> int:
+        if self.before_payload is not None and payload is not None:
+            skip, action = self.before_payload
+            self.before_payload = (skip - 1, action) if skip else None
+            if not skip:
+                await action()
+        return await super()._send_header(dws, payload, start_at=start_at,
+                                          corrupt_crc32=corrupt_crc32)
+
+    @property
+    def headers_unacknowledged(self) -> int:
+        """Host headers the device has not LGOODed yet."""
+        return len(self._unretired)
 
     def take_payload(self, header: HeaderPacket) -> HeaderPacket:
         """The DP filter :func:`hostile_session` puts in front of the protocol layer."""
