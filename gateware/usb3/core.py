@@ -22,6 +22,7 @@ from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
 from .link_commands import advertise_after_every_recovery, queue_link_commands
+from .transmit_arbiter import SameCycleStreamArbiter
 
 __all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer"]
 
@@ -75,6 +76,11 @@ class BurstLinkLayer(USB3LinkLayer):
         # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): leaving U0
         # while it sends an LGOOD or LCRD, it skips its advertisement after Recovery.
         advertise_after_every_recovery(m.submodules.header_rx)
+        # Upstream limitation (luna-usb 0.2.3, StreamArbiter): a dead cycle at every change of
+        # stream on the lane; .transmit_arbiter grants in the same cycle.
+        arbiter = SameCycleStreamArbiter.adopt(m.submodules.stream_arbiter)
+        m.d.comb += [arbiter.counting.eq(self.trained & ~self.in_reset),
+                     arbiter.flush.eq(self.in_reset)]
         return m
 
 

@@ -1,6 +1,6 @@
 """The busprobe USB 3.0 SuperSpeed device: bursting bulk IN and OUT, pattern, telemetry."""
 
-from amaranth import Elaboratable, Module
+from amaranth import Elaboratable, Module, Signal
 from amaranth.lib import wiring
 from busprobe.protocol import usb3
 from luna.gateware.usb.usb3.endpoints import USB3ControlEndpoint
@@ -85,26 +85,35 @@ class Usb3ProbeDevice(Elaboratable):
                          generator_port.request.eq(endpoint_port.request),
                          endpoint_port.done.eq(generator_port.done)]
 
+        # EP0's requests reach the data path a cycle after they are decoded, strobes and values
+        # alike (so they stay together): from the control endpoint's request multiplexer
+        # through the handlers into the IN endpoint's flush was the ss clock's critical path on
+        # ECPIX-5 (119.4 MHz, nextpnr seed 1). A cycle is nothing next to a control transfer.
+        def registered(signal):
+            copy = Signal.like(signal, name=f"{signal.name}_r")
+            m.d.ss += copy.eq(signal)
+            return copy
+
         # SET_PATTERN and SET_DATA_MODE restart both pattern streams and drop what either
         # endpoint holds, so a new mode starts from empty buffers both ways.
-        restart = requests.set_pattern
+        restart = registered(requests.set_pattern)
         m.submodules.data_path = data_path = Usb3DataPath()
         m.d.comb += [
-            data_path.mode.eq(requests.data_mode),
-            data_path.pattern.eq(requests.pattern),
+            data_path.mode.eq(registered(requests.data_mode)),
+            data_path.pattern.eq(registered(requests.pattern)),
             data_path.restart.eq(restart),
             data_path.clear.eq(requests.clear_telemetry),
             endpoint_in.framed.eq(data_path.in_framed),
             endpoint_in.flush.eq(restart),
-            endpoint_in.new_transfer.eq(requests.set_in_transfer),
-            endpoint_in.transfer_length.eq(requests.in_transfer_length),
-            endpoint_in.zlp.eq(requests.in_zlp),
+            endpoint_in.new_transfer.eq(registered(requests.set_in_transfer)),
+            endpoint_in.transfer_length.eq(registered(requests.in_transfer_length)),
+            endpoint_in.zlp.eq(registered(requests.in_zlp)),
             endpoint_out.flush.eq(restart),
             standard.configuration.eq(core.configuration),
-            endpoint_in.halt.eq(standard.halt_in),
-            endpoint_in.restart.eq(standard.restart_in),
-            endpoint_out.halt.eq(standard.halt_out),
-            endpoint_out.restart.eq(standard.restart_out),
+            endpoint_in.halt.eq(registered(standard.halt_in)),
+            endpoint_in.restart.eq(registered(standard.restart_in)),
+            endpoint_out.halt.eq(registered(standard.halt_out)),
+            endpoint_out.restart.eq(registered(standard.restart_out)),
         ]
         wiring.connect(m, data_path.to_in, endpoint_in.stream)
         wiring.connect(m, endpoint_out.stream, data_path.from_out)

@@ -11,7 +11,7 @@ from usb_protocol.types import USBRequestType
 
 from ..common.pattern import PATTERN_SHAPE
 from ..common.words import little_endian_words
-from .reply_buffer import RegisteredReadyBuffer
+from .skid_buffer import RegisteredReadyBuffer
 
 __all__ = ["SuperSpeedProbeRequestHandler", "INFO_WORDS"]
 

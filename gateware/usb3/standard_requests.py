@@ -19,6 +19,7 @@ from usb_protocol.types import (
 )
 
 from ..common.setup_fields import index_is
+from .skid_buffer import RegisteredReadyBuffer
 
 __all__ = ["SuperSpeedStandardRequestHandler", "SuperSpeedFeature"]
 
@@ -121,12 +122,19 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
         m.submodules.descriptors = descriptors = GetDescriptorHandler(
             self._descriptors, usb_domain="ss", stream_type=SuperSpeedStreamInterface)
         m.d.comb += [descriptors.value.eq(setup.value), descriptors.length.eq(setup.length)]
+        # As the vendor handler's reply: the descriptor leaves through a buffer whose ready is a
+        # flip-flop, so the link's ready does not reach LUNA's descriptor ROM and byte counter
+        # (the ss clock's critical path on ECPIX-5, 123.1 MHz on nextpnr seed 1, once the
+        # transmit arbiter's and the data path's were cut).
+        m.submodules.descriptor_buffer = buffer = RegisteredReadyBuffer(domain="ss")
+        m.d.comb += buffer.sink.stream_eq(descriptors.tx)
 
         # As in the vendor handler: the token strobes registered, a cycle late (125 MHz).
         data_requested, status_requested = Signal(), Signal()
         m.d.ss += [data_requested.eq(interface.data_requested),
                    status_requested.eq(interface.status_requested)]
         data_received = falling_edge_detected(m, interface.rx.valid, domain="ss")
+        m.d.comb += buffer.flush.eq(setup.received | data_requested)
 
         configured = self.configuration != 0
         reply, reply_length, sending = Signal(16), Signal(2), Signal()
@@ -142,7 +150,7 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
         state = Signal(_State)
         with m.Switch(state):
             with m.Case(_State.DESCRIPTOR):
-                m.d.comb += [interface.tx.stream_eq(descriptors.tx),
+                m.d.comb += [interface.tx.stream_eq(buffer.source),
                              interface.tx_length.eq(descriptors.tx_length),
                              handshakes.send_stall.eq(descriptors.stall),
                              descriptors.start.eq(data_requested)]

@@ -54,6 +54,7 @@
 //   dev_lfps_bursts [31:0]             LFPS bursts the device has sent
 //   cap_* / cap_pop                    capture FIFO (pipe_receiver.sv); cap_pop drops the head
 //   symbols_in/out [63:0]              symbols (SKP included) sent to / received from the device
+//   skp_out [63:0]                     SKP symbols received from the device (two per ordered set)
 //   cycle [63:0]                       free-running cycle counter
 module pipe_partner #(
     parameter int MAX_BLOCK = 1088,
@@ -126,6 +127,7 @@ module pipe_partner #(
     input  logic [31:0]                 cap_pop,
     output logic [63:0]                 symbols_in,
     output logic [63:0]                 symbols_out,
+    output logic [63:0]                 skp_out,
     output logic [63:0]                 cycle
 );
     localparam logic [1:0] MODE_QUIET = 2'd0, MODE_OS = 2'd1, MODE_LINK = 2'd2;

@@ -37,6 +37,7 @@ module pipe_receiver #(
     output logic                        cap_overflow,
     input  logic [31:0]                 cap_pop,
     output logic [63:0]                 symbols_out,
+    output logic [63:0]                 skp_out,
     input  logic [63:0]                 cycle
 );
     localparam logic [2:0] CAP_HEADER = 3'd1, CAP_COMMAND = 3'd2, CAP_DATA = 3'd3,
@@ -87,11 +88,15 @@ module pipe_receiver #(
         logic [63:0] first;
         if (rst) begin
             rx_lfsr <= 16'hFFFF; os_left <= 0; history <= 0; state <= HUNT; count <= 0;
-            cap_count <= 0; cap_overflow <= 0; symbols_out <= 0; rx_idle_run <= 0;
+            cap_count <= 0; cap_overflow <= 0; symbols_out <= 0; skp_out <= 0; rx_idle_run <= 0;
             rec_run <= 0; rec_total <= 0; cap_index <= 32'hFFFF_FFFF;
             for (int r = 0; r < 3; r++) rec_pos[r] <= 0;
         end else if (!tx_elec_idle) begin
             symbols_out <= symbols_out + 4;
+            skp_out <= skp_out + 64'(tx_datak[0] && tx_data[7:0] == K_SKP)
+                       + 64'(tx_datak[1] && tx_data[15:8] == K_SKP)
+                       + 64'(tx_datak[2] && tx_data[23:16] == K_SKP)
+                       + 64'(tx_datak[3] && tx_data[31:24] == K_SKP);
             all_skp = tx_datak == 4'hF && tx_data == {4{K_SKP}};
             // Ordered-set recognisers: whole words, SKP words skipped.
             if (!all_skp) begin

@@ -320,3 +320,13 @@ class PipePartnerDriver(ClockedDriver):
     def symbols_sent(self) -> int:
         """Symbols the partner put on the device's receive bus (SKP included)."""
         return int(self.dut.symbols_in.value)
+
+    @property
+    def symbols_received(self) -> int:
+        """Symbols the device transmitted outside electrical idle (SKP included)."""
+        return int(self.dut.symbols_out.value)
+
+    @property
+    def skp_received(self) -> int:
+        """SKP symbols the device transmitted (a Gen 1 SKP ordered set is two)."""
+        return int(self.dut.skp_out.value)

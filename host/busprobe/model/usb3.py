@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..protocol.usb3 import SKP_INTERVAL_SYMBOLS
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
@@ -63,7 +64,7 @@ DPH_BYTES = 4 + 12 + 2 + 2
 DPP_OVERHEAD = 4 + 4 + 4
 LINK_COMMANDS_PER_TP = 8 + 8
 DP_OVERHEAD = DPH_BYTES + DPP_OVERHEAD + LINK_COMMANDS_PER_TP  # 48
-SKP_FRACTION = 2 / (354 + 2)
+SKP_FRACTION = 2 / (SKP_INTERVAL_SYMBOLS + 2)
 ITP_PERIOD_S = 125e-6
 #: An ACK TP on the lane: HPSTART, header, CRC-16, link control word (a header packet).
 TP_BYTES = DPH_BYTES

@@ -22,7 +22,8 @@ from .usb2 import IN_ZLP_FLAG, DataMode, Request, decode_in_transfer, encode_in_
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL", "EP_IN", "EP_OUT", "MAX_PACKET_SIZE",
     "MAX_BURST", "MAX_BURST_PACKETS", "OUT_BUFFER_PACKETS", "CONTROL_MAX_PACKET_SIZE",
-    "CLOCK_HZ", "BUS_INTERVALS_PER_SECOND", "MAGIC", "PROTOCOL_VERSION", "KNOWN_VERSIONS",
+    "CLOCK_HZ", "BUS_INTERVALS_PER_SECOND", "SKP_INTERVAL_SYMBOLS", "MAGIC", "PROTOCOL_VERSION",
+    "KNOWN_VERSIONS",
     "Request", "DataMode", "SUPPORTED_DATA_MODES", "data_modes", "IN_ZLP_FLAG",
     "encode_in_transfer",
     "decode_in_transfer", "INFO_FORMAT", "INFO_SIZE", "pack_info", "unpack_info",
@@ -52,6 +53,9 @@ CLOCK_HZ = 125_000_000
 #: The host sends an isochronous timestamp packet (ITP) every bus interval of 125 µs
 #: (USB 3.2 §8.7): the SuperSpeed device's time base, as SOFs are at high speed.
 BUS_INTERVALS_PER_SECOND = 8000
+#: A transmitter owes one SKP ordered set (two SKP symbols at Gen 1) per 354 symbols it sends
+#: (USB 3.2 §6.4.3): the lane's clock tolerance compensation.
+SKP_INTERVAL_SYMBOLS = 354
 
 MAGIC = 0x3355_5042  # b"BPU3" little-endian
 #: 1: PATTERN only; 2: LOOPBACK too (OUT packets returned on IN). The requests, INFO and

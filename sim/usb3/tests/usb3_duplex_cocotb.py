@@ -17,10 +17,10 @@ from usb3_cocotb_support import open_session, prepare_stream, read_telemetry, re
 #: queues a sweep uses (the OUT and the IN queue each this deep).
 QUEUE_DEPTHS = (1, 2, 4, 8)
 ODD_LENGTHS = (1, 1025, 4097, 65535)
-#: Share of the loopback model a 1 MiB run must reach. Issue 27 asks 99 %; the simulation gives
-#: 98.5 % (loopback) and 98.7 % (IN and OUT at once): per 1024-byte packet the device's lane
-#: carries ~281 cycles where the model counts 278.6 (docs/DESIGN.md §2.15).
-LOOPBACK_FLOOR = 0.98
+#: Share of the loopback model a 1 MiB run must reach, timed from its first submission (the
+#: first packet's round trip included, which the model leaves out): 98.9 % measured. Issue 27's
+#: 99 % is held by the CLI test against the run's own ceiling (docs/DESIGN.md §2.15).
+LOOPBACK_FLOOR = 0.985
 
 
 def loopback_bound() -> float:
@@ -110,9 +110,19 @@ async def loopback_1mib_ideal_host_at_the_model_ceiling_every_byte_checked_both_
     """LOOPBACK: 4 x 256 KiB OUT and 4 x 256 KiB IN, both queues 2 deep; what comes back is
     what was sent, the device's checker saw the pattern, near the model's 459 MB/s (see
     LOOPBACK_FLOOR)."""
+    from busprobe.protocol import usb3 as contract
+
     session = await open_session(dut)
+    partner = session.link.partner
+    symbols, skps = partner.symbols_received, partner.skp_received
     outcome, chunks, sent, telemetry, wall = await loopback(session, 256 << 10, 4, 2)
     rate = outcome.bytes / ((outcome.end - outcome.start) / CLOCK_HZ)
+    # Both lanes busy leave the device's SKP inserter only the cycles its arbiter keeps idle
+    # for it: still one SKP ordered set per 354 symbols (USB 3.2 §6.4.3), at most the four an
+    # inserter may owe behind.
+    symbols, skp_sets = partner.symbols_received - symbols, (partner.skp_received - skps) // 2
+    assert skp_sets >= symbols // contract.SKP_INTERVAL_SYMBOLS - 4, \
+        f"{skp_sets} SKP ordered sets in {symbols} symbols from the device"
     record(test="loopback_1mib", mb_s=rate / 1e6, of_model=rate / loopback_bound(), wall_s=wall,
            cycles=outcome.end - outcome.start, counters=outcome.counters,
            link=vars(session.link.counters),

@@ -35,12 +35,16 @@ class RegisteredReadyBuffer(Elaboratable):
     ----------
     domain: str
         The clock domain (``ss``).
+    stream_type: type
+        The stream carried: LUNA's ``SuperSpeedStreamInterface`` (the default; a byte-valid
+        mask) or ``USBRawSuperSpeedStream`` (symbols with their K flags, ``ctrl``, as the link
+        layer's transmitters send them).
     """
 
-    def __init__(self, *, domain: str = "ss"):
+    def __init__(self, *, domain: str = "ss", stream_type=SuperSpeedStreamInterface):
         self._domain = domain
-        self.sink = SuperSpeedStreamInterface()
-        self.source = SuperSpeedStreamInterface()
+        self.sink = stream_type()
+        self.source = stream_type()
         self.flush = Signal()
 
     def elaborate(self, platform):
@@ -49,7 +53,8 @@ class RegisteredReadyBuffer(Elaboratable):
         sink, source = self.sink, self.source
 
         def fields(stream):
-            return Cat(stream.data, stream.valid, stream.first, stream.last)
+            ctrl = [stream.ctrl] if hasattr(stream, "ctrl") else []
+            return Cat(stream.data, stream.valid, stream.first, stream.last, *ctrl)
 
         width = len(fields(sink))
         main, skid = Signal(width), Signal(width)

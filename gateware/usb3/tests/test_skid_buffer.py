@@ -4,7 +4,7 @@ no hole inside a packet, through any pattern of consumer stops."""
 import random
 
 from amaranth.sim import Simulator
-from busprobe.gateware.usb3.reply_buffer import RegisteredReadyBuffer
+from busprobe.gateware.usb3.skid_buffer import RegisteredReadyBuffer
 
 WORDS = 40
 
