@@ -10,7 +10,8 @@ multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
 - the End Of Burst bit of outgoing data packet headers (LUNA leaves it 0);
 - what the link shows the telemetry: ITPs and header packets waiting for a link credit;
 - its link commands queued whole and sent back to back (:mod:`.link_commands`: LUNA's header
-  receiver otherwise starves its LGOODs on a busy lane).
+  receiver otherwise starves its LGOODs on a busy lane), and its advertisement after every
+  Recovery (LUNA's skips it when the link leaves U0 mid-command).
 """
 
 from amaranth import Elaboratable, Module, Signal
@@ -20,7 +21,7 @@ from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
 from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
-from .link_commands import queue_link_commands
+from .link_commands import advertise_after_every_recovery, queue_link_commands
 from .transmit_arbiter import SameCycleStreamArbiter
 
 __all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer"]
@@ -72,6 +73,9 @@ class BurstLinkLayer(USB3LinkLayer):
         # that takes them whole and sends them back to back; dropped when the link leaves U0.
         queue_link_commands(m, m.submodules.stream_arbiter, m.submodules.header_rx.source,
                             flush=~self.trained | self.in_reset)
+        # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): leaving U0
+        # while it sends an LGOOD or LCRD, it skips its advertisement after Recovery.
+        advertise_after_every_recovery(m.submodules.header_rx)
         # Upstream limitation (luna-usb 0.2.3, StreamArbiter): a dead cycle at every change of
         # stream on the lane; .transmit_arbiter grants in the same cycle.
         arbiter = SameCycleStreamArbiter.adopt(m.submodules.stream_arbiter)

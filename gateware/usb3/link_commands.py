@@ -25,8 +25,10 @@ granted every queued command leaves before the next data packet.
 from amaranth import Cat, DomainRenamer, Elaboratable, Module, ResetInserter, Signal
 from amaranth.lib.fifo import SyncFIFO
 from luna.gateware.usb.stream import USBRawSuperSpeedStream
+from luna.gateware.usb.usb3.link.receiver import HeaderPacketReceiver
 
-__all__ = ["LinkCommandQueue", "queue_link_commands"]
+__all__ = ["LinkCommandQueue", "queue_link_commands", "AdvertisingHeaderPacketReceiver",
+           "advertise_after_every_recovery"]
 
 #: A link command on a 4-symbol PIPE: its LCSTART word, then the command word and its copy.
 _WORD_BITS = 32 + 4
@@ -97,3 +99,65 @@ def queue_link_commands(m, arbiter, commands, *, flush):
     arbiter._sinks[position] = queue.source
     m.d.comb += [queue.sink.stream_eq(commands), queue.flush.eq(flush)]
     return queue
+
+
+class AdvertisingHeaderPacketReceiver(HeaderPacketReceiver):
+    """LUNA's ``HeaderPacketReceiver`` that advertises afresh after every Recovery, whatever its
+    command FSM was doing when the link left U0.
+
+    Upstream bug (luna-usb 0.2.3, ``usb3/link/receiver.py``; no upstream issue names it): the
+    receiver prepares its advertisement (one LGOOD, LCRD_A..D: USB 3.2 §7.2.4.1.1) on the one
+    cycle after ``enable`` (the link in U0) falls, and only in its ``DISPATCH_COMMAND`` state.
+    When the link leaves U0 while it is sending an LGOOD or LCRD (``SEND_ACKS``,
+    ``ISSUE_CREDITS``: the device went to Recovery on a host LCRD out of order, or the host took
+    it there, just after a header), the reset is missed: after Recovery the device sends no
+    LGOOD and goes on with its old LCRD numbering (an LCRD_C where LCRD_A must come), and its
+    ACK and credit counters keep what they held. The hostile link's bench run (seed 3333) met it
+    after ~6,000 faults (docs/DESIGN.md §2.16).
+
+    A second departure in the same receiver: its ``RawHeaderPacketReceiver`` takes header
+    packets whatever the link state, so a header the host was sending when the device went to
+    Recovery counts as received although the device was out of U0 (an extra LGOOD and LCRD
+    after the advertisement: one credit more than the device has buffers), and a header cut
+    short by the host's TS1 counts as bad (an LBAD after the advertisement). Found by the
+    hostile link (seed 33, fault 1,929: an ITP on the lane as the device left U0). Here the raw
+    receiver is held in reset while the link is out of U0: a port takes packets in U0 only.
+
+    Here the FSM sees an ``enable`` that falls only where LUNA's reset is right: in
+    ``DISPATCH_COMMAND`` with nothing left to send, i.e. the FSM was there the cycle before too
+    (with something owed it would have left) and no header arrived then (whose LGOOD the reset
+    would drop from the advertisement). Until then the enable it saw is held: it finishes what
+    it owes (a few cycles; what it sends goes into the :class:`LinkCommandQueue`, which drops
+    everything while the link is out of U0). Nothing else of the receiver changes.
+    """
+
+    def elaborate(self, platform):
+        link_ready, self.enable = self.enable, Signal()
+        seen = self.enable  # the enable LUNA's elaborate reads
+        try:
+            m = super().elaborate(platform)
+        finally:
+            self.enable = link_ready
+        # The receiver's one FSM, by Amaranth 0.5's Module internals (pinned in pyproject).
+        fsm = m._generated["fsm"]
+        dispatching = fsm._data["signal"] == fsm.encoding["DISPATCH_COMMAND"]
+        held, was_dispatching, header_before = Signal(), Signal(), Signal()
+        m.d.ss += [held.eq(seen), was_dispatching.eq(dispatching),
+                   header_before.eq(self.packet_received)]
+        settled = dispatching & was_dispatching & ~header_before
+        m.d.comb += seen.eq(link_ready | (held & ~settled))
+        # The raw receiver (LUNA's submodule "receiver"), swapped for itself held in reset out
+        # of U0; its signals are the same objects, so LUNA's wiring stands.
+        raw, src_loc = m._named_submodules["receiver"]
+        m._named_submodules["receiver"] = (ResetInserter({"ss": ~link_ready})(raw), src_loc)
+        return m
+
+
+def advertise_after_every_recovery(receiver):
+    """Give ``receiver`` (the ``HeaderPacketReceiver`` LUNA's link layer built, not elaborated
+    yet: its signals are already wired) :class:`AdvertisingHeaderPacketReceiver`'s
+    ``elaborate``. Returns it."""
+    if type(receiver) is not HeaderPacketReceiver:
+        raise TypeError(f"expected LUNA's HeaderPacketReceiver, got {type(receiver).__name__}")
+    receiver.__class__ = AdvertisingHeaderPacketReceiver
+    return receiver

@@ -24,6 +24,18 @@ transfers of the PRBS31 pattern. Each fault is one of :data:`FAULTS`, chosen wit
     the host follows it through Recovery (:mod:`.recovery`) and the link advertisement.
 ``u0_recovery``
     The host leaves U0 for Recovery; the device must follow and come back, having lost no header.
+``device_dp_header_crc``
+    The header of the device's last IN DP of a transfer taken as arriving broken: the host
+    answers LBAD; the device must send exactly one LRTY and the header again. LUNA nullifies
+    the resent header's payload, so one Rty follows and the endpoint sends the DP again.
+``header_framing``, ``device_lgood_crc5``, ``device_lcrd_crc5``
+    On an idle link (:mod:`.hostile_idle`): a header whose framing (HPSTART) is lost, so the
+    device sees the next one's sequence number out of order and goes to Recovery; a device
+    LGOOD / LCRD with a broken CRC-5, so the host sees the next one out of order and goes to
+    Recovery. Each exactly one Recovery, the device's advertisement as predicted.
+``mid_transfer_recovery``
+    Recovery between two DPs of an OUT transfer, every header before it acknowledged both ways:
+    the device follows once, the transfer completes with nothing sent again.
 
 After every fault the device must be in U0 and its next transfer must run; at the end every
 byte the device took and sent is checked against the pattern and its counters against the
@@ -40,7 +52,9 @@ from dataclasses import dataclass, field
 from busprobe.protocol import usb3 as contract
 from busprobe.protocol.patterns import Pattern, PatternStream
 
+from .controller import ITP_INTERVAL_CYCLES
 from .framing import HEADER_SYMBOLS, LinkCommand
+from .hostile_idle import RECOVERY_NOTICE_CYCLES, SETTLE_CYCLES, IdleLinkFaults
 from .hostile_link import HostileLink, HostilePartner, hostile_session
 from .pipe import TS1
 from .recovery import device_in_recovery
@@ -50,11 +64,9 @@ __all__ = ["HostileHost", "HostileTally", "OracleMismatch", "FAULTS", "hostile_s
 
 EP_IN, EP_OUT = contract.EP_IN & 0x7F, contract.EP_OUT
 MPS = contract.MAX_PACKET_SIZE
-#: Cycles the host waits for a device to leave U0 after the link command that must make it.
-RECOVERY_NOTICE_CYCLES = 5_000
-#: Cycles after a carrying transfer before its fault's answer is counted: a link command the
-#: device owes waits behind a data packet it is sending (1,056 symbols, 264 cycles).
-SETTLE_CYCLES = 400
+#: A one-packet OUT transfer starting this long before an ITP boundary ends before it (the
+#: controller sends an ITP at the first chance after each boundary).
+ITP_CLEARANCE_CYCLES = 2_000
 
 
 class OracleMismatch(AssertionError):
@@ -79,8 +91,9 @@ class HostileTally:
     transfers : int
         Valid bulk transfers moved.
     repeated_recoveries : int
-        Recoveries the host had to start again because the device did not advertise (the
-        LUNA departure in docs/DESIGN.md §2.16).
+        Recoveries the host had to start again because the device did not advertise (LUNA's
+        receiver, before gateware/usb3/link_commands.py's work-around; every fault's oracle
+        expects 0).
     out_bytes, in_bytes : int
         Payload the host sent and received in them.
     in_errors : int
@@ -97,7 +110,7 @@ class HostileTally:
     in_errors: int = 0
 
 
-class HostileHost:
+class HostileHost(IdleLinkFaults):
     """Faults and valid bulk traffic on one enumerated hostile session (module docstring).
 
     Parameters
@@ -107,6 +120,8 @@ class HostileHost:
     seed : int
         Seed of the fault sequence (a failure reproduces from it and the fault's index).
     """
+
+    Mismatch = OracleMismatch
 
     def __init__(self, session: Usb3Session, seed: int) -> None:
         self.session = session
@@ -150,7 +165,9 @@ class HostileHost:
         return {"lbad": counters.lbad_received, "lrty": counters.lrty_received,
                 "recovery": partner.received_sets(TS1)[1],
                 "host_rty": self.session.host.counters["retries"],
-                "lost_headers": self.link.resent_after_recovery}
+                "lost_headers": self.link.resent_after_recovery,
+                "repeated_recoveries": self.link.repeated_recoveries,
+                "bad_commands": counters.bad_commands}
 
     async def _check(self, name: str, before: dict[str, int], expect: dict[str, int],
                      free: tuple[str, ...] = ()) -> None:
@@ -159,7 +176,8 @@ class HostileHost:
         await self.partner.wait_cycles(SETTLE_CYCLES)
         after = self._snapshot()
         seen = {key: after[key] - before[key] for key in ("lbad", "lrty", "host_rty",
-                                                          "lost_headers")}
+                                                          "lost_headers", "repeated_recoveries",
+                                                          "bad_commands")}
         seen["recovery"] = int(after["recovery"] > before["recovery"])
         wanted = {key: expect.get(key, 0) for key in seen}
         for key in free:
@@ -259,7 +277,9 @@ class HostileHost:
 
     async def _lost_command(self, name: str, command: LinkCommand) -> None:
         """Drop the command owed for the device's only header in a one-packet OUT transfer,
-        then run another: its LGOOD / LCRD arrives out of order."""
+        then run another: its LGOOD / LCRD arrives out of order. That one runs clear of an ITP
+        boundary, so no ITP is on the wire when the device leaves U0 (the device then drops
+        or half-receives it, which the host sends again; exact, but not predictable here)."""
         await self.transfer("out", 1)  # settle: every command owed sent
         self.partner.drop_command(command)
         before = self._snapshot()
@@ -268,20 +288,25 @@ class HostileHost:
                 != before["recovery"]:
             raise OracleMismatch(f"fault {self.index} ({name}): {command.name} not dropped or "
                                  f"Recovery before the next one")
+        to_itp = -self.partner.cycle % ITP_INTERVAL_CYCLES
+        if to_itp < ITP_CLEARANCE_CYCLES:
+            await self.partner.wait_cycles(to_itp + 16)
         await self.transfer("out", 1)
         await self._await_recovery(name, before)
         await self._check(name, before, {"recovery": 1})
 
-    async def _await_recovery(self, name: str, before: dict[str, int]) -> None:
+    async def _await_recovery(self, name: str, before: dict[str, int], unseen: int = 0) -> None:
         deadline = self.partner.cycle + RECOVERY_NOTICE_CYCLES
         while not device_in_recovery(self.partner, before["recovery"]):
             if self.partner.cycle > deadline:
                 raise OracleMismatch(f"fault {self.index} ({name}): the device stayed in U0")
             await self.partner.wait_cycles(32)
-        await self._recover(name)
+        await self._recover(name, unseen)
 
-    async def _recover(self, name: str) -> None:
-        sent = self.link.last_sent_sequence
+    async def _recover(self, name: str, unseen: int = 0) -> None:
+        """Recovery; the device must then advertise the last header the host sent, or the one
+        ``unseen`` before it (those the device never saw, which the host sends again)."""
+        sent = (self.link.last_sent_sequence - unseen) % 8
         await self.link.recover()
         if self.link.device_advertisement != sent:
             raise OracleMismatch(f"fault {self.index} ({name}): after Recovery the device's last "
@@ -293,6 +318,23 @@ class HostileHost:
 
     async def lost_lcrd(self) -> None:
         await self._lost_command("lost_lcrd", LinkCommand.LCRD)
+
+    async def device_dp_header_crc(self) -> None:
+        """The header of the last IN DP of a transfer arrives broken: the host answers LBAD,
+        the device sends LRTY and the header again, its payload nullified (LUNA's link keeps no
+        payloads: ``link/transmitter.py`` aborts a retried DP's with EDB and leaves the payload
+        to the protocol layer); the host asks for the DP again with one Rty, and the endpoint
+        sends it again."""
+        packets = self.rng.randint(1, 4)
+        if packets > 1:
+            await self.transfer("in", packets - 1)
+        before = self._snapshot()
+        self.link.corrupt_received_dphs = 1
+        await self.transfer("in", 1)
+        if self.link.corrupt_received_dphs:
+            raise OracleMismatch(f"fault {self.index} (device_dp_header_crc): no IN DP")
+        self.tally.expected_telemetry["in_dps_resent"] += 1
+        await self._check("device_dp_header_crc", before, {"lrty": 1, "host_rty": 1})
 
     async def u0_recovery(self) -> None:
         """Recovery from an idle link: every header sent has reached the device first (a header
@@ -329,4 +371,6 @@ class HostileHost:
 
 #: Fault injections, by method name.
 FAULTS = ("header_crc16", "control_word_crc5", "header_symbol", "dpp_crc32", "payload_symbol",
-          "device_header_crc", "device_dpp_crc32", "lost_lgood", "lost_lcrd", "u0_recovery")
+          "device_header_crc", "device_dpp_crc32", "lost_lgood", "lost_lcrd", "u0_recovery",
+          "header_framing", "device_dp_header_crc", "device_lgood_crc5", "device_lcrd_crc5",
+          "mid_transfer_recovery")

@@ -8,7 +8,8 @@ only the hostile tests pay for them (:func:`hostile_session` builds a session wi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from busprobe.model.usb3_hosts import Usb3HostProfile
 from busprobe.protocol import usb3 as contract
@@ -112,14 +113,44 @@ class HostileLink(SuperSpeedLink):
         #: framing broken: the port never sees them, so it neither LGOODs nor LBADs them).
         self.lose_received_tps = 0
         #: Recoveries after which the device's advertisement did not come or its LCRDs did not
-        #: start at LCRD_A, so the host went to Recovery again, as a port must (docs/DESIGN.md
-        #: §2.16 names the LUNA path that could cause it; not seen in make test's run).
+        #: start at LCRD_A, so the host went to Recovery again, as a port must (LUNA's receiver
+        #: skipped its advertisement when U0 was left mid-command, docs/DESIGN.md §2.16; the
+        #: oracle expects none).
         self.repeated_recoveries = 0
+        #: Fault injection: the next device link command of this kind is taken as arriving with
+        #: a broken CRC-5 (the port ignores it and counts it in ``bad_commands``).
+        self.corrupt_device_command: LinkCommand | None = None
+        #: Fault injection: the next this many IN DP headers are taken as arriving broken.
+        self.corrupt_received_dphs = 0
+        #: While set, an LGOOD out of sequence or an LCRD out of order (a device link command
+        #: lost before it) is recorded in :attr:`out_of_order` for the caller to take the link
+        #: through Recovery, as a port must (§7.2.4.1.3, .1.7); otherwise it is a LinkError.
+        self.recover_on_out_of_order = False
+        self.out_of_order: str | None = None
+        #: Fault injection: ``(n, action)``: ``action`` is awaited before the header packet of
+        #: the n-th data payload the host sends from now (0: the next), with the lane held.
+        self.before_payload: tuple[int, Callable[[], Awaitable[None]]] | None = None
         self._readvertising = False
         self._advertisement_broken = False
 
+    def _out_of_order(self, parsed: tuple[LinkCommand, int] | None) -> bool:
+        if parsed is None or not self._advertised.is_set():
+            return False
+        command, subtype = parsed
+        if command == LinkCommand.LGOOD:
+            return not self._unretired or self._unretired[0][0] != subtype
+        return command == LinkCommand.LCRD and subtype != self._next_credit_in
+
     async def _on_command(self, data: bytes) -> None:
         parsed = parse_command(data)
+        if parsed is not None and parsed[0] == self.corrupt_device_command:
+            self.corrupt_device_command = None
+            data = bytes((data[0] ^ 1,)) + data[1:]  # the CRC-5 no longer matches
+            parsed = None
+        if self.recover_on_out_of_order and not self._readvertising \
+                and self._out_of_order(parsed):
+            self.out_of_order = f"{parsed[0].name}_{parsed[1]}"
+            return
         if self._readvertising and parsed is not None and parsed[0] == LinkCommand.LCRD \
                 and parsed[1] != self._next_credit_in:
             self._advertisement_broken = True  # the port goes to Recovery again (recover)
@@ -132,7 +163,26 @@ class HostileLink(SuperSpeedLink):
         if self.lose_received_tps and header.type == HeaderPacketType.TRANSACTION:
             self.lose_received_tps -= 1
             return
+        if self.corrupt_received_dphs and header.crc_ok and not self._lbad_pending \
+                and header.type == HeaderPacketType.DATA and header.field(1, 8, 4) == EP_IN:
+            self.corrupt_received_dphs -= 1
+            header = replace(header, crc_ok=False)
         await super()._on_header(header)
+
+    async def _send_header(self, dws: tuple[int, int, int], payload: bytes | None, *,
+                           start_at: int, corrupt_crc32: bool) -> int:
+        if self.before_payload is not None and payload is not None:
+            skip, action = self.before_payload
+            self.before_payload = (skip - 1, action) if skip else None
+            if not skip:
+                await action()
+        return await super()._send_header(dws, payload, start_at=start_at,
+                                          corrupt_crc32=corrupt_crc32)
+
+    @property
+    def headers_unacknowledged(self) -> int:
+        """Host headers the device has not LGOODed yet."""
+        return len(self._unretired)
 
     def take_payload(self, header: HeaderPacket) -> HeaderPacket:
         """The DP filter :func:`hostile_session` puts in front of the protocol layer."""
@@ -145,8 +195,11 @@ class HostileLink(SuperSpeedLink):
 
     async def _forget(self) -> None:
         """The device is out of U0 and cannot be back before the host's idle: from here on
-        only its advertisement is news, everything it sent before is dropped unseen."""
+        only its advertisement is news, everything it sent before is dropped unseen. Its
+        advertisement can start before the host's Recovery.Idle ends (the device may reach U0
+        first), so its LCRDs are checked against LCRD_A.. from here on, not from U0."""
         self.partner.stale_before = self.partner.cycle
+        self._readvertising = True
 
     @property
     def last_sent_sequence(self) -> int:
@@ -178,9 +231,8 @@ class HostileLink(SuperSpeedLink):
         self._advertised.clear()
         self.device_advertisement = None
         self._advertisement_broken = False
-        await recover_to_u0(partner, before_idle=self._forget)
-        self._readvertising = True
         try:
+            await recover_to_u0(partner, before_idle=self._forget)
             await self._send_command(LinkCommand.LGOOD, (self._rx_sequence - 1) % 8)
             for credit in range(HEADER_BUFFERS):
                 await self._send_command(LinkCommand.LCRD, credit)
