@@ -69,7 +69,7 @@ from .uart import UartStream
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]
 
-TOPLEVEL = "busprobe_pcie_sim"
+TOPLEVEL = "busprobe_pcie_bench"  # bench_top.BENCH_TOPLEVEL: the core on its TLP bridge
 TIMESCALE = ("1ns", "1ps")
 _SIZES = (128, 256, 512, 1024, 2048, 4096)
 
@@ -98,12 +98,17 @@ def build_pcie_simulator_sources() -> Path:
 
 def build_pcie_simulator() -> Path:
     """Generate the Verilog (:func:`build_pcie_simulator_sources`) and build (or reuse) its
-    Verilator model; return the build dir."""
+    Verilator model, the core on its TLP bridge (:mod:`.bench_top`); return the build dir."""
+    from busprobe.build_cache import build_root
     from busprobe.sim.verilator_build import build_verilator_model
 
+    from .bench_top import BRIDGE_SOURCE, write_bench_top
+
+    sources = build_pcie_simulator_sources()  # the core's top first, then the CPU's
+    top = write_bench_top(sources[0], 1, build_root() / "sim" / "tops", TOPLEVEL, [""])
     # The bench drives and reads top-level ports only: the model need not keep every signal
     # visible (sim/verilator_build.py), which makes it several times faster with the CPU in it.
-    return build_verilator_model("pcie", build_pcie_simulator_sources(), TOPLEVEL,
+    return build_verilator_model("pcie", [*sources, BRIDGE_SOURCE, top], TOPLEVEL,
                                  timescale=TIMESCALE, public_ports_only=True)
 
 
