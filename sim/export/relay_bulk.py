@@ -142,8 +142,10 @@ class BulkRelay:
         del batch.transfers[tag]
         packet = batch.packets.pop(tag)
         if completion.stalled:
-            status = Status.STALL
-        elif self._take_cancelled(packet.id):
+            self._reply_bulk(packet, Status.STALL, b"", completion.actual)
+            self._stalled(endpoint)
+            return
+        if self._take_cancelled(packet.id):
             log.info("usbredir: bulk %#04x cancelled on the bus (answered cancelled)", endpoint)
             status = Status.CANCELLED
         else:
@@ -154,29 +156,35 @@ class BulkRelay:
             del self._flying[endpoint]
             self._launch(endpoint)
 
-    def _cancel_abandoned(self) -> bool:
-        """Cancel everything on the platform when a batch's every packet was cancelled by the
-        guest (answer those, submit the others again); whether it did."""
-        abandoned = [endpoint for endpoint, batch in self._flying.items()
-                     if all(self._is_cancelled(p.id) for p in batch.packets.values())]
-        if not abandoned:
-            return False
+    def _stalled(self, endpoint: int) -> None:
+        """The endpoint STALLed: the rest of its batch is answered STALL too (the host's queue
+        for it halts), and the platform's queue is restarted, as a stream that stalls is
+        cancelled (:func:`~busprobe.backends.usb.transfers.run_plan`); the other endpoints'
+        transfers are submitted again. The guest clears the halt with CLEAR_FEATURE."""
+        self._restart_platform(lambda: [endpoint])
+
+    def _restart_platform(self, ended) -> None:
+        """Reap what already completed (answered, not dropped), cancel everything on the
+        platform, answer every packet of the batches ``ended()`` names (STALL for a stalled
+        endpoint, CANCELLED for an abandoned one), submit the other batches' transfers again
+        and launch what waits behind the ended ones."""
         try:
-            for completion in self.platform.reap(0.0):  # what ended is answered, not dropped
+            for completion in self.platform.reap(0.0):
                 self._complete(completion)
             self.platform.cancel()
         except DeviceGone:
             raise
         except TransportError as exc:
             self._fail(exc)
-            return True
-        for endpoint in abandoned:
+            return
+        names = ended()
+        for endpoint in names:
             batch = self._flying.pop(endpoint, None)
             if batch is None:  # it ended in the reap above
                 continue
             for packet in batch.packets.values():
-                self._take_cancelled(packet.id)
-                self._reply_bulk(packet, Status.CANCELLED, b"", 0)
+                cancelled = self._take_cancelled(packet.id)
+                self._reply_bulk(packet, Status.CANCELLED if cancelled else Status.STALL, b"", 0)
         again = [t for batch in self._flying.values() for t in batch.transfers.values()]
         if again:
             try:
@@ -185,8 +193,19 @@ class BulkRelay:
                 raise
             except TransportError as exc:
                 self._fail(exc)
-        for endpoint in abandoned:
-            self._launch(endpoint)
+                return
+        for endpoint in names:
+            if endpoint not in self._flying:
+                self._launch(endpoint)
+
+    def _cancel_abandoned(self) -> bool:
+        """Cancel everything on the platform when a batch's every packet was cancelled by the
+        guest (those answered CANCELLED, the others submitted again); whether it did."""
+        abandoned = [endpoint for endpoint, batch in self._flying.items()
+                     if all(self._is_cancelled(p.id) for p in batch.packets.values())]
+        if not abandoned:
+            return False
+        self._restart_platform(lambda: [e for e in abandoned if e in self._flying])
         return True
 
     def _fail(self, exc: TransportError) -> None:
