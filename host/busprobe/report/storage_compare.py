@@ -110,7 +110,9 @@ def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
     common = set(bot_points) & set(uas_points)
     if not common:
         return None
-    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0]))
+    # The longest length at the deepest queue, reads first (where a driver's per-command
+    # turnaround shows most: a write's data wait for the host either way).
+    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0] in ("in", "read")))
     bot, uas = bot_points[(direction, length, depth)], uas_points[(direction, length, depth)]
     extra = (bot_doc.get("bus") or {}).get("extra") or {}
     max_kb = extra.get("max_sectors_kb") or 120

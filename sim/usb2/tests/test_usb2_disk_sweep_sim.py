@@ -50,3 +50,5 @@ def test_bot_and_uas_sweeps_of_the_disk_are_clean_and_compare_says_bot_is_behind
     text = capsys.readouterr().out
     assert "BOT vs UAS, A (--protocol bot) vs B (--protocol uas)" in text
     assert "each transfer is one READ(10)/WRITE(10) command (busprobe's own framing)" in text
+    behind = (1 - bot_in / figures[("in", 4)]) * 100
+    assert f"BOT is {behind:.1f} % behind UAS (in 120K at queue depth 4, host xhci)" in text
