@@ -122,7 +122,8 @@ USB2_HS = Bus(
                "&attach=hub|ports",
     describe_sim="busprobe.targets.sim_usb2:describe_sim_usb2",
     sim_backend="busprobe.sim.usb2.backend:open_sim_usb2",
-    ceiling="busprobe.model.usb2:usb2_ceiling", link_only="busprobe.model.usb2:usb2_link_only",
+    ceiling="busprobe.model.usb2_framings:usb2_hs_ceiling",
+    link_only="busprobe.model.usb2:usb2_link_only",
     # 4 keeps a USB 2.0 host controller's schedule full across completions; one full packet is
     # the shortest length worth a point.
     default_queue_depths=(4,), default_min_length=512,

@@ -10,8 +10,8 @@ configuration descriptors through the platform's endpoint 0 (GET_DESCRIPTOR, USB
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from usb_protocol.types import DescriptorTypes, USBStandardRequests
 
@@ -32,6 +32,7 @@ class Interface:
     cls: int
     subclass: int
     protocol: int
+    alternate: int = 0
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,16 @@ class Endpoint:
     interval: int
     interface: int
     max_packet_size: int  # wMaxPacketSize as the descriptor has it
+    alternate: int = 0
 
 
 @dataclass
 class DeviceInfo:
-    """The device as its descriptors describe it (configuration ``configuration``, alt 0)."""
+    """The device as its descriptors describe it (configuration ``configuration``).
+
+    ``interfaces`` and ``endpoints`` are those of the alternates in force: alternate 0 as
+    parsed, another after :meth:`in_force`; ``alternates`` has every setting's.
+    """
 
     vendor: int
     product: int
@@ -57,6 +63,17 @@ class DeviceInfo:
     configuration: int
     interfaces: list[Interface] = field(default_factory=list)
     endpoints: list[Endpoint] = field(default_factory=list)
+    alternates: list[Interface | Endpoint] = field(default_factory=list)
+
+    def in_force(self, settings: Mapping[int, int]) -> DeviceInfo:
+        """The same device with interface ``n`` in alternate ``settings.get(n, 0)``."""
+        def chosen(item: Interface | Endpoint) -> bool:
+            number = item.number if isinstance(item, Interface) else item.interface
+            return item.alternate == settings.get(number, 0)
+        return replace(self, interfaces=[i for i in self.alternates
+                                         if isinstance(i, Interface) and chosen(i)],
+                       endpoints=[e for e in self.alternates
+                                  if isinstance(e, Endpoint) and chosen(e)])
 
 
 def _get_descriptor(control: Control, kind: int, length: int) -> bytes:
@@ -90,12 +107,11 @@ def parse_device_info(device: bytes, configuration: bytes) -> DeviceInfo:
         if kind == DescriptorTypes.INTERFACE and length >= _INTERFACE.size:
             _, _, interface, alt, _, icls, isub, iproto, _ = _INTERFACE.unpack_from(
                 configuration, offset)
-            if alt == 0:
-                info.interfaces.append(Interface(interface, icls, isub, iproto))
-        elif kind == DescriptorTypes.ENDPOINT and length >= _ENDPOINT.size and alt == 0:
+            info.alternates.append(Interface(interface, icls, isub, iproto, alt))
+        elif kind == DescriptorTypes.ENDPOINT and length >= _ENDPOINT.size:
             _, _, address, attributes, packet, interval = _ENDPOINT.unpack_from(configuration,
                                                                                 offset)
-            info.endpoints.append(Endpoint(address, attributes & 0x3, interval, interface,
-                                           packet))
+            info.alternates.append(Endpoint(address, attributes & 0x3, interval, interface,
+                                            packet, alt))
         offset += length
-    return info
+    return info.in_force({})

@@ -7,13 +7,13 @@ request and bulk byte the guest gets was produced by the gateware, carried by th
 How requests map onto the platform:
 
 * ``control_packet`` → :meth:`UsbPlatform.control`; ``set_configuration``, ``get_configuration``,
-  ``set_alt_setting``, ``get_alt_setting`` → the standard requests they stand for (the guest's
-  SET_ADDRESS never comes: QEMU answers it itself; the platform's own host keeps its address);
-* ``bulk_packet`` → the platform's transfer queue. Transfers a guest queued on one endpoint with
-  one length are submitted together as a queued stream with that queue depth (up to
-  :data:`MAX_BATCH_BYTES`, :class:`~busprobe.backends.usb.plans.QueuedStream`), as a host
-  controller keeps them queued on the bus; each gets its own answer, in order. An IN answer comes
-  when the simulation has produced the data;
+  ``set_alt_setting``, ``get_alt_setting`` → the standard requests they stand for, the
+  interfaces and endpoints in force announced again after a change (:mod:`.relay_requests`;
+  the guest's SET_ADDRESS never comes: QEMU answers it itself; the platform's own host keeps
+  its address);
+* ``bulk_packet`` → the platform's transfer queue (:mod:`.relay_bulk`): transfers a guest
+  queued on one endpoint with one length are submitted together as a queued stream, each
+  answered in order;
 * ``cancel_data_packet`` → a transfer still waiting is answered ``cancelled`` and never reaches
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
   and is answered ``cancelled`` when it ends; one already answered is forgotten (QEMU reuses
@@ -38,23 +38,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from busprobe.backends.usb.plans import QueuedStream
-from busprobe.backends.usb.transfers import run_plan, silence_for
-from busprobe.transport import (
-    DeviceGone,
-    EndpointStalled,
-    InvalidRequest,
-    TransferTimeout,
-    TransportError,
-)
-from usb_protocol.types import USBStandardRequests
+from busprobe.transport import DeviceGone
 
-from .announce import announcement, interfaces_announcement
+from .announce import announcement
 from .connection import HELLO_TIMEOUT_S, PacketQueue, RecentIds, configure, refusal
 from .device_info import DeviceInfo, read_device_info
+from .relay_bulk import BulkRelay
+from .relay_requests import RequestRelay
 from .usbredir_wire import (
-    ALT_SETTING_STATUS,
-    CONFIGURATION_STATUS,
     CONTROL,
     Cap,
     Negotiated,
@@ -63,7 +54,6 @@ from .usbredir_wire import (
     PacketType,
     ProtocolError,
     Speed,
-    Status,
     bulk_length,
 )
 
@@ -75,14 +65,7 @@ log = logging.getLogger(__name__)
 #: transfers over 64 KiB), and bcdDevice in device_connect.
 CAPABILITIES = frozenset({Cap.CONNECT_DEVICE_VERSION, Cap.EP_INFO_MAX_PACKET_SIZE,
                           Cap.IDS_64BIT, Cap.BULK_LENGTH_32BIT})
-#: Most guest transfers, and bytes, carried out as one stream: every answer of a stream comes
-#: when it ends, so the bound keeps answers flowing (the simulation moves ~0.2 MB/s of bus
-#: data per wall second) while small transfers still share one request to the simulator.
-MAX_BATCH = 32
-MAX_BATCH_BYTES = 64 << 10
 _IDLE_CHECK_S = 0.5
-#: bmRequestType of standard requests (USB 2.0 §9.3.1): to/from the device, to/from an interface.
-_TO_DEVICE, _FROM_DEVICE, _TO_INTERFACE, _FROM_INTERFACE = 0x00, 0x80, 0x01, 0x81
 #: What the reader queues when the connection has ended.
 _END = Packet(-1, 0)
 #: Packet types that are malformed without their type-specific header.
@@ -93,17 +76,7 @@ _WITH_FIELDS = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET,
 _ANSWERED = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET})
 
 
-def _status_of(exc: TransportError) -> Status:
-    if isinstance(exc, EndpointStalled):
-        return Status.STALL
-    if isinstance(exc, TransferTimeout):
-        return Status.TIMEOUT
-    if isinstance(exc, InvalidRequest):
-        return Status.INVAL
-    return Status.IOERROR
-
-
-class UsbredirExport:
+class UsbredirExport(RequestRelay, BulkRelay):
     """Serve one usbredir connection for the device behind ``platform`` (already open).
 
     Parameters
@@ -131,11 +104,12 @@ class UsbredirExport:
         self.check_device = check_device
         self.negotiated = Negotiated(CAPABILITIES)
         self.info: DeviceInfo | None = None
+        self.settings: dict[int, int] = {}
         #: Why the connection was dropped (the guest broke the protocol, went silent or stopped
         #: reading), or None.
         self.dropped: str | None = None
         self._incoming = PacketQueue()
-        self._held: Packet | None = None
+        self._relay_init()
         self._cancelled = RecentIds()
         # Requests received and not answered, by id: QEMU reuses ids (a stopped xHCI endpoint's
         # transfers come again with theirs); bounded as the queue is (each is answered once).
@@ -172,6 +146,11 @@ class UsbredirExport:
             except OSError:
                 pass
             self._incoming.close()  # a reader waiting for room wakes up and ends
+            if self.bulk_in_flight:  # nobody is left to answer: nothing stays on the bus
+                try:
+                    self.platform.cancel()
+                except Exception as exc:  # the device may be gone already; closing anyway
+                    log.info("usbredir: cancelling at the end: %s", exc)
             reader.join(10)
 
     def _read(self) -> None:
@@ -208,14 +187,23 @@ class UsbredirExport:
         self._incoming.put(_END)
 
     def _next(self) -> Packet | None:
-        if self._held is not None:
-            packet, self._held = self._held, None
-            return packet
+        """The guest's next packet; while bulk transfers are in flight, their completions are
+        answered as they come in between."""
+        checked = time.monotonic()
         while True:
+            if not self.bulk_in_flight:
+                try:
+                    return self._incoming.get(timeout=_IDLE_CHECK_S)
+                except queue.Empty:
+                    self.check_device()
+                    continue
             try:
-                return self._incoming.get(timeout=_IDLE_CHECK_S)
+                return self._incoming.get_nowait()
             except queue.Empty:
+                self._pump()
+            if time.monotonic() - checked > _IDLE_CHECK_S:
                 self.check_device()
+                checked = time.monotonic()
 
     def _send(self, data: bytes) -> None:
         self.connection.sendall(data)
@@ -226,6 +214,10 @@ class UsbredirExport:
             if self._outstanding[packet_id] <= 0:
                 del self._outstanding[packet_id]
                 self._cancelled.discard(packet_id)
+
+    def _is_cancelled(self, packet_id: int) -> bool:
+        with self._lock:
+            return packet_id in self._cancelled
 
     def _take_cancelled(self, packet_id: int) -> bool:
         with self._lock:
@@ -258,7 +250,7 @@ class UsbredirExport:
 
     def _acceptable(self, packet: Packet) -> bool:
         """Whether ``packet`` may reach the platform; if not, it is answered here."""
-        status = refusal(packet, self.info)
+        status = refusal(packet, self.in_force())
         if status is None:
             return True
         log.info("usbredir: %s %d refused (%s)", packet.kind.name if packet.kind else "?",
@@ -272,129 +264,10 @@ class UsbredirExport:
                 endpoint, request, request_type, status, value, index, 0)))
         return False
 
-    def _set_configuration(self, packet: Packet) -> None:
-        (value,) = packet.fields
-        status, _ = self._standard(_TO_DEVICE, USBStandardRequests.SET_CONFIGURATION, value, 0)
-        self._send(self.negotiated.encode(PacketType.CONFIGURATION_STATUS, packet.id,
-                                          CONFIGURATION_STATUS.pack(status, value)))
-        self._announce_interfaces()  # the spec has the usb-host announce them again
-
-    def _get_configuration(self, packet: Packet) -> None:
-        status, data = self._standard(_FROM_DEVICE, USBStandardRequests.GET_CONFIGURATION, 0, 0,
-                                      1)
-        self._send(self.negotiated.encode(PacketType.CONFIGURATION_STATUS, packet.id,
-                                          CONFIGURATION_STATUS.pack(status, data[0] if data
-                                                                    else 0)))
-
-    def _set_alt_setting(self, packet: Packet) -> None:
-        interface, alt = packet.fields
-        status, _ = self._standard(_TO_INTERFACE, USBStandardRequests.SET_INTERFACE, alt,
-                                   interface)
-        self._send(self.negotiated.encode(PacketType.ALT_SETTING_STATUS, packet.id,
-                                          ALT_SETTING_STATUS.pack(status, interface, alt)))
-
-    def _get_alt_setting(self, packet: Packet) -> None:
-        (interface,) = packet.fields
-        status, data = self._standard(_FROM_INTERFACE, USBStandardRequests.GET_INTERFACE, 0,
-                                      interface, 1)
-        self._send(self.negotiated.encode(PacketType.ALT_SETTING_STATUS, packet.id,
-                                          ALT_SETTING_STATUS.pack(status, interface,
-                                                                  data[0] if data else 0)))
-
-    def _reset(self, packet: Packet) -> None:
-        reset = getattr(self.platform, "bus_reset", None)
-        if reset is not None:  # no answer: the spec has none for a reset
-            reset()
-
-    def _standard(self, request_type: int, request: int, value: int, index: int,
-                  length_or_data: int | bytes = b"") -> tuple[Status, bytes]:
-        try:
-            return Status.SUCCESS, self.platform.control(request_type, request, value, index,
-                                                         length_or_data)
-        except DeviceGone:
-            raise
-        except TransportError as exc:
-            log.info("usbredir: request %#04x: %s", request, exc)
-            return _status_of(exc), b""
-
-    def _control(self, packet: Packet) -> None:
-        endpoint, request, request_type, _, value, index, length = packet.fields
-        incoming = bool(request_type & 0x80)
-        status, data = self._standard(request_type, request, value, index,
-                                      length if incoming else packet.data)
-        moved = len(data) if incoming else (len(packet.data) if status == Status.SUCCESS else 0)
-        if self._take_cancelled(packet.id):
-            status = Status.CANCELLED
-        self._answered(packet.id)
-        self._send(self.negotiated.encode(
-            PacketType.CONTROL_PACKET, packet.id,
-            CONTROL.pack(endpoint, request, request_type, status, value, index, moved), data))
-
-    def _bulk(self, first: Packet) -> None:
-        endpoint = first.fields[0]
-        incoming = bool(endpoint & 0x80)
-        length = bulk_length(first.fields) if incoming else len(first.data)
-        batch = [first]
-        while (len(batch) < MAX_BATCH and (len(batch) + 1) * max(length, 1) <= MAX_BATCH_BYTES
-               and self._held is None):
-            try:
-                more = self._incoming.get_nowait()
-            except queue.Empty:
-                break
-            same = (more is not None and more.type == PacketType.BULK_PACKET and more.fields
-                    and more.fields[0] == endpoint
-                    and (bulk_length(more.fields) if incoming else len(more.data)) == length)
-            if same:
-                batch.append(more)  # type: ignore[arg-type]
-            else:
-                self._held = more
-        # By identity: two requests with one (reused) id and the same data are equal.
-        kept = {id(p) for p in batch if not self._take_cancelled(p.id)}
-        live, dropped = ([p for p in batch if (id(p) in kept) == k] for k in (True, False))
-        for packet in dropped:
-            log.info("usbredir: bulk %#04x id %#x cancelled before reaching the bus", endpoint,
-                     packet.id)
-            self._reply_bulk(packet, Status.CANCELLED, b"", 0)
-        if not live:
-            return
-        received: list[bytes] = []
-        log.info("usbredir: bulk %#04x %d x %d B", endpoint, len(live), length)
-        what = f"bulk {endpoint:#04x}"
-        plan = QueuedStream(endpoint, length, len(live), len(live),
-                            outgoing=None if incoming else [p.data for p in live], what=what)
-        try:
-            start, end = run_plan(self.platform, plan, what=what, silence=silence_for(length))
-            plan.deliver(received.append)
-            result = plan.result(start, end)
-        except DeviceGone:
-            raise
-        except TransportError as exc:
-            log.info("usbredir: bulk %#04x x%d: %s", endpoint, len(live), exc)
-            for packet in live:
-                self._reply_bulk(packet, _status_of(exc), b"", 0)
-            return
-        for index, packet in enumerate(live):
-            data = received[index] if incoming and index < len(received) else b""
-            moved = len(data) if incoming else (length if index < result.transfers else 0)
-            status = Status.CANCELLED if self._take_cancelled(packet.id) else Status.SUCCESS
-            if status == Status.CANCELLED:
-                log.info("usbredir: bulk %#04x cancelled on the bus (answered cancelled)",
-                         endpoint)
-            self._reply_bulk(packet, status, data, moved)
-
-    def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:
-        self._answered(packet.id)
-        body = self.negotiated.bulk_body(packet.fields[0], status, moved)
-        self._send(self.negotiated.encode(PacketType.BULK_PACKET, packet.id, body, data))
-
     # -- what the guest learns before the first descriptor ------------------------------------
 
     def _announce(self) -> None:
-        assert self.info is not None
-        for message in announcement(self.negotiated, self.info, self.speed):
-            self._send(message)
-
-    def _announce_interfaces(self) -> None:
-        assert self.info is not None
-        for message in interfaces_announcement(self.negotiated, self.info, self.speed):
+        info = self.in_force()
+        assert info is not None
+        for message in announcement(self.negotiated, info, self.speed):
             self._send(message)

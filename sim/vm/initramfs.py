@@ -39,8 +39,8 @@ GUEST_MODULES = ("xhci-pci", "ehci-pci", "9pnet_virtio", "9p", "virtio_pci", "ov
 #: Parameters a module is loaded with (``insmod`` reads no kernel command line). The null disk
 #: offers UAS on alternate 1, and usb-storage leaves any device uas could drive to uas (its
 #: probe asks ``uas_use_uas_driver`` when the kernel has uas at all); the quirk ``u``
-#: (US_FL_IGNORE_UAS) makes usb-storage drive its BOT alternate 0, which the usbredir export
-#: carries (UAS's alternate switch it does not yet).
+#: (US_FL_IGNORE_UAS) makes usb-storage drive its BOT alternate 0 first; the storage checks then
+#: clear it and rebind the interface, so uas drives alternate 1 in the same boot.
 MODULE_PARAMETERS = {"usb_storage": f"quirks={usb2.VID:04x}:{usb2.PID:04x}:u"}
 #: Prefix of every line the guest prints for the harness.
 MARK = "BUSPROBE-VM"

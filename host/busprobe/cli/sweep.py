@@ -61,8 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "an emulator, where a repeat's volume says nothing")
     parser.add_argument("--pattern", default="counter", help="counter or prbs31")
     parser.add_argument("--protocol", default="stream",
-                        help="stream (bare bulk transfers, default) or bot (USB mass storage "
-                             "Bulk-Only Transport: CBW, data, CSW per transfer, queue depth 1)")
+                        help="stream (bare bulk transfers, default), bot (USB mass storage "
+                             "Bulk-Only Transport: CBW, data, CSW per transfer, queue depth 1; "
+                             "usb2-full's framer or the usb2-storage null disk) or uas (USB "
+                             "Attached SCSI on the null disk's alternate 1: command IU, READY, "
+                             "data, SENSE IU per transfer, queue depth = tags outstanding); on "
+                             "the disk every transfer is a READ(10)/WRITE(10) checked against "
+                             "the LBA pattern")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
     parser.add_argument("--csv", metavar="FILE", help="write one CSV row per point ('-': stdout)")
     parser.add_argument("--plot", metavar="FILE.png",
@@ -201,10 +206,10 @@ def run(args: argparse.Namespace) -> int:
             directions,
             tuple(lengths or default_lengths(
                 bus.kind, transport.default_max_length)),
-            # --protocol bot over libusb has no queue; a disk's driver queues by itself.
-            tuple(depths or (buses.by_kind(bus.kind).default_queue_depths
-                             if bus.protocol == "stream" or transport.checks_own_data
-                             else (1,))),
+            # busprobe's own BOT framing has no queue (block:'s driver queues by itself);
+            # UAS's tags do.
+            tuple(depths or ((1,) if bus.protocol == "bot" and bus.kind != "usb-storage"
+                             else buses.by_kind(bus.kind).default_queue_depths)),
             args.repeat, settings, pattern)
         plan.validate(transport, simulated=target.simulated)
         print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)

@@ -44,7 +44,7 @@ from .usb2_bot import _wrapper_stage, bot_command
 from .usb2_hosts import HostProfile, load_profile
 from .usb2_schedule import run_transfers
 
-__all__ = ["storage_ceiling", "storage_link_only", "commands_of", "uas_command",
+__all__ = ["storage_ceiling", "storage_link_only", "commands_of", "uas_command", "uas_transfers",
            "DEFAULT_MAX_SECTORS_KB", "COMMAND_IU", "READY_IU", "SENSE_IU", "DEFAULT_UAS_TAGS"]
 
 #: Linux ``usb-storage``'s limit at high speed: 240 sectors of 512 bytes.
@@ -153,3 +153,28 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
     parts["io_seconds"] = seconds
     return Ceiling(throughput, "\n".join(lines), parts, direction,
                    f"usb-storage {bus.protocol} host profile {profile.name}")
+
+
+def uas_transfers(profile: HostProfile, direction: str, length: int, queue_depth: int,
+                  max_packet_size: int = 512) -> Ceiling:
+    """busprobe's own UAS framing on the null disk (``sweep --protocol uas``, bus ``usb2-hs``):
+    each transfer one command of ``length`` bytes, ``queue_depth`` of them outstanding, so the
+    UAS term above with ``in_flight = queue_depth`` and no splitting (``direction`` ``in`` or
+    ``out``)."""
+    if direction not in ("in", "out"):
+        raise ValueError(f"UAS moves data in or out, not {direction}")
+    times = uas_command(profile, "read" if direction == "in" else "write", length,
+                        max_packet_size=max_packet_size)
+    seconds = max(times["busy"], times["chain"] / queue_depth)
+    throughput = length / seconds
+    formula = "\n".join([
+        f"usb2-hs UAS, host profile {profile.name}: one command of {length} B per transfer, "
+        f"{queue_depth} outstanding",
+        f"chain {times['chain'] * 1e6:.2f} µs (2 turnarounds) / {queue_depth}, bus "
+        f"{times['busy'] * 1e6:.2f} µs: the larger binds",
+        f"{length} B / {seconds * 1e6:.2f} µs = {throughput / 1e6:.3f} MB/s"])
+    parts: dict[str, object] = {"protocol": "uas", "length": length, "in_flight": queue_depth,
+                                "chain": times["chain"], "busy": times["busy"],
+                                "period": seconds, "device_ceiling": None}
+    return Ceiling(throughput, formula, parts, direction,
+                   f"usb2-hs host profile {profile.name} UAS")

@@ -1,7 +1,9 @@
-"""BOT against UAS: two block-device sweeps of a null disk, one per storage driver.
+"""BOT against UAS: two sweeps of a null disk, one per storage transport.
 
 ``busprobe compare`` pairs every ``usb-storage`` run the ``usb-storage`` driver made (BOT) with
-every one ``uas`` made on the same host controller (host profile and controller driver), and
+every one ``uas`` made on the same host controller (host profile and controller driver) — and
+likewise every ``--protocol bot`` sweep of the disk over busprobe's own framing (bus ``usb2-hs``,
+one command per transfer) with a ``--protocol uas`` one of the same device and host — and
 shows per direction, length and queue depth swept by both: each figure, how far BOT is behind
 (``1 - BOT / UAS``), the time BOT adds per I/O (``length / BOT - length / UAS``) beside the
 model's (:mod:`busprobe.model.usb_storage`), and a line saying why: BOT's per-command turnaround
@@ -33,15 +35,38 @@ def _host_key(doc: dict[str, Any]) -> tuple[Any, ...]:
 def storage_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:
     """``(bot_run, uas_run)`` for each BOT block run and UAS block run on the same host."""
     def storage(run: Any, protocol: str) -> bool:
-        return (run.doc.get("bus") or {}).get("kind") == "usb-storage" \
+        # usb2-hs: busprobe's own framing; only the null disk speaks UAS there, and a BOT run
+        # pairs with one by the same device and host.
+        return (run.doc.get("bus") or {}).get("kind") in ("usb-storage", "usb2-hs") \
             and protocol_of(run.doc) == protocol
     return [(b, u) for b in runs if storage(b, "bot") for u in runs
-            if storage(u, "uas") and _host_key(u.doc) == _host_key(b.doc)]
+            if storage(u, "uas") and _host_key(u.doc) == _host_key(b.doc)
+            and (not _own_framing(b.doc) or b.doc.get("device") == u.doc.get("device"))]
+
+
+def _own_framing(doc: dict[str, Any]) -> bool:
+    """Whether the run framed the commands itself (``usb2-hs``: one command per transfer) rather
+    than through a kernel driver (``usb-storage``)."""
+    return (doc.get("bus") or {}).get("kind") == "usb2-hs"
 
 
 def _points(doc: dict[str, Any]) -> dict[tuple[str, int, int], float]:
     return {(p["direction"], p["length"], p["queue_depth"]): p["throughput"]
             for p in doc.get("points") or [] if not p["errors"] and p["throughput"] > 0}
+
+
+def _paired(bot_doc: dict[str, Any], uas_doc: dict[str, Any]
+            ) -> tuple[dict[tuple[str, int, int], float], dict[tuple[str, int, int], float]]:
+    """Both runs' points. busprobe's own BOT framing runs at queue depth 1 only (BOT has no
+    queue: one command at a time whatever is asked), so its figure stands for every depth the
+    UAS run swept; a kernel driver's BOT run was swept at each depth itself."""
+    bot_points, uas_points = _points(bot_doc), _points(uas_doc)
+    if _own_framing(bot_doc):
+        for direction, length, depth in uas_points:
+            one = bot_points.get((direction, length, 1))
+            if one is not None:
+                bot_points.setdefault((direction, length, depth), one)
+    return bot_points, uas_points
 
 
 def _model(doc: dict[str, Any], direction: str, length: int, depth: int
@@ -61,7 +86,7 @@ def _model(doc: dict[str, Any], direction: str, length: int, depth: int
 def storage_rows(bot_doc: dict[str, Any], uas_doc: dict[str, Any],
                  units: Units) -> list[tuple[str, ...]]:
     """Header plus one row per point both runs measured without errors."""
-    bot_points, uas_points = _points(bot_doc), _points(uas_doc)
+    bot_points, uas_points = _paired(bot_doc, uas_doc)
     rows: list[tuple[str, ...]] = [(
         "direction", "length", "QD", f"BOT {units.label}", f"UAS {units.label}", "BOT behind",
         "BOT adds per I/O", "model BOT behind", "model adds")]
@@ -81,19 +106,24 @@ def storage_rows(bot_doc: dict[str, Any], uas_doc: dict[str, Any],
 def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
     """The verdict line: how far BOT is behind at the longest length and deepest queue both
     swept, and why."""
-    bot_points, uas_points = _points(bot_doc), _points(uas_doc)
+    bot_points, uas_points = _paired(bot_doc, uas_doc)
     common = set(bot_points) & set(uas_points)
     if not common:
         return None
-    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0]))
+    # The longest length at the deepest queue, reads first (where a driver's per-command
+    # turnaround shows most: a write's data wait for the host either way).
+    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0] in ("in", "read")))
     bot, uas = bot_points[(direction, length, depth)], uas_points[(direction, length, depth)]
     extra = (bot_doc.get("bus") or {}).get("extra") or {}
     max_kb = extra.get("max_sectors_kb") or 120
     commands = -(-length // (int(max_kb) * 1024))
     profile = (bot_doc.get("bus") or {}).get("host_profile") or "?"
+    split = (f"each I/O is {commands} command(s) of at most {max_kb} KiB (max_sectors_kb)"
+             if not _own_framing(bot_doc) else "each transfer is one READ(10)/WRITE(10) command"
+             " (busprobe's own framing)")
     return (f"BOT is {(1 - bot / uas) * 100:.1f} % behind UAS ({direction} {format_size(length)}"
-            f" at queue depth {depth}, host {profile}): each I/O is {commands} command(s) of at "
-            f"most {max_kb} KiB (max_sectors_kb), and BOT runs them one at a time, each paying "
+            f" at queue depth {depth}, host {profile}): {split}, and BOT runs them one at a "
+            f"time, each paying "
             f"the host's turnaround three times (CBW, data, CSW submitted one after the other), "
             f"where UAS pays it twice and overlaps it across the commands in flight; it adds "
             f"{(length / bot - length / uas) * 1e6:.0f} µs per I/O.")
@@ -104,7 +134,9 @@ def storage_sections(runs: Sequence[Any], units: Units = Units.MB
     """``(title, table rows, explanation lines)`` per BOT / UAS pair, for ``compare``."""
     out = []
     for bot_run, uas_run in storage_pairs(runs):
-        title = f"BOT vs UAS, {bot_run.label} (usb-storage) vs {uas_run.label} (uas)"
+        names = ("--protocol bot", "--protocol uas") if _own_framing(bot_run.doc) \
+            else ("usb-storage", "uas")
+        title = f"BOT vs UAS, {bot_run.label} ({names[0]}) vs {uas_run.label} ({names[1]})"
         rows = storage_rows(bot_run.doc, uas_run.doc, units)
         line = behind_line(bot_run.doc, uas_run.doc)
         if len(rows) == 1 or line is None:

@@ -1,7 +1,8 @@
 # Sourced by usb_checks.sh behind the controller that gets the null disk (sim/vm/usb_pass.py):
 # the guest kernel's usb-storage, sd and block layer drive the simulated disk; busprobe sweeps it
 # as block:/dev/sdX, sg_raw sends it an opcode it does not have, and its telemetry page (INQUIRY
-# VPD 0xC0) is read back for the host to decode.
+# VPD 0xC0) is read back for the host to decode. Then the same disk is rebound to uas (alternate
+# 1) and swept again.
 mark storage-plug
 DISK=
 i=0
@@ -25,4 +26,30 @@ run storage-after "$BUSPROBE" sweep --device "block:$DISK" --direction read --le
 # INQUIRY, EVPD, page 0xC0 (the storage telemetry), 512 bytes at most.
 run storage-telemetry sg_raw --request=512 --outfile="$OUT/storage-telemetry.bin" "$DISK" \
     12 01 c0 02 00 00
+# The second half, the same disk through uas on alternate 1 (no second boot): drop usb-storage's
+# IGNORE_UAS quirk, unbind usb-storage and let the kernel probe the interface again: usb-storage
+# now leaves it to uas, which switches to alternate 1 (SET_INTERFACE; the export announces that
+# setting's four pipes) and drives it with UAS IUs.
+IFACE=${INTERFACE##*/}
+echo > /sys/module/usb_storage/parameters/quirks
+echo "$IFACE" > /sys/bus/usb/drivers/usb-storage/unbind
+echo "$IFACE" > /sys/bus/usb/drivers_probe
+UAS_DISK=
+i=0
+while [ $i -lt 600 ] && [ -z "$UAS_DISK" ]; do
+    for d in /sys/block/sd*; do
+        [ "$(cat "$d/device/vendor" 2>/dev/null)" = BUSPROBE ] && UAS_DISK=/dev/${d##*/}
+    done
+    sleep 0.1; i=$((i + 1))
+done
+UAS_SYS=/sys/block/${UAS_DISK#/dev/}
+mark "storage-uas-disk ${UAS_DISK:-none}" \
+    "driver=$(basename "$(readlink "/sys/bus/usb/devices/$IFACE/driver")")" \
+    "alternate=$(cat "/sys/bus/usb/devices/$IFACE/bAlternateSetting" 2>/dev/null | tr -d ' ')" \
+    "max_sectors_kb=$(cat "$UAS_SYS/queue/max_sectors_kb" 2>/dev/null)"
+dmesg | grep -iE 'uas|usb-storage' | tail -n 8 | while read -r line; do mark "storage-uas-dmesg $line"; done
+run storage-uas-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO "$UAS_DISK"
+run storage-uas-sweep "$BUSPROBE" sweep --device "block:$UAS_DISK" --direction both \
+    --lengths 128K --queue-depth 1,4 --min-bytes 1 --no-progress \
+    --json "$OUT/storage-uas-sweep.json"
 mark storage-done

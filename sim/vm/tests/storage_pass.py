@@ -52,3 +52,31 @@ def check_the_null_disk(usb_pass) -> None:
                       for p in sweep["points"])
           + f", 0 errors; opcode 0x0E: ILLEGAL REQUEST, then read on; device: {counters['reads']}"
           f" READs, {counters['writes']} WRITEs, at most {counters['read_blocks_max']} blocks")
+
+
+def check_the_disk_through_uas(usb_pass) -> None:
+    """The same disk rebound to ``uas`` in the same boot (the quirk dropped, usb-storage
+    unbound, the interface probed again): uas switches to alternate 1 (the export announces its
+    four pipes), lsblk shows the disk, and the block sweep reads and writes it with 0 errors
+    through UAS IUs, labelled as QEMU's emulated controller's figures."""
+    (disk,) = usb_pass.boot.find("storage-uas-disk")
+    assert "driver=uas" in disk and "alternate=1" in disk, (
+        disk, usb_pass.boot.find("storage-uas-dmesg"))
+    assert usb_pass.status("storage-uas-lsblk") == "rc=0 ", usb_pass.text("storage-uas-lsblk.err")
+    lsblk = usb_pass.text("storage-uas-lsblk.out")
+    assert str(DEFAULT_CAPACITY_BLOCKS * 512) in lsblk and "NULL DISK" in lsblk, lsblk
+    assert usb_pass.status("storage-uas-sweep") == "rc=0 ", usb_pass.text(
+        "storage-uas-sweep.err")
+    sweep = usb_pass.result("storage-uas-sweep")
+    assert sweep["complete"] and sweep["errors"] == 0
+    assert sweep["bus"]["protocol"] == "uas" and sweep["bus"]["extra"]["driver"] == "uas"
+    assert sweep["bus"]["extra"]["emulated_controller"] == "qemu ehci-pci"
+    # uas issues commands of up to 512 KiB (usb-storage: 120), so 128 KiB is one command
+    assert sweep["bus"]["extra"]["max_sectors_kb"] > 120
+    assert sorted((p["direction"], p["length"], p["queue_depth"]) for p in sweep["points"]) == \
+        sorted((d, 128 << 10, q) for d in ("read", "write") for q in (1, 4))
+    assert all(p["errors"] == 0 for p in sweep["points"])
+    print("  => the same disk through uas (alternate 1, QEMU's emulated ehci: its figures): "
+          + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
+                      f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
+          + ", 0 errors")

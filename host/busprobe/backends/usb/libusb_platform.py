@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 SPEED_NAMES = {0: "unknown", 1: "low", 2: "full", 3: "high", 4: "super", 5: "super-plus"}
 _INTERFACE = 0
 _CONTROL_TIMEOUT_MS = 1000
+#: bmRequestType and bRequest of SET_INTERFACE (standard, to an interface; USB 2.0 §9.4.10).
+_SET_INTERFACE = (0x01, 11)
 
 
 def open_usb(target: TargetDescription) -> UsbDeviceTransport:
@@ -170,6 +172,12 @@ class LibusbPlatform:
                 length_or_data: int | bytes) -> bytes:
         usb1 = self._usb1
         try:
+            if (request_type, request) == _SET_INTERFACE:
+                # Through libusb's own call, not a raw control transfer: the kernel must switch
+                # its endpoint table to the alternate too (usbfs refuses bulk transfers to an
+                # endpoint the alternate in force does not have, e.g. UAS's 0x04 and 0x83).
+                self._handle.setInterfaceAltSetting(index, value)
+                return b""
             if request_type & CONTROL_IN:
                 assert isinstance(length_or_data, int)
                 return bytes(self._handle.controlRead(request_type, request, value, index,

@@ -34,6 +34,7 @@ from ...transport import (
     TransportError,
 )
 from .bot import BotCommands, BotRun, wrapper_bytes
+from .disk import ALTERNATES, DiskFraming
 from .plans import QueuedStream, loopback, loopback_result
 from .platform import UsbPlatform
 from .requests import VendorRequests
@@ -44,9 +45,11 @@ __all__ = ["UsbDeviceTransport", "DISK_REFUSAL"]
 #: Why a sweep of its own does not run on the storage personality (its endpoints answer SCSI
 #: only, its data are the LBA pattern, not the sweep's), and what measures it instead.
 DISK_REFUSAL = ("this is the usb2-storage null disk (SCSI over BOT on alternate 0, UAS on "
-                "alternate 1; no busprobe streams): sweep the block device a driver makes of "
-                "it (block:/dev/sdX); the sweep's own --protocol bot|uas framing of it is not "
-                "built yet")
+                "alternate 1; no busprobe streams): sweep it with --protocol bot or --protocol "
+                "uas (busprobe's own framing), or sweep the block device a driver makes of it "
+                "(block:/dev/sdX)")
+#: bRequest of the standard SET_INTERFACE request (USB 2.0 §9.4.10).
+SET_INTERFACE = 11
 
 
 class UsbDeviceTransport(Transport):
@@ -65,7 +68,7 @@ class UsbDeviceTransport(Transport):
         The device's vendor requests over the platform's endpoint 0.
     """
 
-    protocols = ("stream", "bot")
+    protocols = ("stream", "bot", "uas")
     #: What to do for BOT framing when the device lacks it (the end of the one-line refusal).
     bot_fix = "build and flash the usb2-full design (busprobe build --design usb2-full)"
     #: Entering or leaving loopback restarts the device's pattern streams (SET_DATA_MODE
@@ -79,6 +82,7 @@ class UsbDeviceTransport(Transport):
         self.requests = VendorRequests(platform.control, name=platform.name)
         self.protocol = "stream"
         self.commands = BotCommands(platform.name)
+        self.disk_framing = DiskFraming(platform.name, self.commands)
         self._opened = False
         self._mode: usb2.DataMode | None = None   # as last set; None: not known
 
@@ -91,7 +95,7 @@ class UsbDeviceTransport(Transport):
                 self.requests.check_info()
                 if self.protocol != "stream":  # chosen before the INFO said what it is
                     self._superspeed_refuses(f"{self.protocol.upper()} framing")
-                    self._check_bot_framer()
+                    self._check_framing(self.protocol)
                 # Whatever mode an earlier run left the device in, start from a known one.
                 self._apply_protocol()
         except BaseException:
@@ -146,12 +150,28 @@ class UsbDeviceTransport(Transport):
             raise InvalidRequest(f"{self.selector}: the SuperSpeed device has no {what} "
                                  f"(its data modes: {modes}); use {', '.join(others)} or {last}")
 
-    def _check_bot_framer(self) -> None:
-        """Refuse BOT in one line when the device's INFO (or a preset, :attr:`VendorRequests.
-        features`) says it has no framer: it would STALL SET_DATA_MODE."""
+    @property
+    def disk(self) -> bool:
+        """Whether the device's INFO (or the simulated design) says it is the null disk."""
         features = self.requests.features
-        if features is not None and usb2.Feature.STORAGE in features:
-            raise InvalidRequest(f"{self.selector}: {DISK_REFUSAL}")
+        return features is not None and usb2.Feature.STORAGE in features
+
+    @property
+    def checks_own_data(self) -> bool:  # type: ignore[override]
+        """The null disk's data are the LBA pattern: the transport makes and checks them."""
+        return self.disk
+
+    def _check_framing(self, protocol: str) -> None:
+        """Refuse ``protocol`` in one line where the device cannot carry it: UAS on anything but
+        the null disk; BOT when the device's INFO (or a preset, :attr:`VendorRequests.features`)
+        says it has no framer (it would STALL SET_DATA_MODE) and is not the disk."""
+        features = self.requests.features
+        if protocol == "uas" and features is not None and not self.disk:
+            raise InvalidRequest(f"{self.selector}: UAS framing needs the usb2-storage null "
+                                 f"disk (busprobe build --design usb2-storage; "
+                                 f"sim:usb2?design=storage)")
+        if protocol != "bot" or self.disk:
+            return
         if features is not None and usb2.DataMode.BOT not in usb2.data_modes(features):
             raise InvalidRequest(f"{self.selector}: this bitstream has no BOT framer (the lean "
                                  f"default usb2 design leaves it out); {self.bot_fix}")
@@ -160,8 +180,7 @@ class UsbDeviceTransport(Transport):
         """Refuse a sweep in one line when the device's INFO (or the simulated design) says it
         is the storage personality: its bulk endpoints answer SCSI commands only, so a stream
         would NAK until the sweep's timeout."""
-        features = self.requests.features
-        if features is not None and usb2.Feature.STORAGE in features:
+        if self.disk and self.protocol == "stream":
             raise InvalidRequest(f"{self.selector}: {DISK_REFUSAL}")
 
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
@@ -169,9 +188,12 @@ class UsbDeviceTransport(Transport):
         if direction == "loopback":
             self._superspeed_refuses("loopback", usb2.DataMode.LOOPBACK)
         super().validate(direction, length, queue_depth)
-        if direction == "loopback" and self.protocol == "bot":
-            raise InvalidRequest("BOT frames in and out transfers; loopback streams both "
-                                 "directions at once and has no BOT form")
+        if direction == "loopback" and self.protocol != "stream":
+            name = self.protocol.upper()
+            raise InvalidRequest(f"{name} frames in and out transfers; loopback streams both "
+                                 f"directions at once and has no {name} form")
+        if self.disk:
+            self.disk_framing.validate(length)
         if length >= usb2.IN_ZLP_FLAG:
             raise InvalidRequest(f"USB transfer length {length} does not fit SET_IN_TRANSFER "
                                  f"(at most {usb2.IN_ZLP_FLAG - 1} bytes)")
@@ -184,21 +206,27 @@ class UsbDeviceTransport(Transport):
                                  f"short packet; use lengths that are multiples of {packet}")
 
     def set_protocol(self, protocol: str) -> None:
-        """``stream`` (the default) or ``bot``: sent to the device now if it is open, else when
-        it opens."""
+        """``stream`` (the default), ``bot`` or ``uas`` (the null disk only): sent to the device
+        now if it is open, else when it opens."""
         super().set_protocol(protocol)
         if protocol != "stream":
             self._superspeed_refuses(f"{protocol.upper()} framing")
         if protocol != "stream" and not self.platform.vendor_requests:
-            raise InvalidRequest(f"{self.selector}: the stock design has no BOT framing")
-        if protocol == "bot":
-            self._check_bot_framer()
+            raise InvalidRequest(f"{self.selector}: the stock design has no "
+                                 f"{protocol.upper()} framing")
+        self._check_framing(protocol)
         self.protocol = protocol
         if self._opened:
             self._apply_protocol()
 
     def _apply_protocol(self) -> None:
-        """Put the device in the protocol's data mode, whatever it was in (sent every time)."""
+        """Put the device in the protocol's data mode, whatever it was in (sent every time);
+        the null disk, which has no data modes, in the protocol's alternate setting (which
+        restarts its engines and flushes its endpoints: a reset recovery too)."""
+        if self.disk:
+            if self.protocol in ALTERNATES:
+                self.platform.control(0x01, SET_INTERFACE, ALTERNATES[self.protocol], 0, b"")
+            return
         self._set_mode(usb2.DataMode.BOT if self.protocol == "bot" else usb2.DataMode.PATTERN,
                        again=True)
 
@@ -228,13 +256,15 @@ class UsbDeviceTransport(Transport):
         if not self.platform.vendor_requests:
             return Telemetry()
         counters = self.requests.read_telemetry()
-        if self.protocol == "bot":
-            # The device counts CBWs and CSWs with the data; the sweep checks data bytes. Its
-            # microframe window times the wrappers and the gaps between stages too, so in BOT
-            # the host's window is the only timing (the CSW closes each command anyway).
-            for direction, extra in wrapper_bytes(self.commands.since_clear).items():
-                if direction in counters.device_bytes:
-                    counters.device_bytes[direction] -= extra
+        if self.protocol in ("bot", "uas"):
+            # In BOT the device counts CBWs and CSWs with the data (UAS's IUs go on pipes of
+            # their own); the sweep checks data bytes. Its microframe window times the wrappers
+            # and the gaps between stages too, so the host's window is the only timing (the
+            # CSW or SENSE IU closes each command anyway).
+            if self.protocol == "bot":
+                for direction, extra in wrapper_bytes(self.commands.since_clear).items():
+                    if direction in counters.device_bytes:
+                        counters.device_bytes[direction] -= extra
             counters.device_seconds.clear()
             counters.window_bytes.clear()
         elif self._mode == usb2.DataMode.LOOPBACK:
@@ -266,6 +296,8 @@ class UsbDeviceTransport(Transport):
         self.validate(direction, length, queue_depth)
         if count < 1:
             raise InvalidRequest(f"transfer count must be at least 1, not {count}")
+        if self.disk:
+            return self._stream_disk(direction, length, count, queue_depth)
         outgoing: list[bytes] | None = None
         if direction in ("out", "loopback"):
             if source is None:
@@ -315,3 +347,28 @@ class UsbDeviceTransport(Transport):
                 pass
             raise
         return run.result(start, end)
+
+    def _stream_disk(self, direction: str, length: int, count: int,
+                     queue_depth: int) -> StreamResult:
+        """``count`` READ(10) or WRITE(10) commands of ``length`` bytes to the null disk in the
+        protocol's framing; IN data checked against the LBA pattern, OUT data made from it
+        (the disk counts a write's mismatches: :meth:`read_telemetry`'s device errors)."""
+        framing = self.disk_framing
+        if self.protocol == "bot":
+            run = framing.bot_run(direction, length, count)
+        else:
+            run = framing.uas_run(direction, length, count, queue_depth)
+        what = f"{self.protocol.upper()} {direction} command"
+        start, end = self._run(run.plan, length, what)
+        try:
+            mismatched, first = framing.check(run)
+        except TransportError:
+            try:  # reset recovery: SET_INTERFACE restarts the disk's engines and endpoints
+                self._apply_protocol()
+            except TransportError:
+                pass
+            raise
+        plan = run.plan
+        result = plan.result(start, end) if isinstance(plan, BotRun) \
+            else plan.result(direction, start, end)
+        return replace(result, mismatched_words=mismatched, first_error_offset=first)

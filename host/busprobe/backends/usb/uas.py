@@ -74,9 +74,10 @@ class UasRun:
         if queue_depth < 1:
             raise ValueError(f"UAS queue depth must be at least 1, not {queue_depth}")
         self.commands = list(commands)
-        self.by_tag = {c.tag: c for c in self.commands}
-        if len(self.by_tag) != len(self.commands):
-            raise ValueError("UAS commands of one run need distinct tags")
+        # Tags are 16 bits: a long run reuses them, as Linux's uas does; only the commands
+        # outstanding at once must differ (checked as each is sent).
+        self.by_tag: dict[int, UasCommand] = {}  # the commands outstanding
+        self.moving: dict[int, UasCommand] = {}  # data transfers in flight, by tag
         self.queue_depth, self.what = queue_depth, what
         self.sent = self.done = self.moved = self.short = 0
         self.order: list[int] = []
@@ -84,6 +85,10 @@ class UasRun:
     def _send(self) -> list[Transfer]:
         command = self.commands[self.sent]
         self.sent += 1
+        if command.tag in self.by_tag:
+            raise ValueError(f"{self.what}: UAS commands outstanding together need distinct "
+                             f"tags (tag {command.tag} is)")
+        self.by_tag[command.tag] = command
         return [Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
                          uas.command_iu(command.tag, command.cdb), tag="command"),
                 Transfer(uas.EP_STATUS, STATUS_LENGTH, tag="status")]
@@ -101,7 +106,7 @@ class UasRun:
         if stage == "command":
             return []
         if isinstance(stage, tuple):  # ("data", tag)
-            command = self.by_tag[stage[1]]
+            command = self.moving.pop(stage[1])
             self.moved += completion.actual
             self.short += completion.actual < command.length
             if command.direction == "in":
@@ -117,6 +122,7 @@ class UasRun:
                                  f"no command outstanding has")
         if iu.kind in (uas.IuId.READ_READY, uas.IuId.WRITE_READY):
             self.order.append(iu.tag)
+            self.moving[iu.tag] = command
             # The status transfer the READY completed is replaced: one stays pending per
             # command, as Linux's uas keeps one.
             status = Transfer(uas.EP_STATUS, STATUS_LENGTH, tag="status")
@@ -125,6 +131,7 @@ class UasRun:
             return [Transfer(uas.EP_DATA_OUT, len(command.outgoing), command.outgoing,
                              tag=("data", iu.tag)), status]
         command.status = iu
+        del self.by_tag[iu.tag]
         self.done += 1
         return self._send() if self.sent < len(self.commands) else []
 

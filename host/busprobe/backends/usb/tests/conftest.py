@@ -155,6 +155,7 @@ class FakeBus:
         self.bot: FakeBotFramer | None = None  # set by SET_DATA_MODE(BOT)
         self.loop: bytearray | None = None      # SET_DATA_MODE(LOOPBACK): OUT bytes not yet back
         self.modes: list[int] = []              # every SET_DATA_MODE, in order
+        self.alternates: list[tuple[int, int]] = []  # every setInterfaceAltSetting, in order
 
     def restart(self, pattern: Pattern) -> None:
         self.source, self.checker = PatternStream(pattern), PatternStream(pattern)
@@ -335,6 +336,9 @@ class FakeHandle:
 
     def claimInterface(self, number):
         self.bus.claimed = True
+
+    def setInterfaceAltSetting(self, interface, alternate):
+        self.bus.alternates.append((interface, alternate))
 
     def releaseInterface(self, number):
         self.bus.claimed = False

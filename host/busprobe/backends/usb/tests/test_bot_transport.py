@@ -46,8 +46,8 @@ def test_bot_refuses_a_queue_and_the_stock_design_in_one_line(fake_bus):
     transport.set_protocol("bot")
     with pytest.raises(InvalidRequest, match="one command at a time: queue depth must be 1"):
         transport.validate("in", 4096, 4)
-    with pytest.raises(InvalidRequest, match="protocol 'uas' is not offered"):
-        transport.set_protocol("uas")
+    with pytest.raises(InvalidRequest, match="protocol 'sata' is not offered"):
+        transport.set_protocol("sata")
     transport.platform.vendor_requests = False
     with pytest.raises(InvalidRequest, match="stock design has no BOT framing"):
         transport.set_protocol("bot")

@@ -40,4 +40,14 @@ def test_an_iu_for_no_command_or_a_malformed_one_is_one_line():
     with pytest.raises(TransportError, match="shorter than its 4-byte head"):
         plan.completed(done(status, b"\x03"))
     with pytest.raises(ValueError, match="distinct tags"):
-        UasRun([UasCommand(1, b"\0"), UasCommand(1, b"\0")])
+        UasRun([UasCommand(1, b"\0"), UasCommand(1, b"\0")], queue_depth=2).start()
+
+
+def test_a_long_run_reuses_a_tag_once_its_command_has_ended():
+    commands = [UasCommand(1, b"\0" * 6), UasCommand(1, b"\0" * 6)]
+    plan = UasRun(commands, queue_depth=1)
+    status = plan.start()[1]
+    again = plan.completed(done(status, uas.sense_iu(1, uas.Status.GOOD)))
+    assert again[0].data == uas.command_iu(1, commands[1].cdb)
+    plan.completed(done(again[1], uas.sense_iu(1, uas.Status.GOOD)))
+    assert [c.status.status for c in commands] == [uas.Status.GOOD] * 2 and plan.done == 2
