@@ -70,7 +70,9 @@ class SerialConsole:
             raise PermissionDenied(f"{path}: permission denied (add yourself to the group "
                                    "owning it, usually dialout)") from None
         try:
-            tty.setraw(self.fd)
+            # TCSANOW, not setraw's default TCSAFLUSH: what the firmware printed before the
+            # port was opened (its banner) stays readable instead of being discarded.
+            tty.setraw(self.fd, termios.TCSANOW)
             attrs = termios.tcgetattr(self.fd)
             attrs[4] = attrs[5] = _BAUDS[baud]  # ispeed, ospeed
             attrs[2] &= ~(termios.CRTSCTS | termios.PARENB | termios.CSTOPB)
