@@ -61,7 +61,7 @@ module pipe_partner #(
     parameter int BLOCKS = 8,
     parameter int MAX_CAPTURE = 1040,
     parameter int CAPTURES = 64,
-    parameter int SKP_INTERVAL = 354,
+    parameter int SKP_INTERVAL = 354,  // set from protocol.usb3.SKP_INTERVAL_SYMBOLS
     parameter int PHY_READY_CYCLES = 16,
     parameter logic [7:0] K_SKP = 8'h3C, K_COM = 8'hBC, K_SHP = 8'hFB, K_SLC = 8'hFE,
     parameter logic [7:0] K_SDP = 8'h5C, K_END = 8'hFD, K_EDB = 8'h7C, K_EPF = 8'hF7

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from busprobe.protocol import usb3
+
 from ..sim_top import HDL, SimTop
 from ..verilator_build import build_root, build_verilator_model
 
@@ -40,7 +42,9 @@ def usb3_sim_top(dut: str, ports: Mapping[str, tuple[str, int]]) -> SimTop:
     """The simulation top with ``dut`` (with ``ports``: the RTL of a design, or the board
     netlist cut at PIPE) on the link partner."""
     return SimTop(TOPLEVEL, "pipe_partner", HDL / "pipe_partner.sv", dut, ports,
-                  bus=PIPE_BUS, exports=STATUS, parameters=symbol_values())
+                  bus=PIPE_BUS, exports=STATUS,
+                  parameters={**symbol_values(),
+                              "SKP_INTERVAL": str(usb3.SKP_INTERVAL_SYMBOLS)})
 
 
 def build_usb3_simulator(design: str = "busprobe") -> Path:
