@@ -3,8 +3,9 @@
 :class:`UasRun` is the plan: up to ``queue_depth`` commands outstanding, each a COMMAND IU on the
 command pipe with a status transfer pending on the status pipe; the device names with READ
 READY or WRITE READY whose data move next, and the plan submits that tag's data transfer then
-(and a status transfer in the place of the one the READY took); a SENSE IU ends the command and
-the next one is sent. It runs on every platform's transfer queue (:func:`~.transfers.run_plan`):
+(and a status transfer in the place of the one the READY took); a command ends when both its
+SENSE IU and its data transfer are in (as Linux's ``uas_try_complete`` waits for both), and the
+next one is sent then. It runs on every platform's transfer queue (:func:`~.transfers.run_plan`):
 no stream IDs, no platform method of its own.
 """
 
@@ -111,7 +112,7 @@ class UasRun:
             self.short += completion.actual < command.length
             if command.direction == "in":
                 command.data = completion.data
-            return []
+            return self._finish(command) if command.status is not None else []
         try:
             iu = uas.parse_iu(completion.data)
         except ValueError as exc:
@@ -131,7 +132,16 @@ class UasRun:
             return [Transfer(uas.EP_DATA_OUT, len(command.outgoing), command.outgoing,
                              tag=("data", iu.tag)), status]
         command.status = iu
-        del self.by_tag[iu.tag]
+        if iu.tag in self.moving:
+            # The SENSE IU may overtake the tail of the command's data (the device has handed
+            # it to its endpoint's buffers); like Linux's uas_try_complete, the command ends
+            # when both are in.
+            return []
+        return self._finish(command)
+
+    def _finish(self, command: UasCommand) -> list[Transfer]:
+        """``command`` has its data and its status: the next command takes its place."""
+        del self.by_tag[command.tag]
         self.done += 1
         return self._send() if self.sent < len(self.commands) else []
 

@@ -51,3 +51,17 @@ def test_a_long_run_reuses_a_tag_once_its_command_has_ended():
     assert again[0].data == uas.command_iu(1, commands[1].cdb)
     plan.completed(done(again[1], uas.sense_iu(1, uas.Status.GOOD)))
     assert [c.status.status for c in commands] == [uas.Status.GOOD] * 2 and plan.done == 2
+
+
+def test_a_sense_iu_ahead_of_its_data_waits_for_the_data_before_the_next_command():
+    """The device may hand the SENSE IU over while the data's last packets are still in its
+    endpoint: the command ends, and the next one goes, only when both are in (Linux's
+    uas_try_complete)."""
+    commands = [UasCommand(tag, b"\x28" + bytes(9), 1024) for tag in (1, 2)]
+    plan = UasRun(commands, queue_depth=1)
+    status = plan.start()[1]
+    data, again = plan.completed(done(status, uas.ready_iu(1, read=True)))
+    assert plan.completed(done(again, uas.sense_iu(1, uas.Status.GOOD))) == []
+    assert plan.done == 0
+    nxt = plan.completed(done(data, b"\x55" * 1024))
+    assert nxt[0].data == uas.command_iu(2, commands[1].cdb) and plan.done == 1
