@@ -77,6 +77,11 @@ class StorageDataPath(wiring.Component):
         Strobe: Bulk-Only Mass Storage Reset.
     pattern_errors: Signal(32), output
         Written words that were not the LBA pattern (the USB telemetry's checker word).
+    in_acked, out_acked: Signal(), input
+        Strobe: the bulk IN (OUT) endpoint had a packet ACKed, of ``in_acked_length``
+        (``out_acked_length``) bytes: UAS's SENSE waits for the data's (:class:`~.uas_engine.
+        UasEngine`).
+    in_acked_length, out_acked_length: Signal(range(MAX_PACKET_SIZE + 1)), input
     engine: ScsiBotEngine
     telemetry: StorageTelemetry
 
@@ -103,6 +108,10 @@ class StorageDataPath(wiring.Component):
     from_out: In(PacketStreamSignature(1))
     pattern_errors: Out(32)
     first_error_offset: Out(32)
+    in_acked: In(1)
+    in_acked_length: In(range(usb2.MAX_PACKET_SIZE + 1))
+    out_acked: In(1)
+    out_acked_length: In(range(usb2.MAX_PACKET_SIZE + 1))
 
     def __init__(self, *, capacity_blocks=DEFAULT_CAPACITY_BLOCKS):
         super().__init__()
@@ -137,6 +146,10 @@ class StorageDataPath(wiring.Component):
 
             engine.reset.eq(self.bot_reset | self.restart | self.set_interface),
             uas_engine.reset.eq(self.restart | self.set_interface),
+            uas_engine.in_acked.eq(self.in_acked),
+            uas_engine.in_acked_length.eq(self.in_acked_length),
+            uas_engine.out_acked.eq(self.out_acked),
+            uas_engine.out_acked_length.eq(self.out_acked_length),
             telemetry.clear.eq(self.clear),
             telemetry.capture.eq(Mux(uas_on, uas_engine.capture, engine.capture)),
             engine.snapshot_ready.eq(telemetry.ready),
@@ -196,6 +209,11 @@ class Usb2StorageDevice(Usb2ProbeDevice):
         # SET_INTERFACE switches transports: what either had buffered is abandoned.
         flush = flush | requests.set_interface
         m.d.comb += [self.data_path.bot_reset.eq(requests.bot_reset),
+                     # UAS's SENSE follows the host's ACK of the data (UasEngine).
+                     self.data_path.in_acked.eq(self.ep_in.acked),
+                     self.data_path.in_acked_length.eq(self.ep_in.acked_length),
+                     self.data_path.out_acked.eq(self.ep_out.acked),
+                     self.data_path.out_acked_length.eq(self.ep_out.acked_length),
                      self.ep_in.flush.eq(flush), self.ep_out.flush.eq(flush)]
         reset_toggle = (self.usb.reset_detected | self.control.interface.config_changed
                         | requests.set_interface)

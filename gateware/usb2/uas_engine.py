@@ -5,13 +5,19 @@ One command at a time (queue depth 1 inside the engine; the command endpoint's b
 the IUs the host queues behind it, and they are taken in order). Per COMMAND IU: the shared
 SCSI decode (:class:`~.scsi_decode.ScsiDecode`, the BOT engine's), then for a data phase READ
 READY or WRITE READY with the tag on the status pipe, the data on the data pipes, then the SENSE
-IU. A TASK MANAGEMENT IU is answered with a RESPONSE IU; anything else on the command pipe with
-a RESPONSE IU of INVALID INFORMATION UNIT.
+IU, once the host has ACKed every data byte (``in_acked`` / ``out_acked``): on a read not while
+the data's last packets still wait in the IN endpoint's ring (UAS orders the SENSE after the
+data, and the host's status poll would otherwise carry it ahead of them); on a write as soon as
+the last OUT packet is ACKed, while the check still reads that packet out of the OUT endpoint's
+buffer beside the status (a write's status does not depend on the check: mismatches are
+counted, not reported), so the buffer's drain adds nothing to the command. A TASK MANAGEMENT IU
+is answered with a RESPONSE IU; anything else on the command pipe with a RESPONSE IU of INVALID
+INFORMATION UNIT.
 """
 
 from amaranth import Cat, Const, Mux, Signal
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol import scsi, uas
+from busprobe.protocol import scsi, uas, usb2
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
 from ..common.lba_pattern import LbaPatternBytes
@@ -42,6 +48,10 @@ class UasEngine(StorageEngine):
         As :class:`~.scsi_engine.ScsiBotEngine`'s (``waiting``: no command in the engine).
     task: Signal(), output
         Strobe: a TASK MANAGEMENT IU was answered.
+    in_acked, out_acked: Signal(), input
+        Strobe: the data-in (data-out) pipe had a packet ACKed (its endpoint's ``acked``),
+        of ``in_acked_length`` (``out_acked_length``) bytes.
+    in_acked_length, out_acked_length: Signal(range(MAX_PACKET_SIZE + 1)), input
 
     Parameters
     ----------
@@ -56,6 +66,10 @@ class UasEngine(StorageEngine):
             "in_packets": Out(PacketStreamSignature(1)),
             "out_packets": In(PacketStreamSignature(1)),
             "task": Out(1),
+            "in_acked": In(1),
+            "in_acked_length": In(range(usb2.MAX_PACKET_SIZE + 1)),
+            "out_acked": In(1),
+            "out_acked_length": In(range(usb2.MAX_PACKET_SIZE + 1)),
         }, replies=replies, capacity_blocks=capacity_blocks)
 
     def _engine(self, m):
@@ -75,6 +89,8 @@ class UasEngine(StorageEngine):
         head, head_length, index = Signal(8 * uas.SENSE_HEADER_SIZE), Signal(5), Signal(5)
         then_data, then_sense = Signal(), Signal()
         remaining = Signal(42)
+        # Data bytes the host has still to ACK, and (a write) bytes still to check.
+        unacked, unchecked = Signal(42), Signal(42)
         position = Signal(range(max(replies.longest, scsi.SENSE_SIZE) + 1))
         word_bad = Signal()
 
@@ -106,6 +122,21 @@ class UasEngine(StorageEngine):
                  self.mismatch.eq(0), self.task.eq(0)]
         tag_bytes = [tag[8:16], tag[0:8]]
 
+        writing = kind == Kind.WRITE
+        acked = Mux(writing, self.out_acked, self.in_acked)
+        acked_length = Mux(writing, self.out_acked_length, self.in_acked_length)
+        with m.If(acked & (unacked != 0)):
+            # Saturating: a host that sends more than the command's length ends it all the same.
+            sync += unacked.eq(Mux(acked_length >= unacked, 0, unacked - acked_length))
+        # The check of a write's data runs beside the FSM, so the SENSE need not wait for it.
+        with m.If(unchecked != 0):
+            bad = out.payload.data != pattern.byte
+            m.d.comb += [out.ready.eq(1), pattern.advance.eq(out.valid)]
+            with m.If(out.valid):
+                sync += [unchecked.eq(unchecked - 1), word_bad.eq(word_bad | bad)]
+                with m.If(pattern.word_end):
+                    sync += [self.mismatch.eq(word_bad | bad), word_bad.eq(0)]
+
         with m.FSM(domain="usb"):
             with m.State("IU"):
                 m.d.comb += cmd.ready.eq(1)
@@ -125,7 +156,7 @@ class UasEngine(StorageEngine):
                 with m.If((iu_id == uas.IuId.COMMAND) & (received == uas.COMMAND_SIZE)):
                     decode.plan(m, cb=cb, cdb_length=16, lun=lun, capture=self.capture)
                     sync += self.command.eq(1)
-                    m.next = "PLAN"
+                    m.next = "SETTLE"
                 with m.Elif((iu_id == uas.IuId.TASK_MANAGEMENT)
                             & (received == uas.TASK_SIZE)):
                     function = iu_bytes(uas.TASK_OFFSETS["function"])
@@ -150,14 +181,23 @@ class UasEngine(StorageEngine):
                           uas.RESPONSE_SIZE)
                 m.next = "STATUS"
 
+            with m.State("SETTLE"):
+                # A write's check may still be reading the last command's data: anything but
+                # another write (whose pattern starts in OUT_START) restarts the pattern in
+                # PLAN, so it waits for the check (the data is in the OUT buffer already).
+                with m.If((unchecked == 0) | (kind == Kind.WRITE)):
+                    m.next = "PLAN"
+
             with m.State("PLAN"):
                 has_data = decode.device_length != 0
                 device_in = (kind == Kind.TABLE) | (kind == Kind.READ)
                 failed = decode.fail != 0
                 sync += [self.check.eq(failed), self.blocks.eq(decode.blocks),
                          self.read.eq(kind == Kind.READ), self.write.eq(kind == Kind.WRITE),
-                         remaining.eq(decode.device_length), then_data.eq(has_data)]
-                m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
+                         remaining.eq(decode.device_length), then_data.eq(has_data),
+                         unacked.eq(decode.device_length)]
+                with m.If(kind != Kind.WRITE):
+                    m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
                 with m.If(has_data):
                     ready = Mux(device_in, uas.IuId.READ_READY, uas.IuId.WRITE_READY)
                     send_head([ready, 0, *tag_bytes], uas.READY_SIZE)
@@ -188,7 +228,7 @@ class UasEngine(StorageEngine):
                         with m.If(then_sense):
                             m.next = "SENSE_LOAD"
                         with m.Elif(then_data & (kind == Kind.WRITE)):
-                            m.next = "DATA_OUT"
+                            m.next = "OUT_START"
                         with m.Elif(then_data):
                             m.next = "LOAD"
                         with m.Else():
@@ -224,20 +264,28 @@ class UasEngine(StorageEngine):
                 with m.If(take):
                     sync += [position.eq(position + 1), remaining.eq(remaining - 1)]
                     with m.If(remaining == 1):
-                        m.next = "SENSE"
+                        m.next = "DATA_ACKED"
+
+            with m.State("DATA_ACKED"):
+                with m.If(unacked == 0):
+                    m.next = "SENSE"
+
+            with m.State("OUT_START"):
+                # WRITE READY is out; the check takes this command's data once it has read
+                # the last command's (the OUT buffer keeps them in order).
+                with m.If(unchecked == 0):
+                    m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
+                    sync += [unchecked.eq(remaining), word_bad.eq(0)]
+                    m.next = "DATA_OUT"
 
             with m.State("DATA_OUT"):
-                bad = out.payload.data != pattern.byte
-                m.d.comb += [out.ready.eq(1), pattern.advance.eq(out.valid)]
-                with m.If(out.valid):
-                    sync += [remaining.eq(remaining - 1), word_bad.eq(word_bad | bad)]
-                    with m.If(pattern.word_end):
-                        sync += [self.mismatch.eq(word_bad | bad), word_bad.eq(0)]
-                    with m.If(remaining == 1):
-                        m.next = "SENSE"
+                # Every OUT byte ACKed: the SENSE goes while the check still reads them.
+                with m.If(unacked == 0):
+                    m.next = "SENSE"
 
             with m.State("DONE"):
-                sync += [iu.eq(0), received.eq(0), kind.eq(Kind.NONE), word_bad.eq(0),
-                         then_data.eq(0), then_sense.eq(0), position.eq(0)]
+                # (word_bad is the check's, which may still be running: OUT_START clears it.)
+                sync += [iu.eq(0), received.eq(0), kind.eq(Kind.NONE), then_data.eq(0),
+                         then_sense.eq(0), position.eq(0)]
                 m.next = "IU"
 
