@@ -19,11 +19,12 @@ __all__ = ["usb2_hs_ceiling"]
 
 def usb2_hs_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
                     queue_depth: int | None = None, transfers: int | None = None) -> Ceiling:
-    """:func:`.usb2.usb2_ceiling`, or for ``protocol`` ``uas`` with a length the UAS term with
-    ``queue_depth`` commands outstanding (the steady state is the bound: a finite run's
-    start-up is not modelled for it, ``transfers`` is ignored)."""
+    """:func:`.usb2.usb2_ceiling`, or for ``protocol`` ``uas`` with a length the stepped UAS
+    run with ``queue_depth`` commands outstanding (with ``transfers``, that many commands'
+    host-timed run)."""
     if bus.protocol == "uas" and length is not None:
         return uas_transfers(load_profile(bus.host_profile or "ideal"), direction, length,
-                             queue_depth or 1, bus.max_packet_size or MAX_PACKET_SIZE)
+                             queue_depth or 1, bus.max_packet_size or MAX_PACKET_SIZE,
+                             transfers=transfers)
     return usb2_ceiling(bus, direction, length=length, queue_depth=queue_depth,
                         transfers=transfers)

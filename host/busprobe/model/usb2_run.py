@@ -43,10 +43,11 @@ from .usb2_bot import bot_run
 from .usb2_hosts import HostProfile
 from .usb2_loopback import loopback_run
 from .usb2_schedule import run_transfers
+from .usb2_uas import uas_run
 
 __all__ = ["RunCeiling", "run_ceiling", "phase_search", "device_window", "window_rate",
            "start_phases", "with_line_excess", "finite_run", "loopback_run_ceiling",
-           "bot_run_ceiling", "PHASE_SLACK", "LINE_EXCESS_CYCLES"]
+           "bot_run_ceiling", "uas_run_ceiling", "PHASE_SLACK", "LINE_EXCESS_CYCLES"]
 
 #: The host-clock bound gives away at most this fraction of the run to the unknown start phase.
 PHASE_SLACK = 1e-4
@@ -100,21 +101,21 @@ def start_phases(count: int) -> list[int]:
 
 
 def phase_search(step: Callable[[int], tuple[int, float | None]],
-                 moved: int) -> RunCeiling:
+                 moved: int, *, fraction: float = PHASE_SLACK) -> RunCeiling:
     """The bound over every start phase of a run that moves ``moved`` bytes, where
     ``step(start)`` gives the host-timed cycles of the run started at cycle ``start`` (monotone:
     a later start never ends earlier) and what the device's window reads then (see module)."""
     probe, _ = step(0)
     count = min(MAX_PHASES, max(MIN_PHASES, math.ceil(
-        wire.UFRAME_CYCLES / (PHASE_SLACK * max(probe, 1)))))
+        wire.UFRAME_CYCLES / (fraction * max(probe, 1)))))
     phases = start_phases(count)
     spacing = -(-wire.UFRAME_CYCLES // count)  # the widest gap between two phases
     results = {start: step(start) for start in phases}
     shortest = min(duration for duration, _ in results.values())
     slack = spacing
-    if spacing > PHASE_SLACK * shortest:
+    if spacing > fraction * shortest:
         # Step between the phases that could still hide a shorter run, finely enough.
-        fine = max(1, math.floor(PHASE_SLACK * shortest))
+        fine = max(1, math.floor(fraction * shortest))
         for start in phases:
             if results[start][0] - spacing < shortest:
                 for offset in range(fine, spacing, fine):
@@ -186,6 +187,23 @@ def bot_run_ceiling(profile: HostProfile, direction: str, *, length: int, transf
     return phase_search(lambda start: (bot_run(profile, direction, length, commands=transfers,
                                                start=start, max_packet_size=max_packet_size),
                                        None), transfers * length)
+
+
+#: The UAS run's phase slack: each of its steps costs some 500 transactions per command, so
+#: the bound gives away up to 0.1 % of the run instead of 0.01 %.
+UAS_PHASE_SLACK = 1e-3
+
+
+def uas_run_ceiling(profile: HostProfile, direction: str, *, length: int, queue_depth: int,
+                    transfers: int, max_packet_size: int = 512) -> RunCeiling:
+    """:func:`run_ceiling` of ``transfers`` UAS commands of ``length`` bytes, ``queue_depth``
+    outstanding (:func:`.usb2_uas.uas_run`; host clock only)."""
+    def step(start: int) -> tuple[int, float | None]:
+        times = uas_run(profile, direction, [length] * transfers, queue_depth=queue_depth,
+                        start=start, max_packet_size=max_packet_size)
+        return times.end - start, None
+
+    return phase_search(step, transfers * length, fraction=UAS_PHASE_SLACK)
 
 
 def finite_run(ceiling: Ceiling, profile: HostProfile, direction: str, length: int,

@@ -10,48 +10,40 @@ one before completed: :func:`.usb2_bot.bot_command` per command, so::
 
     t_io = Σ over the I/O's commands of t_BOT(command)           throughput = length / t_io
 
-UAS (``uas``; ``"uas"``), at high speed without streams (UAS §4.4). The driver submits a
-command IU on the command pipe with the status pipe's IN already queued; the device answers
-READ READY / WRITE READY there; the driver then submits the data and the next status IN, and the
-sense IU follows the data. So a command pays two of the host's turnarounds where BOT pays three,
-and ``q`` commands are in flight at once (``queue_depth`` I/Os of ``k`` commands each, at most
-the device's tags), so their turnarounds overlap; the bus carries one command's packets at a
-time::
+UAS (``uas``; ``"uas"``), at high speed without streams (UAS §4.4): a command IU on the command
+pipe with the status pipe's IN already queued; the device answers READ READY / WRITE READY
+there; the driver then submits the data and a status IN in the READY's place; the SENSE IU
+follows the data, and the command is done when both are in. So a command pays the host's
+turnaround after its READY (its data waits for the driver) and, at queue depth 1, after its
+SENSE too; ``q`` commands in flight (``queue_depth`` I/Os of ``k`` commands each, at most the
+device's tags) hide the second: the next command's READY follows the SENSE at once. The bus
+carries one command's data at a time and polls the status pipe between its packets. All of it
+is stepped transaction by transaction by :func:`.usb2_uas.uas_run` (the simulated
+controller's rules, an ideal device), and the I/O's time is the steady state's::
 
-    chain    = resubmit + IU(command 32 B OUT) + IU(READY 8 B IN) + completion
-               + resubmit + data + IU(sense 16 B IN) + completion     (µframe-rounded on EHCI)
-    busy     = the command's data at the profile's packets per µframe + the three IUs' line time
-    t_cmd    = max(busy, chain / q)                                   throughput = length / t_io
+    t_io = the period of one I/O's commands with q in flight      throughput = length / t_io
 
-The stage stepping is :mod:`.usb2_bot`'s (its wrapper stage and :func:`.usb2_schedule.
-run_transfers`), so BOT and UAS are stepped by the same rules the simulated controller follows.
-Limits: a finite run's start-up is not modelled (the ceiling is the steady state); the IU sizes
-are UAS's (command IU 32 B with a 16-byte CDB, READ/WRITE READY 8 B, sense IU 16 B without sense
-data); SuperSpeed has no model yet.
+Limits: the steady state (a finite run's start-up is not modelled here; ``sweep --protocol uas``
+steps its own run, :func:`uas_transfers`); the IU sizes are :mod:`busprobe.protocol.uas`'s
+(command IU 32 B, READY 4 B, SENSE 16 B without sense data); SuperSpeed has no model yet.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
-from ..protocol.usb2 import CLOCK_HZ
 from ..transport import BusDescription
-from . import usb2_wire as wire
 from .ceiling_type import Ceiling
-from .usb2 import packets_per_uframe
-from .usb2_bot import _wrapper_stage, bot_command
+from .usb2_bot import bot_command
 from .usb2_hosts import HostProfile, load_profile
-from .usb2_schedule import run_transfers
+from .usb2_run import uas_run_ceiling
+from .usb2_uas import uas_period
 
-__all__ = ["storage_ceiling", "storage_link_only", "commands_of", "uas_command", "uas_transfers",
-           "DEFAULT_MAX_SECTORS_KB", "COMMAND_IU", "READY_IU", "SENSE_IU", "DEFAULT_UAS_TAGS"]
+__all__ = ["storage_ceiling", "storage_link_only", "commands_of", "uas_transfers",
+           "DEFAULT_MAX_SECTORS_KB", "DEFAULT_UAS_TAGS"]
 
 #: Linux ``usb-storage``'s limit at high speed: 240 sectors of 512 bytes.
 DEFAULT_MAX_SECTORS_KB = 120
-#: UAS information units (UAS 1.0 §6.2): command IU with a 16-byte CDB, READ/WRITE READY IU,
-#: sense IU without sense data.
-COMMAND_IU, READY_IU, SENSE_IU = 32, 8, 16
 #: Commands in flight when neither the result nor the device says (Linux ``uas`` asks the
 #: device's tag count; busprobe's null disk is configured with its own).
 DEFAULT_UAS_TAGS = 32
@@ -68,37 +60,6 @@ def commands_of(length: int, max_command: int) -> list[int]:
     """The commands (bytes each) an I/O of ``length`` bytes is split into."""
     full, rest = divmod(length, max_command)
     return [max_command] * full + ([rest] if rest else [])
-
-
-def _line(direction: str, payload: int) -> int:
-    return wire.bits_to_cycles(wire.transaction_bits(direction, payload).total)
-
-
-def uas_command(profile: HostProfile, direction: str, length: int, *,
-                max_packet_size: int = 512) -> dict[str, float]:
-    """Seconds of one UAS command of ``length`` bytes: ``chain`` (its two turnarounds, stepped
-    from cycle 0) and ``busy`` (what it holds the bus for)."""
-    usb = _usb_direction(direction)
-    resubmit = round(profile.resubmit_latency_us * 1e-6 * CLOCK_HZ)
-    # Stage 1: the command IU, and the READY IU right behind it on the status pipe.
-    done = _wrapper_stage(profile, "out", COMMAND_IU, resubmit, max_packet_size)
-    done += _line("in", READY_IU)
-    if profile.completion_on_uframe:
-        done = -(-done // wire.UFRAME_CYCLES) * wire.UFRAME_CYCLES
-    # Stage 2: the data, then the sense IU on the status pipe queued beside it.
-    packets = max(1, math.ceil(length / max_packet_size))
-    last = length - (packets - 1) * max_packet_size
-    done = run_transfers(profile, usb, packets=packets, queue_depth=1, count=1,
-                         start=done + resubmit, max_packet_size=max_packet_size,
-                         last_payload=last).completions[0]
-    done += _line("in", SENSE_IU)
-    if profile.completion_on_uframe:
-        done = -(-done // wire.UFRAME_CYCLES) * wire.UFRAME_CYCLES
-    per_uframe = packets_per_uframe(profile, usb, max_packet_size)[0]
-    busy = (length / (per_uframe * max_packet_size) * wire.UFRAME_S
-            + (_line("out", COMMAND_IU) + _line("in", READY_IU) + _line("in", SENSE_IU))
-            / CLOCK_HZ)
-    return {"chain": done / CLOCK_HZ, "busy": busy}
 
 
 def storage_link_only(bus: BusDescription) -> BusDescription:
@@ -138,15 +99,12 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
         lines.append(" + ".join(f"{s * 1e6:.2f}" for s in per) + f" = {seconds * 1e6:.2f} µs")
     else:
         in_flight = min(tags, (queue_depth or tags) * len(commands))
-        seconds = 0.0
-        for c in commands:
-            times = uas_command(profile, direction, c, max_packet_size=mps)
-            seconds += max(times["busy"], times["chain"] / in_flight)
-        last = uas_command(profile, direction, commands[0], max_packet_size=mps)
-        lines.append(f"UAS: {in_flight} command(s) in flight; per {commands[0]} B command chain "
-                     f"{last['chain'] * 1e6:.2f} µs (2 turnarounds) / {in_flight}, bus "
-                     f"{last['busy'] * 1e6:.2f} µs: the larger binds")
-        lines.append(f"per I/O {seconds * 1e6:.2f} µs")
+        seconds = uas_period(profile, _usb_direction(direction), commands,
+                             queue_depth=in_flight, max_packet_size=mps)
+        lines.append(f"UAS: {in_flight} command(s) in flight, stepped transaction by "
+                     f"transaction (READY, the driver's turnaround, the data, the SENSE"
+                     f"{'' if in_flight > 1 else ', the turnaround again'}); per I/O "
+                     f"{seconds * 1e6:.2f} µs in steady state")
         parts["in_flight"] = in_flight
     throughput = length / seconds
     lines.append(f"{length} B / {seconds * 1e6:.2f} µs = {throughput / 1e6:.3f} MB/s")
@@ -156,25 +114,33 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
 
 
 def uas_transfers(profile: HostProfile, direction: str, length: int, queue_depth: int,
-                  max_packet_size: int = 512) -> Ceiling:
+                  max_packet_size: int = 512, transfers: int | None = None) -> Ceiling:
     """busprobe's own UAS framing on the null disk (``sweep --protocol uas``, bus ``usb2-hs``):
-    each transfer one command of ``length`` bytes, ``queue_depth`` of them outstanding, so the
-    UAS term above with ``in_flight = queue_depth`` and no splitting (``direction`` ``in`` or
-    ``out``)."""
+    each transfer one command of ``length`` bytes, ``queue_depth`` of them outstanding
+    (``direction`` ``in`` or ``out``), stepped by :func:`.usb2_uas.uas_run`: the steady state,
+    or with ``transfers`` the most a host-timed run of that many commands reads
+    (:func:`.usb2_run.uas_run_ceiling`, over its start phase)."""
     if direction not in ("in", "out"):
         raise ValueError(f"UAS moves data in or out, not {direction}")
-    times = uas_command(profile, "read" if direction == "in" else "write", length,
+    period = uas_period(profile, direction, [length], queue_depth=queue_depth,
                         max_packet_size=max_packet_size)
-    seconds = max(times["busy"], times["chain"] / queue_depth)
-    throughput = length / seconds
-    formula = "\n".join([
-        f"usb2-hs UAS, host profile {profile.name}: one command of {length} B per transfer, "
-        f"{queue_depth} outstanding",
-        f"chain {times['chain'] * 1e6:.2f} µs (2 turnarounds) / {queue_depth}, bus "
-        f"{times['busy'] * 1e6:.2f} µs: the larger binds",
-        f"{length} B / {seconds * 1e6:.2f} µs = {throughput / 1e6:.3f} MB/s"])
+    throughput = length / period
+    lines = [f"usb2-hs UAS, host profile {profile.name}: one command of {length} B per "
+             f"transfer, {queue_depth} outstanding, stepped transaction by transaction "
+             f"(READY, the driver's turnaround, the data, the SENSE"
+             f"{'' if queue_depth > 1 else ', the turnaround again'})",
+             f"steady state: {period * 1e6:.2f} µs per command = {throughput / 1e6:.3f} MB/s"]
     parts: dict[str, object] = {"protocol": "uas", "length": length, "in_flight": queue_depth,
-                                "chain": times["chain"], "busy": times["busy"],
-                                "period": seconds, "device_ceiling": None}
-    return Ceiling(throughput, formula, parts, direction,
+                                "period": period, "device_ceiling": None}
+    if transfers is not None:
+        run = uas_run_ceiling(profile, direction, length=length, queue_depth=queue_depth,
+                              transfers=transfers, max_packet_size=max_packet_size)
+        lines.append(f"measured run: {transfers} commands, host clock from the first "
+                     f"submission to the last completion, stepped from {run.phases} start "
+                     f"phases: at least {run.seconds * 1e6:.2f} µs -> "
+                     f"{run.throughput / 1e6:.3f} MB/s")
+        parts.update(transfers=transfers, steady=throughput, run_seconds=run.seconds,
+                     start_phases=run.phases)
+        throughput = run.throughput
+    return Ceiling(throughput, "\n".join(lines), parts, direction,
                    f"usb2-hs host profile {profile.name} UAS")

@@ -125,7 +125,8 @@ def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
             f" at queue depth {depth}, host {profile}): {split}, and BOT runs them one at a "
             f"time, each paying "
             f"the host's turnaround three times (CBW, data, CSW submitted one after the other), "
-            f"where UAS pays it twice and overlaps it across the commands in flight; it adds "
+            f"where UAS pays it after each READY and, at queue depth 1, after each SENSE (with "
+            f"commands queued the next READY follows the SENSE at once); it adds "
             f"{(length / bot - length / uas) * 1e6:.0f} µs per I/O.")
 
 

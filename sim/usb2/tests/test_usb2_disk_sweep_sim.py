@@ -38,10 +38,9 @@ def test_bot_and_uas_sweeps_of_the_disk_are_clean_and_compare_says_bot_is_behind
             assert detail["device_byte_mismatch"] == detail["device_errors"] == 0
             assert point["telemetry"]["out_bytes" if point["direction"] == "out"
                                       else "in_bytes"] > 0
-            # The model of each framing (one command per transfer) bounds the figure; UAS's
-            # read at queue depth 1 runs 1.1 % above it (the model's two turnarounds are
-            # stepped from the microframe's start; see DESIGN §2.13).
-            assert 0.94 < point["throughput"] / point["ceiling"] < 1.02, point
+            # The model of each framing (one command per transfer, the run the point made,
+            # over its start phase) bounds the figure, and the disk meets it within 1 %.
+            assert 0.99 < point["throughput"] / point["ceiling"] <= 1.0, point
     figures = {(p["direction"], p["queue_depth"]): p["throughput"] for p in uas["points"]}
     bot_in = next(p["throughput"] for p in bot["points"] if p["direction"] == "in")
     assert figures[("in", 4)] > figures[("in", 1)] > bot_in

@@ -156,21 +156,41 @@ def _throughput(transport, blocks, queue_depth, direction, commands=6):
     return plan.moved / (end - start)
 
 
-@pytest.mark.parametrize(("host", "blocks", "depth", "direction"), [
-    ("xhci", 240, 1, "in"), ("xhci", 240, 4, "in"), ("xhci", 240, 4, "out"),
-    ("xhci", 2048, 4, "in"), ("ehci", 240, 1, "in"), ("ehci", 240, 4, "in"),
+#: The 4 KiB commands queued on xHCI: the model's device announces the next command the cycle
+#: its SENSE is out, the engine some 50 cycles later (it reads and decodes the next command IU
+#: then), ~1 % of a command of eight packets.
+_SHORT_QUEUED_FLOOR = 0.985
+
+
+@pytest.mark.parametrize(("host", "blocks", "depth", "direction", "floor"), [
+    ("xhci", 240, 1, "in", 0.99), ("xhci", 240, 4, "in", 0.99), ("xhci", 240, 1, "out", 0.99),
+    ("xhci", 240, 4, "out", 0.99), ("xhci", 8, 4, "in", _SHORT_QUEUED_FLOOR),
+    ("ehci", 240, 1, "in", 0.99), ("ehci", 240, 4, "out", 0.99), ("ehci", 8, 1, "out", 0.99),
 ])
-def test_uas_beats_the_bot_ceiling_per_host_profile(disk, host, blocks, depth, direction):
-    """UAS drops BOT's CBW and CSW stages: the same commands move faster than the BOT model's
-    ceiling for them (BotRun meets that ceiling within 1 %, test_usb2_storage_sim.py)."""
+def test_uas_reads_within_1_percent_of_its_model_and_beats_bot(disk, host, blocks, depth,
+                                                               direction, floor):
+    """The stepped UAS model (model/usb2_uas.py) of the very run made, over its start phase,
+    bounds the simulated disk and is met within 1 % (120 KiB commands; 4 KiB ones queued on
+    xHCI within 1.5 %); and UAS, without BOT's CBW and CSW stages, moves the same commands
+    faster than the BOT model's ceiling for them (BotRun meets that within 1 %,
+    test_usb2_storage_sim.py)."""
+    # Where in its microframe a run starts is not known, and the bound is its best phase: a
+    # short run of 4 KiB commands needs enough of them for one microframe to be under 1 %.
+    commands = 48 if blocks < 240 else 6 if host == "xhci" else 4
     if host == "xhci":
-        measured, bus = _throughput(disk, blocks, depth, direction), disk.bus
+        measured, bus = _throughput(disk, blocks, depth, direction, commands), disk.bus
     else:
         with open_transport(f"sim:usb2?host={host}&design=storage") as other:
             other.platform.control(0x01, SET_INTERFACE, uas.UAS_ALTERNATE, 0, b"")
-            measured, bus = _throughput(other, blocks, depth, direction, commands=4), other.bus
-    bot_ceiling = ceiling_for(replace(bus, protocol="bot"), direction,
-                              length=blocks * BLOCK_SIZE, queue_depth=1).throughput
-    print(f"UAS {host} {direction} {blocks} blocks QD{depth}: {measured / 1e6:.2f} MB/s, "
-          f"BOT model {bot_ceiling / 1e6:.2f} MB/s")
-    assert measured > bot_ceiling
+            measured, bus = _throughput(other, blocks, depth, direction, commands), other.bus
+    length = blocks * BLOCK_SIZE
+    model = ceiling_for(replace(bus, protocol="uas"), direction, length=length,
+                        queue_depth=depth, transfers=commands).throughput
+    bot_ceiling = ceiling_for(replace(bus, protocol="bot"), direction, length=length,
+                              queue_depth=1).throughput
+    print(f"UAS {host} {direction} {blocks} blocks QD{depth}: {measured / 1e6:.3f} MB/s, "
+          f"{measured / model:.2%} of the UAS model {model / 1e6:.3f}; BOT model "
+          f"{bot_ceiling / 1e6:.2f} MB/s")
+    assert floor * model <= measured <= model
+    if blocks == 240:
+        assert measured > bot_ceiling

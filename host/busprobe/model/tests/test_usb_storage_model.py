@@ -1,5 +1,5 @@
-"""The usb-storage model: BOT one command at a time, UAS overlapping, split at max_sectors_kb;
-and compare's BOT vs UAS section built from two runs."""
+"""The usb-storage model: BOT one command at a time, UAS stepped with its turnarounds, split at
+max_sectors_kb; and compare's BOT vs UAS section built from two runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from busprobe.model import ceiling_for
 from busprobe.model.usb2_bot import bot_command
 from busprobe.model.usb2_hosts import load_profile
+from busprobe.model.usb2_uas import uas_period, uas_run
 from busprobe.model.usb_storage import commands_of
 from busprobe.report.compare import Run, format_comparison
 from busprobe.transport import BusDescription
@@ -42,7 +43,29 @@ def test_a_larger_max_sectors_means_fewer_commands_and_faster_bot():
 @pytest.mark.parametrize("host", ["ehci", "xhci"])
 def test_bot_gains_nothing_from_queue_depth_and_uas_does(host):
     assert _mbs(_disk("bot", host), 4096, 4) == _mbs(_disk("bot", host), 4096, 1)
-    assert _mbs(_disk("uas", host), 4096, 4) > 1.5 * _mbs(_disk("uas", host), 4096, 1)
+    assert _mbs(_disk("uas", host), 4096, 4) > 1.3 * _mbs(_disk("uas", host), 4096, 1)
+
+
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_a_uas_queue_hides_the_turnaround_after_the_sense_and_not_the_one_after_ready(direction):
+    """At queue depth 1 a command waits for the driver twice (after its READY, for the data;
+    after its SENSE, for the next command); with commands queued the next READY follows the
+    SENSE at once, so the queue saves one turnaround per command and no more (xHCI: completion
+    20 µs + resubmit 30 µs, no microframe rounding)."""
+    profile = load_profile("xhci")
+    one = uas_period(profile, direction, [120 << 10], queue_depth=1)
+    queued = [uas_period(profile, direction, [120 << 10], queue_depth=q) for q in (2, 4, 8)]
+    turnaround = (profile.completion_latency_us + profile.resubmit_latency_us) * 1e-6
+    for period in queued:
+        assert one - period == pytest.approx(turnaround, abs=3e-6)
+
+
+def test_a_later_uas_run_never_ends_earlier():
+    """The finite-run ceiling's phase search needs it (usb2_run.phase_search)."""
+    profile = load_profile("ehci")
+    ends = [uas_run(profile, "in", [8192] * 3, queue_depth=2, start=s).end
+            for s in range(0, 8000, 97)]
+    assert ends == sorted(ends)
 
 
 @pytest.mark.parametrize("host", ["ehci", "xhci"])
@@ -54,10 +77,11 @@ def test_uas_is_never_behind_bot_and_neither_passes_the_streamed_plateau(host, l
         assert bot <= uas * 1.0001 and uas <= plateau * 1.0001
 
 
-def test_on_ehci_bot_is_about_a_fifth_behind_uas_at_1_mib():
-    # The motivating documents' figure: BOT ~20 % behind UASP on one controller.
+def test_on_ehci_bot_is_well_behind_uas_at_1_mib():
+    # The motivating documents measured BOT ~20 % behind UASP on one controller; at high speed
+    # without streams UAS still waits for the driver after each READY, which leaves 13.6 %.
     bot, uas = _mbs(_disk("bot"), MIB, 4), _mbs(_disk("uas"), MIB, 4)
-    assert 0.15 < 1 - bot / uas < 0.25
+    assert 0.10 < 1 - bot / uas < 0.25
 
 
 def test_no_model_at_superspeed_or_for_an_unknown_driver():
