@@ -8,6 +8,7 @@ transports: :func:`busprobe.targets.open_transport`). The schemes come from :mod
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,9 +65,13 @@ def parse_selector(text: str) -> Selector:
     return Selector(text, scheme, target, dict(pairs))
 
 
+#: A USB port path as sysfs names the device: bus, then the port numbers from the root hub.
+USB_PORT_RE = re.compile(r"^[0-9]+-[0-9]+(\.[0-9]+)*$")
+
+
 @dataclass(frozen=True)
 class UsbTarget:
-    """What ``usb:VID:PID[#SERIAL]`` selects.
+    """What ``usb:VID:PID[#SERIAL][@PORT]`` selects.
 
     Attributes
     ----------
@@ -74,19 +79,30 @@ class UsbTarget:
         Vendor and product id.
     serial : str or None
         Serial number string, when the selector names one.
+    port : str or None
+        The port path, as sysfs names the device (``1-2``, ``3-1.4``), when the selector names
+        one: what tells two boards with the same serial apart.
     """
 
     vid: int
     pid: int
     serial: str | None = None
+    port: str | None = None
 
     def __str__(self) -> str:
-        return f"usb:{self.vid:04x}:{self.pid:04x}" + (f"#{self.serial}" if self.serial else "")
+        return (f"usb:{self.vid:04x}:{self.pid:04x}" + (f"#{self.serial}" if self.serial else "")
+                + (f"@{self.port}" if self.port else ""))
 
 
 def parse_usb_target(target: str) -> UsbTarget:
-    """``"1209:0001#BP2-0001"`` → :class:`UsbTarget`; :class:`InvalidRequest` if malformed."""
-    ids, _, serial = target.partition("#")
+    """``"1209:0001#BP2-0001@1-2"`` → :class:`UsbTarget`; :class:`InvalidRequest` if
+    malformed."""
+    rest, at, port = target.rpartition("@") if "@" in target else (target, "", "")
+    if at and not USB_PORT_RE.match(port):
+        raise InvalidRequest(f"bad USB port {port!r} in usb:{target}: expected the port path "
+                             "sysfs names the device by, e.g. @1-2 or @3-1.4 (busprobe list "
+                             "shows it)")
+    ids, _, serial = rest.partition("#")
     parts = ids.split(":")
     try:
         if len(parts) != 2 or not all(parts):
@@ -95,9 +111,10 @@ def parse_usb_target(target: str) -> UsbTarget:
         if not (0 <= vid <= 0xFFFF and 0 <= pid <= 0xFFFF):
             raise ValueError
     except ValueError:
-        raise InvalidRequest(f"bad USB selector usb:{target}: expected usb:VID:PID[#SERIAL] "
-                             "with 4-digit hex ids, e.g. usb:1209:0001") from None
-    return UsbTarget(vid, pid, serial or None)
+        raise InvalidRequest(f"bad USB selector usb:{target}: expected "
+                             "usb:VID:PID[#SERIAL][@PORT] with 4-digit hex ids, e.g. "
+                             "usb:1209:0001") from None
+    return UsbTarget(vid, pid, serial or None, port or None)
 
 
 def parse_pci_address(target: str) -> str:

@@ -27,8 +27,10 @@ def test_malformed_selectors_are_one_line(text, message):
     ("1209:0001", UsbTarget(0x1209, 0x0001)),
     ("1209:0001#BP2-0001", UsbTarget(0x1209, 0x0001, "BP2-0001")),
     ("ABCD:ef01", UsbTarget(0xABCD, 0xEF01)),
+    ("1209:0001@1-2", UsbTarget(0x1209, 0x0001, port="1-2")),
+    ("1209:0001#BP2-0001@3-1.4", UsbTarget(0x1209, 0x0001, "BP2-0001", "3-1.4")),
 ])
-def test_usb_targets_parse_hex_ids_and_an_optional_serial(target, expected):
+def test_usb_targets_parse_hex_ids_an_optional_serial_and_port(target, expected):
     assert parse_usb_target(target) == expected
     assert parse_usb_target(str(expected).removeprefix("usb:")) == expected
 
@@ -36,7 +38,14 @@ def test_usb_targets_parse_hex_ids_and_an_optional_serial(target, expected):
 @pytest.mark.parametrize("target", ["1209", "1209:", ":0001", "1209:0001:3", "xyz:0001",
                                     "12345:0001"])
 def test_malformed_usb_targets_say_what_is_expected(target):
-    with pytest.raises(InvalidRequest, match=r"expected usb:VID:PID\[#SERIAL\]"):
+    with pytest.raises(InvalidRequest, match=r"expected usb:VID:PID\[#SERIAL\]\[@PORT\]"):
+        parse_usb_target(target)
+
+
+@pytest.mark.parametrize("target", ["1209:0001@", "1209:0001@1", "1209:0001@1-", "1209:0001@x-1",
+                                    "1209:0001#S@1-2."])
+def test_a_malformed_usb_port_says_what_a_port_path_is(target):
+    with pytest.raises(InvalidRequest, match=r"bad USB port .* e\.g\. @1-2 or @3-1\.4"):
         parse_usb_target(target)
 
 

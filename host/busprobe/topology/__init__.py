@@ -28,8 +28,8 @@ def hops_for(sel: Selector, *, sysfs_root: str | Path = "/sys") -> list[Hop]:
         return pcie_hops(parse_pci_address(sel.target), sysfs_root=sysfs_root)
     if sel.scheme == USB2_HS.scheme:
         usb = parse_usb_target(sel.target)
-        return usb_hops(find_usb_device(usb.vid, usb.pid, usb.serial, sysfs_root=sysfs_root),
-                        sysfs_root=sysfs_root)
+        return usb_hops(find_usb_device(usb.vid, usb.pid, usb.serial, port=usb.port,
+                                        sysfs_root=sysfs_root), sysfs_root=sysfs_root)
     raise InvalidRequest(f"{sel.text} is simulated: its hops are in its description "
                          "(busprobe.targets.describe)")
 

@@ -45,12 +45,13 @@ def _is_device(path: Path) -> bool:
 
 
 def find_usb_device(vid: int, pid: int, serial: str | None = None, *,
-                    sysfs_root: str | Path = "/sys") -> Path:
-    """sysfs directory of the (first) device with these IDs; :class:`DeviceNotFound` if none."""
+                    port: str | None = None, sysfs_root: str | Path = "/sys") -> Path:
+    """sysfs directory of the (first) device with these IDs (and serial, and port path: its
+    sysfs name, when given); :class:`DeviceNotFound` if none."""
     devices = Path(sysfs_root) / "bus" / "usb" / "devices"
     if devices.is_dir():
         for entry in sorted(devices.iterdir()):
-            if not _is_device(entry):
+            if not _is_device(entry) or (port is not None and entry.name != port):
                 continue
             try:
                 ids = (int(_read(entry / "idVendor") or "-1", 16),
@@ -59,7 +60,8 @@ def find_usb_device(vid: int, pid: int, serial: str | None = None, *,
                 continue
             if ids == (vid, pid) and (serial is None or _read(entry / "serial") == serial):
                 return entry.resolve()
-    want = f"{vid:04x}:{pid:04x}" + (f" serial {serial}" if serial else "")
+    want = (f"{vid:04x}:{pid:04x}" + (f" serial {serial}" if serial else "")
+            + (f" at port {port}" if port else ""))
     raise DeviceNotFound(f"no USB device {want} in {devices}")
 
 

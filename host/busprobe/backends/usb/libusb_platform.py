@@ -97,6 +97,8 @@ class LibusbPlatform:
             if (device.getVendorID(), device.getProductID()) != (self.target.vid,
                                                                  self.target.pid):
                 continue
+            if self.target.port is not None and _port_name(device) != self.target.port:
+                continue
             handle = device.open()  # USBErrorAccess propagates: that is the message to give
             serial = _read_serial(handle)
             if self.target.serial is None or serial == self.target.serial:
@@ -104,6 +106,8 @@ class LibusbPlatform:
             found.append(serial)
             handle.close()
         detail = f" (serials present: {', '.join(map(str, found))})" if found else ""
+        if self.target.port is not None and not found:
+            detail = f" at port {self.target.port}"
         raise DeviceNotFound(f"{self.name}: no such USB device{detail}; "
                              "`busprobe list` shows what is connected")
 
@@ -137,11 +141,11 @@ class LibusbPlatform:
     def _exact_selector(self) -> str:
         """The selector of the device actually opened (with its serial, when it has one)."""
         serial = _read_serial(self._handle) if self._handle is not None else None
-        return str(UsbTarget(self.target.vid, self.target.pid, serial or self.target.serial))
+        return str(UsbTarget(self.target.vid, self.target.pid, serial or self.target.serial,
+                             self.target.port))
 
     def _port_name(self) -> str:
-        busnum, ports = self._device.getBusNumber(), self._device.getPortNumberList()
-        return f"{busnum}-{'.'.join(map(str, ports))}" if ports else str(busnum)
+        return _port_name(self._device)
 
     def _host_profile(self) -> str | None:
         """The host-controller profile for the ceiling model, from the controller's driver in
@@ -202,6 +206,13 @@ class LibusbPlatform:
     def cancel(self) -> None:
         if self._queue is not None:
             self._queue.cancel()
+
+
+def _port_name(device: Any) -> str:
+    """The device's port path as sysfs names it (``1-2``, ``3-1.4``; the bus alone for a root
+    hub)."""
+    busnum, ports = device.getBusNumber(), device.getPortNumberList()
+    return f"{busnum}-{'.'.join(map(str, ports))}" if ports else str(busnum)
 
 
 def _read_serial(handle: Any) -> str | None:

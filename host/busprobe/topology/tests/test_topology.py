@@ -46,6 +46,16 @@ def test_hub_chain_lists_every_hub_between_root_and_device(tree):
     assert "1-2.3.1" in format_hops(hops)
 
 
+def test_two_boards_with_one_serial_are_told_apart_by_their_port(tree):
+    root_hub = tree.usb_controller("0000:00:14.0", "xhci_hcd")
+    usb_device_below(tree, root_hub, "1-1")
+    usb_device_below(tree, root_hub, "1-3")
+    assert topology_for("usb:1209:0001#BP2-0001@1-3", sysfs_root=tree.sys)[-1]["name"] == "1-3"
+    assert topology_for("usb:1209:0001@1-1", sysfs_root=tree.sys)[-1]["name"] == "1-1"
+    with pytest.raises(DeviceNotFound, match="no USB device 1209:0001 at port 1-2"):
+        topology_for("usb:1209:0001@1-2", sysfs_root=tree.sys)
+
+
 def test_superspeed_device_on_a_usb2_port_is_noted(tree):
     root_hub = tree.usb_controller("0000:00:14.0", "xhci_hcd")
     usb_device_below(tree, root_hub, "1-1", version=" 3.20")

@@ -149,3 +149,15 @@ def test_a_device_of_an_older_protocol_version_is_refused_naming_it(fake_bus, mo
     with pytest.raises(InvalidRequest, match=f"magic {usb2.MAGIC:#x}, version 3; known: "
                                              f"{usb2.MAGIC:#x} version {usb2.PROTOCOL_VERSION}"):
         open_transport(SELECTOR).open()
+
+
+def test_a_port_in_the_selector_picks_the_board_there_and_names_it(fake_bus):
+    """Two boards may carry one serial: ``@PORT`` (the sysfs name, here bus 1 port 2) tells
+    them apart; another port finds nothing."""
+    fake_bus()
+    with open_transport(f"{SELECTOR}@1-2") as transport:
+        assert transport.bus.extra["port"] == "1-2"
+    transport = open_transport(f"{SELECTOR}#{usb2.SERIAL}@1-3")
+    with pytest.raises(DeviceNotFound, match="no such USB device at port 1-3"):
+        transport.open()
+    transport.close()
