@@ -7,8 +7,10 @@ with ``qemu-xhci`` or ``usb-ehci`` and the export attached to it through ``usb-r
 against the device (:mod:`.usbtest`). When the guest starts its last sweep the harness kills the
 exporter at its first 64 KiB transfer: an unplug in the middle of a sweep. Behind EHCI the null
 disk (``sim:usb2?design=storage``) is then plugged in (:mod:`.late_plug`) and the guest's
-``usb-storage``, ``sd`` and block layer drive it (``guest/storage_checks.sh``). What the guest
-printed and wrote is in :class:`UsbPass`.
+``usb-storage``, ``sd`` and block layer drive it (``guest/storage_checks.sh``). Behind xHCI, after
+the SuperSpeed checks, two more exports of ``sim:usb2`` are plugged in and swept alone and
+together (``guest/pair_checks.sh``, issue 30). What the guest printed and wrote is in
+:class:`UsbPass`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .qemu import Boot, Machine, boot
 from .usbtest import build_helper, case_lines, guest_settings
 
 __all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR",
-           "STORAGE_SELECTOR", "STORAGE_CONTROLLER"]
+           "STORAGE_SELECTOR", "STORAGE_CONTROLLER", "PAIR_SELECTOR", "PAIR_CONTROLLER"]
 
 #: Controller kind -> (QEMU device, the guest driver that must bind it).
 CONTROLLERS = {"xhci": ("qemu-xhci", "xhci_hcd"), "ehci": ("usb-ehci", "ehci-pci")}
@@ -48,6 +50,10 @@ SS_UNPLUG_AT = f"bulk {usb3.EP_IN:#04x} 1 x 1048576 B"
 #: guest boot per controller runs every check; EHCI is where BOT's turnaround weighs most).
 STORAGE_SELECTOR = "sim:usb2?design=storage"
 STORAGE_CONTROLLER = "ehci"
+#: Two USB 2.0 devices swept together, plugged in after the SuperSpeed checks, behind this
+#: controller only: they carry one serial, so the guest names each by its port path.
+PAIR_SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}#{usb2.SERIAL}"
+PAIR_CONTROLLER = "xhci"
 
 
 @dataclass
@@ -64,6 +70,7 @@ class UsbPass:
     superspeed: Exporter | None = None
     ss_unplugged: bool = False
     storage: Exporter | None = None
+    pair: tuple[Exporter, ...] = ()
 
     def result(self, name: str) -> dict[str, Any] | None:
         """A result document the guest wrote (None if it wrote none)."""
@@ -125,6 +132,13 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
     late = LatePlug("busprobe-disk") if storage is not None else None
     if storage is not None:
         settings["STORAGE"] = "1"
+    # The pair is started when the guest asks for it (idle simulators would share the cores
+    # with everything before).
+    pair_plugs = [LatePlug(f"busprobe-pair{i}") for i in (1, 2)] \
+        if controller == PAIR_CONTROLLER else []
+    pair: list[Exporter] = []
+    if pair_plugs:
+        settings["PAIR_SELECTOR"] = PAIR_SELECTOR
     (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
                                            for key, value in settings.items()))
     (out / "usbtest-cases.txt").write_text(case_lines(controller))
@@ -138,23 +152,35 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         elif line == "storage-plug" and late is not None and storage is not None:
             assert storage.port is not None
             late.plug(storage.port)
+        elif line == "pair-plug":
+            for index, plug in enumerate(pair_plugs, 1):
+                pair.append(Exporter(out / f"exporter-pair{index}.log",
+                                     name=f"busprobe-pair{index}"))
+                assert pair[-1].port is not None
+                plug.plug(pair[-1].port)
 
     script = Path(str(resources.files("busprobe.sim.vm.guest") / "usb_checks.sh"))
-    devices = ["-device", f"{device},id=hc", *exporter.qemu_args("hc.0")]
+    # qemu-xhci has four root ports by default and puts a fifth device behind a full-speed hub
+    # of its own; the pair needs ports 3 and 4 after the probe and the SuperSpeed device.
+    ports = ",p2=8,p3=8" if pair_plugs else ""
+    devices = ["-device", f"{device},id=hc{ports}", *exporter.qemu_args("hc.0")]
     if superspeed is not None:
         devices += superspeed.qemu_args("hc.0")
     if late is not None:
         devices += late.qemu_args("hc.0")
+    for plug in pair_plugs:
+        devices += plug.qemu_args("hc.0")
     machine = Machine(kernel.image, initramfs, script, out, devices=devices)
     try:
         result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
     finally:
         status = exporter.stop()
-        for other in (superspeed, storage):
+        for other in (superspeed, storage, *pair):
             if other is not None:
                 other.stop()
-        if late is not None:
-            late.close()
+        for plug in (late, *pair_plugs):
+            if plug is not None:
+                plug.close()
     return UsbPass(controller, driver, result, out, exporter.log_path, status,
                    unplugs.get("usb2", [False])[0], superspeed, unplugs.get("ss", [False])[0],
-                   storage)
+                   storage, tuple(pair))

@@ -82,6 +82,10 @@ run unplug "$BUSPROBE" sweep --device "$SELECTOR" --direction in --lengths 4K,64
 if [ -n "$SS_SELECTOR" ]; then
     . "$(dirname "$0")/ss_checks.sh"
 fi
+# Two USB 2.0 devices at once, each named by its port path.
+if [ -n "$PAIR_SELECTOR" ]; then
+    . "$(dirname "$0")/pair_checks.sh"
+fi
 # The null disk, plugged in now that the probe (same VID:PID and serial) is gone.
 if [ -n "$STORAGE" ]; then
     . "$(dirname "$0")/storage_checks.sh"
