@@ -77,6 +77,9 @@ class StorageDataPath(wiring.Component):
         Strobe: Bulk-Only Mass Storage Reset.
     pattern_errors: Signal(32), output
         Written words that were not the LBA pattern (the USB telemetry's checker word).
+    command_acked: Signal(), input
+        Strobe: UAS's command pipe ACKed an IU (counted outstanding until the engine answers it:
+        the telemetry's ``uas_tags_max``).
     in_acked, out_acked: Signal(), input
         Strobe: the bulk IN (OUT) endpoint had a packet ACKed, of ``in_acked_length``
         (``out_acked_length``) bytes: UAS's SENSE waits for the data's (:class:`~.uas_engine.
@@ -108,6 +111,7 @@ class StorageDataPath(wiring.Component):
     from_out: In(PacketStreamSignature(1))
     pattern_errors: Out(32)
     first_error_offset: Out(32)
+    command_acked: In(1)
     in_acked: In(1)
     in_acked_length: In(range(usb2.MAX_PACKET_SIZE + 1))
     out_acked: In(1)
@@ -161,6 +165,15 @@ class StorageDataPath(wiring.Component):
             self.pattern_errors.eq(telemetry.mismatches),
             telemetry.phase_error.eq(engine.phase_error),
         ]
+        # UAS commands outstanding: IUs the command pipe took, less those the engine answered.
+        tags = Signal(8)
+        with m.If(self.restart | self.set_interface):
+            m.d.usb += tags.eq(0)
+        with m.Elif(self.command_acked & ~uas_engine.answered):
+            m.d.usb += tags.eq(tags + 1)
+        with m.Elif(uas_engine.answered & ~self.command_acked & (tags != 0)):
+            m.d.usb += tags.eq(tags - 1)
+        m.d.comb += telemetry.tags.eq(tags)
         for name in ("command", "read", "write", "check", "mismatch", "waiting", "blocks"):
             m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
                                                         getattr(engine, name)))
@@ -210,6 +223,7 @@ class Usb2StorageDevice(Usb2ProbeDevice):
         flush = flush | requests.set_interface
         m.d.comb += [self.data_path.bot_reset.eq(requests.bot_reset),
                      # UAS's SENSE follows the host's ACK of the data (UasEngine).
+                     self.data_path.command_acked.eq(self.ep_command.acked),
                      self.data_path.in_acked.eq(self.ep_in.acked),
                      self.data_path.in_acked_length.eq(self.ep_in.acked_length),
                      self.data_path.out_acked.eq(self.ep_out.acked),

@@ -41,6 +41,8 @@ class StorageTelemetry(wiring.Component):
         The snapshot RAM (telemetry, then the answers), as :class:`CounterRam` has it.
     mismatches: Signal(32), output
         Written words that were not the LBA pattern since the last clear.
+    tags: Signal(8), input
+        UAS commands outstanding now (the word ``uas_tags_max`` keeps the most since the clear).
 
     Parameters
     ----------
@@ -54,7 +56,7 @@ class StorageTelemetry(wiring.Component):
             "phase_error": In(1), "mismatch": In(1), "waiting": In(1), "blocks": In(32),
             "capture": In(1), "ready": Out(1),
             "read_address": In(range(replies.depth)), "read_data": Out(32),
-            "mismatches": Out(32),
+            "mismatches": Out(32), "tags": In(8),
         })
 
     def elaborate(self, platform):
@@ -89,6 +91,9 @@ class StorageTelemetry(wiring.Component):
             m.d.comb += bucket.eq(top)
         read_max, write_max, gap, gap_max = (Signal(32, name=n) for n in (
             "read_max", "write_max", "gap", "gap_max"))
+        tags_max = Signal(8)
+        with m.If(self.tags > tags_max):
+            m.d.usb += tags_max.eq(self.tags)
         with m.If(self.mismatch):
             m.d.usb += self.mismatches.eq(self.mismatches + 1)
         with m.If(self.read & (self.blocks > read_max)):
@@ -100,7 +105,8 @@ class StorageTelemetry(wiring.Component):
         with m.Elif(gap != 0):
             m.d.usb += [gap.eq(0), gap_max.eq(Mux(gap > gap_max, gap, gap_max))]
         with m.If(self.clear):
-            m.d.usb += [self.mismatches.eq(0), read_max.eq(0), write_max.eq(0), gap_max.eq(0)]
+            m.d.usb += [self.mismatches.eq(0), read_max.eq(0), write_max.eq(0), gap_max.eq(0),
+                        tags_max.eq(self.tags)]
 
         pending("commands", self.command)
         pending("reads", self.read)
@@ -116,4 +122,5 @@ class StorageTelemetry(wiring.Component):
             for b in range(scsi.HISTOGRAM_BUCKETS):
                 pending(f"{direction}_hist_{b}", event & (self.blocks != 0) & (bucket == b))
         pending("cycles", 1, width=(rounds + 1).bit_length() + 1)
+        register("uas_tags_max", tags_max)
         return m

@@ -48,6 +48,8 @@ class UasEngine(StorageEngine):
         As :class:`~.scsi_engine.ScsiBotEngine`'s (``waiting``: no command in the engine).
     task: Signal(), output
         Strobe: a TASK MANAGEMENT IU was answered.
+    answered: Signal(), output
+        Strobe: the engine is done with an IU (its SENSE or RESPONSE IU is sent).
     in_acked, out_acked: Signal(), input
         Strobe: the data-in (data-out) pipe had a packet ACKed (its endpoint's ``acked``),
         of ``in_acked_length`` (``out_acked_length``) bytes.
@@ -66,6 +68,7 @@ class UasEngine(StorageEngine):
             "in_packets": Out(PacketStreamSignature(1)),
             "out_packets": In(PacketStreamSignature(1)),
             "task": Out(1),
+            "answered": Out(1),
             "in_acked": In(1),
             "in_acked_length": In(range(usb2.MAX_PACKET_SIZE + 1)),
             "out_acked": In(1),
@@ -119,7 +122,7 @@ class UasEngine(StorageEngine):
             self.waiting.eq(received == 0),
         ]
         sync += [self.command.eq(0), self.read.eq(0), self.write.eq(0), self.check.eq(0),
-                 self.mismatch.eq(0), self.task.eq(0)]
+                 self.mismatch.eq(0), self.task.eq(0), self.answered.eq(0)]
         tag_bytes = [tag[8:16], tag[0:8]]
 
         writing = kind == Kind.WRITE
@@ -286,6 +289,6 @@ class UasEngine(StorageEngine):
             with m.State("DONE"):
                 # (word_bad is the check's, which may still be running: OUT_START clears it.)
                 sync += [iu.eq(0), received.eq(0), kind.eq(Kind.NONE), then_data.eq(0),
-                         then_sense.eq(0), position.eq(0)]
+                         then_sense.eq(0), position.eq(0), self.answered.eq(1)]
                 m.next = "IU"
 

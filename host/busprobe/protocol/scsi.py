@@ -97,6 +97,10 @@ STORAGE_TELEMETRY = (
     *(f"write_hist_{b}" for b in range(HISTOGRAM_BUCKETS)),
     # Cycles of TELEMETRY_CLOCK_HZ since the last clear (wraps after 71 s): commands per second.
     "cycles",
+    # UAS: the most commands outstanding at once as the device saw them (IUs its command pipe
+    # ACKed and it has not yet answered with their SENSE or RESPONSE IU); the pipe NAKs what
+    # it has no room for, so a driver queueing more reads as the device's room.
+    "uas_tags_max",
 )
 STORAGE_TELEMETRY_WORDS = len(STORAGE_TELEMETRY)
 #: Clock of the gap counts (the usb domain).

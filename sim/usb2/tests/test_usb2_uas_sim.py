@@ -11,10 +11,11 @@ import struct
 from dataclasses import replace
 
 import pytest
+from busprobe.backends.usb.requests import VENDOR_OUT
 from busprobe.backends.usb.transfers import run_plan, silence_for
 from busprobe.backends.usb.uas import UasCommand, UasRun
 from busprobe.model import ceiling_for
-from busprobe.protocol import bot, scsi, uas
+from busprobe.protocol import bot, scsi, uas, usb2
 from busprobe.protocol.storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS, lba_bytes
 from busprobe.targets import open_transport
 
@@ -94,6 +95,18 @@ def test_queued_commands_move_their_data_in_the_order_the_device_announces(disk)
         assert command.status == uas.Iu(uas.IuId.SENSE, command.tag, GOOD)
         assert command.data == lba_bytes(1000 * i, command.length // BLOCK_SIZE)
     assert commands[4].status.status == GOOD
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_the_telemetry_counts_the_commands_outstanding_as_the_device_saw_them(disk, depth):
+    """``uas_tags_max``: the IUs the command pipe took and the engine had not yet answered, at
+    their most since CLEAR_TELEMETRY: the queue depth the host kept (plus the telemetry
+    INQUIRY itself, which is outstanding while it is answered)."""
+    disk.platform.control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    commands = [UasCommand(200 + i, read_10(8 * i, 8), 8 * BLOCK_SIZE) for i in range(6)]
+    run(disk, commands, queue_depth=depth)
+    telemetry = scsi.parse_telemetry(one(disk, inquiry(scsi.VPD_TELEMETRY), 255).data)
+    assert telemetry["uas_tags_max"] == depth and telemetry["reads"] == 6
 
 
 def test_an_unknown_opcode_is_a_sense_iu_with_illegal_request(disk):
