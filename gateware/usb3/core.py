@@ -61,8 +61,9 @@ class RegisteredLfpsPhysicalLayer(USB3PhysicalLayer):
 
 
 class BurstLinkLayer(USB3LinkLayer):
-    """LUNA's link layer, with End Of Burst on data headers, the header-credit state visible and
-    its link commands through a :class:`.link_commands.LinkCommandQueue`.
+    """LUNA's link layer, with End Of Burst on data headers, the header-credit state visible,
+    its link commands through a :class:`.link_commands.LinkCommandQueue` and its recovery
+    timer's expiry registered.
 
     Attributes
     ----------
@@ -105,6 +106,17 @@ class BurstLinkLayer(USB3LinkLayer):
         # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): leaving U0
         # while it sends an LGOOD or LCRD, it skips its advertisement after Recovery.
         advertise_after_every_recovery(m.submodules.header_rx)
+        # Timing (ECPIX-5): LUNA's recovery timer strobes its 1 ms expiry combinationally from
+        # an adder and compare (luna-usb 0.2.3, LinkMaintenanceTimers), and the strobe runs
+        # through the link's recovery trigger into the LTSSM's next state: the ss clock's
+        # critical path on nextpnr seeds 1-3 (121.21 MHz on seed 2) once the LFPS detections
+        # were registered. The trigger above already reads the timer's output; the timer, which
+        # elaborates after this method, is given a stand-in to drive, registered into it (the
+        # expiry comes one 8 ns cycle later).
+        timers = m.submodules.timers
+        expiry = timers.transition_to_recovery
+        timers.transition_to_recovery = Signal()
+        m.d.ss += expiry.eq(timers.transition_to_recovery)
         # Upstream limitation (luna-usb 0.2.3, StreamArbiter): a dead cycle at every change of
         # stream on the lane; .transmit_arbiter grants in the same cycle.
         arbiter = SameCycleStreamArbiter.adopt(m.submodules.stream_arbiter)
