@@ -2,7 +2,7 @@
 
 LUNA's ``USBSuperSpeedDevice`` builds its physical, link and protocol layers inside its
 ``elaborate``, so nothing between them can be observed or extended. :class:`SuperSpeedCore`
-composes the same LUNA layers (through the two thin subclasses below) and keeps LUNA's endpoint
+composes the same LUNA layers (through the three thin subclasses below) and keeps LUNA's endpoint
 multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
 
 - a second transaction-packet producer beside LUNA's (whose generator always advertises one
@@ -11,7 +11,8 @@ multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
 - what the link shows the telemetry: ITPs and header packets waiting for a link credit;
 - its link commands queued whole and sent back to back (:mod:`.link_commands`: LUNA's header
   receiver otherwise starves its LGOODs on a busy lane), and its advertisement after every
-  Recovery (LUNA's skips it when the link leaves U0 mid-command).
+  Recovery (LUNA's skips it when the link leaves U0 mid-command);
+- the LFPS detections registered on their way to the LTSSM (a timing path on the ECPIX-5).
 """
 
 from amaranth import Elaboratable, Module, Signal
@@ -24,16 +25,45 @@ from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplex
 from .link_commands import advertise_after_every_recovery, queue_link_commands
 from .transmit_arbiter import SameCycleStreamArbiter
 
-__all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer"]
+__all__ = ["SuperSpeedCore", "BurstLinkLayer", "ProbeProtocolLayer", "RegisteredLfpsPhysicalLayer"]
 
 #: Bit of a data packet header's second word that is End Of Burst (USB 3.2 §8.6.1, LUNA's
 #: ``DataHeaderPacket.DW1_LAYOUT``: sequence 5 bits, reserved 1, then EOB).
 _EOB_BIT = 6
 
 
+class RegisteredLfpsPhysicalLayer(USB3PhysicalLayer):
+    """LUNA's physical layer, with its two LFPS detections registered on their way to the LTSSM.
+
+    LUNA's LFPS detectors (luna-usb 0.2.3, ``usb3/physical/lfps.py``) strobe ``detect``
+    combinationally from their cycle counter's compare with the burst's minimum length (a carry
+    chain), and the physical layer passes the strobes straight into the LTSSM's next state
+    (``in_usb_reset``, ``lfps_polling_detected``). On the ECPIX-5 build that path, from the Warm
+    Reset detector's counter through the LTSSM, was the ``ss`` clock's critical path on nextpnr
+    seeds 4 and 5 (124.84 and 115.65 MHz, 125 needed) once GET_DESCRIPTOR came from a ROM. One
+    flip-flop on each strobe cuts it; the LTSSM learns of a burst 8 ns later, against bursts of
+    0.6-1.4 us (Polling.LFPS) and 80-120 ms (Warm Reset).
+
+    LUNA's ``elaborate`` assigns the two outputs from the detectors; it is given stand-ins for
+    them, which are then registered into the real ones (nothing else of the layer changes).
+    """
+
+    def elaborate(self, platform):
+        outputs = (self.lfps_polling_detected, self.lfps_reset_detected)
+        self.lfps_polling_detected, self.lfps_reset_detected = Signal(), Signal()
+        try:
+            m = super().elaborate(platform)
+            strobes = (self.lfps_polling_detected, self.lfps_reset_detected)
+        finally:
+            self.lfps_polling_detected, self.lfps_reset_detected = outputs
+        m.d.ss += [output.eq(strobe) for output, strobe in zip(outputs, strobes, strict=True)]
+        return m
+
+
 class BurstLinkLayer(USB3LinkLayer):
-    """LUNA's link layer, with End Of Burst on data headers, the header-credit state visible and
-    its link commands through a :class:`.link_commands.LinkCommandQueue`.
+    """LUNA's link layer, with End Of Burst on data headers, the header-credit state visible,
+    its link commands through a :class:`.link_commands.LinkCommandQueue` and its recovery
+    timer's expiry registered.
 
     Attributes
     ----------
@@ -76,6 +106,17 @@ class BurstLinkLayer(USB3LinkLayer):
         # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): leaving U0
         # while it sends an LGOOD or LCRD, it skips its advertisement after Recovery.
         advertise_after_every_recovery(m.submodules.header_rx)
+        # Timing (ECPIX-5): LUNA's recovery timer strobes its 1 ms expiry combinationally from
+        # an adder and compare (luna-usb 0.2.3, LinkMaintenanceTimers), and the strobe runs
+        # through the link's recovery trigger into the LTSSM's next state: the ss clock's
+        # critical path on nextpnr seeds 1-3 (121.21 MHz on seed 2) once the LFPS detections
+        # were registered. The trigger above already reads the timer's output; the timer, which
+        # elaborates after this method, is given a stand-in to drive, registered into it (the
+        # expiry comes one 8 ns cycle later).
+        timers = m.submodules.timers
+        expiry = timers.transition_to_recovery
+        timers.transition_to_recovery = Signal()
+        m.d.ss += expiry.eq(timers.transition_to_recovery)
         # Upstream limitation (luna-usb 0.2.3, StreamArbiter): a dead cycle at every change of
         # stream on the lane; .transmit_arbiter grants in the same cycle.
         arbiter = SameCycleStreamArbiter.adopt(m.submodules.stream_arbiter)
@@ -167,7 +208,7 @@ class SuperSpeedCore(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.physical = physical = USB3PhysicalLayer(
+        m.submodules.physical = physical = RegisteredLfpsPhysicalLayer(
             phy=self._phy, sync_frequency=self._sync_frequency)
         m.submodules.link = link = BurstLinkLayer(physical_layer=physical,
                                                   ss_clock_frequency=self._ss_frequency)

@@ -6,8 +6,6 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb3
-from luna.gateware.usb.stream import SuperSpeedStreamInterface
-from luna.gateware.usb.usb3.application.descriptor import GetDescriptorHandler
 from luna.gateware.usb.usb3.application.request import SuperSpeedRequestHandlerInterface
 from luna.gateware.utils import falling_edge_detected
 from usb_protocol.emitters import DeviceDescriptorCollection
@@ -19,6 +17,7 @@ from usb_protocol.types import (
 )
 
 from ..common.setup_fields import index_is
+from .descriptor_rom import DescriptorRomHandler
 from .skid_buffer import RegisteredReadyBuffer
 
 __all__ = ["SuperSpeedStandardRequestHandler", "SuperSpeedFeature"]
@@ -37,7 +36,7 @@ class _State(enum.Enum):
     """What answers the request in progress."""
 
     IDLE = 0
-    DESCRIPTOR = 1     # LUNA's descriptor streamer
+    DESCRIPTOR = 1     # the descriptor ROM
     REPLY = 2          # GET_STATUS, GET_CONFIGURATION, GET_INTERFACE: one short packet
     DATA_OUT = 3       # SET_SEL's data stage
     ACCEPT = 4         # a request without a data stage, carried out at its status stage
@@ -62,7 +61,8 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
     LUNA's handler (luna-usb 0.2.3, ``usb3/request/standard.py``) answers enumeration only:
     GET_STATUS is always 0, SET_FEATURE and CLEAR_FEATURE (and with them the endpoint halt)
     and GET/SET_INTERFACE are stalled, SET_CONFIGURATION takes any value. This handler answers
-    them as USB 3.2 chapter 9 says, keeping LUNA's descriptor streamer for GET_DESCRIPTOR:
+    them as USB 3.2 chapter 9 says; GET_DESCRIPTOR is answered from one ROM with a registered
+    address (``DescriptorRomHandler``, in place of LUNA's streamer per descriptor):
 
     - GET_STATUS of the device (bits 2 and 3: U1 and U2 enabled; not self-powered, no LTM), of
       interface 0 (0: no function remote wake) or of an endpoint (bit 0: halted);
@@ -119,13 +119,13 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
         setup, handshakes = interface.setup, interface.handshakes_out
         # Status-stage ACKs carry sequence 1 (USB 3.2 §8.12.2), as LUNA's handler's.
         m.d.comb += handshakes.next_sequence.eq(1)
-        m.submodules.descriptors = descriptors = GetDescriptorHandler(
-            self._descriptors, usb_domain="ss", stream_type=SuperSpeedStreamInterface)
+        m.submodules.descriptors = descriptors = DescriptorRomHandler(self._descriptors,
+                                                                      usb_domain="ss")
         m.d.comb += [descriptors.value.eq(setup.value), descriptors.length.eq(setup.length)]
         # As the vendor handler's reply: the descriptor leaves through a buffer whose ready is a
-        # flip-flop, so the link's ready does not reach LUNA's descriptor ROM and byte counter
-        # (the ss clock's critical path on ECPIX-5, 123.1 MHz on nextpnr seed 1, once the
-        # transmit arbiter's and the data path's were cut).
+        # flip-flop, so the link's ready does not reach the descriptor ROM's read enable and
+        # address counter (with LUNA's streamers, the ss clock's critical path on ECPIX-5, 123.1
+        # MHz on nextpnr seed 1, once the transmit arbiter's and the data path's were cut).
         m.submodules.descriptor_buffer = buffer = RegisteredReadyBuffer(domain="ss")
         m.d.comb += buffer.sink.stream_eq(descriptors.tx)
 
