@@ -56,7 +56,8 @@ class SwitchedBench:
     """Several busprobe cores (the multi top), each behind its own
     simulated link to a downstream port of one cocotbext-pcie :class:`Switch`, whose upstream
     port connects to the one root complex; the root's ``cap`` is then what they share (the
-    switch-to-root link itself is untimed).
+    switch-to-root link itself is untimed, a :class:`~.handover.HandOverPort` pair: flow
+    control without a data link layer).
 
     Parameters
     ----------
@@ -76,12 +77,14 @@ class SwitchedBench:
     def __init__(self, dut, config: LinkConfig, endpoints: int) -> None:
         from cocotbext.pcie.core import Switch
 
+        from .handover import connect_switch_to_root
         from .testbench import PcieTestbench, _root_complex
 
         self.dut = dut
         self.rc = _root_complex(config)
         self.switch = Switch()
-        self.rc.make_port().connect(self.switch)
+        # The switch-to-root link is untimed: a hand-over, not a modelled SimPort pair (issue 30).
+        connect_switch_to_root(self.switch, self.rc)
         self.benches = [PcieTestbench(dut, config, prefix=port_prefix(i), rc=self.rc,
                                       port=self.switch.make_port()) for i in range(endpoints)]
 

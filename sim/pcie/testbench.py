@@ -63,8 +63,11 @@ from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
 from .link_training import train
+from .tlp_speed import install as _install_tlp_speed
 from .tlp_stream import TlpStreamEndpoint
 from .uart import UartStream
+
+_install_tlp_speed()  # cocotbext-pcie's Tlp.check / fmt_type without repeated work
 
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]

@@ -1,0 +1,53 @@
+"""cocotbext-pcie's ``Tlp`` after :func:`busprobe.sim.pcie.tlp_speed.install`: the same answers
+as upstream's, the repeated work skipped (``fmt_type`` by table, ``check`` remembered only while
+it passed and nothing it reads changed)."""
+
+from __future__ import annotations
+
+import pytest
+from busprobe.sim.pcie.tlp_speed import install
+from cocotbext.pcie.core.tlp import Tlp, TlpType
+from cocotbext.pcie.core.utils import PcieId
+
+install()
+
+
+def _write(address: int, length: int) -> Tlp:
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.MEM_WRITE
+    tlp.requester_id = PcieId(1, 0, 0)
+    tlp.set_addr_be_data(address, bytes(length))
+    return tlp
+
+
+def test_fmt_type_is_the_member_of_every_fmt_and_type_pair_and_refuses_others():
+    tlp = Tlp()
+    for member in TlpType:
+        tlp.fmt, tlp.type = member.value
+        assert tlp.fmt_type is member
+        tlp.fmt, tlp.type = int(member.value[0]), member.value[1]  # plain ints, as unpacked
+        assert tlp.fmt_type is member
+    tlp.fmt, tlp.type = 2, 0x1F
+    with pytest.raises(ValueError):
+        tlp.fmt_type  # noqa: B018 - the access is the test
+
+
+def test_check_passes_again_and_fails_as_soon_as_a_field_it_reads_no_longer_fits(capsys):
+    tlp = _write(0x1000, 64)
+    assert tlp.check() and tlp.check()
+    tlp.length += 1  # the length field no longer matches the data
+    assert not tlp.check()
+    assert not tlp.check()  # a failure is checked (and reported) every time
+    assert capsys.readouterr().out.count("length field does not match data") == 2
+    tlp.length -= 1
+    assert tlp.check()
+    tlp.address = 0x1FE0  # now the 64 bytes cross a 4 KiB boundary
+    assert not tlp.check()
+
+
+def test_a_copy_is_checked_on_its_own():
+    tlp = _write(0x1000, 64)
+    assert tlp.check()
+    copy = Tlp(tlp)
+    copy.data = copy.data[:-4]
+    assert not copy.check() and tlp.check()
