@@ -175,16 +175,17 @@ def _throughput(transport, blocks, queue_depth, direction, commands=6):
 _SHORT_QUEUED_FLOOR = 0.985
 
 
+# 120 KiB commands on xHCI, in and out at queue depths 1 and 4, are the CLI test's points
+# (test_usb2_disk_sweep_sim.py asserts each within 1 %): here EHCI, and 4 KiB commands.
 @pytest.mark.parametrize(("host", "blocks", "depth", "direction", "floor"), [
-    ("xhci", 240, 1, "in", 0.99), ("xhci", 240, 4, "in", 0.99), ("xhci", 240, 1, "out", 0.99),
-    ("xhci", 240, 4, "out", 0.99), ("xhci", 8, 4, "in", _SHORT_QUEUED_FLOOR),
-    ("ehci", 240, 1, "in", 0.99), ("ehci", 240, 4, "out", 0.99), ("ehci", 8, 1, "out", 0.99),
+    ("xhci", 8, 4, "in", _SHORT_QUEUED_FLOOR), ("ehci", 240, 1, "in", 0.99),
+    ("ehci", 240, 4, "out", 0.99), ("ehci", 8, 1, "out", 0.99),
 ])
 def test_uas_reads_within_1_percent_of_its_model_and_beats_bot(disk, host, blocks, depth,
                                                                direction, floor):
     """The stepped UAS model (model/usb2_uas.py) of the very run made, over its start phase,
-    bounds the simulated disk and is met within 1 % (120 KiB commands; 4 KiB ones queued on
-    xHCI within 1.5 %); and UAS, without BOT's CBW and CSW stages, moves the same commands
+    bounds the simulated disk and is met within 1 % (4 KiB commands queued on xHCI within
+    1.5 %); and UAS, without BOT's CBW and CSW stages, moves the same commands
     faster than the BOT model's ceiling for them (BotRun meets that within 1 %,
     test_usb2_storage_sim.py)."""
     # Where in its microframe a run starts is not known, and the bound is its best phase: a
