@@ -81,6 +81,10 @@ class UasEngine(StorageEngine):
                                      self.out_packets)
         replies = self._replies
         m.submodules.pattern = pattern = LbaPatternBytes()
+        # The write check has a pattern of its own: it may still read a write's last packet
+        # out of the OUT buffer (LUNA's endpoint gives it up late) while the next command's
+        # data already move, and a read must never wait for it.
+        m.submodules.check_pattern = check_pattern = LbaPatternBytes()
         decode = ScsiDecode(replies=replies, capacity_blocks=self._capacity)
         kind, word = decode.kind, decode.word
 
@@ -133,11 +137,11 @@ class UasEngine(StorageEngine):
             sync += unacked.eq(Mux(acked_length >= unacked, 0, unacked - acked_length))
         # The check of a write's data runs beside the FSM, so the SENSE need not wait for it.
         with m.If(unchecked != 0):
-            bad = out.payload.data != pattern.byte
-            m.d.comb += [out.ready.eq(1), pattern.advance.eq(out.valid)]
+            bad = out.payload.data != check_pattern.byte
+            m.d.comb += [out.ready.eq(1), check_pattern.advance.eq(out.valid)]
             with m.If(out.valid):
                 sync += [unchecked.eq(unchecked - 1), word_bad.eq(word_bad | bad)]
-                with m.If(pattern.word_end):
+                with m.If(check_pattern.word_end):
                     sync += [self.mismatch.eq(word_bad | bad), word_bad.eq(0)]
 
         with m.FSM(domain="usb"):
@@ -159,7 +163,7 @@ class UasEngine(StorageEngine):
                 with m.If((iu_id == uas.IuId.COMMAND) & (received == uas.COMMAND_SIZE)):
                     decode.plan(m, cb=cb, cdb_length=16, lun=lun, capture=self.capture)
                     sync += self.command.eq(1)
-                    m.next = "SETTLE"
+                    m.next = "PLAN"
                 with m.Elif((iu_id == uas.IuId.TASK_MANAGEMENT)
                             & (received == uas.TASK_SIZE)):
                     function = iu_bytes(uas.TASK_OFFSETS["function"])
@@ -184,13 +188,6 @@ class UasEngine(StorageEngine):
                           uas.RESPONSE_SIZE)
                 m.next = "STATUS"
 
-            with m.State("SETTLE"):
-                # A write's check may still be reading the last command's data: anything but
-                # another write (whose pattern starts in OUT_START) restarts the pattern in
-                # PLAN, so it waits for the check (the data is in the OUT buffer already).
-                with m.If((unchecked == 0) | (kind == Kind.WRITE)):
-                    m.next = "PLAN"
-
             with m.State("PLAN"):
                 has_data = decode.device_length != 0
                 device_in = (kind == Kind.TABLE) | (kind == Kind.READ)
@@ -199,8 +196,7 @@ class UasEngine(StorageEngine):
                          self.read.eq(kind == Kind.READ), self.write.eq(kind == Kind.WRITE),
                          remaining.eq(decode.device_length), then_data.eq(has_data),
                          unacked.eq(decode.device_length)]
-                with m.If(kind != Kind.WRITE):
-                    m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
+                m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
                 with m.If(has_data):
                     ready = Mux(device_in, uas.IuId.READ_READY, uas.IuId.WRITE_READY)
                     send_head([ready, 0, *tag_bytes], uas.READY_SIZE)
@@ -275,9 +271,9 @@ class UasEngine(StorageEngine):
 
             with m.State("OUT_START"):
                 # WRITE READY is out; the check takes this command's data once it has read
-                # the last command's (the OUT buffer keeps them in order).
+                # the last write's (the OUT buffer keeps them in order).
                 with m.If(unchecked == 0):
-                    m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
+                    m.d.comb += [check_pattern.start.eq(1), check_pattern.lba.eq(decode.lba)]
                     sync += [unchecked.eq(remaining), word_bad.eq(0)]
                     m.next = "DATA_OUT"
 
