@@ -295,7 +295,24 @@ def uas_run(profile: HostProfile, direction: str, lengths: Sequence[int], *, que
 def uas_period(profile: HostProfile, direction: str, lengths: Sequence[int], *,
                queue_depth: int, max_packet_size: int = 512) -> float:
     """Seconds per round of ``lengths`` (one I/O's commands) in steady state: a run of enough
-    rounds for the start-up to pass, averaged over the later half."""
+    rounds for the start-up to pass, averaged over the later half. Kept per arguments: a sweep
+    asks for the same point's ceiling more than once, and inside an emulated guest one stepping
+    takes seconds."""
+    # A profile holds its sources (a dict): its repr is the key.
+    key = (repr(profile), direction, tuple(lengths), queue_depth, max_packet_size)
+    if key not in _PERIODS:
+        if len(_PERIODS) >= 256:
+            _PERIODS.clear()
+        _PERIODS[key] = _steady_period(profile, direction, list(lengths), queue_depth,
+                                       max_packet_size)
+    return _PERIODS[key]
+
+
+_PERIODS: dict[tuple[object, ...], float] = {}
+
+
+def _steady_period(profile: HostProfile, direction: str, lengths: list[int],
+                   queue_depth: int, max_packet_size: int) -> float:
     rounds = 12
     times = uas_run(profile, direction, list(lengths) * rounds, queue_depth=queue_depth,
                     max_packet_size=max_packet_size)
