@@ -5,13 +5,29 @@ import struct
 from amaranth import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
+from amaranth.sim import Simulator
 from busprobe.gateware.usb3.descriptors import build_descriptors
 from busprobe.gateware.usb3.request_handler import SuperSpeedProbeRequestHandler
 from busprobe.gateware.usb3.standard_requests import SuperSpeedStandardRequestHandler
 from busprobe.protocol import usb3
 from luna.gateware.usb.usb3.endpoints import USB3ControlEndpoint
 
-__all__ = ["ControlEndpointUnderTest", "control_in", "control_out", "setup_packet"]
+__all__ = ["ControlEndpointUnderTest", "control_in", "control_out", "setup_packet", "run_ss"]
+
+
+def run_ss(dut, body):
+    """Run ``body(ctx, dut, results)`` as a testbench on ``dut`` clocked in ``ss`` (125 MHz);
+    returns what it put in ``results``."""
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+    results = {}
+
+    async def testbench(ctx):
+        await body(ctx, dut, results)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    return results
 
 
 class ControlEndpointUnderTest(wiring.Component):

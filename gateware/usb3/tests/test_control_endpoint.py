@@ -4,11 +4,11 @@ vendor requests, driven at the endpoint interface the protocol layer feeds."""
 import struct
 
 import pytest
-from amaranth.sim import Simulator
 from busprobe.gateware.usb3.tests.control_driver import (
     ControlEndpointUnderTest,
     control_in,
     control_out,
+    run_ss,
     setup_packet,
 )
 from busprobe.protocol import usb3
@@ -19,17 +19,7 @@ GET_DESCRIPTOR = 6
 
 
 def run(body):
-    dut = ControlEndpointUnderTest()
-    sim = Simulator(dut)
-    sim.add_clock(8e-9, domain="ss")
-    results = {}
-
-    async def testbench(ctx):
-        await body(ctx, dut, results)
-
-    sim.add_testbench(testbench)
-    sim.run()
-    return results
+    return run_ss(ControlEndpointUnderTest(), body)
 
 
 def test_get_info_answers_the_protocol_info():

@@ -5,13 +5,13 @@ a consumer that stops at random."""
 import random
 
 import pytest
-from amaranth.sim import Simulator
 from busprobe.gateware.usb3.descriptor_rom import DescriptorRomHandler, descriptor_rom_layout
 from busprobe.gateware.usb3.descriptors import build_descriptors
 from busprobe.gateware.usb3.tests.control_driver import (
     ControlEndpointUnderTest,
     control_in,
     control_out,
+    run_ss,
     setup_packet,
 )
 from busprobe.protocol import usb3
@@ -28,16 +28,7 @@ def _lengths(size):
 
 
 def run(body, dut):
-    sim = Simulator(dut)
-    sim.add_clock(8e-9, domain="ss")
-    results = {}
-
-    async def testbench(ctx):
-        await body(ctx, dut, results)
-
-    sim.add_testbench(testbench)
-    sim.run()
-    return results
+    return run_ss(dut, body)
 
 
 def test_every_descriptor_is_its_first_wlength_bytes_at_every_length_boundary():
