@@ -61,7 +61,10 @@ lint: $(STAMP)
 
 # The VM harness (sim/vm, marker vm) runs last and alone: each guest is a QEMU (one core) in
 # front of a simulator (the other), and -s puts what the guests showed into the log.
+# Every simulator process imports busprobe afresh: compiled once here, it does not compile
+# the sources again each time (where PYTHONDONTWRITEBYTECODE is set nothing else writes them).
 test: lint
+	$(PY) -m compileall -q host gateware sim
 	$(PY) -m pytest -m "not bench and not vm" -n 2 --dist loadfile
 	$(PY) -m pytest -m vm -n 0 -s -p no:cacheprovider sim/vm
 

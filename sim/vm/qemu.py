@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bytecode import compile_busprobe
 from .initramfs import MARK
 from .kernel import VmUnavailable
 
@@ -91,6 +92,7 @@ def boot(machine: Machine, *, timeout: float, console: Path,
     if shutil.which(QEMU) is None:
         raise VmUnavailable(f"{QEMU} is missing: apt-get install qemu-system-x86")
     machine.out.mkdir(parents=True, exist_ok=True)
+    compile_busprobe()
     marks: list[str] = []
     started = time.monotonic()
     ready: list[float] = []

@@ -1,7 +1,10 @@
 # Sourced by the guest check scripts: the guest's environment and the marker-line helpers.
 # $OUT is the output folder; guest.env there sets what the scripts need (BUSPROBE, PYTHON, ...).
 . "$OUT/guest.env"
-export HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib PYTHONDONTWRITEBYTECODE=1
+# What Python compiles in the guest is kept in the tmpfs overlay for the boot's next process
+# (the host compiled busprobe's own sources before the boot: sim/vm/bytecode.py).
+export HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib
+unset PYTHONDONTWRITEBYTECODE
 mark() { echo "BUSPROBE-VM $*"; }
 run() {  # run NAME COMMAND...: its exit status and first error line as one marker line
     name=$1; shift
