@@ -22,14 +22,17 @@ from cocotb.triggers import Timer
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import TlpType
 
+from .route_speed import DirectRouting
+
 __all__ = ["ChipsetRootComplex"]
 
 _WRITES = {TlpType.MEM_WRITE, TlpType.MEM_WRITE_64}
 _READS = {TlpType.MEM_READ, TlpType.MEM_READ_64}
 
 
-class ChipsetRootComplex(RootComplex):
-    """Root complex whose memory has latency and a throughput cap.
+class ChipsetRootComplex(DirectRouting, RootComplex):
+    """Root complex whose memory has latency and a throughput cap (routing each TLP without a
+    task hop, :class:`~.route_speed.DirectRouting`).
 
     Parameters
     ----------

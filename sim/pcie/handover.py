@@ -78,8 +78,13 @@ class HandOverPort:
     def _has_room(self, tlp) -> bool:
         fc_type, data = tlp.get_fc_type(), tlp.get_data_credits()
         fc = self._rx_fc
-        head, body = {FcType.P: (fc.ph, fc.pd), FcType.NP: (fc.nph, fc.npd),
-                      FcType.CPL: (fc.cplh, fc.cpld)}[fc_type]
+        # An if chain, not a dict built per TLP: each FcType hash is a Python call (issue 30).
+        if fc_type is FcType.P:
+            head, body = fc.ph, fc.pd
+        elif fc_type is FcType.NP:
+            head, body = fc.nph, fc.npd
+        else:
+            head, body = fc.cplh, fc.cpld
         return head.rx_credits_available > 0 and body.rx_credits_available >= data
 
     async def send(self, tlp) -> None:

@@ -75,14 +75,13 @@ class SwitchedBench:
     """
 
     def __init__(self, dut, config: LinkConfig, endpoints: int) -> None:
-        from cocotbext.pcie.core import Switch
-
         from .handover import connect_switch_to_root
+        from .route_speed import DirectSwitch
         from .testbench import PcieTestbench, _root_complex
 
         self.dut = dut
         self.rc = _root_complex(config)
-        self.switch = Switch()
+        self.switch = DirectSwitch()  # upstream's Switch, routing without a task hop
         # The switch-to-root link is untimed: a hand-over, not a modelled SimPort pair (issue 30).
         connect_switch_to_root(self.switch, self.rc)
         self.benches = [PcieTestbench(dut, config, prefix=port_prefix(i), rc=self.rc,

@@ -63,11 +63,13 @@ from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
 from .link_training import train
+from .route_speed import install as _install_route_speed
 from .tlp_speed import install as _install_tlp_speed
 from .tlp_stream import TlpStreamEndpoint
 from .uart import UartStream
 
 _install_tlp_speed()  # cocotbext-pcie's Tlp.check / fmt_type without repeated work
+_install_route_speed()  # its bridges' routing checks of DMA TLPs by table
 
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]

@@ -1,0 +1,124 @@
+"""cocotbext-pcie's routing checks, quicker for the TLPs a DMA stream is made of (simulation speed).
+
+Every bridge a TLP crosses asks, on receiving and on routing it, ``Function.match_tlp`` (is it
+for this function?) and ``Bridge.match_tlp_secondary`` (is it for the bus behind this bridge?);
+a switch asks them again of each port while it looks for the egress. Upstream's versions compare
+``tlp.fmt_type`` with set literals of :class:`~cocotbext.pcie.core.tlp.TlpType` members, built
+anew at each call: ~15 Python-level enum hashes a call, six or more calls a hop. Profiled
+(issue 30, DESIGN §2.12 "Simulation speed"), these were the largest part of what two endpoints
+behind ``sim:pcie?endpoints=N``'s switch cost over twice one endpoint: the switch's bridges
+route every TLP once more than the root port alone does.
+
+:func:`install` wraps both methods, once, in this one place: a TLP whose ``(fmt, type)`` is a
+memory read or write, or a completion (the TLPs of a DMA stream), is answered from a table keyed
+by that pair, by the comparison upstream makes for it (the bridge's memory windows or
+secondary bus range; the function's BARs or ID); every other TLP (configuration, I/O, messages,
+and pairs that are no type) goes to upstream's method unchanged. ``test_route_speed.py`` checks
+the answers against upstream's for every type over bridge and function settings.
+"""
+
+from __future__ import annotations
+
+from cocotbext.pcie.core.bridge import Bridge
+from cocotbext.pcie.core.function import Function
+from cocotbext.pcie.core.switch import Switch
+from cocotbext.pcie.core.tlp import TlpType
+from cocotbext.pcie.core.utils import PcieId
+
+__all__ = ["install", "UPSTREAM", "DirectRouting", "DirectSwitch"]
+
+_MEM, _CPL = 1, 2
+#: ``(fmt, type)`` of the TLPs answered here (keys as ``TlpType``'s own value table has them).
+_KIND = {**{member.value: _MEM for member in (TlpType.MEM_READ, TlpType.MEM_READ_64,
+                                                TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)},
+         **{member.value: _CPL for member in (TlpType.CPL, TlpType.CPL_DATA, TlpType.CPL_LOCKED,
+                                                TlpType.CPL_LOCKED_DATA)}}
+_NO_ID = PcieId(0, 0, 0)
+#: Upstream's two methods, as :func:`install` found them (the test compares with them).
+UPSTREAM: dict[str, object] = {}
+
+
+def install() -> None:
+    """Make ``Bridge.match_tlp_secondary`` and ``Function.match_tlp`` answer memory requests and
+    completions from a table (idempotent)."""
+    if UPSTREAM:
+        return
+    upstream_secondary, upstream_match = Bridge.match_tlp_secondary, Function.match_tlp
+    UPSTREAM.update(match_tlp_secondary=upstream_secondary, match_tlp=upstream_match)
+
+    def match_tlp_secondary(self: Bridge, tlp, _kind=_KIND.get) -> bool:
+        kind = _kind((tlp.fmt, tlp.type))
+        if kind == _MEM:
+            address = tlp.address
+            return (self.mem_base <= address <= self.mem_limit
+                    or self.prefetchable_mem_base <= address <= self.prefetchable_mem_limit)
+        if kind == _CPL:
+            requester = tlp.requester_id
+            return self.sec_bus_num <= requester.bus <= self.sub_bus_num and requester != _NO_ID
+        return upstream_secondary(self, tlp)
+
+    def match_tlp(self: Function, tlp, _kind=_KIND.get) -> bool:
+        kind = _kind((tlp.fmt, tlp.type))
+        if kind == _MEM:
+            return bool(self.match_bar(tlp.address))
+        if kind == _CPL:
+            return self.pcie_id == tlp.requester_id
+        return upstream_match(self, tlp)
+
+    Bridge.match_tlp_secondary = match_tlp_secondary
+    Function.match_tlp = match_tlp
+
+
+class DirectRouting:
+    """A cocotbext-pcie :class:`~cocotbext.pcie.core.Switch` (or root complex, which is one)
+    that routes each TLP in the task that hands it in, instead of in a routing task per port.
+
+    Upstream's switch gives every port an ingress queue of one TLP and a task that takes each
+    TLP from it, asks the other ports' bridges where it goes (``_run_routing``) and queues it for
+    that port's arbitration task, which sends it on. The routing task is a wake-up per TLP per
+    switch with nothing to wait for (the queues it feeds are unbounded); behind
+    ``sim:pcie?endpoints=N``'s switch a TLP crosses two switches (the switch, then the root
+    complex) where on ``sim:pcie`` it crosses one. Here each port's bridge hands its TLP to
+    :meth:`_route`, which asks the same questions in the same order and queues it for the same
+    arbitration task at once, in the same simulated instant; the arbitration (the order in which
+    ports' TLPs go out, one at a time) is upstream's, unchanged. A TLP no port claims goes into
+    the ingress queue as before, so upstream's routing task reports it (and answers it with an
+    Unsupported Request completion) as it always did.
+
+    Mix in before the switch class: ``class DirectSwitch(DirectRouting, Switch)``.
+    """
+
+    def add_switch_port(self, port) -> None:
+        super().add_switch_port(port)
+        self._route_directly(port)
+
+    def set_upstream_bridge(self, bridge) -> None:
+        super().set_upstream_bridge(bridge)
+        self._route_directly(self.upstream_port)
+
+    def _route_directly(self, port) -> None:
+        async def route(tlp, port=port) -> None:
+            await self._route(port, tlp)
+
+        # The hooks upstream's SwitchPort.upstream / .downstream pointed at the ingress queue.
+        if port.upstream:
+            port.bridge.downstream_tx_handler = route
+        else:
+            port.bridge.upstream_tx_handler = route
+
+    async def _route(self, port, tlp) -> None:
+        # Upstream's Switch._run_routing (cocotbext-pcie 0.2.16), less its task: the first other
+        # port whose bridge claims the TLP, or whose secondary side does (downstream ports) or
+        # does not (the upstream port), gets it.
+        tlp.ingress_port = port.bridge
+        for other, tx_queue in port.tx_queues:
+            bridge = other.bridge
+            if bridge.match_tlp(tlp) or bridge.match_tlp_secondary(tlp) != other.upstream:
+                tx_queue.put_nowait(tlp)  # unbounded: upstream's ``await put`` never waits
+                other.rx_event.set()
+                return
+        await port.ingress_queue.put(tlp)
+
+
+class DirectSwitch(DirectRouting, Switch):
+    """Upstream's :class:`~cocotbext.pcie.core.Switch`, routing without a task hop."""
