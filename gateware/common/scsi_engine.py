@@ -108,6 +108,14 @@ class ScsiBotEngine(StorageEngine):
         keep = stream.payload.keep
         return sum(keep[i] for i in range(self._width))
 
+    @staticmethod
+    def _small(value, limit, *, equal):
+        """``value <= limit`` (``equal``) or ``value < limit`` for a wide ``value`` and a
+        ``limit`` below 8: the high bits zero and a 3-bit compare. (A 32-bit compare against a
+        beat's byte count was the ECP5 ``ss`` clock's critical path, through the carry chain.)"""
+        low = value[:3]
+        return (value[3:] == 0) & ((low <= limit) if equal else (low < limit))
+
     def _keep(self, stream, count):
         """Drive ``stream``'s ``keep`` for a beat of ``min(count, width)`` bytes."""
         if self._width == 1:
@@ -199,14 +207,15 @@ class ScsiBotEngine(StorageEngine):
             with m.State("DATA_IN"):
                 # A beat is all data or all padding: padding starts on a packet boundary.
                 from_data = data_left != 0
-                beat = Mux(remaining < width, remaining, width)
+                ending = self._small(remaining, width, equal=True)
+                beat = Mux(self._small(remaining, width, equal=False), remaining, width)
                 table = (self.read_data.word_select(position[:2], 8) if width == 1
                          else self.read_data)
                 m.d.comb += [
                     inp.valid.eq(1),
                     inp.payload.data.eq(Mux(from_data, Mux(kind == Kind.READ, pattern.data,
                                                             table), 0)),
-                    inp.payload.last.eq(remaining <= width),
+                    inp.payload.last.eq(ending),
                     pattern.advance.eq(take & from_data),
                     *self._keep(inp, remaining),
                 ]
@@ -214,14 +223,14 @@ class ScsiBotEngine(StorageEngine):
                     sync += [position.eq(position + width), remaining.eq(remaining - beat)]
                     with m.If(from_data):
                         sync += data_left.eq(data_left - beat)
-                    with m.If(remaining <= width):
+                    with m.If(ending):
                         m.next = "CSW"
 
             with m.State("DATA_OUT"):
                 checking = data_left != 0
                 count = self._beat_bytes(out)
-                over = count > remaining  # bytes past the host's length in this beat
-                reached = count >= remaining
+                over = self._small(remaining, count, equal=False)  # bytes past the host's H
+                reached = self._small(remaining, count, equal=True)
                 left = remaining - count
                 packet_end = packet_bytes + count
                 short_end = out.payload.last & (packet_end < max_packet)
@@ -229,14 +238,16 @@ class ScsiBotEngine(StorageEngine):
                     bad = out.payload.data != pattern.data
                 else:
                     # Only the bytes of the beat that are data of the command are checked.
-                    enable = Cat(*((out.payload.keep[i] & (data_left > i)).replicate(8)
+                    enable = Cat(*((out.payload.keep[i]
+                                    & ~self._small(data_left, i, equal=True)).replicate(8)
                                    for i in range(width)))
                     bad = ((out.payload.data ^ pattern.data) & enable) != 0
                 m.d.comb += [out.ready.eq(1), pattern.advance.eq(out.valid & checking)]
                 with m.If(out.valid):
                     sync += [remaining.eq(Mux(over, 0, left)), packet_bytes.eq(packet_end)]
                     with m.If(checking):
-                        sync += [data_left.eq(Mux(data_left < count, 0, data_left - count)),
+                        short = self._small(data_left, count, equal=False)
+                        sync += [data_left.eq(Mux(short, 0, data_left - count)),
                                  word_bad.eq(word_bad | bad)]
                         with m.If(pattern.word_end):
                             sync += [self.mismatch.eq(word_bad | bad), word_bad.eq(0)]
@@ -247,8 +258,14 @@ class ScsiBotEngine(StorageEngine):
                     with m.If(reached & ~out.payload.last):
                         m.next = "DRAIN"
                     with m.Elif(reached | short_end):
-                        sync += residue.eq(Mux(reached, excess, Mux(left > excess, left, excess)))
-                        m.next = "CSW"
+                        m.next = "RESIDUE"
+
+            with m.State("RESIDUE"):
+                # What the host's length left over (0 once it was reached), or the excess of
+                # its length over the device's, whichever is more: a cycle after the data, so
+                # the compare is not behind the OUT endpoint's valid.
+                sync += residue.eq(Mux(remaining > excess, remaining, excess))
+                m.next = "CSW"
 
             with m.State("DRAIN"):
                 # The host sent more than its CBW said: the rest of the packet goes nowhere.
