@@ -112,11 +112,23 @@ class Usb3StorageDataPath(wiring.Component):
         # The engine and its telemetry are written for the USB 2.0 clock's name.
         m.submodules.engine = DomainRenamer({"usb": "ss"})(engine)
         m.submodules.telemetry = DomainRenamer({"usb": "ss"})(telemetry)
-        wiring.connect(m, wiring.flipped(self.from_out), engine.out_packets)
+        reset = self.bot_reset | self.restart | self.set_interface
+        # OUT beats reach the engine from a register: from the OUT endpoint's buffer RAM through
+        # the beat's byte count into the engine's length registers was the ss clock's critical
+        # path on ECPIX-5 (123.58 MHz, nextpnr default seed). A cycle of latency; a beat a cycle.
+        held = Signal()
+        beat = Signal.like(self.from_out.payload)
+        out = engine.out_packets
+        m.d.comb += [self.from_out.ready.eq(~held | out.ready),
+                     out.valid.eq(held), out.payload.eq(beat)]
+        with m.If(self.from_out.ready):
+            m.d.ss += [held.eq(self.from_out.valid), beat.eq(self.from_out.payload)]
+        with m.If(reset):
+            m.d.ss += held.eq(0)
         wiring.connect(m, engine.in_packets, wiring.flipped(self.to_in))
         m.d.comb += [
             self.in_framed.eq(1),
-            engine.reset.eq(self.bot_reset | self.restart | self.set_interface),
+            engine.reset.eq(reset),
             telemetry.clear.eq(self.clear),
             telemetry.capture.eq(engine.capture),
             engine.snapshot_ready.eq(telemetry.ready),
