@@ -61,7 +61,7 @@ BOARDS: dict[str, Board] = {board.name: board for board in (
         # Pins: amaranth-boards' ECPIX-5 platform (ULPI PHY with its own 60 MHz clock); usb3
         # adds the USB-C SuperSpeed lanes on the DCU (gateware/usb3/board_top.py).
         name="ecpix5-85", title="LambdaConcept ECPIX-5 85F", family="ecp5",
-        designs=("usb2", "usb2-full", "usb2-storage", "usb2-stock", "usb3"),
+        designs=("usb2", "usb2-full", "usb2-storage", "usb2-stock", "usb3", "usb3-storage"),
         platform="amaranth_boards.ecpix5:ECPIX585Platform",
         phy="ulpi", fpga="LFE5UM5G-85F", programmer="openfpgaloader", loader_board="ecpix5"),
     Board(

@@ -12,31 +12,13 @@ path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from busprobe.protocol import usb2
 from usb_protocol.emitters import DeviceDescriptorCollection
 
-from ..common.words import little_endian_words
+from ..common.words import Reply, little_endian_words
 from .descriptors import build_descriptors
 
 __all__ = ["ControlReplies", "Reply"]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """Where one constant answer starts in the snapshot RAM, and how long it is.
-
-    Attributes
-    ----------
-    word: int
-        Snapshot RAM word of its first byte.
-    length: int
-        Bytes (the data stage sends at most this, and at most the request's ``wLength``).
-    """
-
-    word: int
-    length: int
 
 
 class ControlReplies:

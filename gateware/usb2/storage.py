@@ -15,16 +15,16 @@ from usb_protocol.types import USBRequestRecipient
 
 from ..common.packet_stream import PacketStreamSignature
 from ..common.pattern import PATTERN_SHAPE
+from ..common.scsi_engine import ScsiBotEngine
+from ..common.storage_replies import StorageReplies
+from ..common.storage_telemetry import StorageTelemetry
 from .control_replies import ControlReplies
 from .descriptors import build_descriptors
 from .device import Usb2ProbeDevice
 from .in_endpoint import StreamInEndpoint
 from .out_endpoint import StreamOutEndpoint
 from .request_handler import ProbeRequestHandler
-from .scsi_engine import ScsiBotEngine
 from .standard_requests import Action
-from .storage_replies import StorageReplies
-from .storage_telemetry import StorageTelemetry
 from .uas_engine import UasEngine
 
 __all__ = ["Usb2StorageDevice", "StorageRequestHandler", "StorageDataPath", "STORAGE_PRODUCT"]

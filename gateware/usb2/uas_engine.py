@@ -22,8 +22,8 @@ from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
 from ..common.lba_pattern import LbaPatternBytes
 from ..common.packet_stream import PacketStreamSignature
-from .scsi_decode import Kind, ScsiDecode
-from .storage_engine import StorageEngine
+from ..common.scsi_decode import Kind, ScsiDecode
+from ..common.storage_engine import StorageEngine
 
 __all__ = ["UasEngine"]
 

@@ -4,18 +4,25 @@ from busprobe.protocol import usb3
 from usb_protocol.emitters.descriptors.standard import SuperSpeedDeviceDescriptorCollection
 from usb_protocol.types import USBTransferType
 
-__all__ = ["build_descriptors", "CONTROL_MAX_PACKET_EXPONENT"]
+__all__ = ["build_descriptors", "CONTROL_MAX_PACKET_EXPONENT", "VENDOR_INTERFACE"]
 
 #: bMaxPacketSize0 of a SuperSpeed device: 2**9 = 512 bytes (USB 3.2 §9.6.1).
 CONTROL_MAX_PACKET_EXPONENT = (usb3.CONTROL_MAX_PACKET_SIZE - 1).bit_length()
 
 
-def build_descriptors() -> SuperSpeedDeviceDescriptorCollection:
+#: The probe's interface: vendor specific (class, subclass, protocol).
+VENDOR_INTERFACE = (0xFF, 0x00, 0x00)
+
+
+def build_descriptors(*, product: str = usb3.PRODUCT, interface: tuple[int, int, int] =
+                      VENDOR_INTERFACE) -> SuperSpeedDeviceDescriptorCollection:
     """Device, configuration (bulk IN and OUT with their SuperSpeed endpoint companions) and BOS.
 
     The BOS carries the SuperSpeed USB device capability (and the USB 2.0 extension every
     SuperSpeed device must have, USB 3.2 §9.6.2); the companions advertise
-    :data:`~busprobe.protocol.usb3.MAX_BURST`.
+    :data:`~busprobe.protocol.usb3.MAX_BURST` and no streams. ``product`` and ``interface``
+    (class, subclass, protocol) name a personality: the null disk is mass storage, SCSI, BOT
+    (:data:`busprobe.protocol.bot.BOT_INTERFACE`).
     """
     descriptors = SuperSpeedDeviceDescriptorCollection()
     with descriptors.DeviceDescriptor() as d:
@@ -23,7 +30,7 @@ def build_descriptors() -> SuperSpeedDeviceDescriptorCollection:
         d.idVendor = usb3.VID
         d.idProduct = usb3.PID
         d.iManufacturer = usb3.MANUFACTURER
-        d.iProduct = usb3.PRODUCT
+        d.iProduct = product
         d.iSerialNumber = usb3.SERIAL
         d.bMaxPacketSize0 = CONTROL_MAX_PACKET_EXPONENT
         d.bNumConfigurations = 1
@@ -33,7 +40,7 @@ def build_descriptors() -> SuperSpeedDeviceDescriptorCollection:
         c.bMaxPower = 12  # × 8 mA at SuperSpeed = 96 mA
         with c.InterfaceDescriptor() as i:
             i.bInterfaceNumber = 0
-            i.bInterfaceClass = 0xFF  # vendor specific
+            i.bInterfaceClass, i.bInterfaceSubclass, i.bInterfaceProtocol = interface
             for address in (usb3.EP_IN, usb3.EP_OUT):
                 with i.EndpointDescriptor() as e:
                     e.bEndpointAddress = address

@@ -38,10 +38,17 @@ class Usb3ProbeDevice(Elaboratable):
     Everything runs in the ``ss`` domain (125 MHz, 4 symbols per cycle); LUNA's PHY reset
     controller also uses ``sync``. The board or simulation top provides both.
 
+    A personality (:class:`.storage.Usb3StorageDevice`) subclasses it: its descriptors, its
+    EP0 handler and its data path come from three factory methods (``_descriptors``,
+    ``_request_handler``, ``_data_path``), and its parts are attributes once elaborated.
+
     Attributes
     ----------
     core: SuperSpeedCore
         LUNA's SuperSpeed layers with busprobe's extensions (link state, for tops and debugging).
+    requests, standard, endpoint_in, endpoint_out, data_path:
+        The vendor and standard request handlers, the bulk endpoints and the data path (set in
+        ``elaborate``).
 
     Parameters
     ----------
@@ -54,14 +61,23 @@ class Usb3ProbeDevice(Elaboratable):
     def __init__(self, *, phy, sync_frequency=125e6):
         self.core = SuperSpeedCore(phy=phy, sync_frequency=sync_frequency)
 
+    def _descriptors(self):
+        return build_descriptors()
+
+    def _request_handler(self):
+        return SuperSpeedProbeRequestHandler()
+
+    def _data_path(self):
+        return Usb3DataPath()
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
 
         control = USB3ControlEndpoint()
-        standard = SuperSpeedStandardRequestHandler(build_descriptors())
+        self.standard = standard = SuperSpeedStandardRequestHandler(self._descriptors())
         control.add_request_handler(standard)
-        requests = SuperSpeedProbeRequestHandler()
+        self.requests = requests = self._request_handler()
         control.add_request_handler(requests)
         core.add_endpoint(control)
 
@@ -69,6 +85,7 @@ class Usb3ProbeDevice(Elaboratable):
                                       slots=usb3.MAX_BURST_PACKETS)
         endpoint_out = BurstOutEndpoint(endpoint_number=usb3.EP_OUT & 0xF,
                                         slots=usb3.OUT_BUFFER_PACKETS)
+        self.endpoint_in, self.endpoint_out = endpoint_in, endpoint_out
         core.add_endpoint(endpoint_in)
         core.add_endpoint(endpoint_out)
         m.submodules.handshakes = handshakes = BulkHandshakeGenerator(ports=2)
@@ -93,11 +110,12 @@ class Usb3ProbeDevice(Elaboratable):
             copy = Signal.like(signal, name=f"{signal.name}_r")
             m.d.ss += copy.eq(signal)
             return copy
+        self._registered = registered
 
         # SET_PATTERN and SET_DATA_MODE restart both pattern streams and drop what either
         # endpoint holds, so a new mode starts from empty buffers both ways.
         restart = registered(requests.set_pattern)
-        m.submodules.data_path = data_path = Usb3DataPath()
+        m.submodules.data_path = data_path = self.data_path = self._data_path()
         m.d.comb += [
             data_path.mode.eq(registered(requests.data_mode)),
             data_path.pattern.eq(registered(requests.pattern)),

@@ -15,7 +15,8 @@ from .skid_buffer import RegisteredReadyBuffer
 
 __all__ = ["SuperSpeedProbeRequestHandler", "INFO_WORDS"]
 
-#: The GET_INFO answer as little-endian words, padded to a whole word.
+#: The GET_INFO answer as little-endian words, padded to a whole word (the probe's: no
+#: features; a personality's handler names its own).
 INFO_WORDS = tuple(little_endian_words(usb3.pack_info()))
 _WORDS = max(usb3.TELEMETRY_WORDS, len(INFO_WORDS))
 _IN_REQUESTS = {usb3.Request.GET_INFO: usb3.INFO_SIZE,
@@ -30,7 +31,9 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
     control packet); GET_TELEMETRY snapshots every counter when the SETUP packet arrives, so the
     block is from one instant. A retried data stage (the host's ACK asks again) resends the same
     snapshot. The OUT requests take effect when the host sends the STATUS TP, as LUNA's standard
-    SET_ADDRESS does.
+    SET_ADDRESS does. Class requests are stalled here; a subclass takes some with
+    :meth:`_class` (answered from a word of its own, or acted on at the STATUS TP by
+    :meth:`_class_status`).
 
     Attributes
     ----------
@@ -55,6 +58,11 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
         End IN transfers that are a multiple of 1024 bytes with a ZLP.
     interface: SuperSpeedRequestHandlerInterface
         LUNA's connection to the SuperSpeed control endpoint (not part of the wiring signature).
+
+    Parameters
+    ----------
+    features: Feature
+        What GET_INFO names (:func:`busprobe.protocol.usb3.pack_info`).
     """
 
     telemetry: In(data.ArrayLayout(32, usb3.TELEMETRY_WORDS))
@@ -66,9 +74,19 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
     in_transfer_length: Out(31)
     in_zlp: Out(1)
 
-    def __init__(self):
+    def __init__(self, *, features=usb3.NO_FEATURES):
         super().__init__()
         self.interface = SuperSpeedRequestHandlerInterface()
+        self._info_words = tuple(little_endian_words(usb3.pack_info(features)))
+
+    def _class(self, m, setup):
+        """Which class requests this device takes: ``(take_in, take_out, word, length)``, the
+        first two combinational from ``setup`` (an IN request with a data stage, an OUT one
+        without), the IN answer a constant word of ``length`` bytes. None here."""
+        return Const(0), Const(0), 0, 0
+
+    def _class_status(self, m):
+        """Carry out an OUT class request :meth:`_class` took (its STATUS TP came)."""
 
     def elaborate(self, platform):
         m = Module()
@@ -131,12 +149,18 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
         # reply snapshot's 1,200 enables was the ss clock's critical path on ECPIX-5 (119.1 MHz,
         # nextpnr seed 1). The fields stay put until the next SETUP.
         standard, take_in, take_out, is_info = Signal(), Signal(), Signal(), Signal()
+        class_in, class_out = Signal(), Signal()
+        class_accepts_in, class_accepts_out, class_word, class_bytes = self._class(m, setup)
         in_length = Signal.like(reply_length)
         m.d.ss += [
             standard.eq(setup.type == USBRequestType.STANDARD),
             is_info.eq(request == usb3.Request.GET_INFO),
             take_in.eq(is_vendor & setup.is_in_request & accepted_in & (setup.length != 0)),
             take_out.eq(is_vendor & ~setup.is_in_request & accepted_out & (setup.length == 0)),
+            class_in.eq((setup.type == USBRequestType.CLASS) & setup.is_in_request
+                        & class_accepts_in & (setup.length != 0)),
+            class_out.eq((setup.type == USBRequestType.CLASS) & ~setup.is_in_request
+                         & class_accepts_out & (setup.length == 0)),
         ]
         for code, size in _IN_REQUESTS.items():
             with m.If(request == code):
@@ -160,13 +184,20 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 with m.Elif(take_in):
                     m.d.ss += reply_length.eq(in_length)
                     with m.If(is_info):
-                        m.d.ss += [reply[i].eq(Const(w, 32)) for i, w in enumerate(INFO_WORDS)]
+                        m.d.ss += [reply[i].eq(Const(w, 32))
+                                   for i, w in enumerate(self._info_words)]
                     with m.Else():
                         m.d.ss += [reply[i].eq(self.telemetry[i])
                                    for i in range(usb3.TELEMETRY_WORDS)]
                     m.next = "DATA_IN"
-                with m.Elif(take_out):
+                with m.Elif(take_out | class_out):
                     m.next = "STATUS_OUT"
+                if class_bytes:  # (the probe takes no class request)
+                    with m.Elif(class_in):
+                        m.d.ss += [reply_length.eq(Mux(setup.length < class_bytes,
+                                                       setup.length, class_bytes)),
+                                   reply[0].eq(class_word)]
+                        m.next = "DATA_IN"
                 with m.Else():
                     m.next = "STALL"
                 start_request()
@@ -203,7 +234,9 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
             with m.State("STATUS_OUT"):
                 with m.If(status_requested):
                     m.d.comb += handshakes.send_ack.eq(1)
-                    with m.Switch(request):
+                    with m.If(class_out):
+                        self._class_status(m)
+                    with m.Switch(Mux(class_out, 0, request)):
                         with m.Case(usb3.Request.CLEAR_TELEMETRY):
                             m.d.comb += self.clear_telemetry.eq(1)
                         with m.Case(usb3.Request.SET_PATTERN, usb3.Request.SET_DATA_MODE):

@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """Simulation top: the SuperSpeed board design with its PIPE interface as Verilog ports.
 
-``generate_verilog(out_dir)`` writes ``busprobe_usb3-<hash>.v``, top module ``busprobe_usb3``:
+``generate_verilog(out_dir)`` writes ``busprobe_usb3-<hash>.v``, top module ``busprobe_usb3``
+(``design="storage"``: ``busprobe_usb3_storage``, the null disk of :mod:`.storage`, same ports):
 the board design minus the ECP5 SerDes, its PLL/DCU and the PHY's crossing
 (:class:`~.ecp5_phy.ECP5Usb3Phy`, :class:`~.serdes_crossing.SerdesCrossing`). On the board the
 crossing turns the SerDes' 2-symbol, 250 MHz side into the 4-symbol, 125 MHz PIPE below; the
@@ -52,10 +53,14 @@ from luna.gateware.interface.pipe import PIPEInterface
 
 from ..verilog_cache import cached_verilog
 
-__all__ = ["Usb3SimTop", "generate_verilog", "TOP_NAME", "PORTS", "PIPE_WIDTH", "CLOCK_HZ"]
+__all__ = ["Usb3SimTop", "generate_verilog", "TOP_NAME", "TOP_NAMES", "DESIGNS", "PORTS",
+           "PIPE_WIDTH", "CLOCK_HZ"]
 
 
 TOP_NAME = "busprobe_usb3"
+#: The busprobe designs the top holds: the probe, and the null disk (``usb3-storage``).
+DESIGNS = ("busprobe", "storage")
+TOP_NAMES = {"busprobe": TOP_NAME, "storage": "busprobe_usb3_storage"}
 #: Symbols per PIPE transfer and the clock they move at: 4 × 125 MHz = 500 M symbols/s.
 PIPE_WIDTH = 4
 CLOCK_HZ = 125_000_000
@@ -133,7 +138,17 @@ class Usb3SimTop(wiring.Component):
 PACKAGES = ("busprobe.gateware.common", "busprobe.gateware.usb3", "busprobe.protocol")
 
 
-def generate_verilog(out_dir: Path) -> Path:
-    """Write the Verilog of the SuperSpeed sim top into ``out_dir`` and return its path
-    (``busprobe_usb3-<hash>.v``; cached, see :mod:`busprobe.gateware.verilog_cache`)."""
-    return cached_verilog(out_dir, TOP_NAME, Usb3SimTop, packages=PACKAGES)
+def _storage_device(*, phy):
+    from .storage import Usb3StorageDevice
+    return Usb3StorageDevice(phy=phy, sync_frequency=CLOCK_HZ)
+
+
+def generate_verilog(out_dir: Path, *, design: str = "busprobe") -> Path:
+    """Write the Verilog of the SuperSpeed sim top with ``design`` (:data:`DESIGNS`) into
+    ``out_dir`` and return its path (``<top>-<hash>.v``, ``<top>`` from :data:`TOP_NAMES`;
+    cached, see :mod:`busprobe.gateware.verilog_cache`)."""
+    if design not in DESIGNS:
+        raise ValueError(f"unknown USB3 design {design!r} (choose from {', '.join(DESIGNS)})")
+    factory = _storage_device if design == "storage" else None
+    return cached_verilog(out_dir, TOP_NAMES[design],
+                          lambda: Usb3SimTop(device_factory=factory), packages=PACKAGES)

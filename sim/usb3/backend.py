@@ -8,7 +8,8 @@ back to this process for the sweep's pattern check; :meth:`SimUsb3Platform.now` 
 time. The driver recognises the SuperSpeed device by its INFO answer, as on a board.
 
 Selector options: ``host=ideal|vl805|small-burst|FILE.toml`` (host-controller profile, default
-``ideal``), ``burst=1..16`` (cap on the host's burst window, default 16).
+``ideal``), ``burst=1..16`` (cap on the host's burst window, default 16),
+``design=busprobe|storage`` (the probe, or the ``usb3-storage`` null disk over BOT).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
 from busprobe.targets import TargetDescription
+from busprobe.targets.sim_usb3 import DESIGN_FEATURES
+from busprobe.transport import InvalidRequest
 
 from ..netlist.usb3 import build_usb3_netlist_simulator
 from ..usb_platform import SimUsbPlatform
@@ -51,6 +54,9 @@ class SimUsb3Transport(UsbDeviceTransport):
         # transport not yet open; opening still checks the device's INFO says so.
         self.requests.protocol = usb3
         self.requests.max_packet_size = usb3.MAX_PACKET_SIZE
+        # Known from the design before the simulator starts (a stream sweep of the disk is
+        # refused before a build); opening still takes the device's own INFO.
+        self.requests.features = DESIGN_FEATURES.get(platform.design)
 
 
 def open_sim_usb3(target: TargetDescription) -> SimUsb3Transport:
@@ -78,9 +84,13 @@ class SimUsb3Platform(SimUsbPlatform):
     def __init__(self, target: TargetDescription) -> None:
         super().__init__(target)
         self.burst = target.options["burst"]
+        self.design = target.options["design"]
 
     def open(self) -> None:
         netlist = self.target.options["level"] == "netlist"
-        model = build_usb3_netlist_simulator() if netlist else build_usb3_simulator()
+        if netlist and self.design != "busprobe":
+            raise InvalidRequest(f"{self.target.text}: only the probe design has a netlist "
+                                 f"simulation (level=netlist)")
+        model = build_usb3_netlist_simulator() if netlist else build_usb3_simulator(self.design)
         self._start(model, TOPLEVEL, "busprobe.sim.usb3.server",
                     {ENV_PROFILE: self.host, ENV_BURST: str(self.burst)})

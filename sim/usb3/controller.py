@@ -29,6 +29,7 @@ import cocotb
 from busprobe.model.usb3_hosts import Usb3HostProfile
 from cocotb.task import Task
 from cocotb.triggers import Event, First, Timer
+from usb_protocol.types import USBStandardRequests
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 from ..transfer_engine import Pending, StreamOutcome, TransferEngine
@@ -45,6 +46,8 @@ STUCK_CYCLES = CLOCK_HZ // 100
 SEQUENCE_MODULO = 32
 ACK, NRDY, ERDY, STALL = (TransactionPacketSubtype.ACK, TransactionPacketSubtype.NRDY,
                           TransactionPacketSubtype.ERDY, TransactionPacketSubtype.STALL)
+#: The ENDPOINT_HALT feature selector (USB 3.2 Table 9-7).
+ENDPOINT_HALT = 0
 #: What the controller counts while it works on bulk transfers.
 COUNTERS = ("nrdys", "retries", "packets", "ack_tps")
 
@@ -110,7 +113,17 @@ class SuperSpeedHostController(TransferEngine):
     async def control(self, request_type: int, request: int, value: int, index: int,
                       length_or_data: int | bytes) -> bytes:
         self.host_acted()
-        return await self.protocol.control(request_type, request, value, index, length_or_data)
+        data = await self.protocol.control(request_type, request, value, index, length_or_data)
+        # What restarts a device's bulk sequence numbers restarts the host's too, as an xHCI's
+        # Reset Endpoint / Configure Endpoint commands do: SET_CONFIGURATION and SET_INTERFACE
+        # all of them, CLEAR_FEATURE(ENDPOINT_HALT) its endpoint's (USB 3.2 §9.4.5, §9.1.1.5).
+        if request_type in (0x00, 0x01) and request in (USBStandardRequests.SET_CONFIGURATION,
+                                                         USBStandardRequests.SET_INTERFACE):
+            self._sequence.clear()
+        elif (request_type, request, value) == (0x02, USBStandardRequests.CLEAR_FEATURE,
+                                                 ENDPOINT_HALT):
+            self._sequence.pop(index & 0xFF, None)
+        return data
 
     # -- time ---------------------------------------------------------------------------------
 

@@ -33,9 +33,10 @@ def symbol_values() -> dict[str, str]:
             for name in ("SKP", "COM", "SHP", "SLC", "SDP", "END", "EDB", "EPF")}
 
 
-#: Designs the simulator can hold: busprobe's (``gateware/usb3/sim_top.py``) and a stock LUNA
-#: device with only its control endpoint (``scratch_top``), both with the same PIPE ports.
-DESIGNS = ("busprobe", "stock")
+#: Designs the simulator can hold: busprobe's (``gateware/usb3/sim_top.py``: the probe, and
+#: ``storage``, the null disk) and a stock LUNA device with only its control endpoint
+#: (``scratch_top``), all with the same PIPE ports.
+DESIGNS = ("busprobe", "storage", "stock")
 
 
 def usb3_sim_top(dut: str, ports: Mapping[str, tuple[str, int]]) -> SimTop:
@@ -54,13 +55,14 @@ def build_usb3_simulator(design: str = "busprobe") -> Path:
     :func:`busprobe.sim.netlist.usb3.build_usb3_netlist_simulator`.)
     """
     out = build_root() / "gateware" / "usb3"
-    if design == "busprobe":
-        from busprobe.gateware.usb3.sim_top import PORTS, TOP_NAME, generate_verilog
+    if design in ("busprobe", "storage"):
+        from busprobe.gateware.usb3.sim_top import PORTS, TOP_NAMES, generate_verilog
+        verilog, top_name = generate_verilog(out, design=design), TOP_NAMES[design]
     elif design == "stock":
         from .scratch_top import PORTS, TOP_NAME, generate_verilog
+        verilog, top_name = generate_verilog(out), TOP_NAME
     else:
         raise ValueError(f"unknown USB3 design {design!r} (choose from {', '.join(DESIGNS)})")
-    verilog = generate_verilog(out)
-    top = usb3_sim_top(TOP_NAME, PORTS)
+    top = usb3_sim_top(top_name, PORTS)
     sources = [verilog, *PARTNER_SOURCES, top.write(build_root() / "sim" / "tops")]
     return build_verilator_model(f"usb3-{design}", sources, TOPLEVEL, public_ports_only=True)

@@ -8,9 +8,10 @@ against the device (:mod:`.usbtest`). When the guest starts its last sweep the h
 exporter at its first 64 KiB transfer: an unplug in the middle of a sweep. Behind EHCI the null
 disk (``sim:usb2?design=storage``) is then plugged in (:mod:`.late_plug`) and the guest's
 ``usb-storage``, ``sd`` and block layer drive it (``guest/storage_checks.sh``). Behind xHCI, after
-the SuperSpeed checks, two more exports of ``sim:usb2`` are plugged in and swept alone and
-together (``guest/pair_checks.sh``, issue 30). What the guest printed and wrote is in
-:class:`UsbPass`.
+the SuperSpeed checks, the SuperSpeed null disk (``sim:usb3?design=storage``) is plugged in and
+swept as a block device (``guest/ss_storage_checks.sh``), then two more exports of ``sim:usb2``
+are plugged in and swept alone and together (``guest/pair_checks.sh``, issue 30). What the guest
+printed and wrote is in :class:`UsbPass`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -35,7 +37,8 @@ from .qemu import Boot, Machine, boot
 from .usbtest import build_helper, case_lines, guest_settings
 
 __all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR",
-           "STORAGE_SELECTOR", "STORAGE_CONTROLLER", "PAIR_SELECTOR", "PAIR_CONTROLLER"]
+           "STORAGE_SELECTOR", "STORAGE_CONTROLLER", "SS_STORAGE_SELECTOR", "PAIR_SELECTOR",
+           "PAIR_CONTROLLER"]
 
 #: Controller kind -> (QEMU device, the guest driver that must bind it).
 CONTROLLERS = {"xhci": ("qemu-xhci", "xhci_hcd"), "ehci": ("usb-ehci", "ehci-pci")}
@@ -50,6 +53,9 @@ SS_UNPLUG_AT = f"bulk {usb3.EP_IN:#04x} 1 x 1048576 B"
 #: guest boot per controller runs every check; EHCI is where BOT's turnaround weighs most).
 STORAGE_SELECTOR = "sim:usb2?design=storage"
 STORAGE_CONTROLLER = "ehci"
+#: The null disk at SuperSpeed, plugged in behind xHCI after the SuperSpeed probe (same VID:PID
+#: and serial) is unplugged, and unplugged again when its checks are done.
+SS_STORAGE_SELECTOR = "sim:usb3?design=storage"
 #: Two USB 2.0 devices swept together, plugged in after the SuperSpeed checks, behind this
 #: controller only: they carry one serial, so the guest names each by its port path.
 PAIR_SELECTOR = f"usb:{usb2.VID:04x}:{usb2.PID:04x}#{usb2.SERIAL}"
@@ -74,6 +80,9 @@ class UsbPass:
     ss_unplugged: bool = False
     storage: Exporter | None = None
     pair: tuple[Exporter, ...] = ()
+    ss_storage: Exporter | None = None
+    #: Wall seconds from the guest asking for the SuperSpeed disk to its checks being done.
+    ss_storage_seconds: float | None = None
 
     def result(self, name: str) -> dict[str, Any] | None:
         """A result document the guest wrote (None if it wrote none)."""
@@ -130,6 +139,12 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
                 **guest_settings(kernel, build_helper(root / "tools"))}
     if superspeed is not None:
         settings["SS_SELECTOR"] = SS_SELECTOR
+        settings["SS_STORAGE"] = "1"
+    # Started when the guest asks for it, stopped when it is done (an idle simulator would
+    # share the cores with the checks around it).
+    ss_plug = LatePlug("busprobe-ss-disk") if superspeed is not None else None
+    ss_storage: list[Exporter] = []
+    ss_times: list[float] = []
     storage = Exporter(out / "exporter-storage.log", selector=STORAGE_SELECTOR,
                        name="busprobe-disk") if controller == STORAGE_CONTROLLER else None
     late = LatePlug("busprobe-disk") if storage is not None else None
@@ -154,6 +169,15 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
             unplugs["usb2"] = _unplug_at(exporter, UNPLUG_AT)
         elif line == "ss-unplug-started" and superspeed is not None:
             unplugs["ss"] = _unplug_at(superspeed, SS_UNPLUG_AT)
+        elif line == "ss-storage-plug" and ss_plug is not None:
+            ss_times.append(time.monotonic())
+            ss_storage.append(Exporter(out / "exporter-ss-storage.log",
+                                       selector=SS_STORAGE_SELECTOR, name="busprobe-ss-disk"))
+            assert ss_storage[0].port is not None
+            ss_plug.plug(ss_storage[0].port)
+        elif line == "ss-storage-done" and ss_storage:
+            ss_times.append(time.monotonic())
+            ss_storage[0].stop()
         elif line == "storage-plug" and late is not None and storage is not None:
             assert storage.port is not None
             late.plug(storage.port)
@@ -171,8 +195,9 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
     devices = ["-device", f"{device},id=hc{ports}", *exporter.qemu_args("hc.0")]
     if superspeed is not None:
         devices += superspeed.qemu_args("hc.0")
-    if late is not None:
-        devices += late.qemu_args("hc.0")
+    for plug in (late, ss_plug):
+        if plug is not None:
+            devices += plug.qemu_args("hc.0")
     for plug in pair_plugs:
         devices += plug.qemu_args("hc.0")
     machine = Machine(kernel.image, initramfs, script, out, devices=devices)
@@ -180,12 +205,13 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
     finally:
         status = exporter.stop()
-        for other in (superspeed, storage, *pair):
+        for other in (superspeed, storage, *pair, *ss_storage):
             if other is not None:
                 other.stop()
-        for plug in (late, *pair_plugs):
+        for plug in (late, ss_plug, *pair_plugs):
             if plug is not None:
                 plug.close()
     return UsbPass(controller, driver, result, out, exporter.log_path, status,
                    unplugs.get("usb2", [False])[0], superspeed, unplugs.get("ss", [False])[0],
-                   storage, tuple(pair))
+                   storage, tuple(pair), ss_storage[0] if ss_storage else None,
+                   ss_times[1] - ss_times[0] if len(ss_times) == 2 else None)

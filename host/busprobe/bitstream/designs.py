@@ -8,7 +8,8 @@ modes and the core telemetry, with none of the optional parts
 (:class:`busprobe.protocol.usb2.Feature`). ``usb2-full`` adds them all: the BOT framer
 (``--protocol bot``), the packet-shape counters and the receive-drop counters. GET_INFO says
 which a flashed bitstream has. ``usb2-storage`` is the null disk: a SCSI block device over
-Bulk-Only Transport that the operating system's storage driver binds (issue 28).
+Bulk-Only Transport that the operating system's storage driver binds (issue 28);
+``usb3-storage`` the same disk on the SuperSpeed device.
 ``usb2-stock`` is LUNA's reference device, for comparison.
 """
 
@@ -98,6 +99,9 @@ DESIGNS: dict[str, Design] = {design.name: design for design in (
            mapping_delay_ps=USB2_MAPPING_DELAY_PS),
     Design(name="usb3", bus="usb3", clock_domain="ss",
            candidates=("busprobe.gateware.usb3.device:Usb3ProbeDevice",),
+           placer_timing_weight=USB3_PLACER_TIMING_WEIGHT),
+    Design(name="usb3-storage", bus="usb3", clock_domain="ss",
+           candidates=("busprobe.gateware.usb3.storage:Usb3StorageDevice",),
            placer_timing_weight=USB3_PLACER_TIMING_WEIGHT),
     Design(name="pcie", bus="pcie", clock_domain="sys",
            candidates=("busprobe.gateware.pcie.core:BusprobePCIeSoC",)),

@@ -29,7 +29,9 @@ answer and the device's:
     round trip = (1056 + 20) B / 500 MB/s + host + device
     ceiling    = burst × 1024 / max(burst × 1072 B / lane, round trip)
 
-``loopback`` (OUT returned on IN, both lanes at once) is :mod:`.usb3_loopback`.
+``loopback`` (OUT returned on IN, both lanes at once) is :mod:`.usb3_loopback`; Bulk-Only
+Transport (``bus.protocol == "bot"``: CBW, data, CSW, one transfer at a time) is
+:mod:`.usb3_bot`, over the same per-transfer times.
 
 The device's answer is busprobe's own gateware, measured at its PIPE ports
 (:data:`DEVICE_RESPONSE_CYCLES`). A round trip leaves the lane idle, and SKP and ITP go there,
@@ -48,9 +50,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..protocol.bot import CBW_SIZE, CSW_SIZE
 from ..protocol.usb3 import SKP_INTERVAL_SYMBOLS
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
+from .usb3_bot import bot_command_seconds, bot_run_seconds
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
 from .usb3_loopback import loopback_ceiling
 from .usb3_run import Usb3Link, device_window_rate, run_times, transfer_seconds
@@ -111,6 +115,8 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         # The verdict names the host behind every ceiling (verdict/assess.py).
         ceiling.parts["host_profile"] = each["in"].parts["host_profile"]
         return ceiling
+    if bus.protocol == "bot" and length is not None:
+        return _bot_ceiling(bus, direction, length, transfers, profile)
     t = _terms(bus, direction, profile)
     mps, burst, gap_ns, rate, round_trip = t.mps, t.burst, t.gap_ns, t.rate, t.round_trip
     turnaround_ns, retoken_us = t.turnaround_ns, t.retoken_us
@@ -227,6 +233,47 @@ def _terms(bus: BusDescription, direction: str, profile: Usb3HostProfile | None)
     return _Terms(mps, burst, gap_ns, rate, round_trip, turnaround_ns, retoken_us,
                   completion_us, resubmit_us, per_dp, itp, device_ns, burst_time, latency_bound,
                   burst * mps / burst_time, link)
+
+
+def _bot_ceiling(bus: BusDescription, direction: str, length: int, transfers: int | None,
+                 profile: Usb3HostProfile | None) -> Ceiling:
+    """The BOT ceiling of ``length``-byte commands (:mod:`.usb3_bot`), of a run of
+    ``transfers`` commands when given (host clock only: the device's window times the CBWs,
+    CSWs and gaps too)."""
+    streamed = usb3_ceiling(replace(bus, protocol="stream"), direction, length=length,
+                            queue_depth=1, profile=profile)
+    terms = {way: _terms(bus, way, profile) for way in ("in", "out")}
+
+    def transfer(way: str, size: int) -> float:
+        return transfer_seconds(terms[way].link, size, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
+
+    t = terms[direction]
+    knobs = {"completion": t.completion_us * 1e-6, "resubmit": t.resubmit_us * 1e-6,
+             "retoken": t.retoken_us * 1e-6}
+    times = bot_command_seconds(transfer, direction, length, **knobs)
+    us = {key: value * 1e6 for key, value in times.items()}
+    throughput = length / times["command"]
+    lines = [
+        streamed.formula.splitlines()[0],
+        f"BOT: each command = CBW ({CBW_SIZE} B OUT) -> data ({length} B {direction.upper()})"
+        f" -> CSW ({CSW_SIZE} B IN), one transfer at a time, host {bus.host_profile or 'ideal'}",
+        f"each stage: its transfer on the link + completion {t.completion_us:g} µs, the next "
+        f"ready resubmit {t.resubmit_us:g} µs later (re-token {t.retoken_us:g} µs per endpoint)",
+        f"CBW {us['CBW']:.3f} + data {us['data']:.3f} + CSW {us['CSW']:.3f} + 3 × resubmit "
+        f"{us['resubmit']:.3f} = {us['command']:.3f} µs per command -> "
+        f"{throughput / 1e6:.2f} MB/s",
+    ]
+    parts = dict(streamed.parts, protocol="bot", length=length, period=times["command"],
+                 stage_seconds={k: v for k, v in times.items() if k != "command"})
+    if transfers is not None:
+        run = bot_run_seconds(transfer, direction, length, commands=transfers, **knobs)
+        steady, throughput = throughput, transfers * length / run
+        lines.append(f"measured run: {transfers} BOT commands, host clock from the first CBW's "
+                     f"submission to the last CSW's completion: {run * 1e6:.2f} µs -> "
+                     f"{throughput / 1e6:.2f} MB/s")
+        parts.update(transfers=transfers, steady=steady, run_seconds=run, device_ceiling=None)
+        parts.pop("data_span", None)
+    return Ceiling(throughput, "\n".join(lines), parts, direction, "usb3-ss link BOT")
 
 
 def _data_span(t: _Terms, spans: list[tuple[float, float]]) -> float:

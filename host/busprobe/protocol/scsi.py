@@ -103,7 +103,8 @@ STORAGE_TELEMETRY = (
     "uas_tags_max",
 )
 STORAGE_TELEMETRY_WORDS = len(STORAGE_TELEMETRY)
-#: Clock of the gap counts (the usb domain).
+#: Clock of the gap counts (the usb2-storage disk's usb domain; the usb3-storage disk counts its
+#: ss domain, :data:`busprobe.protocol.usb3.CLOCK_HZ`).
 TELEMETRY_CLOCK_HZ = 60_000_000
 
 #: CDB length by group code (operation code bits 7..5; SPC-4 §4.2.5.1); reserved groups: None.

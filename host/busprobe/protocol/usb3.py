@@ -17,7 +17,15 @@ import struct
 
 from .patterns import NO_ERROR_OFFSET
 from .telemetry import TelemetryLayout
-from .usb2 import IN_ZLP_FLAG, DataMode, Request, decode_in_transfer, encode_in_transfer
+from .usb2 import (
+    IN_ZLP_FLAG,
+    NO_FEATURES,
+    DataMode,
+    Feature,
+    Request,
+    decode_in_transfer,
+    encode_in_transfer,
+)
 
 __all__ = [
     "VID", "PID", "MANUFACTURER", "PRODUCT", "SERIAL", "EP_IN", "EP_OUT", "MAX_PACKET_SIZE",
@@ -25,8 +33,8 @@ __all__ = [
     "CLOCK_HZ", "BUS_INTERVALS_PER_SECOND", "SKP_INTERVAL_SYMBOLS", "MAGIC", "PROTOCOL_VERSION",
     "KNOWN_VERSIONS",
     "Request", "DataMode", "SUPPORTED_DATA_MODES", "data_modes", "IN_ZLP_FLAG",
-    "encode_in_transfer",
-    "decode_in_transfer", "INFO_FORMAT", "INFO_SIZE", "pack_info", "unpack_info",
+    "encode_in_transfer", "Feature", "NO_FEATURES", "STORAGE_PRODUCT",
+    "decode_in_transfer", "INFO_FORMAT", "INFO_SIZE", "INFO_V2_SIZE", "pack_info", "unpack_info",
     "TELEMETRY", "TELEMETRY_WORDS", "TELEMETRY_SIZE", "TELEMETRY_INDEX", "TELEMETRY_INITIAL",
     "NO_ERROR_OFFSET",
     "unpack_telemetry", "pack_telemetry", "device_window",
@@ -36,6 +44,8 @@ VID = 0x1209  # pid.codes, as the USB 2.0 device: `usb:1209:0001` finds either
 PID = 0x0001
 MANUFACTURER = "busprobe"
 PRODUCT = "busprobe USB3 SS"
+#: iProduct of the SuperSpeed null disk (``usb3-storage``, issue 28).
+STORAGE_PRODUCT = f"{PRODUCT} null disk"
 SERIAL = "BP3-0001"
 
 EP_IN = 0x81  # bulk IN, pattern source (the same numbers as USB 2.0)
@@ -58,11 +68,12 @@ BUS_INTERVALS_PER_SECOND = 8000
 SKP_INTERVAL_SYMBOLS = 354
 
 MAGIC = 0x3355_5042  # b"BPU3" little-endian
-#: 1: PATTERN only; 2: LOOPBACK too (OUT packets returned on IN). The requests, INFO and
-#: telemetry layouts are the same in both, so the host drives either and asks a version 1
-#: device for no loopback.
-PROTOCOL_VERSION = 2
-KNOWN_VERSIONS = (1, 2)
+#: 1: PATTERN only; 2: LOOPBACK too (OUT packets returned on IN); 3: INFO ends with the
+#: features word (:class:`~busprobe.protocol.usb2.Feature`: ``STORAGE`` names the null disk).
+#: The requests and telemetry layouts are the same in all, so the host drives any and asks a
+#: version 1 device for no loopback.
+PROTOCOL_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)
 
 #: Data modes the SuperSpeed device implements (SET_DATA_MODE with any other value STALLs).
 SUPPORTED_DATA_MODES = (DataMode.PATTERN, DataMode.LOOPBACK)
@@ -73,26 +84,32 @@ def data_modes(version: int) -> tuple[DataMode, ...]:
     return SUPPORTED_DATA_MODES if version >= 2 else (DataMode.PATTERN,)
 
 #: GET_INFO: magic, protocol version, max packet size (as USB 2.0), then the IN burst size in
-#: packets, the OUT buffer count in packets, and the clock the cycle counters count.
-INFO_FORMAT = "<IHHBBI"
+#: packets, the OUT buffer count in packets, the clock the cycle counters count and (version 3)
+#: the features (:class:`~busprobe.protocol.usb2.Feature`, the same bits as USB 2.0's).
+INFO_FORMAT = "<IHHBBII"
 INFO_SIZE = struct.calcsize(INFO_FORMAT)
+#: A version 1 or 2 device's INFO: without the features word.
+INFO_V2_SIZE = struct.calcsize(INFO_FORMAT[:-1])
 
 
-def pack_info() -> bytes:
-    """The GET_INFO answer of a device speaking this protocol."""
+def pack_info(features: Feature = NO_FEATURES) -> bytes:
+    """The GET_INFO answer of a device speaking this protocol, with ``features``."""
     return struct.pack(INFO_FORMAT, MAGIC, PROTOCOL_VERSION, MAX_PACKET_SIZE, MAX_BURST_PACKETS,
-                       OUT_BUFFER_PACKETS, CLOCK_HZ)
+                       OUT_BUFFER_PACKETS, CLOCK_HZ, int(features))
 
 
 def unpack_info(data: bytes) -> dict[str, int]:
-    """Decode GET_INFO; raises ValueError if it is not this protocol's."""
-    if len(data) != INFO_SIZE:
+    """Decode GET_INFO (a version 1 or 2 device's has no features: none); raises ValueError if
+    it is not this protocol's."""
+    if len(data) not in (INFO_SIZE, INFO_V2_SIZE):
         raise ValueError(f"INFO is {len(data)} bytes, expected {INFO_SIZE}")
-    magic, version, mps, burst, out_buffers, clock = struct.unpack(INFO_FORMAT, data)
+    fields = struct.unpack(INFO_FORMAT if len(data) == INFO_SIZE else INFO_FORMAT[:-1], data)
+    magic, version, mps, burst, out_buffers, clock = fields[:6]
     if magic != MAGIC:
         raise ValueError(f"INFO magic {magic:#010x} is not {MAGIC:#010x}")
     return {"magic": magic, "version": version, "max_packet_size": mps,
-            "max_burst_packets": burst, "out_buffer_packets": out_buffers, "clock_hz": clock}
+            "max_burst_packets": burst, "out_buffer_packets": out_buffers, "clock_hz": clock,
+            "features": Feature(fields[6] if len(fields) > 6 else 0)}
 
 
 #: Telemetry words, in order; each an unsigned 32-bit little-endian counter that wraps

@@ -1,10 +1,11 @@
 """``sim:usb3``: what the SuperSpeed simulation is, from the selector's options alone.
 
-``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16&level=rtl|netlist``
+``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16&design=busprobe|storage&level=rtl|netlist``
 
 ``host`` is the SuperSpeed host-controller profile the simulated xHCI obeys and the model reads
 (:mod:`busprobe.model.usb3_hosts`; loading it here is what checks it); ``burst`` caps the NumP
 window the host grants (and its OUT burst) at that many packets, below the profile's own;
+``design=storage`` is the SCSI null disk over BOT (``usb3-storage``) in place of the probe;
 ``level=netlist`` simulates the gate-level netlist of the ECPIX-5 board build, cut at the same
 PIPE interface, instead of the Amaranth design (:mod:`busprobe.sim.netlist`). The
 simulation backend (:mod:`busprobe.sim.usb3.backend`) builds its device from this description;
@@ -18,15 +19,22 @@ from typing import Any
 
 from ..buses import USB3_SS
 from ..model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
+from ..protocol import usb2
 from ..protocol.usb3 import MAX_PACKET_SIZE
 from ..topology.hop import Hop
 from ..transport import BusDescription
 from .description import simulated_target
 from .options import Option, choice, loadable, one_of
 
-__all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME", "LEVELS"]
+__all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAME", "LEVELS",
+           "DESIGNS", "DESIGN_FEATURES"]
 
 NAME = "sim:usb3"
+#: Gateware the simulation can run: the probe, or the SCSI null disk over BOT.
+DESIGNS = ("busprobe", "storage")
+#: What each design's GET_INFO names.
+DESIGN_FEATURES: dict[str, usb2.Feature] = {"busprobe": usb2.NO_FEATURES,
+                                            "storage": usb2.Feature.STORAGE}
 #: What of the design is simulated: the Amaranth source, or the netlist of its board build.
 LEVELS = ("rtl", "netlist")
 #: The board build the netlist comes from.
@@ -38,6 +46,7 @@ OPTIONS: tuple[Option, ...] = (
            "ideal, small-burst, vl805 or a FILE.toml"),
     Option("burst", MAX_BURST_PACKETS, choice(range(1, MAX_BURST_PACKETS + 1)),
            f"a whole number of packets, 1..{MAX_BURST_PACKETS}"),
+    Option("design", "busprobe", choice(DESIGNS), one_of(DESIGNS)),
     Option("level", "rtl", choice(LEVELS), one_of(LEVELS)),
 )
 
@@ -51,12 +60,14 @@ def sim_usb3_bus(options: Mapping[str, Any]) -> BusDescription:
     return BusDescription(kind=USB3_SS.kind, speed="super", host_profile=options["host"],
                           max_packet_size=MAX_PACKET_SIZE,
                           extra={"simulated": True, "max_burst": options["burst"],
-                                 "level": options["level"]})
+                                 "design": options["design"], "level": options["level"]})
 
 
 def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     """The simulated xHCI root port and the gateware on the PIPE link partner."""
     device, what = "busprobe USB3 SS gateware", "LUNA SuperSpeed device"
+    if options["design"] == "storage":
+        device += ", SCSI null disk over BOT"
     if options["level"] == "netlist":
         device += ", gate-level netlist"
         what = f"gate-level netlist of the {NETLIST_BOARD} build"

@@ -85,6 +85,10 @@ run unplug "$BUSPROBE" sweep --device "$SELECTOR" --direction in --lengths 4K,64
 if [ -n "$SS_SELECTOR" ]; then
     . "$(dirname "$0")/ss_checks.sh"
 fi
+# The null disk at SuperSpeed, plugged in now that the SuperSpeed probe is gone.
+if [ -n "$SS_STORAGE" ]; then
+    . "$(dirname "$0")/ss_storage_checks.sh"
+fi
 # Two USB 2.0 devices at once, each named by its port path.
 if [ -n "$PAIR_SELECTOR" ]; then
     . "$(dirname "$0")/pair_checks.sh"

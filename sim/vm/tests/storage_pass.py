@@ -80,3 +80,30 @@ def check_the_disk_through_uas(usb_pass) -> None:
           + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
                       f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
           + ", 0 errors")
+
+
+def check_the_superspeed_disk(usb_pass) -> None:
+    """The null disk at SuperSpeed (``usb3-storage``) behind xHCI: bound by ``usb-storage`` at
+    5000M (it has no UAS: that needs bulk streams), lsblk shows its capacity and identity, and
+    the block sweep reads and writes it with 0 errors, labelled as QEMU's emulated xHCI's."""
+    (disk,) = usb_pass.boot.find("ss-storage-disk")
+    assert "driver=usb-storage" in disk and "speed=5000" in disk, disk
+    assert usb_pass.status("ss-storage-lsblk") == "rc=0 ", usb_pass.text("ss-storage-lsblk.err")
+    lsblk = usb_pass.text("ss-storage-lsblk.out")
+    assert str(DEFAULT_CAPACITY_BLOCKS * 512) in lsblk and "NULL DISK" in lsblk, lsblk
+    assert usb_pass.status("ss-storage-sweep") == "rc=0 ", usb_pass.text("ss-storage-sweep.err")
+    sweep = usb_pass.result("ss-storage-sweep")
+    assert sweep["complete"] and sweep["errors"] == 0
+    assert sweep["bus"]["protocol"] == "bot" and sweep["bus"]["extra"]["driver"] == "usb-storage"
+    emulated = sweep["bus"]["extra"]["emulated_controller"]
+    assert emulated.startswith("qemu ") and "xhci" in emulated, emulated
+    assert sorted((p["direction"], p["length"]) for p in sweep["points"]) == \
+        [("read", 128 << 10), ("write", 128 << 10)]
+    assert all(p["errors"] == 0 for p in sweep["points"])
+    assert usb_pass.ss_storage_seconds is not None  # the harness saw it plugged and done
+    print("  => null disk at SuperSpeed behind xhci (QEMU's emulated controller: its figures): "
+          f"{disk.split()[1]} bound by usb-storage at 5000M; sweep "
+          + ", ".join(f"{p['direction']} {p['length'] // 1024}K {p['throughput'] / 1e6:.2f} MB/s"
+                      for p in sweep["points"])
+          + f", 0 errors; max_sectors_kb {sweep['bus']['extra']['max_sectors_kb']}; "
+          f"{usb_pass.ss_storage_seconds:.0f} s of the pass from plug to done")

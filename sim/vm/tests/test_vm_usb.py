@@ -18,7 +18,11 @@ from busprobe.sim.vm.usb_pass import (
 from busprobe.sim.vm.usbtest import NOT_BEHIND, USBTEST_CASES, cases_for, results
 
 from .pair_pass import check_the_pair
-from .storage_pass import check_the_disk_through_uas, check_the_null_disk
+from .storage_pass import (
+    check_the_disk_through_uas,
+    check_the_null_disk,
+    check_the_superspeed_disk,
+)
 
 
 def report(usb_pass, lines):
@@ -91,6 +95,7 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
 
     if controller == "xhci":
         check_the_superspeed_device(usb_pass)
+        check_the_superspeed_disk(usb_pass)
     if usb_pass.pair:
         check_the_pair(usb_pass)
     if usb_pass.storage is not None:

@@ -102,8 +102,9 @@ class VendorRequests:
         self._in_transfer: tuple[int, bool] | None = None
 
     def check_info(self) -> int:
-        """Check GET_INFO (magic, protocol version), remember the protocol it names and, for
-        USB 2.0, the features; return the device's max packet size."""
+        """Check GET_INFO (magic, protocol version), remember the protocol it names and the
+        features (a SuperSpeed device before version 3 names none); return the device's max
+        packet size."""
         # A USB 2.0 answer's length: the common head, then the USB 2.0 or SuperSpeed rest.
         data = bytes(self._control(VENDOR_IN, usb2.Request.GET_INFO, 0, 0, usb2.INFO_SIZE))
         try:
@@ -126,7 +127,7 @@ class VendorRequests:
             self.info = protocol.unpack_info(data)
         except ValueError as exc:
             raise TransportError(f"{self.name}: {exc}") from None
-        self.features = self.info["features"] if protocol is usb2 else usb2.NO_FEATURES
+        self.features = self.info["features"]
         self.protocol = protocol
         self.max_packet_size = max_packet
         return max_packet

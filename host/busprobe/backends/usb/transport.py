@@ -40,7 +40,7 @@ from .platform import UsbPlatform
 from .requests import VendorRequests
 from .transfers import TransferPlan, run_plan, silence_for
 
-__all__ = ["UsbDeviceTransport", "DISK_REFUSAL"]
+__all__ = ["UsbDeviceTransport", "DISK_REFUSAL", "SS_DISK_REFUSAL", "SS_UAS_REFUSAL"]
 
 #: Why a sweep of its own does not run on the storage personality (its endpoints answer SCSI
 #: only, its data are the LBA pattern, not the sweep's), and what measures it instead.
@@ -48,6 +48,13 @@ DISK_REFUSAL = ("this is the usb2-storage null disk (SCSI over BOT on alternate 
                 "alternate 1; no busprobe streams): sweep it with --protocol bot or --protocol "
                 "uas (busprobe's own framing), or sweep the block device a driver makes of it "
                 "(block:/dev/sdX)")
+#: The same for the SuperSpeed disk, which has BOT only (UAS at SuperSpeed needs bulk streams).
+SS_DISK_REFUSAL = ("this is the usb3-storage null disk (SCSI over BOT; no busprobe streams): "
+                   "sweep it with --protocol bot (busprobe's own framing), or sweep the block "
+                   "device a driver makes of it (block:/dev/sdX)")
+#: Why ``--protocol uas`` is refused on the SuperSpeed disk.
+SS_UAS_REFUSAL = ("UAS at SuperSpeed needs bulk streams, which busprobe's SuperSpeed device does "
+                  "not have (docs/DESIGN.md §2.13: what is missing); use --protocol bot")
 #: bRequest of the standard SET_INTERFACE request (USB 2.0 §9.4.10).
 SET_INTERFACE = 11
 
@@ -94,7 +101,7 @@ class UsbDeviceTransport(Transport):
             if self.platform.vendor_requests:
                 self.requests.check_info()
                 if self.protocol != "stream":  # chosen before the INFO said what it is
-                    self._superspeed_refuses(f"{self.protocol.upper()} framing")
+                    self._superspeed_framing(self.protocol)
                     self._check_framing(self.protocol)
                 # Whatever mode an earlier run left the device in, start from a known one.
                 self._apply_protocol()
@@ -150,6 +157,16 @@ class UsbDeviceTransport(Transport):
             raise InvalidRequest(f"{self.selector}: the SuperSpeed device has no {what} "
                                  f"(its data modes: {modes}); use {', '.join(others)} or {last}")
 
+    def _superspeed_framing(self, protocol: str) -> None:
+        """Refuse ``protocol`` framing in one line on a SuperSpeed device, but BOT on the
+        SuperSpeed null disk."""
+        if self.superspeed and self.disk:
+            if protocol == "uas":
+                raise InvalidRequest(f"{self.selector}: {SS_UAS_REFUSAL}")
+            if protocol == "bot":
+                return
+        self._superspeed_refuses(f"{protocol.upper()} framing")
+
     @property
     def disk(self) -> bool:
         """Whether the device's INFO (or the simulated design) says it is the null disk."""
@@ -181,7 +198,8 @@ class UsbDeviceTransport(Transport):
         is the storage personality: its bulk endpoints answer SCSI commands only, so a stream
         would NAK until the sweep's timeout."""
         if self.disk and self.protocol == "stream":
-            raise InvalidRequest(f"{self.selector}: {DISK_REFUSAL}")
+            refusal = SS_DISK_REFUSAL if self.superspeed else DISK_REFUSAL
+            raise InvalidRequest(f"{self.selector}: {refusal}")
 
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         self._refuse_streams_on_a_disk()
@@ -210,7 +228,7 @@ class UsbDeviceTransport(Transport):
         now if it is open, else when it opens."""
         super().set_protocol(protocol)
         if protocol != "stream":
-            self._superspeed_refuses(f"{protocol.upper()} framing")
+            self._superspeed_framing(protocol)
         if protocol != "stream" and not self.platform.vendor_requests:
             raise InvalidRequest(f"{self.selector}: the stock design has no "
                                  f"{protocol.upper()} framing")

@@ -22,7 +22,14 @@ def test_info_shares_the_usb2_prefix_and_tells_the_devices_apart():
     assert decoded["max_burst_packets"] == usb3.MAX_BURST + 1 == 16
     assert decoded["clock_hz"] == 125_000_000
     with pytest.raises(ValueError, match="magic"):
-        usb3.unpack_info(struct.pack(usb3.INFO_FORMAT, usb2.MAGIC, 3, 512, 1, 1, 60_000_000))
+        usb3.unpack_info(struct.pack(usb3.INFO_FORMAT, usb2.MAGIC, 3, 512, 1, 1, 60_000_000, 0))
+
+
+def test_info_names_the_null_disk_and_an_older_device_has_no_features():
+    assert usb3.unpack_info(usb3.pack_info(usb2.Feature.STORAGE))["features"] \
+        == usb2.Feature.STORAGE
+    older = usb3.pack_info()[:usb3.INFO_V2_SIZE]
+    assert usb3.unpack_info(older)["features"] == usb2.NO_FEATURES
 
 
 def test_telemetry_round_trips_and_checks_magic():

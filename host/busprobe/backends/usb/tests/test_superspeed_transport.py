@@ -2,7 +2,10 @@
 its GET_INFO answer (the USB3 magic) makes it a ``usb3-ss`` device (fake libusb of conftest.py,
 answering as the SuperSpeed gateware does)."""
 
+import re
+
 import pytest
+from busprobe.backends.usb.transport import SS_DISK_REFUSAL
 from busprobe.protocol import usb3
 from busprobe.protocol.patterns import Pattern
 from busprobe.sweep import Sweep, SweepPlan
@@ -14,12 +17,13 @@ from . import conftest
 SELECTOR = f"usb:{usb3.VID:04x}:{usb3.PID:04x}"
 
 
-def superspeed(fake_bus, monkeypatch, version=usb3.PROTOCOL_VERSION):
-    """The fake device at super speed, answering GET_INFO (with protocol ``version``) and
-    GET_TELEMETRY with the USB3 layouts (:mod:`busprobe.protocol.usb3`)."""
+def superspeed(fake_bus, monkeypatch, version=usb3.PROTOCOL_VERSION,
+               features=usb3.NO_FEATURES):
+    """The fake device at super speed, answering GET_INFO (with protocol ``version`` and
+    ``features``) and GET_TELEMETRY with the USB3 layouts (:mod:`busprobe.protocol.usb3`)."""
     bus = fake_bus()
     usb2_read = bus.control_read
-    info = bytearray(usb3.pack_info())
+    info = bytearray(usb3.pack_info(features))
     info[4:6] = version.to_bytes(2, "little")
 
     def control_read(request_type, request, value, index, length, timeout):
@@ -77,3 +81,19 @@ def test_loopback_on_a_superspeed_device_sets_the_mode_and_checks_both_ways(supe
         points = Sweep(transport, plan).run()
     assert [p.errors for p in points] == [0] * 4
     assert usb3.DataMode.LOOPBACK in superspeed_bus.modes
+
+
+def test_the_superspeed_disk_takes_bot_and_refuses_streams_and_uas_in_one_line(fake_bus,
+                                                                             monkeypatch):
+    """``usb3-storage`` (GET_INFO version 3 names STORAGE): BOT on alternate 0, no data modes;
+    a stream is refused naming what measures it, UAS naming what it lacks (bulk streams)."""
+    bus = superspeed(fake_bus, monkeypatch, features=usb3.Feature.STORAGE)
+    with open_transport(SELECTOR) as transport:
+        assert transport.superspeed and transport.disk and transport.checks_own_data
+        with pytest.raises(InvalidRequest, match=re.escape(SS_DISK_REFUSAL) + "$"):
+            transport.validate("in", 4096, 1)
+        with pytest.raises(InvalidRequest, match="UAS at SuperSpeed needs bulk streams"):
+            transport.set_protocol("uas")
+        transport.set_protocol("bot")
+        transport.validate("out", 120 << 10, 1)
+    assert bus.alternates == [(0, 0)] and bus.modes == [] and bus.submits == 0

@@ -7,7 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import scsi
 
-from ..common.counter_ram import CounterRam, Kind
+from .counter_ram import CounterRam, Kind
 from .storage_replies import StorageReplies
 
 __all__ = ["StorageTelemetry"]
@@ -24,7 +24,8 @@ class StorageTelemetry(wiring.Component):
     word, 43 cycles); the maxima and the write check's mismatch count are registers the round
     copies. The histogram has a word per direction and power-of-two bucket of blocks
     (:func:`~busprobe.protocol.scsi.histogram_bucket`): one bucket decoder, one pending count
-    per bucket. Gaps are cycles of the ``usb`` domain (60 MHz) from a CSW to the next CBW;
+    per bucket. Gaps are cycles of the ``usb`` domain (60 MHz; the SuperSpeed disk renames it
+    ``ss``, 125 MHz) from a CSW to the next CBW;
     ``cycles`` counts every cycle since the clear, so the host has commands per second.
 
     Attributes

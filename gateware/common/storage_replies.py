@@ -12,8 +12,7 @@ from __future__ import annotations
 from busprobe.protocol import scsi
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
-from ..common.words import little_endian_words
-from .control_replies import Reply
+from .words import Reply, little_endian_words
 
 __all__ = ["StorageReplies"]
 
