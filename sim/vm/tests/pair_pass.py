@@ -8,9 +8,10 @@ def check_the_pair(usb_pass):
     xHCI, told apart by their port paths (``usb:VID:PID#SERIAL@PORT``) and swept alone and then
     together by the real busprobe through the guest kernel: every byte checked on both, 0
     errors, and the verdict's shared hop is what the two share in the guest's sysfs, the xHCI
-    controller's high-speed root hub ``usb1``. Whether the pair reads ``shared-limited`` or
-    ``independent`` is the two simulators' and QEMU's share of this machine's cores, not the
-    bus's, so either verdict passes, never another hop."""
+    controller's high-speed root hub ``usb1``. Whether the pair reads ``shared-limited``,
+    ``independent`` or ``inconclusive`` is the two simulators' and QEMU's share of this
+    machine's cores, not the bus's, so any of the three passes, never another hop (a fresh-clone
+    run read 3 % short together against a 2.8 % repeat band with no plateau: inconclusive)."""
     (ports,) = usb_pass.boot.find("pair-ports")
     first, second = ports.split()[1:3]
     assert first != second and first.startswith("1-") and second.startswith("1-"), ports
@@ -24,7 +25,8 @@ def check_the_pair(usb_pass):
         assert points and all(p["errors"] == 0 and p["bytes"] > 0 for p in points)
         assert target["topology"][-1]["name"] in (first, second)
     (verdict,) = doc["shared"]
-    assert verdict["verdict"] in ("shared-limited", "independent"), verdict
+    assert verdict["verdict"] in ("shared-limited", "independent", "inconclusive"), verdict
+    assert verdict["explanation"], verdict
     hop = verdict["shared_hop"] or {}
     if verdict["verdict"] == "shared-limited":  # what the two share in the guest: bus 1's root
         assert (hop.get("kind"), hop.get("name")) == ("usb-root-hub", "usb1"), hop
