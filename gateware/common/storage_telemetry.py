@@ -10,7 +10,10 @@ from busprobe.protocol import scsi
 from .counter_ram import CounterRam, Kind
 from .storage_replies import StorageReplies
 
-__all__ = ["StorageTelemetry"]
+__all__ = ["StorageTelemetry", "ENGINE_EVENTS"]
+
+#: The ports a storage engine (BOT or UAS) drives and the telemetry takes as they are.
+ENGINE_EVENTS = ("command", "read", "write", "check", "mismatch", "waiting", "blocks")
 
 #: Bits of a pending count: an event comes at most once a command (tens of cycles apart at the
 #: least), the gap's once a cycle for at most a round.

@@ -17,7 +17,7 @@ from ..common.packet_stream import PacketStreamSignature
 from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
 from ..common.storage_replies import StorageReplies
-from ..common.storage_telemetry import StorageTelemetry
+from ..common.storage_telemetry import ENGINE_EVENTS, StorageTelemetry
 from .control_replies import ControlReplies
 from .descriptors import build_descriptors
 from .device import Usb2ProbeDevice
@@ -174,7 +174,7 @@ class StorageDataPath(wiring.Component):
         with m.Elif(uas_engine.answered & ~self.command_acked & (tags != 0)):
             m.d.usb += tags.eq(tags - 1)
         m.d.comb += telemetry.tags.eq(tags)
-        for name in ("command", "read", "write", "check", "mismatch", "waiting", "blocks"):
+        for name in ENGINE_EVENTS:
             m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
                                                         getattr(engine, name)))
         return m

@@ -21,7 +21,7 @@ from ..common.packet_stream import PacketStreamSignature
 from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
 from ..common.storage_replies import StorageReplies
-from ..common.storage_telemetry import StorageTelemetry
+from ..common.storage_telemetry import ENGINE_EVENTS, StorageTelemetry
 from .descriptors import build_descriptors
 from .device import Usb3ProbeDevice
 from .request_handler import SuperSpeedProbeRequestHandler
@@ -138,7 +138,7 @@ class Usb3StorageDataPath(wiring.Component):
             self.pattern_errors.eq(telemetry.mismatches),
             self.first_error_offset.eq(Const(NO_ERROR_OFFSET, 32)),
         ]
-        for name in ("command", "read", "write", "check", "mismatch", "waiting", "blocks"):
+        for name in ENGINE_EVENTS:
             m.d.comb += getattr(telemetry, name).eq(getattr(engine, name))
         return m
 
