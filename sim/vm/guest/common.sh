@@ -27,3 +27,16 @@ enumerated() {  # enumerated TRIES REGEX FILE NAME MATCH: wait for a sysfs file 
     dmesg > "$OUT/$4.txt"
     grep -E "$5" "$OUT/$4.txt" | while read -r line; do mark "$4 $line"; done
 }
+busprobe_disk() {  # print /dev/sdX of the busprobe null disk once the kernel has it, nothing
+    # if none came in 60 s (QEMU reconnects a late-plugged export every second, then
+    # usb-storage or uas attaches and scans)
+    disk=
+    i=0
+    while [ $i -lt 600 ] && [ -z "$disk" ]; do
+        for d in /sys/block/sd*; do
+            [ "$(cat "$d/device/vendor" 2>/dev/null)" = BUSPROBE ] && disk=/dev/${d##*/}
+        done
+        sleep 0.1; i=$((i + 1))
+    done
+    echo "$disk"
+}

@@ -4,14 +4,7 @@
 # lsblk shows it and busprobe sweeps it as block:/dev/sdX. Its figures are QEMU's emulated
 # controller's. The host unplugs it again at ss-storage-done.
 mark ss-storage-plug
-SS_DISK=
-i=0
-while [ $i -lt 600 ] && [ -z "$SS_DISK" ]; do  # QEMU reconnects every second; then attach, scan
-    for d in /sys/block/sd*; do
-        [ "$(cat "$d/device/vendor" 2>/dev/null)" = BUSPROBE ] && SS_DISK=/dev/${d##*/}
-    done
-    sleep 0.1; i=$((i + 1))
-done
+SS_DISK=$(busprobe_disk)
 SS_SYS=/sys/block/${SS_DISK#/dev/}
 SS_IFACE=$(readlink -f "$SS_SYS/device/../../..")  # 0:0:0:0 -> target -> host -> 2-1:1.0
 mark "ss-storage-disk ${SS_DISK:-none} driver=$(basename "$(readlink "$SS_IFACE/driver")")" \

@@ -4,14 +4,7 @@
 # VPD 0xC0) is read back for the host to decode. Then the same disk is rebound to uas (alternate
 # 1) and swept again.
 mark storage-plug
-DISK=
-i=0
-while [ $i -lt 600 ] && [ -z "$DISK" ]; do  # QEMU reconnects every second; then attach, scan
-    for d in /sys/block/sd*; do
-        [ "$(cat "$d/device/vendor" 2>/dev/null)" = BUSPROBE ] && DISK=/dev/${d##*/}
-    done
-    sleep 0.1; i=$((i + 1))
-done
+DISK=$(busprobe_disk)
 SYS=/sys/block/${DISK#/dev/}
 INTERFACE=$(readlink -f "$SYS/device/../../..")  # 0:0:0:0 -> target -> host -> 1-1:1.0
 mark "storage-disk ${DISK:-none} driver=$(basename "$(readlink "$INTERFACE/driver")")" \
@@ -34,14 +27,7 @@ IFACE=${INTERFACE##*/}
 echo > /sys/module/usb_storage/parameters/quirks
 echo "$IFACE" > /sys/bus/usb/drivers/usb-storage/unbind
 echo "$IFACE" > /sys/bus/usb/drivers_probe
-UAS_DISK=
-i=0
-while [ $i -lt 600 ] && [ -z "$UAS_DISK" ]; do
-    for d in /sys/block/sd*; do
-        [ "$(cat "$d/device/vendor" 2>/dev/null)" = BUSPROBE ] && UAS_DISK=/dev/${d##*/}
-    done
-    sleep 0.1; i=$((i + 1))
-done
+UAS_DISK=$(busprobe_disk)
 UAS_SYS=/sys/block/${UAS_DISK#/dev/}
 mark "storage-uas-disk ${UAS_DISK:-none}" \
     "driver=$(basename "$(readlink "/sys/bus/usb/devices/$IFACE/driver")")" \
