@@ -121,4 +121,72 @@ class DirectRouting:
 
 
 class DirectSwitch(DirectRouting, Switch):
-    """Upstream's :class:`~cocotbext.pcie.core.Switch`, routing without a task hop."""
+    """Upstream's :class:`~cocotbext.pcie.core.Switch`, routing without a task hop, and sending a
+    TLP bound for its upstream port at once when that port is idle (cut-through).
+
+    Behind ``sim:pcie?endpoints=N`` every DMA TLP of every endpoint crosses this switch towards
+    the root. Upstream queues it for the upstream port's arbitration task, which wakes (a task
+    resume and an event per TLP per switch) only to find that port idle and send it. Here, when
+    the upstream port is sending nothing and has nothing queued, the routing task sends the TLP
+    itself, in the same simulated instant, through the same handler (the upstream bridge, then
+    the untimed link to the root, :mod:`.handover`); otherwise the TLP is queued as upstream
+    queues it and the arbitration below sends it. Only the direction in which a busy egress can
+    hold nothing else back is cut through: everything a downstream port receives goes up, so a
+    send waiting for the root's credits holds back only that port's own later TLPs, which would
+    wait in the queue behind it anyway (they keep their link credits either way, so the
+    endpoint's link sees the same back-pressure). TLPs going down (completions, MMIO) are queued
+    as upstream does, where a full link to one endpoint never delays another's.
+
+    The arbitration is upstream's loop (every non-empty queue in port order, one TLP each, until
+    all are empty) with one addition: a port has one sender at a time, the cut-through or the
+    arbitration task, named by ``SwitchPort.sending``; a cut-through that finds TLPs queued
+    behind it when done wakes the arbitration task to send them.
+    """
+
+    def add_switch_port(self, port) -> None:
+        port.sending = False
+        super().add_switch_port(port)
+
+    async def _route(self, port, tlp) -> None:
+        tlp.ingress_port = port.bridge
+        for other, tx_queue in port.tx_queues:
+            bridge = other.bridge
+            if bridge.match_tlp(tlp) or bridge.match_tlp_secondary(tlp) != other.upstream:
+                if other.upstream and not other.sending and _all_empty(other.rx_queues):
+                    other.sending = True
+                    try:
+                        await other.tx_handler(tlp)
+                    finally:
+                        other.sending = False
+                    if not _all_empty(other.rx_queues):
+                        other.rx_event.set()
+                    return
+                tx_queue.put_nowait(tlp)
+                other.rx_event.set()
+                return
+        await port.ingress_queue.put(tlp)
+
+    async def _run_arbitration(self, port) -> None:
+        while True:
+            await port.rx_event.wait()
+            port.rx_event.clear()
+            if port.sending:  # a cut-through is sending; it wakes this task when done
+                continue
+            port.sending = True
+            try:
+                sent = True
+                while sent:
+                    sent = False
+                    for rx_queue in port.rx_queues:
+                        if not rx_queue.empty():
+                            await port.tx_handler(rx_queue.get_nowait())
+                            sent = True
+            finally:
+                port.sending = False
+
+
+def _all_empty(queues) -> bool:
+    for queue in queues:
+        if not queue.empty():
+            return False
+    return True

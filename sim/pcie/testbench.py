@@ -63,6 +63,7 @@ from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
 from .link_training import train
+from .port_speed import install as _install_port_speed
 from .route_speed import install as _install_route_speed
 from .tlp_speed import install as _install_tlp_speed
 from .tlp_stream import TlpStreamEndpoint
@@ -70,6 +71,7 @@ from .uart import UartStream
 
 _install_tlp_speed()  # cocotbext-pcie's Tlp.check / fmt_type without repeated work
 _install_route_speed()  # its bridges' routing checks of DMA TLPs by table
+_install_port_speed()  # its ports' transmit task woken without a task per awaited event
 
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]
