@@ -34,13 +34,14 @@ _KIND = {**{member.value: _MEM for member in (TlpType.MEM_READ, TlpType.MEM_READ
          **{member.value: _CPL for member in (TlpType.CPL, TlpType.CPL_DATA, TlpType.CPL_LOCKED,
                                                 TlpType.CPL_LOCKED_DATA)}}
 _NO_ID = PcieId(0, 0, 0)
-#: Upstream's two methods, as :func:`install` found them (the test compares with them).
+#: Upstream's methods, as :func:`install` found them (the test compares with them).
 UPSTREAM: dict[str, object] = {}
 
 
 def install() -> None:
     """Make ``Bridge.match_tlp_secondary`` and ``Function.match_tlp`` answer memory requests and
-    completions from a table (idempotent)."""
+    completions from a table, and ``Bridge.downstream_recv`` send such a TLP on up without
+    upstream's configuration-request test (idempotent)."""
     if UPSTREAM:
         return
     upstream_secondary, upstream_match = Bridge.match_tlp_secondary, Function.match_tlp
@@ -67,6 +68,27 @@ def install() -> None:
 
     Bridge.match_tlp_secondary = match_tlp_secondary
     Function.match_tlp = match_tlp
+
+    upstream_recv = Bridge.downstream_recv
+    UPSTREAM["downstream_recv"] = upstream_recv
+
+    async def downstream_recv(self: Bridge, tlp, _kind=_KIND.get) -> None:
+        # Upstream's first test (is it a configuration request?) builds a set of four TlpType
+        # members per call, and a TLP going up crosses a bridge per switch port and root port.
+        # A memory request or completion, not poisoned, that the bridge neither claims nor
+        # routes to its secondary side goes up as upstream sends it; anything else (and a
+        # TLP a bridge claims or keeps) is upstream's method's, which checks it all again.
+        if _kind((tlp.fmt, tlp.type)) is None or tlp.ep:
+            await upstream_recv(self, tlp)
+            return
+        self.log.debug("Routing upstream TLP: %r", tlp)
+        assert tlp.check()
+        if self.root or not (self.match_tlp(tlp) or self.match_tlp_secondary(tlp)):
+            await self.upstream_send(tlp)
+            return
+        await upstream_recv(self, tlp)
+
+    Bridge.downstream_recv = downstream_recv
 
 
 class DirectRouting:
