@@ -15,7 +15,9 @@ behaviour is kept; only repeated work is skipped):
   back to ``TlpType(...)`` (the same ``ValueError``) for a pair that is no type;
 * ``check`` runs upstream's check as before, and remembers the fields it read when it passed;
   asked again about the same TLP with none of them changed, it answers True without running
-  it again. A TLP that fails is checked (and reported) again every time.
+  it again. A TLP that fails is checked (and reported) again every time. A copy
+  (``Tlp(tlp)``, as every link's receiver makes) starts with what its original remembered: its
+  own fields are compared with them, so a copy changed since is checked on its own.
 """
 
 from __future__ import annotations
@@ -54,5 +56,15 @@ def install() -> None:
         self.__dict__["_busprobe_checked"] = key if ok else None
         return ok
 
+    upstream_init = Tlp.__init__
+
+    def __init__(self: Tlp, tlp=None) -> None:
+        upstream_init(self, tlp)
+        if isinstance(tlp, Tlp):  # a copy (each link's receiver makes one): the same answer
+            checked = tlp.__dict__.get("_busprobe_checked")
+            if checked is not None:
+                self.__dict__["_busprobe_checked"] = checked
+
     Tlp.fmt_type = property(fmt_type, Tlp.fmt_type.fset, doc="The TLP's TlpType.")
     Tlp.check = check
+    Tlp.__init__ = __init__

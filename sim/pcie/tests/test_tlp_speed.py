@@ -51,3 +51,14 @@ def test_a_copy_is_checked_on_its_own():
     copy = Tlp(tlp)
     copy.data = copy.data[:-4]
     assert not copy.check() and tlp.check()
+
+
+def test_a_copy_starts_with_what_its_checked_original_remembered():
+    from busprobe.sim.pcie.tlp_speed import _key
+
+    tlp = _write(0x1000, 64)
+    assert tlp.check()
+    copy = Tlp(tlp)
+    assert copy.__dict__.get("_busprobe_checked") == _key(copy)  # check() answers at once
+    never_checked = Tlp(_write(0x2000, 64))
+    assert "_busprobe_checked" not in never_checked.__dict__
