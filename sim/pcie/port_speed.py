@@ -1,5 +1,4 @@
-"""cocotbext-pcie's link ports, waking their transmit task without three tasks per wait
-(simulation speed).
+"""cocotbext-pcie's link ports, without a task per wait or per packet (simulation speed).
 
 A cocotbext-pcie :class:`~cocotbext.pcie.core.port.Port` sends every packet from one transmit
 task, which sleeps until a TLP is queued or an ACK or a flow-control DLLP is due::
@@ -19,13 +18,26 @@ it returns :class:`FirstEvent`, one trigger that fires when the first of those e
 cocotb's ``First`` unchanged. The waiting task resumes as it did, when the first event is set;
 it no longer waits for a waiter task to be scheduled in between. ``test_port_speed.py`` checks it
 against cocotb's ``First``.
+
+A :class:`~cocotbext.pcie.core.port.SimPort` puts each packet on the wire for its serialisation
+time and then starts a task that waits the link's delay and hands it to the other end: a task
+made, run and ended per packet. :func:`install` also gives ``SimPort`` a ``handle_tx`` that puts
+the packet, with the simulated step it is due at the other end, on the port's
+:class:`DeliveryLine`: one task per port that waits for each packet's step in turn and hands it
+over, in the same step upstream's task would. The packets of one direction leave one after
+another (the transmit task serialises them) and the delay is the port's constant, so they
+arrive in the order sent, each at least a step after the one before.
 """
 
 from __future__ import annotations
 
-from cocotb.triggers import Event, First, Trigger
+from collections import deque
 
-__all__ = ["install", "first", "FirstEvent", "UPSTREAM_FIRST"]
+import cocotb
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import Event, First, Timer, Trigger
+
+__all__ = ["install", "first", "FirstEvent", "UPSTREAM_FIRST", "DeliveryLine"]
 
 #: The type of the trigger ``Event.wait()`` returns (cocotb keeps its class private).
 _EVENT_WAIT = type(Event().wait())
@@ -76,8 +88,56 @@ def first(*awaitables):
     return UPSTREAM_FIRST(*awaitables)
 
 
+class DeliveryLine:
+    """The wire from one :class:`~cocotbext.pcie.core.port.SimPort` to the other end: packets
+    handed over in order, each at the simulated step it is due.
+
+    Parameters
+    ----------
+    port : SimPort
+        The sending port (its ``other`` receives, through ``ext_recv``).
+    """
+
+    def __init__(self, port) -> None:
+        self.port = port
+        self._packets: deque = deque()
+        self._sent = Event()
+        cocotb.start_soon(self._run())
+
+    def send(self, pkt, due: int) -> None:
+        """Hand ``pkt`` to the other end at simulated step ``due``."""
+        self._packets.append((due, pkt))
+        self._sent.set()
+
+    async def _run(self) -> None:
+        packets, port = self._packets, self.port
+        while True:
+            while not packets:
+                self._sent.clear()
+                await self._sent.wait()
+            due, pkt = packets[0]
+            delay = due - get_sim_time("step")
+            if delay > 0:
+                await Timer(delay, "step")
+            packets.popleft()
+            if port.other is None:
+                raise Exception("Port not connected")  # upstream's words
+            await port.other.ext_recv(pkt)
+
+
+async def handle_tx(self, pkt) -> None:
+    """``SimPort.handle_tx``: the packet's serialisation time (upstream's), then onto the line."""
+    await Timer(max(int(pkt.get_wire_size() * self.symbol_period * self.time_scale), 1), "step")
+    line = self.__dict__.get("_busprobe_line")
+    if line is None:
+        line = self.__dict__["_busprobe_line"] = DeliveryLine(self)
+    line.send(pkt, get_sim_time("step") + max(self.link_delay_steps, 1))
+
+
 def install() -> None:
-    """Give cocotbext-pcie's ports :func:`first` for ``First`` (idempotent)."""
+    """Give cocotbext-pcie's ports :func:`first` for ``First`` and ``SimPort`` the
+    :class:`DeliveryLine` (idempotent)."""
     from cocotbext.pcie.core import port
 
     port.First = first
+    port.SimPort.handle_tx = handle_tx
