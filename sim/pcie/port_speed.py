@@ -27,6 +27,11 @@ the packet, with the simulated step it is due at the other end, on the port's
 over, in the same step upstream's task would. The packets of one direction leave one after
 another (the transmit task serialises them) and the delay is the port's constant, so they
 arrive in the order sent, each at least a step after the one before.
+
+Each port also starts a task per TLP it receives (its ACK latency timer) and per credit release
+(its UpdateFC timer), each waiting one timer and then setting an event. :func:`install` gives
+``Port`` :class:`StepTimer` s for both: the same timer, its callback setting the same event, no
+task; ``done()`` and ``kill()`` answer as the task did.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, First, Timer, Trigger
 
-__all__ = ["install", "first", "FirstEvent", "UPSTREAM_FIRST", "DeliveryLine"]
+__all__ = ["install", "first", "FirstEvent", "UPSTREAM_FIRST", "DeliveryLine", "StepTimer"]
 
 #: The type of the trigger ``Event.wait()`` returns (cocotb keeps its class private).
 _EVENT_WAIT = type(Event().wait())
@@ -134,10 +139,67 @@ async def handle_tx(self, pkt) -> None:
     line.send(pkt, get_sim_time("step") + max(self.link_delay_steps, 1))
 
 
+class StepTimer:
+    """Calls ``action`` after ``steps`` simulated steps (a timer's callback, no task); stands in
+    for the timer tasks of a cocotbext-pcie port, whose ``done()`` and ``kill()`` it answers.
+
+    Parameters
+    ----------
+    steps : int
+    action : callable
+    """
+
+    __slots__ = ("_action", "_handle", "_done")
+
+    def __init__(self, steps: int, action) -> None:
+        self._action, self._done = action, False
+        self._handle = Timer(steps, "step")._register(self._fire)
+
+    def _fire(self) -> None:
+        self._done = True
+        self._action()
+
+    def done(self) -> bool:
+        return self._done
+
+    def kill(self) -> None:
+        if not self._done:
+            self._done = True
+            self._handle.cancel()
+
+
+def _latency_steps(port) -> int:
+    return max(port.max_latency_timer_steps, 1)
+
+
+def start_ack_latency_timer(self) -> None:
+    """``Port.start_ack_latency_timer``: upstream's, with a :class:`StepTimer`."""
+    timer = self._ack_latency_timer_cr
+    if timer is not None and not timer.done():
+        return  # already running
+
+    def expired() -> None:
+        if not self.nak_scheduled:
+            self.send_ack.set()
+
+    self._ack_latency_timer_cr = StepTimer(_latency_steps(self), expired)
+
+
+def start_fc_update_timer(self) -> None:
+    """``Port.start_fc_update_timer``: upstream's, with a :class:`StepTimer`."""
+    timer = self._fc_update_timer_cr
+    if timer is not None and not timer.done():
+        return  # already running
+    self._fc_update_timer_cr = StepTimer(_latency_steps(self), self.send_fc.set)
+
+
 def install() -> None:
-    """Give cocotbext-pcie's ports :func:`first` for ``First`` and ``SimPort`` the
-    :class:`DeliveryLine` (idempotent)."""
+    """Give cocotbext-pcie's ports :func:`first` for ``First``, ``SimPort`` the
+    :class:`DeliveryLine` and ``Port`` its timers as :class:`StepTimer` s (idempotent)."""
     from cocotbext.pcie.core import port
 
     port.First = first
     port.SimPort.handle_tx = handle_tx
+    # Upstream's stop_* methods kill() and forget the timer, which StepTimer answers as a task.
+    port.Port.start_ack_latency_timer = start_ack_latency_timer
+    port.Port.start_fc_update_timer = start_fc_update_timer
