@@ -27,7 +27,7 @@ from busprobe.together import Rendezvous, TogetherView
 LENGTH = 64 << 10
 COUNT, DEPTH = 2, 4
 GOAL_CYCLES_PER_S = 100e3
-TRIES = 6
+TRIES = 8
 
 
 def _point(transport, stream=None) -> tuple[float, float, int]:
