@@ -136,10 +136,14 @@ class DirectRouting:
         for other, tx_queue in port.tx_queues:
             bridge = other.bridge
             if bridge.match_tlp(tlp) or bridge.match_tlp_secondary(tlp) != other.upstream:
-                tx_queue.put_nowait(tlp)  # unbounded: upstream's ``await put`` never waits
-                other.rx_event.set()
+                await self._deliver(other, tx_queue, tlp)
                 return
         await port.ingress_queue.put(tlp)
+
+    async def _deliver(self, other, tx_queue, tlp) -> None:
+        """Queue ``tlp`` for port ``other``'s arbitration task (from this port's queue)."""
+        tx_queue.put_nowait(tlp)  # unbounded: upstream's ``await put`` never waits
+        other.rx_event.set()
 
 
 class DirectSwitch(DirectRouting, Switch):
@@ -169,24 +173,17 @@ class DirectSwitch(DirectRouting, Switch):
         port.sending = False
         super().add_switch_port(port)
 
-    async def _route(self, port, tlp) -> None:
-        tlp.ingress_port = port.bridge
-        for other, tx_queue in port.tx_queues:
-            bridge = other.bridge
-            if bridge.match_tlp(tlp) or bridge.match_tlp_secondary(tlp) != other.upstream:
-                if other.upstream and not other.sending and _all_empty(other.rx_queues):
-                    other.sending = True
-                    try:
-                        await other.tx_handler(tlp)
-                    finally:
-                        other.sending = False
-                    if not _all_empty(other.rx_queues):
-                        other.rx_event.set()
-                    return
-                tx_queue.put_nowait(tlp)
-                other.rx_event.set()
-                return
-        await port.ingress_queue.put(tlp)
+    async def _deliver(self, other, tx_queue, tlp) -> None:
+        if not (other.upstream and not other.sending and _all_empty(other.rx_queues)):
+            await super()._deliver(other, tx_queue, tlp)
+            return
+        other.sending = True
+        try:
+            await other.tx_handler(tlp)
+        finally:
+            other.sending = False
+        if not _all_empty(other.rx_queues):
+            other.rx_event.set()
 
     async def _run_arbitration(self, port) -> None:
         while True:
