@@ -64,6 +64,13 @@ class Initiator:
         assert csw.tag == self.tag, f"CSW tag {csw.tag:#x} for CBW {self.tag:#x}"
         return Answer(got, csw)
 
+    def telemetry(self) -> dict[str, int]:
+        """The disk's telemetry page (INQUIRY, its vendor VPD page), decoded; the command
+        must pass."""
+        answer = self.command(inquiry(scsi.VPD_TELEMETRY), 255)
+        assert answer.csw.status == bot.CswStatus.PASSED
+        return scsi.parse_telemetry(answer.data)
+
     def mass_storage_reset(self) -> None:
         self.platform.control(_CLASS_OUT, bot.MASS_STORAGE_RESET, 0, 0, b"")
 

@@ -49,12 +49,6 @@ def scsi_(disk):
     return Initiator(disk.platform)
 
 
-def _telemetry(initiator: Initiator) -> dict[str, int]:
-    answer = initiator.command(inquiry(scsi.VPD_TELEMETRY), 255)
-    assert answer.csw.status == PASSED
-    return scsi.parse_telemetry(answer.data)
-
-
 def test_enumeration_shows_one_bulk_only_mass_storage_interface(disk, scsi_):
     raw = disk.platform.control(0x80, 6, 0x0200, 0, 255)
     interface = raw[9:18]
@@ -152,12 +146,12 @@ def test_writes_are_checked_word_by_word(disk, scsi_):
     good = lba_bytes(777, 4)
     assert scsi_.command(write_10(777, 4), len(good), "out", good).csw == bot.Csw(
         scsi_.tag, 0, PASSED)
-    assert _telemetry(scsi_)["write_mismatches"] == 0
+    assert scsi_.telemetry()["write_mismatches"] == 0
     bad = bytearray(lba_bytes(91, 2))
     for offset in (0, 1, 2, 517, 1020):  # words 0, 129, 255: three words
         bad[offset] ^= 0x40
     scsi_.command(write_10(91, 2), len(bad), "out", bytes(bad))
-    assert _telemetry(scsi_)["write_mismatches"] == 3
+    assert scsi_.telemetry()["write_mismatches"] == 3
     assert disk.requests.read_telemetry().raw["pattern_errors"] == 3  # the USB telemetry's word
 
 
@@ -216,7 +210,7 @@ def test_telemetry_counts_commands_and_the_240_block_histogram(disk, scsi_):
     data = lba_bytes(3, 1)
     scsi_.command(write_10(3, 1), BLOCK_SIZE, "out", data)
     scsi_.command(bytes([0xC7] + [0] * 9))
-    counts = _telemetry(scsi_)
+    counts = scsi_.telemetry()
     # Six commands: the INQUIRY that reads the page counts itself (it is decoded before its
     # snapshot is taken).
     assert counts["commands"] == 6 and counts["reads"] == 3 and counts["writes"] == 1
@@ -267,5 +261,4 @@ def test_240_block_commands_run_at_the_bot_model_ceiling(disk, host, direction):
     assert measured <= model
     assert measured / model == pytest.approx(1.0, abs=0.01)
     if direction == "out":
-        assert scsi.parse_telemetry(Initiator(disk.platform).command(
-            inquiry(scsi.VPD_TELEMETRY), 255).data)["write_mismatches"] == 0
+        assert Initiator(disk.platform).telemetry()["write_mismatches"] == 0

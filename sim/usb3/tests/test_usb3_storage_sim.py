@@ -51,12 +51,6 @@ def scsi_(disk):
     return Initiator(disk.platform)
 
 
-def _telemetry(initiator: Initiator) -> dict[str, int]:
-    answer = initiator.command(inquiry(scsi.VPD_TELEMETRY), 255)
-    assert answer.csw.status == PASSED
-    return scsi.parse_telemetry(answer.data)
-
-
 def test_enumeration_shows_a_superspeed_bulk_only_mass_storage_interface(disk, scsi_):
     raw = disk.platform.control(0x80, 6, 0x0200, 0, 255)
     interface = raw[9:18]
@@ -91,12 +85,12 @@ def test_writes_are_checked_word_by_word(disk, scsi_):
     good = lba_bytes(777, 4)
     assert scsi_.command(write_10(777, 4), len(good), "out", good).csw == bot.Csw(
         scsi_.tag, 0, PASSED)
-    assert _telemetry(scsi_)["write_mismatches"] == 0
+    assert scsi_.telemetry()["write_mismatches"] == 0
     bad = bytearray(lba_bytes(91, 3))
     for offset in (0, 1, 2, 517, 1020, 1100):  # words 0, 129, 255, 275: four words
         bad[offset] ^= 0x40
     assert scsi_.command(write_10(91, 3), len(bad), "out", bytes(bad)).csw.status == PASSED
-    assert _telemetry(scsi_)["write_mismatches"] == 4
+    assert scsi_.telemetry()["write_mismatches"] == 4
     assert disk.requests.read_telemetry().raw["pattern_errors"] == 4  # the USB telemetry's word
 
 
