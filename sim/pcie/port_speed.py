@@ -16,8 +16,8 @@ place) :func:`first`: when every awaitable is an :class:`~cocotb.triggers.Event`
 it returns :class:`FirstEvent`, one trigger that fires when the first of those events is set
 (at once if one already is), registered on the events' own triggers; anything else goes to
 cocotb's ``First`` unchanged. The waiting task resumes as it did, when the first event is set;
-it no longer waits for a waiter task to be scheduled in between. ``test_port_speed.py`` checks it
-against cocotb's ``First``.
+it no longer waits for a waiter task to be scheduled in between. ``test_port_speed.py`` checks
+that it fires once, for the first event set, and falls back to cocotb's ``First``.
 
 A :class:`~cocotbext.pcie.core.port.SimPort` puts each packet on the wire for its serialisation
 time and then starts a task that waits the link's delay and hands it to the other end: a task

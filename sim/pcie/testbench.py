@@ -71,7 +71,7 @@ from .uart import UartStream
 
 _install_tlp_speed()  # cocotbext-pcie's Tlp.check / fmt_type without repeated work
 _install_route_speed()  # its bridges' routing checks of DMA TLPs by table
-_install_port_speed()  # its ports' transmit task woken without a task per awaited event
+_install_port_speed()  # its ports: waits, deliveries and timers without a task each
 
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]
