@@ -29,6 +29,14 @@ def test_sweep_json_to_stdout_is_the_document_alone(loopback_device, capfd):
     assert json.loads(out)["points"] and "host MB/s" in err and "sweeping sim:loop" in err
 
 
+@pytest.mark.parametrize("path", ["-", "/dev/stdout"])
+def test_multi_target_sweep_json_to_stdout_is_the_document_alone(loopback_device, capfd, path):
+    out, err = _stdout_only(capfd, ["sweep", "--device", "sim:loop", "--device",
+                                    "sim:loop?second", "--lengths", "512", "--queue-depth", "1",
+                                    "--no-progress", "--json", path])
+    assert len(json.loads(out)["targets"]) == 2 and "sweeping 2 targets" in err
+
+
 def test_sweep_csv_to_stdout_is_the_table_alone(loopback_device, capfd):
     out, err = _stdout_only(capfd, ["sweep", "--device", "sim:loop", "--lengths", "512",
                                     "--queue-depth", "1", "--no-progress", "--csv", "-"])
