@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
             doc["bus"] = transport.bus.to_json()
             doc["topology"] = _topology(transport)
             doc["plan"] = _plan_json(plan, transport)
-            _measure(transport, plan, doc, args, table_out, measured)
+            _measure(transport, plan, args, measured)
         finally:
             try:
                 transport.close()
@@ -289,8 +289,8 @@ def _plan(transport: Transport, directions: tuple[str, ...], lengths: list[int] 
         repeat, settings, pattern)
 
 
-def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
-             args: argparse.Namespace, table_out: TextIO, measured: _Measured) -> None:
+def _measure(transport: Transport, plan: SweepPlan, args: argparse.Namespace,
+             measured: _Measured) -> None:
     """Run the sweep; its points stay in ``measured`` whatever ends it."""
     specs = plan.points()
     bar = _progress(len(specs) * plan.repeat,
