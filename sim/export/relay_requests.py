@@ -12,6 +12,7 @@ the connection (``_send``, ``_answered``, ``_take_cancelled``, ``negotiated``, `
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from busprobe.transport import (
@@ -55,6 +56,15 @@ def status_of(exc: TransportError) -> Status:
     return Status.IOERROR
 
 
+#: Standard requests that only read (USB 2.0 §9.4): a device answering them stays as it was.
+_STANDARD_READS = frozenset({USBStandardRequests.GET_STATUS, USBStandardRequests.GET_DESCRIPTOR,
+                             USBStandardRequests.GET_CONFIGURATION,
+                             USBStandardRequests.GET_INTERFACE})
+#: usbredir packets that read the device or only talk to the export.
+_READS_ONLY = frozenset({PacketType.HELLO, PacketType.GET_CONFIGURATION,
+                         PacketType.GET_ALT_SETTING, PacketType.RESET})
+
+
 class RequestRelay:
     """The control side of an export.
 
@@ -63,6 +73,9 @@ class RequestRelay:
     settings : dict
         The alternate setting in force per interface number (absent: 0), as the guest's
         SET_INTERFACEs left them.
+    as_reset : bool
+        Whether the device is as a bus reset and enumeration leave it: nothing but standard
+        reads reached it since (a reset of it then changes nothing and is skipped).
     """
 
     platform: Any
@@ -70,6 +83,7 @@ class RequestRelay:
     info: DeviceInfo | None
     speed: Speed
     settings: dict[int, int]
+    as_reset: bool
 
     def _send(self, data: bytes) -> None: ...
     def _answered(self, packet_id: int) -> None: ...
@@ -122,20 +136,50 @@ class RequestRelay:
                                                                   data[0] if data else 0)))
 
     def _reset(self, packet: Packet) -> None:
+        """A bus reset and enumeration in the simulation, unless the device is still as one
+        leaves it (:attr:`as_reset`): each costs seconds of simulation, and a guest resets the
+        port two to three times while it enumerates (Linux's port reset, its second reset
+        after the first descriptor read); the request after a redundant reset then waited
+        behind it past Linux's 5 s control timeout ("device descriptor read/64, error -110",
+        issue 47 item 3). No answer either way: the spec has none for a reset."""
         reset = getattr(self.platform, "bus_reset", None)
-        if reset is not None:  # no answer: the spec has none for a reset
-            reset()
+        if reset is None:
+            return
+        if self.as_reset:
+            log.info("usbredir: reset of a device as a reset leaves it: nothing to do")
+            return
+        started = time.monotonic()
+        reset()
+        self.as_reset = True
+        log.info("usbredir: bus reset and enumeration in %.2f s", time.monotonic() - started)
+
+    def _note_effect(self, packet: Packet) -> None:
+        """Whether ``packet`` leaves the device as a reset left it: only standard requests
+        that read (descriptors, status, configuration, alternate setting) do."""
+        if packet.kind in _READS_ONLY:
+            return
+        if packet.kind == PacketType.CONTROL_PACKET and packet.fields:
+            _, request, request_type, *_ = packet.fields
+            if request_type & 0xE0 == 0x80 and request in _STANDARD_READS:
+                return
+        self.as_reset = False
 
     def _standard(self, request_type: int, request: int, value: int, index: int,
                   length_or_data: int | bytes = b"") -> tuple[Status, bytes]:
+        # Each request with its wall time: a guest's kernel gives one 5 s (Linux's control
+        # timeout), so the log shows where an enumeration's time goes.
+        started = time.monotonic()
+        status, data = Status.SUCCESS, b""
         try:
-            return Status.SUCCESS, self.platform.control(request_type, request, value, index,
-                                                         length_or_data)
+            data = self.platform.control(request_type, request, value, index, length_or_data)
         except DeviceGone:
             raise
         except TransportError as exc:
             log.info("usbredir: request %#04x: %s", request, exc)
-            return status_of(exc), b""
+            status = status_of(exc)
+        log.info("usbredir: control %02x %02x %04x %04x: %s in %.3f s", request_type, request,
+                 value, index, status.name, time.monotonic() - started)
+        return status, data
 
     def _control(self, packet: Packet) -> None:
         endpoint, request, request_type, _, value, index, length = packet.fields

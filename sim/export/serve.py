@@ -141,6 +141,8 @@ class UsbredirService:
         self.on_event = on_event
         self.served = 0
         self.refused = 0
+        #: The device is as a bus reset and enumeration leave it (opened: enumerated).
+        self.as_reset = True
         self._serving = False
         self._free = threading.Condition()
         self._arrived: queue.Queue[tuple[socket.socket, str]] = queue.Queue()
@@ -201,7 +203,8 @@ class UsbredirService:
                 with connection:
                     export = UsbredirExport(self.platform, connection,
                                             version=f"busprobe {__version__}", speed=self.speed,
-                                            check_device=self.check_device)
+                                            check_device=self.check_device,
+                                            as_reset=self.as_reset)
                     try:
                         ended = export.serve()
                     except DeviceGone:
@@ -215,9 +218,11 @@ class UsbredirService:
                     return ended
                 why = f" (dropped: {export.dropped})" if export.dropped else ""
                 self.on_event(f"usbredir guest {name} disconnected{why}")
+                self.as_reset = export.as_reset
                 reset = getattr(self.platform, "bus_reset", None)
-                if reset is not None:
+                if reset is not None and not self.as_reset:
                     reset()  # the next guest finds the device as a replug leaves it
+                    self.as_reset = True
         except DeviceGone as exc:
             return str(exc)
 

@@ -18,7 +18,9 @@ How requests map onto the platform:
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
   and is answered ``cancelled`` when it ends; one already answered is forgotten (QEMU reuses
   packet ids: a cancel that crossed the answer must not cancel the next request with that id);
-* ``reset`` → :meth:`bus_reset` (a real bus reset and re-enumeration in the simulation);
+* ``reset`` → :meth:`bus_reset` (a real bus reset and re-enumeration in the simulation), skipped
+  while the device is as a reset leaves it (only standard reads reached it since the last one:
+  a guest's enumeration resets two to three times);
 * a STALL is answered ``stall``, a timeout ``timeout``; the device gone (the simulator died or
   stopped, caught by its watchdog) → ``device_disconnect`` and the connection is closed.
 
@@ -92,12 +94,18 @@ class UsbredirExport(RequestRelay, BulkRelay):
     check_device : callable, optional
         Called while no request is waiting; raises :class:`DeviceGone` when the device is gone
         (a dead simulator is a disconnect even when the guest is idle).
+    as_reset : bool
+        Whether the device is as a bus reset and enumeration leave it (just opened, or reset
+        after the last guest): the guest's first resets are then skipped
+        (:attr:`RequestRelay.as_reset`). False: every reset is carried out.
     """
 
     def __init__(self, platform: Any, connection: socket.socket, *, version: str,
                  speed: Speed = Speed.HIGH,
-                 check_device: Callable[[], None] = lambda: None) -> None:
+                 check_device: Callable[[], None] = lambda: None,
+                 as_reset: bool = False) -> None:
         self.platform = platform
+        self.as_reset = as_reset
         self.speed = speed
         self.connection = connection
         self.version = version
@@ -246,6 +254,7 @@ class UsbredirExport(RequestRelay, BulkRelay):
             return
         if not self._acceptable(packet):
             return
+        self._note_effect(packet)
         handler(packet)
 
     def _acceptable(self, packet: Packet) -> bool:

@@ -145,6 +145,94 @@ def test_a_signal_while_the_simulator_is_busy_ends_the_sweep_at_once_and_leaves_
     status = sweep.wait(timeout=30)
     elapsed = time.monotonic() - started
     assert status == 128 + signals[0] and elapsed < 5
-    # Stopped inside the first point: nothing was measured, so nothing is written.
-    assert "nothing written" in sweep.stdout.read() and not (tmp_path / "r.json").exists()
+    # Stopped inside the first point: nothing was measured, yet what is known is written.
+    assert "no point was finished" in sweep.stdout.read()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["complete"] is False and doc["points"] == [] and doc["error"]
     assert not _alive(family, wait=2)
+
+
+#: When the simulator is stopped, as the sweep sees it: (what the sweep is about to do when it
+#: stops the simulator, the points finished by then).
+STOP_MOMENTS = {
+    "before-any-point": ("measure", 0),  # the first point's first request never answers
+    "inside-the-first-point": ("stream", 0),  # after the first point's first repeat
+    "after-the-first-point": ("measure-done", 1),
+}
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("moment", sorted(STOP_MOMENTS))
+def test_a_sweep_whose_simulator_is_stopped_ends_in_seconds_and_always_leaves_its_document(
+        moment, servers, monkeypatch, tmp_path, capsys):
+    """Issue 47, item 7: ``kill -STOP`` on the simulator at any moment of the run ends it with
+    exit 2 and one line within seconds, and FILE holds the error, the target, the plan and the
+    points finished (possibly none), with ``complete: false``, every time."""
+    hook, finished = STOP_MOMENTS[moment]
+    stopped: list[float] = []
+
+    def stop() -> None:
+        if not stopped:
+            os.kill(servers[-1].pid, signal.SIGSTOP)
+            stopped.append(time.monotonic())
+
+    measure = Sweep.measure
+    if hook == "measure":
+        def measure_stopped(self, spec):
+            stop()
+            return measure(self, spec)
+    elif hook == "measure-done":
+        def measure_stopped(self, spec):
+            point = measure(self, spec)
+            stop()
+            return point
+    else:  # the transport's stream: the first repeat returns, then the simulator stops
+        def measure_stopped(self, spec):
+            stream = self.transport.stream
+
+            def stream_then_stop(*args, **kwargs):
+                result = stream(*args, **kwargs)
+                stop()
+                return result
+
+            monkeypatch.setattr(self.transport, "stream", stream_then_stop)
+            return measure(self, spec)
+    monkeypatch.setattr(Sweep, "measure", measure_stopped)
+    out = tmp_path / "r.json"
+    out.write_text('{"an earlier": "result"}')
+    status = main(["sweep", "--device", "sim:usb2", "--direction", "in", "--lengths", "4K,8K",
+                   "--queue-depth", "1", "--min-bytes", "16K", "--json", str(out),
+                   "--no-progress"])
+    elapsed = time.monotonic() - stopped[0]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and elapsed < 10, (status, elapsed)
+    assert err[-1].startswith("busprobe: error: sim:usb2: simulator is stopped"), err
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["error"].startswith("DeviceGone: ")
+    assert doc["device"] == "sim:usb2" and doc["bus"]["kind"] == "usb2-hs"
+    assert doc["plan"]["lengths"] == [4096, 8192] and len(doc["points"]) == finished
+    assert not _alive({servers[-1].pid}, wait=2)
+
+
+@pytest.mark.sim
+def test_a_sweep_process_whose_simulator_is_stopped_at_once_leaves_its_document(tmp_path):
+    """The same through a real ``busprobe`` process, its simulator stopped with ``kill -STOP``
+    as soon as the sweep says it measures: no point has finished."""
+    out = tmp_path / "r.json"
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "busprobe", "sweep", "--device", "sim:usb2", "--direction", "in",
+         "--lengths", "256K", "--json", str(out), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = sweep.stderr.readline()
+    assert line.startswith("sweeping sim:usb2"), line
+    simulator = max(_descendants(sweep.pid))  # the launcher's child: the simulator itself
+    os.kill(simulator, signal.SIGSTOP)
+    started = time.monotonic()
+    status = sweep.wait(timeout=60)
+    elapsed = time.monotonic() - started
+    err = sweep.stderr.read().strip().splitlines()
+    assert status == 2 and elapsed < 10 and len(err) == 1, (status, elapsed, err)
+    assert "simulator is stopped" in err[0]
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["points"] == [] and doc["plan"]["lengths"] == [262144]
+    assert not _alive({simulator}, wait=2)

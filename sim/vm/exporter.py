@@ -46,6 +46,7 @@ class Exporter:
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self.port: int | None = None
+        self._started = time.monotonic()
         self._log = open(log, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "busprobe", "-v", "sim", "serve", "--device", selector,
@@ -63,7 +64,8 @@ class Exporter:
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
             line = raw.decode(errors="replace").rstrip("\n")
-            self._log.write(line + "\n")
+            # Wall seconds since the start: where a guest's enumeration spends its time.
+            self._log.write(f"{time.monotonic() - self._started:9.3f} {line}\n")
             self._log.flush()
             match = _READY.search(line)
             if match:

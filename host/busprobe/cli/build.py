@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from busprobe.gateware.boards import Board, board_names, get_board
 
@@ -76,20 +76,39 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs(args.out, args.json_out)  # before minutes of building, not after
     # With --json -, stdout carries the JSON only: the summary goes to stderr, and so does
     # whatever the tools (Yosys, nextpnr, LiteX) print to file descriptor 1.
-    to_stdout = is_stdout(args.json_out)
+    # The report is written after the guard, once descriptor 1 is stdout again: written inside
+    # it, ``--json -`` went to stderr behind the summary (issue 47, item 6).
+    report = _Report()
     try:
-        with stdout_to_stderr() if to_stdout else contextlib.nullcontext():
+        with stdout_to_stderr() if is_stdout(args.json_out) else contextlib.nullcontext():
             if board.family == "ecp5":
-                return _build_ecp5(args, board, design)
-            return _build_pcie(args, board, design)
+                status = _build_ecp5(args, board, design, report)
+            else:
+                status = _build_pcie(args, board, design, report)
     except (BuildError, ToolchainMissing) as exc:
+        _write_json(args.json_out, report.document)  # a missed timing's figures say by how much
         if args.debug:
             raise
         print(f"busprobe: error: {exc}", file=sys.stderr)
         return 2
+    _write_json(args.json_out, report.document)
+    return status
 
 
-def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
+class _Report:
+    """The build's JSON report, kept until the build has ended.
+
+    Attributes
+    ----------
+    document : dict or None
+        The report, once the build (or its timing check) produced one.
+    """
+
+    document: dict[str, Any] | None = None
+
+
+def _build_ecp5(args: argparse.Namespace, board: Board, design: Design,
+                report: _Report) -> int:
     from busprobe.bitstream.ecp5 import build_ecp5
     from busprobe.bitstream.result import TimingNotMet
     from busprobe.build_cache import build_root
@@ -100,21 +119,22 @@ def _build_ecp5(args: argparse.Namespace, board: Board, design: Design) -> int:
     except TimingNotMet as exc:
         # The figures say by how much; the error line (the caller's) says that it failed.
         print("\n".join(exc.result.summary_lines()), file=_human(args), flush=True)
-        _write_json(args.json_out, exc.result.to_json())
+        report.document = exc.result.to_json()
         raise
     print("\n".join(result.summary_lines()), file=_human(args), flush=True)
-    _write_json(args.json_out, result.to_json())
+    report.document = result.to_json()
     return 0
 
 
-def _build_pcie(args: argparse.Namespace, board: Board, design: Design) -> int:
+def _build_pcie(args: argparse.Namespace, board: Board, design: Design,
+                report: _Report) -> int:
     from busprobe.bitstream.pcie import build_pcie_target
     from busprobe.build_cache import build_root
 
     target = build_pcie_target(board, design, root=build_root(), out=args.out,
                                lint=args.lint)
     print("\n".join(target.summary_lines()), file=_human(args), flush=True)
-    _write_json(args.json_out, target.to_json())
+    report.document = target.to_json()
     return 0 if target.lint_findings is None or not target.lint_findings else 1
 
 
@@ -134,6 +154,6 @@ def _human(args: argparse.Namespace) -> TextIO:
     return sys.stderr if is_stdout(args.json_out) else sys.stdout
 
 
-def _write_json(path: str | None, data: dict) -> None:
-    if path is not None:
+def _write_json(path: str | None, data: dict[str, Any] | None) -> None:
+    if path is not None and data is not None:
         write_result(path, json.dumps(data, indent=2) + "\n")  # busprobe.result_file's rules

@@ -197,39 +197,101 @@ def run(args: argparse.Namespace) -> int:
         SweepPlan(directions, tuple(lengths), tuple(depths), args.repeat, settings,
                   pattern).validate(transport, simulated=target.simulated)
 
+    # From here on the run can fail (a simulator that dies or is stopped, a device unplugged,
+    # Ctrl-C): whatever is known by then is saved (issue 47, item 7).
     doc = new_document(args.device, units=units)
-    with _stdout_guard(args):
-        transport.open()
+    doc["bus"] = _selected_bus(target)
+    doc["plan"] = _asked_plan(directions, lengths, depths, args.repeat, settings, pattern)
+    measured = _Measured()
     try:
-        bus = transport.bus
-        plan = SweepPlan(
-            directions,
-            tuple(lengths or default_lengths(
-                bus.kind, transport.default_max_length)),
-            # busprobe's own BOT framing has no queue (block:'s driver queues by itself);
-            # UAS's tags do.
-            tuple(depths or ((1,) if bus.protocol == "bot" and bus.kind != "usb-storage"
-                             else buses.by_kind(bus.kind).default_queue_depths)),
-            args.repeat, settings, pattern)
-        plan.validate(transport, simulated=target.simulated)
-        print(_describe(args.device, bus, plan, transport), file=sys.stderr, flush=True)
-        if doc["host"].get("emulated"):
-            print(f"note: this computer is emulated ({doc['host']['emulated']}): every figure "
-                  "is the emulator's, not a host controller's", file=sys.stderr, flush=True)
-        doc["bus"] = bus.to_json()
-        doc["topology"] = _topology(transport)
-        doc["plan"] = _plan_json(plan, transport)
-        _measure(transport, plan, doc, args, units, table_out)
-    finally:
+        with _stdout_guard(args):
+            transport.open()
         try:
-            transport.close()
-        except TransportError as exc:  # the device may be gone already; the data is saved
-            log.warning("closing %s: %s", args.device, exc)
+            plan = _plan(transport, directions, lengths, depths, args.repeat, settings, pattern)
+            plan.validate(transport, simulated=target.simulated)
+            print(_describe(args.device, transport.bus, plan, transport), file=sys.stderr,
+                  flush=True)
+            if doc["host"].get("emulated"):
+                print(f"note: this computer is emulated ({doc['host']['emulated']}): every "
+                      "figure is the emulator's, not a host controller's", file=sys.stderr,
+                      flush=True)
+            doc["bus"] = transport.bus.to_json()
+            doc["topology"] = _topology(transport)
+            doc["plan"] = _plan_json(plan, transport)
+            _measure(transport, plan, args, measured)
+        finally:
+            try:
+                transport.close()
+            except TransportError as exc:  # the device may be gone already; the data is saved
+                log.warning("closing %s: %s", args.device, exc)
+    except (TransportError, KeyboardInterrupt) as exc:
+        if isinstance(exc, InvalidRequest) and measured.sweep is None:
+            raise  # a request the device refused before measuring: a mistake, nothing ran
+        reason = (str(exc) or "interrupted (Ctrl-C)") if isinstance(exc, KeyboardInterrupt) \
+            else str(exc)
+        doc["points"] = measured.points_json()
+        # The run's own end is the error to report; a result that could not be saved as well
+        # gets its line first.
+        for failure in _save(finish_document(doc, error=f"{type(exc).__name__}: {reason}"),
+                             args, units, table_out):
+            print(f"busprobe: error: {failure}", file=sys.stderr)
+        raise
+    doc["points"] = measured.points_json()
+    failures = _save(finish_document(doc), args, units, table_out)
+    if failures:
+        raise ResultWriteError("; ".join(failures))
     return 1 if doc["errors"] else 0
 
 
-def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
-             args: argparse.Namespace, units: Units, table_out: TextIO) -> None:
+class _Measured:
+    """The sweep of a run, once it started: where the points measured so far are, whenever
+    the run ends.
+
+    Attributes
+    ----------
+    sweep : Sweep or None
+        The sweep; None while the device is being opened and the plan made.
+    """
+
+    sweep: Sweep | None = None
+
+    def points_json(self) -> list[dict[str, Any]]:
+        return [p.to_json() for p in self.sweep.points] if self.sweep is not None else []
+
+
+def _selected_bus(target: targets.TargetDescription) -> dict[str, Any]:
+    """The bus as the selector describes it, until the opened device says what it is."""
+    return target.bus.to_json() if target.bus is not None else {"kind": target.spec.kind}
+
+
+def _asked_plan(directions: tuple[str, ...], lengths: list[int] | None,
+                depths: list[int] | None, repeat: int, settings: tuple[dict[str, int], ...],
+                pattern: Pattern) -> dict[str, Any]:
+    """The plan as asked, before the device is open (lengths and queue depths the device's
+    defaults fill in are None until then)."""
+    return {"directions": list(directions), "lengths": lengths, "queue_depths": depths,
+            "repeat": repeat, "pattern": pattern.name.lower(),
+            "settings": [dict(s) for s in settings]}
+
+
+def _plan(transport: Transport, directions: tuple[str, ...], lengths: list[int] | None,
+          depths: list[int] | None, repeat: int, settings: tuple[dict[str, int], ...],
+          pattern: Pattern) -> SweepPlan:
+    """The plan, with the opened device's defaults where nothing was asked."""
+    bus = transport.bus
+    return SweepPlan(
+        directions,
+        tuple(lengths or default_lengths(bus.kind, transport.default_max_length)),
+        # busprobe's own BOT framing has no queue (block:'s driver queues by itself);
+        # UAS's tags do.
+        tuple(depths or ((1,) if bus.protocol == "bot" and bus.kind != "usb-storage"
+                         else buses.by_kind(bus.kind).default_queue_depths)),
+        repeat, settings, pattern)
+
+
+def _measure(transport: Transport, plan: SweepPlan, args: argparse.Namespace,
+             measured: _Measured) -> None:
+    """Run the sweep; its points stay in ``measured`` whatever ends it."""
     specs = plan.points()
     bar = _progress(len(specs) * plan.repeat,
                     not args.no_progress and sys.stderr.isatty() and len(specs) > 1)
@@ -240,45 +302,35 @@ def _measure(transport: Transport, plan: SweepPlan, doc: dict[str, Any],
                                 f"qd {spec.queue_depth}", refresh=False)
             bar.update()
 
-    sweep = Sweep(transport, plan, on_repeat=on_repeat, device_run=not args.no_device_run)
+    measured.sweep = Sweep(transport, plan, on_repeat=on_repeat,
+                           device_run=not args.no_device_run)
     try:
         with _stdout_guard(args):
-            sweep.run(specs)
-    except (TransportError, KeyboardInterrupt) as exc:
-        reason = (str(exc) or "interrupted (Ctrl-C)") if isinstance(exc, KeyboardInterrupt) \
-            else str(exc)
-        doc["points"] = [p.to_json() for p in sweep.points]
-        # The run's own end is the error to report; a result that could not be saved as well
-        # gets its line first.
-        for failure in _save(finish_document(doc, error=f"{type(exc).__name__}: {reason}"),
-                             args, units, table_out):
-            print(f"busprobe: error: {failure}", file=sys.stderr)
-        raise
+            measured.sweep.run(specs)
     finally:
         if bar is not None:
             bar.close()
-    doc["points"] = [p.to_json() for p in sweep.points]
-    failures = _save(finish_document(doc), args, units, table_out)
-    if failures:
-        raise ResultWriteError("; ".join(failures))
 
 
 def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
           table_out: TextIO) -> list[str]:
     """Print the table and write every result file asked for; the one-line reason of each that
-    could not be written (the others are written all the same)."""
-    if not doc["points"]:
-        # Nothing measured, nothing written: an earlier good result at the same path stays.
-        print(f"!! INCOMPLETE: {doc['error']} (no point was finished; nothing written)",
-              file=table_out)
-        return []
-    print(format_table(doc, units), file=table_out, flush=True)
+    could not be written (the others are written all the same). The JSON document is written
+    whenever it was asked, also with no point (what is known: the error, the target, the
+    plan); a CSV table or a plot needs points."""
+    if doc["points"]:
+        print(format_table(doc, units), file=table_out, flush=True)
+    else:
+        print(f"!! INCOMPLETE: {doc['error']} (no point was finished)", file=table_out)
     writers = {"JSON": lambda path: write_json(doc, path),
                "CSV": lambda path: write_csv(doc, path),
                "plot": lambda path: plot_results([doc], path, units=units)}
     failures = []
     for what, _, path in _outputs(args):
         if not path:
+            continue
+        if not doc["points"] and what != "JSON":
+            print(f"{what}: not written (no point)", file=table_out)
             continue
         try:
             writers[what](path)

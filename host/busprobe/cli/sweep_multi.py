@@ -20,7 +20,7 @@ from typing import Any
 from .. import buses, targets
 from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
 from ..protocol.patterns import Pattern
-from ..result_file import ResultWriteError, check_writable
+from ..result_file import ResultWriteError, check_writable, is_stdout
 from ..results import finish_document, new_document, write_json
 from ..stdout_guard import stdout_to_stderr
 from ..sweep import SweepPlan
@@ -96,10 +96,11 @@ def run_multi(args: argparse.Namespace,
             transport.min_transfers = args.min_transfers
     doc = new_document(" + ".join(args.device), units=units)
     runs = [TargetRun(name, transport) for name, transport in pairs]
-    out = sys.stderr if args.json == "-" else sys.stdout
+    to_stdout = is_stdout(args.json)  # '-', /dev/stdout, /proc/self/fd/1: the document alone
+    out = sys.stderr if to_stdout else sys.stdout
     simulated = group is not None or not shared
     with contextlib.ExitStack() as stack:
-        if args.json == "-":  # a simulator build's compiler lines must not reach the JSON
+        if to_stdout:  # a simulator build's compiler lines must not reach the JSON
             stack.enter_context(stdout_to_stderr())
         if group is not None:
             group.open()

@@ -207,17 +207,24 @@ def test_an_output_below_a_file_is_refused_before_measuring(loopback_device, cap
     assert status == 2 and "is a file, not a directory" in err and err.count("\n") == 1
 
 
-def test_a_run_that_measures_nothing_writes_nothing_and_keeps_the_previous_result(
+def test_a_run_that_measures_nothing_still_writes_what_is_known_with_complete_false(
         loopback_device, capsys, tmp_path):
+    """Issue 47, item 7: the error, the target, the plan and no point; a CSV table or a plot
+    needs points, so those are not written (nor their folder made)."""
     faults, _ = loopback_device
     faults.gone_at = 0  # the device is gone at the first transfer
-    good = tmp_path / "r.json"
-    good.write_text('{"a good": "result"}')
+    result = tmp_path / "r.json"
+    result.write_text('{"an earlier": "result"}')
     new_folder = tmp_path / "new" / "r.csv"
-    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK, "--json", str(good),
-                            "--csv", str(new_folder))
-    assert status == 2 and "nothing written" in out
-    assert good.read_text() == '{"a good": "result"}' and not (tmp_path / "new").exists()
+    status, out, err = _run(capsys, "sweep", "--device", "sim:loop", *QUICK,
+                            "--json", str(result), "--csv", str(new_folder))
+    assert status == 2 and "no point was finished" in out and "CSV: not written" in out
+    assert err.splitlines()[-1] == "busprobe: error: sim:loop: the device is gone (unplugged)"
+    doc = load_results(result)
+    assert doc["complete"] is False and doc["error"].startswith("DeviceGone: ")
+    assert doc["points"] == [] and doc["device"] == "sim:loop"
+    assert doc["bus"]["kind"] == "usb2-hs" and doc["plan"]["lengths"] == [512, 2048]
+    assert not (tmp_path / "new").exists()
 
 
 def test_verdict_lines_speak_the_units_the_run_is_shown_in(loopback_device, capsys, tmp_path):

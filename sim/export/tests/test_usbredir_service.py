@@ -60,7 +60,9 @@ def test_one_guest_at_a_time_the_next_after_a_disconnect_a_second_one_turned_awa
         assert PatternStream(Pattern.COUNTER).check(data).errors == 0
         stop.set()
         runner.join(10)
-    assert (service.served, service.refused, device.resets) == (3, 2, 3)  # a reset per leave
+    # A reset after the guest that changed the device (its vendor requests and bulk data)
+    # only: the two before it left it as the last reset had.
+    assert (service.served, service.refused, device.resets) == (3, 2, 1)
     assert sum("refused usbredir guest" in e for e in events) == 2
 
 

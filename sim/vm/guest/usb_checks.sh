@@ -97,4 +97,6 @@ fi
 if [ -n "$STORAGE" ]; then
     . "$(dirname "$0")/storage_checks.sh"
 fi
+# The whole kernel log: every enumeration in it, from plug to device (issue 47, item 3).
+dmesg > "$OUT/dmesg-all.txt"
 mark checks-done

@@ -6,6 +6,8 @@ takes minutes and is a bench; here it is elaborated on the board (design + board
 """
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -88,6 +90,17 @@ def test_build_json_to_stdout_is_the_report_alone(stock_build, capfd):
     out, err = capfd.readouterr()
     assert json.loads(out)["design"] == "usb2-stock"  # nothing else on stdout
     assert "Fmax usb" in err
+
+
+def test_build_json_dash_in_a_real_process_is_the_report_alone_on_stdout(stock_build):
+    """Through a pipe, as ``busprobe build ... --json - | jq`` reads it (issue 47, item 6: the
+    report went to stderr behind the summary, stdout stayed empty). The build is cached."""
+    run = subprocess.run([sys.executable, "-m", "busprobe", "build", "--board", BOARD,
+                          "--design", "usb2-stock", "--json", "-"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["design"] == "usb2-stock"
+    assert "Fmax usb" in run.stderr and '"design"' not in run.stderr
 
 
 def test_missed_timing_is_a_one_line_error_naming_the_clock(stock_build, tmp_path):
