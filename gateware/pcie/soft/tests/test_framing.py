@@ -55,14 +55,14 @@ def run_framer(tlps, dllps, *, stalls=0.0, seed=0):
         while len(sent) < total and idle < 200:
             ready = rng.random() >= stalls
             ctx.set(dut.source.ready, ready)
-            valid, symbol, end = ctx.get(dut.source.valid), ctx.get(dut.source.p.symbol), \
-                ctx.get(dut.source.p.end)
+            # Read at the clock edge: the sources are other testbenches.
+            _, _, valid, symbol, end = await ctx.tick().sample(
+                dut.source.valid, dut.source.p.symbol, dut.source.p.end)
             if valid and ready:
                 sent.append(symbol)
                 if end:
                     ends.append(len(sent) - 1)
             idle = 0 if valid else idle + 1
-            await ctx.tick()
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)

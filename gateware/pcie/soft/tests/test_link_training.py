@@ -1,0 +1,221 @@
+"""The soft endpoint's link against the symbol-level root port (Amaranth simulation).
+
+Training from Detect to L0 (and through Polling.Compliance when the root port is late), Recovery
+started from either side, and packets both ways in L0 with SKP ordered sets on the link. The
+LTSSM's timeouts and Polling.Active's TS1 count are scaled down (:data:`TIMING`); the state
+machine and every ordered set are as in the spec.
+"""
+
+import random
+
+from amaranth.sim import Simulator
+from busprobe.gateware.pcie.soft.deframer import TlpStatus
+from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
+from busprobe.gateware.pcie.soft.soft_link import SoftLink
+from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
+from busprobe.protocol.pcie_ltssm import LinkSpeed, LtssmState
+from busprobe.protocol.pcie_symbols import KCode
+from busprobe.sim.pcie.symbol.amaranth_bench import exchange_symbols
+from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
+
+TIMING = LtssmTiming(detect_quiet=100, polling_active=2000, polling_configuration=4000,
+                     configuration=2000, short=1000, recovery_lock=2000,
+                     recovery_configuration=4000, polling_ts1_min=16)
+TRAINED = [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE, LtssmState.POLLING_ACTIVE,
+           LtssmState.POLLING_CONFIGURATION, LtssmState.CONFIG_LINKWIDTH_START,
+           LtssmState.CONFIG_LINKWIDTH_ACCEPT, LtssmState.CONFIG_LANENUM_WAIT,
+           LtssmState.CONFIG_COMPLETE, LtssmState.CONFIG_IDLE, LtssmState.L0]
+RECOVERY = [LtssmState.RECOVERY_RCVRLOCK, LtssmState.RECOVERY_RCVRCFG, LtssmState.RECOVERY_IDLE,
+            LtssmState.L0]
+
+
+class Bench:
+    """The link, the partner and what the link reported, cycle by cycle."""
+
+    def __init__(self, **partner_options):
+        self.link = SoftLink(timing=TIMING)
+        self.partner = RootPortPartner(link=5, lane=0, **partner_options)
+        self.states: list[LtssmState] = []
+        self.events: dict[str, int] = dict.fromkeys(
+            ("bad_dllp", "bad_symbol", "skp_inserted", "skp_removed"), 0)
+        self.tlps: list[tuple[str, int, bytes]] = []
+        self.dllps: list[bytes] = []
+        self._bytes: list[int] = []
+        self.ctx = None
+
+    def note_state(self) -> None:
+        state = LtssmState(self.ctx.get(self.link.status.state))
+        if not self.states or self.states[-1] != state:
+            self.states.append(state)
+
+    def sample(self, _cycle: int) -> None:
+        ctx, link = self.ctx, self.link
+        self.note_state()
+        for name in self.events:
+            self.events[name] += ctx.get(getattr(link, name))
+        if ctx.get(link.rx_tlp.valid):
+            if ctx.get(link.rx_tlp.p.first):
+                self._bytes = []
+            self._bytes.append(ctx.get(link.rx_tlp.p.data))
+        if ctx.get(link.rx_tlp_end):
+            status = TlpStatus(ctx.get(link.rx_tlp_status)).name
+            self.tlps.append((status, ctx.get(link.rx_tlp_seq), bytes(self._bytes)))
+            self._bytes = []
+        if ctx.get(link.rx_dllp.valid):
+            self.dllps.append(ctx.get(link.rx_dllp.payload).to_bytes(4, "little"))
+
+    def l0(self) -> bool:
+        return bool(self.ctx.get(self.link.status.link_up)) and \
+            self.partner.state == PartnerState.L0
+
+    async def run(self, cycles: int, until=None) -> int:
+        ran = await exchange_symbols(self.ctx, self.link, self.partner, cycles=cycles,
+                                     until=until, each=self.sample)
+        self.note_state()  # the state after the last clock edge
+        return ran
+
+    def simulate(self, script, *, endpoint_sends=None) -> None:
+        """Run ``script(bench)``; ``endpoint_sends(ctx, link)`` feeds the framer alongside."""
+        async def testbench(ctx):
+            self.ctx = ctx
+            await script(self)
+
+        sim = Simulator(self.link)
+        sim.add_clock(4e-9)
+        sim.add_testbench(testbench)
+        if endpoint_sends is not None:
+            async def sender(ctx):
+                await endpoint_sends(ctx, self.link)
+            sim.add_testbench(sender, background=True)
+        sim.run()
+
+
+def test_the_link_trains_from_detect_to_l0_with_the_root_ports_link_number():
+    result = {}
+
+    async def script(bench):
+        result["cycles"] = await bench.run(6000, until=bench.l0)
+        await bench.run(50)
+        status = bench.link.status
+        result["status"] = {f: bench.ctx.get(getattr(status, f))
+                            for f in ("width", "speed", "link_number", "lane_number")}
+
+    bench = Bench()
+    bench.simulate(script)
+    assert bench.states == TRAINED
+    assert result["status"] == {"width": 1, "speed": LinkSpeed.GEN1, "link_number": 5,
+                                "lane_number": 0}
+    assert bench.partner.history[-1] == PartnerState.L0
+    assert result["cycles"] < 6000 and bench.events["bad_symbol"] == 0
+
+
+def test_a_late_root_port_sends_the_endpoint_into_compliance_and_out_again():
+    silent = TIMING.detect_quiet + TIMING.polling_active + 500
+
+    async def script(bench):
+        await bench.run(silent + 8000, until=bench.l0)
+
+    bench = Bench(silent=silent)
+    bench.simulate(script)
+    assert bench.states[:5] == [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE,
+                                LtssmState.POLLING_ACTIVE, LtssmState.POLLING_COMPLIANCE,
+                                LtssmState.POLLING_ACTIVE]
+    assert bench.states[-1] == LtssmState.L0
+    # The partner's transmitter was silent, its receiver heard the compliance pattern.
+    assert bench.partner.seen_compliance > 100
+
+
+def test_recovery_from_either_side_returns_to_l0_and_is_counted():
+    result = {}
+
+    async def script(bench):
+        await bench.run(6000, until=bench.l0)
+        bench.partner.start_recovery()
+        await bench.run(50)
+        await bench.run(4000, until=bench.l0)
+        result["after_partner"] = bench.ctx.get(bench.link.recoveries)
+        bench.ctx.set(bench.link.retrain, 1)
+        await bench.run(1)
+        bench.ctx.set(bench.link.retrain, 0)
+        await bench.run(50)
+        await bench.run(4000, until=bench.l0)
+        result["after_endpoint"] = bench.ctx.get(bench.link.recoveries)
+
+    bench = Bench()
+    bench.simulate(script)
+    assert bench.states == TRAINED + RECOVERY + RECOVERY
+    assert (result["after_partner"], result["after_endpoint"]) == (1, 2)
+    assert bench.partner.history.count(PartnerState.RECOVERY_RCVRLOCK) == 2
+    assert bench.partner.state == PartnerState.L0
+
+
+def test_packets_cross_l0_both_ways_checked_with_skp_ordered_sets_on_the_link():
+    rng = random.Random(11)
+    to_endpoint: list[tuple[str, int, bytes]] = []
+    to_endpoint_dllps: list[bytes] = []
+    bad_dllps = 0
+    from_endpoint = [(seq, rng.randbytes(rng.choice((12, 16, 64, 256)))) for seq in range(10)]
+    from_endpoint_dllps = [ack_dllp(i) for i in range(6)]
+
+    async def endpoint_sends(ctx, link):
+        await ctx.tick().until(link.status.link_up)
+        for seq, body in from_endpoint:
+            ctx.set(link.tlp_seq, seq)
+            for i, byte in enumerate(body):
+                ctx.set(link.tlp.payload, {"data": byte, "last": i == len(body) - 1})
+                ctx.set(link.tlp.valid, 1)
+                await ctx.tick().until(link.tlp.ready)
+            ctx.set(link.tlp.valid, 0)
+            if from_endpoint_dllps:
+                ctx.set(link.dllp.payload, int.from_bytes(from_endpoint_dllps[seq % 6], "little"))
+                ctx.set(link.dllp.valid, 1)
+                await ctx.tick().until(link.dllp.ready)
+                ctx.set(link.dllp.valid, 0)
+            for _ in range(rng.randrange(200)):
+                await ctx.tick()
+
+    async def script(bench):
+        nonlocal bad_dllps
+        await bench.run(6000, until=bench.l0)
+        partner = bench.partner
+        for seq in range(16):
+            body = rng.randbytes(rng.choice((12, 16, 140)))
+            fault = seq % 4
+            if fault == 0:
+                partner.send_tlp(seq, body)
+                to_endpoint.append(("GOOD", seq, body))
+            elif fault == 1:  # one bit of the TLP flipped on the wire
+                wire = frame_tlp(seq, body)
+                wire[3 + rng.randrange(len(body))] ^= 1 << rng.randrange(8)
+                partner.send_symbols(wire)
+                to_endpoint.append(("BAD_LCRC", seq, None))
+            elif fault == 2:
+                partner.send_tlp(seq, body, nullified=True)
+                to_endpoint.append(("NULLIFIED", seq, body))
+            else:
+                dllp = fc_dllp(DllpType.UPDATE_FC_P, seq, 64 * seq)
+                partner.send_dllp(dllp)
+                to_endpoint_dllps.append(dllp)
+                wire = [KCode.SDP, *dllp, 0, 0, KCode.END]  # a DLLP with a wrong CRC
+                partner.send_symbols(wire)
+                bad_dllps += 1
+        await bench.run(12_000)
+
+    bench = Bench()
+    bench.simulate(script, endpoint_sends=endpoint_sends)
+    got = [(status, seq, body if expected is not None else None)
+           for (status, seq, body), (_, _, expected) in zip(bench.tlps, to_endpoint, strict=False)]
+    assert got == to_endpoint
+    assert bench.dllps == to_endpoint_dllps
+    assert bench.events["bad_dllp"] == bad_dllps and bench.events["bad_symbol"] == 0
+    received = bench.partner.received
+    assert [(p.status, p.seq, p.payload) for p in received if p.kind == "tlp"] == \
+        [("good", seq, body) for seq, body in from_endpoint]
+    assert [p.payload for p in received if p.kind == "dllp"] == \
+        [from_endpoint_dllps[seq % 6] for seq, _ in from_endpoint]
+    # SKP ordered sets both ways, every one found and taken out on the other side.
+    assert bench.events["skp_inserted"] >= 10
+    assert bench.partner.skp_received in (bench.events["skp_inserted"],
+                                          bench.events["skp_inserted"] - 1)
+    assert bench.events["skp_removed"] in (bench.partner.skp_sent, bench.partner.skp_sent - 1)
+    assert bench.states == TRAINED
