@@ -13,14 +13,16 @@ __all__ = ["exchange_symbols"]
 
 async def exchange_symbols(ctx, link: SoftLink, partner: RootPortPartner, *, cycles: int,
                            until: Callable[[], bool] | None = None,
-                           each: Callable[[int], None] | None = None) -> int:
+                           each: Callable[[int], None] | None = None,
+                           receiver_detected: bool = True) -> int:
     """Clock ``cycles`` symbol times (or until ``until()``), one symbol each way per clock.
 
     The endpoint's transmitter in electrical idle reaches the partner as ``None``; the
     partner's ``None`` holds the endpoint's receiver in electrical idle. ``each(cycle)`` runs
-    after every clock edge (to sample the endpoint's strobes). Returns the cycles run.
+    before every clock edge (to sample the endpoint's strobes); ``receiver_detected`` is what
+    the endpoint's receiver detection finds. Returns the cycles run.
     """
-    ctx.set(link.receiver_detected, 1)
+    ctx.set(link.receiver_detected, receiver_detected)
     ctx.set(link.tx.ready, 1)
     back = partner.step(None)
     for cycle in range(cycles):

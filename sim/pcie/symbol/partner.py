@@ -95,6 +95,12 @@ class RootPortPartner:
         """Raw symbols, sent whole in L0 (a corrupted packet, a stray K-code)."""
         self._outbox.append(list(symbols))
 
+    def power_off(self) -> None:
+        """Stop transmitting (electrical idle) for good, as a root port that went away."""
+        self.silent = float("inf")
+        self._tx.clear()
+        self._goto(PartnerState.DETECT)
+
     def start_recovery(self) -> None:
         self._goto(PartnerState.RECOVERY_RCVRLOCK)
 

@@ -13,7 +13,7 @@ from busprobe.gateware.pcie.soft.deframer import TlpStatus
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
-from busprobe.protocol.pcie_ltssm import LinkSpeed, LtssmState
+from busprobe.protocol.pcie_ltssm import LinkSpeed, LinkStatus, LtssmState, unpack_link_status
 from busprobe.protocol.pcie_symbols import KCode
 from busprobe.sim.pcie.symbol.amaranth_bench import exchange_symbols
 from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
@@ -68,9 +68,9 @@ class Bench:
         return bool(self.ctx.get(self.link.status.link_up)) and \
             self.partner.state == PartnerState.L0
 
-    async def run(self, cycles: int, until=None) -> int:
+    async def run(self, cycles: int, until=None, **options) -> int:
         ran = await exchange_symbols(self.ctx, self.link, self.partner, cycles=cycles,
-                                     until=until, each=self.sample)
+                                     until=until, each=self.sample, **options)
         self.note_state()  # the state after the last clock edge
         return ran
 
@@ -96,15 +96,13 @@ def test_the_link_trains_from_detect_to_l0_with_the_root_ports_link_number():
     async def script(bench):
         result["cycles"] = await bench.run(6000, until=bench.l0)
         await bench.run(50)
-        status = bench.link.status
-        result["status"] = {f: bench.ctx.get(getattr(status, f))
-                            for f in ("width", "speed", "link_number", "lane_number")}
+        result["status"] = unpack_link_status(bench.ctx.get(bench.link.status.as_value()))
 
     bench = Bench()
     bench.simulate(script)
     assert bench.states == TRAINED
-    assert result["status"] == {"width": 1, "speed": LinkSpeed.GEN1, "link_number": 5,
-                                "lane_number": 0}
+    assert result["status"] == LinkStatus(LtssmState.L0, link_up=True, width=1,
+                                          speed=LinkSpeed.GEN1, link_number=5, lane_number=0)
     assert bench.partner.history[-1] == PartnerState.L0
     assert result["cycles"] < 6000 and bench.events["bad_symbol"] == 0
 
@@ -147,6 +145,39 @@ def test_recovery_from_either_side_returns_to_l0_and_is_counted():
     assert (result["after_partner"], result["after_endpoint"]) == (1, 2)
     assert bench.partner.history.count(PartnerState.RECOVERY_RCVRLOCK) == 2
     assert bench.partner.state == PartnerState.L0
+
+
+def test_without_a_receiver_the_endpoint_stays_in_detect_and_never_transmits():
+    result = {"sent": 0}
+
+    async def script(bench):
+        for _ in range(5):
+            await bench.run(TIMING.detect_quiet, receiver_detected=False)
+            result["sent"] += not bench.ctx.get(bench.link.tx_electrical_idle)
+
+    bench = Bench(silent=10**9)  # and no termination: nothing at the other end
+    bench.simulate(script)
+    # Detect.Quiet's timeout, Detect.Active finds no receiver, again and again.
+    cycle = [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE]
+    assert len(bench.states) >= 8 and bench.states == (cycle * 5)[:len(bench.states)]
+    assert result["sent"] == 0 and bench.partner.history == [PartnerState.DETECT]
+
+
+def test_a_root_port_that_goes_away_takes_the_link_down_through_recovery_to_detect():
+    result = {}
+
+    async def script(bench):
+        await bench.run(6000, until=bench.l0)
+        bench.partner.power_off()
+        await bench.run(TIMING.recovery_lock + TIMING.detect_quiet + 100)
+        result["link_up"] = bench.ctx.get(bench.link.status.link_up)
+        result["width"] = bench.ctx.get(bench.link.status.width)
+
+    bench = Bench()
+    bench.simulate(script)
+    assert bench.states[len(TRAINED):] == [LtssmState.RECOVERY_RCVRLOCK, LtssmState.DETECT_QUIET,
+                                           LtssmState.DETECT_ACTIVE, LtssmState.POLLING_ACTIVE]
+    assert result == {"link_up": 0, "width": 0}
 
 
 def test_packets_cross_l0_both_ways_checked_with_skp_ordered_sets_on_the_link():
