@@ -4,38 +4,65 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 
 from .partner import RootPortPartner
 
-__all__ = ["exchange_symbols"]
+__all__ = ["SymbolExchange", "SIM_TIMING"]
+
+#: The LTSSM's timeouts and Polling.Active's TS1 count scaled down for simulation (thousands of
+#: symbol times instead of milliseconds, 16 TS1s instead of 1024): the same state machine.
+SIM_TIMING = LtssmTiming(detect_quiet=100, polling_active=2000, polling_configuration=4000,
+                         configuration=2000, short=1000, recovery_lock=2000,
+                         recovery_configuration=4000, polling_ts1_min=16)
 
 
-async def exchange_symbols(ctx, link: SoftLink, partner: RootPortPartner, *, cycles: int,
-                           until: Callable[[], bool] | None = None,
-                           each: Callable[[int], None] | None = None,
-                           receiver_detected: bool = True) -> int:
-    """Clock ``cycles`` symbol times (or until ``until()``), one symbol each way per clock.
+class SymbolExchange:
+    """Clocks a :class:`RootPortPartner` against a link, one symbol each way per clock.
 
-    The endpoint's transmitter in electrical idle reaches the partner as ``None``; the
-    partner's ``None`` holds the endpoint's receiver in electrical idle. ``each(cycle)`` runs
-    before every clock edge (to sample the endpoint's strobes); ``receiver_detected`` is what
-    the endpoint's receiver detection finds. Returns the cycles run.
+    Keeps the symbol the partner has produced but the link has not yet received between
+    :meth:`run` calls, so a test can stop, poke the link or the partner, and go on without a
+    symbol lost.
+
+    Parameters
+    ----------
+    link: the endpoint's link (a :class:`~busprobe.gateware.pcie.soft.soft_link.SoftLink` or
+        anything with its ``rx``/``tx`` ports).
+    partner: the root port.
     """
-    ctx.set(link.receiver_detected, receiver_detected)
-    ctx.set(link.tx.ready, 1)
-    back = partner.step(None)
-    for cycle in range(cycles):
-        ctx.set(link.rx_electrical_idle, back is None)
-        ctx.set(link.rx.valid, back is not None)
-        ctx.set(link.rx.p.symbol, back or 0)
-        if each is not None:
-            each(cycle)
-        # What the endpoint sends is read at the clock edge, not before it: another testbench
-        # (one feeding the framer) may change it in between.
-        _, _, symbol, electrical_idle = await ctx.tick().sample(link.tx.p.symbol,
-                                                                link.tx_electrical_idle)
-        back = partner.step(None if electrical_idle else symbol)
-        if until is not None and until():
-            return cycle + 1
-    return cycles
+
+    def __init__(self, link: SoftLink, partner: RootPortPartner):
+        self.link, self.partner = link, partner
+        self._back: int | None = None
+        self._started = False
+
+    async def run(self, ctx, *, cycles: int, until: Callable[[], bool] | None = None,
+                  each: Callable[[int], None] | None = None,
+                  receiver_detected: bool = True) -> int:
+        """Clock ``cycles`` symbol times (or until ``until()``).
+
+        The endpoint's transmitter in electrical idle reaches the partner as ``None``; the
+        partner's ``None`` holds the endpoint's receiver in electrical idle. ``each(cycle)``
+        runs before every clock edge (to sample the endpoint's strobes); ``receiver_detected``
+        is what the endpoint's receiver detection finds. Returns the cycles run.
+        """
+        link, partner = self.link, self.partner
+        ctx.set(link.receiver_detected, receiver_detected)
+        ctx.set(link.tx.ready, 1)
+        if not self._started:
+            self._back, self._started = partner.step(None), True
+        for cycle in range(cycles):
+            ctx.set(link.rx_electrical_idle, self._back is None)
+            ctx.set(link.rx.valid, self._back is not None)
+            ctx.set(link.rx.p.symbol, self._back or 0)
+            if each is not None:
+                each(cycle)
+            # What the endpoint sends is read at the clock edge, not before it: another
+            # testbench (one feeding the framer) may change it in between.
+            _, _, symbol, electrical_idle = await ctx.tick().sample(link.tx.p.symbol,
+                                                                    link.tx_electrical_idle)
+            self._back = partner.step(None if electrical_idle else symbol)
+            if until is not None and until():
+                return cycle + 1
+        return cycles

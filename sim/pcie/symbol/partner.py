@@ -18,6 +18,8 @@ from busprobe.protocol.pcie_symbols import (
     encode_ts,
 )
 
+from .partner_dll import PartnerDataLink
+
 __all__ = ["RootPortPartner", "PartnerState"]
 
 
@@ -60,10 +62,12 @@ class RootPortPartner:
     silent: symbol times it stays in electrical idle before training (an endpoint whose
         Polling.Active times out first goes to Polling.Compliance).
     skp_interval: symbol times between SKP ordered sets.
+    data_link: run flow-control initialisation in L0 (:class:`.partner_dll.PartnerDataLink`);
+        off, the partner sends only what the test asks for.
     """
 
     def __init__(self, *, link: int = 0, lane: int = 0, polling_ts1_min: int = 16,
-                 silent: int = 0, skp_interval: int = 1200):
+                 silent: int = 0, skp_interval: int = 1200, data_link: bool = True):
         self.link, self.lane = link, lane
         self.polling_ts1_min = polling_ts1_min
         self.silent = silent
@@ -83,6 +87,9 @@ class RootPortPartner:
         self._os: list[int] | None = None  # an ordered set being received
         self._skipping = False
         self._time = 0
+        self.dll = PartnerDataLink()
+        self.data_link = data_link
+        self._packet: list[int] | None = None  # a packet being received in L0
 
     # What the tests ask for. ------------------------------------------------------------------
     def send_tlp(self, seq: int, tlp: bytes, *, nullified: bool = False) -> None:
@@ -130,6 +137,10 @@ class RootPortPartner:
         return self._tx.popleft()
 
     def _goto(self, state: str) -> None:
+        if state == PartnerState.L0:
+            self.dll.link_up()
+        elif state in (PartnerState.DETECT, PartnerState.POLLING_ACTIVE):
+            self.dll.link_down()
         self.state = state
         self.history.append(state)
         self._counts = _Counts()
@@ -161,6 +172,9 @@ class RootPortPartner:
             self._tx.extend(encode_ts(TrainingSet(ts_kind, link, lane)))
         elif self.state == PartnerState.L0 and self._outbox:
             self._tx.extend(self._outbox.popleft())
+        elif (self.state == PartnerState.L0 and self.data_link
+              and (dllp := self.dll.next_dllp()) is not None):
+            self._tx.extend(frame_dllp(dllp))
         else:
             self._tx.append(LOGICAL_IDLE)
             self._sent_kind = None
@@ -206,6 +220,7 @@ class RootPortPartner:
             return
         if self.state == PartnerState.L0:
             self.l0_symbols.append(symbol)
+            self._collect(symbol)
         if self.state in (PartnerState.CONFIG_IDLE, PartnerState.RECOVERY_IDLE):
             counts = self._counts
             if symbol == LOGICAL_IDLE:
@@ -214,6 +229,18 @@ class RootPortPartner:
             elif counts.rx < 8:
                 counts.rx = 0
             self._advance()
+
+    def _collect(self, symbol: int) -> None:
+        """Hand each packet to the data link layer as its END/EDB arrives."""
+        if symbol in (KCode.STP, KCode.SDP):
+            self._packet = []
+        if self._packet is None:
+            return
+        self._packet.append(symbol)
+        if symbol in (KCode.END, KCode.EDB):
+            for packet in deframe(self._packet):
+                self.dll.on_packet(packet)
+            self._packet = None
 
     def _on_ts(self, ts: TrainingSet) -> None:
         state, counts = self.state, self._counts

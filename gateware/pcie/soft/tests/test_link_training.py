@@ -2,7 +2,7 @@
 
 Training from Detect to L0 (and through Polling.Compliance when the root port is late), Recovery
 started from either side, and packets both ways in L0 with SKP ordered sets on the link. The
-LTSSM's timeouts and Polling.Active's TS1 count are scaled down (:data:`TIMING`); the state
+LTSSM's timeouts and Polling.Active's TS1 count are scaled down (:data:`SIM_TIMING`); the state
 machine and every ordered set are as in the spec.
 """
 
@@ -10,17 +10,14 @@ import random
 
 from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.deframer import TlpStatus
-from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
 from busprobe.protocol.pcie_ltssm import LinkSpeed, LinkStatus, LtssmState, unpack_link_status
 from busprobe.protocol.pcie_symbols import KCode
-from busprobe.sim.pcie.symbol.amaranth_bench import exchange_symbols
+from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, SymbolExchange
 from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
 
-TIMING = LtssmTiming(detect_quiet=100, polling_active=2000, polling_configuration=4000,
-                     configuration=2000, short=1000, recovery_lock=2000,
-                     recovery_configuration=4000, polling_ts1_min=16)
+TIMING = SIM_TIMING
 TRAINED = [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE, LtssmState.POLLING_ACTIVE,
            LtssmState.POLLING_CONFIGURATION, LtssmState.CONFIG_LINKWIDTH_START,
            LtssmState.CONFIG_LINKWIDTH_ACCEPT, LtssmState.CONFIG_LANENUM_WAIT,
@@ -34,7 +31,9 @@ class Bench:
 
     def __init__(self, **partner_options):
         self.link = SoftLink(timing=TIMING)
-        self.partner = RootPortPartner(link=5, lane=0, **partner_options)
+        # The link alone: the partner sends only what a test asks for (no InitFC).
+        self.partner = RootPortPartner(link=5, lane=0, data_link=False, **partner_options)
+        self.exchange = SymbolExchange(self.link, self.partner)
         self.states: list[LtssmState] = []
         self.events: dict[str, int] = dict.fromkeys(
             ("bad_dllp", "bad_symbol", "skp_inserted", "skp_removed"), 0)
@@ -69,8 +68,8 @@ class Bench:
             self.partner.state == PartnerState.L0
 
     async def run(self, cycles: int, until=None, **options) -> int:
-        ran = await exchange_symbols(self.ctx, self.link, self.partner, cycles=cycles,
-                                     until=until, each=self.sample, **options)
+        ran = await self.exchange.run(self.ctx, cycles=cycles, until=until, each=self.sample,
+                                      **options)
         self.note_state()  # the state after the last clock edge
         return ran
 

@@ -1,0 +1,118 @@
+"""The soft endpoint's link with the data link layer's receive side and DL_Init on top."""
+
+from amaranth import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
+from .deframer import RX_TLP_BYTE, TlpStatus
+from .fc_init import CREDITS, FlowControlInit
+from .framer import TLP_BYTE
+from .ltssm import LINK_STATUS, LtssmTiming
+from .soft_link import SoftLink
+from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+
+__all__ = ["SoftDataLink"]
+
+
+class SoftDataLink(wiring.Component):
+    """:class:`~.soft_link.SoftLink` plus flow-control initialisation, NEXT_TRANSMIT_SEQ and
+    the ACK/NAK receive side: what a transaction layer needs to send and receive TLPs.
+
+    Not yet here: the replay buffer (a NAK or a replay timeout does not resend; ACKs received
+    are not acted on) and UpdateFC (credits are advertised once, at InitFC).
+
+    Attributes
+    ----------
+    rx, rx_electrical_idle, receiver_detected, tx, tx_electrical_idle: as SoftLink's.
+    tlp: stream of TLP_BYTE, input
+        TLPs to send; taken only while ``dl_active``; each gets the next sequence number.
+    rx_tlp: stream of RX_TLP_BYTE, output; rx_accept, rx_discard: Signal(), output
+        Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
+    dl_active: Signal(), output
+    partner_posted, partner_non_posted, partner_completion: Signal(CREDITS), output
+    next_transmit_seq, next_rcv_seq: Signal(12), output
+    naks, duplicates: Signal(16), output
+    status: Signal(LINK_STATUS), output
+    """
+
+    rx: In(rx_symbol_stream())
+    rx_electrical_idle: In(1)
+    receiver_detected: In(1)
+    tx: Out(tx_symbol_stream())
+    tx_electrical_idle: Out(1)
+    tlp: In(stream.Signature(TLP_BYTE))
+    rx_tlp: Out(stream.Signature(RX_TLP_BYTE, always_ready=True))
+    rx_accept: Out(1)
+    rx_discard: Out(1)
+    dl_active: Out(1)
+    partner_posted: Out(CREDITS)
+    partner_non_posted: Out(CREDITS)
+    partner_completion: Out(CREDITS)
+    next_transmit_seq: Out(12)
+    next_rcv_seq: Out(12)
+    naks: Out(16)
+    duplicates: Out(16)
+    status: Out(LINK_STATUS)
+
+    def __init__(self, *, timing: LtssmTiming | None = None,
+                 ack_latency: int = DEFAULT_ACK_LATENCY, **link_options):
+        self._timing = timing
+        self._ack_latency = ack_latency
+        self._link_options = link_options
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.link = link = SoftLink(timing=self._timing, **self._link_options)
+        m.submodules.fc_init = fc = FlowControlInit()
+        m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
+        link_up = link.status.link_up
+
+        wiring.connect(m, wiring.flipped(self.rx), link.rx)
+        wiring.connect(m, link.tx, wiring.flipped(self.tx))
+        wiring.connect(m, link.rx_tlp, wiring.flipped(self.rx_tlp))
+        m.d.comb += [
+            link.rx_electrical_idle.eq(self.rx_electrical_idle),
+            link.receiver_detected.eq(self.receiver_detected),
+            self.tx_electrical_idle.eq(link.tx_electrical_idle),
+            self.status.eq(link.status),
+            fc.link_up.eq(link_up),
+            fc.rx_dllp.valid.eq(link.rx_dllp.valid),
+            fc.rx_dllp.payload.eq(link.rx_dllp.payload),
+            fc.rx_tlp_good.eq(link.rx_tlp_end & (link.rx_tlp_status == TlpStatus.GOOD)),
+            self.dl_active.eq(fc.dl_active),
+            self.partner_posted.eq(fc.partner_posted),
+            self.partner_non_posted.eq(fc.partner_non_posted),
+            self.partner_completion.eq(fc.partner_completion),
+            ack_nak.link_up.eq(link_up),
+            ack_nak.tlp_end.eq(link.rx_tlp_end),
+            ack_nak.tlp_status.eq(link.rx_tlp_status),
+            ack_nak.tlp_seq.eq(link.rx_tlp_seq),
+            self.rx_accept.eq(ack_nak.accept),
+            self.rx_discard.eq(ack_nak.discard),
+            self.next_rcv_seq.eq(ack_nak.next_rcv_seq),
+            self.naks.eq(ack_nak.naks),
+            self.duplicates.eq(ack_nak.duplicates),
+        ]
+
+        # DLLPs: an ACK/NAK goes before flow-control initialisation.
+        with m.If(ack_nak.tx_dllp.valid):
+            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(ack_nak.tx_dllp.payload),
+                         ack_nak.tx_dllp.ready.eq(link.dllp.ready)]
+        with m.Else():
+            m.d.comb += [link.dllp.valid.eq(fc.tx_dllp.valid),
+                         link.dllp.payload.eq(fc.tx_dllp.payload),
+                         fc.tx_dllp.ready.eq(link.dllp.ready)]
+
+        # TLPs, numbered from 0 at each DL_Active.
+        seq = self.next_transmit_seq
+        m.d.comb += [link.tlp.payload.eq(self.tlp.payload), link.tlp_seq.eq(seq),
+                     link.tlp.valid.eq(self.tlp.valid & fc.dl_active),
+                     self.tlp.ready.eq(link.tlp.ready & fc.dl_active)]
+        with m.If(link.tlp.valid & link.tlp.ready & self.tlp.payload.last):
+            m.d.sync += seq.eq(seq + 1)
+        with m.If(~fc.dl_active):
+            m.d.sync += seq.eq(0)
+        # link.retrain stays low: REPLAY_NUM rollover needs the replay buffer (next slice).
+        return m
