@@ -9,6 +9,7 @@ from .deframer import RX_TLP_BYTE, TlpStatus
 from .fc_init import CREDITS, FlowControlInit
 from .framer import TLP_BYTE
 from .ltssm import LINK_STATUS, LtssmTiming
+from .replay_buffer import DEFAULT_REPLAY_TIMEOUT, ReplayBuffer
 from .soft_link import SoftLink
 from .symbol_stream import rx_symbol_stream, tx_symbol_stream
 
@@ -16,11 +17,13 @@ __all__ = ["SoftDataLink"]
 
 
 class SoftDataLink(wiring.Component):
-    """:class:`~.soft_link.SoftLink` plus flow-control initialisation, NEXT_TRANSMIT_SEQ and
-    the ACK/NAK receive side: what a transaction layer needs to send and receive TLPs.
+    """:class:`~.soft_link.SoftLink` plus the data link layer: flow-control initialisation,
+    the replay buffer (sequence numbers, ACK/NAK received, replay, REPLAY_NUM rollover into
+    Recovery) and the ACK/NAK receive side: what a transaction layer needs to send and receive
+    TLPs.
 
-    Not yet here: the replay buffer (a NAK or a replay timeout does not resend; ACKs received
-    are not acted on) and UpdateFC (credits are advertised once, at InitFC).
+    Not yet here: UpdateFC (credits are advertised once, at InitFC, and the partner's are not
+    counted down) and the DLLP and replay timers' scaling with the negotiated MPS.
 
     Attributes
     ----------
@@ -31,9 +34,12 @@ class SoftDataLink(wiring.Component):
         Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
     dl_active: Signal(), output
     partner_posted, partner_non_posted, partner_completion: Signal(CREDITS), output
-    next_transmit_seq, next_rcv_seq: Signal(12), output
+    next_transmit_seq, acked_seq, next_rcv_seq: Signal(12), output
     naks, duplicates: Signal(16), output
-    status: Signal(LINK_STATUS), output
+        NAKs sent, duplicate TLPs dropped.
+    replays, replay_timeouts, protocol_errors: Signal(16), output
+        See :class:`~.replay_buffer.ReplayBuffer`.
+    status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
     """
 
     rx: In(rx_symbol_stream())
@@ -50,15 +56,22 @@ class SoftDataLink(wiring.Component):
     partner_non_posted: Out(CREDITS)
     partner_completion: Out(CREDITS)
     next_transmit_seq: Out(12)
+    acked_seq: Out(12)
+    replays: Out(16)
+    replay_timeouts: Out(16)
+    protocol_errors: Out(16)
     next_rcv_seq: Out(12)
     naks: Out(16)
     duplicates: Out(16)
     status: Out(LINK_STATUS)
+    recoveries: Out(16)
 
     def __init__(self, *, timing: LtssmTiming | None = None,
-                 ack_latency: int = DEFAULT_ACK_LATENCY, **link_options):
+                 ack_latency: int = DEFAULT_ACK_LATENCY,
+                 replay_timeout: int = DEFAULT_REPLAY_TIMEOUT, **link_options):
         self._timing = timing
         self._ack_latency = ack_latency
+        self._replay_timeout = replay_timeout
         self._link_options = link_options
         super().__init__()
 
@@ -67,7 +80,9 @@ class SoftDataLink(wiring.Component):
         m.submodules.link = link = SoftLink(timing=self._timing, **self._link_options)
         m.submodules.fc_init = fc = FlowControlInit()
         m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
-        link_up = link.status.link_up
+        m.submodules.replay = replay = ReplayBuffer(replay_timeout=self._replay_timeout)
+        # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
+        link_up = link.physical_link_up
 
         wiring.connect(m, wiring.flipped(self.rx), link.rx)
         wiring.connect(m, link.tx, wiring.flipped(self.tx))
@@ -77,6 +92,7 @@ class SoftDataLink(wiring.Component):
             link.receiver_detected.eq(self.receiver_detected),
             self.tx_electrical_idle.eq(link.tx_electrical_idle),
             self.status.eq(link.status),
+            self.recoveries.eq(link.recoveries),
             fc.link_up.eq(link_up),
             fc.rx_dllp.valid.eq(link.rx_dllp.valid),
             fc.rx_dllp.payload.eq(link.rx_dllp.payload),
@@ -105,14 +121,23 @@ class SoftDataLink(wiring.Component):
                          link.dllp.payload.eq(fc.tx_dllp.payload),
                          fc.tx_dllp.ready.eq(link.dllp.ready)]
 
-        # TLPs, numbered from 0 at each DL_Active.
-        seq = self.next_transmit_seq
-        m.d.comb += [link.tlp.payload.eq(self.tlp.payload), link.tlp_seq.eq(seq),
-                     link.tlp.valid.eq(self.tlp.valid & fc.dl_active),
-                     self.tlp.ready.eq(link.tlp.ready & fc.dl_active)]
-        with m.If(link.tlp.valid & link.tlp.ready & self.tlp.payload.last):
-            m.d.sync += seq.eq(seq + 1)
-        with m.If(~fc.dl_active):
-            m.d.sync += seq.eq(0)
-        # link.retrain stays low: REPLAY_NUM rollover needs the replay buffer (next slice).
+        # TLPs: numbered and kept by the replay buffer from DL_Active on.
+        m.d.comb += [
+            replay.active.eq(fc.dl_active),
+            replay.tlp.valid.eq(self.tlp.valid & fc.dl_active),
+            replay.tlp.payload.eq(self.tlp.payload),
+            self.tlp.ready.eq(replay.tlp.ready & fc.dl_active),
+            replay.rx_dllp.valid.eq(link.rx_dllp.valid),
+            replay.rx_dllp.payload.eq(link.rx_dllp.payload),
+            link.tlp.valid.eq(replay.source.valid),
+            link.tlp.payload.eq(replay.source.payload),
+            replay.source.ready.eq(link.tlp.ready),
+            link.tlp_seq.eq(replay.source_seq),
+            link.retrain.eq(replay.retrain),
+            self.next_transmit_seq.eq(replay.next_transmit_seq),
+            self.acked_seq.eq(replay.acked_seq),
+            self.replays.eq(replay.replays),
+            self.replay_timeouts.eq(replay.timeouts),
+            self.protocol_errors.eq(replay.protocol_errors),
+        ]
         return m

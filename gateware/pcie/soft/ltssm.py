@@ -75,6 +75,9 @@ class Ltssm(wiring.Component):
         State, link up (L0), width and speed trained, link and lane numbers.
     recoveries: Signal(16), output
         Times L0 went to Recovery (wraps).
+    physical_link_up: Signal(), output
+        The physical layer's LinkUp (§3.2.1): from the first L0 until the link falls back to
+        Detect; it stays up through Recovery, so the data link layer keeps its state.
 
     Parameters
     ----------
@@ -98,6 +101,7 @@ class Ltssm(wiring.Component):
     skp_enable: Out(1)
     status: Out(LINK_STATUS)
     recoveries: Out(16)
+    physical_link_up: Out(1)
 
     def __init__(self, *, timing: LtssmTiming | None = None, n_fts: int = 255):
         self._timing = timing or LtssmTiming.spec()
@@ -120,7 +124,8 @@ class Ltssm(wiring.Component):
         m.d.comb += [ts.n_fts.eq(self._n_fts), ts.rate.eq(RATE_2_5GT), self.status.state.eq(state),
                      self.status.link_number.eq(link), self.status.lane_number.eq(lane)]
         with m.If(trained):
-            m.d.comb += [self.status.width.eq(1), self.status.speed.eq(LinkSpeed.GEN1)]
+            m.d.comb += [self.status.width.eq(1), self.status.speed.eq(LinkSpeed.GEN1),
+                         self.physical_link_up.eq(1)]
         m.d.sync += timer.eq(timer + 1)
         with m.If(~self.rx_electrical_idle):
             m.d.sync += left_idle.eq(1)

@@ -42,7 +42,7 @@ class SoftLink(wiring.Component):
         What arrived (see :class:`~.deframer.DataLinkDeframer`).
     skp_inserted, skp_removed: Signal(), output
         Strobes, one per SKP ordered set.
-    status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
+    status: Signal(LINK_STATUS), output; recoveries, physical_link_up: output
         From the LTSSM.
 
     Parameters
@@ -72,6 +72,7 @@ class SoftLink(wiring.Component):
     skp_removed: Out(1)
     status: Out(LINK_STATUS)
     recoveries: Out(16)
+    physical_link_up: Out(1)
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  skp_interval: int = DEFAULT_SKP_INTERVAL, max_payload: int = 512):
@@ -138,5 +139,6 @@ class SoftLink(wiring.Component):
             ltssm.idle_sent.eq(transmitter.idle_sent),
             self.status.eq(ltssm.status),
             self.recoveries.eq(ltssm.recoveries),
+            self.physical_link_up.eq(ltssm.physical_link_up),
         ]
         return m

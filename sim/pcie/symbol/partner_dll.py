@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
-from busprobe.protocol.pcie_dll import DllpType, FramedPacket, fc_dllp
+from busprobe.protocol.pcie_dll import (
+    SEQ_MODULUS,
+    DllpType,
+    FramedPacket,
+    ack_dllp,
+    fc_dllp,
+    nak_dllp,
+)
 
 __all__ = ["PartnerDataLink"]
 
@@ -21,6 +29,10 @@ class PartnerDataLink:
     state: ``"inactive"``, ``"init1"``, ``"init2"`` or ``"active"``.
     credits: the endpoint's advertised (header, data) credits by type name (P, NP, CPL).
     acks, naks: sequence numbers of the ACK and NAK DLLPs received, in order.
+    tlps: the TLPs kept (sequence number, bytes), in order: each once, as §3.5.3.1 says.
+    naks_sent, duplicates: NAKs sent and duplicate TLPs dropped.
+    withhold_acks: ACKs still to be dropped instead of sent (a lossy link, for the tests).
+    corrupt_tlps: TLPs still to be treated as arriving with a bad LCRC.
     """
 
     def __init__(self, *, credits: tuple[tuple[int, int], ...] = ((64, 512), (64, 16), (0, 0))):
@@ -30,18 +42,30 @@ class PartnerDataLink:
         self.acks: list[int] = []
         self.naks: list[int] = []
         self._got: set[int] = set()
+        self.tlps: list[tuple[int, bytes]] = []
+        self.naks_sent = 0
+        self.duplicates = 0
+        self.withhold_acks = 0
+        self.corrupt_tlps = 0
+        self._next_rcv = 0
+        self._nak_scheduled = False
+        self._owed: bytes | None = None  # the ACK or NAK to send next
         self._order = itertools.cycle(range(3))
 
     def link_up(self) -> None:
         if self.state == "inactive":
             self.state = "init1"
             self._got.clear()
+            self._next_rcv, self._nak_scheduled, self._owed = 0, False, None
 
     def link_down(self) -> None:
         self.state = "inactive"
 
     def next_dllp(self) -> bytes | None:
-        """The InitFC DLLP to send next while initialising, else ``None``."""
+        """An owed ACK/NAK, else the InitFC DLLP to send while initialising, else ``None``."""
+        if self._owed is not None:
+            owed, self._owed = self._owed, None
+            return owed
         if self.state not in ("init1", "init2"):
             return None
         i = next(self._order)
@@ -49,11 +73,10 @@ class PartnerDataLink:
         return fc_dllp(kinds[i], *self.advertised[i])
 
     def on_packet(self, packet: FramedPacket) -> None:
-        if packet.status != "good":
-            return
         if packet.kind == "tlp":
-            if self.state == "init2":
-                self.state = "active"
+            self._on_tlp(packet)
+            return
+        if packet.status != "good":
             return
         kind, word = packet.payload[0], int.from_bytes(packet.payload, "big")
         if kind == DllpType.ACK:
@@ -69,3 +92,34 @@ class PartnerDataLink:
         if self.state == "init1" and self._got == {0, 1, 2}:
             self.state = "init2"
             self._order = itertools.cycle(range(3))
+
+    def _on_tlp(self, packet: FramedPacket) -> None:
+        """§3.5.3.1: keep the next in order and ACK it, drop and ACK a duplicate, NAK the rest
+        once (a nullified TLP is dropped silently)."""
+        if packet.status == "good" and self.corrupt_tlps:
+            self.corrupt_tlps -= 1
+            packet = dataclasses.replace(packet, status="bad_crc")
+        if packet.status == "nullified":
+            return
+        last = (self._next_rcv - 1) % SEQ_MODULUS
+        if packet.status == "good" and packet.seq == self._next_rcv:
+            if self.state == "init2":
+                self.state = "active"
+            self.tlps.append((packet.seq, packet.payload))
+            self._next_rcv = (self._next_rcv + 1) % SEQ_MODULUS
+            self._nak_scheduled = False
+            self._ack((self._next_rcv - 1) % SEQ_MODULUS)
+        elif packet.status == "good" and (self._next_rcv - packet.seq) % SEQ_MODULUS <= 2048:
+            self.duplicates += 1
+            self._ack(last)
+        elif not self._nak_scheduled:
+            self._nak_scheduled = True
+            self.naks_sent += 1
+            self._owed = nak_dllp(last)
+
+    def _ack(self, seq: int) -> None:
+        if self.withhold_acks:
+            self.withhold_acks -= 1
+            return
+        if self._owed is None or self._owed[0] == DllpType.ACK:
+            self._owed = ack_dllp(seq)

@@ -125,3 +125,58 @@ def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked():
     assert [(p.status, p.seq, p.payload) for p in received] == \
         [("good", seq, body) for seq, body in enumerate(from_endpoint)]
     assert result["next_transmit_seq"] == 3
+
+
+def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int):
+    """The endpoint sends ``tlps`` TLPs to a partner that loses ACKs and sees bad LCRCs."""
+    rng = random.Random(tlps + withhold_acks + corrupt_tlps)
+    link = SoftDataLink(timing=SIM_TIMING, ack_latency=40, replay_timeout=400)
+    partner = RootPortPartner(link=0, lane=0)
+    exchange = SymbolExchange(link, partner)
+    bodies = [rng.randbytes(rng.choice((12, 16, 64, 128))) for _ in range(tlps)]
+    result = {}
+
+    async def endpoint_sends(ctx):
+        await ctx.tick().until(link.dl_active)
+        for body in bodies:
+            for i, byte in enumerate(body):
+                ctx.set(link.tlp.payload, {"data": byte, "last": i == len(body) - 1})
+                ctx.set(link.tlp.valid, 1)
+                await ctx.tick().until(link.tlp.ready)
+            ctx.set(link.tlp.valid, 0)
+
+    async def testbench(ctx):
+        await exchange.run(ctx, cycles=8000,
+                           until=lambda: ctx.get(link.dl_active) and partner.dll.state == "active")
+        partner.dll.withhold_acks = withhold_acks
+        partner.dll.corrupt_tlps = corrupt_tlps
+        await exchange.run(ctx, cycles=cycles)
+        for name in ("acked_seq", "next_transmit_seq", "replays", "replay_timeouts",
+                     "protocol_errors", "recoveries"):
+            result[name] = ctx.get(getattr(link, name))
+        result["state"] = ctx.get(link.status.state)
+
+    sim = Simulator(link)
+    sim.add_clock(4e-9)
+    sim.add_testbench(testbench)
+    sim.add_testbench(endpoint_sends, background=True)
+    sim.run()
+    return bodies, partner, result
+
+
+def test_lost_acks_and_bad_lcrcs_are_answered_by_replay_and_every_tlp_arrives_once():
+    bodies, partner, result = run_hostile(tlps=8, withhold_acks=3, corrupt_tlps=2, cycles=6000)
+    assert partner.dll.tlps == list(enumerate(bodies))
+    assert partner.dll.naks_sent >= 1 and result["replays"] >= partner.dll.naks_sent
+    assert (result["acked_seq"], result["next_transmit_seq"]) == (7, 8)
+    assert result["protocol_errors"] == 0 and result["recoveries"] == 0
+
+
+def test_four_replays_without_progress_retrain_the_link_and_then_the_tlps_get_through():
+    # Every ACK lost for the first ~5 replay timeouts: REPLAY_NUM rolls over into Recovery.
+    bodies, partner, result = run_hostile(tlps=2, withhold_acks=10, corrupt_tlps=0,
+                                          cycles=9000)
+    assert result["recoveries"] >= 1 and result["replay_timeouts"] >= 4
+    assert partner.dll.tlps == list(enumerate(bodies))
+    assert partner.dll.duplicates >= 4
+    assert (result["acked_seq"], result["next_transmit_seq"], result["state"]) == (1, 2, 10)
