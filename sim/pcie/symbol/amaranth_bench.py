@@ -8,6 +8,7 @@ from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 
 from .partner import RootPortPartner
+from .wire_faults import WireFaults
 
 __all__ = ["SymbolExchange", "SIM_TIMING"]
 
@@ -30,10 +31,12 @@ class SymbolExchange:
     link: the endpoint's link (a :class:`~busprobe.gateware.pcie.soft.soft_link.SoftLink` or
         anything with its ``rx``/``tx`` ports).
     partner: the root port.
+    faults: symbol errors on the wire both ways (off until ``faults.enabled``).
     """
 
-    def __init__(self, link: SoftLink, partner: RootPortPartner):
-        self.link, self.partner = link, partner
+    def __init__(self, link: SoftLink, partner: RootPortPartner, *,
+                 faults: WireFaults | None = None):
+        self.link, self.partner, self.faults = link, partner, faults
         self._back: int | None = None
         self._started = False
 
@@ -52,17 +55,23 @@ class SymbolExchange:
         ctx.set(link.tx.ready, 1)
         if not self._started:
             self._back, self._started = partner.step(None), True
+        faults = self.faults
         for cycle in range(cycles):
-            ctx.set(link.rx_electrical_idle, self._back is None)
-            ctx.set(link.rx.valid, self._back is not None)
-            ctx.set(link.rx.p.symbol, self._back or 0)
+            back, error = (self._back, False) if faults is None else \
+                faults.to_endpoint(self._back)
+            ctx.set(link.rx_electrical_idle, back is None)
+            ctx.set(link.rx.valid, back is not None)
+            ctx.set(link.rx.p, {"symbol": back or 0, "error": error})
             if each is not None:
                 each(cycle)
             # What the endpoint sends is read at the clock edge, not before it: another
             # testbench (one feeding the framer) may change it in between.
             _, _, symbol, electrical_idle = await ctx.tick().sample(link.tx.p.symbol,
                                                                     link.tx_electrical_idle)
-            self._back = partner.step(None if electrical_idle else symbol)
+            sent = None if electrical_idle else symbol
+            if faults is not None:
+                sent = faults.to_partner(sent)
+            self._back = partner.step(sent)
             if until is not None and until():
                 return cycle + 1
         return cycles
