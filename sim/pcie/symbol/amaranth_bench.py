@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 
 from .partner import RootPortPartner
 from .wire_faults import WireFaults
 
-__all__ = ["SymbolExchange", "SIM_TIMING"]
+__all__ = ["SymbolExchange", "SIM_TIMING", "SYMBOL_PERIOD", "simulate", "send_tlps",
+           "send_dllp", "until_dl_active"]
+
+#: One symbol time at 2.5 GT/s, the clock every soft-endpoint simulation runs at.
+SYMBOL_PERIOD = 4e-9
 
 #: The LTSSM's timeouts and Polling.Active's TS1 count scaled down for simulation (thousands of
 #: symbol times instead of milliseconds, 16 TS1s instead of 1024): the same state machine.
@@ -75,3 +80,43 @@ class SymbolExchange:
             if until is not None and until():
                 return cycle + 1
         return cycles
+
+
+def simulate(dut, main, *background) -> None:
+    """Run testbench ``main(ctx)`` (and ``background`` ones beside it) on ``dut``'s ``sync``
+    clock at :data:`SYMBOL_PERIOD` until ``main`` returns."""
+    sim = Simulator(dut)
+    sim.add_clock(SYMBOL_PERIOD)
+    sim.add_testbench(main)
+    for testbench in background:
+        sim.add_testbench(testbench, background=True)
+    sim.run()
+
+
+async def send_tlps(ctx, tlp_stream, bodies: Iterable[bytes], *,
+                    nullify: Callable[[int], bool] = lambda index: False) -> None:
+    """Offer each TLP on a stream of ``TLP_BYTE``, byte 0 first, holding ``valid`` from its
+    first byte to its last as the framer requires; ``nullify(index)`` marks TLPs to nullify."""
+    for index, body in enumerate(bodies):
+        for i, byte in enumerate(body):
+            last = i == len(body) - 1
+            ctx.set(tlp_stream.payload,
+                    {"data": byte, "last": last, "nullify": last and nullify(index)})
+            ctx.set(tlp_stream.valid, 1)
+            await ctx.tick().until(tlp_stream.ready)
+        ctx.set(tlp_stream.valid, 0)
+
+
+async def send_dllp(ctx, dllp_stream, dllp: bytes) -> None:
+    """Offer one 4-byte DLLP on a 32-bit DLLP stream (byte 0 in bits 7:0) until taken."""
+    ctx.set(dllp_stream.payload, int.from_bytes(dllp, "little"))
+    ctx.set(dllp_stream.valid, 1)
+    await ctx.tick().until(dllp_stream.ready)
+    ctx.set(dllp_stream.valid, 0)
+
+
+async def until_dl_active(ctx, exchange: SymbolExchange, *, cycles: int = 8000) -> int:
+    """Train and initialise flow control until both ends are DL_Active."""
+    link, partner = exchange.link, exchange.partner
+    return await exchange.run(ctx, cycles=cycles, until=lambda: bool(
+        ctx.get(link.dl_active)) and partner.dll.state == "active")

@@ -1,10 +1,10 @@
 """The ACK/NAK receive side (Amaranth simulation): which TLPs are kept, and the ACK and NAK
 DLLPs §3.5.3.1 asks for, with the sequence numbers they must carry."""
 
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.ack_nak import AckNakScheduler
 from busprobe.gateware.pcie.soft.deframer import TlpStatus
 from busprobe.protocol.pcie_dll import ack_dllp, nak_dllp
+from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 
 GOOD, BAD, NULL, MALFORMED = (TlpStatus.GOOD, TlpStatus.BAD_LCRC, TlpStatus.NULLIFIED,
                               TlpStatus.MALFORMED)
@@ -36,10 +36,7 @@ def run(received, *, gap=30):
                 dllps.append(ctx.get(dut.tx_dllp.payload).to_bytes(4, "little"))
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return fates, dllps
 
 

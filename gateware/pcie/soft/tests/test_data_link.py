@@ -4,11 +4,16 @@ numbered, kept or dropped and ACKed/NAKed as §3.5.3.1 says (Amaranth simulation
 
 import random
 
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.gateware.pcie.soft.fc_init import FlowControlInit
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp, frame_tlp
-from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, SymbolExchange
+from busprobe.sim.pcie.symbol.amaranth_bench import (
+    SIM_TIMING,
+    SymbolExchange,
+    send_tlps,
+    simulate,
+    until_dl_active,
+)
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
 
 ENDPOINT_CREDITS = {"P": (32, 256), "NP": (32, 8), "CPL": (0, 0)}  # FlowControlInit's defaults
@@ -51,10 +56,7 @@ def test_fc_init_sends_initfc1_then_initfc2_and_records_the_partners_credits():
         await clock(1)
         seen["active_after_link_down"] = ctx.get(dut.dl_active)
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     init1 = [fc_dllp(k, *ENDPOINT_CREDITS[n]) for k, n in (
         (DllpType.INIT_FC1_P, "P"), (DllpType.INIT_FC1_NP, "NP"), (DllpType.INIT_FC1_CPL, "CPL"))]
     init2 = [fc_dllp(k, *ENDPOINT_CREDITS[n]) for k, n in (
@@ -77,20 +79,14 @@ def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked():
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
-        for body in from_endpoint:
-            for i, byte in enumerate(body):
-                ctx.set(link.tlp.payload, {"data": byte, "last": i == len(body) - 1})
-                ctx.set(link.tlp.valid, 1)
-                await ctx.tick().until(link.tlp.ready)
-            ctx.set(link.tlp.valid, 0)
+        await send_tlps(ctx, link.tlp, from_endpoint)
 
     async def testbench(ctx):
         def sample(_cycle):
             result["accepted"] += ctx.get(link.rx_accept)
             result["discarded"] += ctx.get(link.rx_discard)
 
-        await exchange.run(ctx, cycles=8000, each=sample,
-                           until=lambda: ctx.get(link.dl_active) and partner.dll.state == "active")
+        await until_dl_active(ctx, exchange)
         result["credits"] = [(ctx.get(c.header), ctx.get(c.data)) for c in
                              (link.partner_posted, link.partner_non_posted,
                               link.partner_completion)]
@@ -110,11 +106,7 @@ def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked():
         result["duplicates"] = ctx.get(link.duplicates)
         result["next_transmit_seq"] = ctx.get(link.next_transmit_seq)
 
-    sim = Simulator(link)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.add_testbench(endpoint_sends, background=True)
-    sim.run()
+    simulate(link, testbench, endpoint_sends)
     assert partner.dll.credits == ENDPOINT_CREDITS
     assert result["credits"] == [(64, 512), (64, 16), (0, 0)]  # PartnerDataLink's defaults
     assert result["accepted"] == 4 and result["discarded"] == 3  # bad 2, early 3, old 1
@@ -138,16 +130,10 @@ def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
-        for body in bodies:
-            for i, byte in enumerate(body):
-                ctx.set(link.tlp.payload, {"data": byte, "last": i == len(body) - 1})
-                ctx.set(link.tlp.valid, 1)
-                await ctx.tick().until(link.tlp.ready)
-            ctx.set(link.tlp.valid, 0)
+        await send_tlps(ctx, link.tlp, bodies)
 
     async def testbench(ctx):
-        await exchange.run(ctx, cycles=8000,
-                           until=lambda: ctx.get(link.dl_active) and partner.dll.state == "active")
+        await until_dl_active(ctx, exchange)
         partner.dll.withhold_acks = withhold_acks
         partner.dll.corrupt_tlps = corrupt_tlps
         await exchange.run(ctx, cycles=cycles)
@@ -156,11 +142,7 @@ def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int
             result[name] = ctx.get(getattr(link, name))
         result["state"] = ctx.get(link.status.state)
 
-    sim = Simulator(link)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.add_testbench(endpoint_sends, background=True)
-    sim.run()
+    simulate(link, testbench, endpoint_sends)
     return bodies, partner, result
 
 

@@ -6,7 +6,6 @@ judge a symbol stream (good, corrupted, nullified, cut short) as :func:`deframe`
 
 import random
 
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.deframer import DataLinkDeframer, TlpStatus
 from busprobe.gateware.pcie.soft.framer import DataLinkFramer
 from busprobe.protocol.pcie_dll import (
@@ -18,6 +17,7 @@ from busprobe.protocol.pcie_dll import (
     nak_dllp,
 )
 from busprobe.protocol.pcie_symbols import K_FLAG, KCode
+from busprobe.sim.pcie.symbol.amaranth_bench import send_dllp, send_tlps, simulate
 
 STATUS_NAMES = {TlpStatus.GOOD: "good", TlpStatus.BAD_LCRC: "bad_crc",
                 TlpStatus.NULLIFIED: "nullified", TlpStatus.MALFORMED: "malformed"}
@@ -33,19 +33,11 @@ def run_framer(tlps, dllps, *, stalls=0.0, seed=0):
     async def tlp_source(ctx):
         for seq, body, nullify in tlps:
             ctx.set(dut.tlp_seq, seq)
-            for i, byte in enumerate(body):
-                last = i == len(body) - 1
-                ctx.set(dut.tlp.payload, {"data": byte, "last": last, "nullify": nullify and last})
-                ctx.set(dut.tlp.valid, 1)
-                await ctx.tick().until(dut.tlp.ready)
-            ctx.set(dut.tlp.valid, 0)
+            await send_tlps(ctx, dut.tlp, [body], nullify=lambda _, nullify=nullify: nullify)
 
     async def dllp_source(ctx):
         for dllp in dllps:
-            ctx.set(dut.dllp.payload, int.from_bytes(dllp, "little"))
-            ctx.set(dut.dllp.valid, 1)
-            await ctx.tick().until(dut.dllp.ready)
-            ctx.set(dut.dllp.valid, 0)
+            await send_dllp(ctx, dut.dllp, dllp)
             for _ in range(rng.randrange(30)):
                 await ctx.tick()
 
@@ -64,12 +56,7 @@ def run_framer(tlps, dllps, *, stalls=0.0, seed=0):
                     ends.append(len(sent) - 1)
             idle = 0 if valid else idle + 1
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(tlp_source, background=True)
-    sim.add_testbench(dllp_source, background=True)
-    sim.add_testbench(sink)
-    sim.run()
+    simulate(dut, sink, tlp_source, dllp_source)
     return sent, ends
 
 
@@ -129,10 +116,7 @@ def run_deframer(symbols, errors=()):
                 bad_symbols.append(i)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return packets, bad_symbols
 
 

@@ -9,10 +9,15 @@ The default suite runs one seed; ``-m bench`` runs ten longer ones.
 import random
 
 import pytest
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.protocol.pcie_ltssm import LtssmState
-from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, SymbolExchange
+from busprobe.sim.pcie.symbol.amaranth_bench import (
+    SIM_TIMING,
+    SymbolExchange,
+    send_tlps,
+    simulate,
+    until_dl_active,
+)
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
 from busprobe.sim.pcie.symbol.wire_faults import WireFaults
 
@@ -35,16 +40,10 @@ def run_fuzz(seed: int, tlps: int) -> dict:
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
-        for body in bodies:
-            for i, byte in enumerate(body):
-                ctx.set(link.tlp.payload, {"data": byte, "last": i == len(body) - 1})
-                ctx.set(link.tlp.valid, 1)
-                await ctx.tick().until(link.tlp.ready)
-            ctx.set(link.tlp.valid, 0)
+        await send_tlps(ctx, link.tlp, bodies)
 
     async def testbench(ctx):
-        await exchange.run(ctx, cycles=8000,
-                           until=lambda: ctx.get(link.dl_active) and partner.dll.state == "active")
+        await until_dl_active(ctx, exchange)
         faults.enabled = True
         result["cycles"] = await exchange.run(ctx, cycles=400 * tlps + 20_000,
                                               until=lambda: len(partner.dll.tlps) == tlps)
@@ -55,11 +54,7 @@ def run_fuzz(seed: int, tlps: int) -> dict:
             result[name] = ctx.get(getattr(link, name))
         result["state"] = LtssmState(ctx.get(link.status.state))
 
-    sim = Simulator(link)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.add_testbench(endpoint_sends, background=True)
-    sim.run()
+    simulate(link, testbench, endpoint_sends)
     result.update(faults=faults.total, injected=dict(faults.injected),
                   partner_naks=partner.dll.naks_sent)
     assert partner.dll.tlps == list(enumerate(bodies)), result

@@ -8,13 +8,18 @@ machine and every ordered set are as in the spec.
 
 import random
 
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.deframer import TlpStatus
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
 from busprobe.protocol.pcie_ltssm import LinkSpeed, LinkStatus, LtssmState, unpack_link_status
 from busprobe.protocol.pcie_symbols import KCode
-from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, SymbolExchange
+from busprobe.sim.pcie.symbol.amaranth_bench import (
+    SIM_TIMING,
+    SymbolExchange,
+    send_dllp,
+    send_tlps,
+    simulate,
+)
 from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
 
 TIMING = SIM_TIMING
@@ -79,14 +84,10 @@ class Bench:
             self.ctx = ctx
             await script(self)
 
-        sim = Simulator(self.link)
-        sim.add_clock(4e-9)
-        sim.add_testbench(testbench)
-        if endpoint_sends is not None:
-            async def sender(ctx):
-                await endpoint_sends(ctx, self.link)
-            sim.add_testbench(sender, background=True)
-        sim.run()
+        async def sender(ctx):
+            await endpoint_sends(ctx, self.link)
+
+        simulate(self.link, testbench, *([sender] if endpoint_sends is not None else []))
 
 
 def test_the_link_trains_from_detect_to_l0_with_the_root_ports_link_number():
@@ -191,16 +192,8 @@ def test_packets_cross_l0_both_ways_checked_with_skp_ordered_sets_on_the_link():
         await ctx.tick().until(link.status.link_up)
         for seq, body in from_endpoint:
             ctx.set(link.tlp_seq, seq)
-            for i, byte in enumerate(body):
-                ctx.set(link.tlp.payload, {"data": byte, "last": i == len(body) - 1})
-                ctx.set(link.tlp.valid, 1)
-                await ctx.tick().until(link.tlp.ready)
-            ctx.set(link.tlp.valid, 0)
-            if from_endpoint_dllps:
-                ctx.set(link.dllp.payload, int.from_bytes(from_endpoint_dllps[seq % 6], "little"))
-                ctx.set(link.dllp.valid, 1)
-                await ctx.tick().until(link.dllp.ready)
-                ctx.set(link.dllp.valid, 0)
+            await send_tlps(ctx, link.tlp, [body])
+            await send_dllp(ctx, link.dllp, from_endpoint_dllps[seq % 6])
             for _ in range(rng.randrange(200)):
                 await ctx.tick()
 

@@ -3,9 +3,9 @@ whole and in order on NAK or timeout, REPLAY_NUM rollover asking for Recovery.""
 
 import random
 
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.replay_buffer import ReplayBuffer
 from busprobe.protocol.pcie_dll import ack_dllp, nak_dllp
+from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 
 TIMEOUT = 300
 
@@ -19,12 +19,7 @@ def run(tlps, script, *, depth=4096):
 
     async def producer(ctx):
         ctx.set(dut.active, 1)
-        for body in tlps:
-            for i, byte in enumerate(body):
-                ctx.set(dut.tlp.payload, {"data": byte, "last": i == len(body) - 1})
-                ctx.set(dut.tlp.valid, 1)
-                await ctx.tick().until(dut.tlp.ready)
-            ctx.set(dut.tlp.valid, 0)
+        await send_tlps(ctx, dut.tlp, tlps)
 
     async def consumer(ctx):
         ctx.set(dut.source.ready, 1)
@@ -42,12 +37,7 @@ def run(tlps, script, *, depth=4096):
     async def testbench(ctx):
         await script(ctx, dut)
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(producer, background=True)
-    sim.add_testbench(consumer, background=True)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench, producer, consumer)
     return out, retrains[0]
 
 

@@ -4,7 +4,6 @@ their length, without touching the ordered sets and packets around them (Amarant
 import random
 
 import pytest
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.skp_inserter import SkpInserter
 from busprobe.gateware.pcie.soft.skp_remover import SkpRemover
 from busprobe.protocol.pcie_dll import ack_dllp, frame_dllp, frame_tlp
@@ -15,6 +14,7 @@ from busprobe.protocol.pcie_symbols import (
     TsKind,
     encode_ts,
 )
+from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 
 
 def traffic(rng: random.Random, length: int) -> list[tuple[int, bool]]:
@@ -59,10 +59,7 @@ def run_inserter(symbols, *, interval=1200):
             cycle += 1
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return sent, starts
 
 
@@ -124,10 +121,7 @@ def run_remover(symbols, gaps=()):
             removed[0] += ctx.get(dut.removed)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return out, removed[0]
 
 

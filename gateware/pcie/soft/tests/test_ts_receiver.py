@@ -1,7 +1,6 @@
 """The training-set receiver decodes what :func:`encode_ts` sends and nothing damaged
 (Amaranth simulation), and flags logical idle and EIOS."""
 
-from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.ts_receiver import TrainingSetReceiver
 from busprobe.protocol.pcie_symbols import (
     EIOS,
@@ -12,6 +11,7 @@ from busprobe.protocol.pcie_symbols import (
     TsKind,
     encode_ts,
 )
+from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 
 
 def receive(symbols, errors=()):
@@ -33,10 +33,7 @@ def receive(symbols, errors=()):
             flags["eios"] += ctx.get(dut.eios)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return found, flags
 
 
