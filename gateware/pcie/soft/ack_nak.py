@@ -10,7 +10,8 @@ from .deframer import TlpStatus
 __all__ = ["AckNakScheduler", "DEFAULT_ACK_LATENCY"]
 
 #: Symbol times an ACK may wait to cover more TLPs: the AckNak latency of a 2.5 GT/s x1 link
-#: with a 128-byte Max_Payload_Size (Table 3-7 of PCIe Base 3.0; larger MPS allow more).
+#: with a 128-byte Max_Payload_Size (Table 3-7 of PCIe Base 3.0, as remembered, not yet checked
+#: against the table; larger MPS allow more).
 DEFAULT_ACK_LATENCY = 237
 
 
