@@ -10,8 +10,9 @@ from .deframer import TlpStatus
 __all__ = ["AckNakScheduler", "DEFAULT_ACK_LATENCY"]
 
 #: Symbol times an ACK may wait to cover more TLPs: the AckNak latency of a 2.5 GT/s x1 link
-#: with a 128-byte Max_Payload_Size (Table 3-7 of PCIe Base 3.0, as remembered, not yet checked
-#: against the table; larger MPS allow more).
+#: with a 128-byte Max_Payload_Size, (MPS + 28) x AckFactor 1.4 / width + 19 = 237 (the formula
+#: behind Table 3-7 of PCIe Base 3.0, as cocotbext-pcie's ``get_max_update_latency`` has it;
+#: larger MPS allow more: 416 for 256, 559 for 512).
 DEFAULT_ACK_LATENCY = 237
 
 

@@ -11,8 +11,9 @@ from .framer import TLP_BYTE
 
 __all__ = ["ReplayBuffer", "DEFAULT_REPLAY_TIMEOUT"]
 
-#: REPLAY_TIMER limit: three AckNak latencies (Table 3-4 of PCIe Base 3.0, 2.5 GT/s x1, 128-byte
-#: Max_Payload_Size).
+#: REPLAY_TIMER limit: three AckNak latencies, 2.5 GT/s x1, 128-byte Max_Payload_Size, no L0s
+#: adjustment (the formula behind Table 3-4 of PCIe Base 3.0 as remembered; the factor of three
+#: is not checked against the spec text here).
 DEFAULT_REPLAY_TIMEOUT = 3 * DEFAULT_ACK_LATENCY
 _MAX_TLP = 2 + 16 + 512 + 4  # largest TLP kept: 4-DW header, 512-byte payload, ECRC
 

@@ -1,10 +1,11 @@
 """The ACK/NAK receive side (Amaranth simulation): which TLPs are kept, and the ACK and NAK
 DLLPs §3.5.3.1 asks for, with the sequence numbers they must carry."""
 
-from busprobe.gateware.pcie.soft.ack_nak import AckNakScheduler
+from busprobe.gateware.pcie.soft.ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
 from busprobe.gateware.pcie.soft.deframer import TlpStatus
 from busprobe.protocol.pcie_dll import ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
+from cocotbext.pcie.core.port import get_max_update_latency
 
 GOOD, BAD, NULL, MALFORMED = (TlpStatus.GOOD, TlpStatus.BAD_LCRC, TlpStatus.NULLIFIED,
                               TlpStatus.MALFORMED)
@@ -78,3 +79,7 @@ def test_sequence_numbers_wrap_at_4096():
     # Just after the wrap, 4095 is one behind (a duplicate), not 4095 ahead.
     fates, _ = run([(GOOD, seq % 4096) for seq in range(4098)] + [(GOOD, 4095)], gap=1)
     assert fates[-1] == "discard"
+
+
+def test_the_default_ack_latency_is_the_spec_formula_as_cocotbext_pcie_computes_it():
+    assert DEFAULT_ACK_LATENCY == int(get_max_update_latency(128, 1, 1))  # x1, Gen1, MPS 128
