@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_ltssm import LINK_STATUS_FIELDS, LinkSpeed, LtssmState
@@ -51,13 +51,14 @@ class Ltssm(wiring.Component):
     proposes them), sends what it is told through the :class:`~.ts_transmitter.LinkTransmitter`
     (``tx_mode``, ``tx_ts``) and counts what it sent from that block's strobes. Polling.Active
     goes to Polling.Compliance when its timeout expires and the receiver never left electrical
-    idle, or after 8 TS1s with Compliance Receive; Compliance is left for Polling.Active when the
-    receiver leaves electrical idle. L0 goes to Recovery when a TS1/TS2 arrives, the receiver
+    idle (left when the receiver leaves electrical idle), or after 8 consecutive TS1s with
+    Compliance Receive (left when the partner sends an EIOS: it keeps transmitting, so leaving
+    electrical idle says nothing). L0 goes to Recovery when a TS1/TS2 arrives, the receiver
     goes to electrical idle, or ``retrain`` (the data link layer's REPLAY_NUM rollover).
 
     Attributes
     ----------
-    rx_ts: Signal(TRAINING_SET), input; rx_ts_valid, rx_idle, rx_not_idle: Signal(), input
+    rx_ts: Signal(TRAINING_SET), input; rx_ts_valid, rx_idle, rx_not_idle, rx_eios: input
         From the :class:`~.ts_receiver.TrainingSetReceiver`.
     rx_electrical_idle: Signal(), input
         The SerDes' receiver sees electrical idle.
@@ -90,6 +91,7 @@ class Ltssm(wiring.Component):
     rx_ts_valid: In(1)
     rx_idle: In(1)
     rx_not_idle: In(1)
+    rx_eios: In(1)
     rx_electrical_idle: In(1)
     receiver_detected: In(1)
     retrain: In(1)
@@ -117,6 +119,8 @@ class Ltssm(wiring.Component):
         tx_count = Signal(range(tx_limit + 1))  # TSs (or idles) sent, saturating
         heard = Signal()  # one matching TS (or idle) has been received in this state
         left_idle = Signal()  # the receiver left electrical idle during this state
+        asked = Signal(4)  # consecutive TS1s with Compliance Receive (Polling.Active)
+        by_request = Signal()  # Polling.Compliance was entered on the partner's request
         link, lane = Signal(8), Signal(5)
         trained = Signal()
         state = Signal(LtssmState)
@@ -132,7 +136,7 @@ class Ltssm(wiring.Component):
 
         def goto(new: LtssmState):
             m.d.sync += [state.eq(new), timer.eq(0), rx_count.eq(0), tx_count.eq(0),
-                         heard.eq(0), left_idle.eq(0)]
+                         heard.eq(0), left_idle.eq(0), asked.eq(0)]
 
         def count_ts(match):
             """Count consecutive received TSs that ``match``; another TS starts over, until 8
@@ -190,17 +194,27 @@ class Ltssm(wiring.Component):
                 m.d.comb += self.skp_enable.eq(1)
                 count_ts(pads & ~compliance_receive)
                 count_sent(1, after_heard=False)
+                with m.If(self.rx_ts_valid):  # 8 TS1s in a row asking for compliance
+                    with m.If((rx.kind == 1) & compliance_receive):
+                        with m.If(asked != 8):
+                            m.d.sync += asked.eq(asked + 1)
+                    with m.Else():
+                        m.d.sync += asked.eq(0)
                 with m.If((rx_count >= 8) & (tx_count >= t.polling_ts1_min)):
                     goto(LtssmState.POLLING_CONFIGURATION)
-                with m.Elif(self.rx_ts_valid & compliance_receive & (rx.kind == 1)):
+                with m.Elif(asked == 8):
                     goto(LtssmState.POLLING_COMPLIANCE)
+                    m.d.sync += by_request.eq(1)
                 with m.Elif((timer >= t.polling_active) & ~left_idle):
                     goto(LtssmState.POLLING_COMPLIANCE)  # a receiver, but never out of idle
+                    m.d.sync += by_request.eq(0)
                 with m.Elif(timer >= t.polling_active):
                     goto(LtssmState.DETECT_QUIET)
             with m.Case(LtssmState.POLLING_COMPLIANCE):
+                # Entered for a silent receiver: leave when it leaves electrical idle. Entered
+                # because the partner asked (it keeps transmitting): leave when it sends EIOS.
                 m.d.comb += self.tx_mode.eq(TxMode.COMPLIANCE)
-                with m.If(~self.rx_electrical_idle):
+                with m.If(Mux(by_request, self.rx_eios, ~self.rx_electrical_idle)):
                     goto(LtssmState.POLLING_ACTIVE)
             with m.Case(LtssmState.POLLING_CONFIGURATION):
                 send(2, numbered=False)

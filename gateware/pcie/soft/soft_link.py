@@ -131,6 +131,7 @@ class SoftLink(wiring.Component):
             ltssm.rx_ts_valid.eq(receiver.ts_valid),
             ltssm.rx_idle.eq(receiver.idle),
             ltssm.rx_not_idle.eq(receiver.not_idle),
+            ltssm.rx_eios.eq(receiver.eios),
             ltssm.rx_electrical_idle.eq(self.rx_electrical_idle),
             ltssm.receiver_detected.eq(self.receiver_detected),
             ltssm.retrain.eq(self.retrain),

@@ -8,10 +8,12 @@ import dataclasses
 from busprobe.protocol.pcie_dll import FramedPacket, deframe, frame_dllp, frame_tlp
 from busprobe.protocol.pcie_symbols import (
     COMPLIANCE_PATTERN,
+    EIOS,
     LOGICAL_IDLE,
     SKP_ORDERED_SET,
     TS_LENGTH,
     KCode,
+    TrainingControl,
     TrainingSet,
     TsKind,
     decode_ts,
@@ -64,10 +66,13 @@ class RootPortPartner:
     skp_interval: symbol times between SKP ordered sets.
     data_link: run flow-control initialisation in L0 (:class:`.partner_dll.PartnerDataLink`);
         off, the partner sends only what the test asks for.
+    ask_compliance: send Polling.Active's TS1s with Compliance Receive set (a test fixture
+        asking the endpoint for its compliance pattern) until :meth:`end_compliance`.
     """
 
     def __init__(self, *, link: int = 0, lane: int = 0, polling_ts1_min: int = 16,
-                 silent: int = 0, skp_interval: int = 1200, data_link: bool = True):
+                 silent: int = 0, skp_interval: int = 1200, data_link: bool = True,
+                 ask_compliance: bool = False):
         self.link, self.lane = link, lane
         self.polling_ts1_min = polling_ts1_min
         self.silent = silent
@@ -89,6 +94,7 @@ class RootPortPartner:
         self._time = 0
         self.dll = PartnerDataLink()
         self.data_link = data_link
+        self.ask_compliance = ask_compliance
         self._packet: list[int] | None = None  # a packet being received in L0
 
     # What the tests ask for. ------------------------------------------------------------------
@@ -107,6 +113,11 @@ class RootPortPartner:
         self.silent = float("inf")
         self._tx.clear()
         self._goto(PartnerState.DETECT)
+
+    def end_compliance(self) -> None:
+        """Stop asking for the compliance pattern: an EIOS, then ordinary TS1s."""
+        self.ask_compliance = False
+        self._tx.extend(EIOS)
 
     def start_recovery(self) -> None:
         self._goto(PartnerState.RECOVERY_RCVRLOCK)
@@ -169,7 +180,9 @@ class RootPortPartner:
         }.get(self.state)
         self._sent_kind = ts_kind
         if ts_kind is not None:
-            self._tx.extend(encode_ts(TrainingSet(ts_kind, link, lane)))
+            asking = self.ask_compliance and self.state == PartnerState.POLLING_ACTIVE
+            control = TrainingControl.COMPLIANCE_RECEIVE if asking else TrainingControl.NONE
+            self._tx.extend(encode_ts(TrainingSet(ts_kind, link, lane, control=control)))
         elif self.state == PartnerState.L0 and self._outbox:
             self._tx.extend(self._outbox.popleft())
         elif (self.state == PartnerState.L0 and self.data_link

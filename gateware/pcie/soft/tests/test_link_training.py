@@ -123,6 +123,27 @@ def test_a_late_root_port_sends_the_endpoint_into_compliance_and_out_again():
     assert bench.partner.seen_compliance > 100
 
 
+def test_a_root_port_asking_for_compliance_gets_the_pattern_until_it_sends_eios():
+    result = {}
+
+    async def script(bench):
+        def in_compliance() -> bool:
+            return bench.ctx.get(bench.link.status.state) == LtssmState.POLLING_COMPLIANCE
+
+        await bench.run(3000, until=in_compliance)
+        heard = bench.partner.seen_compliance
+        await bench.run(1000)  # the partner keeps sending TS1s: no way out but its EIOS
+        result["stayed"] = in_compliance()
+        result["pattern"] = bench.partner.seen_compliance - heard
+        bench.partner.end_compliance()
+        await bench.run(6000, until=bench.l0)
+
+    bench = Bench(ask_compliance=True)
+    bench.simulate(script)
+    assert result == {"stayed": True, "pattern": 250}  # COM D21.5 COM D10.2: 1000 symbols
+    assert bench.states == TRAINED[:3] + [LtssmState.POLLING_COMPLIANCE] + TRAINED[2:]
+
+
 def test_recovery_from_either_side_returns_to_l0_and_is_counted():
     result = {}
 
