@@ -9,6 +9,7 @@ from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
 
 from .partner import RootPortPartner
+from .partner_dll import DlState
 from .wire_faults import WireFaults
 
 __all__ = ["SymbolExchange", "SIM_TIMING", "SYMBOL_PERIOD", "simulate", "send_tlps",
@@ -119,4 +120,4 @@ async def until_dl_active(ctx, exchange: SymbolExchange, *, cycles: int = 8000) 
     """Train and initialise flow control until both ends are DL_Active."""
     link, partner = exchange.link, exchange.partner
     return await exchange.run(ctx, cycles=cycles, until=lambda: bool(
-        ctx.get(link.dl_active)) and partner.dll.state == "active")
+        ctx.get(link.dl_active)) and partner.dll.state == DlState.ACTIVE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 
 from busprobe.protocol.pcie_dll import FramedPacket, deframe, frame_dllp, frame_tlp
 from busprobe.protocol.pcie_symbols import (
@@ -25,7 +26,7 @@ from .partner_dll import PartnerDataLink
 __all__ = ["RootPortPartner", "PartnerState"]
 
 
-class PartnerState:
+class PartnerState(enum.StrEnum):
     """The root port's states (a downstream port's LTSSM, §4.2.6, as far as this slice needs)."""
 
     DETECT = "detect"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import itertools
 
 from busprobe.protocol.pcie_dll import (
@@ -14,11 +15,20 @@ from busprobe.protocol.pcie_dll import (
     nak_dllp,
 )
 
-__all__ = ["PartnerDataLink"]
+__all__ = ["PartnerDataLink", "DlState"]
 
 _INIT_FC1 = (DllpType.INIT_FC1_P, DllpType.INIT_FC1_NP, DllpType.INIT_FC1_CPL)
 _INIT_FC2 = (DllpType.INIT_FC2_P, DllpType.INIT_FC2_NP, DllpType.INIT_FC2_CPL)
 _UPDATE_FC = (DllpType.UPDATE_FC_P, DllpType.UPDATE_FC_NP, DllpType.UPDATE_FC_CPL)
+
+
+class DlState(enum.StrEnum):
+    """The data link layer's states, with flow-control initialisation's two phases."""
+
+    INACTIVE = "inactive"
+    FC_INIT1 = "init1"
+    FC_INIT2 = "init2"
+    ACTIVE = "active"
 
 
 class PartnerDataLink:
@@ -26,7 +36,7 @@ class PartnerDataLink:
 
     Attributes
     ----------
-    state: ``"inactive"``, ``"init1"``, ``"init2"`` or ``"active"``.
+    state: a :class:`DlState`.
     credits: the endpoint's advertised (header, data) credits by type name (P, NP, CPL).
     acks, naks: sequence numbers of the ACK and NAK DLLPs received, in order.
     tlps: the TLPs kept (sequence number, bytes), in order: each once, as §3.5.3.1 says.
@@ -36,7 +46,7 @@ class PartnerDataLink:
     """
 
     def __init__(self, *, credits: tuple[tuple[int, int], ...] = ((64, 512), (64, 16), (0, 0))):
-        self.state = "inactive"
+        self.state = DlState.INACTIVE
         self.advertised = credits
         self.credits: dict[str, tuple[int, int]] = {}
         self.acks: list[int] = []
@@ -53,23 +63,23 @@ class PartnerDataLink:
         self._order = itertools.cycle(range(3))
 
     def link_up(self) -> None:
-        if self.state == "inactive":
-            self.state = "init1"
+        if self.state == DlState.INACTIVE:
+            self.state = DlState.FC_INIT1
             self._got.clear()
             self._next_rcv, self._nak_scheduled, self._owed = 0, False, None
 
     def link_down(self) -> None:
-        self.state = "inactive"
+        self.state = DlState.INACTIVE
 
     def next_dllp(self) -> bytes | None:
         """An owed ACK/NAK, else the InitFC DLLP to send while initialising, else ``None``."""
         if self._owed is not None:
             owed, self._owed = self._owed, None
             return owed
-        if self.state not in ("init1", "init2"):
+        if self.state not in (DlState.FC_INIT1, DlState.FC_INIT2):
             return None
         i = next(self._order)
-        kinds = _INIT_FC1 if self.state == "init1" else _INIT_FC2
+        kinds = _INIT_FC1 if self.state == DlState.FC_INIT1 else _INIT_FC2
         return fc_dllp(kinds[i], *self.advertised[i])
 
     def on_packet(self, packet: FramedPacket) -> None:
@@ -87,10 +97,10 @@ class PartnerDataLink:
             if kind & 0xF8 in (_INIT_FC1[i], _INIT_FC2[i]):
                 self._got.add(i)
                 self.credits[name] = (word >> 14 & 0xFF, word & 0xFFF)
-            if self.state == "init2" and kind & 0xF8 in (_INIT_FC2[i], _UPDATE_FC[i]):
-                self.state = "active"
-        if self.state == "init1" and self._got == {0, 1, 2}:
-            self.state = "init2"
+            if self.state == DlState.FC_INIT2 and kind & 0xF8 in (_INIT_FC2[i], _UPDATE_FC[i]):
+                self.state = DlState.ACTIVE
+        if self.state == DlState.FC_INIT1 and self._got == {0, 1, 2}:
+            self.state = DlState.FC_INIT2
             self._order = itertools.cycle(range(3))
 
     def _on_tlp(self, packet: FramedPacket) -> None:
@@ -103,8 +113,8 @@ class PartnerDataLink:
             return
         last = (self._next_rcv - 1) % SEQ_MODULUS
         if packet.status == "good" and packet.seq == self._next_rcv:
-            if self.state == "init2":
-                self.state = "active"
+            if self.state == DlState.FC_INIT2:
+                self.state = DlState.ACTIVE
             self.tlps.append((packet.seq, packet.payload))
             self._next_rcv = (self._next_rcv + 1) % SEQ_MODULUS
             self._nak_scheduled = False
