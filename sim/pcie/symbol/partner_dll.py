@@ -43,6 +43,7 @@ class PartnerDataLink:
     naks_sent, duplicates: NAKs sent and duplicate TLPs dropped.
     withhold_acks: ACKs still to be dropped instead of sent (a lossy link, for the tests).
     corrupt_tlps: TLPs still to be treated as arriving with a bad LCRC.
+    lose_tlps: TLPs still to vanish on the way (never seen: the next one is out of sequence).
     """
 
     def __init__(self, *, credits: tuple[tuple[int, int], ...] = ((64, 512), (64, 16), (0, 0))):
@@ -57,6 +58,7 @@ class PartnerDataLink:
         self.duplicates = 0
         self.withhold_acks = 0
         self.corrupt_tlps = 0
+        self.lose_tlps = 0
         self._next_rcv = 0
         self._nak_scheduled = False
         self._owed: bytes | None = None  # the ACK or NAK to send next
@@ -106,6 +108,9 @@ class PartnerDataLink:
     def _on_tlp(self, packet: FramedPacket) -> None:
         """§3.5.3.1: keep the next in order and ACK it, drop and ACK a duplicate, NAK the rest
         once (a nullified TLP is dropped silently)."""
+        if self.lose_tlps:
+            self.lose_tlps -= 1
+            return
         if packet.status == "good" and self.corrupt_tlps:
             self.corrupt_tlps -= 1
             packet = dataclasses.replace(packet, status="bad_crc")

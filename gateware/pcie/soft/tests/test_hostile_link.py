@@ -1,7 +1,8 @@
 """A hostile link at the symbol level (Amaranth simulation): seeded bit flips and 8b/10b errors
-on the data symbols both ways while the endpoint sends TLPs. Whatever they hit — a TLP (bad
-LCRC: NAK, replay), an ACK (bad CRC: lost, replay on timeout), an idle symbol — every TLP must
-reach the root port once, in order, and the endpoint must see all of them acknowledged.
+on the data symbols both ways, and whole TLPs and ACKs lost, while the endpoint sends TLPs.
+Whatever they hit — a TLP (bad LCRC: NAK, replay), an ACK (bad CRC: lost, replay on timeout),
+an idle symbol — every TLP must reach the root port once, in order, and the endpoint must see
+all of them acknowledged.
 
 The default suite runs one seed; ``-m bench`` runs ten longer ones.
 """
@@ -25,6 +26,8 @@ from busprobe.sim.pcie.symbol.wire_faults import WireFaults
 #: TLP was hit five times in six, most replays failed again, and the run was mostly waiting
 #: for replay timeouts (measured: 15 TLPs took 16,500 symbol times, 3 REPLAY_NUM rollovers).
 RATE = 1 / 300
+#: Per symbol time: a whole TLP lost (the partner never sees it) or an ACK lost (never sent).
+PACKET_LOSS_RATE = 1 / 1500
 
 
 def run_fuzz(seed: int, tlps: int) -> dict:
@@ -36,7 +39,16 @@ def run_fuzz(seed: int, tlps: int) -> dict:
     faults = WireFaults(seed=seed, rate=RATE)
     exchange = SymbolExchange(link, partner, faults=faults)
     bodies = [rng.randbytes(rng.choice((12, 16, 32, 64))) for _ in range(tlps)]
-    result: dict = {"bad_symbols": 0}
+    result: dict = {"lost_tlps": 0, "lost_acks": 0}
+
+    def lose_packets(_cycle: int) -> None:
+        if faults.enabled and rng.random() < PACKET_LOSS_RATE:
+            kind = rng.choice(("lost_tlps", "lost_acks"))
+            result[kind] += 1
+            if kind == "lost_tlps":
+                partner.dll.lose_tlps += 1
+            else:
+                partner.dll.withhold_acks += 1
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
@@ -45,9 +57,13 @@ def run_fuzz(seed: int, tlps: int) -> dict:
     async def testbench(ctx):
         await until_dl_active(ctx, exchange)
         faults.enabled = True
-        result["cycles"] = await exchange.run(ctx, cycles=400 * tlps + 20_000,
+        result["cycles"] = await exchange.run(ctx, cycles=400 * tlps + 20_000, each=lose_packets,
                                               until=lambda: len(partner.dll.tlps) == tlps)
         faults.enabled = False
+        # Count only the losses that happened; drop those still pending.
+        result["lost_tlps"] -= partner.dll.lose_tlps
+        result["lost_acks"] -= partner.dll.withhold_acks
+        partner.dll.lose_tlps = partner.dll.withhold_acks = 0
         await exchange.run(ctx, cycles=1500)  # the last ACKs come back
         for name in ("acked_seq", "next_transmit_seq", "replays", "replay_timeouts",
                      "protocol_errors", "recoveries", "naks", "duplicates"):
@@ -55,8 +71,8 @@ def run_fuzz(seed: int, tlps: int) -> dict:
         result["state"] = LtssmState(ctx.get(link.status.state))
 
     simulate(link, testbench, endpoint_sends)
-    result.update(faults=faults.total, injected=dict(faults.injected),
-                  partner_naks=partner.dll.naks_sent)
+    result.update(faults=faults.total + result["lost_tlps"] + result["lost_acks"],
+                  injected=dict(faults.injected), partner_naks=partner.dll.naks_sent)
     assert partner.dll.tlps == list(enumerate(bodies)), result
     assert (result["acked_seq"], result["next_transmit_seq"]) == (tlps - 1, tlps), result
     assert result["protocol_errors"] == 0 and result["state"] == LtssmState.L0, result
@@ -66,6 +82,7 @@ def run_fuzz(seed: int, tlps: int) -> dict:
 def test_seeded_symbol_errors_both_ways_lose_and_repeat_no_tlp():
     result = run_fuzz(seed=1, tlps=60)
     assert result["faults"] >= 15 and result["replays"] >= 1, result
+    assert result["lost_tlps"] + result["lost_acks"] >= 1, result
 
 
 @pytest.mark.bench
