@@ -97,6 +97,14 @@ class ReplayBuffer(wiring.Component):
 
         rd_ptr = Signal(range(depth))  # the byte ``read.data`` shows
         rd_seq = Signal(12)  # the TLP being replayed
+        # Sums wrap as the pointers and sequence numbers do: ``a + 1`` is one bit wider than
+        # ``a`` in Amaranth, so compare these, never ``a + 1`` itself (the hostile-link fuzz
+        # found a replay that never ended when the byte store wrapped to 0 at a TLP's end).
+        rd_ptr_next = Signal(range(depth))
+        rd_seq_next = Signal(12)
+        first_kept = Signal(12)  # ACKD_SEQ + 1
+        m.d.comb += [rd_ptr_next.eq(rd_ptr + 1), rd_seq_next.eq(rd_seq + 1),
+                     first_kept.eq(acked + 1)]
         replay_pending = Signal()
         replay_num = Signal(2)
         timer = Signal(range(self._timeout + 1))
@@ -150,14 +158,14 @@ class ReplayBuffer(wiring.Component):
                 with m.If(replay_pending & ~sending_new & ~(taken & ~self.tlp.payload.last)):
                     m.d.sync += [replay_pending.eq(0), self.replays.eq(self.replays + 1),
                                  replay_num.eq(replay_num + 1), timer.eq(0),
-                                 rd_seq.eq(acked + 1)]
+                                 rd_seq.eq(first_kept)]
                     with m.If(replay_num == 3):
                         m.d.comb += self.retrain.eq(1)
                     m.next = "LOAD"
             with m.State("LOAD"):  # the first byte of TLP rd_seq into read.data
                 previous = Signal(12)
                 m.d.comb += [previous.eq(rd_seq - 1), end_read.addr.eq(previous & (slots - 1)),
-                             load.eq(1), load_addr.eq(Mux(rd_seq == acked + 1, oldest,
+                             load.eq(1), load_addr.eq(Mux(rd_seq == first_kept, oldest,
                                                           end_read.data))]
                 with m.If(rd_seq == nxt):
                     m.next = "SEND"  # all freed meanwhile, or nothing was kept
@@ -165,13 +173,13 @@ class ReplayBuffer(wiring.Component):
                     m.next = "REPLAY"
             with m.State("REPLAY"):
                 m.d.comb += end_read.addr.eq(rd_seq & (slots - 1))
-                last = rd_ptr + 1 == Mux(rd_seq + 1 == nxt, wr_ptr, end_read.data)
+                last = rd_ptr_next == Mux(rd_seq_next == nxt, wr_ptr, end_read.data)
                 m.d.comb += [self.source.valid.eq(1), self.source.payload.data.eq(read.data),
                              self.source.payload.last.eq(last), self.source_seq.eq(rd_seq),
                              advance.eq(self.source.ready)]
                 with m.If(self.source.ready & last):
-                    m.d.sync += rd_seq.eq(rd_seq + 1)
-                    with m.If(rd_seq + 1 == nxt):
+                    m.d.sync += rd_seq.eq(rd_seq_next)
+                    with m.If(rd_seq_next == nxt):
                         m.next = "SEND"
                     with m.Else():
                         m.next = "LOAD"

@@ -125,3 +125,22 @@ def test_a_full_buffer_holds_the_transaction_layer_until_acks_free_room():
     assert out[:7] == list(enumerate(bodies[:7]))
     firsts = [o for i, o in enumerate(out) if o not in out[:i]]
     assert firsts == list(enumerate(bodies))
+
+
+def test_a_replay_ends_where_the_byte_store_wraps_to_zero():
+    # 1 KiB store, 128-byte TLPs: the 8th ends exactly at the wrap (its end pointer is 0).
+    bodies = [bytes([i]) * 128 for i in range(9)]
+
+    async def script(ctx, dut):
+        for acked in (1, 3, 5):  # keep room: ACK two at a time as they go out
+            await ctx.tick().until(dut.next_transmit_seq == acked + 2)
+            await dllp(ctx, dut, ack_dllp(acked))
+        await ctx.tick().until(dut.next_transmit_seq == 8)
+        await dllp(ctx, dut, nak_dllp(6))
+        await ctx.tick().repeat(400)
+        await dllp(ctx, dut, ack_dllp(8))
+        await ctx.tick().repeat(200)
+
+    out, _ = run(bodies, script, depth=1024)
+    # The NAK replays 7 (whose end is the wrap) and 8 (already sent when the NAK came).
+    assert out == list(enumerate(bodies)) + [(7, bodies[7]), (8, bodies[8])]
