@@ -4,8 +4,11 @@ numbered, kept or dropped and ACKed/NAKed as §3.5.3.1 says (Amaranth simulation
 
 import random
 
+from amaranth import Signal
+from amaranth.back import rtlil
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.gateware.pcie.soft.fc_init import FlowControlInit
+from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp, frame_tlp
 from busprobe.sim.pcie.symbol.amaranth_bench import (
     SIM_TIMING,
@@ -162,3 +165,13 @@ def test_four_replays_without_progress_retrain_the_link_and_then_the_tlps_get_th
     assert partner.dll.tlps == list(enumerate(bodies))
     assert partner.dll.duplicates >= 4
     assert (result["acked_seq"], result["next_transmit_seq"], result["state"]) == (1, 2, 10)
+
+
+def test_the_data_link_converts_to_rtlil_with_the_spec_timing():
+    timing = LtssmTiming.spec(250e6)
+    assert (timing.detect_quiet, timing.polling_active, timing.short) == \
+        (3_000_000, 6_000_000, 500_000)  # 12 ms, 24 ms, 2 ms at 250 M symbols/s
+    dut = SoftDataLink(timing=timing)
+    ports = [value for _, _, value in dut.signature.flatten(dut) if isinstance(value, Signal)]
+    text = rtlil.convert(dut, ports=ports, name="soft_data_link")
+    assert "module \\soft_data_link" in text and "replay" in text
