@@ -76,6 +76,9 @@ class Ltssm(wiring.Component):
         State, link up (L0), width and speed trained, link and lane numbers.
     recoveries: Signal(16), output
         Times L0 went to Recovery (wraps).
+    invert_polarity: Signal(), output
+        Polling.Active received a TS with inverted identifiers: the SerDes must invert the
+        receive polarity (§4.2.4.4); kept until Detect.
     physical_link_up: Signal(), output
         The physical layer's LinkUp (§3.2.1): from the first L0 until the link falls back to
         Detect; it stays up through Recovery, so the data link layer keeps its state.
@@ -92,6 +95,7 @@ class Ltssm(wiring.Component):
     rx_idle: In(1)
     rx_not_idle: In(1)
     rx_eios: In(1)
+    rx_ts_inverted: In(1)
     rx_electrical_idle: In(1)
     receiver_detected: In(1)
     retrain: In(1)
@@ -104,6 +108,7 @@ class Ltssm(wiring.Component):
     status: Out(LINK_STATUS)
     recoveries: Out(16)
     physical_link_up: Out(1)
+    invert_polarity: Out(1)
 
     def __init__(self, *, timing: LtssmTiming | None = None, n_fts: int = 255):
         self._timing = timing or LtssmTiming.spec()
@@ -179,7 +184,7 @@ class Ltssm(wiring.Component):
 
         with m.Switch(state):
             with m.Case(LtssmState.DETECT_QUIET):
-                m.d.sync += trained.eq(0)
+                m.d.sync += [trained.eq(0), self.invert_polarity.eq(0)]
                 m.d.comb += self.tx_mode.eq(TxMode.ELECTRICAL_IDLE)
                 with m.If((timer >= t.detect_quiet) | ~self.rx_electrical_idle):
                     goto(LtssmState.DETECT_ACTIVE)
@@ -194,6 +199,8 @@ class Ltssm(wiring.Component):
                 m.d.comb += self.skp_enable.eq(1)
                 count_ts(pads & ~compliance_receive)
                 count_sent(1, after_heard=False)
+                with m.If(self.rx_ts_inverted):
+                    m.d.sync += self.invert_polarity.eq(1)
                 with m.If(self.rx_ts_valid):  # 8 TS1s in a row asking for compliance
                     with m.If((rx.kind == 1) & compliance_receive):
                         with m.If(asked != 8):

@@ -42,8 +42,8 @@ class SoftLink(wiring.Component):
         What arrived (see :class:`~.deframer.DataLinkDeframer`).
     skp_inserted, skp_removed: Signal(), output
         Strobes, one per SKP ordered set.
-    status: Signal(LINK_STATUS), output; recoveries, physical_link_up: output
-        From the LTSSM.
+    status: Signal(LINK_STATUS), output; recoveries, physical_link_up, invert_polarity: output
+        From the LTSSM (``invert_polarity`` goes to the SerDes).
 
     Parameters
     ----------
@@ -73,6 +73,7 @@ class SoftLink(wiring.Component):
     status: Out(LINK_STATUS)
     recoveries: Out(16)
     physical_link_up: Out(1)
+    invert_polarity: Out(1)
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  skp_interval: int = DEFAULT_SKP_INTERVAL, max_payload: int = 512):
@@ -132,6 +133,7 @@ class SoftLink(wiring.Component):
             ltssm.rx_idle.eq(receiver.idle),
             ltssm.rx_not_idle.eq(receiver.not_idle),
             ltssm.rx_eios.eq(receiver.eios),
+            ltssm.rx_ts_inverted.eq(receiver.inverted_ts),
             ltssm.rx_electrical_idle.eq(self.rx_electrical_idle),
             ltssm.receiver_detected.eq(self.receiver_detected),
             ltssm.retrain.eq(self.retrain),
@@ -141,5 +143,6 @@ class SoftLink(wiring.Component):
             self.status.eq(ltssm.status),
             self.recoveries.eq(ltssm.recoveries),
             self.physical_link_up.eq(ltssm.physical_link_up),
+            self.invert_polarity.eq(ltssm.invert_polarity),
         ]
         return m

@@ -6,7 +6,9 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_symbols import (
     LOGICAL_IDLE,
     TS1_ID,
+    TS1_ID_INVERTED,
     TS2_ID,
+    TS2_ID_INVERTED,
     TS_LENGTH,
     KCode,
 )
@@ -43,6 +45,10 @@ class TrainingSetReceiver(wiring.Component):
         Strobe: any other symbol (so the LTSSM can count *consecutive* idle symbols).
     eios: Signal(), output
         Strobe: an electrical idle ordered set (COM IDL IDL IDL).
+    inverted_ts: Signal(), output
+        Strobe: a TS whose identifiers are all D21.5 or all D26.5 — a TS1/TS2 received on a
+        lane with inverted polarity (its other fields are not looked at: they decode to
+        anything, or to errors).
     """
 
     sink: In(rx_symbol_stream())
@@ -51,6 +57,7 @@ class TrainingSetReceiver(wiring.Component):
     idle: Out(1)
     not_idle: Out(1)
     eios: Out(1)
+    inverted_ts: Out(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -59,6 +66,7 @@ class TrainingSetReceiver(wiring.Component):
         index = Signal(range(TS_LENGTH))  # 0: not inside an ordered set
         good = Signal()
         eios = Signal()
+        inverted = Signal()  # the identifiers so far are inverted ones
         ident = Signal(8)
         fields = Signal(TRAINING_SET)
         m.d.comb += self.ts.eq(fields)
@@ -66,7 +74,7 @@ class TrainingSetReceiver(wiring.Component):
         with m.If(self.sink.valid):
             m.d.comb += self.not_idle.eq(1)
             with m.If(~error & (symbol == KCode.COM)):
-                m.d.sync += [index.eq(1), good.eq(1), eios.eq(1)]
+                m.d.sync += [index.eq(1), good.eq(1), eios.eq(1), inverted.eq(1)]
             with m.Elif(index == 0):
                 with m.If(~error & (symbol == LOGICAL_IDLE)):
                     m.d.comb += [self.idle.eq(1), self.not_idle.eq(0)]
@@ -91,7 +99,7 @@ class TrainingSetReceiver(wiring.Component):
                         m.d.sync += fields.control.eq(byte)
                     with m.Case(6):
                         m.d.comb += ok.eq(~is_k & ((byte == TS1_ID) | (byte == TS2_ID)))
-                        m.d.sync += [ident.eq(byte),
+                        m.d.sync += [ident.eq(byte),  # (an inverted identifier too)
                                      fields.kind.eq((byte == TS2_ID) + 1)]
                     with m.Default():
                         m.d.comb += ok.eq(~is_k & (byte == ident))
@@ -104,7 +112,13 @@ class TrainingSetReceiver(wiring.Component):
                     m.d.sync += eios.eq(0)
                 with m.If(error | ~ok):
                     m.d.sync += good.eq(0)
+                inverted_id = (byte == TS1_ID_INVERTED) | (byte == TS2_ID_INVERTED)
+                with m.If((index >= 6) & (is_k | error | ~inverted_id |
+                                          ((index > 6) & (byte != ident)))):
+                    m.d.sync += inverted.eq(0)
                 with m.If(index == TS_LENGTH - 1):
                     m.d.sync += index.eq(0)
-                    m.d.comb += self.ts_valid.eq(good & ok & ~error)
+                    m.d.comb += [self.ts_valid.eq(good & ok & ~error),
+                                 self.inverted_ts.eq(inverted & ~is_k & ~error & inverted_id &
+                                                     (byte == ident))]
         return m

@@ -28,7 +28,8 @@ import enum
 
 __all__ = [
     "K_FLAG", "KCode", "kcode", "data_symbol", "is_k", "symbol_byte", "symbol_name",
-    "TS_LENGTH", "TS1_ID", "TS2_ID", "TsKind", "TrainingControl", "RATE_2_5GT", "RATE_5GT",
+    "TS_LENGTH", "TS1_ID", "TS2_ID", "TS1_ID_INVERTED", "TS2_ID_INVERTED", "TsKind",
+    "TrainingControl", "RATE_2_5GT", "RATE_5GT",
     "TrainingSet", "encode_ts", "decode_ts", "SKP_ORDERED_SET", "EIOS", "LOGICAL_IDLE",
     "SKP_INTERVAL_MIN", "SKP_INTERVAL_MAX", "COMPLIANCE_PATTERN",
 ]
@@ -81,6 +82,10 @@ def symbol_name(symbol: int) -> str:
 TS_LENGTH = 16
 TS1_ID = data_symbol(10, 2)  # 0x4A
 TS2_ID = data_symbol(5, 2)  # 0x45
+#: What the identifiers decode as on a lane whose polarity is inverted (§4.2.4.4): the
+#: complemented 10-bit codes of D10.2 and D5.2 are those of D21.5 and D26.5.
+TS1_ID_INVERTED = data_symbol(21, 5)  # 0xB5
+TS2_ID_INVERTED = data_symbol(26, 5)  # 0xBA
 #: Data rate identifier bits (symbol 4): bit 0 is reserved, bit 1 means 2.5 GT/s supported.
 RATE_2_5GT = 0x02
 RATE_5GT = 0x04

@@ -10,6 +10,7 @@ from busprobe.gateware.pcie.soft.soft_link import SoftLink
 
 from .partner import RootPortPartner
 from .partner_dll import DlState
+from .polarity import as_inverted
 from .wire_faults import WireFaults
 
 __all__ = ["SymbolExchange", "SIM_TIMING", "SYMBOL_PERIOD", "simulate", "send_tlps",
@@ -38,11 +39,14 @@ class SymbolExchange:
         anything with its ``rx``/``tx`` ports).
     partner: the root port.
     faults: symbol errors on the wire both ways (off until ``faults.enabled``).
+    inverted_lane: the partner-to-endpoint pair is swapped; what the endpoint receives is
+        :func:`~.polarity.as_inverted` until the link raises ``invert_polarity``.
     """
 
     def __init__(self, link: SoftLink, partner: RootPortPartner, *,
-                 faults: WireFaults | None = None):
+                 faults: WireFaults | None = None, inverted_lane: bool = False):
         self.link, self.partner, self.faults = link, partner, faults
+        self.inverted_lane = inverted_lane
         self._back: int | None = None
         self._started = False
 
@@ -65,6 +69,8 @@ class SymbolExchange:
         for cycle in range(cycles):
             back, error = (self._back, False) if faults is None else \
                 faults.to_endpoint(self._back)
+            if self.inverted_lane and not ctx.get(link.invert_polarity):
+                back, error = as_inverted(back)
             ctx.set(link.rx_electrical_idle, back is None)
             ctx.set(link.rx.valid, back is not None)
             ctx.set(link.rx.p, {"symbol": back or 0, "error": error})

@@ -34,11 +34,11 @@ RECOVERY = [LtssmState.RECOVERY_RCVRLOCK, LtssmState.RECOVERY_RCVRCFG, LtssmStat
 class Bench:
     """The link, the partner and what the link reported, cycle by cycle."""
 
-    def __init__(self, **partner_options):
+    def __init__(self, *, inverted_lane: bool = False, **partner_options):
         self.link = SoftLink(timing=TIMING)
         # The link alone: the partner sends only what a test asks for (no InitFC).
         self.partner = RootPortPartner(link=5, lane=0, data_link=False, **partner_options)
-        self.exchange = SymbolExchange(self.link, self.partner)
+        self.exchange = SymbolExchange(self.link, self.partner, inverted_lane=inverted_lane)
         self.states: list[LtssmState] = []
         self.events: dict[str, int] = dict.fromkeys(
             ("bad_dllp", "bad_symbol", "skp_inserted", "skp_removed"), 0)
@@ -105,6 +105,18 @@ def test_the_link_trains_from_detect_to_l0_with_the_root_ports_link_number():
                                           speed=LinkSpeed.GEN1, link_number=5, lane_number=0)
     assert bench.partner.history[-1] == PartnerState.L0
     assert result["cycles"] < 6000 and bench.events["bad_symbol"] == 0
+
+
+def test_an_inverted_lane_is_found_in_polling_and_the_link_trains():
+    result = {}
+
+    async def script(bench):
+        await bench.run(6000, until=bench.l0)
+        result["invert"] = bench.ctx.get(bench.link.invert_polarity)
+
+    bench = Bench(inverted_lane=True)
+    bench.simulate(script)
+    assert result == {"invert": 1} and bench.states == TRAINED
 
 
 def test_a_late_root_port_sends_the_endpoint_into_compliance_and_out_again():

@@ -5,6 +5,7 @@ from busprobe.gateware.pcie.soft.ts_receiver import TrainingSetReceiver
 from busprobe.protocol.pcie_symbols import (
     EIOS,
     LOGICAL_IDLE,
+    TS2_ID_INVERTED,
     KCode,
     TrainingControl,
     TrainingSet,
@@ -17,7 +18,7 @@ from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 def receive(symbols, errors=()):
     dut = TrainingSetReceiver()
     found: list[TrainingSet] = []
-    flags = {"idle": 0, "eios": 0}
+    flags = {"idle": 0, "eios": 0, "inverted": 0}
 
     async def testbench(ctx):
         for i, symbol in enumerate(symbols):
@@ -31,6 +32,7 @@ def receive(symbols, errors=()):
                     TrainingControl(ts.control)))
             flags["idle"] += ctx.get(dut.idle)
             flags["eios"] += ctx.get(dut.eios)
+            flags["inverted"] += ctx.get(dut.inverted_ts)
             await ctx.tick()
 
     simulate(dut, testbench)
@@ -63,4 +65,13 @@ def test_idle_symbols_and_eios_are_flagged_outside_ordered_sets():
     ts = encode_ts(TrainingSet(TsKind.TS1, link=0, lane=0))
     symbols = [LOGICAL_IDLE] * 5 + list(EIOS) + ts + [LOGICAL_IDLE] * 3 + [1]
     _, flags = receive(symbols)
-    assert flags == {"idle": 8, "eios": 1}
+    assert flags == {"idle": 8, "eios": 1, "inverted": 0}
+
+
+def test_a_training_set_from_an_inverted_lane_is_flagged_not_decoded():
+    ts2 = encode_ts(TrainingSet(TsKind.TS2))
+    inverted = [KCode.COM, KCode.PAD, KCode.PAD, 0x11, 0x22, 0x33] + [TS2_ID_INVERTED] * 10
+    mixed = inverted[:10] + [0x45] * 6  # not all inverted: neither
+    symbols = inverted + mixed + ts2 + [LOGICAL_IDLE]
+    found, flags = receive(symbols, errors={3, 4, 5})  # its other fields decode to errors
+    assert flags["inverted"] == 1 and found == [TrainingSet(TsKind.TS2)]

@@ -19,6 +19,8 @@ from busprobe.protocol.pcie_dll import (
 )
 from busprobe.protocol.pcie_symbols import (
     K_FLAG,
+    TS1_ID_INVERTED,
+    TS2_ID_INVERTED,
     KCode,
     TrainingControl,
     TrainingSet,
@@ -38,6 +40,9 @@ def test_k_codes_have_the_byte_values_of_table_4_1():
                         "PAD": 0xF7, "SKP": 0x1C, "FTS": 0x3C, "IDL": 0x7C, "EIE": 0xFC}
     assert all(code & K_FLAG for code in KCode)
     assert symbol_name(0x4A) == "D10.2" and symbol_name(K_FLAG | 0x9C) == "K28.4"
+    # D10.2 = 010101 0101 and D5.2 = 101001 0101 complemented: 101010 1010 (D21.5) and
+    # 010110 1010 (D26.5), what a lane with inverted polarity delivers.
+    assert (symbol_name(TS1_ID_INVERTED), symbol_name(TS2_ID_INVERTED)) == ("D21.5", "D26.5")
 
 
 def test_dllp_types_are_cocotbext_pcies():
