@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import random
 
-from busprobe.protocol.pcie_symbols import K_FLAG, is_k, kcode
+from busprobe.protocol.pcie_symbols import is_k, kcode
 
 __all__ = ["WireFaults"]
 
@@ -62,5 +62,3 @@ class WireFaults:
     def total(self) -> int:
         return sum(self.injected.values())
 
-
-assert not UNDECODABLE & ~(K_FLAG | 0xFF)
