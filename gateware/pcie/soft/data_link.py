@@ -1,0 +1,143 @@
+"""The soft endpoint's link with the data link layer's receive side and DL_Init on top."""
+
+from amaranth import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
+from .deframer import RX_TLP_BYTE, TlpStatus
+from .fc_init import CREDITS, FlowControlInit
+from .framer import TLP_BYTE
+from .ltssm import LINK_STATUS, LtssmTiming
+from .replay_buffer import DEFAULT_REPLAY_TIMEOUT, ReplayBuffer
+from .soft_link import SoftLink
+from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+
+__all__ = ["SoftDataLink"]
+
+
+class SoftDataLink(wiring.Component):
+    """:class:`~.soft_link.SoftLink` plus the data link layer: flow-control initialisation,
+    the replay buffer (sequence numbers, ACK/NAK received, replay, REPLAY_NUM rollover into
+    Recovery) and the ACK/NAK receive side: what a transaction layer needs to send and receive
+    TLPs.
+
+    Not yet here: UpdateFC (credits are advertised once, at InitFC, and the partner's are not
+    counted down) and the DLLP and replay timers' scaling with the negotiated MPS.
+
+    Attributes
+    ----------
+    rx, rx_electrical_idle, receiver_detected, tx, tx_electrical_idle: as SoftLink's.
+    tlp: stream of TLP_BYTE, input
+        TLPs to send; taken only while ``dl_active``; each gets the next sequence number.
+    rx_tlp: stream of RX_TLP_BYTE, output; rx_accept, rx_discard: Signal(), output
+        Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
+    dl_active: Signal(), output
+    partner_posted, partner_non_posted, partner_completion: Signal(CREDITS), output
+    next_transmit_seq, acked_seq, next_rcv_seq: Signal(12), output
+    naks, duplicates: Signal(16), output
+        NAKs sent, duplicate TLPs dropped.
+    replays, replay_timeouts, protocol_errors: Signal(16), output
+        See :class:`~.replay_buffer.ReplayBuffer`.
+    status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
+    """
+
+    rx: In(rx_symbol_stream())
+    rx_electrical_idle: In(1)
+    receiver_detected: In(1)
+    tx: Out(tx_symbol_stream())
+    tx_electrical_idle: Out(1)
+    tlp: In(stream.Signature(TLP_BYTE))
+    rx_tlp: Out(stream.Signature(RX_TLP_BYTE, always_ready=True))
+    rx_accept: Out(1)
+    rx_discard: Out(1)
+    dl_active: Out(1)
+    partner_posted: Out(CREDITS)
+    partner_non_posted: Out(CREDITS)
+    partner_completion: Out(CREDITS)
+    next_transmit_seq: Out(12)
+    acked_seq: Out(12)
+    replays: Out(16)
+    replay_timeouts: Out(16)
+    protocol_errors: Out(16)
+    next_rcv_seq: Out(12)
+    naks: Out(16)
+    duplicates: Out(16)
+    status: Out(LINK_STATUS)
+    recoveries: Out(16)
+
+    def __init__(self, *, timing: LtssmTiming | None = None,
+                 ack_latency: int = DEFAULT_ACK_LATENCY,
+                 replay_timeout: int = DEFAULT_REPLAY_TIMEOUT, **link_options):
+        self._timing = timing
+        self._ack_latency = ack_latency
+        self._replay_timeout = replay_timeout
+        self._link_options = link_options
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.link = link = SoftLink(timing=self._timing, **self._link_options)
+        m.submodules.fc_init = fc = FlowControlInit()
+        m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
+        m.submodules.replay = replay = ReplayBuffer(replay_timeout=self._replay_timeout)
+        # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
+        link_up = link.physical_link_up
+
+        wiring.connect(m, wiring.flipped(self.rx), link.rx)
+        wiring.connect(m, link.tx, wiring.flipped(self.tx))
+        wiring.connect(m, link.rx_tlp, wiring.flipped(self.rx_tlp))
+        m.d.comb += [
+            link.rx_electrical_idle.eq(self.rx_electrical_idle),
+            link.receiver_detected.eq(self.receiver_detected),
+            self.tx_electrical_idle.eq(link.tx_electrical_idle),
+            self.status.eq(link.status),
+            self.recoveries.eq(link.recoveries),
+            fc.link_up.eq(link_up),
+            fc.rx_dllp.valid.eq(link.rx_dllp.valid),
+            fc.rx_dllp.payload.eq(link.rx_dllp.payload),
+            fc.rx_tlp_good.eq(link.rx_tlp_end & (link.rx_tlp_status == TlpStatus.GOOD)),
+            self.dl_active.eq(fc.dl_active),
+            self.partner_posted.eq(fc.partner_posted),
+            self.partner_non_posted.eq(fc.partner_non_posted),
+            self.partner_completion.eq(fc.partner_completion),
+            ack_nak.link_up.eq(link_up),
+            ack_nak.tlp_end.eq(link.rx_tlp_end),
+            ack_nak.tlp_status.eq(link.rx_tlp_status),
+            ack_nak.tlp_seq.eq(link.rx_tlp_seq),
+            self.rx_accept.eq(ack_nak.accept),
+            self.rx_discard.eq(ack_nak.discard),
+            self.next_rcv_seq.eq(ack_nak.next_rcv_seq),
+            self.naks.eq(ack_nak.naks),
+            self.duplicates.eq(ack_nak.duplicates),
+        ]
+
+        # DLLPs: an ACK/NAK goes before flow-control initialisation.
+        with m.If(ack_nak.tx_dllp.valid):
+            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(ack_nak.tx_dllp.payload),
+                         ack_nak.tx_dllp.ready.eq(link.dllp.ready)]
+        with m.Else():
+            m.d.comb += [link.dllp.valid.eq(fc.tx_dllp.valid),
+                         link.dllp.payload.eq(fc.tx_dllp.payload),
+                         fc.tx_dllp.ready.eq(link.dllp.ready)]
+
+        # TLPs: numbered and kept by the replay buffer from DL_Active on.
+        m.d.comb += [
+            replay.active.eq(fc.dl_active),
+            replay.tlp.valid.eq(self.tlp.valid & fc.dl_active),
+            replay.tlp.payload.eq(self.tlp.payload),
+            self.tlp.ready.eq(replay.tlp.ready & fc.dl_active),
+            replay.rx_dllp.valid.eq(link.rx_dllp.valid),
+            replay.rx_dllp.payload.eq(link.rx_dllp.payload),
+            link.tlp.valid.eq(replay.source.valid),
+            link.tlp.payload.eq(replay.source.payload),
+            replay.source.ready.eq(link.tlp.ready),
+            link.tlp_seq.eq(replay.source_seq),
+            link.retrain.eq(replay.retrain),
+            self.next_transmit_seq.eq(replay.next_transmit_seq),
+            self.acked_seq.eq(replay.acked_seq),
+            self.replays.eq(replay.replays),
+            self.replay_timeouts.eq(replay.timeouts),
+            self.protocol_errors.eq(replay.protocol_errors),
+        ]
+        return m

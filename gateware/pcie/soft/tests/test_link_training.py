@@ -1,0 +1,277 @@
+"""The soft endpoint's link against the symbol-level root port (Amaranth simulation).
+
+Training from Detect to L0 (and through Polling.Compliance when the root port is late), Recovery
+started from either side, and packets both ways in L0 with SKP ordered sets on the link. The
+LTSSM's timeouts and Polling.Active's TS1 count are scaled down (:data:`SIM_TIMING`); the state
+machine and every ordered set are as in the spec.
+"""
+
+import random
+
+from busprobe.gateware.pcie.soft.deframer import TlpStatus
+from busprobe.gateware.pcie.soft.soft_link import SoftLink
+from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
+from busprobe.protocol.pcie_ltssm import LinkSpeed, LinkStatus, LtssmState, unpack_link_status
+from busprobe.protocol.pcie_symbols import KCode
+from busprobe.sim.pcie.symbol.amaranth_bench import (
+    SIM_TIMING,
+    SymbolExchange,
+    send_dllp,
+    send_tlps,
+    simulate,
+)
+from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
+
+TIMING = SIM_TIMING
+TRAINED = [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE, LtssmState.POLLING_ACTIVE,
+           LtssmState.POLLING_CONFIGURATION, LtssmState.CONFIG_LINKWIDTH_START,
+           LtssmState.CONFIG_LINKWIDTH_ACCEPT, LtssmState.CONFIG_LANENUM_WAIT,
+           LtssmState.CONFIG_COMPLETE, LtssmState.CONFIG_IDLE, LtssmState.L0]
+RECOVERY = [LtssmState.RECOVERY_RCVRLOCK, LtssmState.RECOVERY_RCVRCFG, LtssmState.RECOVERY_IDLE,
+            LtssmState.L0]
+
+
+class Bench:
+    """The link, the partner and what the link reported, cycle by cycle."""
+
+    def __init__(self, *, inverted_lane: bool = False, **partner_options):
+        self.link = SoftLink(timing=TIMING)
+        # The link alone: the partner sends only what a test asks for (no InitFC).
+        self.partner = RootPortPartner(link=5, lane=0, data_link=False, **partner_options)
+        self.exchange = SymbolExchange(self.link, self.partner, inverted_lane=inverted_lane)
+        self.states: list[LtssmState] = []
+        self.events: dict[str, int] = dict.fromkeys(
+            ("bad_dllp", "bad_symbol", "skp_inserted", "skp_removed"), 0)
+        self.tlps: list[tuple[str, int, bytes]] = []
+        self.dllps: list[bytes] = []
+        self._bytes: list[int] = []
+        self.ctx = None
+
+    def note_state(self) -> None:
+        state = LtssmState(self.ctx.get(self.link.status.state))
+        if not self.states or self.states[-1] != state:
+            self.states.append(state)
+
+    def sample(self, _cycle: int) -> None:
+        ctx, link = self.ctx, self.link
+        self.note_state()
+        for name in self.events:
+            self.events[name] += ctx.get(getattr(link, name))
+        if ctx.get(link.rx_tlp.valid):
+            if ctx.get(link.rx_tlp.p.first):
+                self._bytes = []
+            self._bytes.append(ctx.get(link.rx_tlp.p.data))
+        if ctx.get(link.rx_tlp_end):
+            status = TlpStatus(ctx.get(link.rx_tlp_status)).name
+            self.tlps.append((status, ctx.get(link.rx_tlp_seq), bytes(self._bytes)))
+            self._bytes = []
+        if ctx.get(link.rx_dllp.valid):
+            self.dllps.append(ctx.get(link.rx_dllp.payload).to_bytes(4, "little"))
+
+    def l0(self) -> bool:
+        return bool(self.ctx.get(self.link.status.link_up)) and \
+            self.partner.state == PartnerState.L0
+
+    async def run(self, cycles: int, until=None, **options) -> int:
+        ran = await self.exchange.run(self.ctx, cycles=cycles, until=until, each=self.sample,
+                                      **options)
+        self.note_state()  # the state after the last clock edge
+        return ran
+
+    def simulate(self, script, *, endpoint_sends=None) -> None:
+        """Run ``script(bench)``; ``endpoint_sends(ctx, link)`` feeds the framer alongside."""
+        async def testbench(ctx):
+            self.ctx = ctx
+            await script(self)
+
+        async def sender(ctx):
+            await endpoint_sends(ctx, self.link)
+
+        simulate(self.link, testbench, *([sender] if endpoint_sends is not None else []))
+
+
+def test_the_link_trains_from_detect_to_l0_with_the_root_ports_link_number():
+    result = {}
+
+    async def script(bench):
+        result["cycles"] = await bench.run(6000, until=bench.l0)
+        await bench.run(50)
+        result["status"] = unpack_link_status(bench.ctx.get(bench.link.status.as_value()))
+
+    bench = Bench()
+    bench.simulate(script)
+    assert bench.states == TRAINED
+    assert result["status"] == LinkStatus(LtssmState.L0, link_up=True, width=1,
+                                          speed=LinkSpeed.GEN1, link_number=5, lane_number=0)
+    assert bench.partner.history[-1] == PartnerState.L0
+    assert result["cycles"] < 6000 and bench.events["bad_symbol"] == 0
+
+
+def test_an_inverted_lane_is_found_in_polling_and_the_link_trains():
+    result = {}
+
+    async def script(bench):
+        await bench.run(6000, until=bench.l0)
+        result["invert"] = bench.ctx.get(bench.link.invert_polarity)
+
+    bench = Bench(inverted_lane=True)
+    bench.simulate(script)
+    assert result == {"invert": 1} and bench.states == TRAINED
+
+
+def test_a_late_root_port_sends_the_endpoint_into_compliance_and_out_again():
+    silent = TIMING.detect_quiet + TIMING.polling_active + 500
+
+    async def script(bench):
+        await bench.run(silent + 8000, until=bench.l0)
+
+    bench = Bench(silent=silent)
+    bench.simulate(script)
+    assert bench.states[:5] == [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE,
+                                LtssmState.POLLING_ACTIVE, LtssmState.POLLING_COMPLIANCE,
+                                LtssmState.POLLING_ACTIVE]
+    assert bench.states[-1] == LtssmState.L0
+    # The partner's transmitter was silent, its receiver heard the compliance pattern.
+    assert bench.partner.seen_compliance > 100
+
+
+def test_a_root_port_asking_for_compliance_gets_the_pattern_until_it_sends_eios():
+    result = {}
+
+    async def script(bench):
+        def in_compliance() -> bool:
+            return bench.ctx.get(bench.link.status.state) == LtssmState.POLLING_COMPLIANCE
+
+        await bench.run(3000, until=in_compliance)
+        heard = bench.partner.seen_compliance
+        await bench.run(1000)  # the partner keeps sending TS1s: no way out but its EIOS
+        result["stayed"] = in_compliance()
+        result["pattern"] = bench.partner.seen_compliance - heard
+        bench.partner.end_compliance()
+        await bench.run(6000, until=bench.l0)
+
+    bench = Bench(ask_compliance=True)
+    bench.simulate(script)
+    assert result == {"stayed": True, "pattern": 250}  # COM D21.5 COM D10.2: 1000 symbols
+    assert bench.states == TRAINED[:3] + [LtssmState.POLLING_COMPLIANCE] + TRAINED[2:]
+
+
+def test_recovery_from_either_side_returns_to_l0_and_is_counted():
+    result = {}
+
+    async def script(bench):
+        await bench.run(6000, until=bench.l0)
+        bench.partner.start_recovery()
+        await bench.run(50)
+        await bench.run(4000, until=bench.l0)
+        result["after_partner"] = bench.ctx.get(bench.link.recoveries)
+        bench.ctx.set(bench.link.retrain, 1)
+        await bench.run(1)
+        bench.ctx.set(bench.link.retrain, 0)
+        await bench.run(50)
+        await bench.run(4000, until=bench.l0)
+        result["after_endpoint"] = bench.ctx.get(bench.link.recoveries)
+
+    bench = Bench()
+    bench.simulate(script)
+    assert bench.states == TRAINED + RECOVERY + RECOVERY
+    assert (result["after_partner"], result["after_endpoint"]) == (1, 2)
+    assert bench.partner.history.count(PartnerState.RECOVERY_RCVRLOCK) == 2
+    assert bench.partner.state == PartnerState.L0
+
+
+def test_without_a_receiver_the_endpoint_stays_in_detect_and_never_transmits():
+    result = {"sent": 0}
+
+    async def script(bench):
+        for _ in range(5):
+            await bench.run(TIMING.detect_quiet, receiver_detected=False)
+            result["sent"] += not bench.ctx.get(bench.link.tx_electrical_idle)
+
+    bench = Bench(silent=10**9)  # and no termination: nothing at the other end
+    bench.simulate(script)
+    # Detect.Quiet's timeout, Detect.Active finds no receiver, again and again.
+    cycle = [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE]
+    assert len(bench.states) >= 8 and bench.states == (cycle * 5)[:len(bench.states)]
+    assert result["sent"] == 0 and bench.partner.history == [PartnerState.DETECT]
+
+
+def test_a_root_port_that_goes_away_takes_the_link_down_through_recovery_to_detect():
+    result = {}
+
+    async def script(bench):
+        await bench.run(6000, until=bench.l0)
+        bench.partner.power_off()
+        await bench.run(TIMING.recovery_lock + TIMING.detect_quiet + 100)
+        result["link_up"] = bench.ctx.get(bench.link.status.link_up)
+        result["width"] = bench.ctx.get(bench.link.status.width)
+
+    bench = Bench()
+    bench.simulate(script)
+    assert bench.states[len(TRAINED):] == [LtssmState.RECOVERY_RCVRLOCK, LtssmState.DETECT_QUIET,
+                                           LtssmState.DETECT_ACTIVE, LtssmState.POLLING_ACTIVE]
+    assert result == {"link_up": 0, "width": 0}
+
+
+def test_packets_cross_l0_both_ways_checked_with_skp_ordered_sets_on_the_link():
+    rng = random.Random(11)
+    to_endpoint: list[tuple[str, int, bytes]] = []
+    to_endpoint_dllps: list[bytes] = []
+    bad_dllps = 0
+    from_endpoint = [(seq, rng.randbytes(rng.choice((12, 16, 64, 256)))) for seq in range(10)]
+    from_endpoint_dllps = [ack_dllp(i) for i in range(6)]
+
+    async def endpoint_sends(ctx, link):
+        await ctx.tick().until(link.status.link_up)
+        for seq, body in from_endpoint:
+            ctx.set(link.tlp_seq, seq)
+            await send_tlps(ctx, link.tlp, [body])
+            await send_dllp(ctx, link.dllp, from_endpoint_dllps[seq % 6])
+            for _ in range(rng.randrange(200)):
+                await ctx.tick()
+
+    async def script(bench):
+        nonlocal bad_dllps
+        await bench.run(6000, until=bench.l0)
+        partner = bench.partner
+        for seq in range(16):
+            body = rng.randbytes(rng.choice((12, 16, 140)))
+            fault = seq % 4
+            if fault == 0:
+                partner.send_tlp(seq, body)
+                to_endpoint.append(("GOOD", seq, body))
+            elif fault == 1:  # one bit of the TLP flipped on the wire
+                wire = frame_tlp(seq, body)
+                wire[3 + rng.randrange(len(body))] ^= 1 << rng.randrange(8)
+                partner.send_symbols(wire)
+                to_endpoint.append(("BAD_LCRC", seq, None))
+            elif fault == 2:
+                partner.send_tlp(seq, body, nullified=True)
+                to_endpoint.append(("NULLIFIED", seq, body))
+            else:
+                dllp = fc_dllp(DllpType.UPDATE_FC_P, seq, 64 * seq)
+                partner.send_dllp(dllp)
+                to_endpoint_dllps.append(dllp)
+                wire = [KCode.SDP, *dllp, 0, 0, KCode.END]  # a DLLP with a wrong CRC
+                partner.send_symbols(wire)
+                bad_dllps += 1
+        await bench.run(12_000)
+
+    bench = Bench()
+    bench.simulate(script, endpoint_sends=endpoint_sends)
+    got = [(status, seq, body if expected is not None else None)
+           for (status, seq, body), (_, _, expected) in zip(bench.tlps, to_endpoint, strict=False)]
+    assert got == to_endpoint
+    assert bench.dllps == to_endpoint_dllps
+    assert bench.events["bad_dllp"] == bad_dllps and bench.events["bad_symbol"] == 0
+    received = bench.partner.received
+    assert [(p.status, p.seq, p.payload) for p in received if p.kind == "tlp"] == \
+        [("good", seq, body) for seq, body in from_endpoint]
+    assert [p.payload for p in received if p.kind == "dllp"] == \
+        [from_endpoint_dllps[seq % 6] for seq, _ in from_endpoint]
+    # SKP ordered sets both ways, every one found and taken out on the other side.
+    assert bench.events["skp_inserted"] >= 10
+    assert bench.partner.skp_received in (bench.events["skp_inserted"],
+                                          bench.events["skp_inserted"] - 1)
+    assert bench.events["skp_removed"] in (bench.partner.skp_sent, bench.partner.skp_sent - 1)
+    assert bench.states == TRAINED

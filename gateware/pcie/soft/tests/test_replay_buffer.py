@@ -1,0 +1,146 @@
+"""The replay buffer (Amaranth simulation): TLPs numbered and sent once, freed by ACK, replayed
+whole and in order on NAK or timeout, REPLAY_NUM rollover asking for Recovery."""
+
+import random
+
+from busprobe.gateware.pcie.soft.replay_buffer import ReplayBuffer
+from busprobe.protocol.pcie_dll import ack_dllp, nak_dllp
+from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
+
+TIMEOUT = 300
+
+
+def run(tlps, script, *, depth=4096):
+    """Offer ``tlps``; ``script(ctx, dut)`` sends ACK/NAKs. Returns the (seq, bytes) sent out,
+    and the retrain strobes seen."""
+    dut = ReplayBuffer(depth=depth, replay_timeout=TIMEOUT)
+    out: list[tuple[int, bytes]] = []
+    retrains = [0]
+
+    async def producer(ctx):
+        ctx.set(dut.active, 1)
+        await send_tlps(ctx, dut.tlp, tlps)
+
+    async def consumer(ctx):
+        ctx.set(dut.source.ready, 1)
+        current: list[int] = []
+        async for _, _, valid, data, last, seq, retrain in ctx.tick().sample(
+                dut.source.valid, dut.source.p.data, dut.source.p.last, dut.source_seq,
+                dut.retrain):
+            retrains[0] += retrain
+            if valid:
+                current.append(data)
+                if last:
+                    out.append((seq, bytes(current)))
+                    current = []
+
+    async def testbench(ctx):
+        await script(ctx, dut)
+
+    simulate(dut, testbench, producer, consumer)
+    return out, retrains[0]
+
+
+async def dllp(ctx, dut, word: bytes):
+    ctx.set(dut.rx_dllp.valid, 1)
+    ctx.set(dut.rx_dllp.payload, int.from_bytes(word, "little"))
+    await ctx.tick()
+    ctx.set(dut.rx_dllp.valid, 0)
+
+
+BODIES = [random.Random(1).randbytes(n) for n in (12, 16, 40, 20)]
+
+
+def test_tlps_go_out_once_numbered_and_an_ack_frees_them():
+    result = {}
+
+    async def script(ctx, dut):
+        await ctx.tick().repeat(150)
+        await dllp(ctx, dut, ack_dllp(3))
+        await ctx.tick().repeat(TIMEOUT * 2)
+        result.update(acked=ctx.get(dut.acked_seq), next=ctx.get(dut.next_transmit_seq),
+                      replays=ctx.get(dut.replays))
+
+    out, _ = run(BODIES, script)
+    assert out == list(enumerate(BODIES))
+    assert result == {"acked": 3, "next": 4, "replays": 0}
+
+
+def test_a_nak_replays_what_it_did_not_acknowledge_oldest_first():
+    async def script(ctx, dut):
+        await ctx.tick().repeat(150)
+        await dllp(ctx, dut, nak_dllp(1))
+        await ctx.tick().repeat(100)
+        await dllp(ctx, dut, ack_dllp(3))
+        await ctx.tick().repeat(TIMEOUT * 2)
+
+    out, _ = run(BODIES, script)
+    assert out == list(enumerate(BODIES)) + [(2, BODIES[2]), (3, BODIES[3])]
+
+
+def test_without_acks_the_timer_replays_and_the_fourth_replay_asks_for_recovery():
+    result = {}
+
+    async def script(ctx, dut):
+        # The TLPs go out by ~40 clocks; each replay comes a timeout after the last one ends.
+        await ctx.tick().repeat(40 + 4 * (TIMEOUT + 35) + 50)
+        result.update(replays=ctx.get(dut.replays), timeouts=ctx.get(dut.timeouts))
+        await dllp(ctx, dut, ack_dllp(1))
+        await ctx.tick().repeat(TIMEOUT + 150)
+        result["after_ack"] = ctx.get(dut.replays)
+
+    out, retrains = run(BODIES[:2], script)
+    assert result["replays"] == result["timeouts"] == 4
+    assert out == list(enumerate(BODIES[:2])) * 5
+    assert retrains == 1
+    assert result["after_ack"] == 4  # everything acknowledged: no more replays
+
+
+def test_an_ack_for_a_tlp_never_sent_is_a_protocol_error_and_frees_nothing():
+    result = {}
+
+    async def script(ctx, dut):
+        await ctx.tick().repeat(100)
+        await dllp(ctx, dut, ack_dllp(7))
+        result.update(errors=ctx.get(dut.protocol_errors), acked=ctx.get(dut.acked_seq))
+
+    run(BODIES[:2], script)
+    assert result == {"errors": 1, "acked": 4095}
+
+
+def test_a_full_buffer_holds_the_transaction_layer_until_acks_free_room():
+    bodies = [bytes([i]) * 100 for i in range(12)]  # 8 slots: at most 7 kept
+    result = {}
+
+    async def script(ctx, dut):
+        await ctx.tick().repeat(1200)
+        result["sent_before_ack"] = ctx.get(dut.next_transmit_seq)
+        await dllp(ctx, dut, ack_dllp(6))
+        await ctx.tick().repeat(1000)
+        result["sent_after_ack"] = ctx.get(dut.next_transmit_seq)
+
+    out, _ = run(bodies, script)
+    assert result == {"sent_before_ack": 7, "sent_after_ack": 12}
+    # Each TLP went out, in order, with its number (the timer also replayed the first 7).
+    assert out[:7] == list(enumerate(bodies[:7]))
+    firsts = [o for i, o in enumerate(out) if o not in out[:i]]
+    assert firsts == list(enumerate(bodies))
+
+
+def test_a_replay_ends_where_the_byte_store_wraps_to_zero():
+    # 1 KiB store, 128-byte TLPs: the 8th ends exactly at the wrap (its end pointer is 0).
+    bodies = [bytes([i]) * 128 for i in range(9)]
+
+    async def script(ctx, dut):
+        for acked in (1, 3, 5):  # keep room: ACK two at a time as they go out
+            await ctx.tick().until(dut.next_transmit_seq == acked + 2)
+            await dllp(ctx, dut, ack_dllp(acked))
+        await ctx.tick().until(dut.next_transmit_seq == 8)
+        await dllp(ctx, dut, nak_dllp(6))
+        await ctx.tick().repeat(400)
+        await dllp(ctx, dut, ack_dllp(8))
+        await ctx.tick().repeat(200)
+
+    out, _ = run(bodies, script, depth=1024)
+    # The NAK replays 7 (whose end is the wrap) and 8 (already sent when the NAK came).
+    assert out == list(enumerate(bodies)) + [(7, bodies[7]), (8, bodies[8])]
