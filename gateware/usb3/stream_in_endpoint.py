@@ -5,7 +5,7 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol.streams import StreamState
 
 from .in_endpoint import BurstInEndpoint
-from .stream_protocol import StreamLayer
+from .stream_protocol import OwnHandshakes, StreamLayer
 from .transaction import HandshakeKind
 
 __all__ = ["StreamInEndpoint"]
@@ -75,17 +75,12 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
                                 & (~asks | tokens.retry_required | ~self.acknowledged))
         m.d.comb += self.take_ack.eq(take)
 
-        # The protocol's own NRDYs, one at a time.
-        own = self.control_handshake
-        m.d.comb += [own.request.endpoint_number.eq(self._number), own.request.direction.eq(1),
-                     own.request.kind.eq(HandshakeKind.NRDY)]
-        own_valid = Signal()
-        m.d.comb += own.valid.eq(own_valid)
-        with m.If(own.done):
-            m.d.ss += own_valid.eq(0)
+        # The protocol's own NRDYs, one for each ACK TP refused.
+        own = OwnHandshakes(m, self.control_handshake, endpoint_number=self._number,
+                            direction=1)
 
         def answer_nrdy():
-            m.d.ss += own_valid.eq(1)
+            own.nrdy(m)
 
         error = Signal()
         m.d.comb += primed.prime_id.eq(named)
@@ -126,8 +121,8 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
             m.d.ss += phase.eq(StreamState.PRIME_PIPE)  # the transfer's last packet
 
         m.d.comb += [self.events.eq(inner_events),
-                     self.events.nrdy.eq(inner_events.nrdy | (own.done & own_valid)),
+                     self.events.nrdy.eq(inner_events.nrdy | own.sent_nrdy),
                      self.events.stream_error.eq(error)]
 
-        states.follow_configuration(m, self, primed, cleared=[own_valid])
+        states.follow_configuration(m, self, primed, cleared=own.cleared)
         return m

@@ -4,7 +4,7 @@ from amaranth import Mux, Signal
 from busprobe.protocol.streams import StreamState
 
 from .out_endpoint import BurstOutEndpoint
-from .stream_protocol import StreamLayer
+from .stream_protocol import OwnHandshakes, StreamLayer
 from .transaction import HandshakeKind
 
 __all__ = ["StreamOutEndpoint"]
@@ -68,32 +68,26 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
             m.d.ss += phase.eq(StreamState.MOVE_DATA)
 
         # The protocol's own NRDYs (refused packets) and ERDYs (selecting a stream).
-        own = self.control_handshake
-        own_valid, own_kind, own_stream = Signal(), Signal(HandshakeKind), Signal(16)
+        own = OwnHandshakes(m, self.control_handshake, endpoint_number=self._number,
+                            direction=0)
         free = inner.request.number_of_packets  # the burst endpoint's buffers free now
-        m.d.comb += [own.valid.eq(own_valid), own.request.kind.eq(own_kind),
-                     own.request.endpoint_number.eq(self._number), own.request.direction.eq(0),
-                     own.request.stream_id.eq(own_stream),
-                     own.request.number_of_packets.eq(free)]
+        m.d.comb += self.control_handshake.request.number_of_packets.eq(free)
         error = Signal()
         valid_id = (named >= 1) & (named <= self._max_streams)
         m.d.comb += primed.prime_id.eq(named)
         with m.If(refused & states.enabled):
-            m.d.ss += [own_valid.eq(1), own_kind.eq(HandshakeKind.NRDY)]
+            own.nrdy(m)
             with m.If(valid_id & (phase != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
                 m.d.comb += primed.prime.eq(1)
             with m.Else():
                 m.d.comb += error.eq(1)
-        with m.Elif(~own_valid & ~streaming & primed.any & (free != 0) & ~self.halt
-                    & states.enabled & ~receiving):
-            m.d.ss += [own_valid.eq(1), own_kind.eq(HandshakeKind.ERDY),
-                       own_stream.eq(primed.selected)]
-        with m.If(own.done):
-            m.d.ss += own_valid.eq(0)
-            with m.If(own_kind == HandshakeKind.ERDY):
-                m.d.comb += primed.take.eq(1)
-                m.d.ss += [stream.eq(own_stream), phase.eq(StreamState.START_STREAM)]
+        with m.If(~own.erdy_pending & ~streaming & primed.any & (free != 0) & ~self.halt
+                  & states.enabled & ~receiving & ~refused):
+            own.select(m, primed.selected)
+        with m.If(own.sent_erdy):
+            m.d.comb += primed.take.eq(1)
+            m.d.ss += [stream.eq(own.erdy_stream), phase.eq(StreamState.START_STREAM)]
 
         # The burst endpoint's requests name the stream; its flow-control ERDY (a buffer free
         # after NumP 0) only within the stream: outside one, selecting is this layer's.
@@ -111,11 +105,9 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
             m.d.ss += phase.eq(StreamState.PRIME_PIPE)
 
         m.d.comb += [self.events.eq(inner_events),
-                     self.events.erdy.eq((inner_events.erdy & ~swallowed)
-                                         | (own.done & (own_kind == HandshakeKind.ERDY))),
-                     self.events.nrdy.eq(inner_events.nrdy
-                                         | (own.done & (own_kind == HandshakeKind.NRDY))),
+                     self.events.erdy.eq((inner_events.erdy & ~swallowed) | own.sent_erdy),
+                     self.events.nrdy.eq(inner_events.nrdy | own.sent_nrdy),
                      self.events.stream_error.eq(error)]
 
-        states.follow_configuration(m, self, primed, cleared=[own_valid])
+        states.follow_configuration(m, self, primed, cleared=own.cleared)
         return m

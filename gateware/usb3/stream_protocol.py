@@ -8,9 +8,9 @@ from busprobe.protocol.streams import MAX_STREAMS, StreamState
 
 from .primed_streams import PrimedStreams
 from .telemetry import DIRECTION_EVENTS
-from .transaction import HandshakeRequestSignature
+from .transaction import HandshakeKind, HandshakeRequestSignature
 
-__all__ = ["StreamLayer", "StreamPhase"]
+__all__ = ["StreamLayer", "StreamPhase", "OwnHandshakes"]
 
 
 class StreamLayer:
@@ -89,3 +89,44 @@ class StreamPhase:
             m.d.ss += [phase.eq(Mux(endpoint.enabled, StreamState.PRIME_PIPE,
                                     StreamState.DISABLED)), self.stream.eq(0),
                        *(signal.eq(0) for signal in cleared)]
+
+
+class OwnHandshakes:
+    """The stream layer's own handshakes on its ``control_handshake`` port: an NRDY for every
+    packet it refuses, however close together they come (a count owed: the host matches each
+    prime with its answer), and at most one ERDY selecting a stream, sent after them.
+
+    Attributes
+    ----------
+    sent_nrdy, sent_erdy: Value
+        This cycle the port's ``done`` took an NRDY / the ERDY.
+    erdy_pending: Signal()
+    """
+
+    def __init__(self, m, port, *, endpoint_number, direction):
+        self.owed, self.erdy_pending, self.erdy_stream = Signal(3), Signal(), Signal(16)
+        self._owe = Signal()
+        nrdy = self.owed != 0
+        m.d.comb += [
+            port.valid.eq(nrdy | self.erdy_pending),
+            port.request.kind.eq(Mux(nrdy, HandshakeKind.NRDY, HandshakeKind.ERDY)),
+            port.request.endpoint_number.eq(endpoint_number),
+            port.request.direction.eq(direction),
+            port.request.stream_id.eq(Mux(nrdy, 0, self.erdy_stream)),
+        ]
+        self.sent_nrdy, self.sent_erdy = port.done & nrdy, port.done & ~nrdy
+        m.d.ss += self.owed.eq(self.owed + self._owe - self.sent_nrdy)
+        with m.If(self.sent_erdy):
+            m.d.ss += self.erdy_pending.eq(0)
+
+    def nrdy(self, m):
+        """Owe one more NRDY."""
+        m.d.comb += self._owe.eq(1)
+
+    def select(self, m, stream):
+        """Send an ERDY naming ``stream``."""
+        m.d.ss += [self.erdy_pending.eq(1), self.erdy_stream.eq(stream)]
+
+    @property
+    def cleared(self):
+        return [self.owed, self.erdy_pending]
