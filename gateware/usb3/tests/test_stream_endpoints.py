@@ -163,3 +163,22 @@ def test_out_stream_zero_past_max_and_another_stream_in_move_data_are_dropped_an
         assert (ctx.get(dut.checker.errors), ctx.get(dut.checker.offset)) == (0, 1032)
 
     assert simulate(out_endpoint(), body).errors == 3
+
+
+def test_the_streams_device_companions_say_max_streams_and_the_probes_say_none():
+    from busprobe.gateware.usb3.descriptors import build_descriptors
+    from busprobe.gateware.usb3.streams_device import Usb3StreamsDevice
+    from busprobe.protocol.streams import MAX_STREAMS_EXPONENT
+
+    def companions(collection):
+        configuration = next(bytes(raw) for kind, _, raw in collection if kind == 2)
+        found, offset = [], 0
+        while offset < len(configuration):
+            if configuration[offset + 1] == 0x30:  # SuperSpeed endpoint companion
+                found.append(configuration[offset + 3])
+            offset += configuration[offset]
+        return found
+
+    streams = Usb3StreamsDevice(phy=None)._descriptors()
+    assert companions(streams) == [MAX_STREAMS_EXPONENT] * 2
+    assert companions(build_descriptors()) == [0, 0]
