@@ -93,7 +93,11 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
             with m.If(asks & valid_id & tokens.packets_pending
                       & (phase != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
-                m.d.comb += [primed.prime.eq(1), self.park.eq(~streaming)]
+                # Parked outside a stream, so its next ERDY selects one; not in the cycle its
+                # ERDY goes out (the park would win over the ERDY's un-parking, and the
+                # selected stream would never move: found by the four-stream cocotb test).
+                erdy_done = self.handshake.done & (inner.request.kind == HandshakeKind.ERDY)
+                m.d.comb += [primed.prime.eq(1), self.park.eq(~streaming & ~erdy_done)]
                 answer_nrdy()
             with m.Elif(asks):
                 m.d.comb += error.eq(1)

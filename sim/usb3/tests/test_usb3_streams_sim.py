@@ -10,6 +10,7 @@ from busprobe.sim.cocotb_suite import run_cocotb_suite
 
 HERE = Path(__file__).resolve().parent
 COCOTB_TESTS = [
+    "streams_advertised_and_data_moves_on_four_streams_each_way_every_byte_checked",
     "in_stream_ids_zero_or_past_max_streams_get_nrdy_are_counted_and_data_moves_on",
     "out_data_on_stream_zero_or_past_max_streams_gets_nrdy_is_counted_and_data_moves_on",
 ]
