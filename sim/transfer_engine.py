@@ -140,8 +140,10 @@ class TransferEngine:
 
     def finish(self, pending: Pending, last_handshake_end: int, *, actual: int,
                stalled: bool = False) -> None:
-        """``pending`` is done on the bus: it leaves its queue and is due to the host."""
-        self.queues[pending.transfer.endpoint].popleft()
+        """``pending`` is done on the bus: it leaves its queue and is due to the host. (The
+        oldest, except on an endpoint with bulk streams, where the device chooses the order.)"""
+        queue = self.queues[pending.transfer.endpoint]
+        del queue[next(i for i, queued in enumerate(queue) if queued is pending)]
         cycle = self._completes_at(last_handshake_end)
         data = bytes(pending.received) if pending.transfer.incoming else b""
         self.due.append(Due(Completion(pending.transfer, actual, data, cycle / self.clock_hz,

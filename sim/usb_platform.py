@@ -101,6 +101,14 @@ class SimUsbPlatform(SimulatorClient):
         self._in_flight -= sum(completion.transfer.length for completion in done)
         return done
 
+    def alloc_streams(self, endpoints: Sequence[int], count: int) -> None:
+        """Give bulk ``endpoints`` stream rings for Stream IDs 1..``count`` (libusb's
+        ``libusb_alloc_streams``); a :class:`Transfer` then names its stream."""
+        self._cycle = self._call("alloc_streams", list(endpoints), count)
+
+    def free_streams(self, endpoints: Sequence[int]) -> None:
+        self._cycle = self._call("free_streams", list(endpoints))
+
     def cancel(self) -> None:
         if self.server is not None:
             self._cycle = self._call("cancel")

@@ -7,7 +7,8 @@ multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
 
 - a second transaction-packet producer beside LUNA's (whose generator always advertises one
   packet and sends NRDY when asked for ERDY, see :mod:`.transaction`);
-- the End Of Burst bit of outgoing data packet headers (LUNA leaves it 0);
+- the End Of Burst bit and the Stream ID of outgoing data packet headers (LUNA leaves both 0),
+  and the Stream ID of the host's ACK TPs (LUNA decodes only Packets Pending);
 - what the link shows the telemetry: ITPs and header packets waiting for a link credit;
 - its link commands queued whole and sent back to back (:mod:`.link_commands`: LUNA's header
   receiver otherwise starves its LGOODs on a busy lane), and its advertisement after every
@@ -69,6 +70,9 @@ class BurstLinkLayer(USB3LinkLayer):
     ----------
     data_sink_end_of_burst: Signal(), input
         EOB of the data packet being sent; held with ``data_sink.valid`` (or ``send_zlp``).
+    data_sink_stream_id: Signal(16), input
+        Stream ID of the data packet being sent (0 on an endpoint without streams), held
+        like ``data_sink_end_of_burst``.
     header_credit_stall: Signal(), output
         A header packet is waiting to be sent and the link partner has granted no credit (LCRD).
     """
@@ -76,6 +80,7 @@ class BurstLinkLayer(USB3LinkLayer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.data_sink_end_of_burst = Signal()
+        self.data_sink_stream_id = Signal(16)
         self.header_credit_stall = Signal()
 
     def elaborate(self, platform):
@@ -97,6 +102,9 @@ class BurstLinkLayer(USB3LinkLayer):
         header_mux._sinks[position] = with_eob
         m.d.comb += with_eob.header_eq(data_headers)
         m.d.comb += with_eob.header.dw1[_EOB_BIT].eq(self.data_sink_end_of_burst)
+        # The same copy carries the Stream ID (DW2 bits 15:0, USB 3.2 §8.6; LUNA's
+        # DataHeaderPacket has the field, its transmitter leaves it 0).
+        m.d.comb += with_eob.header.dw2[:16].eq(self.data_sink_stream_id)
 
         # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): on a busy
         # lane its LGOODs starve. Its link commands reach the transmit arbiter through a queue
@@ -134,12 +142,16 @@ class ProbeProtocolLayer(USB3ProtocolLayer):
         Header packets from busprobe's bulk transaction generator, arbitrated with LUNA's own.
     itp_received: Signal(), output
         Strobe: an isochronous timestamp packet arrived (one per 125 µs bus interval).
+    ack_stream_id: Signal(16), output
+        Stream ID of the transaction packet being decoded: valid with the endpoint interface's
+        ``handshakes_in.ack_received`` (LUNA's receiver decodes DW2's Packets Pending only).
     """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.extra_header_source = HeaderQueue()
         self.itp_received = Signal()
+        self.ack_stream_id = Signal(16)
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
@@ -148,6 +160,9 @@ class ProbeProtocolLayer(USB3ProtocolLayer):
         # ITPs are counted from the handler's strobe: its bus_interval_counter is declared
         # Signal() (1 bit) upstream (luna-usb 0.2.3, timestamp.py), so it cannot be read.
         m.d.comb += self.itp_received.eq(m.submodules.itp_handler.update_received)
+        # The receiver decodes its header queue combinationally into ``ack_received``; DW2 of
+        # the same header is the ACK TP's Stream ID (USB 3.2 §8.5).
+        m.d.comb += self.ack_stream_id.eq(m.submodules.tp_receiver.header_sink.header.dw2[:16])
         return m
 
 
@@ -171,6 +186,10 @@ class SuperSpeedCore(Elaboratable):
         Transaction packets of busprobe's bulk endpoints (see :mod:`.transaction`).
     end_of_burst: Signal(), input
         EOB of the data packet an endpoint is sending.
+    stream_id: Signal(16), input
+        Stream ID of the data packet an endpoint is sending (0 without streams).
+    ack_stream_id: Signal(16), output
+        Stream ID of the ACK TP the endpoints' ``handshakes_in.ack_received`` announces.
     itp_received: Signal(), output
         Strobe per ITP.
     header_credit_stall: Signal(), output
@@ -198,6 +217,8 @@ class SuperSpeedCore(Elaboratable):
         self.address = Signal(7)
         self.bulk_header_source = HeaderQueue()
         self.end_of_burst = Signal()
+        self.stream_id = Signal(16)
+        self.ack_stream_id = Signal(16)
         self.itp_received = Signal()
         self.header_credit_stall = Signal()
 
@@ -221,6 +242,8 @@ class SuperSpeedCore(Elaboratable):
             protocol.current_configuration.eq(self.configuration),
             protocol.extra_header_source.header_eq(self.bulk_header_source),
             link.data_sink_end_of_burst.eq(self.end_of_burst),
+            link.data_sink_stream_id.eq(self.stream_id),
+            self.ack_stream_id.eq(protocol.ack_stream_id),
             self.itp_received.eq(protocol.itp_received),
             self.header_credit_stall.eq(link.header_credit_stall),
         ]

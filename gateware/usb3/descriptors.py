@@ -15,12 +15,14 @@ VENDOR_INTERFACE = (0xFF, 0x00, 0x00)
 
 
 def build_descriptors(*, product: str = usb3.PRODUCT, interface: tuple[int, int, int] =
-                      VENDOR_INTERFACE) -> SuperSpeedDeviceDescriptorCollection:
+                      VENDOR_INTERFACE, max_streams_exponent: int = 0
+                      ) -> SuperSpeedDeviceDescriptorCollection:
     """Device, configuration (bulk IN and OUT with their SuperSpeed endpoint companions) and BOS.
 
     The BOS carries the SuperSpeed USB device capability (and the USB 2.0 extension every
     SuperSpeed device must have, USB 3.2 §9.6.2); the companions advertise
-    :data:`~busprobe.protocol.usb3.MAX_BURST` and no streams. ``product`` and ``interface``
+    :data:`~busprobe.protocol.usb3.MAX_BURST` and MaxStreams ``max_streams_exponent`` (2**n
+    streams; 0: none, USB 3.2 §9.6.7). ``product`` and ``interface``
     (class, subclass, protocol) name a personality: the null disk is mass storage, SCSI, BOT
     (:data:`busprobe.protocol.bot.BOT_INTERFACE`).
     """
@@ -49,7 +51,7 @@ def build_descriptors(*, product: str = usb3.PRODUCT, interface: tuple[int, int,
                     e.bInterval = 0
                     with e.SuperSpeedCompanion() as companion:
                         companion.bMaxBurst = usb3.MAX_BURST
-                        companion.bmAttributes = 0  # no streams
+                        companion.bmAttributes = max_streams_exponent  # bits 4:0 MaxStreams
 
     with descriptors.BOSDescriptor() as bos:
         with bos.USB2Extension() as usb2_extension:

@@ -70,6 +70,16 @@ class Usb3ProbeDevice(Elaboratable):
     def _data_path(self):
         return Usb3DataPath()
 
+    def _bulk_endpoints(self):
+        """The bulk IN and OUT endpoints."""
+        return (BurstInEndpoint(endpoint_number=usb3.EP_IN & 0xF, slots=usb3.MAX_BURST_PACKETS),
+                BurstOutEndpoint(endpoint_number=usb3.EP_OUT & 0xF,
+                                 slots=usb3.OUT_BUFFER_PACKETS))
+
+    def _more_handshake_requests(self, endpoint_in, endpoint_out):
+        """Handshake request ports besides the endpoints' own, served after them."""
+        return []
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
@@ -81,23 +91,20 @@ class Usb3ProbeDevice(Elaboratable):
         control.add_request_handler(requests)
         core.add_endpoint(control)
 
-        endpoint_in = BurstInEndpoint(endpoint_number=usb3.EP_IN & 0xF,
-                                      slots=usb3.MAX_BURST_PACKETS)
-        endpoint_out = BurstOutEndpoint(endpoint_number=usb3.EP_OUT & 0xF,
-                                        slots=usb3.OUT_BUFFER_PACKETS)
+        endpoint_in, endpoint_out = self._bulk_endpoints()
         self.endpoint_in, self.endpoint_out = endpoint_in, endpoint_out
         core.add_endpoint(endpoint_in)
         core.add_endpoint(endpoint_out)
-        m.submodules.handshakes = handshakes = BulkHandshakeGenerator(ports=2)
+        # OUT first: its ACKs pace the host's bursts; IN's NRDY/ERDY can wait a header.
+        requesters = [endpoint_out.handshake, endpoint_in.handshake,
+                      *self._more_handshake_requests(endpoint_in, endpoint_out)]
+        m.submodules.handshakes = handshakes = BulkHandshakeGenerator(ports=len(requesters))
         m.d.comb += [
             core.bulk_header_source.header_eq(handshakes.header_source),
             handshakes.address.eq(core.address),
             core.end_of_burst.eq(endpoint_in.end_of_burst),
         ]
-        # OUT first: its ACKs pace the host's bursts; IN's NRDY/ERDY can wait a header.
-        wiring_pairs = ((endpoint_out.handshake, handshakes.requests[0]),
-                        (endpoint_in.handshake, handshakes.requests[1]))
-        for endpoint_port, generator_port in wiring_pairs:
+        for endpoint_port, generator_port in zip(requesters, handshakes.requests, strict=True):
             m.d.comb += [generator_port.valid.eq(endpoint_port.valid),
                          generator_port.request.eq(endpoint_port.request),
                          endpoint_port.done.eq(generator_port.done)]

@@ -70,10 +70,18 @@ class BurstInEndpoint(wiring.Component):
         The endpoint is halted: STALL instead of data.
     restart: Signal(), input
         Strobe: the endpoint starts over (sequence number 0, nothing buffered).
+    take_ack: Signal(), input
+        The ACK TP ``interface.handshakes_in`` announces this cycle is for this endpoint's data
+        (1 unless a stream protocol, :mod:`.stream_in_endpoint`, holds back one of another
+        stream or a prime).
+    park: Signal(), input
+        Strobe: wait as after an NRDY (send nothing until this endpoint's next ERDY is sent).
     handshake: HandshakeRequestSignature, output
         NRDY/ERDY/STALL requests to :class:`.transaction.BulkHandshakeGenerator`.
     end_of_burst: Signal(), output
         EOB of the data packet being sent (to :class:`.core.SuperSpeedCore`).
+    acknowledged: Signal(), output
+        Every packet sent has been acknowledged by the host.
     events: DIRECTION_EVENTS, output
         Telemetry events.
     interface: SuperSpeedEndpointInterface
@@ -94,8 +102,11 @@ class BurstInEndpoint(wiring.Component):
     flush: In(1)
     halt: In(1)
     restart: In(1)
+    take_ack: In(1, init=1)
+    park: In(1)
     handshake: Out(HandshakeRequestSignature())
     end_of_burst: Out(1)
+    acknowledged: Out(1)
     events: Out(DIRECTION_EVENTS)
 
     def __init__(self, *, endpoint_number=1, slots=16):
@@ -192,9 +203,11 @@ class BurstInEndpoint(wiring.Component):
             fields[name] = Signal.like(getattr(interface.handshakes_in, name),
                                        name=f"ack_tp_{name}")
             m.d.ss += fields[name].eq(getattr(interface.handshakes_in, name))
+        taken = Signal(init=1)  # take_ack, registered with the fields it gates
+        m.d.ss += taken.eq(self.take_ack)
         handshakes_in = SimpleNamespace(**fields)
         ack = (handshakes_in.ack_received & (handshakes_in.endpoint_number == self._number)
-               & handshakes_in.direction)
+               & handshakes_in.direction & taken)
         retiring = retire_seq != retire_target
         with m.If(retiring):
             m.d.comb += [self.events.acked.eq(1),
@@ -342,6 +355,7 @@ class BurstInEndpoint(wiring.Component):
                         & (handshakes_in.next_sequence == never_sent) & ~buffered):
                 m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.NRDY)]
         all_acknowledged = (retire_seq == send_seq) & (retire_target == send_seq)
+        m.d.comb += self.acknowledged.eq(all_acknowledged)
         with m.If(waiting & ~asking & all_acknowledged & buffered & (settling == 0) & idle
                   & ~self.halt):
             m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.ERDY)]
@@ -356,6 +370,8 @@ class BurstInEndpoint(wiring.Component):
                 # The host answers ERDY with an ACK TP that opens the window again.
                 m.d.ss += [waiting.eq(0), window_end.eq(send_seq)]
 
+        with m.If(self.park):
+            m.d.ss += waiting.eq(1)
         with m.If(self.new_transfer | self.flush):
             m.d.ss += [transfer_started.eq(0), zlp_due.eq(0), settling.eq(2)]
         with m.If(self.flush):

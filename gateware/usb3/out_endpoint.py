@@ -43,6 +43,10 @@ class BurstOutEndpoint(wiring.Component):
     stream: PacketStreamSignature(4), output stream
         The packets received (``gateware.common.packet_stream``: ``last`` on each packet's final
         beat, ``keep`` for a partial last word; a ZLP has no beat).
+    take_dp: Signal(), input
+        The data packet whose header ``interface.rx_header`` holds is for this endpoint's data
+        (1 unless a stream protocol, :mod:`.stream_out_endpoint`, holds back one of another
+        stream or a prime); read as the packet starts and when it completes.
     handshake: HandshakeRequestSignature, output
         ACK/NRDY/ERDY/STALL requests to :class:`.transaction.BulkHandshakeGenerator`.
     flush: Signal(), input
@@ -64,6 +68,7 @@ class BurstOutEndpoint(wiring.Component):
     """
 
     stream: Out(PacketStreamSignature(4))
+    take_dp: In(1, init=1)
     handshake: Out(HandshakeRequestSignature())
     flush: In(1)
     halt: In(1)
@@ -98,7 +103,7 @@ class BurstOutEndpoint(wiring.Component):
         # Receiving.
         rx, header = interface.rx, interface.rx_header
         for_us = ((header.endpoint_number == self._number) & ~header.setup
-                  & ~header.direction)
+                  & ~header.direction & self.take_dp)
         receiving, accepting, out_of_sequence = Signal(), Signal(), Signal()
         word, count = Signal(8), Signal(11)
         starting = rx.valid.any() & rx.first & for_us

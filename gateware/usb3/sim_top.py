@@ -58,9 +58,11 @@ __all__ = ["Usb3SimTop", "generate_verilog", "TOP_NAME", "TOP_NAMES", "DESIGNS",
 
 
 TOP_NAME = "busprobe_usb3"
-#: The busprobe designs the top holds: the probe, and the null disk (``usb3-storage``).
-DESIGNS = ("busprobe", "storage")
-TOP_NAMES = {"busprobe": TOP_NAME, "storage": "busprobe_usb3_storage"}
+#: The busprobe designs the top holds: the probe, the null disk (``usb3-storage``) and the probe
+#: with bulk streams (:mod:`.streams_device`).
+DESIGNS = ("busprobe", "storage", "streams")
+TOP_NAMES = {"busprobe": TOP_NAME, "storage": "busprobe_usb3_storage",
+             "streams": "busprobe_usb3_streams"}
 #: Symbols per PIPE transfer and the clock they move at: 4 × 125 MHz = 500 M symbols/s.
 PIPE_WIDTH = 4
 CLOCK_HZ = 125_000_000
@@ -143,12 +145,21 @@ def _storage_device(*, phy):
     return Usb3StorageDevice(phy=phy, sync_frequency=CLOCK_HZ)
 
 
+def _streams_device(*, phy):
+    from .streams_device import Usb3StreamsDevice
+    return Usb3StreamsDevice(phy=phy, sync_frequency=CLOCK_HZ)
+
+
+#: The device factory of each design (None: the top's default, the probe).
+_FACTORIES = {"busprobe": None, "storage": _storage_device, "streams": _streams_device}
+
+
 def generate_verilog(out_dir: Path, *, design: str = "busprobe") -> Path:
     """Write the Verilog of the SuperSpeed sim top with ``design`` (:data:`DESIGNS`) into
     ``out_dir`` and return its path (``<top>-<hash>.v``, ``<top>`` from :data:`TOP_NAMES`;
     cached, see :mod:`busprobe.gateware.verilog_cache`)."""
     if design not in DESIGNS:
         raise ValueError(f"unknown USB3 design {design!r} (choose from {', '.join(DESIGNS)})")
-    factory = _storage_device if design == "storage" else None
+    factory = _FACTORIES[design]
     return cached_verilog(out_dir, TOP_NAMES[design],
                           lambda: Usb3SimTop(device_factory=factory), packages=PACKAGES)

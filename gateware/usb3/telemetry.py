@@ -22,6 +22,7 @@ DIRECTION_EVENTS = data.StructLayout({
     "eob": 1,             # IN: a DP was sent with End Of Burst
     "nrdy": 1,            # an NRDY TP was sent for the endpoint
     "erdy": 1,            # an ERDY TP was sent for the endpoint
+    "stream_error": 1,    # a stream endpoint took a packet naming a stream it could not move
 })
 
 #: Device-wide events.
@@ -113,6 +114,8 @@ class SuperSpeedTelemetry(wiring.Component):
         count("in_nump_total", inn.ack_tp, inn.nump)
         maximum("in_nump_max", inn.ack_tp, inn.nump)
         count("in_eobs", inn.eob)
+        for direction in ("in", "out"):
+            count(f"{direction}_stream_errors", events[direction].stream_error)
         count("out_dps_received", out.dps)
         count("out_bad_dps", out.retry)
         count("out_sequence_errors", out.sequence_error)

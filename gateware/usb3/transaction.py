@@ -43,6 +43,7 @@ HANDSHAKE_REQUEST = data.StructLayout({
     "retry": 1,               # ACK: ask the host to resend from ``sequence``
     "sequence": 5,            # ACK: next expected data sequence number
     "number_of_packets": 5,   # ACK/ERDY: NumP, 0..16
+    "stream_id": 16,          # ACK/ERDY: the Stream ID (0 on an endpoint without streams)
 })
 
 
@@ -116,6 +117,7 @@ class BulkHandshakeGenerator(wiring.Component):
             ack.retry.eq(pending.retry),
             ack.data_sequence.eq(pending.sequence),
             ack.number_of_packets.eq(pending.number_of_packets),
+            ack.stream_id.eq(pending.stream_id),
             nrdy.subtype.eq(TransactionPacketSubtype.NRDY),
             erdy.subtype.eq(TransactionPacketSubtype.ERDY),
             erdy.number_of_packets.eq(pending.number_of_packets),
@@ -127,7 +129,9 @@ class BulkHandshakeGenerator(wiring.Component):
             with m.Case(HandshakeKind.NRDY):
                 m.d.comb += queue.header.eq(nrdy)
             with m.Case(HandshakeKind.ERDY):
-                m.d.comb += queue.header.eq(erdy)
+                # LUNA's ERDYHeaderPacket has no DW2 layout; USB 3.2 (§8.5) puts the Stream ID
+                # of the stream the device selects in its bits 15:0.
+                m.d.comb += [queue.header.eq(erdy), queue.header.dw2[:16].eq(pending.stream_id)]
             with m.Case(HandshakeKind.STALL):
                 m.d.comb += queue.header.eq(stall)
         return m

@@ -38,7 +38,7 @@ def interfaces_announcement(negotiated: Negotiated, info: DeviceInfo,
     interfaces_info = negotiated.encode(PacketType.INTERFACE_INFO, 0, INTERFACE_INFO.pack(
         len(info.interfaces), *map(bytes, columns)))
     types = [TransferType.INVALID] * ENDPOINT_SLOTS
-    intervals, interfaces, packets = ([0] * ENDPOINT_SLOTS for _ in range(3))
+    intervals, interfaces, packets, streams = ([0] * ENDPOINT_SLOTS for _ in range(4))
     for address in (0x00, 0x80):
         types[endpoint_slot(address)] = TransferType.CONTROL
         packets[endpoint_slot(address)] = _control_packet_size(info, speed)
@@ -46,7 +46,8 @@ def interfaces_announcement(negotiated: Negotiated, info: DeviceInfo,
         slot = endpoint_slot(endpoint.address)
         types[slot], intervals[slot] = endpoint.transfer_type, endpoint.interval
         interfaces[slot], packets[slot] = endpoint.interface, endpoint.max_packet_size
-    return [interfaces_info, negotiated.ep_info(types, intervals, interfaces, packets)]
+        streams[slot] = endpoint.max_streams
+    return [interfaces_info, negotiated.ep_info(types, intervals, interfaces, packets, streams)]
 
 
 def announcement(negotiated: Negotiated, info: DeviceInfo, speed: Speed) -> list[bytes]:

@@ -24,6 +24,10 @@ _DEVICE = struct.Struct("<BBHBBBBHHHBBBB")  # the 18-byte device descriptor
 _CONFIG = struct.Struct("<BBHBBBBB")  # the 9-byte configuration descriptor
 _INTERFACE = struct.Struct("<BBBBBBBBB")
 _ENDPOINT = struct.Struct("<BBBBHB")
+#: The SuperSpeed endpoint companion descriptor's type (USB 3.2 Table 9-6), and bulk's
+#: bmAttributes transfer type.
+_SUPERSPEED_COMPANION = 0x30
+_BULK = 2
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class Endpoint:
     interface: int
     max_packet_size: int  # wMaxPacketSize as the descriptor has it
     alternate: int = 0
+    max_streams: int = 0  # bulk streams its SuperSpeed companion offers (2**MaxStreams, or 0)
 
 
 @dataclass
@@ -113,5 +118,13 @@ def parse_device_info(device: bytes, configuration: bytes) -> DeviceInfo:
                                                                                 offset)
             info.alternates.append(Endpoint(address, attributes & 0x3, interval, interface,
                                             packet, alt))
+        elif (kind == _SUPERSPEED_COMPANION and length >= 4 and info.alternates
+              and isinstance(info.alternates[-1], Endpoint)
+              and info.alternates[-1].transfer_type == _BULK):
+            # bmAttributes bits 4:0 of a bulk endpoint's companion: MaxStreams, 2**n streams
+            # (USB 3.2 §9.6.7).
+            exponent = configuration[offset + 3] & 0x1F
+            info.alternates[-1] = replace(info.alternates[-1],
+                                          max_streams=1 << exponent if exponent else 0)
         offset += length
     return info.in_force({})

@@ -107,7 +107,8 @@ class BulkRelay:
             tag = next(self._tags)
             batch.packets[tag] = packet
             batch.transfers[tag] = Transfer(endpoint, size, None if endpoint & 0x80
-                                            else bytes(packet.data), tag=tag)
+                                            else bytes(packet.data), tag=tag,
+                                            stream_id=packet.fields[3])
         if not batch.packets:
             return
         log.info("usbredir: bulk %#04x %d x %d B", endpoint, len(batch.packets), length)
@@ -226,5 +227,5 @@ class BulkRelay:
 
     def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:
         self._answered(packet.id)
-        body = self.negotiated.bulk_body(packet.fields[0], status, moved)
+        body = self.negotiated.bulk_body(packet.fields[0], status, moved, packet.fields[3])
         self._send(self.negotiated.encode(PacketType.BULK_PACKET, packet.id, body, data))

@@ -18,6 +18,10 @@ How requests map onto the platform:
   the bus; one already on the bus cannot be pulled back (the simulator carries a stream out whole)
   and is answered ``cancelled`` when it ends; one already answered is forgotten (QEMU reuses
   packet ids: a cancel that crossed the answer must not cancel the next request with that id);
+* ``alloc_bulk_streams`` / ``free_bulk_streams`` → the platform's ``alloc_streams`` /
+  ``free_streams`` (the simulated xHCI's stream rings) for endpoints whose companions offer
+  streams, answered ``bulk_streams_status``; a ``bulk_packet``'s ``stream_id`` goes with its
+  transfer onto the stream ring it names;
 * ``reset`` → :meth:`bus_reset` (a real bus reset and re-enumeration in the simulation), skipped
   while the device is as a reset leaves it (only standard reads reached it since the last one:
   a guest's enumeration resets two to three times);
@@ -48,6 +52,7 @@ from .device_info import DeviceInfo, read_device_info
 from .relay_bulk import BulkRelay
 from .relay_requests import RequestRelay
 from .usbredir_wire import (
+    BULK_STREAMS_STATUS,
     CONTROL,
     Cap,
     Negotiated,
@@ -56,7 +61,9 @@ from .usbredir_wire import (
     PacketType,
     ProtocolError,
     Speed,
+    Status,
     bulk_length,
+    endpoints_of,
 )
 
 __all__ = ["UsbredirExport", "CAPABILITIES", "bulk_length"]
@@ -64,16 +71,18 @@ __all__ = ["UsbredirExport", "CAPABILITIES", "bulk_length"]
 log = logging.getLogger(__name__)
 
 #: What this server advertises: the ones QEMU's xHCI needs (64-bit ids; max packet sizes; bulk
-#: transfers over 64 KiB), and bcdDevice in device_connect.
-CAPABILITIES = frozenset({Cap.CONNECT_DEVICE_VERSION, Cap.EP_INFO_MAX_PACKET_SIZE,
-                          Cap.IDS_64BIT, Cap.BULK_LENGTH_32BIT})
+#: transfers over 64 KiB), bcdDevice in device_connect, and bulk streams (``max_streams`` in
+#: ep_info is 0 on every endpoint of a device without them).
+CAPABILITIES = frozenset({Cap.BULK_STREAMS, Cap.CONNECT_DEVICE_VERSION,
+                          Cap.EP_INFO_MAX_PACKET_SIZE, Cap.IDS_64BIT, Cap.BULK_LENGTH_32BIT})
 _IDLE_CHECK_S = 0.5
 #: What the reader queues when the connection has ended.
 _END = Packet(-1, 0)
 #: Packet types that are malformed without their type-specific header.
 _WITH_FIELDS = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET,
                           PacketType.SET_CONFIGURATION, PacketType.SET_ALT_SETTING,
-                          PacketType.GET_ALT_SETTING})
+                          PacketType.GET_ALT_SETTING, PacketType.ALLOC_BULK_STREAMS,
+                          PacketType.FREE_BULK_STREAMS})
 #: Requests a cancel_data_packet can name (they are answered with a data packet).
 _ANSWERED = frozenset({PacketType.CONTROL_PACKET, PacketType.BULK_PACKET})
 
@@ -119,6 +128,7 @@ class UsbredirExport(RequestRelay, BulkRelay):
         self._incoming = PacketQueue()
         self._relay_init()
         self._cancelled = RecentIds()
+        self._streams: dict[int, int] = {}  # endpoint address -> streams allocated
         # Requests received and not answered, by id: QEMU reuses ids (a stopped xHCI endpoint's
         # transfers come again with theirs); bounded as the queue is (each is answered once).
         self._outstanding: Counter[int] = Counter()
@@ -247,6 +257,8 @@ class UsbredirExport(RequestRelay, BulkRelay):
                    PacketType.GET_CONFIGURATION: self._get_configuration,
                    PacketType.SET_ALT_SETTING: self._set_alt_setting,
                    PacketType.GET_ALT_SETTING: self._get_alt_setting,
+                   PacketType.ALLOC_BULK_STREAMS: self._alloc_bulk_streams,
+                   PacketType.FREE_BULK_STREAMS: self._free_bulk_streams,
                    PacketType.RESET: self._reset}.get(kind)  # type: ignore[arg-type]
         if handler is None or (kind in _WITH_FIELDS and not packet.fields):
             # disconnect acks, filters, iso/interrupt requests for endpoints we do not have
@@ -257,9 +269,41 @@ class UsbredirExport(RequestRelay, BulkRelay):
         self._note_effect(packet)
         handler(packet)
 
+    def _alloc_bulk_streams(self, packet: Packet) -> None:
+        """Streams 1..``no_streams`` on each endpoint of the mask, if every one offers that
+        many (its companion's MaxStreams); answered ``bulk_streams_status``."""
+        mask, count = packet.fields
+        endpoints = endpoints_of(mask)
+        offered = {e.address: e.max_streams for e in self.in_force().endpoints}
+        if not endpoints or count < 1 or any(offered.get(e, 0) < count for e in endpoints):
+            log.info("usbredir: alloc_bulk_streams %#x x %d refused (offered %s)", mask, count,
+                     offered)
+            self._streams_status(mask, 0, Status.INVAL)
+            return
+        self.platform.alloc_streams(endpoints, count)
+        self._streams.update(dict.fromkeys(endpoints, count))
+        self._streams_status(mask, count, Status.SUCCESS)
+
+    def _free_bulk_streams(self, packet: Packet) -> None:
+        (mask,) = packet.fields
+        allocated = [e for e in endpoints_of(mask) if self._streams.pop(e, 0)]
+        if allocated:  # freeing what was never allocated is nothing to do
+            self.platform.free_streams(allocated)
+        self._streams_status(mask, 0, Status.SUCCESS)
+
+    def _streams_status(self, mask: int, count: int, status: Status) -> None:
+        self._send(self.negotiated.encode(PacketType.BULK_STREAMS_STATUS, 0,
+                                          BULK_STREAMS_STATUS.pack(mask, count, status)))
+
     def _acceptable(self, packet: Packet) -> bool:
         """Whether ``packet`` may reach the platform; if not, it is answered here."""
         status = refusal(packet, self.in_force())
+        if status is None and packet.kind == PacketType.BULK_PACKET:
+            # A stream the guest did not allocate (or stream 0 on an endpoint with streams)
+            # would wait for a device that never selects it: refused here, as an xHCI does.
+            allocated, stream_id = self._streams.get(packet.fields[0], 0), packet.fields[3]
+            if not (stream_id == 0 if allocated == 0 else 1 <= stream_id <= allocated):
+                status = Status.INVAL
         if status is None:
             return True
         log.info("usbredir: %s %d refused (%s)", packet.kind.name if packet.kind else "?",

@@ -29,7 +29,8 @@ __all__ = ["PacketType", "Status", "Cap", "Speed", "TransferType", "Negotiated",
            "MAX_CONTROL_DATA", "HELLO_VERSION_LEN", "ENDPOINT_SLOTS", "endpoint_slot",
            "CONTROL", "BULK_16", "BULK_32", "CONNECT", "CONNECT_NO_VERSION", "INTERFACE_INFO",
            "CONFIGURATION_STATUS", "ALT_SETTING_STATUS", "SET_CONFIGURATION", "SET_ALT_SETTING",
-           "GET_ALT_SETTING"]
+           "GET_ALT_SETTING", "ALLOC_BULK_STREAMS", "FREE_BULK_STREAMS", "BULK_STREAMS_STATUS",
+           "endpoints_of"]
 
 
 class PacketType(enum.IntEnum):
@@ -137,6 +138,10 @@ ALT_SETTING_STATUS = struct.Struct("<BBB")  # status, interface, alt
 SET_CONFIGURATION = struct.Struct("<B")
 SET_ALT_SETTING = struct.Struct("<BB")  # interface, alt
 GET_ALT_SETTING = struct.Struct("<B")  # interface
+#: endpoints (a mask of :func:`endpoint_slot` bits), no_streams
+ALLOC_BULK_STREAMS = struct.Struct("<II")
+FREE_BULK_STREAMS = struct.Struct("<I")  # endpoints
+BULK_STREAMS_STATUS = struct.Struct("<IIB")  # endpoints, no_streams, status
 
 
 def bulk_length(fields: tuple) -> int:
@@ -147,6 +152,12 @@ def bulk_length(fields: tuple) -> int:
 def endpoint_slot(address: int) -> int:
     """Index of endpoint ``address`` in ep_info's arrays (IN endpoints from 16)."""
     return ((address & 0x80) >> 3) | (address & 0x0F)
+
+
+def endpoints_of(mask: int) -> list[int]:
+    """The endpoint addresses of an ``endpoints`` mask (bit :func:`endpoint_slot` each)."""
+    return [(slot & 0x0F) | (0x80 if slot & 0x10 else 0)
+            for slot in range(ENDPOINT_SLOTS) if mask >> slot & 1]
 
 
 @dataclass
@@ -190,16 +201,21 @@ class Negotiated:
         text = version.encode()[:HELLO_VERSION_LEN - 1].ljust(HELLO_VERSION_LEN, b"\0")
         return self.encode(PacketType.HELLO, 0, text + struct.pack("<I", caps))
 
-    def bulk_body(self, endpoint: int, status: int, length: int) -> bytes:
+    def bulk_body(self, endpoint: int, status: int, length: int, stream_id: int = 0) -> bytes:
         if self.has(Cap.BULK_LENGTH_32BIT):
-            return BULK_32.pack(endpoint, status, length & 0xFFFF, 0, length >> 16)
-        return BULK_16.pack(endpoint, status, length, 0)
+            return BULK_32.pack(endpoint, status, length & 0xFFFF, stream_id, length >> 16)
+        return BULK_16.pack(endpoint, status, length, stream_id)
 
     def ep_info(self, types: list[int], intervals: list[int], interfaces: list[int],
-                max_packet_sizes: list[int]) -> bytes:
+                max_packet_sizes: list[int], max_streams: list[int] | None = None) -> bytes:
+        """``ep_info``: ``max_packet_sizes`` with :attr:`Cap.EP_INFO_MAX_PACKET_SIZE`, then
+        ``max_streams`` (streams each endpoint offers, 0: none) with
+        :attr:`Cap.BULK_STREAMS`."""
         body = bytes(types) + bytes(intervals) + bytes(interfaces)
         if self.has(Cap.EP_INFO_MAX_PACKET_SIZE):
             body += struct.pack(f"<{ENDPOINT_SLOTS}H", *max_packet_sizes)
+        if self.has(Cap.BULK_STREAMS):
+            body += struct.pack(f"<{ENDPOINT_SLOTS}I", *(max_streams or [0] * ENDPOINT_SLOTS))
         return self.encode(PacketType.EP_INFO, 0, body)
 
 
@@ -320,7 +336,10 @@ class PacketReader:
                  PacketType.DEVICE_CONNECT: self.negotiated.connect,
                  PacketType.INTERFACE_INFO: INTERFACE_INFO,
                  PacketType.CONFIGURATION_STATUS: CONFIGURATION_STATUS,
-                 PacketType.ALT_SETTING_STATUS: ALT_SETTING_STATUS}.get(kind)  # type: ignore
+                 PacketType.ALT_SETTING_STATUS: ALT_SETTING_STATUS,
+                 PacketType.ALLOC_BULK_STREAMS: ALLOC_BULK_STREAMS,
+                 PacketType.FREE_BULK_STREAMS: FREE_BULK_STREAMS,
+                 PacketType.BULK_STREAMS_STATUS: BULK_STREAMS_STATUS}.get(kind)  # type: ignore
         if shape is None or len(raw) < shape.size:
             return Packet(kind, packet_id, (), b"", raw)
         return Packet(kind, packet_id, shape.unpack_from(raw), raw[shape.size:], raw)

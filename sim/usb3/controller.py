@@ -34,6 +34,7 @@ from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSub
 
 from ..transfer_engine import Pending, StreamOutcome, TransferEngine
 from .framing import HeaderPacket
+from .host_streams import EndpointStreams, move_on_streams
 from .pipe import CLOCK_HZ, CLOCK_PERIOD_PS
 from .protocol import DIR_IN, DIR_OUT, SuperSpeedProtocol, data_header, itp_header, tp_header
 
@@ -49,7 +50,7 @@ ACK, NRDY, ERDY, STALL = (TransactionPacketSubtype.ACK, TransactionPacketSubtype
 #: The ENDPOINT_HALT feature selector (USB 3.2 Table 9-7).
 ENDPOINT_HALT = 0
 #: What the controller counts while it works on bulk transfers.
-COUNTERS = ("nrdys", "retries", "packets", "ack_tps")
+COUNTERS = ("nrdys", "retries", "packets", "ack_tps", "stream_errors")
 
 
 def _cycles(seconds: float) -> int:
@@ -88,7 +89,20 @@ class SuperSpeedHostController(TransferEngine):
         self._movers: dict[int, Task] = {}  # endpoint address -> its transfer on the bus
         self._moved = Event()
         self._failure: Exception | None = None
+        #: Endpoint address -> its streams, once allocated (:meth:`enable_streams`).
+        self.streams: dict[int, EndpointStreams] = {}
         protocol.keep = self._for_a_queued_endpoint
+
+    def enable_streams(self, address: int, max_streams: int) -> EndpointStreams:
+        """Give bulk endpoint ``address`` stream rings for Stream IDs 1..``max_streams`` (what
+        an xHCI does when its driver allocates streams): its transfers then move on the stream
+        their ``stream_id`` names, in the order the device selects them
+        (:mod:`.host_streams`)."""
+        self.streams[address] = EndpointStreams(max_streams)
+        return self.streams[address]
+
+    def free_streams(self, address: int) -> None:
+        self.streams.pop(address, None)
 
     def _for_a_queued_endpoint(self, header: HeaderPacket) -> bool:
         """A data packet or TP of an endpoint with transfers queued: its mover will want it,
@@ -208,8 +222,12 @@ class SuperSpeedHostController(TransferEngine):
             if address in self._last_end and self.profile.retoken_delay_us:
                 at = max(at, self._last_end[address]
                          + _cycles(self.profile.retoken_delay_us * 1e-6))
-            move = self._move_in if pending.transfer.incoming else self._move_out
-            end, actual, stalled = await move(pending, at)
+            if address in self.streams:
+                pending, end, actual, stalled = await move_on_streams(self, address, at,
+                                                                     STUCK_CYCLES)
+            else:
+                move = self._move_in if pending.transfer.incoming else self._move_out
+                end, actual, stalled, _ = await move(pending, at)
             self._last_end[address] = end
             self.finish(pending, end, actual=actual, stalled=stalled)
         except Exception as exc:  # raised again by _work, in the engine's flow
@@ -226,21 +244,27 @@ class SuperSpeedHostController(TransferEngine):
 
     # -- bulk ---------------------------------------------------------------------------------
 
-    async def _move_in(self, pending: Pending, at: int) -> tuple[int, int, bool]:
+    async def _move_in(self, pending: Pending, at: int, stream_id: int = 0
+                       ) -> tuple[int, int, bool, bool]:
         """Token the IN endpoint and take packets until the transfer is done; returns the end
-        of its last packet, the bytes received and whether the endpoint stalled."""
+        of its last packet, the bytes received, whether the endpoint stalled and whether the
+        transfer is done. On a stream (``stream_id``) the tokens and every data packet name it,
+        and an NRDY ends the stream before the transfer (done False: it goes on when the
+        device selects the stream again)."""
         link, protocol, profile = self.protocol.link, self.protocol, self.profile
         mps, counters = self.max_packet_size, self.counters
         address, length = pending.transfer.endpoint, pending.transfer.length
         endpoint = address & 0x7F
-        wanted = max(1, math.ceil(length / mps))
         received = pending.received
+        wanted = max(1, math.ceil((length - len(received)) / mps))
         sequence = self._sequence.get(address, 0)
 
         async def token(start: int, *, packets: int, retry: bool = False) -> None:
             await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
                                              direction=DIR_IN, sequence=sequence,
-                                             packets=packets, retry=retry), start_at=start)
+                                             packets=packets, retry=retry,
+                                             packets_pending=bool(stream_id and packets),
+                                             stream_id=stream_id), start_at=start)
             counters["ack_tps"] += 1
 
         await token(at, packets=min(profile.max_burst_in, wanted))
@@ -251,10 +275,18 @@ class SuperSpeedHostController(TransferEngine):
                 kind = header.field(1, 0, 4)
                 if kind == STALL:
                     self._sequence[address] = sequence
-                    return header.end, len(received), True
+                    return header.end, len(received), True, True
                 if kind == NRDY:
                     counters["nrdys"] += 1
-                if kind == ERDY:  # token again, same sequence
+                    if stream_id and self.streams[address].answers_a_prime():
+                        continue
+                    if stream_id:  # the stream ends here (USB 3.2 §8.12.1.4)
+                        self._sequence[address] = sequence
+                        return header.end, len(received), False, False
+                if kind == ERDY and stream_id:
+                    # The device selects streams in Idle only: one in Move Data is an error.
+                    counters["stream_errors"] += 1
+                elif kind == ERDY:  # token again, same sequence
                     await token(self.cycle + self.turnaround,
                                 packets=min(profile.max_burst_in, wanted))
                 continue
@@ -264,6 +296,9 @@ class SuperSpeedHostController(TransferEngine):
                 await token(header.end + self.turnaround,
                             packets=min(profile.max_burst_in, wanted), retry=True)
                 continue
+            if header.dws[2] & 0xFFFF != stream_id:
+                raise AssertionError(f"IN data on endpoint {endpoint} named stream "
+                                     f"{header.dws[2] & 0xFFFF}, not {stream_id}")
             payload = header.payload
             received += payload
             counters["packets"] += 1
@@ -274,11 +309,14 @@ class SuperSpeedHostController(TransferEngine):
                         packets=0 if done else min(profile.max_burst_in, wanted))
             if done:
                 self._sequence[address] = sequence
-                return header.end, len(received), False
+                return header.end, len(received), False, True
 
-    async def _move_out(self, pending: Pending, at: int) -> tuple[int, int, bool]:
+    async def _move_out(self, pending: Pending, at: int, stream_id: int = 0, *,
+                        granted: int | None = None) -> tuple[int, int, bool, bool]:
         """Send the transfer's packets in bursts the device's ACKs allow; returns the end of
-        the last ACK, the bytes sent and whether the endpoint stalled."""
+        the last ACK, the bytes sent, whether the endpoint stalled and True (done). On a stream
+        (``stream_id``, started by an ERDY granting ``granted`` packets) every data packet and
+        every ACK TP taken names it."""
         link, protocol, profile = self.protocol.link, self.protocol, self.profile
         mps, counters = self.max_packet_size, self.counters
         address = pending.transfer.endpoint
@@ -286,7 +324,8 @@ class SuperSpeedHostController(TransferEngine):
         data = pending.transfer.data or bytes(pending.transfer.length)
         chunks = [data[i:i + mps] for i in range(0, len(data), mps)] or [b""]
         base = self._sequence.get(address, 0)
-        acked, sent, granted, rewound_at, end = 0, 0, profile.max_burst_out, -1, at
+        granted = profile.max_burst_out if granted is None else granted
+        acked, sent, rewound_at, end = 0, 0, -1, at
         while acked < len(chunks):
             while sent < len(chunks) and sent - acked < min(granted, profile.max_burst_out):
                 if len(self._movers) > 1:
@@ -298,7 +337,8 @@ class SuperSpeedHostController(TransferEngine):
                 await link.send_header(data_header(
                     protocol.address, endpoint=endpoint, direction=DIR_OUT,
                     sequence=(base + sent) % SEQUENCE_MODULO, length=len(chunks[sent]),
-                    packets_pending=sent + 1 < len(chunks)), chunks[sent], start_at=at,
+                    packets_pending=sent + 1 < len(chunks), stream_id=stream_id),
+                    chunks[sent], start_at=at,
                     corrupt_crc32=wire_index in self._corrupt_out)
                 self._corrupt_out.discard(wire_index)
                 sent += 1
@@ -309,10 +349,15 @@ class SuperSpeedHostController(TransferEngine):
             kind = header.field(1, 0, 4)
             if kind == STALL:
                 self._sequence[address] = (base + acked) % SEQUENCE_MODULO
-                return header.end, acked * mps, True
+                return header.end, acked * mps, True, True
+            if kind in (ACK, ERDY) and header.dws[2] & 0xFFFF != stream_id:
+                raise AssertionError(f"{TransactionPacketSubtype(kind).name} on OUT endpoint "
+                                     f"{endpoint} named stream {header.dws[2] & 0xFFFF}, "
+                                     f"not {stream_id}")
             if kind == NRDY:
                 counters["nrdys"] += 1
-                granted = 0
+                if not (stream_id and self.streams[address].answers_a_prime()):
+                    granted = 0
                 continue
             next_sequence = header.field(1, 21, 5)
             granted = header.field(1, 16, 5)
@@ -335,4 +380,4 @@ class SuperSpeedHostController(TransferEngine):
         counters["packets"] += len(chunks)
         self._sequence[address] = (base + len(chunks)) % SEQUENCE_MODULO
         pending.offset = len(data)
-        return end, len(data), False
+        return end, len(data), False, True

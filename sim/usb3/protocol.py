@@ -37,23 +37,26 @@ class DeviceStall(AssertionError):
 
 def tp_header(address: int, subtype: TransactionPacketSubtype, *, endpoint: int = 0,
               direction: int = DIR_OUT, packets: int = 0, sequence: int = 0,
-              retry: bool = False, packets_pending: bool = False) -> tuple[int, int, int]:
-    """DW0..DW2 of a transaction packet (USB 3.2 §8.5; LUNA ``ACKHeaderPacket``)."""
+              retry: bool = False, packets_pending: bool = False,
+              stream_id: int = 0) -> tuple[int, int, int]:
+    """DW0..DW2 of a transaction packet (USB 3.2 §8.5; LUNA ``ACKHeaderPacket``); the Stream
+    ID is DW2's bits 15:0 (0 on an endpoint without streams)."""
     dw0 = int(HeaderPacketType.TRANSACTION) | (address & 0x7F) << 25
     dw1 = (int(subtype) | int(retry) << 6 | direction << 7 | (endpoint & 0xF) << 8
            | (packets & 0x1F) << 16 | (sequence % SEQUENCE_MODULO) << 21)
-    dw2 = int(packets_pending) << 27
+    dw2 = int(packets_pending) << 27 | (stream_id & 0xFFFF)
     return dw0, dw1, dw2
 
 
 def data_header(address: int, *, endpoint: int, direction: int, sequence: int, length: int,
                 setup: bool = False, end_of_burst: bool = False,
-                packets_pending: bool = False) -> tuple[int, int, int]:
-    """DW0..DW2 of a data packet header (USB 3.2 §8.6; LUNA ``DataHeaderPacket``)."""
+                packets_pending: bool = False, stream_id: int = 0) -> tuple[int, int, int]:
+    """DW0..DW2 of a data packet header (USB 3.2 §8.6; LUNA ``DataHeaderPacket``); the Stream
+    ID is DW2's bits 15:0."""
     dw0 = int(HeaderPacketType.DATA) | (address & 0x7F) << 25
     dw1 = ((sequence % SEQUENCE_MODULO) | int(end_of_burst) << 6 | direction << 7
            | (endpoint & 0xF) << 8 | int(setup) << 15 | (length & 0xFFFF) << 16)
-    return dw0, dw1, int(packets_pending) << 27
+    return dw0, dw1, int(packets_pending) << 27 | (stream_id & 0xFFFF)
 
 
 def itp_header(bus_interval: int, delta: int = 0) -> tuple[int, int, int]:

@@ -64,6 +64,17 @@ class Usb3RpcHandler(UsbRpcHandler):
     async def rpc_counters(self) -> dict[str, Any]:
         return {**await super().rpc_counters(), "link": dict(vars(self.session.link.counters))}
 
+    async def rpc_alloc_streams(self, endpoints: list[int], count: int) -> int:
+        """Stream rings for Stream IDs 1..``count`` on each of ``endpoints``; the clock."""
+        for endpoint in endpoints:
+            self.session.host.enable_streams(endpoint, count)
+        return self.cycle
+
+    async def rpc_free_streams(self, endpoints: list[int]) -> int:
+        for endpoint in endpoints:
+            self.session.host.free_streams(endpoint)
+        return self.cycle
+
 
 @cocotb.test()
 async def serve_usb3(dut: Any) -> None:

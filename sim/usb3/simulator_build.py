@@ -33,10 +33,10 @@ def symbol_values() -> dict[str, str]:
             for name in ("SKP", "COM", "SHP", "SLC", "SDP", "END", "EDB", "EPF")}
 
 
-#: Designs the simulator can hold: busprobe's (``gateware/usb3/sim_top.py``: the probe, and
-#: ``storage``, the null disk) and a stock LUNA device with only its control endpoint
-#: (``scratch_top``), all with the same PIPE ports.
-DESIGNS = ("busprobe", "storage", "stock")
+#: Designs the simulator can hold: busprobe's (``gateware/usb3/sim_top.py``: the probe,
+#: ``storage``, the null disk, and ``streams``, the probe with bulk streams) and a stock LUNA
+#: device with only its control endpoint (``scratch_top``), all with the same PIPE ports.
+DESIGNS = ("busprobe", "storage", "streams", "stock")
 
 
 def usb3_sim_top(dut: str, ports: Mapping[str, tuple[str, int]]) -> SimTop:
@@ -55,7 +55,7 @@ def build_usb3_simulator(design: str = "busprobe") -> Path:
     :func:`busprobe.sim.netlist.usb3.build_usb3_netlist_simulator`.)
     """
     out = build_root() / "gateware" / "usb3"
-    if design in ("busprobe", "storage"):
+    if design in ("busprobe", "storage", "streams"):
         from busprobe.gateware.usb3.sim_top import PORTS, TOP_NAMES, generate_verilog
         verilog, top_name = generate_verilog(out, design=design), TOP_NAMES[design]
     elif design == "stock":

@@ -175,6 +175,10 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("out_window_start_interval", "itps at the end of the first bus interval with OUT data"),
     ("out_window_end_bytes", "out_bytes at the end of the second-to-last interval with OUT data"),
     ("out_window_end_interval", "itps at the end of the second-to-last interval with OUT data"),
+    # Bulk streams (``protocol.streams``; 0 on the endpoints without streams).
+    ("in_stream_errors", "ACK TPs for the IN endpoint naming a stream it could not move "
+                         "(0, past MaxStreams, or not the stream selected): answered NRDY"),
+    ("out_stream_errors", "OUT DPs naming a stream the endpoint could not move: answered NRDY"),
 )
 #: Initial values that are not zero (CLEAR_TELEMETRY restores these too).
 TELEMETRY_INITIAL = {"magic": MAGIC, "version": PROTOCOL_VERSION,

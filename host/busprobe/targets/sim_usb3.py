@@ -1,11 +1,13 @@
 """``sim:usb3``: what the SuperSpeed simulation is, from the selector's options alone.
 
-``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16&design=busprobe|storage&level=rtl|netlist``
+``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16&design=busprobe|storage|streams``
+``&level=rtl|netlist``
 
 ``host`` is the SuperSpeed host-controller profile the simulated xHCI obeys and the model reads
 (:mod:`busprobe.model.usb3_hosts`; loading it here is what checks it); ``burst`` caps the NumP
 window the host grants (and its OUT burst) at that many packets, below the profile's own;
-``design=storage`` is the SCSI null disk over BOT (``usb3-storage``) in place of the probe;
+``design=storage`` is the SCSI null disk over BOT (``usb3-storage``) in place of the probe,
+``design=streams`` the probe with bulk streams (``gateware/usb3/streams_device.py``);
 ``level=netlist`` simulates the gate-level netlist of the ECPIX-5 board build, cut at the same
 PIPE interface, instead of the Amaranth design (:mod:`busprobe.sim.netlist`). The
 simulation backend (:mod:`busprobe.sim.usb3.backend`) builds its device from this description;
@@ -30,11 +32,13 @@ __all__ = ["describe_sim_usb3", "sim_usb3_bus", "sim_usb3_hops", "OPTIONS", "NAM
            "DESIGNS", "DESIGN_FEATURES"]
 
 NAME = "sim:usb3"
-#: Gateware the simulation can run: the probe, or the SCSI null disk over BOT.
-DESIGNS = ("busprobe", "storage")
+#: Gateware the simulation can run: the probe, the SCSI null disk over BOT, or the probe with
+#: bulk streams on its IN and OUT endpoints.
+DESIGNS = ("busprobe", "storage", "streams")
 #: What each design's GET_INFO names.
 DESIGN_FEATURES: dict[str, usb2.Feature] = {"busprobe": usb2.NO_FEATURES,
-                                            "storage": usb2.Feature.STORAGE}
+                                            "storage": usb2.Feature.STORAGE,
+                                            "streams": usb2.NO_FEATURES}
 #: What of the design is simulated: the Amaranth source, or the netlist of its board build.
 LEVELS = ("rtl", "netlist")
 #: The board build the netlist comes from.
@@ -68,6 +72,8 @@ def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     device, what = "busprobe USB3 SS gateware", "LUNA SuperSpeed device"
     if options["design"] == "storage":
         device += ", SCSI null disk over BOT"
+    elif options["design"] == "streams":
+        device += ", bulk streams"
     if options["level"] == "netlist":
         device += ", gate-level netlist"
         what = f"gate-level netlist of the {NETLIST_BOARD} build"

@@ -2,18 +2,13 @@
 descriptors (BOS, 1024-byte bulk endpoints, a 512-byte control endpoint), and bulk data both ways
 through the simulated xHCI, every byte checked."""
 
-import socket
 import struct
-import threading
 
 import pytest
 from busprobe.protocol import usb3
 from busprobe.protocol.patterns import Pattern, PatternStream
-from busprobe.sim.export.serve import EXPORTABLE, check_simulator
-from busprobe.sim.export.tests.usbredir_peers import Guest
-from busprobe.sim.export.usbredir_export import UsbredirExport
+from busprobe.sim.export.tests.usbredir_peers import Guest, exported
 from busprobe.sim.export.usbredir_wire import PacketType, Speed, Status, endpoint_slot
-from busprobe.targets import describe
 
 GET_DESCRIPTOR, BOS = 6, 15
 VENDOR_IN, VENDOR_OUT = 0xC0, 0x40
@@ -21,17 +16,8 @@ VENDOR_IN, VENDOR_OUT = 0xC0, 0x40
 
 @pytest.mark.sim
 def test_the_superspeed_device_is_exported_at_super_speed_and_moves_checked_data_both_ways():
-    target = describe("sim:usb3")
-    make_platform, speed = EXPORTABLE[target.spec.kind]
-    assert speed == Speed.SUPER
-    platform = make_platform(target)
-    platform.open()
-    ours, theirs = socket.socketpair()
-    export = UsbredirExport(platform, ours, version="busprobe test", speed=speed,
-                            check_device=lambda: check_simulator(platform))
-    thread = threading.Thread(target=export.serve, daemon=True)
-    thread.start()
-    try:
+    with exported("sim:usb3") as (theirs, speed):
+        assert speed == Speed.SUPER
         guest = Guest(theirs)
         guest.until(PacketType.INTERFACE_INFO)
         ep_info = guest.receive()
@@ -68,8 +54,3 @@ def test_the_superspeed_device_is_exported_at_super_speed_and_moves_checked_data
                                usb3.TELEMETRY_SIZE)
         telemetry = usb3.unpack_telemetry(raw)
         assert telemetry["out_bytes"] == 64 << 10 and telemetry["pattern_errors"] == 0
-    finally:
-        theirs.close()
-        thread.join(60)
-        ours.close()
-        platform.close()

@@ -24,8 +24,9 @@ def test_our_hello_has_a_32_bit_id_header_a_padded_version_and_the_capability_wo
     data = ours.hello("busprobe 0.1.0")
     assert data[:12] == struct.pack("<III", 0, 68, 0)
     assert data[12:76] == b"busprobe 0.1.0".ljust(64, b"\0")
-    # connect_device_version (1), ep_info_max_packet_size (4), 64-bit ids (5), 32-bit bulk (6)
-    assert struct.unpack("<I", data[76:]) == (0b0111_0010,)
+    # bulk_streams (0), connect_device_version (1), ep_info_max_packet_size (4), 64-bit ids (5),
+    # 32-bit bulk (6)
+    assert struct.unpack("<I", data[76:]) == (0b0111_0011,)
 
 
 def test_after_both_hellos_with_64_bit_ids_headers_carry_64_bit_ids():

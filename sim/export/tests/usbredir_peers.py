@@ -15,6 +15,8 @@ import random
 import socket
 import struct
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from busprobe.backends.usb.transfers import Completion
 from busprobe.protocol import usb2
@@ -26,6 +28,7 @@ from busprobe.sim.export.usbredir_wire import (
     Negotiated,
     PacketReader,
     PacketType,
+    Speed,
     Status,
     max_length,
 )
@@ -40,10 +43,11 @@ GET_DESCRIPTOR = 6
 class Guest:
     """The usb-guest end: hello, then requests with ids, answers matched by id."""
 
-    def __init__(self, sock: socket.socket, version: str = "test guest"):
+    def __init__(self, sock: socket.socket, version: str = "test guest",
+                 caps: frozenset[Cap] = GUEST_CAPS):
         self.sock = sock
         self.sock.settimeout(60)
-        self.negotiated = Negotiated(GUEST_CAPS)
+        self.negotiated = Negotiated(caps)
         self.reader = PacketReader(self.negotiated)
         self.waiting: list = []
         self.next_id = 1
@@ -83,6 +87,33 @@ class Guest:
         length = length_or_data if isinstance(length_or_data, int) else len(data)
         return self.send(PacketType.BULK_PACKET, self.negotiated.bulk_body(endpoint, 0, length),
                          data)
+
+
+@contextmanager
+def exported(selector: str) -> Iterator[tuple[socket.socket, Speed]]:
+    """The simulated device ``selector`` opened and served by a :class:`UsbredirExport` on one
+    end of a socket pair; yields the guest's end and the speed the export announces. Closes
+    both and the simulator afterwards."""
+    from busprobe.sim.export.serve import EXPORTABLE, check_simulator
+    from busprobe.sim.export.usbredir_export import UsbredirExport
+    from busprobe.targets import describe
+
+    target = describe(selector)
+    make_platform, speed = EXPORTABLE[target.spec.kind]
+    platform = make_platform(target)
+    platform.open()
+    ours, theirs = socket.socketpair()
+    export = UsbredirExport(platform, ours, version="busprobe test", speed=speed,
+                            check_device=lambda: check_simulator(platform))
+    thread = threading.Thread(target=export.serve, daemon=True)
+    thread.start()
+    try:
+        yield theirs, speed
+    finally:
+        theirs.close()
+        thread.join(60)
+        ours.close()
+        platform.close()
 
 
 def well_behaved_session(sock: socket.socket) -> bytes:

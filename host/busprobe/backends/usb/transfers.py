@@ -44,6 +44,9 @@ class Transfer:
     zlp : bool
         OUT: end with a zero-length packet when ``length`` is a multiple of the packet size
         (libusb's ``ADD_ZERO_PACKET``).
+    stream_id : int
+        The bulk stream it is queued on (``busprobe.protocol.streams``; 0: the endpoint has
+        no streams), as libusb's ``libusb_transfer_set_stream_id``.
     """
 
     endpoint: int
@@ -51,6 +54,7 @@ class Transfer:
     data: bytes | None = None
     tag: Any = None
     zlp: bool = False
+    stream_id: int = 0
 
     @property
     def incoming(self) -> bool:

@@ -1,0 +1,82 @@
+"""The streams a host has primed on a bulk endpoint, in the order the device will select them."""
+
+from amaranth import DomainRenamer, Module, ResetInserter, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["PrimedStreams"]
+
+
+class PrimedStreams(wiring.Component):
+    """A queue of Stream IDs the host primed, each at most once, with one put back in front.
+
+    The device's stream protocol (:mod:`.stream_in_endpoint`, :mod:`.stream_out_endpoint`)
+    pushes each stream the host primes and selects the oldest with its ERDY; a stream that ended
+    before its transfer did (an NRDY in Move Data, a host that answered an ERDY on another
+    stream) goes back in front, so it is selected next.
+
+    Attributes
+    ----------
+    prime: Signal(), input
+        Strobe: the host primed ``prime_id`` (ignored if it is queued already).
+    prime_id: Signal(16), input
+        A valid Stream ID, 1..``max_streams``.
+    resume: Signal(), input
+        Strobe: put ``resume_id`` back in front.
+    resume_id: Signal(16), input
+    take: Signal(), input
+        Strobe: ``selected`` was selected (leaves the queue).
+    flush: Signal(), input
+        Strobe: forget every primed stream (the endpoint restarts).
+    any: Signal(), output
+        A stream is primed.
+    selected: Signal(16), output
+        The stream the device selects next (valid with ``any``).
+
+    Parameters
+    ----------
+    max_streams: int
+        Stream IDs 1..max_streams, a power of two.
+    """
+
+    prime: In(1)
+    prime_id: In(16)
+    resume: In(1)
+    resume_id: In(16)
+    take: In(1)
+    flush: In(1)
+    any: Out(1)
+    selected: Out(16)
+
+    def __init__(self, *, max_streams):
+        super().__init__()
+        self._max_streams = max_streams
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._max_streams
+        index_bits = depth.bit_length()  # IDs 1..max_streams
+        m.submodules.fifo = fifo = ResetInserter({"ss": self.flush})(
+            DomainRenamer("ss")(SyncFIFOBuffered(width=16, depth=depth)))
+        queued = Signal(depth + 1)  # one bit per Stream ID: it is in the FIFO
+        front, front_id = Signal(), Signal(16)  # a stream put back in front
+        m.d.comb += [self.any.eq(front | fifo.r_rdy), self.selected.eq(fifo.r_data)]
+        with m.If(front):
+            m.d.comb += self.selected.eq(front_id)
+        with m.If(self.take & front):
+            m.d.ss += front.eq(0)
+        with m.Elif(self.take & fifo.r_rdy):
+            m.d.comb += fifo.r_en.eq(1)
+            m.d.ss += queued.bit_select(fifo.r_data[:index_bits], 1).eq(0)
+        already = (queued.bit_select(self.prime_id[:index_bits], 1)
+                   | (front & (front_id == self.prime_id)))
+        with m.If(self.prime & ~already & fifo.w_rdy):
+            m.d.comb += [fifo.w_en.eq(1), fifo.w_data.eq(self.prime_id)]
+            m.d.ss += queued.bit_select(self.prime_id[:index_bits], 1).eq(1)
+        with m.If(self.resume):
+            m.d.ss += [front.eq(1), front_id.eq(self.resume_id)]
+        with m.If(self.flush):
+            m.d.ss += [queued.eq(0), front.eq(0)]
+        return m
+

@@ -1,0 +1,132 @@
+"""busprobe's SuperSpeed bulk IN endpoint with bulk streams (USB 3.2 §8.12.1.4)."""
+
+from amaranth import Mux, Signal
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol.streams import StreamState
+
+from .in_endpoint import BurstInEndpoint
+from .stream_protocol import OwnHandshakes, StreamLayer
+from .transaction import HandshakeKind
+
+__all__ = ["StreamInEndpoint"]
+
+
+class StreamInEndpoint(StreamLayer, BurstInEndpoint):
+    """:class:`.in_endpoint.BurstInEndpoint` moving its data on the streams the host primes.
+
+    The burst endpoint sends and retries as before; this layer decides which of the host's
+    ACK TPs it takes and which stream its packets carry (the device side of USB 3.2
+    §8.12.1.4, :class:`~busprobe.protocol.streams.StreamState`):
+
+    - *Prime Pipe / Idle*: an ACK TP asking for data (NumP > 0) with Packets Pending and a
+      Stream ID 1..``max_streams`` primes that stream: it is queued (:class:`.PrimedStreams`)
+      and answered NRDY. The burst endpoint is parked, so its next ERDY (all sent acknowledged,
+      a packet buffered) goes out naming the oldest primed stream: *Start Stream*.
+    - *Start Stream*: the host's ACK TP on the selected stream starts *Move Data* (a prime of
+      another stream, sent before the host saw the ERDY, is queued and answered NRDY); every
+      data packet then carries that Stream ID (``stream_id``, into the DP header), and the
+      endpoint takes only ACK TPs of that stream (a retry rewinds within it).
+    - The stream ends with the transfer's last packet (End Of Burst) or an NRDY (no data
+      buffered: the stream goes back in front of the queue and is selected again by the next
+      ERDY). The ACK TPs of the ended stream still on their way are taken (until every packet
+      sent is acknowledged; Rty resumes the stream, a retry within it).
+
+    Bad input is answered NRDY and counted (``events.stream_error``), and nothing else changes:
+    an ACK TP asking for data that names Stream ID 0 (no stream) or one past ``max_streams``,
+    a prime without Packets Pending, an ACK TP asking for data on another stream during Move
+    Data. (USB 3.2 ends a stream with any NRDY; this one ends nothing the device does, so a
+    host that took it as the end of the stream primes it again. Not tested yet.)
+
+    Attributes
+    ----------
+    (and ``enabled``, ``state``, ``control_handshake``: :class:`.stream_protocol.StreamLayer`)
+    ack_stream_id: Signal(16), input
+        Stream ID of the ACK TP ``interface.handshakes_in`` announces
+        (:attr:`.core.SuperSpeedCore.ack_stream_id`).
+    stream_id: Signal(16), output
+        Stream ID of the data packets sent (for :attr:`.core.SuperSpeedCore.stream_id`).
+
+    Parameters: ``max_streams`` (:class:`.stream_protocol.StreamLayer`) and the burst
+    endpoint's.
+    """
+
+    ack_stream_id: In(16)
+    stream_id: Out(16)
+
+    def elaborate(self, platform):
+        m, inner, inner_events, primed, states, phase, stream = \
+            self._elaborate_behind_streams(platform)
+        streaming = states.streaming
+        m.d.comb += self.stream_id.eq(stream)
+
+        tokens = self.interface.handshakes_in
+        ack = tokens.ack_received & (tokens.endpoint_number == self._number) & tokens.direction
+        named = self.ack_stream_id
+        asks = tokens.number_of_packets != 0
+        valid_id = (named >= 1) & (named <= self._max_streams)
+        take = Signal()
+        with m.If(streaming):
+            m.d.comb += take.eq(named == stream)
+        with m.Elif(states.enabled):
+            # After the stream ended, the host's ACK TPs on it that were on their way (they may
+            # still ask for packets) until everything sent is acknowledged; then one asking for
+            # data is a prime of it again.
+            m.d.comb += take.eq((named == stream)
+                                & (~asks | tokens.retry_required | ~self.acknowledged))
+        m.d.comb += self.take_ack.eq(take)
+
+        # The protocol's own NRDYs, one for each ACK TP refused.
+        own = OwnHandshakes(m, self.control_handshake, endpoint_number=self._number,
+                            direction=1)
+
+        def answer_nrdy():
+            own.nrdy(m)
+
+        error = Signal()
+        m.d.comb += primed.prime_id.eq(named)
+        with m.If(ack & take):
+            with m.If(phase == StreamState.START_STREAM):
+                m.d.ss += phase.eq(StreamState.MOVE_DATA)
+            with m.Elif(~streaming & tokens.retry_required):
+                m.d.ss += phase.eq(StreamState.MOVE_DATA)  # a retry rewinds within it
+        with m.If(ack & ~take & states.enabled):
+            with m.If(asks & valid_id & tokens.packets_pending
+                      & (phase != StreamState.MOVE_DATA)):
+                # A prime (in Start Stream: one the host sent before it saw the ERDY).
+                # Parked outside a stream, so its next ERDY selects one; not in the cycle its
+                # ERDY goes out (the park would win over the ERDY's un-parking, and the
+                # selected stream would never move: found by the four-stream cocotb test).
+                erdy_done = self.handshake.done & (inner.request.kind == HandshakeKind.ERDY)
+                m.d.comb += [primed.prime.eq(1), self.park.eq(~streaming & ~erdy_done)]
+                answer_nrdy()
+            with m.Elif(asks):
+                m.d.comb += error.eq(1)
+                answer_nrdy()
+
+        # The burst endpoint's requests: its ERDY waits for a primed stream and names it.
+        kind = inner.request.kind
+        selecting = inner.valid & (kind == HandshakeKind.ERDY)
+        m.d.comb += [
+            self.handshake.request.eq(inner.request),
+            self.handshake.request.stream_id.eq(Mux(kind == HandshakeKind.ERDY,
+                                                    primed.selected, stream)),
+            self.handshake.valid.eq(inner.valid & (~selecting | (~streaming & primed.any))),
+            inner.done.eq(self.handshake.done),
+        ]
+        with m.If(self.handshake.done):
+            with m.If(kind == HandshakeKind.ERDY):
+                m.d.comb += primed.take.eq(1)
+                m.d.ss += [stream.eq(primed.selected), phase.eq(StreamState.START_STREAM)]
+            with m.Elif((kind == HandshakeKind.NRDY) & streaming):
+                # No data buffered: the stream ends, and is the next one selected.
+                m.d.comb += [primed.resume.eq(1), primed.resume_id.eq(stream)]
+                m.d.ss += phase.eq(StreamState.PRIME_PIPE)
+        with m.If(inner_events.eob & (phase == StreamState.MOVE_DATA)):
+            m.d.ss += phase.eq(StreamState.PRIME_PIPE)  # the transfer's last packet
+
+        m.d.comb += [self.events.eq(inner_events),
+                     self.events.nrdy.eq(inner_events.nrdy | own.sent_nrdy),
+                     self.events.stream_error.eq(error)]
+
+        states.follow_configuration(m, self, primed, cleared=own.cleared)
+        return m

@@ -1,0 +1,113 @@
+"""busprobe's SuperSpeed bulk OUT endpoint with bulk streams (USB 3.2 §8.12.1.4)."""
+
+from amaranth import Mux, Signal
+from busprobe.protocol.streams import StreamState
+
+from .out_endpoint import BurstOutEndpoint
+from .stream_protocol import OwnHandshakes, StreamLayer
+from .transaction import HandshakeKind
+
+__all__ = ["StreamOutEndpoint"]
+
+
+class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
+    """:class:`.out_endpoint.BurstOutEndpoint` taking its data on the streams the host primes.
+
+    The burst endpoint buffers, acknowledges and retries as before; this layer decides which
+    data packets it takes and which stream its ACK TPs name (the device side of USB 3.2
+    §8.12.1.4, :class:`~busprobe.protocol.streams.StreamState`):
+
+    - *Prime Pipe / Idle*: a data packet naming a Stream ID 1..``max_streams`` primes that
+      stream: it is dropped, queued (:class:`.PrimedStreams`) and answered NRDY. When a buffer is
+      free the device selects the oldest primed stream with an ERDY naming it (NumP = the
+      buffers free): *Start Stream*.
+    - *Start Stream*: the host's data packet on the selected stream starts *Move Data* (one on
+      another stream, sent before the host saw the ERDY, is a prime); the endpoint takes only
+      packets of that stream, and every ACK TP (and the burst endpoint's flow-control ERDY)
+      names it.
+    - The stream ends with the packet the host sends without Packets Pending (its transfer's
+      last), once it is acknowledged.
+
+    Bad input is dropped, answered NRDY and counted (``events.stream_error``): a data packet
+    naming Stream ID 0 or one past ``max_streams``, or another stream than the one moving.
+
+    Attributes
+    ----------
+    (and ``enabled``, ``state``, ``control_handshake``: :class:`.stream_protocol.StreamLayer`)
+
+    Parameters: ``max_streams`` (:class:`.stream_protocol.StreamLayer`) and the burst
+    endpoint's.
+    """
+
+
+    def elaborate(self, platform):
+        m, inner, inner_events, primed, states, phase, stream = \
+            self._elaborate_behind_streams(platform)
+        streaming = states.streaming
+
+        # Data packets for this endpoint, followed as the burst endpoint follows them: decided
+        # as they start, acted on with the CRC verdict (registered, as there).
+        interface = self.interface
+        header, rx = interface.rx_header, interface.rx
+        named = header.stream_id
+        for_us = (header.endpoint_number == self._number) & ~header.setup & ~header.direction
+        take = streaming & (named == stream)
+        m.d.comb += self.take_dp.eq(take)
+        starting = rx.valid.any() & rx.first & for_us
+        receiving, taken = Signal(), Signal()
+        with m.If(starting):
+            m.d.ss += [receiving.eq(1), taken.eq(take)]
+        complete, invalid = Signal(), Signal()
+        m.d.ss += [complete.eq(interface.rx_complete), invalid.eq(interface.rx_invalid)]
+        zero_length = ~receiving & for_us & (header.data_length == 0)
+        ended = (complete | invalid) & (receiving | zero_length)
+        refused = complete & (receiving | zero_length) & ~Mux(receiving, taken, take)
+        with m.If(ended):
+            m.d.ss += receiving.eq(0)
+        with m.If(starting & take & (phase == StreamState.START_STREAM)):
+            m.d.ss += phase.eq(StreamState.MOVE_DATA)
+
+        # The protocol's own NRDYs (refused packets) and ERDYs (selecting a stream).
+        own = OwnHandshakes(m, self.control_handshake, endpoint_number=self._number,
+                            direction=0)
+        free = inner.request.number_of_packets  # the burst endpoint's buffers free now
+        m.d.comb += self.control_handshake.request.number_of_packets.eq(free)
+        error = Signal()
+        valid_id = (named >= 1) & (named <= self._max_streams)
+        m.d.comb += primed.prime_id.eq(named)
+        with m.If(refused & states.enabled):
+            own.nrdy(m)
+            with m.If(valid_id & (phase != StreamState.MOVE_DATA)):
+                # A prime (in Start Stream: one the host sent before it saw the ERDY).
+                m.d.comb += primed.prime.eq(1)
+            with m.Else():
+                m.d.comb += error.eq(1)
+        with m.If(~own.erdy_pending & ~streaming & primed.any & (free != 0) & ~self.halt
+                  & states.enabled & ~receiving & ~refused):
+            own.select(m, primed.selected)
+        with m.If(own.sent_erdy):
+            m.d.comb += primed.take.eq(1)
+            m.d.ss += [stream.eq(own.erdy_stream), phase.eq(StreamState.START_STREAM)]
+
+        # The burst endpoint's requests name the stream; its flow-control ERDY (a buffer free
+        # after NumP 0) only within the stream: outside one, selecting is this layer's.
+        kind = inner.request.kind
+        swallowed = inner.valid & (kind == HandshakeKind.ERDY) & ~streaming
+        m.d.comb += [
+            self.handshake.request.eq(inner.request),
+            self.handshake.request.stream_id.eq(stream),
+            self.handshake.valid.eq(inner.valid & ~swallowed),
+            inner.done.eq(self.handshake.done | swallowed),
+        ]
+        # The transfer's last packet (no Packets Pending) ends the stream once acknowledged.
+        with m.If(inner_events.acked & ~header.packet_pending
+                  & (phase == StreamState.MOVE_DATA)):
+            m.d.ss += phase.eq(StreamState.PRIME_PIPE)
+
+        m.d.comb += [self.events.eq(inner_events),
+                     self.events.erdy.eq((inner_events.erdy & ~swallowed) | own.sent_erdy),
+                     self.events.nrdy.eq(inner_events.nrdy | own.sent_nrdy),
+                     self.events.stream_error.eq(error)]
+
+        states.follow_configuration(m, self, primed, cleared=own.cleared)
+        return m

@@ -1,0 +1,184 @@
+"""Bulk IN and OUT endpoints with streams (Amaranth simulation).
+
+IN: a prime is answered NRDY, the ERDY names the stream, the data packets carry it, the
+transfer's EOB ends the stream; OUT: a data packet on a stream primes it (dropped, NRDY), the
+ERDY names it, its packets are taken and ACKed naming it until the one without Packets Pending.
+Stream 0 and IDs past MaxStreams are answered NRDY and counted, and a valid stream works after.
+"""
+
+from amaranth.sim import Simulator
+from busprobe.gateware.usb3.stream_in_endpoint import StreamInEndpoint
+from busprobe.gateware.usb3.stream_out_endpoint import StreamOutEndpoint
+from busprobe.gateware.usb3.tests.test_in_endpoint import SourcedEndpoint
+from busprobe.gateware.usb3.tests.test_out_endpoint import CheckedEndpoint, counter_bytes
+from busprobe.gateware.usb3.tests.test_out_endpoint import Host as OutHost
+from busprobe.gateware.usb3.transaction import HandshakeKind
+from busprobe.protocol.streams import StreamState
+
+
+class SourcedStreamEndpoint(SourcedEndpoint, StreamInEndpoint):
+    """The IN stream endpoint fed by the pattern generator, as the device wires it."""
+
+
+class CheckedStreamEndpoint(CheckedEndpoint, StreamOutEndpoint):
+    """The OUT stream endpoint into the word checker."""
+
+
+class Host(OutHost):
+    """The OUT tests' host, answering both handshake ports at once and recording (kind, Stream
+    ID) of each, the stream errors counted, and IN packets sent (sequence, Stream ID, EOB)."""
+
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.packets, self.errors = [], 0
+
+    async def tick(self, ctx):
+        dut = self.dut
+        iface = dut.interface
+        if isinstance(dut, StreamInEndpoint):  # watch the packets sent
+            ctx.set(iface.tx.ready, 1)
+            if ctx.get(iface.tx.valid) and ctx.get(iface.tx.last):
+                self.packets.append((ctx.get(iface.tx_sequence_number),
+                                     ctx.get(dut.stream_id), ctx.get(dut.end_of_burst)))
+        for port in (dut.handshake, dut.control_handshake):
+            if ctx.get(port.valid):
+                self.handshakes.append((HandshakeKind(ctx.get(port.request.kind)).name,
+                                        ctx.get(port.request.stream_id)))
+                ctx.set(port.done, 1)
+        self.errors += ctx.get(dut.events.stream_error)
+        await ctx.tick("ss")
+        ctx.set(iface.handshakes_in.ack_received, 0)
+        for port in (dut.handshake, dut.control_handshake):
+            ctx.set(port.done, 0)
+
+    async def idle(self, ctx, cycles):
+        for _ in range(cycles):
+            await self.tick(ctx)
+
+    async def ack(self, ctx, sequence, nump, stream, pending):
+        """An ACK TP for IN endpoint 1 naming ``stream``, as LUNA's receiver decodes it."""
+        hs, dut = self.dut.interface.handshakes_in, self.dut
+        for signal, value in ((hs.endpoint_number, 1), (hs.direction, 1),
+                              (hs.next_sequence, sequence), (hs.number_of_packets, nump),
+                              (hs.packets_pending, pending), (hs.ack_received, 1),
+                              (dut.ack_stream_id, stream)):
+            ctx.set(signal, value)
+        await self.tick(ctx)
+
+    async def send(self, ctx, sequence, payload, *, stream, pending):
+        """A data packet for OUT endpoint 2 naming ``stream``, as LUNA's link delivers it."""
+        header = self.dut.interface.rx_header
+        ctx.set(header.stream_id, stream)
+        ctx.set(header.packet_pending, pending)
+        await super().send(ctx, sequence, payload)
+
+
+def simulate(dut, body):
+    """Run ``body(ctx, dut, host)`` on ``dut`` (configured); returns the host."""
+    host = Host(dut)
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+
+    async def testbench(ctx):
+        ctx.set(dut.enabled, 1)
+        await host.idle(ctx, 4)
+        assert ctx.get(dut.state) == StreamState.PRIME_PIPE
+        await body(ctx, dut, host)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    return host
+
+
+def in_endpoint():
+    return SourcedStreamEndpoint(endpoint_number=1, slots=4, max_streams=8)
+
+
+def out_endpoint():
+    return CheckedStreamEndpoint(endpoint_number=2, slots=4, max_streams=8)
+
+
+def test_in_a_prime_gets_nrdy_then_erdy_names_it_and_its_packets_carry_it_until_eob():
+    async def body(ctx, dut, host):
+        ctx.set(dut.transfer_length, 2048)
+        await host.ack(ctx, 0, 2, 3, 1)  # prime stream 3
+        await host.idle(ctx, 600)  # the ring fills; the ERDY goes out
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 3)], host.handshakes
+        assert ctx.get(dut.state) == StreamState.START_STREAM
+        await host.ack(ctx, 0, 2, 3, 1)  # Start Stream: the host's ACK TP on 3
+        await host.idle(ctx, 800)
+        assert ctx.get(dut.state) == StreamState.PRIME_PIPE  # EOB ended it
+        await host.ack(ctx, 2, 0, 3, 0)  # the last packet acknowledged
+        await host.idle(ctx, 50)
+
+    host = simulate(in_endpoint(), body)
+    assert host.packets == [(0, 3, 0), (1, 3, 1)], host.packets
+    assert host.errors == 0
+
+
+def test_in_stream_zero_and_past_max_streams_get_nrdy_and_count_and_a_valid_prime_works():
+    async def body(ctx, dut, host):
+        await host.ack(ctx, 0, 2, 0, 1)
+        await host.idle(ctx, 20)
+        await host.ack(ctx, 0, 2, 9, 1)
+        await host.idle(ctx, 600)
+        assert host.handshakes == [("NRDY", 0), ("NRDY", 0)], host.handshakes
+        assert ctx.get(dut.state) == StreamState.PRIME_PIPE
+        await host.ack(ctx, 0, 2, 8, 1)
+        await host.idle(ctx, 30)
+        assert host.handshakes[-1] == ("ERDY", 8), host.handshakes
+
+    assert simulate(in_endpoint(), body).errors == 2
+
+
+def test_out_a_prime_is_dropped_then_the_erdy_names_it_and_its_packets_are_taken_to_the_last():
+    async def body(ctx, dut, host):
+        await host.send(ctx, 0, counter_bytes(0, 1024), stream=5, pending=1)  # the prime
+        await host.idle(ctx, 10)
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 5)], host.handshakes
+        assert ctx.get(dut.state) == StreamState.START_STREAM
+        await host.send(ctx, 0, counter_bytes(0, 1024), stream=5, pending=1)
+        assert ctx.get(dut.state) == StreamState.MOVE_DATA
+        await host.send(ctx, 1, counter_bytes(1024, 100), stream=5, pending=0)
+        await host.idle(ctx, 600)
+        assert ctx.get(dut.state) == StreamState.PRIME_PIPE
+        assert (ctx.get(dut.checker.errors), ctx.get(dut.checker.offset)) == (0, 1124)
+
+    host = simulate(out_endpoint(), body)
+    assert host.handshakes[2:] == [("ACK", 5), ("ACK", 5)], host.handshakes
+    assert host.errors == 0
+
+
+def test_out_stream_zero_past_max_and_another_stream_in_move_data_are_dropped_and_counted():
+    async def body(ctx, dut, host):
+        await host.send(ctx, 0, bytes(1024), stream=0, pending=0)
+        await host.send(ctx, 0, bytes(1024), stream=9, pending=0)
+        assert host.handshakes == [("NRDY", 0), ("NRDY", 0)], host.handshakes
+        await host.send(ctx, 0, bytes(4), stream=2, pending=0)  # primes 2
+        await host.idle(ctx, 10)
+        await host.send(ctx, 0, counter_bytes(0, 1024), stream=2, pending=1)
+        await host.send(ctx, 1, bytes(1024), stream=3, pending=0)  # not the stream moving
+        await host.send(ctx, 1, counter_bytes(1024, 8), stream=2, pending=0)
+        await host.idle(ctx, 600)
+        assert (ctx.get(dut.checker.errors), ctx.get(dut.checker.offset)) == (0, 1032)
+
+    assert simulate(out_endpoint(), body).errors == 3
+
+
+def test_the_streams_device_companions_say_max_streams_and_the_probes_say_none():
+    from busprobe.gateware.usb3.descriptors import build_descriptors
+    from busprobe.gateware.usb3.streams_device import Usb3StreamsDevice
+    from busprobe.protocol.streams import MAX_STREAMS_EXPONENT
+
+    def companions(collection):
+        configuration = next(bytes(raw) for kind, _, raw in collection if kind == 2)
+        found, offset = [], 0
+        while offset < len(configuration):
+            if configuration[offset + 1] == 0x30:  # SuperSpeed endpoint companion
+                found.append(configuration[offset + 3])
+            offset += configuration[offset]
+        return found
+
+    streams = Usb3StreamsDevice(phy=None)._descriptors()
+    assert companions(streams) == [MAX_STREAMS_EXPONENT] * 2
+    assert companions(build_descriptors()) == [0, 0]

@@ -1,0 +1,150 @@
+"""The simulated xHCI's side of bulk streams (USB 3.2 §8.12.1.4): per-endpoint stream rings,
+priming, the device's selection by ERDY, and one stream moving at a time.
+
+An endpoint with streams enabled (:meth:`.controller.SuperSpeedHostController.enable_streams`,
+what an xHCI does when the driver allocates them) keeps its submitted transfers in one queue;
+the stream ring of Stream ID ``s`` is the transfers whose ``stream_id`` is ``s``, oldest first.
+The host side of the protocol, for each turn of the endpoint's mover:
+
+1. *Prime Pipe*: every ring with a transfer waiting and not yet primed is primed, in the order
+   its oldest transfer was submitted: IN with an ACK TP asking for a packet with Packets
+   Pending and the stream's ID, OUT with the transfer's first data packet on the stream. The
+   device answers NRDY (it will choose); the host counts the answers it still owes, so an NRDY
+   that arrives while a stream moves is not taken for that stream's end.
+2. *Idle*: the host waits for the device's ERDY; it names the stream the device selects. An
+   ERDY naming a stream the host has not primed (or none) is counted (``stream_errors``) and
+   ignored.
+3. *Start Stream / Move Data*: the oldest transfer of that ring moves as on an endpoint without
+   streams (:meth:`~.controller.SuperSpeedHostController._move_in` / ``_move_out``), every
+   packet naming the stream; a second ERDY during it is counted and ignored. The stream ends
+   with the transfer, or (IN) an NRDY, after which the device selects it again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from busprobe.protocol.streams import StreamState
+from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
+
+from ..transfer_engine import Pending
+from .protocol import DIR_IN, DIR_OUT, data_header, tp_header
+
+#: ``host`` below is the :class:`~.controller.SuperSpeedHostController` whose mover calls in
+#: (typed Any: the controller imports this module).
+Host = Any
+
+__all__ = ["EndpointStreams", "move_on_streams"]
+
+ACK, NRDY, ERDY = (TransactionPacketSubtype.ACK, TransactionPacketSubtype.NRDY,
+                   TransactionPacketSubtype.ERDY)
+
+
+@dataclass
+class EndpointStreams:
+    """The host's stream state of one bulk endpoint.
+
+    Attributes
+    ----------
+    max_streams : int
+        Stream IDs 1..max_streams were allocated.
+    state : StreamState
+    primed : list of int
+        Streams primed and not selected yet, in priming order.
+    current : int
+        The stream selected last (0: none yet).
+    selected : list of int
+        Every stream the device selected, in order (what the tests read).
+    unanswered : int
+        Primes sent whose NRDY has not come yet: the next NRDYs answer them (an NRDY names no
+        stream), not the stream moving.
+    """
+
+    max_streams: int
+    state: StreamState = StreamState.PRIME_PIPE
+    primed: list[int] = field(default_factory=list)
+    current: int = 0
+    selected: list[int] = field(default_factory=list)
+    unanswered: int = 0
+
+    def answers_a_prime(self) -> bool:
+        """An NRDY came: True if it answers a prime (and is taken as that)."""
+        if self.unanswered:
+            self.unanswered -= 1
+            return True
+        return False
+
+
+def _stream_of(header) -> int:
+    return header.dws[2] & 0xFFFF
+
+
+async def _prime(host: Host, address: int, pending: Pending) -> None:
+    """Prime the stream of ``pending`` (IN: an ACK TP with Packets Pending; OUT: its first
+    data packet, which the device drops and answers NRDY)."""
+    protocol, link = host.protocol, host.protocol.link
+    endpoint, stream_id = address & 0x7F, pending.transfer.stream_id
+    sequence = host._sequence.get(address, 0)
+    if pending.transfer.incoming:
+        await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
+                                         direction=DIR_IN, sequence=sequence, packets=1,
+                                         packets_pending=True, stream_id=stream_id))
+        host.counters["ack_tps"] += 1
+    else:
+        data = pending.transfer.data or bytes(pending.transfer.length)
+        first = data[:host.max_packet_size]
+        await link.send_header(data_header(protocol.address, endpoint=endpoint,
+                                           direction=DIR_OUT, sequence=sequence,
+                                           length=len(first),
+                                           packets_pending=len(data) > len(first),
+                                           stream_id=stream_id), first)
+
+
+async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
+                          ) -> tuple[Pending, int, int, bool]:
+    """One turn of a stream endpoint's mover: prime, take the device's selection, move that
+    stream's oldest transfer until it is done. Returns the transfer, the end of its last
+    handshake, the bytes moved and whether the endpoint stalled; no answer for
+    ``stuck_cycles`` fails it."""
+    streams, queue = host.streams[address], host.queues[address]
+    endpoint = address & 0x7F
+    await host._wait_until(at)
+    while True:
+        for pending in list(queue):
+            stream_id = pending.transfer.stream_id
+            if stream_id not in streams.primed:
+                await _prime(host, address, pending)
+                streams.primed.append(stream_id)
+                streams.unanswered += 1
+                streams.state = StreamState.IDLE
+        header = await host._device_tp(endpoint, host.cycle + stuck_cycles,
+                                       f"ERDY selecting a stream on endpoint {endpoint}")
+        if header.type != HeaderPacketType.TRANSACTION:
+            host.counters["stream_errors"] += 1  # data outside Move Data
+            continue
+        kind = header.field(1, 0, 4)
+        if kind == NRDY:
+            host.counters["nrdys"] += 1
+            streams.answers_a_prime()
+            continue
+        if kind != ERDY:
+            continue
+        selected = _stream_of(header)
+        if selected not in streams.primed:
+            host.counters["stream_errors"] += 1
+            continue
+        streams.primed.remove(selected)
+        streams.current, streams.state = selected, StreamState.START_STREAM
+        streams.selected.append(selected)
+        pending = next(p for p in queue if p.transfer.stream_id == selected)
+        start = header.end + host.turnaround
+        if pending.transfer.incoming:
+            end, actual, stalled, done = await host._move_in(pending, start, selected)
+        else:
+            end, actual, stalled, done = await host._move_out(
+                pending, start, selected, granted=header.field(1, 16, 5))
+        streams.state = StreamState.PRIME_PIPE
+        if done:
+            return pending, end, actual, stalled
+        streams.primed.insert(0, selected)  # ended early: the device resumes it first
