@@ -75,7 +75,8 @@ def sim_usb2_bus(options: Mapping[str, Any]) -> BusDescription:
 def sim_usb2_hops(options: Mapping[str, Any], index: int | None = None) -> tuple[Hop, ...]:
     """The simulated host controller and the gateware on the ULPI PHY model; device ``index``
     of ``devices=2`` sits on hub port ``index + 1`` (``attach=hub``) or on root port
-    ``index + 1`` (``attach=ports``)."""
+    ``index + 1`` (``attach=ports``; a host profile whose root ports share one schedule, EHCI's,
+    says so on the controller's hop, the hop the devices share)."""
     device = _DEVICES[options["design"]]
     what = "LUNA device"
     if options["level"] == "netlist":
@@ -92,9 +93,16 @@ def sim_usb2_hops(options: Mapping[str, Any], index: int | None = None) -> tuple
                description=f"{what} on ULPI PHY model #{index} (sim/hdl/ulpi_phy.sv)",
                speed="high", speed_cap="high")
     if options["attach"] == "ports":
+        host.one_schedule = load_profile(options["host"]).root_ports_share_schedule
+        if host.one_schedule:
+            # EHCI: the controller's one asynchronous schedule serves every root port.
+            host.notes.append(f"its root ports share one schedule, a transaction at a time: "
+                              f"one 480 Mb/s bus (host profile {options['host']}, simulated)")
+            port = "on the controller's one high-speed bus"
+        else:
+            port = "a high-speed bus of its own"
         return (host, Hop("sim-usb-root-port", f"root port {index + 1}",
-                          driver="busprobe.sim.usb2",
-                          description="a high-speed bus of its own", speed="high",
+                          driver="busprobe.sim.usb2", description=port, speed="high",
                           speed_cap="high"), leaf)
     hub = Hop("sim-usb-hub", "sim-hub", driver="busprobe.sim.usb2",
               description="high-speed hub on root port 1 (a repeater: one bus for its ports)",
