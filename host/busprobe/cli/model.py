@@ -54,13 +54,9 @@ def _sizes(text: str | None, name: str) -> list[int | None]:
 
 
 def describe_bus(bus: BusDescription) -> str:
-    """One line naming the configuration."""
-    if bus.kind == buses.PCIE.kind:
-        return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
-    if bus.kind == buses.USB2_HS.kind:
-        return (f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
-                + (", BOT framing" if bus.protocol == "bot" else ""))
-    return f"{bus.kind} {bus.speed}"
+    """One line naming the configuration: its bus row's describer, or kind and speed."""
+    describe = buses.by_kind(bus.kind).describe
+    return buses.load(describe)(bus) if describe else f"{bus.kind} {bus.speed}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--protocol must be one of {', '.join(framings)}, "
                          f"not {args.protocol!r}")
     if args.protocol == "bot":
-        if base.kind != buses.USB2_HS.kind:
+        if "bot" not in buses.by_kind(base.kind).framings:
             raise ValueError(f"--protocol bot is USB mass storage framing; {args.device} is "
                              f"a {target.spec.family} device")
         if length is None:
