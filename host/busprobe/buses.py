@@ -28,6 +28,9 @@ What each ``"module:name"`` must be:
     on this bus, read from its device's counters (:mod:`busprobe.verdict`).
 ``describe``
     ``(bus: BusDescription) -> str``: one line naming a configuration, for ``busprobe model``.
+``fit``
+    ``(request: busprobe.cli.fit.FitRequest) -> int``: ``busprobe fit`` of a result on this
+    bus (a host profile fitted to it, written and reported).
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ class Bus:
         ``"module:name"`` of the one-line configuration name; empty: kind and speed.
     framings : tuple of str
         Framings ``busprobe model --protocol`` may put on it (``stream`` always).
+    fit : str
+        ``"module:name"`` of its ``busprobe fit``; empty: no host profile is fitted to it.
     """
 
     kind: str
@@ -132,6 +137,7 @@ class Bus:
     bot_counterpart: str = "a streamed run shows the overhead per length"
     describe: str = ""
     framings: tuple[str, ...] = ("stream",)
+    fit: str = ""
 
 
 USB2_HS = Bus(
@@ -153,6 +159,7 @@ USB2_HS = Bus(
     sim_group="busprobe.sim.usb2.backend:open_sim_usb2_group", sim_group_option="devices",
     verdict="busprobe.verdict.usb2:usb2_rules", profile_beside_link=True,
     describe="busprobe.model.usb2:describe_usb2", framings=("stream", "bot"),
+    fit="busprobe.cli.fit:fit_usb2_profile",
 )
 
 USB3_SS = Bus(
@@ -170,6 +177,7 @@ USB3_SS = Bus(
     default_queue_depths=(2,), default_min_length=usb3_protocol.MAX_PACKET_SIZE,
     device_ids=((usb3_protocol.VID, usb3_protocol.PID),),
     verdict="busprobe.verdict.usb3:usb3_rules", profile_beside_link=True,
+    fit="busprobe.cli.fit:fit_usb3_profile",
 )
 
 PCIE = Bus(
@@ -189,6 +197,7 @@ PCIE = Bus(
     device_ids=((pcie_protocol.VENDOR_ID, pcie_protocol.DEVICE_ID),),
     sim_group="busprobe.sim.pcie.backend:open_sim_pcie_group", sim_group_option="endpoints",
     verdict="busprobe.verdict.pcie:pcie_rules", describe="busprobe.model.pcie:describe_pcie",
+    fit="busprobe.cli.fit:fit_pcie_profile",
 )
 
 USB_STORAGE = Bus(
