@@ -98,10 +98,6 @@ class FitRequest:
     started: float
     human: TextIO
 
-    @property
-    def to_stdout(self) -> bool:
-        return is_stdout(self.output)
-
 
 def fit_usb2_profile(request: FitRequest) -> int:
     """``usb2-hs``: a USB 2.0 host profile (:mod:`busprobe.fit.fitted`)."""
@@ -109,7 +105,7 @@ def fit_usb2_profile(request: FitRequest) -> int:
     write_profile(fitted, request.output, request.name)
     name, output, human = request.name, request.output, request.human
     print(format_fit(fitted, seconds=time.monotonic() - request.started), file=human)
-    if request.to_stdout:
+    if is_stdout(output):
         print(f"profile: written to stdout (name {name!r}); save it as NAME.toml to replay it "
               "with --device \"sim:usb2?host=NAME.toml\"", file=human)
     else:
@@ -120,7 +116,7 @@ def fit_usb2_profile(request: FitRequest) -> int:
 
 def fit_usb3_profile(request: FitRequest) -> int:
     """``usb3-ss``: a SuperSpeed host profile (:mod:`busprobe.fit.usb3_fit`)."""
-    saved = _saved(Path(request.output), request.to_stdout)
+    saved = _saved(Path(request.output), is_stdout(request.output))
     return _settings(fit_usb3(request.result), request, load_usb3_profile,
                      f"--device \"sim:usb3?host={saved}\"")
 
