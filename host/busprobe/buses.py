@@ -31,6 +31,9 @@ What each ``"module:name"`` must be:
 ``fit``
     ``(request: busprobe.cli.fit.FitRequest) -> int``: ``busprobe fit`` of a result on this
     bus (a host profile fitted to it, written and reported).
+``sim_together``
+    ``(options, bus: BusDescription, direction) -> Ceiling | None``: the ceiling of a simulated
+    group's targets together where they share one schedule (None where each has its own).
 """
 
 from __future__ import annotations
@@ -111,6 +114,9 @@ class Bus:
         Framings ``busprobe model --protocol`` may put on it (``stream`` always).
     fit : str
         ``"module:name"`` of its ``busprobe fit``; empty: no host profile is fitted to it.
+    sim_together : str
+        ``"module:name"`` of the ceiling of a simulated group together (``busprobe model``);
+        empty: not modelled.
     """
 
     kind: str
@@ -138,6 +144,7 @@ class Bus:
     describe: str = ""
     framings: tuple[str, ...] = ("stream",)
     fit: str = ""
+    sim_together: str = ""
 
 
 USB2_HS = Bus(
@@ -160,6 +167,7 @@ USB2_HS = Bus(
     verdict="busprobe.verdict.usb2:usb2_rules", profile_beside_link=True,
     describe="busprobe.model.usb2:describe_usb2", framings=("stream", "bot"),
     fit="busprobe.cli.fit:fit_usb2_profile",
+    sim_together="busprobe.targets.sim_usb2:sim_usb2_together",
 )
 
 USB3_SS = Bus(

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from .. import buses, targets
 from ..lengths import parse_size
-from ..model import ceiling_for, link_ceiling
+from ..model import Ceiling, ceiling_for, link_ceiling
 from ..result_file import check_writable, is_stdout, write_result
 from ..result_schema import PROTOCOLS
 from ..transport import BusDescription
@@ -57,6 +57,15 @@ def describe_bus(bus: BusDescription) -> str:
     """One line naming the configuration: its bus row's describer, or kind and speed."""
     describe = buses.by_kind(bus.kind).describe
     return buses.load(describe)(bus) if describe else f"{bus.kind} {bus.speed}"
+
+
+def _together(target: targets.TargetDescription, bus: BusDescription,
+              direction: str) -> Ceiling | None:
+    """The ceiling of a simulated group's targets together, where its row models it."""
+    spec = target.spec
+    if not (target.simulated and spec.sim_together):
+        return None
+    return buses.load(spec.sim_together)(target.options, bus, direction)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
                 link = link_ceiling(bus, direction)
                 entry = {"direction": direction, "mps": bus.mps, "mrrs": bus.mrrs,
                          "ceiling": ceiling.to_json(), "link": link.to_json()}
+                together = _together(target, bus, direction)
+                if together is not None:
+                    entry["together"] = together.to_json()
                 out.append(entry)
                 line = f"  {direction:>8}: {units.format(ceiling.throughput)}  ({ceiling.model})"
                 if link.throughput != ceiling.throughput and length is None:
@@ -116,6 +128,11 @@ def run(args: argparse.Namespace) -> int:
                     if link.formula != ceiling.formula and length is None:
                         lines.append("         link model:")
                         lines += [f"           {step}" for step in link.formula.splitlines()]
+                if together is not None:
+                    lines.append(f"  {'together':>8}: {units.format(together.throughput)}  "
+                                 f"({together.model})")
+                    if args.formula:
+                        lines += [f"         {step}" for step in together.formula.splitlines()]
     if args.json:
         write_result(args.json, json.dumps({"device": args.device, "bus": base.to_json(),
                                             "units": "bytes/s", "ceilings": out}, indent=1)

@@ -146,7 +146,7 @@ def usb2_shared_ceiling(bus: BusDescription, direction: str, devices: int) -> Ce
              "profile_per_uframe": limit, "wire_fit_per_uframe": fit, "max_packet_size": mps,
              "uframes_per_s": UFRAMES_PER_S, "plateau": plateau}
     return Ceiling(float(plateau), formula, parts, direction,
-                   f"usb2-hs {devices} devices on one schedule, host profile {profile.name}")
+                   f"usb2-hs {devices} devices on one bus, host profile {profile.name}")
 
 
 def _per_transfer(profile: HostProfile, direction: str, used: int, mps: int, length: int | None,

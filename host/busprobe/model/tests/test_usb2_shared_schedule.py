@@ -41,3 +41,18 @@ def test_a_profile_file_without_the_shared_schedule_key_still_loads(tmp_path):
     profile = load_profile(str(path))
     assert profile.root_ports_share_schedule is False
     assert profile.max_bulk_in_per_uframe == 10
+
+
+def test_busprobe_model_gives_two_devices_on_ehci_root_ports_one_bus_together(capsys):
+    import json
+
+    from busprobe.cli import main
+
+    assert main(["model", "--device", "sim:usb2?devices=2&attach=ports&host=ehci",
+                 "--direction", "in", "--json", "-"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["ceilings"]
+    assert entry["ceiling"]["throughput"] == pytest.approx(10 * 512 * 8000)  # each alone
+    assert entry["together"]["throughput"] == pytest.approx(13 * 512 * 8000)  # one bus
+    assert main(["model", "--device", "sim:usb2?devices=2&attach=ports&host=xhci",
+                 "--direction", "in"]) == 0
+    assert "together" not in capsys.readouterr().out  # xHCI: a bus per root port
