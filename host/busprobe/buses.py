@@ -23,6 +23,17 @@ What each ``"module:name"`` must be:
     ``(target: TargetDescription) -> group`` for a simulated target whose ``sim_group_option``
     is above 1: several targets in one simulation (``targets``: ``(name, transport)`` pairs,
     ``clock``, ``open()``, ``close()``), which ``busprobe sweep`` runs alone and together.
+``verdict``
+    ``(evidence: busprobe.verdict.evidence.GroupEvidence) -> Finding``: what limits a plateau
+    on this bus, read from its device's counters (:mod:`busprobe.verdict`).
+``describe``
+    ``(bus: BusDescription) -> str``: one line naming a configuration, for ``busprobe model``.
+``fit``
+    ``(request: busprobe.cli.fit.FitRequest) -> int``: ``busprobe fit`` of a result on this
+    bus (a host profile fitted to it, written and reported).
+``sim_together``
+    ``(options, bus: BusDescription, direction) -> Ceiling | None``: the ceiling of a simulated
+    group's targets together where they share one schedule (None where each has its own).
 """
 
 from __future__ import annotations
@@ -89,6 +100,23 @@ class Bus:
     sim_group, sim_group_option : str
         ``"module:name"`` of the factory of several simulated targets in one simulation, and
         the selector option that says how many (empty: the simulation hosts one).
+    verdict : str
+        ``"module:name"`` of its verdict rule (default: the link model alone, for a bus whose
+        device keeps no counters).
+    profile_beside_link : bool
+        Whether the verdict reports the host profile's ceiling beside the link model (USB: a
+        host controller's schedule is a ceiling of its own).
+    bot_counterpart : str
+        What a BOT-framed result on it is best compared with, as the verdict says it.
+    describe : str
+        ``"module:name"`` of the one-line configuration name; empty: kind and speed.
+    framings : tuple of str
+        Framings ``busprobe model --protocol`` may put on it (``stream`` always).
+    fit : str
+        ``"module:name"`` of its ``busprobe fit``; empty: no host profile is fitted to it.
+    sim_together : str
+        ``"module:name"`` of the ceiling of a simulated group together (``busprobe model``);
+        empty: not modelled.
     """
 
     kind: str
@@ -110,6 +138,13 @@ class Bus:
     device_ids: tuple[tuple[int, int], ...]
     sim_group: str = ""
     sim_group_option: str = ""
+    verdict: str = "busprobe.verdict.assess:generic_rules"
+    profile_beside_link: bool = False
+    bot_counterpart: str = "a streamed run shows the overhead per length"
+    describe: str = ""
+    framings: tuple[str, ...] = ("stream",)
+    fit: str = ""
+    sim_together: str = ""
 
 
 USB2_HS = Bus(
@@ -129,6 +164,10 @@ USB2_HS = Bus(
     default_queue_depths=(4,), default_min_length=512,
     device_ids=((usb2_protocol.VID, usb2_protocol.PID),),
     sim_group="busprobe.sim.usb2.backend:open_sim_usb2_group", sim_group_option="devices",
+    verdict="busprobe.verdict.usb2:usb2_rules", profile_beside_link=True,
+    describe="busprobe.model.usb2:describe_usb2", framings=("stream", "bot"),
+    fit="busprobe.cli.fit:fit_usb2_profile",
+    sim_together="busprobe.targets.sim_usb2:sim_usb2_together",
 )
 
 USB3_SS = Bus(
@@ -145,6 +184,8 @@ USB3_SS = Bus(
     # then never closes between transfers); one packet is the shortest length worth a point.
     default_queue_depths=(2,), default_min_length=usb3_protocol.MAX_PACKET_SIZE,
     device_ids=((usb3_protocol.VID, usb3_protocol.PID),),
+    verdict="busprobe.verdict.usb3:usb3_rules", profile_beside_link=True,
+    fit="busprobe.cli.fit:fit_usb3_profile",
 )
 
 PCIE = Bus(
@@ -163,6 +204,8 @@ PCIE = Bus(
     default_queue_depths=(8,), default_min_length=256,
     device_ids=((pcie_protocol.VENDOR_ID, pcie_protocol.DEVICE_ID),),
     sim_group="busprobe.sim.pcie.backend:open_sim_pcie_group", sim_group_option="endpoints",
+    verdict="busprobe.verdict.pcie:pcie_rules", describe="busprobe.model.pcie:describe_pcie",
+    fit="busprobe.cli.fit:fit_pcie_profile",
 )
 
 USB_STORAGE = Bus(
@@ -179,6 +222,8 @@ USB_STORAGE = Bus(
     # is the page-sized I/O that filesystems issue.
     default_queue_depths=(1, 4), default_min_length=4096,
     device_ids=(),
+    # A disk the kernel's usb-storage drives is compared with one its uas driver drives.
+    bot_counterpart="a UAS run shows how far BOT is behind",
 )
 
 #: Every bus, in the order help texts list them.

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .above_link import mark, point_note
 from .emulation import emulated_host
 from .lengths import format_size
 from .os_errors import describe
@@ -241,7 +242,8 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
         device = p.get("device_throughput")
         rows.append((
             p["direction"], format_size(p["length"]), str(p["queue_depth"]), setting or "-",
-            f"{units.convert(p['throughput']):.2f}", rng,
+            mark(f"{units.convert(p['throughput']):.2f}", p["throughput"],
+                 p.get("link_ceiling")), rng,
             "-" if device is None else f"{units.convert(device):.2f}",
             "-" if not p.get("link_efficiency") else f"{100 * p['link_efficiency']:.1f}",
             "-" if not p.get("efficiency") else f"{100 * p['efficiency']:.1f}",
@@ -255,6 +257,7 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += _timing_note(doc["points"])
+    lines += [note for p in doc["points"] if (note := point_note(p, units))]
     bad = [p for p in doc["points"] if p["errors"]]
     if bad:
         total = sum(p["errors"] for p in bad)

@@ -8,8 +8,14 @@ own (its host controller, address and descriptors); what they share depends on `
     :class:`~.hub.HubBus` scheduling every device's transactions, a :class:`~.hub.HubPort`
     each;
 ``ports``
-    a line and a :class:`~.controller.HostController` each, as on separate root ports of one
-    host controller (a root port is a bus of its own: nothing on the wire is shared).
+    a line and a :class:`~.controller.HostController` each, as on separate root ports of an
+    xHCI controller (a root port is a bus of its own: nothing on the wire is shared) — unless
+    the host profile says its root ports share one schedule
+    (:attr:`~busprobe.model.usb2_hosts.HostProfile.root_ports_share_schedule`, EHCI): then
+    the ports are attached as behind a hub, one line timeline and one scheduler taking a
+    transaction at a time for every device, which is what one EHCI asynchronous schedule is
+    (the root ports' separate wires change nothing: the controller is busy with one
+    transaction at a time, and each port sees its own device's packets and every SOF).
 
 The devices come out of reset together, every port is reset and chirps at once, and then the
 host enumerates them one at a time, as a host does behind a hub (only the device being
@@ -41,7 +47,7 @@ async def power_up_devices(dut: object, profile: HostProfile, devices: int,
     if attach not in ATTACH:
         raise ValueError(f"attach={attach}: one of {', '.join(ATTACH)}")
     phys = [UlpiPhyDriver(DevicePorts(dut, i)) for i in range(devices)]
-    if attach == "hub":
+    if attach == "hub" or profile.root_ports_share_schedule:
         line = SharedLine(phys)
         hub = HubBus(line)
         lines = [line]

@@ -17,10 +17,11 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..buses import PCIE, USB3_SS
+from .. import buses
 from ..fit.fitted import fit_sweep
 from ..fit.pcie_fit import fit_pcie
 from ..fit.profile_toml import write_profile, write_settings
@@ -32,7 +33,8 @@ from ..model.usb3_hosts import load_usb3_profile
 from ..result_file import check_writable, is_stdout
 from ..results import load_results
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "FitRequest", "fit_usb2_profile", "fit_usb3_profile",
+           "fit_pcie_profile"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,17 +68,44 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     kind = (load_results(args.result).get("bus") or {}).get("kind")
     human = sys.stderr if to_stdout else sys.stdout
-    if kind == USB3_SS.kind:
-        return _settings(fit_usb3(args.result), args.output, name, load_usb3_profile, started,
-                         f"--device \"sim:usb3?host={_saved(output, to_stdout)}\"", human)
-    if kind == PCIE.kind:
-        fitted_pcie = fit_pcie(args.result)
-        return _settings(fitted_pcie, args.output, name, load_pcie_profile, started,
-                         f"--device \"{fitted_pcie.replay_selector(name)}\"", human)
-    fitted = fit_sweep(args.result)
-    write_profile(fitted, args.output, name)
-    print(format_fit(fitted, seconds=time.monotonic() - started), file=human)
-    if to_stdout:
+    # The result's bus row names its fitter; a result of a bus without one goes to USB 2.0's,
+    # whose refusal says what a fit needs.
+    row = next((bus for bus in buses.BUSES if bus.kind == kind and bus.fit), buses.USB2_HS)
+    return buses.load(row.fit)(FitRequest(args.result, args.output, name, started, human))
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """What a bus row's fitter (:attr:`busprobe.buses.Bus.fit`) is asked.
+
+    Attributes
+    ----------
+    result : str
+        The result file to fit.
+    output : str
+        The profile file to write (``-``: stdout).
+    name : str
+        The profile's name.
+    started : float
+        ``time.monotonic()`` when the command started (the report says how long it took).
+    human : TextIO
+        Where the report goes (stderr when the profile goes to stdout).
+    """
+
+    result: str
+    output: str
+    name: str
+    started: float
+    human: TextIO
+
+
+def fit_usb2_profile(request: FitRequest) -> int:
+    """``usb2-hs``: a USB 2.0 host profile (:mod:`busprobe.fit.fitted`)."""
+    fitted = fit_sweep(request.result)
+    write_profile(fitted, request.output, request.name)
+    name, output, human = request.name, request.output, request.human
+    print(format_fit(fitted, seconds=time.monotonic() - request.started), file=human)
+    if is_stdout(output):
         print(f"profile: written to stdout (name {name!r}); save it as NAME.toml to replay it "
               "with --device \"sim:usb2?host=NAME.toml\"", file=human)
     else:
@@ -85,14 +114,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def fit_usb3_profile(request: FitRequest) -> int:
+    """``usb3-ss``: a SuperSpeed host profile (:mod:`busprobe.fit.usb3_fit`)."""
+    saved = _saved(Path(request.output), is_stdout(request.output))
+    return _settings(fit_usb3(request.result), request, load_usb3_profile,
+                     f"--device \"sim:usb3?host={saved}\"")
+
+
+def fit_pcie_profile(request: FitRequest) -> int:
+    """``pcie``: a PCIe root profile (:mod:`busprobe.fit.pcie_fit`)."""
+    fitted = fit_pcie(request.result)
+    return _settings(fitted, request, load_pcie_profile,
+                     f"--device \"{fitted.replay_selector(request.name)}\"")
+
+
 def _saved(output: Path, to_stdout: bool) -> str:
     """Where the replay selector finds the profile: the file, or where stdout is saved."""
     return "NAME.toml" if to_stdout else str(output)
 
 
-def _settings(fitted: Any, output: str, name: str, loader: Callable[[str], Any],
-              started: float, replay: str, human: TextIO) -> int:
-    """Write and report a USB 3.0 or PCIe fit (the report on ``human``)."""
+def _settings(fitted: Any, request: FitRequest, loader: Callable[[str], Any],
+              replay: str) -> int:
+    """Write and report a USB 3.0 or PCIe fit (the report on ``request.human``)."""
+    output, name, started, human = request.output, request.name, request.started, request.human
     data = fitted.data
     write_settings(fitted.settings, output, name, result=data.path, points=len(data.points),
                    loader=loader)

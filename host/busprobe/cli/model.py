@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from .. import buses, targets
 from ..lengths import parse_size
-from ..model import ceiling_for, link_ceiling
+from ..model import Ceiling, ceiling_for, link_ceiling
 from ..result_file import check_writable, is_stdout, write_result
 from ..result_schema import PROTOCOLS
 from ..transport import BusDescription
@@ -54,13 +54,18 @@ def _sizes(text: str | None, name: str) -> list[int | None]:
 
 
 def describe_bus(bus: BusDescription) -> str:
-    """One line naming the configuration."""
-    if bus.kind == buses.PCIE.kind:
-        return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
-    if bus.kind == buses.USB2_HS.kind:
-        return (f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
-                + (", BOT framing" if bus.protocol == "bot" else ""))
-    return f"{bus.kind} {bus.speed}"
+    """One line naming the configuration: its bus row's describer, or kind and speed."""
+    describe = buses.by_kind(bus.kind).describe
+    return buses.load(describe)(bus) if describe else f"{bus.kind} {bus.speed}"
+
+
+def _together(target: targets.TargetDescription, bus: BusDescription,
+              direction: str) -> Ceiling | None:
+    """The ceiling of a simulated group's targets together, where its row models it."""
+    spec = target.spec
+    if not (target.simulated and spec.sim_together):
+        return None
+    return buses.load(spec.sim_together)(target.options, bus, direction)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--protocol must be one of {', '.join(framings)}, "
                          f"not {args.protocol!r}")
     if args.protocol == "bot":
-        if base.kind != buses.USB2_HS.kind:
+        if "bot" not in buses.by_kind(base.kind).framings:
             raise ValueError(f"--protocol bot is USB mass storage framing; {args.device} is "
                              f"a {target.spec.family} device")
         if length is None:
@@ -110,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
                 link = link_ceiling(bus, direction)
                 entry = {"direction": direction, "mps": bus.mps, "mrrs": bus.mrrs,
                          "ceiling": ceiling.to_json(), "link": link.to_json()}
+                together = _together(target, bus, direction)
+                if together is not None:
+                    entry["together"] = together.to_json()
                 out.append(entry)
                 line = f"  {direction:>8}: {units.format(ceiling.throughput)}  ({ceiling.model})"
                 if link.throughput != ceiling.throughput and length is None:
@@ -120,6 +128,11 @@ def run(args: argparse.Namespace) -> int:
                     if link.formula != ceiling.formula and length is None:
                         lines.append("         link model:")
                         lines += [f"           {step}" for step in link.formula.splitlines()]
+                if together is not None:
+                    lines.append(f"  {'together':>8}: {units.format(together.throughput)}  "
+                                 f"({together.model})")
+                    if args.formula:
+                        lines += [f"         {step}" for step in together.formula.splitlines()]
     if args.json:
         write_result(args.json, json.dumps({"device": args.device, "bus": base.to_json(),
                                             "units": "bytes/s", "ceilings": out}, indent=1)

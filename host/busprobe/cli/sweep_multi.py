@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import buses, targets
+from ..above_link import mark, point_note, sum_bound, sum_note
 from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
 from ..protocol.patterns import Pattern
 from ..result_file import ResultWriteError, check_writable, is_stdout
@@ -26,6 +27,7 @@ from ..stdout_guard import stdout_to_stderr
 from ..sweep import SweepPlan
 from ..sweep_multi import MultiSweep, TargetRun
 from ..together import SharedClock
+from ..topology.shared import shared_hop
 from ..transport import InvalidRequest, Transport, TransportError
 from ..units import Units
 from ..verdict.shared import assess_shared
@@ -186,9 +188,19 @@ def _fill(doc: dict[str, Any], multi: MultiSweep, units: Units) -> None:
     doc["shared"] = assess_shared(doc["together"], topologies, kinds, units)
 
 
+def _one_bus(doc: dict[str, Any]) -> bool:
+    """Whether the document's targets share one bus (a hub, EHCI's root ports)."""
+    try:
+        hop = shared_hop([t.get("topology") or [] for t in doc["targets"]])
+    except ValueError:
+        return False
+    return bool(hop and hop.get("one_bus"))
+
+
 def format_multi_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
-    """Per point: each target alone and together, the sum together and the sum alone; then the
-    verdict lines."""
+    """Per point: each target alone and together, the sum together and the sum alone, a figure
+    above what the link allows marked (:mod:`busprobe.above_link`) with a line saying why;
+    then the verdict lines."""
     names = [t["device"] for t in doc["targets"]]
     head = ["dir", "length", "qd"]
     for i in range(len(names)):
@@ -196,16 +208,31 @@ def format_multi_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     head += ["sum together", "sum alone"]
     lines = ["targets: " + "; ".join(f"#{i} {n}" for i, n in enumerate(names)),
              " | ".join(head)]
+    one_bus = _one_bus(doc)
+    notes: list[str] = []
     for row in doc["together"]:
         cells = [row["direction"], format_size(row["length"]) + "B", str(row["queue_depth"])]
-        for target in doc["targets"]:
+        together = []
+        for i, target in enumerate(doc["targets"]):
             for phase in ("alone", "together"):
                 point = next((p for p in target[phase] if p["length"] == row["length"]
                               and p["direction"] == row["direction"]
                               and p["queue_depth"] == row["queue_depth"]), None)
-                cells.append(units.format(point["throughput"]) if point else "-")
-        cells += [units.format(row["sum_throughput"]), units.format(row["sum_alone"])]
+                if point is None:
+                    cells.append("-")
+                    continue
+                cells.append(mark(units.format(point["throughput"]), point["throughput"],
+                                  point.get("link_ceiling")))
+                notes.append(point_note(point, units, f"#{i} {phase} ") or "")
+                if phase == "together":
+                    together.append(point)
+        bound = sum_bound(together, one_bus) if len(together) == len(doc["targets"]) else None
+        cells += [mark(units.format(row["sum_throughput"]), row["sum_throughput"], bound),
+                  units.format(row["sum_alone"])]
+        if bound is not None:
+            notes.append(sum_note(row, bound, one_bus, units) or "")
         lines.append(" | ".join(cells))
+    lines += [note for note in notes if note]
     for entry in doc.get("shared", []):
         lines.append(f"verdict {entry['verdict']}: {entry['explanation']}")
     for target in doc["targets"]:

@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from ..model.usb2_hosts import SCHEMA, HostProfile, load_profile
+from ..model.usb2_hosts import FORMAT, SCHEMA, HostProfile, load_profile
 from ..result_file import write_result
 from .fitted import FittedProfile, FittedValue
 
@@ -63,6 +63,15 @@ def render_profile(fitted: FittedProfile, name: str, *, day: str | None = None) 
              f"name = {_toml_string(name)}"]
     width = max(len(key) for key in SCHEMA)
     for key in SCHEMA:
+        if key not in fitted.values:
+            # A sweep of one device cannot tell whether the controller's root ports share one
+            # schedule (root_ports_share_schedule): written as the loader's default, said so.
+            source = (f"fitted from {data.path} on {day}: not determined by this sweep, one "
+                      "device's sweep cannot show it; the loader's default (sweep two devices "
+                      "on two root ports of the controller to see it)")
+            lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(FORMAT.defaults[key])}, "
+                         f"source = {_toml_string(source)} }}")
+            continue
         fitted_value = fitted.values[key]
         source = source_of(fitted_value, data.path, day)
         lines.append(f"{key.ljust(width)} = {{ value = {_toml_value(fitted_value.value)}, "

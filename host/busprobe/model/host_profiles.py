@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,17 @@ class ProfileFormat:
         The profile's dataclass, built as ``make(name=..., sources=..., **parameters)``.
     label : str
         Prefix of "host profile" in the message for an unknown name (``"USB3 "``).
+    defaults : mapping
+        Parameter -> value for parameters a file may leave out (added after files were
+        written without them, so that those files, and what ``busprobe fit`` writes, still
+        load); every other parameter is required.
     """
 
     schema: Mapping[str, tuple[type, float, float, str]]
     directory: Path
     make: type
     label: str = ""
+    defaults: Mapping[str, object] = field(default_factory=dict)
 
     def builtins(self) -> list[str]:
         return sorted(p.stem for p in self.directory.glob("*.toml"))
@@ -97,6 +102,10 @@ class ProfileFormat:
         sources: dict[str, str] = {}
         for key in self.schema:
             entry = table.get(key)
+            if entry is None and key in self.defaults:
+                values[key] = self.defaults[key]
+                sources[key] = "default (not in the file)"
+                continue
             if not isinstance(entry, dict) or "value" not in entry:
                 raise ValueError(f"host profile {named}: {key} needs a table with value and "
                                  f"source, e.g. {key} = {{ value = ..., source = \"...\" }}")

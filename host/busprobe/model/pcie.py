@@ -51,7 +51,8 @@ from ..transport import BusDescription
 from .ceiling_type import Ceiling
 
 __all__ = [
-    "PcieAssumptions", "pcie_ceiling", "pcie_link_only", "lane_rate", "tlp_wire_bytes",
+    "PcieAssumptions", "pcie_ceiling", "pcie_link_only", "describe_pcie", "lane_rate",
+    "tlp_wire_bytes",
     "LANE_RATE", "FRAMING_BYTES", "DLLP_BYTES", "SKP_FRACTION", "PAYLOAD_SIZES", "LINK_WIDTHS",
 ]
 
@@ -171,6 +172,11 @@ def _dllp_cost(every: int) -> float:
 def pcie_link_only(bus: BusDescription) -> BusDescription:
     """``bus`` without the root complex's read latency: what the link itself allows."""
     return replace(bus, extra={k: v for k, v in bus.extra.items() if k != "read_latency_ns"})
+
+
+def describe_pcie(bus: BusDescription) -> str:
+    """One line naming the configuration (``busprobe model``)."""
+    return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
 
 
 def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,

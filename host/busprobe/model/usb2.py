@@ -41,7 +41,8 @@ from .usb2_loopback import loopback_ceiling
 from .usb2_run import finite_run
 from .usb2_schedule import MAX_STEPPED_PACKETS, average_period, steady_period
 
-__all__ = ["usb2_ceiling", "usb2_link_only", "packets_per_uframe", "UFRAMES_PER_S"]
+__all__ = ["usb2_ceiling", "usb2_link_only", "usb2_shared_ceiling", "describe_usb2",
+           "packets_per_uframe", "UFRAMES_PER_S"]
 
 UFRAMES_PER_S = round(1 / wire.UFRAME_S)  # 8000
 
@@ -63,6 +64,12 @@ def packets_per_uframe(profile: HostProfile, direction: str,
 def usb2_link_only(bus: BusDescription) -> BusDescription:
     """``bus`` behind the ideal host controller: what the bus itself allows."""
     return replace(bus, host_profile="ideal")
+
+
+def describe_usb2(bus: BusDescription) -> str:
+    """One line naming the configuration (``busprobe model``)."""
+    return (f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
+            + (", BOT framing" if bus.protocol == "bot" else ""))
 
 
 def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
@@ -112,6 +119,34 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         return ceiling
     return finite_run(ceiling, profile, direction, length, queue_depth or 1, transfers, mps,
                       bot=bus.protocol == "bot")
+
+
+def usb2_shared_ceiling(bus: BusDescription, direction: str, devices: int) -> Ceiling:
+    """Plateau of ``devices`` devices together, one bulk endpoint each, on one schedule (behind
+    a hub, or on the root ports of a controller whose root ports share one schedule: EHCI).
+
+    The schedule takes one transaction at a time for all of them, so the microframe holds what
+    fits after SOF whoever's the packets are; the profile's per-endpoint limit binds each
+    device alone, ``devices`` times it binds them together::
+
+        packets/µframe = min(devices × profile limit, fit after SOF)
+    """
+    if direction not in ("in", "out"):
+        raise ValueError(f"the shared-schedule model is for in or out, not {direction}")
+    profile = load_profile(bus.host_profile or "ideal")
+    mps = bus.max_packet_size or MAX_PACKET_SIZE
+    _, limit, fit = packets_per_uframe(profile, direction, mps)
+    used = min(devices * limit, fit)
+    plateau = used * mps * UFRAMES_PER_S
+    formula = (f"packets/µframe = min({devices} devices × profile {profile.name} {limit}, fit "
+               f"after SOF {fit}) = {used}\n"
+               f"plateau together = {used} × {mps} B × {UFRAMES_PER_S} µframe/s = "
+               f"{plateau / 1e6:.3f} MB/s")
+    parts = {"host_profile": profile.name, "devices": devices, "packets_per_uframe": used,
+             "profile_per_uframe": limit, "wire_fit_per_uframe": fit, "max_packet_size": mps,
+             "uframes_per_s": UFRAMES_PER_S, "plateau": plateau}
+    return Ceiling(float(plateau), formula, parts, direction,
+                   f"usb2-hs {devices} devices on one bus, host profile {profile.name}")
 
 
 def _per_transfer(profile: HostProfile, direction: str, used: int, mps: int, length: int | None,

@@ -41,6 +41,10 @@ class HostProfile:
         Completions are reported only at the next microframe boundary (interrupt threshold).
     sources : dict
         For each parameter, where its number comes from.
+    root_ports_share_schedule : bool
+        The controller runs one schedule for all of its root ports, a transaction at a time
+        (EHCI's one asynchronous schedule: its ports are one 480 Mb/s bus, as behind a hub);
+        false where each root port has its bandwidth (xHCI). Optional in a file (false).
     """
 
     name: str
@@ -51,6 +55,7 @@ class HostProfile:
     resubmit_latency_us: float
     completion_on_uframe: bool
     sources: dict[str, str]
+    root_ports_share_schedule: bool = False
 
     def max_per_uframe(self, direction: str) -> int:
         return self.max_bulk_in_per_uframe if direction == "in" else self.max_bulk_out_per_uframe
@@ -66,11 +71,13 @@ SCHEMA: dict[str, tuple[type, float, float, str]] = {
     "completion_latency_us": (float, 0.0, 1e6, "µs"),
     "resubmit_latency_us": (float, 0.0, 1e6, "µs"),
     "completion_on_uframe": (bool, 0, 1, "true or false"),
+    "root_ports_share_schedule": (bool, 0, 1, "true or false"),
 }
 
 
 #: Reads and checks USB 2.0 profiles (:class:`~.host_profiles.ProfileFormat`).
-FORMAT = ProfileFormat(SCHEMA, PROFILE_DIR, HostProfile)
+FORMAT = ProfileFormat(SCHEMA, PROFILE_DIR, HostProfile,
+                       defaults={"root_ports_share_schedule": False})
 
 
 def load_profile(name_or_path: str) -> HostProfile:

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..buses import USB2_HS
+from ..model.ceiling_type import Ceiling
+from ..model.usb2 import usb2_shared_ceiling
 from ..model.usb2_hosts import load_profile
 from ..protocol import usb2
 from ..protocol.usb2 import MAX_PACKET_SIZE
@@ -29,8 +31,8 @@ from ..transport import BusDescription
 from .description import simulated_target
 from .options import Option, choice, loadable, one_of
 
-__all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "OPTIONS", "NAME", "DESIGNS",
-           "DESIGN_FEATURES", "LEVELS"]
+__all__ = ["describe_sim_usb2", "sim_usb2_bus", "sim_usb2_hops", "sim_usb2_together", "OPTIONS",
+           "NAME", "DESIGNS", "DESIGN_FEATURES", "LEVELS"]
 
 NAME = "sim:usb2"
 #: Gateware the simulation can run: busprobe's lean default, busprobe's with every optional
@@ -75,7 +77,8 @@ def sim_usb2_bus(options: Mapping[str, Any]) -> BusDescription:
 def sim_usb2_hops(options: Mapping[str, Any], index: int | None = None) -> tuple[Hop, ...]:
     """The simulated host controller and the gateware on the ULPI PHY model; device ``index``
     of ``devices=2`` sits on hub port ``index + 1`` (``attach=hub``) or on root port
-    ``index + 1`` (``attach=ports``)."""
+    ``index + 1`` (``attach=ports``; a host profile whose root ports share one schedule, EHCI's,
+    says so on the controller's hop, the hop the devices share)."""
     device = _DEVICES[options["design"]]
     what = "LUNA device"
     if options["level"] == "netlist":
@@ -92,9 +95,16 @@ def sim_usb2_hops(options: Mapping[str, Any], index: int | None = None) -> tuple
                description=f"{what} on ULPI PHY model #{index} (sim/hdl/ulpi_phy.sv)",
                speed="high", speed_cap="high")
     if options["attach"] == "ports":
+        host.one_schedule = load_profile(options["host"]).root_ports_share_schedule
+        if host.one_schedule:
+            # EHCI: the controller's one asynchronous schedule serves every root port.
+            host.notes.append(f"its root ports share one schedule, a transaction at a time: "
+                              f"one 480 Mb/s bus (host profile {options['host']}, simulated)")
+            port = "on the controller's one high-speed bus"
+        else:
+            port = "a high-speed bus of its own"
         return (host, Hop("sim-usb-root-port", f"root port {index + 1}",
-                          driver="busprobe.sim.usb2",
-                          description="a high-speed bus of its own", speed="high",
+                          driver="busprobe.sim.usb2", description=port, speed="high",
                           speed_cap="high"), leaf)
     hub = Hop("sim-usb-hub", "sim-hub", driver="busprobe.sim.usb2",
               description="high-speed hub on root port 1 (a repeater: one bus for its ports)",
@@ -102,6 +112,18 @@ def sim_usb2_hops(options: Mapping[str, Any], index: int | None = None) -> tuple
               notes=["its ports share one 480 Mb/s high-speed bus (simulated)"])
     return (host, hub, Hop("sim-usb-hub-port", f"sim-hub port {index + 1}",
                            driver="busprobe.sim.usb2", speed="high", speed_cap="high"), leaf)
+
+
+def sim_usb2_together(options: Mapping[str, Any], bus: BusDescription,
+                      direction: str) -> Ceiling | None:
+    """The ceiling of the ``devices`` of one simulation together, when they share one schedule
+    (behind the hub, or on root ports of a controller whose root ports share one: EHCI); None
+    when each has a bus of its own or there is one device (or the direction is loopback)."""
+    devices = options["devices"]
+    shared = options["attach"] == "hub" or load_profile(options["host"]).root_ports_share_schedule
+    if devices < 2 or not shared or direction not in ("in", "out"):
+        return None
+    return usb2_shared_ceiling(bus, direction, devices)
 
 
 describe_sim_usb2 = simulated_target(NAME, OPTIONS, sim_usb2_bus, sim_usb2_hops)

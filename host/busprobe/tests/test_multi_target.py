@@ -85,13 +85,44 @@ def test_shared_limited_when_short_of_the_sum_alone_and_flat_names_the_common_ho
     assert "switch upstream 0000:01:00.0" in entry["explanation"]
 
 
-def test_shared_verdict_independent_within_the_spread_inconclusive_while_rising():
-    paths = [[{"kind": "usb-host-controller", "name": "0000:00:14.0"},
+USB_PATHS = [[{"kind": "usb-host-controller", "name": "0000:00:14.0"},
               {"kind": "usb-device", "name": f"1-{i}"}] for i in (1, 2)]
-    (same,) = assess_shared(_rows(80e6, (70e6, 78e6, 79e6), spread=0.03), paths, ["usb2-hs"] * 2)
+
+
+def test_shared_verdict_independent_within_the_spread_inconclusive_while_rising_within_reach():
+    (same,) = assess_shared(_rows(80e6, (70e6, 78e6, 79e6), spread=0.03), USB_PATHS,
+                            ["usb2-hs"] * 2)
     assert same["verdict"] == "independent"
-    (rising,) = assess_shared(_rows(80e6, (30e6, 40e6, 50e6)), paths, ["usb2-hs"] * 2)
+    # 5 % short with the repeats 3 % apart, still rising: within reach of the spread.
+    (rising,) = assess_shared(_rows(80e6, (60e6, 70e6, 76e6), spread=0.03), USB_PATHS,
+                              ["usb2-hs"] * 2)
     assert rising["verdict"] == "inconclusive" and "rising" in rising["explanation"]
+
+
+def test_shortfall_far_beyond_the_spread_is_shared_limited_without_a_plateau():
+    """Issue 47.5: a third lost together at one length is a verdict, not ``inconclusive``."""
+    rows = [{"direction": "write", "length": 65536, "queue_depth": 8, "sum_alone": 900e6,
+             "alone_spread": 0.004, "sum_throughput": 600e6, "sum_spread": 0.003}]
+    paths = [SWITCH + [{"kind": "pci-switch-downstream", "name": f"0000:02:0{i}.0"},
+                       {"kind": "pci-endpoint", "name": f"0000:0{3 + i}:00.0"}] for i in (1, 2)]
+    (entry,) = assess_shared(rows, paths, ["pcie", "pcie"])
+    assert entry["verdict"] == "shared-limited", entry["explanation"]
+    assert entry["shared_hop"]["name"] == "0000:01:00.0"
+    assert entry["ceiling"] is None and not entry["plateau_reached"]
+    assert "switch upstream 0000:01:00.0" in entry["explanation"]
+    assert ("at least this much is lost (300.00 MB/s); sweep longer lengths to measure the "
+            "hop's ceiling") in entry["explanation"]
+    # Still rising over several lengths, a third short: the same verdict.
+    (rising,) = assess_shared(_rows(80e6, (30e6, 40e6, 50e6)), USB_PATHS, ["usb2-hs"] * 2)
+    assert rising["verdict"] == "shared-limited" and "rising" in rising["explanation"]
+
+
+def test_shortfall_of_targets_on_different_buses_stays_inconclusive_without_a_plateau():
+    rows = [{"direction": "in", "length": 65536, "queue_depth": 4, "sum_alone": 90e6,
+             "alone_spread": 0.0, "sum_throughput": 60e6, "sum_spread": 0.0}]
+    (entry,) = assess_shared(rows, USB_PATHS, ["usb2-hs", "usb3-ss"])
+    assert entry["verdict"] == "inconclusive"
+    assert "different buses" in entry["explanation"]
 
 
 def test_multi_target_report_and_compare_draw_each_target_alone_together_and_the_sums(

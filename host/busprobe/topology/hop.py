@@ -38,6 +38,10 @@ class Hop:
         Physical slot name, where the platform reports one.
     notes : list of str
         Findings about this hop (a link trained below what both ends support, no access ...).
+    one_schedule : bool or None
+        A USB host controller: whether it runs one schedule for all its root ports, so that
+        they are one high-speed bus (EHCI), or gives each its bandwidth (xHCI); None elsewhere
+        and where its host profile is unknown.
     """
 
     kind: str
@@ -53,6 +57,7 @@ class Hop:
     mrrs: int | None = None
     slot: str | None = None
     notes: list[str] = field(default_factory=list)
+    one_schedule: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hop as one JSON object (absent fields left out; ``notes`` always present)."""

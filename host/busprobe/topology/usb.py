@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..model.usb2_hosts import load_profile
 from ..protocol.pci_config import BDF_RE
 from ..transport import DeviceNotFound
 from .hop import Hop
 from .pci import pci_function_hop
 
-__all__ = ["usb_hops", "find_usb_device", "usb_speed_name", "host_profile_for_driver"]
+__all__ = ["usb_hops", "find_usb_device", "usb_speed_name", "host_profile_for_driver",
+           "root_ports_share_schedule"]
 
 #: sysfs ``speed`` (Mb/s) -> USB speed name.
 _SPEEDS = {"1.5": "low", "12": "full", "480": "high", "5000": "super", "10000": "super-plus",
@@ -38,6 +40,13 @@ def usb_speed_name(mbps: str | None) -> str | None:
 def host_profile_for_driver(driver: str | None) -> str | None:
     """The host profile that describes a controller bound to ``driver``, if busprobe has one."""
     return _PROFILES.get(driver or "")
+
+
+def root_ports_share_schedule(driver: str | None) -> bool:
+    """Whether a controller bound to ``driver`` runs one schedule for all its root ports (EHCI:
+    they are one high-speed bus), as its host profile says."""
+    profile = host_profile_for_driver(driver)
+    return bool(profile) and load_profile(profile).root_ports_share_schedule
 
 
 def _is_device(path: Path) -> bool:
@@ -109,6 +118,11 @@ def usb_hops(device: Path, *, sysfs_root: str | Path = "/sys") -> list[Hop]:
     profile = host_profile_for_driver(hop.driver)
     if profile:
         hop.description = f"{hop.description or ''} (busprobe host profile {profile})".lstrip()
+    if profile:
+        hop.one_schedule = root_ports_share_schedule(hop.driver)
+    if hop.one_schedule:
+        hop.notes.append(f"{profile.upper()}: one schedule for all its root ports, a "
+                         "transaction at a time: its ports are one 480 Mb/s bus")
     hops.append(hop)
     for path in reversed(chain):
         if path.name.startswith("usb"):

@@ -25,88 +25,78 @@ the host) and names the limit:
     this machine (``tool_ceiling``, :mod:`busprobe.tool_ceiling`): the figure says how fast
     the tool is, and nothing about the bus; what the bus verdict would be follows.
 
-For USB the host profile's own ceiling is reported beside the link model, so an EHCI run at
-100 % of its profile still reads as host-limited at 77 % of the link. SuperSpeed's evidence
-(the NumP window, NRDYs, bus intervals with data) is read by :mod:`.usb3`.
+Each bus row (:mod:`busprobe.buses`) names its rule (:attr:`~busprobe.buses.Bus.verdict`):
+USB 2.0's reads NAKs and packets per microframe (:mod:`.usb2`), SuperSpeed's the NumP window,
+NRDYs and bus intervals with data (:mod:`.usb3`), PCIe's stalls, read latency and the device's
+own run (:mod:`.pcie`); a bus without device counters gets :func:`generic_rules`. This module
+finds the plateau, the link model and the notes every bus shares, and never branches on the bus:
+where a row asks for it (:attr:`~busprobe.buses.Bus.profile_beside_link`, USB) the host
+profile's own ceiling is reported beside the link model, so an EHCI run at 100 % of its profile
+still reads as host-limited at 77 % of the link.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..buses import PCIE, USB2_HS, USB3_SS
+from .. import buses
 from ..lengths import format_size
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
 from ..transport import BusDescription
 from ..units import Units
+from .evidence import (
+    LINK_LIMITED,
+    VERDICTS,
+    Finding,
+    GroupEvidence,
+    PointRecord,
+    VerdictRule,
+    cap,
+    mb,
+    units_in_force,
+)
 from .plateau import DEFAULT_TOLERANCE, Plateau, detect_plateau
-from .telemetry import PcieSummary, Usb2Summary, summarise_pcie, summarise_usb2
-from .usb3 import summarise_usb3, usb3_verdict
 
-__all__ = ["assess", "LINK_LIMITED", "VERDICTS"]
+__all__ = ["assess", "generic_rules", "Assessment", "LINK_LIMITED", "VERDICTS"]
 
-#: Plateau / link model at or above which a run is link-limited.
-LINK_LIMITED = 0.95
-VERDICTS = ("link-limited", "host-limited", "driver-limited", "upstream-limited",
-            "device-limited", "tool-limited")
-#: NAKs per token above which the device, not the host, is the reason (a few NAKs at the start
-#: of a point, before the source primes, are not).
-_NAK_FRACTION = 0.01
-#: Share of the transfer window the link may stall the device before it counts as backpressure.
-_STALL_FRACTION = 0.05
-#: Share of busy microframes that must carry data before gaps count as the host's.
-_DATA_UFRAMES = 0.9
+#: A group of points: direction, MPS and (reads only) MRRS.
+GroupKey = tuple[str, int | None, int | None]
 
 
-_units: ContextVar[Units] = ContextVar("busprobe_verdict_units", default=Units.MB)
+def _group_key(point: PointRecord) -> GroupKey:
+    mrrs = point.mrrs if point.direction == "read" else None
+    return point.direction, point.mps, mrrs
 
 
-def _mb(value: float) -> str:
-    """A throughput in the units :func:`assess` was asked for (MB/s unless told)."""
-    return _units.get().format(value)
-
-
-def _group_key(point: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
-    direction = str(point["direction"])
-    mrrs = point.get("mrrs") if direction == "read" else None
-    return direction, point.get("mps"), mrrs
-
-
-def _curve(points: Sequence[Mapping[str, Any]],
+def _curve(points: Sequence[PointRecord],
            queue_depth: int) -> list[tuple[int, float, float | None]]:
     """``(length, throughput, spread of its repeats)`` of the points at ``queue_depth``."""
-    return [(int(p["length"]), float(p["throughput"]), p.get("spread")) for p in points
-            if p.get("queue_depth") == queue_depth and p.get("throughput")]
+    return [(p.length, p.throughput, p.spread) for p in points
+            if p.queue_depth == queue_depth and p.throughput]
 
 
 def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE,
            units: Units = Units.MB) -> list[dict]:
     """One verdict per direction (and MPS/MRRS) of ``result`` (``ceilings``, docs/DESIGN.md §3).
 
-    Each entry: ``direction``, ``mps``, ``mrrs``, ``model`` (link model, bytes/s),
-    ``model_name``, ``model_formula``, ``plateau``, ``plateau_spread``, ``plateau_lengths``,
-    ``plateau_reached``, ``efficiency`` (plateau / model), ``verdict``, ``explanation``,
-    ``qd_effect`` and ``evidence`` (the telemetry summary used); USB 2.0 adds
-    ``profile``, ``profile_ceiling`` and ``profile_efficiency``. ``device_plateau`` and
-    ``device_efficiency`` come from the device-timed throughput when recorded (it leaves out the
-    host's per-measurement start-up and completion time). Figures in the explanation are
-    in ``units``; the numeric fields are always bytes/s.
+    Each entry is an :class:`Assessment` as JSON. Figures in the explanation are in ``units``;
+    the numeric fields are always bytes/s.
     """
-    token = _units.set(units)
+    token = units_in_force.set(units)
     try:
-        return _assess(result, tolerance)
+        return [entry.to_json() for entry in _assess(result, tolerance)]
     finally:
-        _units.reset(token)
+        units_in_force.reset(token)
 
 
-def _assess(result: Mapping[str, Any], tolerance: float) -> list[dict]:
+def _assess(result: Mapping[str, Any], tolerance: float) -> list[Assessment]:
     bus = bus_from_json(result.get("bus") or {})
-    groups: dict[tuple[str, int | None, int | None], list[Mapping[str, Any]]] = {}
-    for point in result.get("points") or []:
+    groups: dict[GroupKey, list[PointRecord]] = {}
+    for raw in result.get("points") or []:
+        point = PointRecord.from_json(raw)
         groups.setdefault(_group_key(point), []).append(point)
     entries = []
     for (direction, mps, mrrs), points in groups.items():
@@ -116,11 +106,100 @@ def _assess(result: Mapping[str, Any], tolerance: float) -> list[dict]:
     return entries
 
 
+@dataclass
+class Assessment:
+    """The verdict on one direction (and PCIe setting) of a result: a ``ceilings`` entry.
+
+    Attributes
+    ----------
+    direction : str
+        The direction assessed.
+    mps, mrrs : int or None
+        Its PCIe settings (None elsewhere; ``mrrs`` for reads only).
+    link : Ceiling
+        The link model: ``model``, ``model_name`` and ``model_formula`` in the JSON.
+    plateau : Plateau
+        The deepest queue's plateau: ``plateau``, ``plateau_spread``, ``plateau_lengths``,
+        ``plateau_reached``, ``plateau_start`` (None when not reached), ``plateau_band``,
+        ``plateau_why`` (None when reached).
+    queue_depth : int
+        The deepest queue depth, whose curve is assessed.
+    profile : Ceiling or None
+        The host profile's ceiling, where the bus row reports it (``profile``,
+        ``profile_ceiling``, ``profile_efficiency``; left out of the JSON without one).
+    device : Plateau or None
+        Plateau of the device-timed figures (``device_plateau``, ``device_efficiency`` and,
+        with a profile, ``device_profile_efficiency``).
+    run : Plateau or None
+        Plateau of the device's own run (``device_run_plateau``, ``device_run_efficiency``).
+    qd_effect : dict or None
+        What the deepest queue gained over the shallowest.
+    finding : Finding
+        The verdict (``verdict``), its sentence(s) (``explanation``, with :attr:`notes`) and
+        the evidence read (``evidence``).
+    notes : list of str
+        Further sentences the explanation carries.
+    """
+
+    direction: str
+    mps: int | None
+    mrrs: int | None
+    link: Ceiling
+    plateau: Plateau
+    queue_depth: int
+    profile: Ceiling | None
+    device: Plateau | None
+    run: Plateau | None
+    qd_effect: dict[str, Any] | None
+    finding: Finding
+    notes: list[str]
+
+    @property
+    def efficiency(self) -> float:
+        return self.plateau.value / self.link.throughput
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the result document holds it (its keys in this order)."""
+        plateau, link = self.plateau, self.link
+        out: dict[str, Any] = {
+            "direction": self.direction, "mps": self.mps, "mrrs": self.mrrs,
+            "model": link.throughput, "model_name": link.model, "model_formula": link.formula,
+            "plateau": plateau.value, "plateau_spread": plateau.spread,
+            "plateau_lengths": list(plateau.lengths), "plateau_reached": plateau.reached,
+            "plateau_start": plateau.start if plateau.reached else None,
+            "plateau_band": plateau.band, "plateau_why": plateau.why or None,
+            "queue_depth": self.queue_depth, "efficiency": self.efficiency,
+            "units": "bytes/s",
+        }
+        if self.profile is not None:
+            out.update(profile=self.profile.parts["host_profile"],
+                       profile_ceiling=self.profile.throughput,
+                       profile_efficiency=plateau.value / self.profile.throughput)
+        device, run = self.device, self.run
+        out["device_plateau"] = device.value if device else None
+        out["device_efficiency"] = device.value / link.throughput if device else None
+        out["device_run_plateau"] = run.value if run else None
+        out["device_run_efficiency"] = run.value / link.throughput if run else None
+        if device and self.profile is not None:
+            out["device_profile_efficiency"] = device.value / self.profile.throughput
+        out["qd_effect"] = self.qd_effect
+        out["evidence"] = self.finding.evidence
+        out["verdict"] = self.finding.verdict
+        out["explanation"] = " ".join([self.finding.why, *self.notes])
+        return out
+
+
+def _rules(bus: BusDescription) -> tuple[VerdictRule, bool]:
+    """The verdict rule of ``bus``'s row and whether the row reports its host profile."""
+    row = buses.by_kind(bus.kind)
+    return buses.load(row.verdict), row.profile_beside_link
+
+
 def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: int | None,
-                  points: Sequence[Mapping[str, Any]], tolerance: float) -> dict | None:
-    clean = [p for p in points if not p.get("errors")]
+                  points: Sequence[PointRecord], tolerance: float) -> Assessment | None:
+    clean = [p for p in points if not p.errors]
     dropped = len(points) - len(clean)
-    depths = sorted({int(p["queue_depth"]) for p in clean})
+    depths = sorted({p.queue_depth for p in clean if p.queue_depth is not None})
     if not depths:
         return None
     deep, shallow = depths[-1], depths[0]
@@ -132,64 +211,43 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
     if mrrs is not None:
         bus = replace(bus, mrrs=mrrs)
     link = link_ceiling(bus, direction)
-    efficiency = plateau.value / link.throughput
-    entry: dict[str, Any] = {
-        "direction": direction, "mps": mps, "mrrs": mrrs,
-        "model": link.throughput, "model_name": link.model, "model_formula": link.formula,
-        "plateau": plateau.value, "plateau_spread": plateau.spread,
-        "plateau_lengths": list(plateau.lengths), "plateau_reached": plateau.reached,
-        "plateau_start": plateau.start if plateau.reached else None,
-        "plateau_band": plateau.band, "plateau_why": plateau.why or None,
-        "queue_depth": deep, "efficiency": efficiency, "units": "bytes/s",
-    }
-    profile: Ceiling | None = None
-    if bus.kind in (USB2_HS.kind, USB3_SS.kind):
-        profile = ceiling_for(bus, direction)
-        entry.update(profile=profile.parts["host_profile"], profile_ceiling=profile.throughput,
-                     profile_efficiency=plateau.value / profile.throughput)
+    rule, with_profile = _rules(bus)
+    profile = ceiling_for(bus, direction) if with_profile else None
     # The device's own timing (first to last data on the bus) leaves out the host's start-up and
     # completion time of each measurement: it is the figure the bus model predicts.
-    device = detect_plateau([(int(p["length"]), float(p["device_throughput"])) for p in clean
-                             if p.get("queue_depth") == deep and p.get("device_throughput")],
+    device = detect_plateau([(p.length, p.device_throughput) for p in clean
+                             if p.queue_depth == deep and p.device_throughput],
                             tolerance=tolerance)
-    entry["device_plateau"] = device.value if device else None
-    entry["device_efficiency"] = device.value / link.throughput if device else None
     # The same points run by the device itself (no host software in the loop), where it can.
-    run = detect_plateau(sorted({(int(p["length"]), float(p["device_run_throughput"]))
-                                 for p in clean if p.get("device_run_throughput")}),
+    run = detect_plateau(sorted({(p.length, p.device_run_throughput)
+                                 for p in clean if p.device_run_throughput}),
                          tolerance=tolerance)
-    entry["device_run_plateau"] = run.value if run else None
-    entry["device_run_efficiency"] = run.value / link.throughput if run else None
-    if device and profile is not None:
-        entry["device_profile_efficiency"] = device.value / profile.throughput
-    entry["qd_effect"] = _qd_effect(clean, shallow, deep, plateau, tolerance)
-    telemetries = [p.get("telemetry") or {} for p in clean
-                   if p.get("queue_depth") == deep and int(p["length"]) in plateau.lengths]
-    if bus.kind == USB2_HS.kind:
-        summary_u = summarise_usb2(telemetries, direction)
-        verdict, why = _usb2_verdict(efficiency, plateau, link, profile, summary_u)
-        entry["evidence"] = summary_u.__dict__ if summary_u else None
-    elif bus.kind == USB3_SS.kind:
-        summary_3 = summarise_usb3(telemetries, direction)
-        verdict, why = usb3_verdict(efficiency, _header(plateau, link, efficiency), profile,
-                                    summary_3, LINK_LIMITED, _mb)
-        entry["evidence"] = summary_3.__dict__ if summary_3 else None
-    elif bus.kind == PCIE.kind:
-        summary_p = summarise_pcie(telemetries, direction)
-        verdict, why = _pcie_verdict(efficiency, plateau, link, bus, direction, summary_p)
-        if run is not None:
-            verdict, why = _device_run_verdict(verdict, why, efficiency, run, link)
-        entry["evidence"] = summary_p.__dict__ if summary_p else None
-    else:
-        verdict, why = _generic_verdict(efficiency, plateau, link)
-        entry["evidence"] = None
+    telemetries = [p.telemetry for p in clean
+                   if p.queue_depth == deep and p.length in plateau.lengths]
+    efficiency = plateau.value / link.throughput
+    finding = rule(GroupEvidence(bus, direction, plateau, link, efficiency, profile, run,
+                                 telemetries))
+    notes = _notes(bus, direction, plateau, link, profile, device, dropped)
+    tool = [p for p in clean if p.queue_depth == deep and p.tool_limited
+            and p.length in plateau.lengths]
+    if tool:
+        notes.insert(0, f"Otherwise {finding.verdict}: {finding.why}")
+        finding = replace(finding, verdict="tool-limited", why=_tool_sentence(tool[0]))
+    return Assessment(direction, mps, mrrs, link, plateau, deep, profile, device, run,
+                      _qd_effect(clean, shallow, deep, plateau, tolerance), finding, notes)
+
+
+def _notes(bus: BusDescription, direction: str, plateau: Plateau, link: Ceiling,
+           profile: Ceiling | None, device: Plateau | None, dropped: int) -> list[str]:
+    """What the explanation adds after the rule's sentence(s), on every bus."""
+    efficiency = plateau.value / link.throughput
     notes = [note for note in (_unreached_note(plateau),) if note]
     # Said when the clocks disagree, and always when the host's window reads above the link:
     # a figure above the physics must come with the instrument's own reading beside it.
     if device and (abs(device.value / plateau.value - 1) > 0.02 or efficiency > 1):
         reference = profile if profile is not None and profile.parts["host_profile"] != "ideal" \
             else link
-        notes.append(f"Timed by the device the plateau is {_mb(device.value)} "
+        notes.append(f"Timed by the device the plateau is {mb(device.value)} "
                      f"({device.value / reference.throughput * 100:.1f} % of "
                      f"{'the host profile' if reference is profile else 'the link model'}); the "
                      "host's window (first submission to last completion) adds each "
@@ -199,22 +257,23 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
         notes.append(f"{dropped} point(s) with data errors were left out.")
     if bus.protocol == "bot":
         notes.append(_bot_note(bus, direction, plateau))
-    tool = [p for p in clean if p.get("queue_depth") == deep and p.get("tool_limited")
-            and int(p["length"]) in plateau.lengths]
-    if tool:
-        notes.insert(0, f"Otherwise {verdict}: {why}")
-        verdict, why = "tool-limited", _tool_sentence(tool[0])
-    entry["verdict"] = verdict
-    entry["explanation"] = " ".join([why, *notes])
-    return entry
+    return notes
 
 
-def _tool_sentence(point: Mapping[str, Any]) -> str:
-    return (f"TOOL-LIMITED: at {point['length']} B and queue depth {point['queue_depth']} "
-            f"busprobe's own host path ({point.get('tool_path')}) sustains "
-            f"{float(point.get('tool_completions_per_s') or 0) / 1e3:.0f} k completions/s = "
-            f"{_mb(float(point['tool_ceiling']))} on this machine with no device in it, within "
-            f"the repeats' spread of the measured {_mb(float(point['throughput']))}: the figure "
+def generic_rules(e: GroupEvidence) -> Finding:
+    """The rule of a bus without device counters (a kernel's block device): the link model
+    alone."""
+    if e.efficiency >= LINK_LIMITED:
+        return Finding("link-limited", f"{cap(e.head)}.")
+    return Finding("host-limited", f"No device telemetry to tell more; {e.head}.")
+
+
+def _tool_sentence(point: PointRecord) -> str:
+    return (f"TOOL-LIMITED: at {point.length} B and queue depth {point.queue_depth} "
+            f"busprobe's own host path ({point.tool_path}) sustains "
+            f"{float(point.tool_completions_per_s or 0) / 1e3:.0f} k completions/s = "
+            f"{mb(point.tool_ceiling or 0.0)} on this machine with no device in it, within "
+            f"the repeats' spread of the measured {mb(point.throughput or 0.0)}: the figure "
             "is the tool's, not the bus's.")
 
 
@@ -224,18 +283,17 @@ def _bot_note(bus: BusDescription, direction: str, plateau: Plateau) -> str:
     note = ("BOT framing: one command at a time, each paying the host's completion and resubmit "
             "latency for its CBW, data and CSW")
     # A disk the kernel's usb-storage drives is compared with one its uas driver drives.
-    other = "a UAS run shows how far BOT is behind" if bus.kind == "usb-storage" else \
-        "a streamed run shows the overhead per length"
+    other = buses.by_kind(bus.kind).bot_counterpart
     try:
         framed = ceiling_for(bus, direction, length=longest, queue_depth=1)
     except (ValueError, NotImplementedError, KeyError):
         return note + f"; busprobe compare with {other}."
-    return (f"{note}: at {longest} B the BOT model allows {_mb(framed.throughput)} "
+    return (f"{note}: at {longest} B the BOT model allows {mb(framed.throughput)} "
             f"(the plateau is {plateau.value / framed.throughput * 100:.1f} % of it); busprobe "
             f"compare with {other}.")
 
 
-def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, plateau: Plateau,
+def _qd_effect(points: Sequence[PointRecord], shallow: int, deep: int, plateau: Plateau,
                tolerance: float) -> dict[str, Any] | None:
     if shallow == deep:
         return None
@@ -245,17 +303,13 @@ def _qd_effect(points: Sequence[Mapping[str, Any]], shallow: int, deep: int, pla
     # Compare at the same length as well: where the deep queue's plateau starts (the QD 1
     # plateau may sit further out), or, with no plateau, at the deep curve's shortest length.
     at = plateau.start if plateau.reached else min(
-        int(p["length"]) for p in points if p.get("queue_depth") == deep)
-    at_start = [(p["length"], p["throughput"]) for p in points
-                if p.get("queue_depth") == shallow and p["length"] == at]
+        p.length for p in points if p.queue_depth == deep)
+    at_start = [(p.length, p.throughput) for p in points
+                if p.queue_depth == shallow and p.length == at]
     return {"queue_depths": [shallow, deep], "plateau_low": low.value,
             "plateau_high": plateau.value, "gain": plateau.value / low.value - 1,
             "at_length": at,
-            "low_at_length": float(at_start[0][1]) if at_start else None}
-
-
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
+            "low_at_length": float(at_start[0][1] or 0.0) if at_start else None}
 
 
 def _unreached_note(plateau: Plateau) -> str:
@@ -274,106 +328,3 @@ def _unreached_note(plateau: Plateau) -> str:
     return (f"Plateau not reached: the curve was still rising at the longest length (the two "
             f"longest differ by more than {band}, the larger of the repeats' spread and 1 %): "
             f"sweep longer transfers (the figure, {longest}'s, is a lower bound).")
-
-
-def _header(plateau: Plateau, link: Ceiling, efficiency: float) -> str:
-    what = (f"plateau {_mb(plateau.value)} (from {format_size(plateau.start)})"
-            if plateau.reached else
-            f"{format_size(plateau.start)}'s {_mb(plateau.value)} (no plateau reached)")
-    return f"{what} is {efficiency * 100:.1f} % of the link model {_mb(link.throughput)}"
-
-
-def _usb2_verdict(efficiency: float, plateau: Plateau, link: Ceiling, profile: Ceiling | None,
-                  s: Usb2Summary | None) -> tuple[str, str]:
-    bus_ppu = link.parts["packets_per_uframe"]  # 6.5 for loopback: OUT and IN share them
-    head = _header(plateau, link, efficiency)
-    prof = ""
-    if profile is not None and profile.parts["host_profile"] != "ideal":
-        prof = (f" (host profile {profile.parts['host_profile']}: "
-                f"{profile.parts['packets_per_uframe']} packets/µframe = "
-                f"{_mb(profile.throughput)}, reached {plateau.value / profile.throughput * 100:.0f}"
-                " %)")
-    nak_fraction = s.naks / s.tokens if s and s.tokens else 0.0
-    if s and nak_fraction > _NAK_FRACTION and efficiency < LINK_LIMITED:
-        return "device-limited", (
-            f"DEVICE-LIMITED — must never happen: the device NAKed {s.naks} of {s.tokens} tokens "
-            f"({nak_fraction * 100:.1f} %); {head}. The gateware's buffer or source is too slow.")
-    if efficiency >= LINK_LIMITED:
-        warn = f" WARNING: the device NAKed {s.naks} tokens." if s and s.naks else ""
-        return "link-limited", f"{_cap(head)}.{warn}"
-    if s and s.tokens_max_uframe is not None and s.tokens_max_uframe < bus_ppu:
-        return "host-limited", (
-            f"The host scheduled at most {s.tokens_max_uframe} packets per "
-            f"microframe where the bus allows {bus_ppu}, and the device NAKed "
-            f"{'nothing' if not s.naks else f'only {s.naks} tokens'}; {head}{prof}.")
-    if s and s.data_uframe_fraction is not None and s.data_uframe_fraction < _DATA_UFRAMES:
-        return "host-limited", (
-            f"The host left gaps between transfers — only "
-            f"{s.data_uframe_fraction * 100:.0f} % of microframes carried data although the "
-            f"device was ready; {head}{prof}.")
-    if s:
-        ppu = s.packets_per_data_uframe
-        return "host-limited", (
-            f"The device was ready (no NAKs) but the host moved "
-            f"{ppu:.1f} packets per data microframe of the {bus_ppu} the bus allows; {head}{prof}."
-            if ppu else f"The device was ready (no NAKs); {head}{prof}.")
-    return "host-limited", (f"No device telemetry to confirm the device was ready; {head}"
-                            f"{prof}.")
-
-
-def _pcie_verdict(efficiency: float, plateau: Plateau, link: Ceiling, bus: BusDescription,
-                  direction: str, s: PcieSummary | None) -> tuple[str, str]:
-    head = _header(plateau, link, efficiency)
-    if efficiency >= LINK_LIMITED:
-        return "link-limited", f"{_cap(head)}."
-    if s and s.stall_fraction is not None and s.stall_fraction >= _STALL_FRACTION:
-        what = "writes" if direction == "write" else "completions"
-        return "upstream-limited", (
-            f"The link held off the device's {what} for "
-            f"{s.stall_fraction * 100:.0f} % of cycles (credit/backpressure stalls); {head}.")
-    if direction == "read" and s and s.latency_mean_ns and s.outstanding_max:
-        request = bus.mrrs or 512
-        bound = s.outstanding_max * request / (s.latency_mean_ns * 1e-9)
-        if bound < link.throughput * LINK_LIMITED:
-            return "upstream-limited", (
-                f"Read completions took {s.latency_mean_ns:.0f} ns on average "
-                f"(min {s.latency_min_ns or 0:.0f}, max {s.latency_max_ns or 0:.0f}) with at most "
-                f"{s.outstanding_max} requests of {request} B in flight, which allows "
-                f"{_mb(bound)}; {head}.")
-    if s and s.stall_fraction is not None:
-        return "device-limited", (
-            f"DEVICE-LIMITED — must never happen: the link was ready "
-            f"({s.stall_fraction * 100:.1f} % stall cycles) yet the device moved only "
-            f"{_mb(plateau.value)}; {head}. The DMA engine does not keep the link busy.")
-    return "upstream-limited", (f"No device telemetry: the host or root complex is slower than "
-                                f"the link; {head}.")
-
-
-def _device_run_verdict(verdict: str, why: str, efficiency: float, run: Plateau,
-                        link: Ceiling) -> tuple[str, str]:
-    """The host-run verdict weighed with the device-run: the device's own run at the link model
-    while the host's is lower clears the chipset and names the host's software."""
-    run_efficiency = run.value / link.throughput
-    ran = (f"run by the device itself (its firmware queues every descriptor, no host software "
-           f"per transfer) the plateau is {_mb(run.value)} ({run_efficiency * 100:.1f} % of the "
-           f"link model)")
-    if efficiency >= LINK_LIMITED:
-        return verdict, f"{why} {_cap(ran)}."
-    if run_efficiency >= LINK_LIMITED:
-        return "driver-limited", (
-            f"Host-run plateau {_mb(efficiency * link.throughput)} is "
-            f"{efficiency * 100:.1f} % of the link model {_mb(link.throughput)}, but {ran}: the "
-            "link and the chipset keep up, the host's software path does not (the tool's "
-            "driver or the OS: interrupts, completion handling, resubmission).")
-    if verdict == "device-limited":
-        return verdict, f"{why} {_cap(ran)}."
-    return "upstream-limited", (
-        f"{why} {_cap(ran)} too: both are below the link model, so the chipset or the path "
-        "upstream of the link is the limit, not the host's software.")
-
-
-def _generic_verdict(efficiency: float, plateau: Plateau, link: Ceiling) -> tuple[str, str]:
-    head = _header(plateau, link, efficiency)
-    if efficiency >= LINK_LIMITED:
-        return "link-limited", f"{_cap(head)}."
-    return "host-limited", f"No device telemetry to tell more; {head}."

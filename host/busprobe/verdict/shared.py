@@ -5,16 +5,20 @@ sum of their figures alone (``sum_alone``). The verdict looks at the longest len
 target alone has the most to give, per direction:
 
 ``shared-limited``
-    The sum together falls short of the sum alone by more than the repeats' spread (the widest of
-    the together sums' and the targets' alone spreads, and at least :data:`MIN_SHORTFALL`), and
-    the sum together plateaus (:func:`~busprobe.verdict.plateau.detect_plateau`) at a common
-    ceiling: something they all pass through carries no more. The shared hop is the common
-    ancestor of their topologies (:mod:`busprobe.topology.shared`), and the plateau is the
-    ceiling it implies.
+    Targets on one bus whose sum together falls short of the sum alone by more than the repeats'
+    spread (the widest of the together sums' and the targets' alone spreads, and at least
+    :data:`MIN_SHORTFALL`) share something they all pass through. The shared hop is the common
+    ancestor of their topologies (:mod:`busprobe.topology.shared`). When the sum together
+    plateaus (:func:`~busprobe.verdict.plateau.detect_plateau`) the plateau is the ceiling the
+    hop implies; without a plateau (one length, or a curve still moving) the shortfall is still
+    a verdict when it is beyond reach of the spread (more than :data:`REACH` times it): the
+    entry states what is lost at least and leaves ``ceiling`` empty, since only a plateau
+    measures the hop's ceiling.
 ``independent``
     The sum together matches the sum alone within that spread.
 ``inconclusive``
-    Short of the sum alone, but the sum together does not settle at one figure.
+    A shortfall within reach of the spread that does not settle at one figure, or targets on
+    different buses (no hop of one topology is shared).
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ from ..topology.shared import shared_hop
 from ..units import Units
 from .plateau import detect_plateau
 
-__all__ = ["assess_shared", "SHARED_LIMITED", "INDEPENDENT", "INCONCLUSIVE", "MIN_SHORTFALL"]
+__all__ = ["assess_shared", "SHARED_LIMITED", "INDEPENDENT", "INCONCLUSIVE", "MIN_SHORTFALL",
+           "REACH"]
 
 SHARED_LIMITED, INDEPENDENT, INCONCLUSIVE = "shared-limited", "independent", "inconclusive"
 #: Least relative shortfall called a shortfall, however close the repeats agree (a
 #: deterministic simulation): 2 %, above a sum's own start-up misalignment of a few transfers.
 MIN_SHORTFALL = 0.02
+#: How many times the spread a shortfall must exceed to be a verdict without a plateau: a
+#: shortfall just past the spread may be a curve not yet settled; one twice the spread is not
+#: noise whatever the curve does.
+REACH = 2.0
 
 
 def assess_shared(rows: Sequence[dict[str, Any]], topologies: Sequence[Sequence[dict]],
@@ -68,18 +77,31 @@ def assess_shared(rows: Sequence[dict[str, Any]], topologies: Sequence[Sequence[
             entry["explanation"] = (
                 f"{direction}: together {fmt(together)} = the sum alone {fmt(alone)} within "
                 f"{spread:.0%}: nothing they share limits them")
-        elif not (plateau and plateau.reached):
-            entry["verdict"] = INCONCLUSIVE
-            entry["explanation"] = (
-                f"{direction}: together {fmt(together)} is {shortfall:.0%} short of the sum "
-                f"alone {fmt(alone)}, but the sum does not settle at one ceiling "
-                f"({plateau.why if plateau else 'no figure'}); sweep longer lengths")
         elif len(kinds) > 1:
             entry["verdict"] = INCONCLUSIVE
             entry["explanation"] = (
                 f"{direction}: together {fmt(together)} is {shortfall:.0%} short of the sum "
                 f"alone, but the targets are on different buses ({', '.join(sorted(kinds))}): "
                 "no hop of one topology is shared; the host itself (CPU, memory) is")
+        elif not (plateau and plateau.reached):
+            if shortfall <= REACH * spread:
+                entry["verdict"] = INCONCLUSIVE
+                entry["explanation"] = (
+                    f"{direction}: together {fmt(together)} is {shortfall:.0%} short of the sum "
+                    f"alone {fmt(alone)}, within reach of the repeats' spread ({spread:.0%}), "
+                    f"and the sum does not settle at one ceiling "
+                    f"({plateau.why if plateau else 'no figure'}); sweep longer lengths")
+            else:
+                hop = _hop(topologies)
+                entry.update(verdict=SHARED_LIMITED, shared_hop=hop)
+                where = hop["what"] if hop else "a hop the topology does not show"
+                why = plateau.why if plateau else "no figure"
+                entry["explanation"] = (
+                    f"{direction}: together the targets sum to {fmt(together)} at "
+                    f"{longest} B, {shortfall:.0%} short of the {fmt(alone)} they reach alone "
+                    f"(the repeats agree within {spread:.0%}): they share {where}; at least "
+                    f"this much is lost ({fmt(alone - together)}); sweep longer lengths to "
+                    f"measure the hop's ceiling (the sum has no plateau: {why})")
         else:
             hop = _hop(topologies)
             entry.update(verdict=SHARED_LIMITED, ceiling=plateau.value, shared_hop=hop)

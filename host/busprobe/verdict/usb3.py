@@ -21,8 +21,9 @@ from typing import Any
 
 from ..model import Ceiling
 from ..protocol import usb3 as usb3_protocol
+from .evidence import LINK_LIMITED, Finding, GroupEvidence, mb
 
-__all__ = ["Usb3Summary", "summarise_usb3", "usb3_verdict"]
+__all__ = ["Usb3Summary", "summarise_usb3", "usb3_verdict", "usb3_rules"]
 
 _NAMES = {name for name, _ in usb3_protocol.TELEMETRY}
 #: Share of bus intervals, from the first to the last with data, that must carry data before
@@ -83,6 +84,13 @@ def summarise_usb3(telemetries: Iterable[Mapping[str, Any]], direction: str
                       for t in points),
         data_intervals=sum(int(t["data_intervals"]) for t in points),
         busy_intervals=busy + 2 * len(points))
+
+
+def usb3_rules(e: GroupEvidence) -> Finding:
+    """The ``usb3-ss`` row's verdict rule (:attr:`busprobe.buses.Bus.verdict`)."""
+    summary = summarise_usb3(e.telemetries, e.direction)
+    verdict, why = usb3_verdict(e.efficiency, e.head, e.profile, summary, LINK_LIMITED, mb)
+    return Finding(verdict, why, summary.__dict__ if summary else None)
 
 
 def _packets(n: int) -> str:

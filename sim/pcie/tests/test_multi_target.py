@@ -54,6 +54,29 @@ def test_multi_target_pcie_switch_with_a_capped_root_is_shared_limited_and_names
     assert "switch" in verdict["explanation"]
 
 
+CHIPSET_CAP = 304087040  # the founding document's 290 MiB/s chipset uplink, in bytes/s
+
+
+@pytest.mark.sim
+def test_multi_target_one_length_short_of_the_sum_alone_is_shared_limited_naming_the_hop(capfd):
+    """Issue 47.5: one length at queue depth 8, as a user asks it, behind the chipset's cap:
+    together the two lose half of what they read alone, far outside the spread. No plateau can
+    measure the hop's ceiling from one length, but the shortfall is a verdict: shared-limited,
+    naming the switch, saying what is lost at least (main said ``inconclusive``)."""
+    doc = sweep(capfd, f"sim:pcie?endpoints=2&cap={CHIPSET_CAP}", "--lengths", "64K",
+                "--queue-depth", "8", "--min-bytes", "512K")
+    assert doc["errors"] == 0 and doc["complete"], doc["error"]
+    (row,) = doc["together"]
+    assert row["sum_throughput"] <= CHIPSET_CAP * 1.01
+    assert row["sum_throughput"] < 0.67 * row["sum_alone"]
+    (verdict,) = doc["shared"]
+    assert verdict["verdict"] == "shared-limited", verdict["explanation"]
+    assert verdict["shared_hop"]["kind"] == "sim-pci-switch-upstream"
+    assert verdict["ceiling"] is None and not verdict["plateau_reached"]
+    assert ("at least this much is lost" in verdict["explanation"]
+            and "sweep longer lengths to measure the hop's ceiling" in verdict["explanation"])
+
+
 @pytest.mark.sim
 def test_multi_target_pcie_switch_without_a_cap_is_independent(capfd):
     doc = sweep(capfd, "sim:pcie?endpoints=2", "--lengths", "32K")

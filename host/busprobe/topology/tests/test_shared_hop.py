@@ -61,6 +61,20 @@ def test_shared_usb_devices_on_two_root_ports_share_the_root_hub_and_controller(
     assert (shared_hop(paths)["kind"], shared_hop(paths)["name"]) == ("usb-root-hub", "usb1")
 
 
+def test_shared_usb_devices_on_two_ehci_root_ports_share_the_controller_schedule(tree):
+    """Issue 47.1: an EHCI controller's root ports are one bus (one asynchronous schedule), so
+    the hop two devices on them share is the controller, named with why."""
+    root_hub = tree.usb_controller("0000:00:1d.0", "ehci-pci")
+    tree.add_usb("1-1", parent=root_hub, vid=0x1209, pid=0x0001, serial="A")
+    tree.add_usb("1-2", parent=root_hub, vid=0x1209, pid=0x0001, serial="B")
+    paths = [topology_for(f"usb:1209:0001#{s}", sysfs_root=tree.sys) for s in "AB"]
+    hop = shared_hop(paths)
+    assert (hop["kind"], hop["name"]) == ("usb-host-controller", "0000:00:1d.0")
+    assert hop["what"].startswith("host controller 0000:00:1d.0 (EHCI: one schedule for all "
+                                  "its root ports")
+    assert "one 480 Mb/s bus" in hop["what"]
+
+
 def test_shared_the_same_device_twice_is_an_error_and_one_path_has_nothing_shared(tree):
     path = [{"kind": "pci-root-port", "name": "0000:00:1c.0"},
             {"kind": "pci-endpoint", "name": "0000:02:00.0"}]
