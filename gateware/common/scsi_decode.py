@@ -72,7 +72,7 @@ class ScsiDecode:
         """
         sync, replies = m.d.usb, self._replies
         opcode = cb(0)
-        c_kind, c_fail = Signal(Kind), Signal.like(self.fail)
+        c_kind, c_fail, c_failed = Signal(Kind), Signal.like(self.fail), Signal()
         c_word, c_length, c_alloc = Signal.like(self.word), Signal(16), Signal(32)
         is16 = (opcode == Op.READ_16) | (opcode == Op.WRITE_16)
         c_lba = Mux(is16, cb(2, 8)[:32], cb(2, 4))
@@ -85,7 +85,7 @@ class ScsiDecode:
                          c_length.eq(reply.length), c_alloc.eq(alloc)]
 
         def illegal(asc):
-            m.d.comb += c_fail.eq(scsi.SENSE_CONDITIONS.index(asc))
+            m.d.comb += [c_fail.eq(scsi.SENSE_CONDITIONS.index(asc)), c_failed.eq(1)]
 
         with m.Switch(opcode):
             with m.Case(Op.TEST_UNIT_READY, Op.START_STOP_UNIT, Op.PREVENT_ALLOW_MEDIUM_REMOVAL,
@@ -141,7 +141,10 @@ class ScsiDecode:
         with m.If(lun != 0):
             illegal(scsi.Asc.LOGICAL_UNIT_NOT_SUPPORTED)
 
-        failed = c_fail != 0
+        # Whether it failed is an OR of the conditions, not read back from ``c_fail``'s priority
+        # mux (later conditions win): that mux in front of ``device_length`` was the ECPIX-5
+        # ``ss`` clock's critical path (123.06 MHz for 125).
+        failed = c_failed
         table_length = Mux(c_alloc < c_length, c_alloc, c_length)
         with m.Switch(c_kind):
             with m.Case(Kind.TABLE):
