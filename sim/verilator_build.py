@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,7 +23,7 @@ from pathlib import Path
 from busprobe.build_cache import build_root
 from busprobe.toolchain import ToolchainMissing, apply_verilator_env
 
-__all__ = ["build_root", "model_dir", "source_hash", "build_verilator_model"]
+__all__ = ["build_root", "model_dir", "source_hash", "with_includes", "build_verilator_model"]
 
 
 def source_hash(paths: Iterable[Path], extra: str = "") -> str:
@@ -36,6 +37,22 @@ def source_hash(paths: Iterable[Path], extra: str = "") -> str:
         digest.update(name.encode())
         digest.update(content)
     return digest.hexdigest()[:12]
+
+
+_INCLUDE = re.compile(rb'`include\s+"([^"]+)"')
+
+
+def with_includes(sources: Iterable[Path]) -> list[Path]:
+    """``sources`` and then the files they `` `include `` from their own folder: what a model's
+    hash must cover (an edit of an include changes the model) and where Verilator is told to
+    look for includes."""
+    found = [Path(p) for p in sources]
+    for path in list(found):
+        for name in _INCLUDE.findall(path.read_bytes()):
+            beside = path.parent / name.decode()
+            if beside.exists() and beside not in found:
+                found.append(beside)
+    return found
 
 
 def model_dir(name: str, digest: str) -> Path:
@@ -55,7 +72,8 @@ def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
     :func:`_verilator_runner`); much faster models for benches that drive nothing inside.
     """
     apply_verilator_env()
-    digest = source_hash(sources, extra=f"{toplevel}|{list(build_args)}|{sorted(defines.items())}"
+    hashed = with_includes(sources)
+    digest = source_hash(hashed, extra=f"{toplevel}|{list(build_args)}|{sorted(defines.items())}"
                          + (f"|{_public_ports_control(toplevel)}" if public_ports_only else ""))
     out = model_dir(name, digest)
     stamp = out / ".built"
@@ -67,7 +85,12 @@ def build_verilator_model(name: str, sources: Sequence[Path], toplevel: str, *,
     with open(out.parent / f"{out.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not stamp.exists():
-            _build(out, sources, toplevel, build_args, defines, timescale, public_ports_only)
+            # Verilator looks for an include only where -I says: the folders of those found
+            # beside the sources (not in the hash, which never holds a directory).
+            include_args = [f"-I{folder}" for folder in
+                            sorted({str(p.parent) for p in hashed[len(sources):]})]
+            _build(out, sources, toplevel, [*build_args, *include_args], defines, timescale,
+                   public_ports_only)
             stamp.write_text(digest)
     return out
 

@@ -8,7 +8,7 @@ sense from the same replies RAM whichever alternate setting carried it.
 import enum
 
 from amaranth import Mux, Signal
-from busprobe.protocol import scsi
+from busprobe.protocol import scsi, scsi_mode
 from busprobe.protocol.scsi import Op
 from busprobe.protocol.storage import BLOCK_SIZE
 
@@ -72,7 +72,7 @@ class ScsiDecode:
         """
         sync, replies = m.d.usb, self._replies
         opcode = cb(0)
-        c_kind, c_fail = Signal(Kind), Signal.like(self.fail)
+        c_kind, c_fail, c_failed = Signal(Kind), Signal.like(self.fail), Signal()
         c_word, c_length, c_alloc = Signal.like(self.word), Signal(16), Signal(32)
         is16 = (opcode == Op.READ_16) | (opcode == Op.WRITE_16)
         c_lba = Mux(is16, cb(2, 8)[:32], cb(2, 4))
@@ -85,7 +85,7 @@ class ScsiDecode:
                          c_length.eq(reply.length), c_alloc.eq(alloc)]
 
         def illegal(asc):
-            m.d.comb += c_fail.eq(scsi.SENSE_CONDITIONS.index(asc))
+            m.d.comb += [c_fail.eq(scsi.SENSE_CONDITIONS.index(asc)), c_failed.eq(1)]
 
         with m.Switch(opcode):
             with m.Case(Op.TEST_UNIT_READY, Op.START_STOP_UNIT, Op.PREVENT_ALLOW_MEDIUM_REMOVAL,
@@ -113,9 +113,9 @@ class ScsiDecode:
                         with m.Default():
                             illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
             with m.Case(Op.MODE_SENSE_6):
-                table(replies.mode_sense_6, cb(4))
+                self._mode_sense(m, table, illegal, cb, ten=False)
             with m.Case(Op.MODE_SENSE_10):
-                table(replies.mode_sense_10, cb(7, 2))
+                self._mode_sense(m, table, illegal, cb, ten=True)
             with m.Case(Op.READ_CAPACITY_10):
                 table(replies.capacity_10, 8)
             with m.Case(Op.SERVICE_ACTION_IN_16):
@@ -141,7 +141,10 @@ class ScsiDecode:
         with m.If(lun != 0):
             illegal(scsi.Asc.LOGICAL_UNIT_NOT_SUPPORTED)
 
-        failed = c_fail != 0
+        # Whether it failed is an OR of the conditions, not read back from ``c_fail``'s priority
+        # mux (later conditions win): that mux in front of ``device_length`` was the ECPIX-5
+        # ``ss`` clock's critical path (123.06 MHz for 125).
+        failed = c_failed
         table_length = Mux(c_alloc < c_length, c_alloc, c_length)
         with m.Switch(c_kind):
             with m.Case(Kind.TABLE):
@@ -157,3 +160,21 @@ class ScsiDecode:
             sync += self.device_length.eq(0)
         with m.If(~failed & (opcode == Op.REQUEST_SENSE)):
             sync += self.sense.eq(0)
+
+    def _mode_sense(self, m, table, illegal, cb, *, ten):
+        """MODE SENSE (6) or (10): the answer to the CDB's page code and page control (byte 2)
+        from the replies RAM, or the failure the protocol's
+        :func:`~busprobe.protocol.scsi_mode.mode_sense` has for it. A later ``illegal`` wins
+        over an earlier one, so saved values come last: the protocol checks them first."""
+        page_and_control, subpage = cb(2), cb(3)
+        with m.Switch(page_and_control):
+            for (is_ten, page, control), reply in self._replies.mode_sense.items():
+                if is_ten == ten:
+                    with m.Case(page | control << 6):
+                        table(reply, cb(7, 2) if ten else cb(4))
+            with m.Default():
+                illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
+        with m.If((subpage != 0) & (subpage != scsi_mode.MODE_SUBPAGE_ALL)):
+            illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
+        with m.If(page_and_control[6:] == scsi_mode.PageControl.SAVED):
+            illegal(scsi.Asc.SAVING_PARAMETERS_NOT_SUPPORTED)

@@ -6,9 +6,9 @@ from busprobe.protocol import usb2
 from luna.gateware.usb.usb2.control import USBControlEndpoint
 from luna.gateware.usb.usb2.device import USBDevice
 
+from ..common.data_path import BulkDataPath
 from .control_endpoint import Endpoint0Guard
 from .control_replies import ControlReplies
-from .data_path import Usb2DataPath
 from .in_endpoint import StreamInEndpoint
 from .out_endpoint import StreamOutEndpoint
 from .request_handler import ProbeRequestHandler
@@ -59,8 +59,9 @@ class Usb2ProbeDevice(Elaboratable):
     - EP1 IN (0x81): :class:`StreamInEndpoint`, a block-RAM ring of packets filled from a
       packet stream; never NAKs a source that keeps up.
     - EP2 OUT (0x02): :class:`StreamOutEndpoint`, ACKs back-to-back packets into a packet stream.
-    - :class:`Usb2DataPath`: what those streams carry (the pattern and its checker, or OUT looped
-      back to IN), as SET_DATA_MODE selects.
+    - :class:`~busprobe.gateware.common.data_path.BulkDataPath` (a byte a beat): what those
+      streams carry (the pattern and its checker, or OUT looped back to IN), as SET_DATA_MODE
+      selects.
     - :class:`RxPacketMonitor`: every packet received, and the ones dropped (bad PID, malformed,
       bad CRC, not for this device).
     - :class:`Usb2Telemetry`: what the host did, in protocol order, in block RAM, with the
@@ -118,7 +119,8 @@ class Usb2ProbeDevice(Elaboratable):
         return ProbeRequestHandler(features=features, replies=replies)
 
     def _data_path(self, features):
-        return Usb2DataPath(bot=bool(features & usb2.Feature.BOT))
+        return BulkDataPath(width=1, domain="usb", max_packet_size=usb2.MAX_PACKET_SIZE,
+                            mod63=True, bot=bool(features & usb2.Feature.BOT))
 
     def elaborate(self, platform):
         m = Module()
@@ -145,7 +147,7 @@ class Usb2ProbeDevice(Elaboratable):
             ep_in.flush.eq(requests.set_pattern | requests.set_data_mode),
             ep_out.flush.eq(requests.set_pattern | requests.set_data_mode),
             ep_in.reframe.eq(requests.set_in_transfer),
-            ep_in.cut_through.eq(data_path.in_cut_through),
+            ep_in.cut_through.eq(~data_path.in_framed),
             ep_in.transfer_length.eq(requests.in_transfer_length),
             ep_in.zlp.eq(requests.in_zlp),
             ep_in.reset_toggle.eq(reset_toggle),

@@ -68,8 +68,9 @@ class StorageRequestHandler(ProbeRequestHandler):
 
 class StorageDataPath(wiring.Component):
     """What the null disk's bulk endpoints carry: the SCSI engine and its telemetry, in the
-    place (and with the ports) of :class:`~.data_path.Usb2DataPath`; the data mode and
-    pattern requests do not change it (SET_DATA_MODE and SET_PATTERN still restart it).
+    place (and with the ports) of :class:`~busprobe.gateware.common.data_path.BulkDataPath`; the
+    data mode and pattern requests do not change it (SET_DATA_MODE and SET_PATTERN still
+    restart it).
 
     Attributes
     ----------
@@ -88,8 +89,9 @@ class StorageDataPath(wiring.Component):
     engine: ScsiBotEngine
     telemetry: StorageTelemetry
 
-    (``mode``, ``pattern``, ``restart``, ``clear``, ``to_in``, ``in_cut_through``,
-    ``from_out``, ``first_error_offset`` as :class:`~.data_path.Usb2DataPath`'s.)
+    (``mode``, ``pattern``, ``restart``, ``clear``, ``to_in``, ``in_framed``, ``from_out``,
+    ``first_error_offset`` as :class:`~busprobe.gateware.common.data_path.BulkDataPath`'s;
+    ``in_framed`` is always set: packets end where the engine says.)
 
     Parameters
     ----------
@@ -107,7 +109,7 @@ class StorageDataPath(wiring.Component):
     command_out: In(PacketStreamSignature(1))
     status_in: Out(PacketStreamSignature(1))
     to_in: Out(PacketStreamSignature(1))
-    in_cut_through: Out(1)
+    in_framed: Out(1)
     from_out: In(PacketStreamSignature(1))
     pattern_errors: Out(32)
     first_error_offset: Out(32)
@@ -137,6 +139,7 @@ class StorageDataPath(wiring.Component):
         for sink in (engine.out_packets, uas_engine.out_packets):
             m.d.comb += sink.payload.eq(self.from_out.payload)
         m.d.comb += [
+            self.in_framed.eq(1),
             engine.out_packets.valid.eq(self.from_out.valid & ~uas_on),
             uas_engine.out_packets.valid.eq(self.from_out.valid & uas_on),
             self.from_out.ready.eq(Mux(uas_on, uas_engine.out_packets.ready,

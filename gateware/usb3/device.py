@@ -5,8 +5,8 @@ from amaranth.lib import wiring
 from busprobe.protocol import usb3
 from luna.gateware.usb.usb3.endpoints import USB3ControlEndpoint
 
+from ..common.data_path import BulkDataPath
 from .core import SuperSpeedCore
-from .data_path import Usb3DataPath
 from .descriptors import build_descriptors
 from .in_endpoint import BurstInEndpoint
 from .out_endpoint import BurstOutEndpoint
@@ -29,9 +29,11 @@ class Usb3ProbeDevice(Elaboratable):
     - EP1 IN (0x81): :class:`.in_endpoint.BurstInEndpoint`, bursts of up to 16 packets from a
       ring the pattern generator fills at 4 bytes per cycle (500 MB/s, above the link's 477).
     - EP2 OUT (0x02): :class:`.out_endpoint.BurstOutEndpoint` into
-      :class:`.word_checker.PatternWordChecker`, 16 buffers advertised as NumP.
-    - :class:`.data_path.Usb3DataPath` between the endpoints and the pattern engines: PATTERN
-      as above, or LOOPBACK (SET_DATA_MODE), OUT packets returned on IN as they came.
+      :class:`~busprobe.gateware.common.word_checker.PatternWordChecker`, 16 buffers
+      advertised as NumP.
+    - :class:`~busprobe.gateware.common.data_path.BulkDataPath` (a word a beat) between the
+      endpoints and the pattern engines: PATTERN as above, or LOOPBACK (SET_DATA_MODE), OUT
+      packets returned on IN as they came.
     - :class:`.transaction.BulkHandshakeGenerator`: the bulk endpoints' ACK/NRDY/ERDY.
     - :class:`.telemetry.SuperSpeedTelemetry`: what the host did, in protocol order.
 
@@ -68,7 +70,7 @@ class Usb3ProbeDevice(Elaboratable):
         return SuperSpeedProbeRequestHandler()
 
     def _data_path(self):
-        return Usb3DataPath()
+        return BulkDataPath(width=4, domain="ss", max_packet_size=usb3.MAX_PACKET_SIZE)
 
     def _bulk_endpoints(self):
         """The bulk IN and OUT endpoints."""

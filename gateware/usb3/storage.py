@@ -63,8 +63,9 @@ class SuperSpeedStorageRequestHandler(SuperSpeedProbeRequestHandler):
 
 class Usb3StorageDataPath(wiring.Component):
     """What the null disk's SuperSpeed bulk endpoints carry: the BOT engine a word a beat and its
-    telemetry, in the place (and with the ports) of :class:`~.data_path.Usb3DataPath`; the data
-    mode and pattern requests do not change it (SET_DATA_MODE and SET_PATTERN restart it).
+    telemetry, in the place (and with the ports) of
+    :class:`~busprobe.gateware.common.data_path.BulkDataPath`; the data mode and pattern requests
+    do not change it (SET_DATA_MODE and SET_PATTERN restart it).
 
     Attributes
     ----------
@@ -77,9 +78,9 @@ class Usb3StorageDataPath(wiring.Component):
         Read as vendor VPD page 0xC0; its gap counts are ``ss`` cycles (125 MHz).
 
     (``mode``, ``pattern``, ``restart``, ``clear``, ``to_in``, ``in_framed``, ``from_out``,
-    ``pattern_errors``, ``first_error_offset`` as :class:`~.data_path.Usb3DataPath`'s;
-    ``in_framed`` is always set: packets end where the engine says, ``first_error_offset`` is
-    never known.)
+    ``pattern_errors``, ``first_error_offset`` as the
+    :class:`~busprobe.gateware.common.data_path.BulkDataPath`'s; ``in_framed`` is always set:
+    packets end where the engine says, ``first_error_offset`` is never known.)
 
     Parameters
     ----------

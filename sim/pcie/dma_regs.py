@@ -2,11 +2,16 @@
 
 Programs the LitePCIe DMA tables and busprobe's CSRs through BAR0 with the offsets of
 :mod:`busprobe.protocol.pcie`, nothing more: the host driver proper (descriptor rings, completion,
-telemetry decoding) is :mod:`busprobe.backends.pcie`'s and is exercised by the sim backend.
+telemetry decoding) is :mod:`busprobe.backends.pcie`'s and is exercised by the sim backend. The
+descriptor table's writes are the driver's own (its
+:class:`~busprobe.backends.pcie.descriptor_table.DescriptorTable`), each awaited on the
+simulated BAR here.
 """
 
 from __future__ import annotations
 
+from busprobe.backends.pcie.descriptor_table import DescriptorTable
+from busprobe.backends.pcie.platform import check_descriptor
 from busprobe.protocol import pcie as proto
 from busprobe.protocol.patterns import Pattern
 from busprobe.transport import TransferTimeout
@@ -27,9 +32,14 @@ class DmaRegisters:
 
     def __init__(self, tb):
         self.tb = tb
+        self.tables = {engine: DescriptorTable(engine, bar=None) for engine in ENGINES}
 
     async def _w(self, name: str, value: int) -> None:
         await self.tb.write32(proto.csr(name), value)
+
+    async def _write_all(self, writes: list[tuple[int, int]]) -> None:
+        for offset, value in writes:
+            await self.tb.write32(offset, value)
 
     async def _r(self, name: str) -> int:
         return await self.tb.read32(proto.csr(name))
@@ -38,22 +48,13 @@ class DmaRegisters:
         """Disable ``engine`` (flushing its FIFOs), empty its table, select prog mode."""
         if engine not in ENGINES:
             raise ValueError(f"no DMA engine {engine!r}")
-        await self._w(f"pcie_dma0_{engine}_enable", 0)
-        await self._w(f"pcie_dma0_{engine}_table_loop_prog_n", 0)
-        await self._w(f"pcie_dma0_{engine}_table_reset", 1)
+        await self._write_all(self.tables[engine].stop_writes())
 
     async def queue(self, engine: str, address: int, length: int, *, irq: bool = False) -> None:
         """Append one descriptor (``length`` bytes at bus ``address``) to ``engine``'s table."""
-        if length <= 0 or length % proto.DMA_LENGTH_ALIGN or length > proto.DESC_MAX_LENGTH:
-            raise ValueError(f"descriptor length {length} must be a positive multiple of "
-                             f"{proto.DMA_LENGTH_ALIGN} up to {proto.DESC_MAX_LENGTH}")
-        if address % proto.DMA_ADDRESS_ALIGN:
-            raise ValueError(f"descriptor address {address:#x} is not "
-                             f"{proto.DMA_ADDRESS_ALIGN}-byte aligned")
+        check_descriptor(address, length)
         flags = 0 if irq else proto.DESC_IRQ_DISABLE
-        await self._w(f"pcie_dma0_{engine}_table_value", length | flags)
-        await self._w(f"pcie_dma0_{engine}_table_value_word1", address & 0xFFFF_FFFF)
-        await self._w(f"pcie_dma0_{engine}_table_we", address >> 32)
+        await self._write_all(self.tables[engine].descriptor_writes(address, length, flags))
 
     async def enable(self, engine: str, on: bool = True) -> None:
         await self._w(f"pcie_dma0_{engine}_enable", proto.DMA_ENABLE if on else 0)

@@ -5,80 +5,15 @@ tested through its simulation: ``sim/usb2/tests/test_usb2_storage_sim.py``.)"""
 
 import struct
 
-from amaranth.sim import Simulator
-from busprobe.gateware.common.scsi_engine import ScsiBotEngine
-from busprobe.gateware.common.storage_replies import StorageReplies
 from busprobe.protocol import bot, scsi
 from busprobe.protocol.storage import BLOCK_SIZE, lba_bytes
 
-WIDTH = 4
-
-
-def _beats(packet: bytes) -> list[tuple[int, int, bool]]:
-    """``(data, keep, last)`` beats of one packet."""
-    out = []
-    for at in range(0, len(packet), WIDTH):
-        chunk = packet[at:at + WIDTH]
-        out.append((int.from_bytes(chunk.ljust(WIDTH, b"\0"), "little"),
-                    (1 << len(chunk)) - 1, at + WIDTH >= len(packet)))
-    return out
+from .bot_engine_harness import cbw as _cbw
+from .bot_engine_harness import run_engine
 
 
 def _run(packets: list[bytes], expect_in: int) -> tuple[list[bytes], int]:
-    """Feed OUT ``packets`` (each a packet; 1024 bytes at most), collect IN packets until
-    ``expect_in`` have ended; return them and the mismatch strobes counted."""
-    replies = StorageReplies()
-    dut = ScsiBotEngine(replies=replies, width=WIDTH, max_packet_size=1024)
-    received: list[bytes] = []
-    mismatches = 0
-
-    async def ram(ctx):
-        async for _, _, address in ctx.tick("usb").sample(dut.read_address):
-            ctx.set(dut.read_data, replies.words[address])
-
-    async def host(ctx):
-        nonlocal mismatches
-        ctx.set(dut.snapshot_ready, 1)
-        beats = [beat for packet in packets for beat in _beats(packet)]
-        current = bytearray()
-        cycle = 0
-        while len(received) < expect_in:
-            cycle += 1
-            assert cycle < 20_000, "the engine stopped"
-            if beats:
-                data, keep, last = beats[0]
-                ctx.set(dut.out_packets.valid, 1)
-                ctx.set(dut.out_packets.payload, {"data": data, "keep": keep, "last": last})
-            else:
-                ctx.set(dut.out_packets.valid, 0)
-            ready = cycle % 7 != 3  # the IN endpoint pauses now and then: beats must hold
-            ctx.set(dut.in_packets.ready, ready)
-            await ctx.delay(1e-9)
-            taken_out = beats and ctx.get(dut.out_packets.ready)
-            if ready and ctx.get(dut.in_packets.valid):
-                payload = ctx.get(dut.in_packets.payload)
-                keep = payload["keep"]
-                count = bin(keep).count("1")
-                assert keep == (1 << count) - 1
-                current += payload["data"].to_bytes(WIDTH, "little")[:count]
-                if payload["last"] or len(current) == 1024:
-                    received.append(bytes(current))
-                    current.clear()
-            await ctx.tick("usb")
-            mismatches += ctx.get(dut.mismatch)
-            if taken_out:
-                beats.pop(0)
-
-    sim = Simulator(dut)
-    sim.add_clock(8e-9, domain="usb")
-    sim.add_process(ram)
-    sim.add_testbench(host)
-    sim.run()
-    return received, mismatches
-
-
-def _cbw(tag, length, direction, cb):
-    return bot.Cbw(tag, length, direction, cb=cb).pack()
+    return run_engine(packets, expect_in, width=4, max_packet_size=1024)
 
 
 def test_a_read_moves_the_lba_pattern_a_word_a_beat_then_the_csw():

@@ -6,9 +6,9 @@ import random
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
+from busprobe.gateware.common.word_checker import PatternWordChecker
 from busprobe.gateware.usb3.out_endpoint import BurstOutEndpoint
 from busprobe.gateware.usb3.transaction import HandshakeKind
-from busprobe.gateware.usb3.word_checker import PatternWordChecker
 from busprobe.protocol.patterns import NO_ERROR_OFFSET
 
 

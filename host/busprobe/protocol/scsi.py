@@ -23,11 +23,12 @@ import struct
 
 from .storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS, INQUIRY_PRODUCT, INQUIRY_VENDOR
 
-__all__ = ["Op", "SenseKey", "Asc", "SENSE_SIZE", "VPD_PAGES", "VPD_TELEMETRY", "HISTOGRAM_BUCKETS",
-           "STORAGE_TELEMETRY", "STORAGE_TELEMETRY_WORDS", "histogram_bucket", "cdb_length",
-           "inquiry_data", "vpd_page", "read_capacity_10", "read_capacity_16", "mode_sense_6",
-           "mode_sense_10", "sense_data", "report_luns", "parse_sense", "parse_capacity_16",
-           "parse_telemetry", "INQUIRY_REVISION", "UNIT_SERIAL"]
+__all__ = ["Op", "SenseKey", "Asc", "CheckCondition", "SENSE_SIZE", "VPD_PAGES", "VPD_TELEMETRY",
+           "HISTOGRAM_BUCKETS", "STORAGE_TELEMETRY", "STORAGE_TELEMETRY_WORDS", "histogram_bucket",
+           "cdb_length", "inquiry_data", "vpd_page", "read_capacity_10", "read_capacity_16",
+           "sense_data", "report_luns", "parse_sense", "parse_capacity_16", "parse_telemetry",
+           "INQUIRY_REVISION", "UNIT_SERIAL", "MAX_TRANSFER_BLOCKS", "OPTIMAL_TRANSFER_BLOCKS",
+           "OPTIMAL_TRANSFER_GRANULARITY"]
 
 
 class Op(enum.IntEnum):
@@ -68,11 +69,29 @@ class Asc(enum.IntEnum):
     LBA_OUT_OF_RANGE = 0x21
     INVALID_FIELD_IN_CDB = 0x24
     LOGICAL_UNIT_NOT_SUPPORTED = 0x25
+    #: MODE SENSE asked for saved values (page control 3): no page of this disk is saveable.
+    SAVING_PARAMETERS_NOT_SUPPORTED = 0x39
+
+
+class CheckCondition(ValueError):
+    """A command the disk ends with CHECK CONDITION, ILLEGAL REQUEST and ``asc``: what an answer
+    function of this contract raises where SPC says the command fails.
+
+    Attributes
+    ----------
+    asc: Asc
+        The additional sense code the next REQUEST SENSE returns.
+    """
+
+    def __init__(self, asc: Asc, why: str):
+        super().__init__(f"{asc.name}: {why}")
+        self.asc = asc
 
 
 #: The sense conditions the disk reports, in the order the gateware numbers them.
 SENSE_CONDITIONS = (Asc.NONE, Asc.INVALID_COMMAND_OPERATION_CODE, Asc.LBA_OUT_OF_RANGE,
-                    Asc.INVALID_FIELD_IN_CDB, Asc.LOGICAL_UNIT_NOT_SUPPORTED)
+                    Asc.INVALID_FIELD_IN_CDB, Asc.LOGICAL_UNIT_NOT_SUPPORTED,
+                    Asc.SAVING_PARAMETERS_NOT_SUPPORTED)
 #: Fixed-format sense data length (SPC-4 §4.5.3: additional length 10).
 SENSE_SIZE = 18
 INQUIRY_REVISION = b"0001"
@@ -83,8 +102,16 @@ VPD_TELEMETRY = 0xC0
 #: VPD pages INQUIRY answers with EVPD set (page 0x00 lists them).
 VPD_PAGES = (0x00, 0x80, 0x83, 0xB0, VPD_TELEMETRY)
 #: Blocks per command the block limits page allows (what Linux then caps commands at, with the
-#: host's own limit: usb-storage's 240 sectors at high speed).
+#: host's own limit: usb-storage's 240 sectors at high speed): READ(10)'s 16-bit length.
 MAX_TRANSFER_BLOCKS = 0xFFFF
+#: The block limits page's optimal transfer length: 1 MiB, the longest command Linux's
+#: usb-storage sends at SuperSpeed (2048 sectors, ``drivers/usb/storage/scsiglue.c``), where the
+#: 44 bytes of CBW and CSW are 0.004 % of it; Linux makes it the disk's optimal I/O size
+#: (``io_opt``). As large as MAX_TRANSFER_BLOCKS it made that 32 MiB, more than any host sends.
+OPTIMAL_TRANSFER_BLOCKS = 2048
+#: The block limits page's optimal transfer length granularity: 4 KiB, a memory page (Linux's
+#: ``io_min``); the null disk has no alignment of its own.
+OPTIMAL_TRANSFER_GRANULARITY = 8
 
 #: Histogram buckets per direction: bucket ``b`` counts commands of ``2**b <= blocks <
 #: 2**(b+1)`` blocks; the last one everything longer (:func:`histogram_bucket`).
@@ -144,10 +171,12 @@ def vpd_page(page: int, capacity_blocks: int = DEFAULT_CAPACITY_BLOCKS) -> bytes
         designator = INQUIRY_VENDOR + INQUIRY_PRODUCT + UNIT_SERIAL
         return _vpd(0x83, struct.pack(">BBBB", 0x02, 0x01, 0x00, len(designator)) + designator)
     if page == 0xB0:
-        # Block limits (SBC-3 §6.5.3, page length 0x3C): maximum and optimal transfer length.
+        # Block limits (SBC-3 §6.5.3, page length 0x3C): the optimal transfer length's
+        # granularity (page bytes 6-7), the maximum (8-11) and the optimal (12-15) length.
         body = bytearray(0x3C)
+        struct.pack_into(">H", body, 2, OPTIMAL_TRANSFER_GRANULARITY)
         struct.pack_into(">I", body, 4, MAX_TRANSFER_BLOCKS)
-        struct.pack_into(">I", body, 8, MAX_TRANSFER_BLOCKS)
+        struct.pack_into(">I", body, 8, OPTIMAL_TRANSFER_BLOCKS)
         return _vpd(0xB0, bytes(body))
     if page == VPD_TELEMETRY:
         return struct.pack(">BBH", 0x00, VPD_TELEMETRY, 4 * STORAGE_TELEMETRY_WORDS)
@@ -169,16 +198,6 @@ def parse_capacity_16(data: bytes) -> tuple[int, int]:
     """``(blocks, block_length)`` from READ CAPACITY(16) data."""
     last, length = struct.unpack_from(">QI", data)
     return last + 1, length
-
-
-def mode_sense_6() -> bytes:
-    """MODE SENSE(6): the header alone (no pages, no block descriptor, not write protected)."""
-    return bytes([3, 0x00, 0x00, 0x00])
-
-
-def mode_sense_10() -> bytes:
-    """MODE SENSE(10): the header alone."""
-    return struct.pack(">HBBBBH", 6, 0x00, 0x00, 0x00, 0x00, 0)
 
 
 def sense_data(asc: Asc) -> bytes:

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 from busprobe.backends.usb.bot import BotRun
-from busprobe.backends.usb.plans import QueuedStream
-from busprobe.backends.usb.transfers import run_plan, silence_for
+from busprobe.backends.usb.transfers import run_plan
 from busprobe.cli import main
 from busprobe.model import ceiling_for
 from busprobe.protocol import bot, usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sweep import Sweep, SweepPlan
 from busprobe.targets import open_transport
+
+from .storage_client import bulk
 
 pytestmark = pytest.mark.sim
 
@@ -51,21 +52,10 @@ def test_a_bot_sweep_is_clean_and_on_the_bot_model(xhci_bot):
         assert point.samples[1] < 0.85 * stream  # three turnarounds per command, not one
 
 
-def _bulk(platform, endpoint: int, data_or_length: bytes | int) -> bytes:
-    """One bulk transfer on the platform's queue; what an IN transfer received."""
-    length = data_or_length if isinstance(data_or_length, int) else len(data_or_length)
-    outgoing = None if isinstance(data_or_length, int) else [data_or_length]
-    plan = QueuedStream(endpoint, length, 1, 1, outgoing=outgoing)
-    run_plan(platform, plan, what="bulk", silence=silence_for(length))
-    got: list[bytes] = []
-    plan.deliver(got.append)
-    return got[0] if got else b""
-
-
 def _csw_after(transport, packet: bytes) -> bot.Csw:
     platform = transport.platform
-    _bulk(platform, usb2.EP_OUT, packet)
-    return bot.Csw.unpack(_bulk(platform, usb2.EP_IN, bot.CSW_SIZE))
+    bulk(platform, usb2.EP_OUT, packet)
+    return bot.Csw.unpack(bulk(platform, usb2.EP_IN, bot.CSW_SIZE))
 
 
 def test_the_gateware_answers_a_bad_cbw_with_a_phase_error_and_stays_in_step(xhci_bot):
@@ -92,7 +82,7 @@ def test_the_gateware_answers_a_bad_cbw_with_a_phase_error_and_stays_in_step(xhc
 def test_a_short_out_data_phase_leaves_a_residue(xhci_bot):
     platform = xhci_bot.platform
     cbw = bot.Cbw(0xC0FFEE, 1024, "out").pack()
-    _bulk(platform, usb2.EP_OUT, cbw)
-    _bulk(platform, usb2.EP_OUT, bytes(600))  # ends with a short packet
-    assert bot.Csw.unpack(_bulk(platform, usb2.EP_IN, bot.CSW_SIZE)) == bot.Csw(
+    bulk(platform, usb2.EP_OUT, cbw)
+    bulk(platform, usb2.EP_OUT, bytes(600))  # ends with a short packet
+    assert bot.Csw.unpack(bulk(platform, usb2.EP_IN, bot.CSW_SIZE)) == bot.Csw(
         0xC0FFEE, 424, bot.CswStatus.PASSED)

@@ -12,6 +12,7 @@ from busprobe.backends.usb.bot import BotRun
 from busprobe.backends.usb.transfers import run_plan
 from busprobe.model import ceiling_for
 from busprobe.protocol import bot, scsi, usb2
+from busprobe.protocol.scsi_mode import MODE_PAGE_ALL, MODE_PAGE_CACHING, mode_sense
 from busprobe.protocol.storage import (
     BLOCK_SIZE,
     DEFAULT_CAPACITY_BLOCKS,
@@ -76,6 +77,7 @@ def test_inquiry_and_its_vpd_pages_name_the_null_disk(scsi_):
     limits = scsi_.command(inquiry(0xB0), 255).data
     assert limits[1] == 0xB0 and struct.unpack_from(">H", limits, 2)[0] == 0x3C
     assert struct.unpack_from(">I", limits, 8)[0] == scsi.MAX_TRANSFER_BLOCKS
+    assert struct.unpack_from(">I", limits, 12)[0] == scsi.OPTIMAL_TRANSFER_BLOCKS
     # Allocation length truncates: 5 bytes of the standard data, residue 0.
     short = scsi_.command(inquiry(allocation=5), 5)
     assert short.data == scsi.inquiry_data()[:5] and short.csw.residue == 0
@@ -89,10 +91,12 @@ def test_capacity_mode_sense_and_sense_answer_field_by_field(scsi_):
     cap10 = scsi_.command(struct.pack(">B9x", scsi.Op.READ_CAPACITY_10), 8)
     assert struct.unpack(">II", cap10.data) == (DEFAULT_CAPACITY_BLOCKS - 1, BLOCK_SIZE)
     mode6 = scsi_.command(struct.pack(">BBBBBB", scsi.Op.MODE_SENSE_6, 0, 0x3F, 0, 192, 0), 192)
-    assert mode6.data == bytes([3, 0, 0, 0]) and mode6.csw == bot.Csw(scsi_.tag, 188, PASSED)
+    all_pages = mode_sense(MODE_PAGE_ALL)
+    assert mode6.data == all_pages and mode6.csw == bot.Csw(scsi_.tag, 192 - len(all_pages),
+                                                            PASSED)
     mode10 = scsi_.command(struct.pack(">BBBxxxxHB", scsi.Op.MODE_SENSE_10, 0, 0x3F, 255, 0),
                            255)
-    assert struct.unpack(">HBBH", mode10.data[:6])[0] == 6 and len(mode10.data) == 8
+    assert mode10.data == mode_sense(MODE_PAGE_ALL, ten=True)
     sense = scsi_.command(request_sense(), scsi.SENSE_SIZE)
     assert scsi.parse_sense(sense.data) == (scsi.SenseKey.NO_SENSE, 0, 0)
     luns = scsi_.command(struct.pack(">B5xIxx", scsi.Op.REPORT_LUNS, 16), 16)
@@ -116,7 +120,8 @@ def test_what_linux_sends_on_attach_is_answered_in_step(scsi_):
                               192)
     assert all_pages.data[2] & 0x80 == 0  # not write protected
     caching = scsi_.command(struct.pack(">BBBBBB", scsi.Op.MODE_SENSE_6, 0x08, 0x08, 0, 4, 0), 4)
-    assert caching.csw == bot.Csw(scsi_.tag, 0, PASSED) and len(caching.data) == 4
+    assert caching.csw == bot.Csw(scsi_.tag, 0, PASSED)
+    assert caching.data == mode_sense(MODE_PAGE_CACHING)[:4]
     assert scsi_.command(read_10(0, 8), 8 * BLOCK_SIZE).data == lba_bytes(0, 8)
     ata = scsi_.command(bytes([0x85, 0x08, 0x0E]) + bytes(13), BLOCK_SIZE)
     assert ata.csw == bot.Csw(scsi_.tag, BLOCK_SIZE, FAILED)

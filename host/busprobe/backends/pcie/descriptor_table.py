@@ -2,6 +2,11 @@
 
 The driver (:mod:`.driver`) queues each transfer's descriptors here; they go to the device as
 the table has room, which the engine's ``table_loop_status`` tells (descriptors consumed).
+
+The table says *which* register writes program the engine (:meth:`DescriptorTable.stop_writes`,
+:meth:`DescriptorTable.descriptor_writes`) apart from *how* they reach BAR0: the driver's
+blocking :class:`~.platform.Bar`, or the cocotb tests' awaited BAR of the simulated core
+(``sim/pcie/dma_regs.py``), so both program the engine with the same words.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ class DescriptorTable:
     ----------
     name : str
         ``"writer"`` or ``"reader"`` (the LitePCIe engine, ``pcie_dma0_<name>_*`` registers).
-    bar : Bar
+    bar : Bar or None
+        Where :meth:`flush` and :meth:`poll` go; ``None`` for a caller that sends the writes
+        itself (``sim/pcie/dma_regs.py`` awaits each on the simulated BAR).
 
     Attributes
     ----------
@@ -34,7 +41,7 @@ class DescriptorTable:
         Descriptors the engine took from the table (as of the last :meth:`poll`).
     """
 
-    def __init__(self, name: str, bar: Bar) -> None:
+    def __init__(self, name: str, bar: Bar | None) -> None:
         self.name = name
         self.bar = bar
         self.pushed = 0
@@ -70,20 +77,26 @@ class DescriptorTable:
             self.pending.append((address, size, flags))
         return self.pushed + len(self.pending)
 
+    def descriptor_writes(self, address: int, size: int, flags: int) -> list[tuple[int, int]]:
+        """The writes that put one descriptor in the table: ``table_value`` (length and flags,
+        then the address's low word) and ``table_we`` (its high word, which pushes it)."""
+        value, we = self.reg("table_value"), self.reg("table_we")
+        writes = []
+        # table_value keeps its words between descriptors: runs of equal-length descriptors
+        # cost two MMIO writes each instead of three (less downstream link traffic).
+        if self.value_word0 != size | flags:
+            self.value_word0 = size | flags
+            writes.append((value, size | flags))
+        writes += [(value + 4, address & _MASK32), (we, address >> 32)]
+        self.pushed += 1
+        return writes
+
     def flush(self) -> None:
         """Push pending descriptors while the table has room (known from loop_status)."""
         room = proto.DMA_TABLE_DEPTH - (self.pushed - self.consumed)
         writes = []
-        value, we = self.reg("table_value"), self.reg("table_we")
         while self.pending and room > 0:
-            address, size, flags = self.pending.popleft()
-            # table_value keeps its words between descriptors: runs of equal-length descriptors
-            # cost two MMIO writes each instead of three (less downstream link traffic).
-            if self.value_word0 != size | flags:
-                self.value_word0 = size | flags
-                writes.append((value, size | flags))
-            writes += [(value + 4, address & _MASK32), (we, address >> 32)]
-            self.pushed += 1
+            writes += self.descriptor_writes(*self.pending.popleft())
             room -= 1
         if writes:
             self.bar.write32_many(writes)

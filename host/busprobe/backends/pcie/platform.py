@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from ...protocol import pcie as proto
 from ...transport import BusDescription, InvalidRequest
 
-__all__ = ["Bar", "DmaBuffer", "Interrupt", "DmaPlatform", "split_transfer", "PAGE", "DESC_CHUNK"]
+__all__ = ["Bar", "DmaBuffer", "Interrupt", "DmaPlatform", "check_descriptor", "split_transfer",
+           "PAGE", "DESC_CHUNK"]
 
 #: Host memory is allocated in pages (no TLP may cross a 4 KiB boundary, PCIe Base Spec 2.2.7:
 #: requests from an aligned descriptor start never do, :func:`split_transfer`).
@@ -103,6 +104,25 @@ class DmaPlatform(Protocol):
 DESC_CHUNK = proto.DESC_MAX_LENGTH - proto.DESC_MAX_LENGTH % proto.DMA_ADDRESS_ALIGN
 
 
+def check_descriptor(address: int, length: int, *,
+                     longest: int | None = proto.DESC_MAX_LENGTH) -> None:
+    """Raise :class:`InvalidRequest` unless ``length`` bytes at bus ``address`` are what the
+    core can take (:mod:`busprobe.protocol.pcie`): a positive multiple of the datapath width
+    (LitePCIe #97), at most ``longest`` (one descriptor's; ``None``: a transfer, which
+    :func:`split_transfer` cuts), from a :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-
+    aligned start."""
+    if length <= 0 or length % proto.DMA_LENGTH_ALIGN:
+        raise InvalidRequest(f"PCIe DMA length {length} is not a positive multiple of "
+                             f"{proto.DMA_LENGTH_ALIGN} bytes (the {proto.DATA_WIDTH}-bit "
+                             "datapath width; LitePCIe #97)")
+    if longest is not None and length > longest:
+        raise InvalidRequest(f"PCIe DMA descriptor of {length} bytes is longer than "
+                             f"{longest}, the descriptor's length field")
+    if address % proto.DMA_ADDRESS_ALIGN:
+        raise InvalidRequest(f"DMA buffer at {address:#x} is not "
+                             f"{proto.DMA_ADDRESS_ALIGN}-byte aligned")
+
+
 def split_transfer(bus_address: int, length: int) -> list[tuple[int, int]]:
     """``(address, length)`` descriptors covering the transfer: as few as the descriptor's
     length field allows, each starting :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-aligned.
@@ -116,13 +136,7 @@ def split_transfer(bus_address: int, length: int) -> list[tuple[int, int]]:
     Raises :class:`InvalidRequest` if the length is not a multiple of the DMA data width or the
     start is not aligned as the core needs (see :mod:`busprobe.protocol.pcie`).
     """
-    if length <= 0 or length % proto.DMA_LENGTH_ALIGN:
-        raise InvalidRequest(f"PCIe DMA length {length} is not a positive multiple of "
-                             f"{proto.DMA_LENGTH_ALIGN} bytes (the {proto.DATA_WIDTH}-bit "
-                             "datapath width; LitePCIe #97)")
-    if bus_address % proto.DMA_ADDRESS_ALIGN:
-        raise InvalidRequest(f"DMA buffer at {bus_address:#x} is not "
-                             f"{proto.DMA_ADDRESS_ALIGN}-byte aligned")
+    check_descriptor(bus_address, length, longest=None)
     out = []
     address, end = bus_address, bus_address + length
     while address < end:

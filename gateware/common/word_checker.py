@@ -5,8 +5,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.patterns import NO_ERROR_OFFSET
 
-from ..common.packet_stream import PacketStreamSignature
-from ..common.pattern import PATTERN_SHAPE, PatternGenerator
+from .packet_stream import PacketStreamSignature
+from .pattern import PATTERN_SHAPE, PatternGenerator
 
 __all__ = ["PatternWordChecker"]
 
