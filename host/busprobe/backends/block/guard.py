@@ -22,14 +22,17 @@ import stat
 from pathlib import Path
 
 from ...protocol.storage import BLOCK_SIZE, INQUIRY_PRODUCT, INQUIRY_VENDOR, check_lba_bytes
-from ...transport import TransportError
+from ...transport import InvalidRequest
 from .sysfs import BlockFacts, read_block_facts
 
 __all__ = ["NotANullDisk", "check_null_disk", "check_node", "check_facts", "check_signature"]
 
 
-class NotANullDisk(TransportError):
-    """The device is not a busprobe null disk: nothing was written (one line, exit ≠ 0)."""
+class NotANullDisk(InvalidRequest):
+    """The device is not a busprobe null disk: nothing was written (one line, exit ≠ 0).
+
+    A request that cannot be carried out on this target, like any :class:`InvalidRequest`: the
+    sweep refuses it before measuring and writes no result (there is nothing to keep)."""
 
 
 def check_node(path: str) -> tuple[int, int]:
