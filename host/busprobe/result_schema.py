@@ -118,7 +118,7 @@ CEILING = Object(
 
 DOCUMENT = Object(
     required={"busprobe_version": STR, "device": STR, "bus": BUS, "points": ListOf(POINT)},
-    optional={"schema": INT, "topology": ListOf(("object",), nullable=True),
+    optional={"schema": INT, "run_id": STR, "topology": ListOf(("object",), nullable=True),
               "host": ("object", "null"), "command": ListOf(STR, nullable=True),
               "started": OPT_STR, "finished": OPT_STR, "units": Choice(("bytes/s",), True),
               "display_units": Choice(("MB/s", "MiB/s"), True), "plan": ("object", "null"),
