@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -44,12 +45,19 @@ def default_url() -> str:
 
 
 def redact(url: str | URL) -> str:
-    """``url`` as it may be printed: the password replaced by ``***``."""
+    """``url`` as it may be printed: as the user typed it, the password replaced by ``***``."""
+    if not isinstance(url, str):
+        return url.render_as_string(hide_password=True)
     try:
-        parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
         return "<not a database URL>"
-    return parsed.render_as_string(hide_password=True)
+    if password is None:
+        return url
+    user = parts.netloc.rpartition("@")[0].partition(":")[0]
+    place = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{place}"))
 
 
 def resolve(text: str | None) -> URL:
