@@ -131,7 +131,7 @@ class Store:
     def list_runs(self, selection: RunFilter = EVERY_RUN) -> list[Row]:
         """The runs ``selection`` names, newest first, without their documents."""
         statement = (select(*(runs.c[name] for name in LISTED)).where(selection.where())
-                     .order_by(runs.c.started.desc(), runs.c.run_id))
+                     .order_by(runs.c.started.desc().nulls_last(), runs.c.run_id))
         try:
             with self.engine.connect() as connection:
                 return list(connection.execute(statement))
@@ -176,7 +176,8 @@ class Store:
         """``(run_id, document bytes, flagged)`` of every run ``selection`` names, oldest
         first."""
         statement = (select(runs.c.run_id, runs.c.document, runs.c.flagged)
-                     .where(selection.where()).order_by(runs.c.started, runs.c.run_id))
+                     .where(selection.where())
+                     .order_by(runs.c.started.asc().nulls_first(), runs.c.run_id))
         try:
             with self.engine.connect() as connection:
                 rows = list(connection.execute(statement))

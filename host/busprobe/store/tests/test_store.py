@@ -181,6 +181,26 @@ def test_hostile_names_from_result_files_stay_parameters(store_url, capsys, tmp_
     assert json.loads(exported)["device"] == hostile_device
 
 
+def test_compare_and_report_take_the_stored_runs_the_filters_name(store_url, capsys, tmp_path,
+                                                                 result_files):
+    assert main(["store", "push", *map(str, result_files), "--store", store_url]) == 0
+    capsys.readouterr()
+    [usb3] = [json.loads(p.read_bytes()) for p in result_files
+              if json.loads(p.read_bytes())["bus"]["kind"] == "usb3-ss"]
+    [row] = _ls(capsys, store_url, "--bus", "usb3-ss")
+    status, out, err = _cli(capsys, "compare", "--store", store_url, "--bus", "usb3-ss")
+    assert status == 0, err
+    assert out.startswith(f"A = {row['run_id']} ({usb3['device']})")
+    assert "B = " not in out
+    page = tmp_path / "usb3.html"
+    status, _, err = _cli(capsys, "report", "--store", store_url, "--bus", "usb3-ss",
+                          "-o", str(page))
+    assert status == 0, err
+    assert f"<h2>A: {usb3['device']}</h2>" in page.read_text()
+    status, _, err = _cli(capsys, "compare", "--store", store_url, "--host", "nowhere")
+    assert status == 2 and "no stored run" in err
+
+
 def test_stored_runs_and_files_are_not_mixed_and_filters_need_the_store(capsys):
     status, _, err = _cli(capsys, "compare", "a.json", "--store", "sqlite:///x.sqlite")
     assert status == 2 and "not both" in err
