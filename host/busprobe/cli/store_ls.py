@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC
 from typing import Any
 
 from ..result_file import check_writable, is_stdout, write_result
@@ -26,7 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _json_row(row: Any) -> dict[str, Any]:
     out = dict(row._mapping)
     out["run_id"] = str(out["run_id"])
-    out["started"] = out["started"].isoformat() if out["started"] else None
+    started = out["started"]
+    if started is not None and started.tzinfo is None:  # SQLite keeps no zone: stored as UTC
+        started = started.replace(tzinfo=UTC)
+    out["started"] = started.isoformat() if started else None
     return out
 
 
@@ -57,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         name = store.name
     human = sys.stderr if is_stdout(args.json) else sys.stdout
     if args.json:
-        write_result(args.json, json.dumps([_json_row(r) for r in rows], indent=2) + "\n")
+        # One run per line: readable, and json's C encoder (indent= takes the slow Python one).
+        body = ",\n".join(json.dumps(_json_row(r)) for r in rows)
+        write_result(args.json, f"[\n{body}\n]\n" if rows else "[]\n")
     else:
         print(format_runs(rows), file=human)
     print(f"{len(rows)} run{'s' if len(rows) != 1 else ''} in {name}", file=human)

@@ -6,6 +6,7 @@ import copy
 import json
 import time
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from busprobe.cli import main
@@ -18,26 +19,25 @@ SOURCES = ("sim_pcie_gen2x1.json", "sim_pcie_gen2x1_cap290.json", "sim_usb2_demo
            "sim_usb2_demo_ehci.json")
 
 
-def _runs(fixture_doc, count):
-    """``count`` documents derived from the real sweeps: own run id, host and start time."""
-    bases = [fixture_doc(name) for name in SOURCES]
-    for index in range(count):
-        doc = dict(bases[index % len(bases)], run_id=str(uuid.uuid4()),
-                   started=f"2026-11-{1 + index % 28:02d}T08:00:00+00:00")
-        doc["host"] = dict(doc["host"], hostname=f"lab-{index % 40:02d}")
-        yield doc, (json.dumps(doc, indent=2) + "\n").encode()
-
-
-def _bulk_load(store, documents):
-    """Fill the store in one transaction (set-up, not measured): the rows push would write."""
-    tables = {runs: [], hops: [], points: [], verdicts: []}
-    for doc, raw in documents:
-        run_id = uuid.UUID(doc["run_id"])
+def _bulk_load(store, fixture_doc, count):
+    """Fill the store in one transaction with ``count`` runs derived from the real sweeps (own
+    run id, host and start time; set-up, not measured): the rows a push of each would write."""
+    bases = []
+    for name in SOURCES:
+        doc = fixture_doc(name)
+        raw = (json.dumps(doc, indent=2) + "\n").encode()
         entries = verdict_entries(doc)
-        tables[runs].append(run_row(run_id, doc, raw))
-        tables[hops] += hop_rows(run_id, doc)
-        tables[points] += point_rows(run_id, doc, entries)
-        tables[verdicts] += verdict_rows(run_id, entries)
+        placeholder = uuid.uuid4()
+        bases.append((run_row(placeholder, doc, raw), hop_rows(placeholder, doc),
+                      point_rows(placeholder, doc, entries), verdict_rows(placeholder, entries)))
+    tables = {runs: [], hops: [], points: [], verdicts: []}
+    for index in range(count):
+        run_id = uuid.uuid4()
+        run, hop, point, verdict = bases[index % len(bases)]
+        tables[runs].append(dict(run, run_id=run_id, host_name=f"lab-{index % 40:02d}",
+                                 started=datetime(2026, 11, 1 + index % 28, 8, tzinfo=UTC)))
+        for table, rows in ((hops, hop), (points, point), (verdicts, verdict)):
+            tables[table] += [dict(row, run_id=run_id) for row in rows]
     with store.engine.begin() as connection:
         for table, rows in tables.items():
             connection.execute(table.insert(), rows)
@@ -62,7 +62,7 @@ def test_bench_push_of_a_1000_point_run(store_url, fixture_doc):
 @pytest.mark.bench
 def test_bench_ls_over_10000_runs(store_url, fixture_doc, tmp_path, capsys):
     with open_store(store_url) as store:
-        _bulk_load(store, _runs(fixture_doc, 10_000))
+        _bulk_load(store, fixture_doc, 10_000)
     started = time.perf_counter()
     assert main(["store", "ls", "--store", store_url, "--json", str(tmp_path / "ls.json")]) == 0
     seconds = time.perf_counter() - started
@@ -75,7 +75,7 @@ def test_bench_ls_over_10000_runs(store_url, fixture_doc, tmp_path, capsys):
 @pytest.mark.bench
 def test_bench_report_group_by_over_1000_runs(store_url, fixture_doc, tmp_path, capsys):
     with open_store(store_url) as store:
-        _bulk_load(store, _runs(fixture_doc, 1000))
+        _bulk_load(store, fixture_doc, 1000)
     started = time.perf_counter()
     assert main(["report", "--store", store_url, "--group-by", "controller",
                  "-o", str(tmp_path / "lab.html")]) == 0
