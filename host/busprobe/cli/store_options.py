@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..result_schema import VERDICTS
+
 __all__ = ["add_store", "add_filters", "add_group_by", "add_stored_runs", "check_sources",
            "run_filter", "filtered", "GROUP_BY",
            "DEFAULT"]
@@ -34,7 +36,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controller", help="runs whose controller's name contains this")
     parser.add_argument("--bus", help="runs of this bus kind (pcie, usb2-hs, usb3-ss, ...)")
     parser.add_argument("--since", help="runs started since a date/time or an age (7d, 12h)")
-    parser.add_argument("--verdict", help="runs with this verdict (upstream-limited, ...)")
+    parser.add_argument("--verdict", choices=VERDICTS, metavar="VERDICT",
+                        help=f"runs with this verdict: {', '.join(VERDICTS)}")
 
 
 def add_group_by(parser: argparse.ArgumentParser) -> None:

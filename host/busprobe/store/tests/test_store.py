@@ -6,6 +6,7 @@ import json
 import statistics
 import uuid
 
+import pytest
 from busprobe.cli import main
 from busprobe.results import ceilings_of
 from busprobe.store import open_store
@@ -206,5 +207,9 @@ def test_stored_runs_and_files_are_not_mixed_and_filters_need_the_store(capsys):
     assert status == 2 and "not both" in err
     status, _, err = _cli(capsys, "compare", "a.json", "--group-by", "host")
     assert status == 2 and "add --store" in err
+    with pytest.raises(SystemExit) as parse_error:  # the parser's own one-line error
+        main(["store", "ls", "--verdict", "upstream-limitd"])
+    err = capsys.readouterr().err
+    assert parse_error.value.code == 2 and err.count("\n") == 1 and "invalid choice" in err
     status, _, err = _cli(capsys, "store", "ls", "--store", "mysql://u:pw@db/lab")
     assert status == 2 and "sqlite or postgresql" in err and "pw" not in err
