@@ -152,7 +152,7 @@ class Store:
         if len(matches) != 1:
             raise StoreError(f"results store {self.name}: "
                              + (f"no run {run_id!r}" if not matches else
-                                f"{run_id!r} names {len(matches)} runs; give more of its id"))
+                                f"{run_id!r} begins more than one run id; give more of it"))
         return matches[0]
 
     def _find(self, run_id: str) -> list[bytes]:
@@ -166,9 +166,14 @@ class Store:
                 if whole is not None:
                     statement = select(runs.c.document).where(runs.c.run_id == whole)
                     return list(connection.execute(statement).scalars())
-                ids = select(runs.c.run_id, runs.c.document)
-                return [row.document for row in connection.execute(ids)
-                        if str(row.run_id).startswith(text)][:2]
+                # A leading part: the ids only (SQLite keeps a UUID as 32 hex digits, PostgreSQL
+                # as uuid, so the prefix is matched here, not in SQL), then the one document.
+                found = [run for run in connection.execute(select(runs.c.run_id)).scalars()
+                         if str(run).startswith(text)][:2]
+                if len(found) != 1:
+                    return [b""] * len(found)
+                statement = select(runs.c.document).where(runs.c.run_id == found[0])
+                return list(connection.execute(statement).scalars())
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot read run {run_id!r}") from None
 

@@ -43,6 +43,15 @@ def test_every_fixture_exports_byte_for_byte_as_pushed(store_url, capsys, tmp_pa
         exported = tmp_path / "back.json"
         assert main(["store", "export", run_id, "-o", str(exported), "--store", store_url]) == 0
         assert exported.read_bytes() == path.read_bytes(), path.name
+    # The first 8 digits ls shows are enough; a part that begins several ids is refused.
+    exported = tmp_path / "short.json"
+    assert main(["store", "export", ids[0][:8], "-o", str(exported), "--store", store_url]) == 0
+    assert exported.read_bytes() == files[0].read_bytes()
+    capsys.readouterr()
+    shared = next(c for c in "0123456789abcdef" if sum(i.startswith(c) for i in ids) > 1)
+    status, _, err = _cli(capsys, "store", "export", shared, "-o", str(exported), "--store",
+                          store_url)
+    assert status == 2 and "begins more than one run id" in err
 
 
 def test_push_is_idempotent_by_run_id_and_old_files_get_an_id_from_their_bytes(
