@@ -73,3 +73,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build demo sim_build
+
+# The results store's tests start a throwaway PostgreSQL cluster (host/busprobe/store/tests):
+# Debian's postgresql joins the test packages above (appended here, read when the stamp is made).
+DEBIAN_PACKAGES += postgresql
