@@ -286,6 +286,7 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
                "CSV": lambda path: write_csv(doc, path),
                "plot": lambda path: plot_results([doc], path, units=units)}
     failures = []
+    json_file = None  # the JSON written to a file: where an unstored run is kept
     for what, _, path in _outputs(args):
         if not path:
             continue
@@ -296,12 +297,11 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
             continue
         if not is_stdout(path):
             print(f"{what}: {path}", file=table_out)
+            json_file = path if what == "JSON" else json_file
     if args.store is not None:
         from .store_push import push_swept
 
-        written = args.json if args.json and not is_stdout(args.json) and not any(
-            str(args.json) in failure for failure in failures) else None
-        failure = push_swept(doc, args.store, written)
+        failure = push_swept(doc, args.store, json_file)
         if failure:
             failures.append(failure)
     return failures
