@@ -34,9 +34,10 @@ $(SIM_STAMP): pyproject.toml setup.py
 # gcc-riscv64-unknown-elf and picolibc-riscv64-unknown-elf build the PCIe SoC's firmware
 # (firmware/Makefile), which the simulated SoC runs; gcc and libc6-dev compile the static usbtest
 # helper the USB guests run (sim/vm/usbtest.py); sg3-utils' sg_raw sends the null disk raw SCSI
-# commands in the guest.
+# commands in the guest; postgresql's server runs the results store's tests against a real
+# PostgreSQL (a throwaway cluster each run starts and stops itself).
 DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev usbutils gcc-riscv64-unknown-elf \
-	picolibc-riscv64-unknown-elf gcc libc6-dev sg3-utils
+	picolibc-riscv64-unknown-elf gcc libc6-dev sg3-utils postgresql
 $(STAMP): $(SIM_STAMP)
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q "ok installed" || echo $$p; done); \
@@ -96,3 +97,5 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build demo sim_build
+
+# The results store's tests start a throwaway PostgreSQL cluster (host/busprobe/store/tests):

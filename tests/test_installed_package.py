@@ -224,6 +224,8 @@ def installed_base(wheel, tmp_path_factory) -> dict:
     (["sweep", "--device", "sim:usb3", "--lengths", "4K"], "sim"),
     (["sim", "serve", "--usbredir", "127.0.0.1:0"], "sim"),
     (["build", "--board", "cynthion-r1.4", "--design", "usb2"], "build"),
+    (["store", "ls", "--store", "sqlite:///lab.sqlite"], "store"),
+    (["compare", "--store", "--group-by", "host"], "store"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(installed_base, argv, extra):
     proc = subprocess.run(["busprobe", *argv], capture_output=True, text=True,
@@ -237,6 +239,20 @@ def test_the_base_install_still_models_without_any_extra(installed_base):
     model = _run(["busprobe", "model", "--device", "sim:usb2", "--json", "-"],
                  cwd=installed_base["cwd"], env=installed_base["env"])
     assert json.loads(model.stdout)["ceilings"]
+
+
+def test_the_store_extra_alone_migrates_pushes_and_exports_outside_the_checkout(
+        wheel, tmp_path_factory):
+    """The Alembic scripts travel in the wheel: a new store is created from them."""
+    store = install(wheel, tmp_path_factory.mktemp("store"), ("store",))
+    fixture = Path(__file__).parent / "fixtures" / "results" / "sim_pcie_gen2x1.json"
+    url = f"sqlite:///{store['cwd'] / 'lab.sqlite'}"
+    pushed = _run(["busprobe", "store", "push", fixture, "--store", url], cwd=store["cwd"],
+                  env=store["env"])
+    run_id = pushed.stdout.split()[1]
+    _run(["busprobe", "store", "export", run_id, "-o", "back.json", "--store", url],
+         cwd=store["cwd"], env=store["env"])
+    assert (store["cwd"] / "back.json").read_bytes() == fixture.read_bytes()
 
 
 @pytest.mark.bench

@@ -6,6 +6,9 @@ units only affect tables and plots. Keys:
 
 ``busprobe_version``, ``schema``
     Writer version and document layout version.
+``run_id``
+    A UUID naming this run (the results store's key: ``busprobe store push`` of the same run
+    twice stores it once).
 ``device``
     The selector swept (``"sim:usb2?host=ehci"``, ``"usb:1209:0001"``).
 ``bus``
@@ -14,7 +17,8 @@ units only affect tables and plots. Keys:
 ``topology``
     One object per hop root → device, from :meth:`Transport.topology`.
 ``host``
-    ``hostname``, ``platform``, ``python``, ``machine`` of the computer that ran the sweep.
+    ``hostname``, ``kernel`` (its release), ``platform``, ``python``, ``machine`` of the
+    computer that ran the sweep.
 ``command``
     The command line, as a list of arguments.
 ``started``, ``finished``
@@ -62,6 +66,7 @@ import os
 import platform
 import socket
 import sys
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,6 +84,7 @@ from .units import Units
 
 __all__ = [
     "SCHEMA", "new_document", "finish_document", "write_json", "write_csv", "load_results",
+    "parse_results", "document_bytes",
     "ceilings_of", "format_table", "CSV_COLUMNS", "host_info", "utc_now",
 ]
 
@@ -102,7 +108,8 @@ def utc_now() -> str:
 
 
 def host_info() -> dict[str, str | None]:
-    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+    return {"hostname": socket.gethostname(), "kernel": platform.release(),
+            "platform": platform.platform(),
             "python": platform.python_version(), "machine": platform.machine(),
             "emulated": emulated_host()}
 
@@ -111,7 +118,8 @@ def new_document(device: str, *, command: Sequence[str] | None = None,
                  units: Units = Units.MB) -> dict[str, Any]:
     """A result document for a run that is about to start: no bus, no points yet."""
     return {
-        "busprobe_version": __version__, "schema": SCHEMA, "device": device,
+        "busprobe_version": __version__, "schema": SCHEMA, "run_id": str(uuid.uuid4()),
+        "device": device,
         "bus": None, "topology": [], "host": host_info(),
         "command": list(sys.argv if command is None else command),
         "started": utc_now(), "finished": None,
@@ -174,7 +182,13 @@ def ceilings_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def write_json(doc: dict[str, Any], path: str) -> None:
     """Write ``doc`` to ``path`` (``"-"``: stdout) as :mod:`busprobe.result_file` says; a
     one-line :class:`~busprobe.result_file.ResultWriteError` on any failure."""
-    write_result(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    write_result(path, document_bytes(doc))
+
+
+def document_bytes(doc: dict[str, Any]) -> bytes:
+    """The bytes of ``doc``'s JSON file (what :func:`write_json` writes and the results store
+    keeps)."""
+    return (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode()
 
 
 def write_csv(doc: dict[str, Any], path: str) -> None:
@@ -194,6 +208,13 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
         text = Path(path).read_bytes()
     except OSError as exc:
         raise ValueError(describe(exc, f"cannot read {path}")) from None
+    return parse_results(text, str(path))
+
+
+def parse_results(text: bytes, name: str) -> dict[str, Any]:
+    """The result document in ``text`` (the bytes of a file called ``name``), checked as
+    :func:`load_results` checks it."""
+    path = name
     try:
         # NaN and Infinity are not JSON; Python's reader would take them and a reader later
         # would compare or plot them.

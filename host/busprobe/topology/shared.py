@@ -18,7 +18,8 @@ from typing import Any
 from .hop import hop_field
 from .usb import root_ports_share_schedule
 
-__all__ = ["SharedHop", "shared_hop", "is_one_bus", "CHIPSET_ROOT_PORT_DEVICES"]
+__all__ = ["SharedHop", "shared_hop", "is_one_bus", "is_chipset_root_port",
+           "CHIPSET_ROOT_PORT_DEVICES"]
 
 #: Device numbers on bus 0 where Intel platforms put the chipset's (PCH's) root ports, which
 #: reach the CPU through the one DMI link; the CPU's own root ports sit at 00:01-00:07.
@@ -31,7 +32,7 @@ def _key(hop: dict[str, Any]) -> tuple[str, str]:
     return (str(hop.get("kind")), str(hop_field(hop, "name")))
 
 
-def _is_chipset_root_port(hop: dict[str, Any]) -> bool:
+def is_chipset_root_port(hop: dict[str, Any]) -> bool:
     name = str(hop_field(hop, "name") or "")
     parts = name.split(":")
     if hop.get("kind") != "pci-root-port" or len(parts) != 3 or parts[1] != "00":
@@ -100,7 +101,7 @@ def shared_hop(paths: Sequence[Sequence[dict[str, Any]]]) -> SharedHop | None:
     roots = [p[0] for p in paths]
     if all(str(r.get("kind", "")).startswith("pci-") for r in roots):
         names = ", ".join(str(hop_field(r, "name")) for r in roots)
-        if all(_is_chipset_root_port(r) for r in roots):
+        if all(is_chipset_root_port(r) for r in roots):
             return {"kind": "pci-chipset-uplink", "name": "DMI", "hop": None, "depth": -1,
                     "what": f"the chipset's uplink to the CPU (DMI), behind chipset root "
                             f"ports {names}"}

@@ -60,17 +60,54 @@ def _png_size_and_distinct_rows(png: bytes) -> tuple[int, int, int]:
     return width, height, len(rows)
 
 
-def test_report_renders_in_headless_chromium(report, tmp_path):
-    # `make install` sets the browser up (Debian's chromium); a skip here would check nothing.
-    assert CHROMIUM, "chromium is missing: run `make install` as root, or apt install chromium"
-    shot = tmp_path / "shot.png"
+def _screenshot(page: Path, shot: Path) -> tuple[int, int, int]:
+    """Headless Chromium's 1280 x 2000 screenshot of ``page``: its size and distinct rows."""
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--no-first-run", f"--user-data-dir={profile}", f"--screenshot={shot}",
-             "--window-size=1280,2000", report.as_uri()],
+             "--window-size=1280,2000", page.as_uri()],
             check=True, capture_output=True, timeout=120)
-    width, height, distinct = _png_size_and_distinct_rows(shot.read_bytes())
+    return _png_size_and_distinct_rows(shot.read_bytes())
+
+
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    # `make install` sets the browser up (Debian's chromium); a skip here would check nothing.
+    assert CHROMIUM, "chromium is missing: run `make install` as root, or apt install chromium"
+    shot = tmp_path / "shot.png"
+    width, height, distinct = _screenshot(report, shot)
     assert (width, height) == (1280, 2000)
     assert distinct > 200  # text, tables and plots, not a blank page
+
+
+@pytest.fixture(scope="module")
+def lab_report(tmp_path_factory):
+    """The lab's page over every fixture run, stored in an SQLite store, grouped by chipset."""
+    work = tmp_path_factory.mktemp("lab")
+    url = f"sqlite:///{work / 'lab.sqlite'}"
+    assert main(["store", "push", *map(str, sorted(FIXTURES.glob("*.json"))), "--store",
+                 url]) == 0
+    out = work / "lab.html"
+    assert main(["report", "--store", url, "--group-by", "chipset", "--bus", "pcie",
+                 "-o", str(out), "--units", "mib"]) == 0
+    return out
+
+
+def test_lab_report_is_self_contained_with_a_plot_per_group(lab_report):
+    text = lab_report.read_text()
+    sources = re.findall(r'src="([^"]*)"', text)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert not re.search(r'href=|<script|<link|url\(|https?://', text)
+    groups = re.findall(r'<tr class="[^"]*"><td class="l">', text)
+    assert len(groups) == len(sources)  # one overlay per group row
+    assert "<h2>Upstream-limited groups</h2>" in text
+    assert "chipset simulated root complex, capped: pcie write upstream-limited" in text
+
+
+def test_lab_report_renders_in_headless_chromium(lab_report, tmp_path):
+    assert CHROMIUM, "chromium is missing: run `make install` as root, or apt install chromium"
+    shot = tmp_path / "shot.png"
+    width, height, distinct = _screenshot(lab_report, shot)
+    assert (width, height) == (1280, 2000)
+    assert distinct > 200
