@@ -97,5 +97,3 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build demo sim_build
-
-# The results store's tests start a throwaway PostgreSQL cluster (host/busprobe/store/tests):
