@@ -122,9 +122,7 @@ class RequestRelay:
                                                                   data[0] if data else 0)))
 
     def _reset(self, packet: Packet) -> None:
-        reset = getattr(self.platform, "bus_reset", None)
-        if reset is not None:  # no answer: the spec has none for a reset
-            reset()
+        self.platform.bus_reset()  # no answer: the spec has none for a reset
 
     def _standard(self, request_type: int, request: int, value: int, index: int,
                   length_or_data: int | bytes = b"") -> tuple[Status, bytes]:

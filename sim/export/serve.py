@@ -215,9 +215,8 @@ class UsbredirService:
                     return ended
                 why = f" (dropped: {export.dropped})" if export.dropped else ""
                 self.on_event(f"usbredir guest {name} disconnected{why}")
-                reset = getattr(self.platform, "bus_reset", None)
-                if reset is not None:
-                    reset()  # the next guest finds the device as a replug leaves it
+                # The next guest finds the device as a replug leaves it.
+                self.platform.bus_reset()
         except DeviceGone as exc:
             return str(exc)
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from .. import buses, targets
 from ..lengths import parse_size
 from ..model import ceiling_for, link_ceiling
+from ..protocol.names import Direction, Framing
 from ..result_file import check_writable, is_stdout, write_result
 from ..result_schema import PROTOCOLS
 from ..transport import BusDescription
@@ -59,7 +60,7 @@ def describe_bus(bus: BusDescription) -> str:
         return f"pcie {bus.speed} x{bus.width}, MPS {bus.mps}, MRRS {bus.mrrs}"
     if bus.kind == buses.USB2_HS.kind:
         return (f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
-                + (", BOT framing" if bus.protocol == "bot" else ""))
+                + (", BOT framing" if bus.protocol == Framing.BOT else ""))
     return f"{bus.kind} {bus.speed}"
 
 
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     directions = target.spec.directions
     if args.direction:
         if args.direction not in directions:
-            raise ValueError(f"direction {args.direction!r} does not exist on {base.kind} "
+            raise ValueError(f"direction '{args.direction}' does not exist on {base.kind} "
                              f"(use {' or '.join(directions)})")
         directions = (args.direction,)
     if (args.mps and "mps" not in target.spec.settings) or (
@@ -80,18 +81,18 @@ def run(args: argparse.Namespace) -> int:
     length = parse_size(args.length) if args.length else None
     # uas is a result's protocol (a disk the kernel's uas driver drives), not a framing busprobe
     # puts on a bus itself (yet).
-    framings = tuple(p for p in PROTOCOLS if p != "uas")
+    framings = tuple(p for p in PROTOCOLS if p != Framing.UAS)
     if args.protocol not in framings:
         raise ValueError(f"--protocol must be one of {', '.join(framings)}, "
-                         f"not {args.protocol!r}")
-    if args.protocol == "bot":
+                         f"not '{args.protocol}'")
+    if args.protocol == Framing.BOT:
         if base.kind != buses.USB2_HS.kind:
             raise ValueError(f"--protocol bot is USB mass storage framing; {args.device} is "
                              f"a {target.spec.family} device")
         if length is None:
             raise ValueError("--protocol bot needs --length: BOT's cost is per command")
         base = replace(base, protocol="bot")
-        directions = tuple(d for d in directions if d in ("in", "out"))
+        directions = tuple(d for d in directions if d in (Direction.IN, Direction.OUT))
         if not directions:
             raise ValueError("--protocol bot moves data in or out, not loopback")
     out: list[dict] = []

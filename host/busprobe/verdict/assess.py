@@ -41,6 +41,7 @@ from ..buses import PCIE, USB2_HS, USB3_SS
 from ..lengths import format_size
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
+from ..protocol.names import Direction, Framing
 from ..transport import BusDescription
 from ..units import Units
 from .plateau import DEFAULT_TOLERANCE, Plateau, detect_plateau
@@ -72,7 +73,7 @@ def _mb(value: float) -> str:
 
 def _group_key(point: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
     direction = str(point["direction"])
-    mrrs = point.get("mrrs") if direction == "read" else None
+    mrrs = point.get("mrrs") if direction == Direction.READ else None
     return direction, point.get("mps"), mrrs
 
 
@@ -197,7 +198,7 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
                      "last bus interval.")
     if dropped:
         notes.append(f"{dropped} point(s) with data errors were left out.")
-    if bus.protocol == "bot":
+    if bus.protocol == Framing.BOT:
         notes.append(_bot_note(bus, direction, plateau))
     tool = [p for p in clean if p.get("queue_depth") == deep and p.get("tool_limited")
             and int(p["length"]) in plateau.lengths]
@@ -327,11 +328,11 @@ def _pcie_verdict(efficiency: float, plateau: Plateau, link: Ceiling, bus: BusDe
     if efficiency >= LINK_LIMITED:
         return "link-limited", f"{_cap(head)}."
     if s and s.stall_fraction is not None and s.stall_fraction >= _STALL_FRACTION:
-        what = "writes" if direction == "write" else "completions"
+        what = "writes" if direction == Direction.WRITE else "completions"
         return "upstream-limited", (
             f"The link held off the device's {what} for "
             f"{s.stall_fraction * 100:.0f} % of cycles (credit/backpressure stalls); {head}.")
-    if direction == "read" and s and s.latency_mean_ns and s.outstanding_max:
+    if direction == Direction.READ and s and s.latency_mean_ns and s.outstanding_max:
         request = bus.mrrs or 512
         bound = s.outstanding_max * request / (s.latency_mean_ns * 1e-9)
         if bound < link.throughput * LINK_LIMITED:
