@@ -11,23 +11,28 @@ compared as a member everywhere else.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypeVar
+from typing import Self
 
 __all__ = ["Direction", "Framing", "USB_DIRECTIONS", "PCIE_DIRECTIONS"]
 
-_Name = TypeVar("_Name", bound=StrEnum)
+#: What a refusal calls each kind of name (the command line's option).
+_WHAT = {"Direction": "direction", "Framing": "protocol"}
 
 
-def _parse(kind: type[_Name], text: str, what: str) -> _Name:
-    """The member of ``kind`` named ``text``; :class:`ValueError` in one line if none is."""
-    try:
-        return kind(text)
-    except ValueError:
-        choices = ", ".join(member.value for member in kind)
-        raise ValueError(f"{what} {text!r} is not one of {choices}") from None
+class _Name(StrEnum):
+    """A name given on the command line, in a selector or a result file (no members)."""
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        """The member named ``text``; :class:`ValueError` in one line if there is none."""
+        try:
+            return cls(text)
+        except ValueError:
+            choices = ", ".join(member.value for member in cls)
+            raise ValueError(f"{_WHAT[cls.__name__]} {text!r} is not one of {choices}") from None
 
 
-class Direction(StrEnum):
+class Direction(_Name):
     """Where a point's data go.
 
     USB names them from the host (``in``: device to host); PCIe from the device's DMA (``write``:
@@ -40,13 +45,8 @@ class Direction(StrEnum):
     READ = "read"
     LOOPBACK = "loopback"
 
-    @classmethod
-    def parse(cls, text: str) -> Direction:
-        """The member named ``text``; :class:`ValueError` in one line if there is none."""
-        return _parse(cls, text, "direction")
 
-
-class Framing(StrEnum):
+class Framing(_Name):
     """How a point's transfers are framed (:attr:`busprobe.transport.BusDescription.protocol`).
 
     ``stream``: bare transfers, queued; ``bot``: USB mass storage Bulk-Only Transport (CBW, data,
@@ -57,11 +57,6 @@ class Framing(StrEnum):
     STREAM = "stream"
     BOT = "bot"
     UAS = "uas"
-
-    @classmethod
-    def parse(cls, text: str) -> Framing:
-        """The member named ``text``; :class:`ValueError` in one line if there is none."""
-        return _parse(cls, text, "protocol")
 
 
 #: A USB device's streaming directions, and a PCIe endpoint's.
