@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from busprobe.backends.usb.plans import QueuedStream, loopback
 from busprobe.backends.usb.transfers import Completion, Transfer, TransferPlan
+from busprobe.protocol.names import Direction
 
 __all__ = ["TransferEngine", "Pending", "Due", "StreamOutcome"]
 
@@ -221,8 +222,8 @@ class TransferEngine:
         ``queue_depth`` in flight: :class:`~busprobe.backends.usb.plans.QueuedStream`, the
         plan every sweep point runs. OUT data comes from ``source(length)``; IN data goes to
         ``sink`` in order after the last completion."""
-        address = endpoint | 0x80 if direction == "in" else endpoint
-        outgoing = None if direction == "in" else [
+        address = endpoint | 0x80 if direction == Direction.IN else endpoint
+        outgoing = None if direction == Direction.IN else [
             source(length) if source is not None else bytes(length) for _ in range(count)]
         plan = QueuedStream(address, length, count, queue_depth, outgoing=outgoing, zlp=zlp,
                             what=f"bulk {direction} on endpoint {endpoint}")

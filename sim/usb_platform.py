@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from busprobe.backends.usb.platform import UsbPlatform
 from busprobe.backends.usb.transfers import Completion, Transfer
 from busprobe.targets import TargetDescription
 from busprobe.transport import BusDescription
@@ -23,7 +24,7 @@ from .simulator import SimServer, SimulatorClient
 __all__ = ["SimUsbPlatform"]
 
 
-class SimUsbPlatform(SimulatorClient):
+class SimUsbPlatform(SimulatorClient, UsbPlatform):
     """A USB platform whose bus is a simulation answering over the RPC.
 
     Subclasses set the class attributes and call :meth:`_start` from ``open``.

@@ -4,6 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import usb3
+from busprobe.protocol.names import Direction
 
 __all__ = ["SuperSpeedTelemetry", "DIRECTION_EVENTS", "EVENTS"]
 
@@ -86,7 +87,7 @@ class SuperSpeedTelemetry(wiring.Component):
             updates.append((name, condition & (value > counters[name]), value))
 
         moved_this_interval = Signal()
-        for direction in ("in", "out"):
+        for direction in (Direction.IN, Direction.OUT):
             event = events[direction]
             count(f"{direction}_bytes", event.acked, event.acked_bytes)
             count(f"{direction}_packets", event.acked)
@@ -132,7 +133,7 @@ class SuperSpeedTelemetry(wiring.Component):
         with m.Elif(moved_this_interval):
             m.d.ss += interval_had_data.eq(1)
         count("data_intervals", events.itp & interval_had_data)
-        for direction in ("in", "out"):
+        for direction in (Direction.IN, Direction.OUT):
             event = events[direction]
             had = Signal(name=f"{direction}_interval_had_data")
             started = Signal(name=f"{direction}_window_started")

@@ -46,6 +46,7 @@ from typing import Any
 from .protocol import pcie as pcie_protocol
 from .protocol import usb2 as usb2_protocol
 from .protocol import usb3 as usb3_protocol
+from .protocol.names import PCIE_DIRECTIONS, USB_DIRECTIONS, Direction
 from .transport import InvalidRequest
 
 __all__ = ["Bus", "BUSES", "USB2_HS", "USB3_SS", "PCIE", "USB_STORAGE", "by_kind", "by_scheme",
@@ -148,7 +149,7 @@ class Bus:
 
 
 USB2_HS = Bus(
-    kind="usb2-hs", family="USB", directions=("in", "out", "loopback"), settings=(),
+    kind="usb2-hs", family="USB", directions=(*USB_DIRECTIONS, Direction.LOOPBACK), settings=(),
     scheme="usb", real_syntax="usb:VID:PID[#SERIAL]",
     describe_real="busprobe.targets.real:describe_usb",
     real_backend="busprobe.backends.usb:open_usb",
@@ -171,7 +172,7 @@ USB2_HS = Bus(
 )
 
 USB3_SS = Bus(
-    kind="usb3-ss", family="USB", directions=("in", "out", "loopback"), settings=(),
+    kind="usb3-ss", family="USB", directions=(*USB_DIRECTIONS, Direction.LOOPBACK), settings=(),
     # No selector of its own: ``usb:VID:PID`` opens either device and its INFO says which.
     scheme=None, real_syntax="usb:VID:PID[#SERIAL]",
     describe_real="busprobe.targets.real:describe_usb",
@@ -189,7 +190,7 @@ USB3_SS = Bus(
 )
 
 PCIE = Bus(
-    kind="pcie", family="PCIe", directions=("write", "read", "loopback"),
+    kind="pcie", family="PCIe", directions=(*PCIE_DIRECTIONS, Direction.LOOPBACK),
     settings=("mps", "mrrs"),
     scheme="pcie", real_syntax="pcie:DDDD:BB:DD.F",
     describe_real="busprobe.targets.real:describe_pcie",
@@ -209,7 +210,7 @@ PCIE = Bus(
 )
 
 USB_STORAGE = Bus(
-    kind="usb-storage", family="block", directions=("read", "write"), settings=(),
+    kind="usb-storage", family="block", directions=(Direction.READ, Direction.WRITE), settings=(),
     scheme="block", real_syntax="block:/dev/sdX",
     describe_real="busprobe.targets.block:describe_block",
     real_backend="busprobe.backends.block:open_block",

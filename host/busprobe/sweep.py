@@ -25,6 +25,7 @@ from typing import Any
 from . import limits
 from .point_models import link_model, model_ceiling, run_ceiling
 from .points import TOOL_MARGIN, PointResult, PointSpec
+from .protocol.names import Direction
 from .protocol.patterns import CheckResult, Pattern, PatternStream
 from .stats import MIN_REPEATS
 from .tool_ceiling import ToolFigure, tool_ceiling
@@ -224,7 +225,7 @@ class Sweep:
         previous: str | None = None
         for spec in self.plan.points() if specs is None else specs:
             if (self.transport.loopback_restarts_pattern and previous is not None
-                    and (previous == "loopback") != (spec.direction == "loopback")):
+                    and (previous == Direction.LOOPBACK) != (spec.direction == Direction.LOOPBACK)):
                 self._restart_pattern()
             previous = spec.direction
             if spec.settings != settings:

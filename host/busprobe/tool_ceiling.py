@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from .emulation import emulated_host
+from .protocol.names import Direction
 
 __all__ = ["ToolFigure", "libusb_figure", "vfio_figure", "tool_ceiling", "PATHS", "RUNS",
            "RUN_SECONDS"]
@@ -122,8 +123,8 @@ def _queue_run(direction: str, length: int, queue_depth: int, count: int,
     handle = usb1.USBDeviceHandle(context, libusb1.libusb_device_handle_p(), None,
                                   context._getFinalizer, False)
     queue = LibusbTransferQueue(usb1, context, handle, name="null", native=native)
-    endpoint = 0x81 if direction == "in" else 0x01
-    outgoing = None if direction == "in" else [bytes(length)] * count
+    endpoint = 0x81 if direction == Direction.IN else 0x01
+    outgoing = None if direction == Direction.IN else [bytes(length)] * count
     plan = QueuedStream(endpoint, length, count, queue_depth, outgoing=outgoing, what="null")
     try:
         start, end = run_plan(queue, plan, what="null", silence=2.0)
@@ -141,8 +142,8 @@ def _native_run(direction: str, length: int, queue_depth: int, count: int) -> fl
     from .backends.usb.plans import QueuedStream
 
     stream = NativeStream(_null_libusb())
-    endpoint = 0x81 if direction == "in" else 0x01
-    outgoing = None if direction == "in" else [bytes(length)] * count
+    endpoint = 0x81 if direction == Direction.IN else 0x01
+    outgoing = None if direction == Direction.IN else [bytes(length)] * count
     plan = QueuedStream(endpoint, length, count, queue_depth, outgoing=outgoing, what="null")
     start, end = stream.run(None, None, plan, silence=2.0)
     return end - start
@@ -184,14 +185,14 @@ def tool_ceiling(path: str | None, direction: str, length: int,
     for a path with no figure (a simulation) or a direction it does not measure."""
     if emulated_host() is not None:
         return None
-    if path == "libusb" and direction in ("in", "out"):
+    if path == "libusb" and direction in (Direction.IN, Direction.OUT):
         try:
             return libusb_figure(direction, length, queue_depth)
         except RuntimeError:
             # No native stream here (no compiler): the queue runs the Python loop, so that is
             # the path whose ceiling counts.
             return libusb_figure(direction, length, queue_depth, native=False)
-    if path == "vfio" and direction in ("write", "read"):
+    if path == "vfio" and direction in (Direction.WRITE, Direction.READ):
         return vfio_figure(direction, length, queue_depth)
     return None
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from .backends.pcie.driver import PcieDmaDriver
 from .protocol import pcie as proto
+from .protocol.names import Direction
 from .protocol.patterns import Pattern, PatternStream
 from .transport import BusDescription
 
@@ -140,7 +141,7 @@ class InstantDevice:
 def vfio_run(direction: str, length: int, queue_depth: int, count: int) -> float:
     """Seconds :meth:`PcieDmaDriver.stream` takes for ``count`` transfers on an
     :class:`InstantDevice`, with the sweep's pattern generation (read) or check (write)."""
-    written = PatternStream(Pattern.COUNTER).take(count * length) if direction == "write" \
+    written = PatternStream(Pattern.COUNTER).take(count * length) if direction == Direction.WRITE \
         else b""
     device = InstantDevice(written)
     driver = PcieDmaDriver(device, timeout=lambda nbytes: 10.0)  # type: ignore[arg-type]

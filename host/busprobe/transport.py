@@ -273,14 +273,14 @@ class Transport(abc.ABC):
     def set_protocol(self, protocol: str) -> None:
         """Frame every transfer from now on as ``protocol`` (one of :attr:`protocols`)."""
         if protocol not in self.protocols:
-            raise InvalidRequest(f"{self.selector}: protocol {protocol!r} is not offered "
+            raise InvalidRequest(f"{self.selector}: protocol '{protocol}' is not offered "
                                  f"(offered: {', '.join(self.protocols)})")
 
     def validate(self, direction: str, length: int, queue_depth: int) -> None:
         """Raise :class:`InvalidRequest` if a point cannot run; called before any data moves."""
         if direction not in self.directions:
             choices = ", ".join(self.directions)
-            raise InvalidRequest(f"direction {direction!r} is not one of {choices}")
+            raise InvalidRequest(f"direction '{direction}' is not one of {choices}")
         if length <= 0:
             raise InvalidRequest(f"length must be positive, not {length}")
         if queue_depth < 1:

@@ -93,10 +93,6 @@ class PacketQueue:
             self._closed = True
             self._changed.notify_all()
 
-    @property
-    def queued_bytes(self) -> int:
-        return self._bytes
-
 
 class RecentIds:
     """A set of packet ids that keeps only the newest ``limit`` (``add``, ``in``, ``discard``)."""

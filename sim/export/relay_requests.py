@@ -142,16 +142,13 @@ class RequestRelay:
         after the first descriptor read); the request after a redundant reset then waited
         behind it past Linux's 5 s control timeout ("device descriptor read/64, error -110",
         issue 47 item 3). No answer either way: the spec has none for a reset."""
-        reset = getattr(self.platform, "bus_reset", None)
-        if reset is None:
-            return
         if self.as_reset:
             log.info("usbredir: reset of a device as a reset leaves it: nothing to do")
             return
         started = time.monotonic()
-        reset()
-        self.as_reset = True
-        log.info("usbredir: bus reset and enumeration in %.2f s", time.monotonic() - started)
+        if self.platform.bus_reset():
+            self.as_reset = True
+            log.info("usbredir: bus reset and enumeration in %.2f s", time.monotonic() - started)
 
     def _note_effect(self, packet: Packet) -> None:
         """Whether ``packet`` leaves the device as a reset left it: only standard requests

@@ -219,10 +219,9 @@ class UsbredirService:
                 why = f" (dropped: {export.dropped})" if export.dropped else ""
                 self.on_event(f"usbredir guest {name} disconnected{why}")
                 self.as_reset = export.as_reset
-                reset = getattr(self.platform, "bus_reset", None)
-                if reset is not None and not self.as_reset:
-                    reset()  # the next guest finds the device as a replug leaves it
-                    self.as_reset = True
+                if not self.as_reset:
+                    # The next guest finds the device as a replug leaves it.
+                    self.as_reset = self.platform.bus_reset()
         except DeviceGone as exc:
             return str(exc)
 

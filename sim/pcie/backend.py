@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from busprobe.backends.pcie.dma_transport import PcieDmaTransport
+from busprobe.backends.pcie.platform import DmaPlatform
 from busprobe.protocol import pcie as proto
 from busprobe.stdout_guard import stdout_to_stderr
 from busprobe.targets import TargetDescription
@@ -129,7 +130,7 @@ class SimConsole:
         return self._call("console_read", bytes(marker), timeout)
 
 
-class SimDmaPlatform(SimulatorClient):
+class SimDmaPlatform(SimulatorClient, DmaPlatform):
     """:class:`~busprobe.backends.pcie.platform.DmaPlatform` executed in the simulator.
 
     Parameters

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from busprobe.model.usb2_wire import Pid
+from busprobe.protocol.names import Direction
+from busprobe.protocol.usb2_wire import Pid
 
 from ..transfer_engine import Pending
 from .link import LinkError, TransactionResult, UlpiHostModel
@@ -58,7 +59,7 @@ class EndpointState:
 
     @property
     def direction(self) -> str:
-        return "in" if self.address & 0x80 else "out"
+        return Direction.IN if self.address & 0x80 else Direction.OUT
 
     def flip(self) -> None:
         """A data packet was accepted: the next one has the other PID."""

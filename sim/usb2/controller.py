@@ -7,7 +7,7 @@ and resubmission rules); this module decides which transaction goes on the bus n
 
 Scheduling semantics (the ceiling model's closed form matches these; keep them in step):
 
-* Line time comes from the real packets (:mod:`busprobe.model.usb2_wire`): SYNC, PID, payload,
+* Line time comes from the real packets (:mod:`busprobe.protocol.usb2_wire`): SYNC, PID, payload,
   CRC, bit stuffing, EOP, the host's 88-bit back-to-back delay (token -> DATA on OUT) and the
   8-bit turnaround before the host answers a device packet; the device's own response time is
   whatever the gateware takes.
@@ -34,10 +34,11 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 
-from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
-from busprobe.model.usb2_wire import Pid
+from busprobe.protocol import usb2_wire as wire
+from busprobe.protocol.names import Direction
 from busprobe.protocol.usb2 import CLOCK_HZ, MAX_PACKET_SIZE
+from busprobe.protocol.usb2_wire import Pid
 from usb_protocol.types import USBStandardFeatures, USBStandardRequests
 
 from ..transfer_engine import Pending, StreamOutcome, TransferEngine
@@ -168,7 +169,7 @@ class HostController(TransferEngine, RoundRobin):
     def toggle(self, endpoint: int, direction: str) -> Pid:
         """The data PID the host expects (IN) or sends (OUT) next on ``endpoint`` (its
         number)."""
-        return self.endpoint(endpoint | (0x80 if direction == "in" else 0)).toggle
+        return self.endpoint(endpoint | (0x80 if direction == Direction.IN else 0)).toggle
 
     @staticmethod
     def reservation(direction: str, payload: int) -> int:
@@ -202,7 +203,7 @@ class HostController(TransferEngine, RoundRobin):
         return self._uframe_counts.get(address, 0)
 
     def _at_limit(self, address: int) -> bool:
-        direction = "in" if address & 0x80 else "out"
+        direction = Direction.IN if address & 0x80 else Direction.OUT
         return self._uframe_count(address) >= self.profile.max_per_uframe(direction)
 
     async def _work(self, before: int | None) -> bool:
@@ -218,7 +219,7 @@ class HostController(TransferEngine, RoundRobin):
         """One transaction for the oldest transfer on ``address``."""
         state, pending = self.endpoint(address), self.queues[address][0]
         state.check_stuck(self.link.uframe)
-        transact = transact_in if state.direction == "in" else transact_out
+        transact = transact_in if state.direction == Direction.IN else transact_out
         done, result = await transact(
             self.link, self.address, state, pending,
             reserve=self.reservation(state.direction, self.max_packet_size),
@@ -229,7 +230,7 @@ class HostController(TransferEngine, RoundRobin):
             return
         assert result is not None
         stalled = result.handshake == Pid.STALL
-        actual = len(pending.received) if state.direction == "in" else pending.offset
+        actual = len(pending.received) if state.direction == Direction.IN else pending.offset
         self.finish(pending, result.end, actual=actual, stalled=stalled)
         if not self.queues[address]:
             state.progress_uframe = None

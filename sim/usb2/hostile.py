@@ -22,10 +22,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from busprobe.model import usb2_wire as wire
-from busprobe.model.usb2_wire import Pid
 from busprobe.protocol import usb2
+from busprobe.protocol import usb2_wire as wire
+from busprobe.protocol.names import Direction
 from busprobe.protocol.patterns import Pattern, PatternStream
+from busprobe.protocol.usb2_wire import Pid
 
 from .bulk_transactions import EndpointState
 from .link import IPD_HOST, IPD_TURN, RESPONSE_TIMEOUT, LinkError
@@ -159,7 +160,7 @@ class HostileHost:
         return self.host.address
 
     def _endpoint(self, direction: str) -> EndpointState:
-        return self.host.endpoint(usb2.EP_IN if direction == "in" else usb2.EP_OUT)
+        return self.host.endpoint(usb2.EP_IN if direction == Direction.IN else usb2.EP_OUT)
 
     def _toggle(self, direction: str) -> Pid:
         return self._endpoint(direction).toggle

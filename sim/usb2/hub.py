@@ -34,8 +34,8 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 
 from busprobe.backends.usb.transfers import Completion
-from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
+from busprobe.protocol import usb2_wire as wire
 from cocotb.triggers import Event, Lock
 
 from ..transfer_engine import Pending

@@ -4,7 +4,7 @@
 the microframe timeline with an SOF every 125 us (§8.4.3.1), and single transactions (token, data,
 handshake; §8.5) placed on the line at exact cycles with the spec's inter-packet delays
 (§7.1.18.2) and the host's response timeout (§7.1.19.2). Line time is counted from the packets'
-real bits with :mod:`busprobe.model.usb2_wire`. Scheduling policy (what to run when) lives above,
+real bits with :mod:`busprobe.protocol.usb2_wire`. Scheduling policy (what to run when) lives above,
 in :mod:`busprobe.sim.usb2.controller`.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from busprobe.model import usb2_wire as wire
-from busprobe.model.usb2_wire import Pid
+from busprobe.protocol import usb2_wire as wire
 from busprobe.protocol.usb2 import CLOCK_HZ as ULPI_CLOCK_HZ
+from busprobe.protocol.usb2_wire import Pid
 
 from .phy import DevicePacket, UlpiPhyDriver, wire_linestate
 

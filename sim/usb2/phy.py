@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from busprobe.model import usb2_wire as wire
+from busprobe.protocol import usb2_wire as wire
 from cocotb.triggers import First, Timer, ValueChange
 
 from ..clocked import ClockedDriver
@@ -131,7 +131,7 @@ class UlpiPhyDriver(ClockedDriver):
         """Queue ``packet`` (PID first) to start on the wire at cycle ``start_at``.
 
         Returns the cycle its EOP ends on the line (SYNC + stuffed bits + EOP from
-        :mod:`busprobe.model.usb2_wire`). Waits first if the PHY still holds an earlier packet.
+        :mod:`busprobe.protocol.usb2_wire`). Waits first if the PHY still holds an earlier packet.
         """
         if len(packet) > MAX_BYTES:
             raise ValueError(f"packet of {len(packet)} bytes exceeds the PHY model's {MAX_BYTES}")

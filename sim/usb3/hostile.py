@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from busprobe.protocol import usb3 as contract
+from busprobe.protocol.names import Direction
 from busprobe.protocol.patterns import Pattern, PatternStream
 
 from .controller import ITP_INTERVAL_CYCLES
@@ -145,7 +146,7 @@ class HostileHost(IdleLinkFaults):
     async def transfer(self, direction: str, packets: int) -> None:
         """One bulk transfer of ``packets`` full packets; IN data checked against the pattern."""
         host, length = self.session.host, packets * MPS
-        if direction == "out":
+        if direction == Direction.OUT:
             outcome = await host.stream("out", EP_OUT, length, 1, 1, source=self.out_source.take)
             self.tally.out_bytes += outcome.bytes
         else:
@@ -199,13 +200,13 @@ class HostileHost(IdleLinkFaults):
         takes the DPs behind a bad header before the LRTY, see
         :meth:`lbad_window_dps_reach_the_endpoint`.)"""
         direction, packets = self.rng.choice(("in", "out")), self.rng.randint(1, 4)
-        return direction, packets, self.rng.randrange(packets) if direction == "in" \
+        return direction, packets, self.rng.randrange(packets) if direction == Direction.IN \
             else packets - 1
 
     async def _header_fault(self, name: str, mutate: Callable[[bytearray], None]) -> None:
         direction, packets, skip = self._carrier()
         before = self._snapshot()
-        self.partner.corrupt_header(skip, mutate, with_payload=direction == "out")
+        self.partner.corrupt_header(skip, mutate, with_payload=direction == Direction.OUT)
         await self.transfer(direction, packets)
         if self.partner.corruption_pending:
             raise OracleMismatch(f"fault {self.index} ({name}): header {skip} never sent")

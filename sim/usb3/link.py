@@ -110,7 +110,6 @@ class SuperSpeedLink:
         self._pending_data: HeaderPacket | None = None
         self._last_sent = 0
         self._lbad_pending = False
-        self._drop_next_ack: int = 0
         #: Fault injection: the next this many header packets go out with a broken CRC-16.
         self.corrupt_headers = 0
         #: Fault injection: the next this many transaction packets from the device (ACK TPs,
@@ -192,10 +191,6 @@ class SuperSpeedLink:
         self._last_sent = max(self.partner.cycle, start_at)
         self.counters.headers_sent += 1
         return self.partner.cycle
-
-    def drop_acks(self, count: int) -> None:
-        """Fault injection: the next ``count`` LGOODs this port owes are never sent."""
-        self._drop_next_ack += count
 
     # -- receiving ---------------------------------------------------------------------------
 
@@ -283,10 +278,7 @@ class SuperSpeedLink:
             raise LinkError(f"header sequence {header.sequence}, expected {self._rx_sequence}")
         self._rx_sequence = (self._rx_sequence + 1) % 8
         self.counters.headers_received += 1
-        if self._drop_next_ack:
-            self._drop_next_ack -= 1
-        else:
-            await self._send_command(LinkCommand.LGOOD, header.sequence)
+        await self._send_command(LinkCommand.LGOOD, header.sequence)
         credit = self._next_credit_out
         self._next_credit_out = (credit + 1) % HEADER_BUFFERS
         if self.credit_return_cycles:

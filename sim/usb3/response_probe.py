@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import cocotb
+from busprobe.protocol.names import Direction
 from cocotb.triggers import ValueChange
 
 from .link import SuperSpeedLink
@@ -77,14 +78,15 @@ class DeviceResponseProbe:
         round trip of a one-packet window: IN, from an ACK TP to the next DP's header (the
         device's link commands in between count); OUT, from a DP to the device's ACK TP."""
         packets = self.device
+        incoming = direction == Direction.IN
         answers = [packet for index, packet in enumerate(packets)
                    if packet.kind == CaptureType.HEADER
                    and (index + 1 < len(packets) and packets[index + 1].kind
-                        in (CaptureType.DATA, CaptureType.DATA_NULLIFIED)) == (direction == "in")]
+                        in (CaptureType.DATA, CaptureType.DATA_NULLIFIED)) == incoming]
         gaps = []
         for answer in answers:
             before = [block for block in self.host if block.end < answer.start]
-            if not before or before[-1].data != (direction == "out"):
+            if not before or before[-1].data != (direction == Direction.OUT):
                 continue
             # Only an answer to the host's block: no other device header since that block.
             last = before[-1].end

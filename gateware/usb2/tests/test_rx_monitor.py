@@ -4,9 +4,9 @@ import random
 
 from amaranth.sim import Simulator
 from busprobe.gateware.usb2.rx_monitor import MAX_PACKET_BYTES, RxPacketMonitor
-from busprobe.model import usb2_wire as wire
-from busprobe.model.usb2_wire import Pid
 from busprobe.protocol import usb2
+from busprobe.protocol import usb2_wire as wire
+from busprobe.protocol.usb2_wire import Pid
 
 ADDRESS = 7
 CLASSES = ("bad_pid", "malformed", "crc_error", "foreign")

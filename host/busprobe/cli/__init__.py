@@ -19,9 +19,9 @@ from typing import NoReturn
 
 from .. import __version__
 from ..os_errors import describe
+from ..signals import exit_status, interruptible
 from ..toolchain import ToolchainMissing
 from ..transport import TransportError
-from .signals import exit_status, interruptible
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from .. import buses, targets
 from ..lengths import parse_size
 from ..model import Ceiling, ceiling_for, link_ceiling
+from ..protocol.names import Direction, Framing
 from ..result_file import check_writable, is_stdout, write_result
 from ..result_schema import PROTOCOLS
 from ..transport import BusDescription
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     directions = target.spec.directions
     if args.direction:
         if args.direction not in directions:
-            raise ValueError(f"direction {args.direction!r} does not exist on {base.kind} "
+            raise ValueError(f"direction '{args.direction}' does not exist on {base.kind} "
                              f"(use {' or '.join(directions)})")
         directions = (args.direction,)
     if (args.mps and "mps" not in target.spec.settings) or (
@@ -85,18 +86,18 @@ def run(args: argparse.Namespace) -> int:
     length = parse_size(args.length) if args.length else None
     # uas is a result's protocol (a disk the kernel's uas driver drives), not a framing busprobe
     # puts on a bus itself (yet).
-    framings = tuple(p for p in PROTOCOLS if p != "uas")
+    framings = tuple(p for p in PROTOCOLS if p != Framing.UAS)
     if args.protocol not in framings:
         raise ValueError(f"--protocol must be one of {', '.join(framings)}, "
-                         f"not {args.protocol!r}")
-    if args.protocol == "bot":
-        if "bot" not in buses.by_kind(base.kind).framings:
+                         f"not '{args.protocol}'")
+    if args.protocol == Framing.BOT:
+        if Framing.BOT not in buses.by_kind(base.kind).framings:
             raise ValueError(f"--protocol bot is USB mass storage framing; {args.device} is "
                              f"a {target.spec.family} device")
         if length is None:
             raise ValueError("--protocol bot needs --length: BOT's cost is per command")
-        base = replace(base, protocol="bot")
-        directions = tuple(d for d in directions if d in ("in", "out"))
+        base = replace(base, protocol=Framing.BOT)
+        directions = tuple(d for d in directions if d in (Direction.IN, Direction.OUT))
         if not directions:
             raise ValueError("--protocol bot moves data in or out, not loopback")
     out: list[dict] = []

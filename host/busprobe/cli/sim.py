@@ -16,8 +16,8 @@ import ipaddress
 import sys
 
 from .. import buses
+from ..signals import Terminated
 from ..transport import DeviceGone
-from .signals import Terminated
 
 __all__ = ["register", "run_serve"]
 

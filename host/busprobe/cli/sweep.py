@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from .. import buses, limits, targets
 from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
 from ..plot import plot_results
+from ..protocol.names import Direction, Framing
 from ..protocol.patterns import Pattern
 from ..result_file import ResultWriteError, check_writable, is_stdout
 from ..results import finish_document, format_table, new_document, write_csv, write_json
@@ -85,9 +86,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def expand_directions(text: str, available: tuple[str, ...]) -> tuple[str, ...]:
-    """``both`` → the transport's two streaming directions, ``all`` → all of them."""
-    out: list[str] = []
+def expand_directions(text: str, available: tuple[str, ...]) -> tuple[Direction, ...]:
+    """``both`` → the transport's two streaming directions, ``all`` → all of them (parsed into
+    :class:`~busprobe.protocol.names.Direction` members here, at the command line)."""
+    out: list[Direction] = []
     for item in (t.strip() for t in text.split(",")):
         names = {"both": available[:2], "all": available}.get(item, (item,))
         for name in names:
@@ -95,7 +97,7 @@ def expand_directions(text: str, available: tuple[str, ...]) -> tuple[str, ...]:
                 raise InvalidRequest(f"direction {name!r} is not one of "
                                      f"{', '.join(available)}, both, all")
             if name not in out:
-                out.append(name)
+                out.append(Direction.parse(name))
     return tuple(out)
 
 
@@ -293,7 +295,7 @@ def _plan(transport: Transport, directions: tuple[str, ...], lengths: list[int] 
         tuple(lengths or default_lengths(bus.kind, transport.default_max_length)),
         # busprobe's own BOT framing has no queue (block:'s driver queues by itself);
         # UAS's tags do.
-        tuple(depths or ((1,) if bus.protocol == "bot" and bus.kind != "usb-storage"
+        tuple(depths or ((1,) if bus.protocol == Framing.BOT and bus.kind != "usb-storage"
                          else buses.by_kind(bus.kind).default_queue_depths)),
         repeat, settings, pattern)
 
@@ -361,7 +363,7 @@ def _save(doc: dict[str, Any], args: argparse.Namespace, units: Units,
 
 def _describe(device: str, bus: BusDescription, plan: SweepPlan, transport: Transport) -> str:
     host = f", host {bus.host_profile}" if bus.host_profile else ""
-    host += f", protocol {bus.protocol}" if bus.protocol != "stream" else ""
+    host += f", protocol {bus.protocol}" if bus.protocol != Framing.STREAM else ""
     lengths = ",".join(format_size(n) for n in plan.lengths)
     return (f"sweeping {device} ({bus.kind} {bus.speed}{host}): {'/'.join(plan.directions)}, "
             f"lengths {lengths}, queue depth {','.join(map(str, plan.queue_depths))}, "

@@ -20,6 +20,7 @@ from typing import Any
 from .. import buses, targets
 from ..above_link import mark, point_note, sum_bound, sum_note
 from ..lengths import default_lengths, format_size, parse_counts, parse_lengths, parse_size
+from ..protocol.names import Framing
 from ..protocol.patterns import Pattern
 from ..result_file import ResultWriteError, check_writable, is_stdout
 from ..results import finish_document, new_document, write_json
@@ -87,7 +88,7 @@ def run_multi(args: argparse.Namespace,
     for option in ("csv", "plot", "mps", "mrrs"):
         if getattr(args, option, None) is not None:
             raise InvalidRequest(f"--{option} is for one target; several targets write --json")
-    if args.protocol != "stream":
+    if args.protocol != Framing.STREAM:
         raise InvalidRequest("several targets at once run the stream protocol only")
     check_writable(args.json)
     pairs, group, clock, shared = open_targets(list(args.device))

@@ -26,8 +26,9 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ..model import usb2_wire as wire
 from ..model.usb2_hosts import SCHEMA
+from ..protocol import usb2_wire as wire
+from ..protocol.names import Direction
 from .objective import Objective
 from .observations import SweepData
 from .parameters import MAX_PER_UFRAME, NS_PER_CYCLE, US_PER_CYCLE, Candidate
@@ -146,7 +147,7 @@ def _settle_integers(objective: Objective, best: Candidate,
         for direction in directions:
             misfits = _per_uframe_misfits(objective, best, direction)
             packets = min(misfits, key=misfits.__getitem__)
-            if packets != best.per_uframe[0 if direction == "in" else 1]:
+            if packets != best.per_uframe[0 if direction == Direction.IN else 1]:
                 best, changed = best.with_per_uframe(direction, packets), True
         if not changed:
             return best
@@ -193,7 +194,7 @@ def _seed_turnarounds(data: SweepData, per_uframe: tuple[int, int]) -> tuple[flo
         if p.queue_depth != 1:
             continue
         packets = math.ceil(p.length / data.max_packet_size)
-        limit = per_uframe[0 if p.direction == "in" else 1]
+        limit = per_uframe[0 if p.direction == Direction.IN else 1]
         spare.append(max(0.0, p.length / p.throughput * 1e6 - packets / limit * UFRAME_US))
     least = min(spare)
     return tuple(sorted({least * share for share in GRID_TURNAROUND_SHARES}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..protocol.names import Direction
 from .estimate import Estimate, estimate
 from .observations import SweepData, read_sweep
 from .parameters import NS_PER_CYCLE, Candidate
@@ -157,9 +158,9 @@ def _digits(unit: str) -> int:
 
 def _per_uframe(found: Estimate, written: Candidate, direction: str, key: str,
                 noise: float) -> FittedValue:
-    value = written.per_uframe[0 if direction == "in" else 1]
+    value = written.per_uframe[0 if direction == Direction.IN else 1]
     if direction not in found.fitted_directions:
-        other = "out" if direction == "in" else "in"
+        other = Direction.OUT if direction == Direction.IN else Direction.IN
         return FittedValue(key, value, f"copied from {other.upper()}", False,
                            f"the sweep has no {direction.upper()} ladder (sweep --direction "
                            f"{direction} to measure it)")

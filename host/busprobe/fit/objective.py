@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 
-from ..model import usb2_wire as wire
+from ..protocol import usb2_wire as wire
+from ..protocol.names import Direction
 from ..protocol.usb2 import CLOCK_HZ
 from .observations import Observation, SweepData
 from .parameters import Candidate
@@ -85,7 +86,7 @@ class Objective:
                     tuple(r for part in parts for r in part[1]))
         # A direction's points depend only on its own packets per microframe: the other
         # direction's is left out of the key, so the integer search re-uses evaluations.
-        limit = candidate.per_uframe[0 if direction == "in" else 1]
+        limit = candidate.per_uframe[0 if direction == Direction.IN else 1]
         key = (direction, limit, candidate.key()[1:])
         if key not in self._cache:
             self.evaluations += 1

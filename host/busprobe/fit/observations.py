@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..buses import USB2_HS
+from ..protocol.names import USB_DIRECTIONS, Framing
 from ..protocol.usb2 import CLOCK_HZ, MAX_PACKET_SIZE
 from ..result_schema import protocol_of
 from ..results import load_results
@@ -23,7 +24,7 @@ __all__ = ["Observation", "SweepData", "read_sweep", "DIRECTIONS", "MIN_SHALLOW_
            "DEEP_QUEUE"]
 
 #: USB 2.0 bulk directions, named from the host.
-DIRECTIONS = ("in", "out")
+DIRECTIONS = USB_DIRECTIONS
 #: A direction is fitted from at least this many lengths at queue depth 1 (the turnaround and the
 #: gap show in how the curve rises with length: an intercept, a slope and the microframe steps) ...
 MIN_SHALLOW_LENGTHS = 3
@@ -134,7 +135,7 @@ def read_sweep(path: str | Path) -> SweepData:
     if kind != USB2_HS.kind:
         raise ValueError(f"{shown} is a {kind or 'bus-less'} sweep: fit builds USB 2.0 host "
                          f"profiles and needs a {USB2_HS.kind} result")
-    if protocol_of(doc) != "stream":
+    if protocol_of(doc) != Framing.STREAM:
         raise ValueError(f"{shown} is a --protocol {protocol_of(doc)} sweep: fit needs streamed "
                          "transfers (its model has no framing), run the sweep without --protocol")
     if doc.get("complete") is False:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..model.usb2_hosts import SCHEMA, HostProfile
+from ..protocol.names import Direction
 
 __all__ = ["Candidate", "CONTINUOUS", "MAX_PER_UFRAME", "NS_PER_CYCLE", "US_PER_CYCLE"]
 
@@ -65,7 +66,7 @@ class Candidate:
 
     def with_per_uframe(self, direction: str, packets: int) -> Candidate:
         inward, outward = self.per_uframe
-        pair = (packets, outward) if direction == "in" else (inward, packets)
+        pair = (packets, outward) if direction == Direction.IN else (inward, packets)
         return replace(self, per_uframe=pair)
 
     def key(self) -> tuple:

@@ -29,6 +29,7 @@ from ..model.bus import bus_from_json
 from ..model.pcie import pcie_ceiling
 from ..model.pcie_hosts import PcieRootProfile
 from ..protocol import pcie as proto
+from ..protocol.names import Direction
 from .bounded import BoundedFit, Param, Point, fit_bounded
 from .sweep_points import SweepPoints, read_points
 from .usb3_fit import Setting
@@ -97,7 +98,7 @@ def fit_pcie(path: str | Path) -> PcieFit:
     settings["completion_latency_ns"] = _latency(found, data)
     settings["upstream_cap"] = _cap(found, capped, modelled)
     cap = found.best.get("upstream_cap") if found is not None else None
-    reads = [p for p in modelled if p.direction == "read"]
+    reads = [p for p in modelled if p.direction == Direction.READ]
     if cap and reads and all(p.throughput >= 0.97 * cap for p in reads):
         # Reads at the cap: a latency short enough to stay above it shows nowhere.
         hidden = proto.READ_TAGS * (bus.mrrs or 512) / cap * 1e9
@@ -137,7 +138,7 @@ def _telemetry(data: SweepPoints, point: Point, key: str) -> list[int]:
 def _rcb(data: SweepPoints, mps: int) -> Setting:
     ratios = []
     for raw in data.raw:
-        if raw["direction"] != "read":
+        if raw["direction"] != Direction.READ:
             continue
         for counters in raw.get("telemetry_repeats") or []:
             requests, completions = counters.get("rd_requests"), counters.get("rd_completions")

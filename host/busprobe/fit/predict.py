@@ -36,9 +36,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..model import usb2_wire as wire
 from ..model.usb2_hosts import HostProfile
 from ..model.usb2_schedule import run_transfers, steady_period
+from ..protocol import usb2_wire as wire
 from ..protocol.usb2 import CLOCK_HZ
 from .observations import Observation
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 
 from ..lengths import format_size
+from ..protocol.names import USB_DIRECTIONS
 from .fitted import UNITS, FittedProfile
 from .predict import predict
 from .suggest import Suggestion
@@ -82,7 +83,7 @@ def _sweep_command(fitted: FittedProfile, suggestions: list[Suggestion]) -> str:
     data = fitted.data
     points = [(p.direction, p.length, p.queue_depth) for p in data.points] + \
         [(s.direction, s.length, s.queue_depth) for s in suggestions]
-    directions = ",".join(d for d in ("in", "out") if any(p[0] == d for p in points))
+    directions = ",".join(d for d in USB_DIRECTIONS if any(p[0] == d for p in points))
     lengths = ",".join(str(n) for n in sorted({p[1] for p in points}))
     depths = ",".join(str(n) for n in sorted({p[2] for p in points}))
     return "  " + shlex.join(["busprobe", "sweep", "--device", data.device or "DEVICE",

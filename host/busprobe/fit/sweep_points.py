@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..protocol.names import Framing
 from ..result_schema import protocol_of
 from ..results import load_results
 from .bounded import Point
@@ -58,7 +59,7 @@ def read_points(path: str | Path, kind: str, clock_hz: float,
     found = (doc.get("bus") or {}).get("kind")
     if found != kind:
         raise ValueError(f"{shown} is a {found or 'bus-less'} sweep, not {kind}")
-    if protocol_of(doc) != "stream":
+    if protocol_of(doc) != Framing.STREAM:
         raise ValueError(f"{shown} is a --protocol {protocol_of(doc)} sweep: fit needs streamed "
                          "transfers")
     if doc.get("complete") is False:

@@ -56,7 +56,7 @@ def ceiling_for(bus: BusDescription, direction: str, *, length: int | None = Non
     """
     row = _row(bus)
     if direction not in row.directions:
-        raise ValueError(f"direction {direction!r} does not exist on {bus.kind} "
+        raise ValueError(f"direction '{direction}' does not exist on {bus.kind} "
                          f"(use {' or '.join(row.directions)})")
     if length is not None and length <= 0:
         raise ValueError(f"transfer length must be positive, not {length}")

@@ -47,6 +47,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from ..protocol.names import Direction
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 
@@ -207,10 +208,10 @@ def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     parts: dict[str, Any] = {"gen": gen, "width": bus.width, "mps": mps, "mrrs": mrrs,
                              "lane_rate": lane_rate(gen), "link_rate": raw, "skp_fraction": skp,
                              "assumptions": asdict(a)}
-    if direction == "write":
+    if direction == Direction.WRITE:
         throughput = _write(rate, mps, req_header, ecrc, a, length, lines, parts)
         model = f"pcie gen{gen} x{bus.width} write MPS {mps}"
-    elif direction == "loopback":
+    elif direction == Direction.LOOPBACK:
         throughput = _loopback(rate, mps, mrrs, req_header, ecrc, a, lines, parts)
         model = f"pcie gen{gen} x{bus.width} loopback MPS {mps} MRRS {mrrs}"
     else:
@@ -236,7 +237,7 @@ def _device_window(throughput: float, direction: str, mps: int, length: int, tra
     in its buffer and the one on the wire is not finished, so the window holds the lane time of
     all but those (unknown buffer: no bound).
     """
-    if direction == "read":
+    if direction == Direction.READ:
         lines.append(f"device window: first request to last completion, at most "
                      f"{throughput / 1e6:.1f} MB/s")
         return throughput

@@ -7,7 +7,8 @@ Plateau (long transfers, enough queued)::
     ceiling        = packets/µframe × max packet size × 8000 µframes/s
 
 With the ``ideal`` profile this is the spec's 13 × 512 × 8000 = 53.248 MB/s; the simulated host
-controller schedules by the same profile and the same line times (:mod:`.usb2_wire`), so its
+controller schedules by the same profile and the same line times
+(:mod:`busprobe.protocol.usb2_wire`), so its
 plateau equals this ceiling.
 
 Per transfer of ``length`` bytes at queue depth ``q`` (what short transfers and QD 1 pay)::
@@ -31,9 +32,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from ..protocol import usb2_wire as wire
+from ..protocol.names import Direction, Framing
 from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..transport import BusDescription
-from . import usb2_wire as wire
 from .ceiling_type import Ceiling
 from .usb2_bot import bot_command, bot_lines
 from .usb2_hosts import HostProfile, load_profile
@@ -52,7 +54,8 @@ def packets_per_uframe(profile: HostProfile, direction: str,
     """``(used, profile_limit, wire_fit)`` bulk packets per microframe for ``profile``.
 
     ``wire_fit`` counts what fits after SOF with the profile's inter-transaction gap added to the
-    spec's minimum inter-packet delay (:func:`.usb2_wire.bulk_transactions_per_uframe`).
+    spec's minimum inter-packet delay
+    (:func:`~busprobe.protocol.usb2_wire.bulk_transactions_per_uframe`).
     """
     gap_bits = wire.IPD_MIN_BITS + round(profile.inter_transaction_gap_ns * 1e-9 * wire.BIT_RATE)
     fit = wire.bulk_transactions_per_uframe(max_packet_size, direction=direction,
@@ -69,7 +72,7 @@ def usb2_link_only(bus: BusDescription) -> BusDescription:
 def describe_usb2(bus: BusDescription) -> str:
     """One line naming the configuration (``busprobe model``)."""
     return (f"usb2 high speed, host profile {bus.host_profile or 'ideal'}"
-            + (", BOT framing" if bus.protocol == "bot" else ""))
+            + (", BOT framing" if bus.protocol == Framing.BOT else ""))
 
 
 def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = None,
@@ -81,7 +84,7 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     """
     profile = load_profile(bus.host_profile or "ideal")
     mps = bus.max_packet_size or MAX_PACKET_SIZE
-    if direction == "loopback":
+    if direction == Direction.LOOPBACK:
         ceiling = loopback_ceiling(profile, mps, length=length, queue_depth=queue_depth,
                                    uframes_per_s=UFRAMES_PER_S)
         if transfers is None or length is None:
@@ -101,9 +104,9 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         "plateau": plateau,
     }
     throughput = float(plateau)
-    if bus.protocol == "bot" and direction not in ("in", "out"):
+    if bus.protocol == Framing.BOT and direction not in (Direction.IN, Direction.OUT):
         raise ValueError(f"BOT moves data in or out, not {direction}")
-    if bus.protocol == "bot" and length is not None:
+    if bus.protocol == Framing.BOT and length is not None:
         # One command at a time whatever the queue depth: BOT has no queue (usb2_bot).
         times = bot_command(profile, direction, length, max_packet_size=mps)
         lines += bot_lines(profile, direction, length, times)
@@ -113,12 +116,12 @@ def usb2_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     elif length is not None or queue_depth is not None:
         throughput = _per_transfer(profile, direction, used, mps, length, queue_depth, lines,
                                    parts)
-    model = f"usb2-hs host profile {profile.name}" + (" BOT" if bus.protocol == "bot" else "")
+    model = f"usb2-hs host profile {profile.name}" + (" BOT" if bus.protocol == Framing.BOT else "")
     ceiling = Ceiling(throughput, "\n".join(lines), parts, direction, model)
     if transfers is None or length is None:
         return ceiling
     return finite_run(ceiling, profile, direction, length, queue_depth or 1, transfers, mps,
-                      bot=bus.protocol == "bot")
+                      bot=bus.protocol == Framing.BOT)
 
 
 def usb2_shared_ceiling(bus: BusDescription, direction: str, devices: int) -> Ceiling:
@@ -131,7 +134,7 @@ def usb2_shared_ceiling(bus: BusDescription, direction: str, devices: int) -> Ce
 
         packets/µframe = min(devices × profile limit, fit after SOF)
     """
-    if direction not in ("in", "out"):
+    if direction not in (Direction.IN, Direction.OUT):
         raise ValueError(f"the shared-schedule model is for in or out, not {direction}")
     profile = load_profile(bus.host_profile or "ideal")
     mps = bus.max_packet_size or MAX_PACKET_SIZE

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 
+from ..protocol import usb2_wire as wire
 from ..protocol.bot import CBW_SIZE, CSW_SIZE
 from ..protocol.usb2 import CLOCK_HZ
-from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 from .usb2_schedule import run_transfers
 

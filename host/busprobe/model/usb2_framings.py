@@ -7,6 +7,7 @@ on :mod:`.usb2`'s packet schedule, so the choice is made here, above both.
 
 from __future__ import annotations
 
+from ..protocol.names import Framing
 from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
@@ -22,7 +23,7 @@ def usb2_hs_ceiling(bus: BusDescription, direction: str, *, length: int | None =
     """:func:`.usb2.usb2_ceiling`, or for ``protocol`` ``uas`` with a length the stepped UAS
     run with ``queue_depth`` commands outstanding (with ``transfers``, that many commands'
     host-timed run)."""
-    if bus.protocol == "uas" and length is not None:
+    if bus.protocol == Framing.UAS and length is not None:
         return uas_transfers(load_profile(bus.host_profile or "ideal"), direction, length,
                              queue_depth or 1, bus.max_packet_size or MAX_PACKET_SIZE,
                              transfers=transfers)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..protocol.names import Direction
 from .host_profiles import ProfileFormat
 
 __all__ = ["HostProfile", "load_profile", "PROFILE_DIR", "SCHEMA", "builtin_profiles", "FORMAT"]
@@ -58,7 +59,8 @@ class HostProfile:
     root_ports_share_schedule: bool = False
 
     def max_per_uframe(self, direction: str) -> int:
-        return self.max_bulk_in_per_uframe if direction == "in" else self.max_bulk_out_per_uframe
+        return (self.max_bulk_in_per_uframe if direction == Direction.IN
+                else self.max_bulk_out_per_uframe)
 
 
 #: Each parameter's schema: (type, smallest, largest, unit). Ranges are what the model and the

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 
+from ..protocol import usb2_wire as wire
+from ..protocol.names import Direction
 from ..protocol.usb2 import CLOCK_HZ
-from . import usb2_wire as wire
 from .ceiling_type import Ceiling
 from .usb2_hosts import HostProfile
 from .usb2_schedule import average_period
@@ -37,14 +38,14 @@ def alternating_fit(max_packet_size: int, gap_bits: int) -> float:
     (the second starts with the direction the first did not)."""
     available = wire.UFRAME_BITS - wire.sof_bits() - gap_bits
     per = {direction: wire.transaction_bits(direction, max_packet_size).total + gap_bits
-           for direction in ("out", "in")}
+           for direction in (Direction.OUT, Direction.IN)}
     total = 0
-    for first in ("out", "in"):
+    for first in (Direction.OUT, Direction.IN):
         used, turn, count = 0, first, 0
         while used + per[turn] <= available and count < wire.SPEC_MAX_BULK_PER_UFRAME:
             used += per[turn]
             count += 1
-            turn = "in" if turn == "out" else "out"
+            turn = Direction.IN if turn == Direction.OUT else Direction.OUT
         total += count
     return total / 2
 
@@ -132,7 +133,7 @@ def loopback_run(profile: HostProfile, *, length: int, queue_depth: int, count: 
         for d in order:
             if index[d] < count and in_uframe[d] < limit[d]:
                 at = ready[d][index[d]]
-                if d == "in":
+                if d == Direction.IN:
                     if returned >= len(out_ends):
                         continue  # its data has not been sent yet
                     at = max(at, out_ends[returned] + 1)
@@ -155,7 +156,7 @@ def loopback_run(profile: HostProfile, *, length: int, queue_depth: int, count: 
             table = frames.setdefault(chosen, {})
             key = uframe_start // uframe
             table[key] = table.get(key, 0) + (last if final else max_packet_size)
-        if chosen == "out":
+        if chosen == Direction.OUT:
             out_ends.append(end)
         else:
             returned += 1

@@ -36,8 +36,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..protocol import usb2_wire as wire
+from ..protocol.names import USB_DIRECTIONS, Direction
 from ..protocol.usb2 import CLOCK_HZ, UFRAMES_PER_SECOND
-from . import usb2_wire as wire
 from .ceiling_type import Ceiling
 from .usb2_bot import bot_run
 from .usb2_hosts import HostProfile
@@ -174,7 +175,7 @@ def loopback_run_ceiling(profile: HostProfile, *, length: int, queue_depth: int,
         frames: dict[str, dict[int, int]] = {}
         cycles = loopback_run(profile, length=length, queue_depth=queue_depth, count=transfers,
                               start=start, max_packet_size=max_packet_size, frames=frames)
-        rates = [window_rate(frames.get(direction, {})) for direction in ("in", "out")]
+        rates = [window_rate(frames.get(direction, {})) for direction in USB_DIRECTIONS]
         return cycles, None if None in rates else min(r for r in rates if r is not None)
 
     return phase_search(step, transfers * length)
@@ -215,7 +216,7 @@ def finite_run(ceiling: Ceiling, profile: HostProfile, direction: str, length: i
         run = bot_run_ceiling(profile, direction, length=length, transfers=transfers,
                               max_packet_size=max_packet_size)
         what = f"{transfers} BOT commands, one at a time"
-    elif direction == "loopback":
+    elif direction == Direction.LOOPBACK:
         run = loopback_run_ceiling(profile, length=length, queue_depth=queue_depth,
                                    transfers=transfers, max_packet_size=max_packet_size)
         what = f"{transfers} OUT and {transfers} IN transfers, {queue_depth} of each queued"

@@ -3,8 +3,8 @@
 A closed form cannot see *where* in a microframe a transfer starts, and for transfers of a few
 packets that decides whether they fit in one microframe or spill into the next. This module
 applies the scheduling rules the simulated controller follows (``sim/usb2/controller.py``) to
-transaction *budgets* (:func:`.usb2_wire.transaction_bits`, unstuffed, as the schedule reserves
-them), on a timeline of 60 MHz line cycles:
+transaction *budgets* (:func:`~busprobe.protocol.usb2_wire.transaction_bits`, unstuffed, as the
+schedule reserves them), on a timeline of 60 MHz line cycles:
 
 * each microframe starts with an SOF and the host's back-to-back delay;
 * a transaction starts only if its budget ends within the microframe, and at most
@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..protocol import usb2_wire as wire
 from ..protocol.usb2 import CLOCK_HZ
-from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 
 __all__ = ["steady_period", "average_period", "run_transfers", "TransferRun",
@@ -111,9 +111,10 @@ def run_transfers(profile: HostProfile, direction: str, *, packets: int, queue_d
     completed.
 
     The first ``queue_depth`` transfers are submitted at cycle ``start`` (microframes start every
-    :data:`~.usb2_wire.UFRAME_CYCLES` from cycle 0, each with its SOF, so ``start`` sets the phase
-    a finite run begins at, as a sweep's repeat does); each completion submits the next.
-    ``completions[-1] - start`` is what the simulated controller reports as the run's duration.
+    :data:`~busprobe.protocol.usb2_wire.UFRAME_CYCLES` from cycle 0, each with its SOF, so
+    ``start`` sets the phase a finite run begins at, as a sweep's repeat does); each completion
+    submits the next. ``completions[-1] - start`` is what the simulated controller reports as
+    the run's duration.
 
     ``last_payload`` is the size of each transfer's last packet (default: a full one). The
     schedule reserves a full packet's budget before it starts any transaction, but a short packet

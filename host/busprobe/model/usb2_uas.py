@@ -26,7 +26,8 @@ before the driver had its say), with
   command's last data packet and the next command's READY right behind that; a status poll with
   nothing to say is NAKed.
 
-Line time is the schedule's budget (:func:`.usb2_wire.transaction_bits`, unstuffed), as in
+Line time is the schedule's budget (:func:`~busprobe.protocol.usb2_wire.transaction_bits`,
+unstuffed), as in
 :func:`.usb2_schedule.run_transfers`; a NAKed IN holds the line for its token, a turnaround and
 the NAK.
 """
@@ -38,8 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..protocol import uas
+from ..protocol import usb2_wire as wire
+from ..protocol.names import Direction
 from ..protocol.usb2 import CLOCK_HZ
-from . import usb2_wire as wire
 from .usb2_hosts import HostProfile
 
 __all__ = ["UasTimes", "uas_run", "uas_period"]
@@ -95,7 +97,9 @@ class _Timing:
                        for pipe in (_COMMAND, _STATUS, _DATA)}
 
     def pipe_direction(self, pipe: str) -> str:
-        return self.direction if pipe == _DATA else ("out" if pipe == _COMMAND else "in")
+        if pipe == _DATA:
+            return self.direction
+        return Direction.OUT if pipe == _COMMAND else Direction.IN
 
     def reserve(self, direction: str) -> int:
         return self.line(direction, self.mps)
@@ -284,7 +288,7 @@ def uas_run(profile: HostProfile, direction: str, lengths: Sequence[int], *, que
     """Commands of ``lengths`` bytes (``direction`` ``in`` or ``out``), ``queue_depth``
     outstanding, the first submitted at cycle ``start``: when each was done (see the module
     docstring). ``end - start`` is what a host-timed run of them reads."""
-    if direction not in ("in", "out"):
+    if direction not in (Direction.IN, Direction.OUT):
         raise ValueError(f"UAS moves data in or out, not {direction}")
     if queue_depth < 1 or not lengths or min(lengths) < 1:
         raise ValueError("a UAS run needs commands of at least one byte, queue depth >= 1")

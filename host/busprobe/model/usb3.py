@@ -30,7 +30,7 @@ answer and the device's:
     ceiling    = burst × 1024 / max(burst × 1072 B / lane, round trip)
 
 ``loopback`` (OUT returned on IN, both lanes at once) is :mod:`.usb3_loopback`; Bulk-Only
-Transport (``bus.protocol == "bot"``: CBW, data, CSW, one transfer at a time) is
+Transport (``Framing.BOT``: CBW, data, CSW, one transfer at a time) is
 :mod:`.usb3_bot`, over the same per-transfer times.
 
 The device's answer is busprobe's own gateware, measured at its PIPE ports
@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..protocol.bot import CBW_SIZE, CSW_SIZE
+from ..protocol.names import Direction, Framing
 from ..protocol.usb3 import SKP_INTERVAL_SYMBOLS
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
@@ -105,17 +106,17 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
     from the run's first DP to its last (what the device's first/last cycle counters span).
     ``profile`` stands for ``bus.host_profile`` (``busprobe fit`` tries candidates).
     """
-    if direction == "loopback":
+    if direction == Direction.LOOPBACK:
         each = {way: usb3_ceiling(bus, way, length=length, queue_depth=queue_depth,
                                   profile=profile)
-                for way in ("in", "out")}
+                for way in (Direction.IN, Direction.OUT)}
         ceiling = loopback_ceiling(each["in"], each["out"], lane_rate=SS_RATE,
                                    skp_fraction=SKP_FRACTION, itp_period_s=ITP_PERIOD_S,
                                    max_packet_size=bus.max_packet_size or DP_PAYLOAD)
         # The verdict names the host behind every ceiling (verdict/assess.py).
         ceiling.parts["host_profile"] = each["in"].parts["host_profile"]
         return ceiling
-    if bus.protocol == "bot" and length is not None:
+    if bus.protocol == Framing.BOT and length is not None:
         return _bot_ceiling(bus, direction, length, transfers, profile)
     t = _terms(bus, direction, profile)
     mps, burst, gap_ns, rate, round_trip = t.mps, t.burst, t.gap_ns, t.rate, t.round_trip
@@ -217,11 +218,13 @@ def _terms(bus: BusDescription, direction: str, profile: Usb3HostProfile | None)
     profile = profile or _profile(bus)
     turnaround_ns = retoken_us = completion_us = resubmit_us = 0.0
     if profile is not None:
-        burst = min(burst, profile.max_burst_in if direction == "in" else profile.max_burst_out)
+        burst = min(burst, profile.max_burst_in if direction == Direction.IN
+                    else profile.max_burst_out)
         turnaround_ns, retoken_us = profile.turnaround_ns, profile.retoken_delay_us
         completion_us, resubmit_us = profile.completion_latency_us, profile.resubmit_latency_us
     per_dp = mps + DP_OVERHEAD
-    itp = (DPH_BYTES if direction == "out" else LINK_COMMANDS_PER_TP) / (SS_RATE * ITP_PERIOD_S)
+    per_itp = DPH_BYTES if direction == Direction.OUT else LINK_COMMANDS_PER_TP
+    itp = per_itp / (SS_RATE * ITP_PERIOD_S)
     rate = SS_RATE * (1 - SKP_FRACTION) * (1 - itp)
     round_trip = round_trip_s(direction, mps, turnaround_ns)
     device_ns = DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ * 1e9
@@ -242,7 +245,7 @@ def _bot_ceiling(bus: BusDescription, direction: str, length: int, transfers: in
     CSWs and gaps too)."""
     streamed = usb3_ceiling(replace(bus, protocol="stream"), direction, length=length,
                             queue_depth=1, profile=profile)
-    terms = {way: _terms(bus, way, profile) for way in ("in", "out")}
+    terms = {way: _terms(bus, way, profile) for way in (Direction.IN, Direction.OUT)}
 
     def transfer(way: str, size: int) -> float:
         return transfer_seconds(terms[way].link, size, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
@@ -280,7 +283,7 @@ def _data_span(t: _Terms, spans: list[tuple[float, float]]) -> float:
     """Seconds from the run's first DP to the device's count of its last: the last DP's end,
     and on IN the host's ACK TP for it, which the device waits for."""
     lead, tail = t.link.lead, t.link.tail
-    acked = t.turnaround_ns * 1e-9 + TP_BYTES / SS_RATE if t.link.direction == "in" else 0.0
+    acked = t.turnaround_ns * 1e-9 + TP_BYTES / SS_RATE if t.link.direction == Direction.IN else 0.0
     return spans[-1][1] - tail + acked - spans[0][0] - lead
 
 
@@ -301,7 +304,7 @@ def _lead_tail(direction: str) -> tuple[float, float]:
     """Seconds before a transfer's first DP and after its last (see :mod:`.usb3_run`)."""
     tp = TP_BYTES / SS_RATE
     answer = DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ
-    return (tp + answer, 0.0) if direction == "in" else (0.0, answer + tp)
+    return (tp + answer, 0.0) if direction == Direction.IN else (0.0, answer + tp)
 
 
 def round_trip_s(direction: str, payload: int = DP_PAYLOAD, turnaround_ns: float = 0.0) -> float:
@@ -311,12 +314,12 @@ def round_trip_s(direction: str, payload: int = DP_PAYLOAD, turnaround_ns: float
     unless the turnaround hides them. The device answers after :data:`DEVICE_RESPONSE_CYCLES`.
     """
     if direction not in DEVICE_RESPONSE_CYCLES:
-        raise ValueError(f"USB3 bulk direction is in or out, not {direction!r}")
+        raise ValueError(f"USB3 bulk direction is in or out, not '{direction}'")
     wire = (payload + DPH_BYTES + DPP_OVERHEAD + TP_BYTES) / SS_RATE
     # A lane of 4-symbol words places the answer to a cycle: the host's answer may start in the
     # cycle its turnaround ends after the word that ended the packet (the simulated xHCI does),
     # one cycle of idle fewer than the turnaround; a bound takes the shorter.
     host = max(turnaround_ns * 1e-9 - 1 / PIPE_CLOCK_HZ, 0.0)
-    if direction == "out":
+    if direction == Direction.OUT:
         host = max(host, LINK_COMMANDS_PER_TP / SS_RATE)
     return wire + host + DEVICE_RESPONSE_CYCLES[direction] / PIPE_CLOCK_HZ

@@ -32,13 +32,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..protocol.bot import CBW_SIZE, CSW_SIZE
+from ..protocol.names import Direction
 
 __all__ = ["bot_stages", "bot_run_seconds", "bot_command_seconds"]
 
 
 def bot_stages(direction: str, length: int) -> list[tuple[str, str, int]]:
     """``(name, direction, bytes)`` of one command's stages."""
-    if direction not in ("in", "out"):
+    if direction not in (Direction.IN, Direction.OUT):
         raise ValueError(f"BOT moves data in or out, not {direction}")
     if length < 1:
         raise ValueError(f"transfer length must be positive, not {length}")

@@ -4,7 +4,7 @@ Bus kind ``usb-storage`` (``block:/dev/sdX``). A block I/O of ``length`` bytes b
 ``ceil(length / max_command)`` SCSI commands: the block layer splits at ``max_sectors_kb``
 (``bus.extra``; 120 KiB, 240 sectors, is what Linux ``usb-storage`` allows at high speed).
 
-BOT (``usb-storage``; ``bus.protocol == "bot"``). One command at a time whatever the queue depth
+BOT (``usb-storage``; ``Framing.BOT``). One command at a time whatever the queue depth
 (the driver's ``can_queue`` is 1), each a CBW, the data and a CSW, each stage submitted when the
 one before completed: :func:`.usb2_bot.bot_command` per command, so::
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..protocol.names import Direction, Framing
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb2_bot import bot_command
@@ -50,10 +51,10 @@ DEFAULT_UAS_TAGS = 32
 
 
 def _usb_direction(direction: str) -> str:
-    if direction not in ("read", "write"):
-        raise ValueError(f"direction {direction!r} does not exist on usb-storage "
+    if direction not in (Direction.READ, Direction.WRITE):
+        raise ValueError(f"direction '{direction}' does not exist on usb-storage "
                          "(use read or write)")
-    return "in" if direction == "read" else "out"
+    return Direction.IN if direction == Direction.READ else Direction.OUT
 
 
 def commands_of(length: int, max_command: int) -> list[int]:
@@ -77,8 +78,8 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
     _usb_direction(direction)
     if bus.speed != "high":
         raise NotImplementedError(f"no usb-storage model at {bus.speed} speed yet")
-    if bus.protocol not in ("bot", "uas"):
-        raise ValueError(f"usb-storage protocol {bus.protocol!r} has no model (bot or uas)")
+    if bus.protocol not in (Framing.BOT, Framing.UAS):
+        raise ValueError(f"usb-storage protocol '{bus.protocol}' has no model (bot or uas)")
     profile = load_profile(bus.host_profile or "ideal")
     mps = bus.max_packet_size or 512
     max_command = int(bus.extra.get("max_sectors_kb") or DEFAULT_MAX_SECTORS_KB) * 1024
@@ -90,7 +91,7 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
              f"(max_sectors_kb {max_command // 1024})"]
     parts: dict[str, object] = {"protocol": bus.protocol, "commands": len(commands),
                                 "max_command": max_command, "device_ceiling": None}
-    if bus.protocol == "bot":
+    if bus.protocol == Framing.BOT:
         per = [bot_command(profile, _usb_direction(direction), c,
                            max_packet_size=mps)["command"] for c in commands]
         seconds = sum(per)
@@ -120,7 +121,7 @@ def uas_transfers(profile: HostProfile, direction: str, length: int, queue_depth
     (``direction`` ``in`` or ``out``), stepped by :func:`.usb2_uas.uas_run`: the steady state,
     or with ``transfers`` the most a host-timed run of that many commands reads
     (:func:`.usb2_run.uas_run_ceiling`, over its start phase)."""
-    if direction not in ("in", "out"):
+    if direction not in (Direction.IN, Direction.OUT):
         raise ValueError(f"UAS moves data in or out, not {direction}")
     period = uas_period(profile, direction, [length], queue_depth=queue_depth,
                         max_packet_size=max_packet_size)

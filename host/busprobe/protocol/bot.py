@@ -18,6 +18,8 @@ import enum
 import struct
 from dataclasses import dataclass
 
+from .names import Direction
+
 __all__ = [
     "CBW_SIGNATURE", "CSW_SIGNATURE", "CBW_FORMAT", "CSW_FORMAT", "CBW_SIZE", "CSW_SIZE",
     "CBW_FLAG_IN", "CB_MAX_LENGTH", "CBW_OFFSETS", "CSW_OFFSETS", "CswStatus", "Cbw", "Csw",
@@ -79,7 +81,7 @@ def scsi_block_command(direction: str, offset: int, length: int) -> bytes:
     The device does not interpret the CB (its data are the pattern); it is filled in the way a
     driver fills it so that a CBW on the wire is one a bridge chip would take.
     """
-    opcode = _READ_10 if direction == "in" else _WRITE_10
+    opcode = _READ_10 if direction == Direction.IN else _WRITE_10
     blocks = min(-(-length // _BLOCK), 0xFFFF)
     return struct.pack(">BBIBHB", opcode, 0, (offset // _BLOCK) & 0xFFFF_FFFF, 0, blocks, 0)
 
@@ -109,13 +111,13 @@ class Cbw:
     cb: bytes = b"\x00"
 
     def pack(self) -> bytes:
-        if self.direction not in ("in", "out"):
-            raise ValueError(f"CBW direction must be in or out, not {self.direction!r}")
+        if self.direction not in (Direction.IN, Direction.OUT):
+            raise ValueError(f"CBW direction must be in or out, not '{self.direction}'")
         if not 1 <= len(self.cb) <= CB_MAX_LENGTH:
             raise ValueError(f"CBW command block is {len(self.cb)} bytes, not 1..{CB_MAX_LENGTH}")
         if not 0 <= self.length <= 0xFFFF_FFFF or not 0 <= self.tag <= 0xFFFF_FFFF:
             raise ValueError("CBW tag and length must fit 32 bits")
-        flags = CBW_FLAG_IN if self.direction == "in" else 0
+        flags = CBW_FLAG_IN if self.direction == Direction.IN else 0
         return struct.pack(CBW_FORMAT, CBW_SIGNATURE, self.tag, self.length, flags, self.lun,
                            len(self.cb), self.cb)
 
@@ -129,7 +131,8 @@ class Cbw:
             raise ValueError(f"CBW signature {signature:#010x} is not {CBW_SIGNATURE:#010x}")
         if not 1 <= cb_length <= CB_MAX_LENGTH:
             raise ValueError(f"CBW command block length {cb_length} is not 1..{CB_MAX_LENGTH}")
-        return cls(tag, length, "in" if flags & CBW_FLAG_IN else "out", lun, cb[:cb_length])
+        direction = Direction.IN if flags & CBW_FLAG_IN else Direction.OUT
+        return cls(tag, length, direction, lun, cb[:cb_length])
 
 
 @dataclass(frozen=True)

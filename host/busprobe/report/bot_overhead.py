@@ -17,6 +17,7 @@ from typing import Any
 
 from ..lengths import format_size
 from ..model.bus import bus_from_json
+from ..protocol.names import Framing
 from ..result_schema import protocol_of
 from ..units import Units
 
@@ -30,9 +31,9 @@ def _host_key(doc: dict[str, Any]) -> tuple[Any, ...]:
 
 def bot_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:
     """``(bot_run, stream_run)`` for every BOT run and each streamed run on the same host."""
-    return [(b, s) for b in runs if protocol_of(b.doc) == "bot"
+    return [(b, s) for b in runs if protocol_of(b.doc) == Framing.BOT
             for s in runs
-            if protocol_of(s.doc) == "stream" and _host_key(s.doc) == _host_key(b.doc)]
+            if protocol_of(s.doc) == Framing.STREAM and _host_key(s.doc) == _host_key(b.doc)]
 
 
 def _clean_points(doc: dict[str, Any]) -> dict[tuple[str, int, int], float]:
@@ -52,7 +53,7 @@ def _model(doc: dict[str, Any], direction: str, length: int) -> tuple[float, flo
                              queue_depth=1)
     except (TypeError, ValueError, KeyError, NotImplementedError):
         return None
-    if framed.parts.get("protocol") != "bot":  # a bus whose model has no BOT term
+    if framed.parts.get("protocol") != Framing.BOT:  # a bus whose model has no BOT term
         return None
     return float(stream.throughput), float(framed.throughput)
 

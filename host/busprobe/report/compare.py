@@ -9,12 +9,13 @@ microframe, a link trained below capability, an upstream limit, a different conf
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..buses import PCIE
 from ..lengths import format_size
+from ..protocol.names import Framing
 from ..result_schema import protocol_of
 from ..results import ceilings_of
 from ..stats import point_spread
@@ -249,10 +250,14 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
     return out
 
 
+def _framing_note(doc: Mapping[str, Any]) -> str:
+    protocol = protocol_of(doc)
+    return "" if protocol == Framing.STREAM else f", protocol {protocol}"
+
+
 def format_comparison(runs: Sequence[Run], units: Units = Units.MB) -> str:
     """The text ``busprobe compare`` prints."""
-    lines = [f"{run.label} = {run.source} ({run.doc.get('device', '?')}"
-             f"{'' if protocol_of(run.doc) == 'stream' else ', protocol ' + protocol_of(run.doc)})"
+    lines = [f"{run.label} = {run.source} ({run.doc.get('device', '?')}{_framing_note(run.doc)})"
              for run in runs]
     lines.append(f"throughput in {units.label} ({'10^6' if units is Units.MB else '2^20'} B/s)")
     lines.append("")

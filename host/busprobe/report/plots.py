@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..lengths import format_size
+from ..protocol.names import Direction
 from ..result_file import write_result
 from ..stats import error_bar
 from ..units import Units
@@ -55,7 +56,7 @@ def overlay_png(runs: Sequence[Run], *, units: Units = Units.MB, title: str | No
                     (p for p in run.doc["points"]
                      if p["direction"] == direction and p["queue_depth"] == e.get("queue_depth")
                      and p.get("mps") == e.get("mps")
-                     and (direction != "read" or p.get("mrrs") == e.get("mrrs"))),
+                     and (direction != Direction.READ or p.get("mrrs") == e.get("mrrs"))),
                     key=lambda p: p["length"])
                 # Each length's repeats as mean with min..max error bars (stats.error_bar).
                 bars = [error_bar(p) for p in points]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..lengths import format_size
 from ..model.bus import bus_from_json
+from ..protocol.names import Direction, Framing
 from ..result_schema import protocol_of
 from ..units import Units
 
@@ -78,7 +79,7 @@ def _model(doc: dict[str, Any], direction: str, length: int, depth: int
         bus = bus_from_json(doc.get("bus") or {})
         return tuple(float(ceiling_for(replace(bus, protocol=p), direction, length=length,
                                        queue_depth=depth).throughput)
-                     for p in ("bot", "uas"))  # type: ignore[return-value]
+                     for p in (Framing.BOT, Framing.UAS))  # type: ignore[return-value]
     except (TypeError, ValueError, KeyError, NotImplementedError):
         return None
 
@@ -112,7 +113,8 @@ def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
         return None
     # The longest length at the deepest queue, reads first (where a driver's per-command
     # turnaround shows most: a write's data wait for the host either way).
-    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0] in ("in", "read")))
+    incoming = (Direction.IN, Direction.READ)
+    direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0] in incoming))
     bot, uas = bot_points[(direction, length, depth)], uas_points[(direction, length, depth)]
     extra = (bot_doc.get("bus") or {}).get("extra") or {}
     max_kb = extra.get("max_sectors_kb") or 120

@@ -25,6 +25,7 @@ from ..model.ceiling_type import Ceiling
 from ..model.usb2 import usb2_shared_ceiling
 from ..model.usb2_hosts import load_profile
 from ..protocol import usb2
+from ..protocol.names import Direction
 from ..protocol.usb2 import MAX_PACKET_SIZE
 from ..topology.hop import Hop
 from ..transport import BusDescription
@@ -121,7 +122,7 @@ def sim_usb2_together(options: Mapping[str, Any], bus: BusDescription,
     when each has a bus of its own or there is one device (or the direction is loopback)."""
     devices = options["devices"]
     shared = options["attach"] == "hub" or load_profile(options["host"]).root_ports_share_schedule
-    if devices < 2 or not shared or direction not in ("in", "out"):
+    if devices < 2 or not shared or direction not in (Direction.IN, Direction.OUT):
         return None
     return usb2_shared_ceiling(bus, direction, devices)
 

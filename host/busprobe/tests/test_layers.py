@@ -218,6 +218,52 @@ def test_the_host_tool_reaches_the_gateware_and_the_simulation_only_from_its_com
     assert not wrong, "the host tool reaches up:\n  " + "\n  ".join(sorted(wrong))
 
 
+#: What the simulation may import of the host tool besides the contract and the tool locator: the
+#: seams it implements or runs behind, and nothing above them (no CLI, sweep, verdict, report,
+#: fit or result file: the simulation is driven by the host tool, never the other way round).
+#: A module here brings its packages' ``__init__`` along.
+SIM_MAY_IMPORT = {
+    "busprobe.transport": "the Transport interface and its errors: sim backends implement it",
+    "busprobe.backends.usb": "UsbDeviceTransport, the board's driver the sim USB transports run",
+    "busprobe.backends.usb.platform": "the USB seam a simulated platform implements",
+    "busprobe.backends.usb.transfers": "the transfer queue's Transfer/Completion",
+    "busprobe.backends.usb.plans": "the queued stream the simulated controller carries out",
+    "busprobe.backends.usb.libusb": "the VM pass runs the real libusb backend in the guest",
+    "busprobe.backends.pcie.dma_transport": "the PCIe transport the sim PCIe backend runs",
+    "busprobe.backends.pcie.platform": "the PCIe seam a simulated platform implements",
+    "busprobe.backends.pcie.config": "the VM guest's checks run the real VFIO backend",
+    "busprobe.backends.pcie.vfio": "the VM guest's checks run the real VFIO backend",
+    "busprobe.targets": "target descriptions (the sim backends are rows' factories)",
+    "busprobe.selectors": "selector syntax",
+    "busprobe.buses": "the bus rows",
+    "busprobe.model.usb2_hosts": "host-controller profiles the simulated controller follows",
+    "busprobe.model.usb3_hosts": "host-controller profiles the simulated controller follows",
+    "busprobe.bitstream": "netlists and firmware come from the build flow",
+    "busprobe.build_cache": "the shared build cache",
+    "busprobe.stdout_guard": "utilities below the CLI",
+    "busprobe.os_errors": "utilities below the CLI",
+    "busprobe.signals": "utilities below the CLI",
+}
+
+
+def sim_reaches_beyond_its_seams(graph: dict[str, set[str]]) -> set[str]:
+    """Edges from the simulation to a host module neither the contract nor one of
+    :data:`SIM_MAY_IMPORT` (nor a package holding one)."""
+    allowed = (*CONTRACT, GATEWARE, SIM, *SIM_MAY_IMPORT)
+    packages = {p for name in SIM_MAY_IMPORT for p in _ancestors(name)}
+    return {edge for edge in _edges(graph, SIM, allowed) if edge.split(" -> ")[1] not in packages}
+
+
+def test_the_simulation_imports_the_host_tool_only_through_its_seams():
+    wrong = sim_reaches_beyond_its_seams(import_graph())
+    assert not wrong, "the simulation reaches past the host's seams:\n  " + "\n  ".join(
+        sorted(wrong))
+    caught = sim_reaches_beyond_its_seams({"busprobe.sim.usb2.x": {
+        "busprobe.cli", "busprobe.model", "busprobe.model.ceiling", "busprobe.transport"}})
+    assert caught == {"busprobe.sim.usb2.x -> busprobe.cli",
+                      "busprobe.sim.usb2.x -> busprobe.model.ceiling"}
+
+
 def test_no_python_file_is_over_400_lines():
     long = sorted((len(path.read_text().splitlines()), str(path))
                   for root in SOURCE_ROOTS for path in root.rglob("*.py")

@@ -102,7 +102,9 @@ def test_a_result_with_nan_throughput_is_not_json(tmp_path):
 
 
 def test_every_shipped_result_fixture_fits_the_layout():
-    for path in FIXTURE.parent.glob("*.json"):
+    fixtures = sorted(FIXTURE.parent.glob("*.json"))
+    assert fixtures, f"no result fixtures in {FIXTURE.parent}"
+    for path in fixtures:
         load_results(path)
 
 

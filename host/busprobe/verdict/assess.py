@@ -45,6 +45,7 @@ from .. import buses
 from ..lengths import format_size
 from ..model import Ceiling, ceiling_for, link_ceiling
 from ..model.bus import bus_from_json
+from ..protocol.names import Direction, Framing
 from ..transport import BusDescription
 from ..units import Units
 from .evidence import (
@@ -67,7 +68,7 @@ GroupKey = tuple[str, int | None, int | None]
 
 
 def _group_key(point: PointRecord) -> GroupKey:
-    mrrs = point.mrrs if point.direction == "read" else None
+    mrrs = point.mrrs if point.direction == Direction.READ else None
     return point.direction, point.mps, mrrs
 
 
@@ -255,7 +256,7 @@ def _notes(bus: BusDescription, direction: str, plateau: Plateau, link: Ceiling,
                      "last bus interval.")
     if dropped:
         notes.append(f"{dropped} point(s) with data errors were left out.")
-    if bus.protocol == "bot":
+    if bus.protocol == Framing.BOT:
         notes.append(_bot_note(bus, direction, plateau))
     return notes
 

@@ -11,6 +11,7 @@ host's run is not, the host's software path is the limit (``driver-limited``).
 
 from __future__ import annotations
 
+from ..protocol.names import Direction
 from .evidence import LINK_LIMITED, Finding, GroupEvidence, cap, mb
 from .plateau import Plateau
 from .telemetry import PcieSummary, summarise_pcie
@@ -36,11 +37,11 @@ def _pcie_verdict(e: GroupEvidence, s: PcieSummary | None) -> tuple[str, str]:
     if efficiency >= LINK_LIMITED:
         return "link-limited", f"{cap(head)}."
     if s and s.stall_fraction is not None and s.stall_fraction >= _STALL_FRACTION:
-        what = "writes" if direction == "write" else "completions"
+        what = "writes" if direction == Direction.WRITE else "completions"
         return "upstream-limited", (
             f"The link held off the device's {what} for "
             f"{s.stall_fraction * 100:.0f} % of cycles (credit/backpressure stalls); {head}.")
-    if direction == "read" and s and s.latency_mean_ns and s.outstanding_max:
+    if direction == Direction.READ and s and s.latency_mean_ns and s.outstanding_max:
         request = e.bus.mrrs or 512
         bound = s.outstanding_max * request / (s.latency_mean_ns * 1e-9)
         if bound < link.throughput * LINK_LIMITED:

@@ -11,9 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import usb2_wire
 from ..protocol import pcie as pcie_protocol
 from ..protocol import usb2 as usb2_protocol
+from ..protocol import usb2_wire
+from ..protocol.names import Direction
 
 __all__ = ["Usb2Summary", "PcieSummary", "summarise_usb2", "summarise_pcie", "PCIE_KEYS",
            "pcie_clock_hz"]
@@ -81,7 +82,7 @@ def summarise_usb2(telemetries: Iterable[Mapping[str, Any]], direction: str) -> 
     tokens and NAKs (an IN NAK there only means the host's own data had not arrived yet), and
     no per-endpoint token maximum (each endpoint has only its share of a microframe).
     """
-    if direction == "loopback":
+    if direction == Direction.LOOPBACK:
         telemetries = list(telemetries)
         back, sent = summarise_usb2(telemetries, "in"), summarise_usb2(telemetries, "out")
         if back is None or sent is None:
@@ -103,7 +104,7 @@ def summarise_usb2(telemetries: Iterable[Mapping[str, Any]], direction: str) -> 
         packets += _counter(t, f"{direction}_packets") or 0
         tokens += _counter(t, f"{direction}_tokens") or 0
         naks += _counter(t, f"{direction}_naks") or 0
-        if direction == "out":
+        if direction == Direction.OUT:
             nyets += _counter(t, "out_nyets") or 0
         data_uframes += _counter(t, "data_uframes") or 0
         first = _counter(t, f"{direction}_first_cycle")
@@ -141,7 +142,7 @@ class PcieSummary:
 
 def summarise_pcie(telemetries: Iterable[Mapping[str, Any]],
                    direction: str) -> PcieSummary | None:
-    prefix, stall_key = ("wr", "tx_stall_cycles") if direction == "write" else \
+    prefix, stall_key = ("wr", "tx_stall_cycles") if direction == Direction.WRITE else \
         ("rd", "rx_stall_cycles")
     stalls = window = 0
     lat_sum = lat_count = 0
@@ -160,7 +161,7 @@ def summarise_pcie(telemetries: Iterable[Mapping[str, Any]],
         if first is not None and last is not None and last > first and stall is not None:
             stalls += stall
             window += last - first
-        if direction == "read":
+        if direction == Direction.READ:
             count = _counter(t, "rd_latency_count") or 0
             if count:
                 lat_sum += _counter(t, "rd_latency_sum") or 0

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..model import Ceiling
 from ..protocol import usb3 as usb3_protocol
+from ..protocol.names import Direction
 from .evidence import LINK_LIMITED, Finding, GroupEvidence, mb
 
 __all__ = ["Usb3Summary", "summarise_usb3", "usb3_verdict", "usb3_rules"]
@@ -68,19 +69,19 @@ def summarise_usb3(telemetries: Iterable[Mapping[str, Any]], direction: str
                    ) -> Usb3Summary | None:
     """Sum the ``direction`` counters of the points that have SuperSpeed telemetry."""
     points = [t for t in telemetries if t and _NAMES <= set(t)]
-    if not points or direction not in ("in", "out"):
+    if not points or direction not in (Direction.IN, Direction.OUT):
         return None
-    window = "in_nump_max" if direction == "in" else "out_burst_max"
+    window = "in_nump_max" if direction == Direction.IN else "out_burst_max"
     busy = sum((int(t[f"{direction}_window_end_interval"])
                 - int(t[f"{direction}_window_start_interval"])) & 0xFFFF_FFFF for t in points)
-    room = min(int(t["out_nump_min"]) for t in points) if direction == "out" else None
+    room = min(int(t["out_nump_min"]) for t in points) if direction == Direction.OUT else None
     # The window leaves out the first and the last interval with data: add them back.
     return Usb3Summary(
         window_max=max(int(t[window]) for t in points),
         room_min=None if room == 0xFFFF_FFFF else room,
         packets=sum(int(t[f"{direction}_packets"]) for t in points),
         not_ready=sum(int(t[f"{direction}_nrdys"]) + (int(t["out_nump_zero"])
-                                                      if direction == "out" else 0)
+                                                      if direction == Direction.OUT else 0)
                       for t in points),
         data_intervals=sum(int(t["data_intervals"]) for t in points),
         busy_intervals=busy + 2 * len(points))

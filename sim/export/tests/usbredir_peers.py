@@ -187,8 +187,9 @@ class DescriptorDevice:
     def cancel(self):
         self._done = []
 
-    def bus_reset(self) -> None:
+    def bus_reset(self) -> bool:
         self.resets += 1
+        return True
 
 
 class Drain:

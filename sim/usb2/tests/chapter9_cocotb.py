@@ -12,9 +12,9 @@ import cocotb
 from busprobe.backends.usb.requests import VENDOR_IN, VENDOR_OUT, decode_telemetry
 from busprobe.gateware.usb2.descriptors import build_descriptors
 from busprobe.model.usb2_hosts import load_profile
-from busprobe.model.usb2_wire import Pid
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream, mod63_bytes
+from busprobe.protocol.usb2_wire import Pid
 from busprobe.sim.chapter9 import NOT_PROBED, Chapter9Device, Desc, usb2_matrix
 from busprobe.sim.chapter9.run import MatrixRun
 from busprobe.sim.usb2.controller import TransferStall

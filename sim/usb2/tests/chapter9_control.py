@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from busprobe.model.usb2_wire import Pid
+from busprobe.protocol.usb2_wire import Pid
 from busprobe.sim.chapter9 import DEVICE, ENDPOINT, OUT, Case, Req, request_type
 from busprobe.sim.chapter9.run import Answer
 from busprobe.sim.usb2.bulk_transactions import STUCK_UFRAMES

@@ -3,7 +3,7 @@ dies or stops: sim/tests/test_simulator_watchdog.py)."""
 
 from __future__ import annotations
 
-from busprobe.model import usb2_wire as wire
+from busprobe.protocol import usb2_wire as wire
 from busprobe.sim.usb2.phy import stall_mask
 
 

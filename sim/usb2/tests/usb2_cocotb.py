@@ -16,9 +16,9 @@ import os
 import cocotb
 from busprobe.backends.usb.requests import VENDOR_IN, VENDOR_OUT, decode_telemetry
 from busprobe.model.usb2_hosts import load_profile
-from busprobe.model.usb2_wire import Pid
 from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern, PatternStream
+from busprobe.protocol.usb2_wire import Pid
 from busprobe.sim.usb2.controller import TransferStall
 from busprobe.sim.usb2.hostile import DROP_COUNTERS, HostileHost
 from busprobe.sim.usb2.session import Usb2Session

@@ -26,7 +26,7 @@ import time
 
 from busprobe.backends.pcie.config import ConfigSpaceGuard, PciFunction
 from busprobe.backends.pcie.vfio import VfioDevice, preflight
-from busprobe.cli.signals import interruptible
+from busprobe.signals import interruptible
 from busprobe.transport import TransportError
 
 MARK = "BUSPROBE-VM"

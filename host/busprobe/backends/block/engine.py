@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...protocol.names import Direction
 from ...protocol.storage import BLOCK_SIZE, lba_words
 
 __all__ = ["BlockRun", "run_block_io", "slot_regions"]
@@ -97,10 +98,10 @@ class _Slot(threading.Thread):
             self.go.wait()
             for index in range(self.first, self.first + self.count):
                 lba = base + (index % ios) * per_io
-                if self.direction == "write":
+                if self.direction == Direction.WRITE:
                     self.words[:] = lba_words(lba, per_io)
                 t0 = time.perf_counter()
-                if self.direction == "write":
+                if self.direction == Direction.WRITE:
                     got = os.pwritev(self.fd, [self.buffer], lba * BLOCK_SIZE)
                 else:
                     got = os.preadv(self.fd, [self.buffer], lba * BLOCK_SIZE)
@@ -108,7 +109,7 @@ class _Slot(threading.Thread):
                 if got != self.length:
                     self._fail(f"{self.direction} of {self.length} B at LBA {lba} moved {got} B")
                     break
-                if self.direction == "read":
+                if self.direction == Direction.READ:
                     self._check(lba, per_io)
                 moved += got
                 done += 1
@@ -151,8 +152,8 @@ def run_block_io(fd: int, direction: str, length: int, count: int, queue_depth: 
     slot resumes (the caller advances it by the I/Os a slot made, so repeats move on through
     the disk instead of re-reading what the device may have cached).
     """
-    if direction not in ("read", "write"):
-        raise ValueError(f"direction {direction!r} is not read or write")
+    if direction not in (Direction.READ, Direction.WRITE):
+        raise ValueError(f"direction '{direction}' is not read or write")
     if length % BLOCK_SIZE or length <= 0:
         raise ValueError(f"length {length} B is not a whole number of {BLOCK_SIZE}-byte blocks")
     regions = slot_regions(blocks, length, queue_depth)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...emulation import emulated_host
+from ...protocol.names import Direction
 from ...protocol.patterns import Pattern
 from ...protocol.storage import BLOCK_SIZE
 from ...topology.hop import Hop
@@ -76,7 +77,7 @@ class BlockTransport(Transport):
         Where its facts are read (a fixture tree in tests).
     """
 
-    directions = ("read", "write")
+    directions = (Direction.READ, Direction.WRITE)
     checks_own_data = True
     # The block layer's own cost per I/O is small next to a USB command; a repeat of 4 MiB
     # (the hardware default) at 40 MB/s is 0.1 s.
@@ -173,7 +174,7 @@ class BlockTransport(Transport):
         (the VM pass), not through the disk."""
         raw: dict[str, Any] = dict(self._last)
         after = read_stat(self.facts.folder) if self.facts else {}
-        for side in ("read", "write"):
+        for side in (Direction.READ, Direction.WRITE):
             ios = after.get(f"{side}_ios", 0) - self._stat.get(f"{side}_ios", 0)
             sectors = after.get(f"{side}_sectors", 0) - self._stat.get(f"{side}_sectors", 0)
             if ios:

@@ -17,6 +17,7 @@ import time
 
 from ...protocol import pcie as proto
 from ...protocol import pcie_soc as soc
+from ...protocol.names import Direction
 from ...protocol.patterns import Pattern, PatternStream
 from ...transport import DeviceRunFailed, DeviceRunResult, InvalidRequest, TransferTimeout
 from .platform import PAGE, DmaBuffer, DmaPlatform
@@ -92,14 +93,14 @@ class DeviceRun:
         """Ask the firmware for ``count`` transfers of ``length`` bytes, wait, check."""
         if direction not in DIRECTIONS:
             raise InvalidRequest(f"the device runs only {' and '.join(DIRECTIONS)}, not "
-                                 f"{direction!r}")
+                                 f"'{direction}'")
         buf = self.buffer
         total = length * count
         if buf is None or total > buf.size:
             raise InvalidRequest(f"a device-run of {total} bytes needs a published buffer of "
                                  f"at least that size")
         stream = PatternStream(Pattern(pattern))
-        if direction == "read":
+        if direction == Direction.READ:
             buf.write(0, stream.take(total))
         sequence = ((self.bar.read32(self._reg("command")) >> 8) + 1) & 0xFF_FFFF
         firmware_bit = 1 << soc.MSI_FIRMWARE
@@ -118,7 +119,7 @@ class DeviceRun:
         values = {name: self.bar.read32(self._reg(name))
                   for name in ("bytes", "span_cycles", "total_cycles", "errors")}
         errors = values["errors"]
-        if direction == "write":
+        if direction == Direction.WRITE:
             errors += stream.check(buf.read(0, total)).errors
         return DeviceRunResult(direction, values["bytes"], values["span_cycles"] / self.clock_hz,
                                values["total_cycles"] / self.clock_hz, errors)

@@ -57,7 +57,7 @@ class PcieDmaTransport(Transport):
     def __init__(self, platform: DmaPlatform) -> None:
         self.platform = platform
         self.selector = platform.name
-        self.tool_path = getattr(platform, "tool_path", None)
+        self.tool_path = platform.tool_path
         self.driver: PcieDmaDriver | None = None
         self.device: DeviceRun | None = None
         self.identity: dict[str, int] = {}

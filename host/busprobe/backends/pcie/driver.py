@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...protocol import pcie as proto
+from ...protocol.names import PCIE_DIRECTIONS, Direction
 from ...protocol.patterns import Pattern
 from ...transport import (
     DeviceGone,
@@ -54,7 +55,7 @@ __all__ = ["Bar", "DmaBuffer", "Interrupt", "DmaPlatform", "PcieDmaDriver", "spl
 
 log = logging.getLogger(__name__)
 
-DIRECTIONS = ("write", "read", "loopback")
+DIRECTIONS = (*PCIE_DIRECTIONS, Direction.LOOPBACK)
 _MASK32 = 0xFFFF_FFFF
 
 
@@ -190,17 +191,17 @@ class PcieDmaDriver:
     # -- the data path ---------------------------------------------------------------------------
 
     def _enter_mode(self, direction: str) -> None:
-        if direction == "loopback" and not self._loopback:
+        if direction == Direction.LOOPBACK and not self._loopback:
             self._drain_writer_fifo()
             self.bar.write32(_reg("pcie_dma0_loopback_enable"), 1)
             self._loopback = True
-        elif direction != "loopback" and self._loopback:
+        elif direction != Direction.LOOPBACK and self._loopback:
             self.bar.write32_many([*self.writer.stop_writes(),
                                    (_reg("pcie_dma0_loopback_enable"), 0)])
             self._loopback = False
-        if direction in ("write", "loopback"):
+        if direction in (Direction.WRITE, Direction.LOOPBACK):
             self.bar.write32(self.writer.reg("enable"), proto.DMA_ENABLE)
-        if direction in ("read", "loopback"):
+        if direction in (Direction.READ, Direction.LOOPBACK):
             self.bar.write32(self.reader.reg("enable"), proto.DMA_ENABLE)
 
     def _drain_writer_fifo(self) -> None:
@@ -283,7 +284,7 @@ class PcieDmaDriver:
                source: Source | None = None, sink: Sink | None = None) -> StreamResult:
         """Move ``count`` transfers of ``length`` bytes with ``queue_depth`` in flight."""
         if direction not in DIRECTIONS:
-            raise InvalidRequest(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+            raise InvalidRequest(f"direction '{direction}' is not one of {', '.join(DIRECTIONS)}")
         if self._out_of_step:
             raise InvalidRequest("device pattern out of step after an aborted transfer: "
                                  "restart the pattern first")
@@ -292,10 +293,11 @@ class PcieDmaDriver:
             raise InvalidRequest("queue depth and transfer count must be at least 1")
         self._enter_mode(direction)
         queue_depth = min(queue_depth, count)
-        outgoing = direction in ("read", "loopback")
-        incoming = direction in ("write", "loopback")
+        outgoing = direction in (Direction.READ, Direction.LOOPBACK)
+        incoming = direction in (Direction.WRITE, Direction.LOOPBACK)
         transfers: deque[_Transfer] = deque()
-        carry, self._carry = (self._carry, b"") if direction == "write" else (b"", self._carry)
+        carry, self._carry = ((self._carry, b"") if direction == Direction.WRITE
+                              else (b"", self._carry))
 
         def submit(index: int) -> None:
             slot = index % queue_depth
@@ -304,7 +306,7 @@ class PcieDmaDriver:
                 src = self._buffer("out", slot, length)
                 src.write(0, source(length) if source else bytes(length))
                 t.reader_done_at = self.reader.queue(src, length)
-                if direction == "read":
+                if direction == Direction.READ:
                     self._read = (self._read + length) & _MASK32
                     t.reader_bytes_at = self._read
             if incoming:
@@ -338,7 +340,7 @@ class PcieDmaDriver:
                 if carry:  # generator bytes kept from before a loopback come first
                     data, carry = (carry + data)[:length], (carry + data)[length:]
                 sink(data)
-            if direction == "write":
+            if direction == Direction.WRITE:
                 self._written = (self._written + length) & _MASK32
             moved += length
             if index + queue_depth < count:

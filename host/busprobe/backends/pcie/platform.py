@@ -70,12 +70,17 @@ class DmaPlatform(Protocol):
     driver_options : dict
         Keyword arguments of :class:`~busprobe.backends.pcie.driver.PcieDmaDriver` that depend
         on the platform's clock (timeouts, MSI slice, completion timeout).
+    tool_path : str or None
+        The host path a point's tool ceiling is measured for (:attr:`Transport.tool_path`):
+        ``vfio`` on a board, None in simulation (implementations subclass this class, so it has
+        its default).
     """
 
     name: str
     bar: Bar
     msi: Interrupt | None
     driver_options: dict[str, Any]
+    tool_path: str | None = None
 
     def open(self) -> None: ...
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...buses import PCIE
 from ...transport import BusDescription, InvalidRequest
 from .config import ConfigSpaceGuard, PciFunction
-from .platform import Bar, DmaBuffer, Interrupt
+from .platform import Bar, DmaBuffer, DmaPlatform, Interrupt
 from .vfio import VfioBar, VfioDevice, preflight
 
 if TYPE_CHECKING:  # the description is built above the backends and handed down
@@ -37,7 +37,7 @@ class VfioBarAdapter:
             self._bar.write32(offset, value)
 
 
-class VfioPlatform:
+class VfioPlatform(DmaPlatform):
     """A :class:`~busprobe.backends.pcie.platform.DmaPlatform` through VFIO; wall-clock time.
 
     Parameters

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...protocol import bot, usb2
+from ...protocol.names import Direction
 from ...transport import EndpointStalled, Sink, StreamResult, TransportError
 from .transfers import Completion, Transfer
 
@@ -66,17 +67,17 @@ class BotRun:
             raise EndpointStalled(f"{self.what}: the {stage} stage stalled")
         cbw = self.cbws[self.index]
         if stage == "cbw":
-            if self.direction == "in":
+            if self.direction == Direction.IN:
                 return [Transfer(usb2.EP_IN, self.length, tag="data")]
             data = self.outgoing[self.index] if self.outgoing else b""
             return [Transfer(usb2.EP_OUT, len(data), bytes(data), tag="data")]
         if stage == "data":
-            if self.direction == "in" and bot.is_csw_for(completion.data, cbw):
+            if self.direction == Direction.IN and bot.is_csw_for(completion.data, cbw):
                 self.csws.append(completion.data)  # the device refused the CBW
                 return []
             self.moved += completion.actual
             self.short += completion.actual < self.length
-            if self.direction == "in":
+            if self.direction == Direction.IN:
                 self.received.append(completion.data)
             return [Transfer(usb2.EP_IN, bot.CSW_SIZE, tag="csw")]
         self.csws.append(completion.data)

@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass
 
 from ...protocol import bot, uas
+from ...protocol.names import Direction
 from ...protocol.storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS, check_lba_bytes, lba_bytes
 from ...transport import InvalidRequest, TransportError
 from .bot import BotCommands, BotRun
@@ -85,7 +86,7 @@ class DiskFraming:
         """``count`` BOT commands, one at a time (alternate 0)."""
         cbws, lbas = self._cbws(direction, length, count)
         outgoing = ([lba_bytes(lba, length // BLOCK_SIZE) for lba in lbas]
-                    if direction == "out" else None)
+                    if direction == Direction.OUT else None)
         plan = BotRun([c.pack() for c in cbws], direction, length, outgoing,
                       what=f"{self.name}: BOT {direction} command")
         return DiskRun(plan, lbas, cbws)
@@ -95,7 +96,7 @@ class DiskFraming:
         BOT numbering's, folded into UAS's 16 bits (never 0)."""
         cbws, lbas = self._cbws(direction, length, count)
         commands = [UasCommand((c.tag - 1) % 0xFFFF + 1, c.cb, length, direction,
-                               lba_bytes(lba, length // BLOCK_SIZE) if direction == "out"
+                               lba_bytes(lba, length // BLOCK_SIZE) if direction == Direction.OUT
                                else b"")
                     for c, lba in zip(cbws, lbas, strict=True)]
         plan = UasRun(commands, queue_depth, what=f"{self.name}: UAS {direction} command")
@@ -116,7 +117,7 @@ class DiskFraming:
                         or status.status != uas.Status.GOOD:
                     raise TransportError(f"{self.name}: UAS: tag {command.tag} "
                                          f"({'no answer' if status is None else status})")
-            chunks = [c.data for c in run.plan.commands if c.direction == "in"]
+            chunks = [c.data for c in run.plan.commands if c.direction == Direction.IN]
         bad, first, at = 0, None, 0
         for lba, chunk in zip(run.lbas, chunks, strict=False):
             whole = len(chunk) - len(chunk) % BLOCK_SIZE  # a short tail is counted as lost

@@ -25,7 +25,7 @@ from ...topology import bus_from_sysfs, topology_for
 from ...transport import BusDescription, DeviceNotFound, InvalidRequest, TransportError
 from .libusb import load_usb1, map_usb_error
 from .libusb_queue import LibusbTransferQueue
-from .platform import CONTROL_IN
+from .platform import CONTROL_IN, UsbPlatform
 from .transfers import Completion, Transfer
 from .transport import UsbDeviceTransport
 
@@ -46,7 +46,7 @@ def open_usb(target: TargetDescription) -> UsbDeviceTransport:
     return UsbDeviceTransport(LibusbPlatform(target.address, name=target.text))
 
 
-class LibusbPlatform:
+class LibusbPlatform(UsbPlatform):
     """A busprobe USB device on this machine's bus, through libusb (a :class:`UsbPlatform`).
 
     Parameters

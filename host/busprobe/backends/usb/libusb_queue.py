@@ -13,23 +13,27 @@ A queued stream (every sweep point) runs in native code where it can be built
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from ...protocol.names import Direction
 from ...transport import TransportError
 from .libusb import map_usb_error, transfer_status_error
 from .native_stream import NativeStream, StreamFailure, native_stream_for
 from .plans import QueuedStream
-from .transfers import Completion, Transfer
+from .transfers import Completion, Transfer, TransferQueue
 
 __all__ = ["LibusbTransferQueue"]
+
+log = logging.getLogger(__name__)
 
 #: How long :meth:`LibusbTransferQueue.cancel` waits for cancelled transfers to come back.
 CANCEL_WAIT_S = 2.0
 
 
-class LibusbTransferQueue:
+class LibusbTransferQueue(TransferQueue):
     """Bulk transfers in flight on one opened device.
 
     Parameters
@@ -56,7 +60,7 @@ class LibusbTransferQueue:
         self.created = 0  # libusb transfers allocated (the pool's size)
 
     def _what(self, transfer: Transfer) -> str:
-        direction = "in" if transfer.incoming else "out"
+        direction = Direction.IN if transfer.incoming else Direction.OUT
         return f"{self.name}: {direction} transfer"
 
     def submit(self, transfers: Sequence[Transfer]) -> float:
@@ -83,12 +87,14 @@ class LibusbTransferQueue:
         runs it in Python)."""
         if not isinstance(plan, QueuedStream) or self._flying or self._native is False:
             return None
-        # python-libusb1 (pinned: 3.4.0) keeps the raw pointers in private attributes; a
-        # stand-in usb1 (the tests' fake bus) has none, and runs the Python loop.
+        # python-libusb1 (pinned: 3.4.0) keeps the raw pointers in private attributes (it has no
+        # public accessor); a stand-in usb1 (the tests' fake bus) or another release of it has
+        # none, and runs the Python loop.
         context = getattr(self.context, "_USBContext__context_p", None)
         handle = getattr(self.handle, "_USBDeviceHandle__handle", None)
         if context is None or handle is None:
             self._native = False
+            _say_no_raw_pointers()
             return None
         if self._native is True:
             self._native = native_stream_for(getattr(self.usb1._libusb1, "libusb", None)) \
@@ -156,3 +162,18 @@ class LibusbTransferQueue:
         for raw in self._idle:
             raw.close()
         self._idle.clear()
+
+
+_said_no_raw_pointers = False
+
+
+def _say_no_raw_pointers() -> None:
+    """Say once per process that streams run in the Python loop: python-libusb1's private
+    ``_USBContext__context_p`` / ``_USBDeviceHandle__handle`` are not there (not the pinned
+    3.4.0, or a stand-in), so the tool's own ceiling is the Python loop's."""
+    global _said_no_raw_pointers
+    if not _said_no_raw_pointers:
+        _said_no_raw_pointers = True
+        log.warning("python-libusb1 has no _USBContext__context_p/_USBDeviceHandle__handle "
+                    "(busprobe pins 3.4.0): bulk streams run in the Python loop, not the "
+                    "native stream")

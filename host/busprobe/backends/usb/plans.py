@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...protocol import usb2
+from ...protocol.names import Direction
 from ...transport import EndpointStalled, Sink, StreamResult
 from .transfers import Completion, Transfer
 
@@ -93,8 +94,9 @@ class QueuedStream:
         self.received.clear()
 
     def result(self, start: float, end: float) -> StreamResult:
-        return StreamResult("in" if self.incoming else "out", self.moved, self.completed_count,
-                            start, end, short_transfers=self.short)
+        direction = Direction.IN if self.incoming else Direction.OUT
+        return StreamResult(direction, self.moved, self.completed_count, start, end,
+                            short_transfers=self.short)
 
 
 class Together:

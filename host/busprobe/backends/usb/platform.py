@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...transport import BusDescription
-from .transfers import Completion, Transfer
+from .transfers import Completion, Transfer, TransferQueue
 
 __all__ = ["UsbPlatform", "CONTROL_IN"]
 
@@ -24,8 +24,10 @@ __all__ = ["UsbPlatform", "CONTROL_IN"]
 CONTROL_IN = 0x80
 
 
-class UsbPlatform(Protocol):
+class UsbPlatform(TransferQueue, Protocol):
     """One USB device on one bus, as the device transport drives it.
+
+    Implementations subclass it, so the optional parts below have their defaults.
 
     Attributes
     ----------
@@ -39,11 +41,16 @@ class UsbPlatform(Protocol):
         The machine is emulated (``"qemu"``, :func:`busprobe.emulation.emulated_host`): its
         controller is far slower than hardware, so a run waits longer before it counts as stuck.
         None on real hardware, and in simulation (whose clock is simulated).
+    tool_path : str or None
+        The host path a point's tool ceiling is measured for (:attr:`Transport.tool_path`):
+        ``libusb`` on a board, None in simulation (its clock stands still while the host
+        computes).
     """
 
     name: str
     vendor_requests: bool
     emulated: str | None
+    tool_path: str | None = None
 
     def open(self) -> None: ...
 
@@ -72,3 +79,8 @@ class UsbPlatform(Protocol):
 
     def topology(self) -> list[dict[str, Any]]:
         """One dict per hop from the root to the device."""
+
+    def bus_reset(self) -> bool:
+        """Reset the bus and enumerate the device again, as a host does after a port reset (the
+        usbredir export relays a guest's); False when this platform cannot (nothing done)."""
+        return False

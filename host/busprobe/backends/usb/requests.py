@@ -14,6 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ...protocol import usb2, usb3
+from ...protocol.names import Direction
 from ...protocol.patterns import Pattern
 from ...transport import InvalidRequest, Telemetry, TransportError
 
@@ -55,7 +56,7 @@ def decode_telemetry(data: bytes, protocol: ModuleType = usb2,
         raw = {name: raw[name] for name in usb2.present_words(features)}
     seconds: dict[str, float] = {}
     window_bytes: dict[str, int] = {}
-    for direction in ("in", "out"):
+    for direction in (Direction.IN, Direction.OUT):
         window = protocol.device_window(raw, direction)
         if window is not None:
             window_bytes[direction], seconds[direction] = window

@@ -104,6 +104,12 @@ class TransferQueue(Protocol):
         """Cancel every transfer in flight and wait until they are back; what completed and was
         not reaped is dropped."""
 
+    def run_stream(self, plan: object, *, silence: float) -> tuple[float, float] | None:
+        """Run the whole ``plan`` here and return its window, or None when this queue does not
+        take that plan (then :func:`run_plan` runs it transfer by transfer). Default: None; the
+        libusb queue runs a queued stream in native code (:mod:`.native_stream`)."""
+        return None
+
 
 class TransferPlan(Protocol):
     """What to submit, and what to submit next when a transfer completes (no I/O)."""
@@ -142,15 +148,12 @@ def run_plan(queue: TransferQueue, plan: TransferPlan, *, what: str,
     window). When no transfer completes for ``silence`` seconds the run fails with
     :class:`TransferTimeout`; on any failure every transfer still in flight is cancelled.
 
-    A queue that runs a whole plan itself (``run_stream(plan, silence=)`` returning the window,
-    or None when it does not take that plan: the libusb queue's native stream,
-    :mod:`.native_stream`) is handed the plan first.
+    The queue is offered the whole plan first (:meth:`TransferQueue.run_stream`: the libusb
+    queue's native stream, :mod:`.native_stream`).
     """
-    runner = getattr(queue, "run_stream", None)
-    if runner is not None:
-        window = runner(plan, silence=silence)
-        if window is not None:
-            return window
+    window = queue.run_stream(plan, silence=silence)
+    if window is not None:
+        return window
     first = list(plan.start())
     start = queue.submit(first)
     end, flying = start, len(first)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...protocol import uas
+from ...protocol.names import Direction
 from ...transport import EndpointStalled, Sink, StreamResult, TransportError
 from .transfers import Completion, Transfer
 
@@ -110,7 +111,7 @@ class UasRun:
             command = self.moving.pop(stage[1])
             self.moved += completion.actual
             self.short += completion.actual < command.length
-            if command.direction == "in":
+            if command.direction == Direction.IN:
                 command.data = completion.data
             return self._finish(command) if command.status is not None else []
         try:

@@ -20,9 +20,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import HostProfile
 from busprobe.model.usb2_schedule import run_transfers, steady_period
+from busprobe.protocol import usb2_wire as wire
 from busprobe.protocol.usb2 import CLOCK_HZ, MAGIC, PROTOCOL_VERSION
 from busprobe.sweep import Sweep
 

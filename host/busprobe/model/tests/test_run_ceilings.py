@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from busprobe.model import ceiling_for
-from busprobe.model import usb2_wire as wire
 from busprobe.model.bus import bus_from_json
 from busprobe.model.usb2_hosts import load_profile
 from busprobe.model.usb2_run import device_window, run_ceiling
 from busprobe.model.usb2_schedule import steady_period
 from busprobe.point_models import run_ceiling as point_run_ceiling
+from busprobe.protocol import usb2_wire as wire
 
 FIXTURES = Path(__file__).resolve().parents[4] / "tests" / "fixtures" / "results"
 RECORDED = ["sim_usb2_demo_xhci.json", "sim_usb2_demo_ehci.json", "sim_usb2_fit_ideal.json",

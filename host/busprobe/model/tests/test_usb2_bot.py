@@ -6,7 +6,7 @@ import pytest
 from busprobe.model import ceiling_for
 from busprobe.model.usb2_bot import bot_command
 from busprobe.model.usb2_hosts import load_profile
-from busprobe.model.usb2_wire import UFRAME_S
+from busprobe.protocol.usb2_wire import UFRAME_S
 from busprobe.transport import BusDescription
 
 STREAM = BusDescription("usb2-hs", "high", max_packet_size=512)

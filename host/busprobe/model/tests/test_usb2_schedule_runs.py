@@ -9,9 +9,9 @@ import random
 from dataclasses import replace
 
 import pytest
-from busprobe.model import usb2_wire as wire
 from busprobe.model.usb2_hosts import builtin_profiles, load_profile
 from busprobe.model.usb2_schedule import run_transfers, steady_period
+from busprobe.protocol import usb2_wire as wire
 from busprobe.protocol.usb2 import CLOCK_HZ
 
 

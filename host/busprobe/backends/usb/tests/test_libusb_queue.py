@@ -112,3 +112,20 @@ def test_a_completion_that_never_comes_times_out_instead_of_hanging(fake_bus):
 def test_out_buffers_must_match_the_count(fake_bus):
     with pytest.raises(ValueError, match="2 OUT buffers for 3 transfers"):
         QueuedStream(usb2.EP_OUT, 4, 3, 1, outgoing=[b"abcd"] * 2, what="x")
+
+
+def test_a_python_libusb1_without_its_raw_pointers_is_said_once_and_streams_in_python(
+        fake_bus, caplog, monkeypatch):
+    """The native stream reads python-libusb1's private raw pointers; where they are missing (the
+    fake bus has none, as another release of python-libusb1 may not) the stream still runs, in
+    the Python loop, and a warning says so once per process, not once per stream."""
+    from busprobe.backends.usb import libusb_queue
+
+    monkeypatch.setattr(libusb_queue, "_said_no_raw_pointers", False)
+    bus = fake_bus()
+    with caplog.at_level("WARNING", logger=libusb_queue.__name__):
+        first, _ = stream_in(bus, 512, 4, 2)
+        second, _ = stream_in(bus, 512, 4, 2)
+    said = [r.getMessage() for r in caplog.records if r.name == libusb_queue.__name__]
+    assert len(said) == 1 and "_USBContext__context_p" in said[0], said
+    assert first.bytes == second.bytes == 2048

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from busprobe.model import usb2_wire as wire
-from busprobe.model.usb2_wire import Pid
+from busprobe.protocol import usb2_wire as wire
+from busprobe.protocol.usb2_wire import Pid
 
 
 def test_token_crc5_matches_known_packets():

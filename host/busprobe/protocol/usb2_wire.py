@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..protocol.usb2 import CLOCK_HZ
+from .names import Direction
+from .usb2 import CLOCK_HZ
 
 __all__ = [
     "BIT_RATE", "BIT_TIME_S", "BITS_PER_ULPI_CYCLE",
@@ -265,15 +266,15 @@ def transaction_bits(direction: str, payload: bytes | bytearray | memoryview | i
         raise ValueError(f"turnaround {turnaround_bits} bit times outside 8..192 (§7.1.18.2)")
     if isinstance(payload, int):
         payload, stuffing = bytes(payload), False
-    token = packet_bits(Pid.IN if direction == "in" else Pid.OUT)
+    token = packet_bits(Pid.IN if direction == Direction.IN else Pid.OUT)
     data = packet_bits(Pid.DATA0, payload, stuffing=stuffing)
     handshake = packet_bits(Pid.ACK)
-    if direction == "in":
+    if direction == Direction.IN:
         gaps = 2 * turnaround_bits  # device answers the token, host answers the data
-    elif direction == "out":
+    elif direction == Direction.OUT:
         gaps = IPD_HOST_BACK_TO_BACK_BITS + turnaround_bits
     else:
-        raise ValueError(f"direction must be 'in' or 'out', not {direction!r}")
+        raise ValueError(f"direction must be 'in' or 'out', not '{direction}'")
     return TransactionCost(token, data, handshake, gaps)
 
 
