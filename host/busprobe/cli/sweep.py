@@ -204,8 +204,12 @@ def run(args: argparse.Namespace) -> int:
     if args.allow_config_write:
         transport.platform.allow_config_write = True  # type: ignore[attr-defined]  # VfioPlatform
     directions = expand_directions(args.direction, transport.directions)
-    if lengths and depths:  # check what we can before paying for open (a simulator build)
-        SweepPlan(directions, tuple(lengths), tuple(depths), args.repeat, settings,
+    # Check what we can before paying for open (a simulator build): with the lengths asked and
+    # the queue depths asked or, for a simulated target (whose selector says what it is), its
+    # bus's defaults: a simulated null disk asked for streams is refused before it is built.
+    early_depths = depths or (_default_depths(transport.bus) if target.simulated else None)
+    if lengths and early_depths:
+        SweepPlan(directions, tuple(lengths), tuple(early_depths), args.repeat, settings,
                   pattern).validate(transport, simulated=target.simulated)
 
     # From here on the run can fail (a simulator that dies or is stopped, a device unplugged,
@@ -293,11 +297,16 @@ def _plan(transport: Transport, directions: tuple[str, ...], lengths: list[int] 
     return SweepPlan(
         directions,
         tuple(lengths or default_lengths(bus.kind, transport.default_max_length)),
-        # busprobe's own BOT framing has no queue (block:'s driver queues by itself);
-        # UAS's tags do.
-        tuple(depths or ((1,) if bus.protocol == Framing.BOT and bus.kind != "usb-storage"
-                         else buses.by_kind(bus.kind).default_queue_depths)),
+        tuple(depths or _default_depths(bus)),
         repeat, settings, pattern)
+
+
+def _default_depths(bus: BusDescription) -> tuple[int, ...]:
+    """The queue depths a sweep of ``bus`` runs when none are asked: busprobe's own BOT framing
+    has no queue (block:'s driver queues by itself); UAS's tags do."""
+    if bus.protocol == Framing.BOT and bus.kind != "usb-storage":
+        return (1,)
+    return buses.by_kind(bus.kind).default_queue_depths
 
 
 def _measure(transport: Transport, plan: SweepPlan, args: argparse.Namespace,

@@ -231,6 +231,8 @@ SIM_MAY_IMPORT = {
     "busprobe.backends.usb.libusb": "the VM pass runs the real libusb backend in the guest",
     "busprobe.backends.pcie.dma_transport": "the PCIe transport the sim PCIe backend runs",
     "busprobe.backends.pcie.platform": "the PCIe seam a simulated platform implements",
+    "busprobe.backends.pcie.descriptor_table": "the driver's descriptor table, which the cocotb "
+                                               "DMA helper writes through (one table, not two)",
     "busprobe.backends.pcie.config": "the VM guest's checks run the real VFIO backend",
     "busprobe.backends.pcie.vfio": "the VM guest's checks run the real VFIO backend",
     "busprobe.targets": "target descriptions (the sim backends are rows' factories)",
