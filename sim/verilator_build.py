@@ -118,7 +118,7 @@ def _public_ports_control(toplevel: str) -> str:
     port between the root and it, and ran the logic those ports feed, at every ``eval`` (its
     "ico" region): the PCIe bench's 4,608-bit TLP ports each way on every clock edge, some 20 %
     of an idle simulator. Inlined, the ports are the root's own: the one-endpoint PCIe model
-    ran idle at 367-392 k cycles/s instead of 247-265 k (issue 30, DESIGN §2.12).
+    ran idle at 367-392 k cycles/s instead of 247-265 k (issue 30, DESIGN §5.3).
     """
     return (f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n'
             f'inline -module "{toplevel}"\n')

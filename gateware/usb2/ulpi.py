@@ -9,7 +9,7 @@ __all__ = ["ulpi_bus"]
 
 def ulpi_bus(*, data_i=None, data_o=None, data_oe=None, dir_i=None, nxt_i=None, stp_o=None,
              rst_o=None):
-    """A ULPI bus with resource-style ``.i``/``.o``/``.oe`` subfields (docs/DESIGN.md §5).
+    """A ULPI bus with resource-style ``.i``/``.o``/``.oe`` subfields (docs/DESIGN.md §8).
 
     LUNA's ``UTMITranslator`` reads ``data.i``, ``dir.i``, ``nxt.i`` and drives ``data.o``,
     ``data.oe``, ``stp.o`` and ``rst.o``; LUNA's own ``ULPIInterface`` record lacks these

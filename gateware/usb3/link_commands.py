@@ -113,7 +113,7 @@ class AdvertisingHeaderPacketReceiver(HeaderPacketReceiver):
     it there, just after a header), the reset is missed: after Recovery the device sends no
     LGOOD and goes on with its old LCRD numbering (an LCRD_C where LCRD_A must come), and its
     ACK and credit counters keep what they held. The hostile link's bench run (seed 3333) met it
-    after ~6,000 faults (docs/DESIGN.md §2.16).
+    after ~6,000 faults (docs/DESIGN.md §4.2).
 
     A second departure in the same receiver: its ``RawHeaderPacketReceiver`` takes header
     packets whatever the link state, so a header the host was sending when the device went to

@@ -2,7 +2,7 @@
 
 Inside QEMU (TCG or KVM) a USB or PCIe device sits behind QEMU's emulated host controller or
 root complex: a sweep there measures how fast QEMU moves the data, not what a controller does.
-Results say so (``host.emulated`` in the result document, docs/DESIGN.md §3). QEMU names itself
+Results say so (``host.emulated`` in the result document, docs/DESIGN.md §2.4). QEMU names itself
 in the machine's SMBIOS tables, which Linux shows under ``/sys/class/dmi/id``.
 """
 

@@ -1,4 +1,4 @@
-"""The most a user may ask of a sweep, and why (docs/DESIGN.md §2.3, "Limits").
+"""The most a user may ask of a sweep, and why (docs/DESIGN.md §5.1, "Limits").
 
 Each bound comes from what the run needs or what can finish, not from taste; asking beyond one is
 refused in one line naming the bound, before anything is built, opened or measured

@@ -5,7 +5,7 @@ to a user and nothing says what to do. :func:`describe` gives ``cannot listen on
 the address is in use (EADDRINUSE); ...`` instead, with the errno's symbolic name kept for a
 search. Callers that know the context pass their own advice (which option picks another port);
 the table's is the fallback. The command line (:mod:`busprobe.cli`) sends every ``OSError`` that
-reaches it through here (docs/DESIGN.md §2.3).
+reaches it through here (docs/DESIGN.md §5.1).
 """
 
 from __future__ import annotations

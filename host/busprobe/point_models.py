@@ -5,7 +5,7 @@ a sweep always runs; the verdict and the reports then say there is no model.
 
 A point is measured as finite runs (its repeats), so its ceiling is :func:`run_ceiling`: the
 most such a run can read on the host's clock and, where the device times, on the device's
-(``docs/DESIGN.md`` §4.6). :func:`model_ceiling` is the steady state, what sizes the runs.
+(``docs/DESIGN.md`` §6.6). :func:`model_ceiling` is the steady state, what sizes the runs.
 """
 
 from __future__ import annotations

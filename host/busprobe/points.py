@@ -1,5 +1,5 @@
 """A sweep's points: what to measure (:class:`PointSpec`) and what was measured
-(:class:`PointResult`, written as the result document's ``points``, docs/DESIGN.md §3).
+(:class:`PointResult`, written as the result document's ``points``, docs/DESIGN.md §2.4).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Where a result goes (``--json``, ``--csv``, ``--plot``, ``report -o``, ``fit -o``, ``build
---json``): what the path is decides how it is written (docs/DESIGN.md §3, "Result files").
+--json``): what the path is decides how it is written (docs/DESIGN.md §2.4, "Result files").
 
 ``-``
     Standard output. The command then sends every human line to stderr (:func:`is_stdout`).

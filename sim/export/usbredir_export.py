@@ -28,7 +28,7 @@ How requests map onto the platform:
 * a STALL is answered ``stall``, a timeout ``timeout``; the device gone (the simulator died or
   stopped, caught by its watchdog) → ``device_disconnect`` and the connection is closed.
 
-Nothing the guest sends is trusted (docs/DESIGN.md §2.5): a broken frame or hello order drops
+Nothing the guest sends is trusted (docs/DESIGN.md §7.1): a broken frame or hello order drops
 the connection (:attr:`UsbredirExport.dropped` says why), and :mod:`.connection` bounds the rest.
 """
 

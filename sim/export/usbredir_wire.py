@@ -15,7 +15,7 @@ to count): ``device_connect`` gains ``device_version_bcd`` with
 Only what a device server needs is here; other packet types are read past by their length.
 The reader trusts nothing a peer sends: a header claiming more than its type can carry (a
 4 GiB length), a stream that does not start with the hello or holds a second one, is a
-:class:`ProtocolError` before anything is stored for it (docs/DESIGN.md §2.5).
+:class:`ProtocolError` before anything is stored for it (docs/DESIGN.md §7.1).
 """
 
 from __future__ import annotations

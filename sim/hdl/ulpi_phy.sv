@@ -2,7 +2,7 @@
 // handed to the Python host model one whole packet at a time.
 //
 // Why SystemVerilog: a Python await per 60 MHz clock caps a cocotb simulation at ~70k cycles/s
-// (docs/DESIGN.md §5) and a 1 MiB transfer is ~1.2 M cycles. Here every per-byte ULPI step runs inside
+// (docs/DESIGN.md §8) and a 1 MiB transfer is ~1.2 M cycles. Here every per-byte ULPI step runs inside
 // the simulator; Python writes a packet once (one wide vector, its length and a per-byte stall mask)
 // and reads a captured packet once, so the host model runs per packet, not per clock.
 //

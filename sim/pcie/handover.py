@@ -5,7 +5,7 @@ TLP gets a sequence number, a copy, a retry-buffer entry, an ACK DLLP back and a
 for its credits, and every packet a task and a timer. A link with no speed set
 (``max_link_speed`` None) is untimed (each packet takes one simulator step), but all of that
 still runs: behind the switch of :class:`~busprobe.sim.pcie.multi_top.SwitchedBench` it was most
-of why two endpoints cost over 3x one (issue 30, DESIGN §2.12 "Simulation speed").
+of why two endpoints cost over 3x one (issue 30, DESIGN §5.3 "Simulation speed").
 
 :class:`HandOverPort` stands in for *both* ends of such a link, in the one place this workaround
 of upstream's link model lives. It keeps what the simulation's figures depend on and drops the

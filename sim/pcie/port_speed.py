@@ -9,7 +9,7 @@ cocotb 2's :class:`~cocotb.triggers.First` runs each of its awaitables in a task
 cancels the others when one completes: three tasks made, started and ended, and an internal event,
 to wait for one of three events. A link carries two or three packets per TLP (the TLP, its ACK,
 an UpdateFC), each waking this task once, so these were one of the largest costs per TLP of
-every PCIe simulation in the profile (issue 30, DESIGN §2.12 "Simulation speed").
+every PCIe simulation in the profile (issue 30, DESIGN §5.3 "Simulation speed").
 
 :func:`install` gives ``cocotbext.pcie.core.port`` (that module's name ``First`` only, in this one
 place) :func:`first`: when every awaitable is an :class:`~cocotb.triggers.Event`'s ``wait()``,

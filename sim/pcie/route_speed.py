@@ -5,7 +5,7 @@ for this function?) and ``Bridge.match_tlp_secondary`` (is it for the bus behind
 a switch asks them again of each port while it looks for the egress. Upstream's versions compare
 ``tlp.fmt_type`` with set literals of :class:`~cocotbext.pcie.core.tlp.TlpType` members, built
 anew at each call: ~15 Python-level enum hashes a call, six or more calls a hop. Profiled
-(issue 30, DESIGN §2.12 "Simulation speed"), these were the largest part of what two endpoints
+(issue 30, DESIGN §5.3 "Simulation speed"), these were the largest part of what two endpoints
 behind ``sim:pcie?endpoints=N``'s switch cost over twice one endpoint: the switch's bridges
 route every TLP once more than the root port alone does.
 

@@ -4,7 +4,7 @@ Every hop of cocotbext-pcie's fabric (each bridge's receive and send, the root c
 receive) runs ``assert tlp.check()``, and that and the bridges' routing ask ``tlp.fmt_type``
 several times a hop; the property builds the :class:`~cocotbext.pcie.core.tlp.TlpType` anew
 from ``(fmt, type)`` through enum's value lookup at each access. Profiled (issue 30, DESIGN
-§2.12 "Simulation speed"), these were the largest share of the simulator's Python per TLP after
+§5.3 "Simulation speed"), these were the largest share of the simulator's Python per TLP after
 the task machinery, and they grow with the hops a TLP crosses: behind the switch of
 ``sim:pcie?endpoints=N`` twice as many as on ``sim:pcie``.
 

@@ -1,6 +1,6 @@
 """USB 3.0 SuperSpeed simulation: the device gateware behind a PIPE-level link partner.
 
-Layers, bottom up (docs/DESIGN.md §2.7):
+Layers, bottom up (docs/DESIGN.md §4.1):
 
 ``sim/hdl/pipe_partner.sv``  the link partner at the PIPE boundary: LFPS, ordered sets,
                              scrambling, SKP insertion/removal, framing, a link-command lane

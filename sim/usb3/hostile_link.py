@@ -114,7 +114,7 @@ class HostileLink(SuperSpeedLink):
         self.lose_received_tps = 0
         #: Recoveries after which the device's advertisement did not come or its LCRDs did not
         #: start at LCRD_A, so the host went to Recovery again, as a port must (LUNA's receiver
-        #: skipped its advertisement when U0 was left mid-command, docs/DESIGN.md §2.16; the
+        #: skipped its advertisement when U0 was left mid-command, docs/DESIGN.md §4.2; the
         #: oracle expects none).
         self.repeated_recoveries = 0
         #: Fault injection: the next device link command of this kind is taken as arriving with

@@ -73,7 +73,7 @@ class Design:
 
 
 #: abc9 delay target of the USB 2.0 designs, all three alike so that they compare. The usb
-#: domain runs at 60 MHz and is held to 95 MHz on the ECP5-8 (docs/DESIGN.md §2.1); measured on
+#: domain runs at 60 MHz and is held to 95 MHz on the ECP5-8 (docs/DESIGN.md §2.3); measured on
 #: Cynthion r1.4 with nextpnr seeds 1-3, 6 ns of mapped depth routes to 104-110 MHz, 6.5 ns to
 #: 94-100 MHz, and no target to 109-113 MHz with some 100 LUT4 more.
 USB2_MAPPING_DELAY_PS = 6000

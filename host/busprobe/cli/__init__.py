@@ -33,7 +33,7 @@ log = logging.getLogger("busprobe")
 
 def _one_line(text: str) -> str:
     """``text`` with its line breaks escaped: a value or file name holding one must not split the
-    error line (docs/DESIGN.md §2.3)."""
+    error line (docs/DESIGN.md §5.1)."""
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 

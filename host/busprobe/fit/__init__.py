@@ -1,4 +1,4 @@
-"""``busprobe fit``: a USB 2.0 host profile estimated from a sweep (docs/DESIGN.md §4.4).
+"""``busprobe fit``: a USB 2.0 host profile estimated from a sweep (docs/DESIGN.md §6.4).
 
 One module per step: :mod:`.observations` reads and checks the result, :mod:`.predict` gives the
 model's figures for a measured repeat, :mod:`.objective` weighs them against the measurements,

@@ -253,7 +253,7 @@ def _naks(telemetry: list[tuple[str, Any, int]]) -> dict[str, tuple[int, int]]:
 
 def _device_packets(telemetry: list[tuple[str, Any, int]], mps: int) -> dict[str, float]:
     """The device-timed plateau of the deep-queue points, in packets per microframe: bytes within
-    the whole-microframe window over its microframes (docs/DESIGN.md §3, Timing)."""
+    the whole-microframe window over its microframes (docs/DESIGN.md §2.4, Timing)."""
     best: dict[str, float] = {}
     for direction, counters, depth in telemetry:
         if depth < DEEP_QUEUE:

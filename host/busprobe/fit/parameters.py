@@ -19,7 +19,7 @@ __all__ = ["Candidate", "CONTINUOUS", "MAX_PER_UFRAME", "NS_PER_CYCLE", "US_PER_
 #: Most bulk packets a microframe holds, from the profile schema (USB 2.0 §5.8.4).
 MAX_PER_UFRAME = int(SCHEMA["max_bulk_in_per_uframe"][2])
 #: The model and the simulated controller count time in 60 MHz ULPI cycles: nothing finer than
-#: one can be told apart (docs/DESIGN.md §4.1).
+#: one can be told apart (docs/DESIGN.md §6.1).
 US_PER_CYCLE = 1 / 60
 NS_PER_CYCLE = 1000 / 60
 #: The search's coordinates (:attr:`Candidate.continuous`), in order.

@@ -19,7 +19,7 @@ and at most :data:`DESC_MAX_LENGTH`; its address is :data:`DMA_ADDRESS_ALIGN`-al
 the splitter cuts requests every MPS/MRRS bytes from the descriptor start without looking at
 4 KiB boundaries (aligned starts never cross one).
 
-Link faults (``docs/DESIGN.md`` §2.6): the core checks every TLP the link delivers before
+Link faults (``docs/DESIGN.md`` §3.1): the core checks every TLP the link delivers before
 LitePCIe sees it and drops what is malformed, poisoned, unexpected, not successful (UR/CA) or
 inconsistent with the read it claims to answer; each class has a :data:`TELEMETRY` counter
 (:data:`LINK_ERRORS`). A read that loses data that way, or is not completed within

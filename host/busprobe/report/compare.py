@@ -210,7 +210,7 @@ def differences(runs: Sequence[Run], units: Units = Units.MB) -> list[str]:
                     say(f"{hop_field(hop, 'name') or ''} {note}")
         for e in run.entries:
             top, top_run = best[(e["direction"], _setting(e))]
-            # A gap is a difference only beyond both runs' repeat spreads (docs/DESIGN.md §3).
+            # A gap is a difference only beyond both runs' repeat spreads (docs/DESIGN.md §2.4).
             gap = top - e["plateau"]
             spreads = (plateau_spread(run, e), plateau_spread(top_run, e))
             material = top_run is not run and e["plateau"] < 0.97 * top

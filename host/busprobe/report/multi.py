@@ -1,4 +1,4 @@
-"""A multi-target result (``sweep --device A --device B``, docs/DESIGN.md §2.8) as the runs
+"""A multi-target result (``sweep --device A --device B``, docs/DESIGN.md §3.2) as the runs
 ``report`` and ``compare`` draw: each target alone and together, and the two sums.
 
 Each becomes a document of its own with the points of one curve, so the tables, plots and

@@ -27,7 +27,7 @@ def _is_test(path: Path, root: Path) -> bool:
     return "tests" in parts or path.name == "conftest.py"
 
 
-#: The layers, bottom first (docs/DESIGN.md §2.2): the contract and the tool locator, the
+#: The layers, bottom first (docs/DESIGN.md §2.1): the contract and the tool locator, the
 #: gateware, the host tool, the bitstream flow and the simulation.
 CONTRACT = ("busprobe.protocol", "busprobe.toolchain")
 GATEWARE = "busprobe.gateware"

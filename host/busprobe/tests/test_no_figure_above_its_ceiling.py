@@ -7,7 +7,7 @@ simulated buses.
   host's window is reported beside it and, where the host is not the limit, agrees.
 - The README's PCIe sweep. The PCIe engine times writes from the first TLP it hands the hard IP
   to the last, and the IP's transmit buffer still holds the last few then: its figure is held to
-  the model of that window (``device_ceiling``, docs/DESIGN.md §4.6), the host's to the link.
+  the model of that window (``device_ceiling``, docs/DESIGN.md §6.6), the host's to the link.
 - A ladder of odd lengths on each bus (a short last packet or TLP, one packet and a byte, a
   length of no round size) behind a host with completion, resubmit and re-token latencies.
 

@@ -94,7 +94,7 @@ def test_loopback_between_streamed_directions_returns_every_byte_at_the_dual_sim
                 pt["transfers"] if length % 1024 else 0)
     loop = points[("loopback", 1 << 20)]
     assert loop["ceiling"] == pytest.approx(459.4e6, rel=1e-3)
-    assert 0.99 <= loop["efficiency"] <= 1.0, loop  # 99.3-99.4 % measured: DESIGN §2.15
+    assert 0.99 <= loop["efficiency"] <= 1.0, loop  # 99.3-99.4 % measured: DESIGN §3.6
     assert "loopback: link-limited" in out
 
 

@@ -1,6 +1,6 @@
 """Plateau detection and the verdict on what limits a measured throughput.
 
-``assess(result)`` returns the ``ceilings`` entries of a result document (docs/DESIGN.md §3): per
+``assess(result)`` returns the ``ceilings`` entries of a result document (docs/DESIGN.md §2.4): per
 direction (and MPS), the plateau, the link model, the efficiency and one of ``link-limited``,
 ``host-limited``, ``upstream-limited``, ``device-limited`` with an explanation.
 """

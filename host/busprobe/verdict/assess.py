@@ -81,7 +81,7 @@ def _curve(points: Sequence[PointRecord],
 
 def assess(result: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE,
            units: Units = Units.MB) -> list[dict]:
-    """One verdict per direction (and MPS/MRRS) of ``result`` (``ceilings``, docs/DESIGN.md §3).
+    """One verdict per direction (and MPS/MRRS) of ``result`` (``ceilings``, docs/DESIGN.md §2.4).
 
     Each entry is an :class:`Assessment` as JSON. Figures in the explanation are in ``units``;
     the numeric fields are always bytes/s.

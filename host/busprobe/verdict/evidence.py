@@ -57,7 +57,7 @@ def _number(value: Any) -> float | None:
 
 @dataclass(frozen=True)
 class PointRecord:
-    """One point of a result document as the verdict reads it (docs/DESIGN.md §3).
+    """One point of a result document as the verdict reads it (docs/DESIGN.md §2.4).
 
     Attributes
     ----------

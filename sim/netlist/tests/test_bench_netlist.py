@@ -9,7 +9,7 @@ For the USB 2.0 designs the board is built first (from the cache after ``make be
 benchmark), so the netlist simulated is the one its bitstream was packed from; where the cache
 held a netlist synthesized alone (``make test``), its SHA-256 must equal the board build's. The
 usb3 netlist is yosys' alone (a board build takes ~5 minutes and meets ``ss`` only by a
-placement's margin, docs/DESIGN.md §2.9), cut at the 125 MHz side of the SerDes crossing.
+placement's margin, docs/DESIGN.md §3.3), cut at the 125 MHz side of the SerDes crossing.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The PCIe SoC's firmware in the simulated SoC: boot, console, device-run DMA, and the verdict
-that sets the device-run beside the host-run (docs/DESIGN.md §2.8).
+that sets the device-run beside the host-run (docs/DESIGN.md §3.2).
 
 Everything goes through the command line, as a user runs it: ``busprobe console --device
 sim:pcie`` and ``busprobe sweep``; the firmware is the image the board's ROM gets.

@@ -86,7 +86,7 @@ def test_departure_from_usb_3_2(hostile_results: dict, name: str) -> None:
 def test_hostile_link_10000_more_faults_another_seed(usb3_model: Path, tmp_path: Path) -> None:
     """Seed 3333 once stopped after ~6,000 faults on an LCRD out of order after a Recovery:
     LUNA's receiver skipped its advertisement when U0 was left mid-command (worked around in
-    gateware/usb3/link_commands.py; docs/DESIGN.md §2.16)."""
+    gateware/usb3/link_commands.py; docs/DESIGN.md §4.2)."""
     outcome, figures = run_hostile(usb3_model, tmp_path, [FUZZ],
                                    BUSPROBE_USB3_HOSTILE_FAULTS="10000",
                                    BUSPROBE_USB3_HOSTILE_SEED="3333")

@@ -34,7 +34,7 @@ from busprobe.targets import open_transport
 pytestmark = pytest.mark.sim
 
 #: A realistic host: 20 µs completion and 30 µs resubmit per stage hide the disk's own
-#: start-up (the ideal host, which answers in the next symbol, shows it: DESIGN §2.13).
+#: start-up (the ideal host, which answers in the next symbol, shows it: DESIGN §3.5).
 DISK = "sim:usb3?host=vl805&design=storage"
 PASSED, FAILED, PHASE_ERROR = (bot.CswStatus.PASSED, bot.CswStatus.FAILED,
                                bot.CswStatus.PHASE_ERROR)

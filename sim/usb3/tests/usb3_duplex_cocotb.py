@@ -19,7 +19,7 @@ QUEUE_DEPTHS = (1, 2, 4, 8)
 ODD_LENGTHS = (1, 1025, 4097, 65535)
 #: Share of the loopback model a 1 MiB run must reach, timed from its first submission (the
 #: first packet's round trip included, which the model leaves out): 98.9 % measured. Issue 27's
-#: 99 % is held by the CLI test against the run's own ceiling (docs/DESIGN.md §2.15).
+#: 99 % is held by the CLI test against the run's own ceiling (docs/DESIGN.md §3.6).
 LOOPBACK_FLOOR = 0.985
 
 

@@ -1,1 +1,1 @@
-"""What runs inside the VM harness's guests: shell scripts and a helper (docs/DESIGN.md §2.5)."""
+"""What runs inside the VM harness's guests: shell scripts and a helper (docs/DESIGN.md §7.1)."""

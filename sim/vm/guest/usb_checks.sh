@@ -1,5 +1,5 @@
 #!/bin/sh
-# One USB pass inside the guest (docs/DESIGN.md §2.5): the real busprobe, its libusb backend and
+# One USB pass inside the guest (docs/DESIGN.md §7.1): the real busprobe, its libusb backend and
 # the guest kernel's sysfs against the exported simulated device. Run by the initramfs's /init
 # with the host's root filesystem as its root (read-only below a tmpfs overlay).
 #

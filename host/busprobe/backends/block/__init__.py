@@ -1,5 +1,5 @@
 """``block:/dev/sdX``: a busprobe null disk driven by the operating system's own storage drivers
-(``usb-storage``, ``uas``) and swept through its block layer (docs/DESIGN.md §2.14).
+(``usb-storage``, ``uas``) and swept through its block layer (docs/DESIGN.md §5.4).
 
 :mod:`.sysfs` reads what the kernel says about the disk, :mod:`.guard` refuses anything that is
 not a null disk before a byte is written, :mod:`.engine` moves and checks the data,

@@ -1,6 +1,6 @@
 """The block sweep's I/O engine: ``queue_depth`` threads, each one I/O in flight, O_DIRECT.
 
-Why an engine of our own and not fio (docs/DESIGN.md §2.14): the null disk checks every byte it
+Why an engine of our own and not fio (docs/DESIGN.md §5.4): the null disk checks every byte it
 is written against the LBA pattern, and the sweep must check every byte it reads. fio writes
 its own buffers (random, a fixed pattern, or verify headers) and checks reads only against what
 it wrote itself, so its writes would count as mismatches on the disk and its reads could not be

@@ -1,6 +1,6 @@
 """The device's DMA read path as the driver sees it: failure, reset, completion timeout.
 
-The core checks every TLP the link delivers (``docs/DESIGN.md`` §2.6). A read that loses data to
+The core checks every TLP the link delivers (``docs/DESIGN.md`` §3.1). A read that loses data to
 the link (a poisoned, unsuccessful, malformed or inconsistent completion, or none within the
 completion timeout) fails: ``busprobe_rd_status`` shows :data:`~busprobe.protocol.pcie.RD_FAILED`
 and the reader's MSI fires. Nothing more arrives for that DMA, and the read path stays stalled

@@ -54,7 +54,7 @@ SS_DISK_REFUSAL = ("this is the usb3-storage null disk (SCSI over BOT; no buspro
                    "device a driver makes of it (block:/dev/sdX)")
 #: Why ``--protocol uas`` is refused on the SuperSpeed disk.
 SS_UAS_REFUSAL = ("UAS at SuperSpeed needs bulk streams, which busprobe's SuperSpeed device does "
-                  "not have (docs/DESIGN.md §2.13: what is missing); use --protocol bot")
+                  "not have (docs/DESIGN.md §3.5: what is missing); use --protocol bot")
 class UsbDeviceTransport(Transport):
     """A busprobe USB device (bulk IN source, bulk OUT sink) behind some :class:`UsbPlatform`.
 

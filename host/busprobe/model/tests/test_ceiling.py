@@ -1,4 +1,4 @@
-"""Ceiling arithmetic against the figures in docs/DESIGN.md §4 and the spec."""
+"""Ceiling arithmetic against the figures in docs/DESIGN.md §6 and the spec."""
 
 import pytest
 from busprobe.model import ceiling_for, link_ceiling

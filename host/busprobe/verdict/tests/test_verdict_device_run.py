@@ -1,4 +1,4 @@
-"""The PCIe verdict with the firmware's device-run beside the host-run (docs/DESIGN.md §2.8), on
+"""The PCIe verdict with the firmware's device-run beside the host-run (docs/DESIGN.md §3.2), on
 the recorded fixtures (tests/fixtures/results)."""
 
 import json
