@@ -4,7 +4,7 @@ cluster (Debian's ``postgresql``) that the tests start and stop themselves.
 The cluster lives in a temporary folder, listens on a Unix socket only
 (``listen_addresses=''``), asks every role for its password (scram-sha-256), and is stopped
 with ``pg_ctl -m fast stop`` after the session. ``initdb`` refuses to run as root: under root
-the cluster runs as the ``postgres`` user (docs/DESIGN.md §8).
+the cluster runs as the ``postgres`` user (docs/DESIGN.md §5.7).
 """
 
 import itertools
