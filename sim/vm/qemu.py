@@ -73,16 +73,31 @@ class Machine:
 
 @dataclass
 class Boot:
-    """What one boot showed: the guest's marker lines (without the prefix), in order."""
+    """What one boot showed: the guest's marker lines (without the prefix), in order, each with
+    the wall seconds since QEMU started at which it arrived (``at``)."""
 
     marks: list[str]
     console: Path
     seconds: float
     ready_seconds: float | None
     returncode: int | None
+    at: list[float] = field(default_factory=list)
 
     def find(self, prefix: str) -> list[str]:
         return [line for line in self.marks if line.startswith(prefix)]
+
+    def slowest(self, count: int = 8) -> list[tuple[float, str]]:
+        """The ``count`` longest gaps between a mark and the one before it (the boot's start
+        before the first): ``(seconds, mark that ended the gap)``, longest first. Where a VM
+        pass spends its wall time, printed beside its marks."""
+        gaps = [(now - before, mark) for before, now, mark
+                in zip([0.0, *self.at[:-1]], self.at, self.marks, strict=True)]
+        return sorted(gaps, reverse=True)[:count]
+
+    def time_line(self, count: int = 8) -> str:
+        """One line for the log: the :meth:`slowest` gaps, each as ``seconds before mark``."""
+        return "slowest steps: " + "; ".join(f"{gap:.0f} s before '{mark[:50]}'"
+                                             for gap, mark in self.slowest(count))
 
 
 def boot(machine: Machine, *, timeout: float, console: Path,
@@ -94,6 +109,7 @@ def boot(machine: Machine, *, timeout: float, console: Path,
     machine.out.mkdir(parents=True, exist_ok=True)
     compile_busprobe()
     marks: list[str] = []
+    at: list[float] = []
     started = time.monotonic()
     ready: list[float] = []
     with open(console, "w") as log:
@@ -111,6 +127,7 @@ def boot(machine: Machine, *, timeout: float, console: Path,
                     if text == "init-ready":
                         ready.append(time.monotonic() - started)
                     marks.append(text)
+                    at.append(time.monotonic() - started)
                     on_mark(text)
 
         reader = threading.Thread(target=read, name="qemu-console", daemon=True)
@@ -121,11 +138,12 @@ def boot(machine: Machine, *, timeout: float, console: Path,
             proc.kill()
             proc.wait()
             marks.append(f"timeout after {timeout:.0f} s")
+            at.append(time.monotonic() - started)
         finally:  # interrupted (Ctrl-C on pytest): no guest outlives the harness
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
         reader.join(10)
     return Boot(marks, console, time.monotonic() - started, ready[0] if ready else None,
-                proc.returncode)
+                proc.returncode, at)
 

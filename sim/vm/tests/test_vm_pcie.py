@@ -17,6 +17,7 @@ def test_topology_guard_and_vfio_meet_real_config_space_and_a_real_iommu():
           f"{pcie.boot.ready_seconds or 0:.1f} s) ==")
     for line in pcie.boot.marks:
         print(f"  {line}")
+    print(f"  {pcie.boot.time_line()}")
     assert "checks-done" in pcie.boot.marks, f"the guest did not finish: see {pcie.boot.console}"
 
     # Every hop, link capability vs status and MPS/MRRS, from the kernel's config space.
