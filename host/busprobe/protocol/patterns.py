@@ -22,8 +22,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where the words are made or compared, not with this module: every busprobe
+# command imports it (through the transport), and numpy was most of a command's start-up (about
+# half of `busprobe list`'s import time on the host, seconds of it in an emulated guest).
 
 __all__ = ["Pattern", "PatternStream", "CheckResult", "PRBS31_SEED", "prbs31_words",
            "NO_ERROR_OFFSET", "MOD63_MODULUS", "mod63_bytes"]
@@ -79,6 +85,8 @@ def prbs31_bitserial(nbits: int, history: int = PRBS31_SEED) -> list[int]:
 
 def prbs31_words(count: int, history: int = PRBS31_SEED) -> tuple[np.ndarray, int]:
     """``count`` PRBS-31 words and the history that continues after them."""
+    import numpy as np
+
     out = np.empty(count, dtype=np.uint32)
     for i in range(count):
         out[i], history = prbs31_step(history)
@@ -139,6 +147,8 @@ class PatternStream:
         self.offset, self._word, self._history, self._tail = 0, 0, PRBS31_SEED, b""
 
     def _words(self, count: int) -> bytes:
+        import numpy as np
+
         if self.pattern == Pattern.COUNTER:
             words = np.arange(self._word, self._word + count, dtype=np.uint64).astype("<u4")
         else:
@@ -167,6 +177,8 @@ class PatternStream:
         expected = self.take(len(data))
         if expected == data:
             return CheckResult()
+        import numpy as np
+
         got = np.frombuffer(bytes(data), dtype=np.uint8)
         exp = np.frombuffer(expected, dtype=np.uint8)
         bad = np.nonzero(got != exp)[0]

@@ -21,7 +21,10 @@ is a null disk; no other disk is written to.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["BLOCK_SIZE", "WORDS_PER_BLOCK", "INQUIRY_VENDOR", "INQUIRY_PRODUCT",
            "DEFAULT_CAPACITY_BLOCKS", "lba_word", "lba_words", "lba_bytes", "check_lba_bytes"]
@@ -53,6 +56,8 @@ def lba_words(first_lba: int, blocks: int) -> np.ndarray:
     """The words of ``blocks`` blocks from ``first_lba`` on (uint32, native order)."""
     if first_lba < 0 or blocks < 0:
         raise ValueError(f"no {blocks} blocks at LBA {first_lba}")
+    import numpy as np  # here, not at import: busprobe.protocol.patterns says why
+
     lbas = np.arange(first_lba, first_lba + blocks, dtype=np.uint64)
     index = np.arange(WORDS_PER_BLOCK, dtype=np.uint64)
     address = (lbas[:, None] << np.uint64(_WORD_SHIFT)) | index[None, :]
@@ -74,6 +79,8 @@ def check_lba_bytes(first_lba: int, data: bytes | bytearray | memoryview) -> tup
     """
     if len(data) % BLOCK_SIZE:
         raise ValueError(f"{len(data)} bytes are not whole {BLOCK_SIZE}-byte blocks")
+    import numpy as np
+
     expected = np.frombuffer(lba_bytes(first_lba, len(data) // BLOCK_SIZE), dtype=np.uint8)
     got = np.frombuffer(bytes(data), dtype=np.uint8)
     bad = np.nonzero(got != expected)[0]

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from .names import Direction
 from .usb2 import CLOCK_HZ
@@ -155,6 +157,8 @@ def ones_runs(data: bytes | bytearray | memoryview, *,
 
     With ``after_sync`` the SYNC's final 1 is bit index 0 and the data starts at index 1.
     """
+    import numpy as np  # here, not at import: busprobe.protocol.patterns says why
+
     bits = np.unpackbits(np.frombuffer(bytes(data), dtype=np.uint8), bitorder="little")
     if after_sync:
         bits = np.concatenate((np.ones(1, dtype=np.uint8), bits))
