@@ -17,13 +17,24 @@ most 100.0.
 """
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from busprobe.cli import main
 from busprobe.model.usb2_hosts import builtin_profiles
 
-DEMO_LADDER = ["--direction", "out", "--queue-depth", "1", "--lengths",
-               "512,2K,8K,32K,128K,256K"]
+
+def demo_ladder() -> list[str]:
+    """The Makefile's ``DEMO_SWEEP`` (its one definition): the sweep's options after ``sweep``."""
+    text = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
+    (definition,) = re.findall(r"^DEMO_SWEEP\s*:=\s*((?:.*\\\n)*.*)$", text, re.MULTILINE)
+    words = definition.replace("\\\n", " ").split()
+    assert words[0] == "sweep", words
+    return [word for word in words[1:] if word != "--no-progress"]
+
+
+DEMO_LADDER = demo_ladder()
 
 
 def sweep(capsys, device, *args):
@@ -49,8 +60,15 @@ def assert_within_ceilings(doc):
         assert float(line.split()[-2]) <= 100.0, line
 
 
+#: The demo's ladder behind xHCI (where issue 32's points read above their model) and the ideal
+#: host (where both clocks must agree) in ``make test``; behind the other profiles (EHCI's is
+#: the demo's second sweep) in ``make bench``, to keep ``make test`` within its time.
+IN_TEST = ("xhci", "ideal")
+
+
 @pytest.mark.sim
-@pytest.mark.parametrize("profile", builtin_profiles())
+@pytest.mark.parametrize("profile", [
+    p if p in IN_TEST else pytest.param(p, marks=pytest.mark.bench) for p in builtin_profiles()])
 def test_no_point_of_the_demo_ladder_reads_above_its_ceilings_or_the_link_model(profile, capsys):
     doc = sweep(capsys, f"sim:usb2?host={profile}", *DEMO_LADDER)
     assert len(doc["points"]) == 6
@@ -80,7 +98,7 @@ def test_the_readme_pcie_sweep_reads_no_point_above_the_link_model(capsys):
 @pytest.mark.sim
 def test_an_odd_length_ladder_on_usb2_reads_at_most_its_ceilings(capsys):
     doc = sweep(capsys, "sim:usb2?host=xhci", "--direction", "in,out", "--queue-depth", "1,4",
-                "--lengths", "513,100003")
+                "--lengths", "513,100003", "--min-bytes", "64K")
     assert len(doc["points"]) == 8
     assert_within_ceilings(doc)
 
@@ -88,7 +106,7 @@ def test_an_odd_length_ladder_on_usb2_reads_at_most_its_ceilings(capsys):
 @pytest.mark.sim
 def test_an_odd_length_ladder_on_usb3_reads_at_most_its_ceilings(capsys):
     doc = sweep(capsys, "sim:usb3?host=vl805", "--direction", "in,out", "--queue-depth", "1,2",
-                "--lengths", "1025,100003", "--min-bytes", "256K")
+                "--lengths", "1025,100003", "--min-bytes", "64K")
     assert len(doc["points"]) == 8
     assert_within_ceilings(doc)
 

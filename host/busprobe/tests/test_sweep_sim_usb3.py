@@ -74,7 +74,7 @@ def test_loopback_between_streamed_directions_returns_every_byte_at_the_dual_sim
     other direction's handshakes: 459 MB/s returned, not half the streamed rate)."""
     j = tmp_path / "loop.json"
     status = main(["sweep", "--device", "sim:usb3", "--direction", "in,loopback,out",
-                   "--lengths", "4097,1M", "--min-bytes", "64K", "--min-transfers", "2",
+                   "--lengths", "4097,1M", "--min-bytes", "64K", "--min-transfers", "1",
                    "--repeat", "3",
                    "--no-progress", "--json", str(j)])
     out, err = capsys.readouterr()
