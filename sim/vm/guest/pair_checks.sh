@@ -20,5 +20,5 @@ dmesg > "$OUT/pair-dmesg.txt"
 P1=$(pair_ports | sed -n 1p); P2=$(pair_ports | sed -n 2p)
 mark "pair-ports $P1 $P2"
 run pair-sweep "$BUSPROBE" sweep --device "$PAIR_SELECTOR@$P1" --device "$PAIR_SELECTOR@$P2" \
-    --direction in --lengths 32K,64K --queue-depth 4 --min-bytes 128K --no-progress \
+    --direction in --lengths 64K --queue-depth 4 --min-bytes 128K --no-progress \
     --json "$OUT/pair-sweep.json"

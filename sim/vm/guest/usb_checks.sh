@@ -16,7 +16,7 @@ enumerated 150 '^1209$' idVendor dmesg 'new high-speed USB device'
 
 run list "$BUSPROBE" list
 run topology "$BUSPROBE" topology --device "$SELECTOR" --json
-run sweep "$BUSPROBE" sweep --device "$SELECTOR" --direction both --lengths 511,4K,64K \
+run sweep "$BUSPROBE" sweep --device "$SELECTOR" --direction both --lengths 511,4K,16K \
     --queue-depth 1,8 --min-bytes 1 --no-progress --json "$OUT/sweep.json"
 
 # A user who is not root, in plugdev, before and after the shipped udev rule is applied (behind
