@@ -148,21 +148,16 @@ class BotFraming:
         self._width, self._max_packet, self._domain = width, max_packet_size, domain
         self._cbw_beats = -(-CBW_SIZE // width)
         self._csw_beats = -(-CSW_SIZE // width)
-        self._cbw = Signal(8 * width * self._cbw_beats, name="cbw")
-        # CBW bytes so far (the count stops past 31); bytes of the OUT packet so far.
-        self._received = Signal(range(CBW_SIZE + width + 2), name="received")
-        self._packet_bytes = Signal(range(max_packet_size + width + 1), name="packet_bytes")
-        self._csw_index = Signal(range(self._csw_beats), name="csw_index")
-        self._tag = Signal(32, name="tag")
-        self._seen = Signal(name="seen")
-        self.host_length = Signal(32, name="host_length")
-        self.host_in = Signal(name="host_in")
-        self.status = Signal(8, name="status")
-        self.residue = Signal(32, name="residue")
-        self.remaining = Signal(32, name="remaining")
-        self.excess = Signal(32, name="excess")
-        self.waiting = Signal(name="waiting")
-        self.phase_error = Signal(name="phase_error")
+        self._cbw = Signal(8 * width * self._cbw_beats)
+        self._received = Signal(range(CBW_SIZE + width + 2))  # CBW bytes so far; stops past 31
+        self._packet_bytes = Signal(range(max_packet_size + width + 1))  # OUT packet so far
+        self._csw_index = Signal(range(self._csw_beats))
+        self._tag = Signal(32)
+        self._seen = Signal()
+        self.host_length, self.host_in = Signal(32), Signal()
+        self.status, self.residue = Signal(8), Signal(32)
+        self.remaining, self.excess = Signal(32), Signal(32)
+        self.waiting, self.phase_error = Signal(), Signal()
 
     def field(self, name, width=32):
         """The CBW's field ``name`` (:data:`~busprobe.protocol.bot.CBW_OFFSETS`)."""

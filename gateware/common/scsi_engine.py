@@ -124,11 +124,9 @@ class _ScsiCommands(BotHandler):
         self._engine, self._framing, self._decode, self._pattern = engine, framing, decode, pattern
         self._width, self._max_packet = engine._width, engine._max_packet
         longest = engine._replies.longest
-        # Bytes of the command's own data still to move (the rest of H is padding or dropped);
-        # bytes of the answer so far; a byte of the LBA pattern word being written was wrong.
-        self._data_left = Signal(32, name="data_left")
-        self._position = Signal(range(longest + self._width + 1), name="position")
-        self._word_bad = Signal(name="word_bad")
+        self._data_left = Signal(32)   # bytes of the command's own data still to move
+        self._position = Signal(range(longest + self._width + 1))  # bytes of the answer so far
+        self._word_bad = Signal()      # a byte of the LBA pattern word being written was wrong
 
     def start(self, m):
         m.d.usb += self._engine.command.eq(1)
