@@ -68,18 +68,22 @@ class DmaRegisters:
         await self.flush(engine, poll_cycles=poll_cycles)
 
     async def flush(self, engine: str, *, poll_cycles: int = 50) -> None:
-        """Write ``engine``'s pending descriptors; while its table is full, wait for the running
-        engine to consume some (its ``table_loop_status`` read every ``poll_cycles``), as the
-        driver does. A table that is full with the engine off never makes room: an error."""
+        """Write ``engine``'s pending descriptors as its table has room, as the driver does: when
+        it looks full, read ``table_loop_status`` (what the engine consumed since, running now or
+        before) and, while the running engine has consumed none, again every ``poll_cycles``.
+        A full table with the engine off never makes room: an error, not a hang."""
         table = self.tables[engine]
-        await self._write_all(table.push_writes())
-        while table.pending:
+        while True:
+            await self._write_all(table.push_writes())
+            if not table.pending:
+                return
+            await self.poll(engine)
+            if table.room:
+                continue
             if not self._running[engine]:
                 raise RuntimeError(f"{engine} table full ({proto.DMA_TABLE_DEPTH} descriptors) "
                                    "with the engine off: enable it before queueing more")
             await self.tb.wait_cycles(poll_cycles)
-            await self.poll(engine)
-            await self._write_all(table.push_writes())
 
     async def poll(self, engine: str) -> int:
         """Descriptors ``engine`` consumed since its table's reset (``table_loop_status``)."""
@@ -100,10 +104,12 @@ class DmaRegisters:
         await self._w("busprobe_telemetry_clear", 1)
 
     async def read_reset(self) -> None:
-        """Both engines off, then the read path's reset (``busprobe_read_reset``); returns once
-        it is done and the failure flag is clear."""
+        """Both engines off and their tables emptied, then the read path's reset
+        (``busprobe_read_reset``, which empties the reader's table and its ``loop_status`` in
+        the core too), as the driver's reset does; returns once it is done and the failure flag
+        is clear."""
         for engine in ENGINES:
-            await self.enable(engine, False)
+            await self.reset(engine)
         await self._w("busprobe_read_reset", 1)
         while await self._r("busprobe_rd_status"):
             await self.tb.wait_cycles(16)

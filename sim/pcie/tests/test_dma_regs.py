@@ -80,6 +80,46 @@ def test_a_full_table_with_the_engine_off_is_an_error_not_a_hang():
     assert len(engine.pushed) == proto.DMA_TABLE_DEPTH
 
 
+def test_a_table_the_engine_emptied_before_it_was_disabled_has_room_again():
+    engine = _Engine(per_wait=1000)
+    regs = DmaRegisters(engine)
+
+    async def run() -> None:
+        await regs.reset("writer")
+        for _ in range(3):  # three runs of 200 descriptors, the table never reset between them
+            for i in range(200):
+                await regs.queue("writer", 4096 * i, 4096)
+            await regs.enable("writer")
+            await engine.wait_cycles(1)  # the engine takes them all
+            await regs.enable("writer", False)
+
+    asyncio.run(run())
+    assert len(engine.pushed) == 600 and engine.consumed == 600
+
+
+def test_the_read_path_reset_forgets_both_tables_as_the_driver_does():
+    engine = _Engine(per_wait=0)
+    regs = DmaRegisters(engine)
+
+    async def run() -> None:
+        for i in range(10):
+            await regs.queue("writer", 4096 * i, 4096)
+        await regs.read_reset()
+
+    engine.read32 = _status_then_done(engine.read32)
+    asyncio.run(run())
+    assert engine.pushed == [] and all(table.room == proto.DMA_TABLE_DEPTH and not table.pending
+                                       for table in regs.tables.values())
+
+
+def _status_then_done(read32):
+    async def read(offset: int) -> int:
+        if offset == proto.csr("busprobe_rd_status"):
+            return 0  # the reset is done
+        return await read32(offset)
+    return read
+
+
 def test_the_driver_table_gives_room_from_loop_status():
     table = DescriptorTable("reader", bar=None)
     for i in range(proto.DMA_TABLE_DEPTH + 3):
