@@ -22,7 +22,7 @@ from cocotb.triggers import Timer
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import TlpType
 
-from .route_speed import DirectRouting
+from .route_speed import DirectRouting, FastRootPort
 
 __all__ = ["ChipsetRootComplex"]
 
@@ -32,7 +32,8 @@ _READS = {TlpType.MEM_READ, TlpType.MEM_READ_64}
 
 class ChipsetRootComplex(DirectRouting, RootComplex):
     """Root complex whose memory has latency and a throughput cap (routing each TLP without a
-    task hop, :class:`~.route_speed.DirectRouting`).
+    task hop, :class:`~.route_speed.DirectRouting`; its root ports route by
+    :class:`~.route_speed.FastRouting`).
 
     Parameters
     ----------
@@ -44,6 +45,8 @@ class ChipsetRootComplex(DirectRouting, RootComplex):
 
     def __init__(self, *args, latency_ns: float = 0.0, cap: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        # make_port builds each root port from this (upstream's constructor set RootPort).
+        self.default_downstream_bridge = FastRootPort
         if latency_ns < 0:
             raise ValueError(f"latency_ns must not be negative, not {latency_ns}")
         if cap is not None and cap <= 0:

@@ -3,9 +3,9 @@
 Programs the LitePCIe DMA tables and busprobe's CSRs through BAR0 with the offsets of
 :mod:`busprobe.protocol.pcie`, nothing more: the host driver proper (descriptor rings, completion,
 telemetry decoding) is :mod:`busprobe.backends.pcie`'s and is exercised by the sim backend. The
-descriptor table's writes are the driver's own (its
-:class:`~busprobe.backends.pcie.descriptor_table.DescriptorTable`), each awaited on the
-simulated BAR here.
+descriptor tables are the driver's own
+(:class:`~busprobe.backends.pcie.descriptor_table.DescriptorTable`: the writes that program an
+engine and the room its table has), each register access awaited on the simulated BAR here.
 """
 
 from __future__ import annotations
@@ -28,11 +28,18 @@ class DmaRegisters:
     ----------
     tb : PcieTestbench
         Gives ``read32``/``write32`` (BAR0), ``wait_cycles`` and ``rc``.
+
+    Attributes
+    ----------
+    tables : dict of str to DescriptorTable
+        Each engine's table as programmed here.
     """
 
     def __init__(self, tb):
         self.tb = tb
         self.tables = {engine: DescriptorTable(engine, bar=None) for engine in ENGINES}
+        # Whether each engine was enabled here: only a running engine makes room in its table.
+        self._running = dict.fromkeys(ENGINES, False)
 
     async def _w(self, name: str, value: int) -> None:
         await self.tb.write32(proto.csr(name), value)
@@ -48,15 +55,43 @@ class DmaRegisters:
         """Disable ``engine`` (flushing its FIFOs), empty its table, select prog mode."""
         if engine not in ENGINES:
             raise ValueError(f"no DMA engine {engine!r}")
+        self._running[engine] = False
         await self._write_all(self.tables[engine].stop_writes())
 
-    async def queue(self, engine: str, address: int, length: int, *, irq: bool = False) -> None:
-        """Append one descriptor (``length`` bytes at bus ``address``) to ``engine``'s table."""
+    async def queue(self, engine: str, address: int, length: int, *, irq: bool = False,
+                    poll_cycles: int = 50) -> None:
+        """Append one descriptor (``length`` bytes at bus ``address``) to ``engine``'s table,
+        written as the table has room (:meth:`flush`)."""
         check_descriptor(address, length)
         flags = 0 if irq else proto.DESC_IRQ_DISABLE
-        await self._write_all(self.tables[engine].descriptor_writes(address, length, flags))
+        self.tables[engine].append(address, length, flags)
+        await self.flush(engine, poll_cycles=poll_cycles)
+
+    async def flush(self, engine: str, *, poll_cycles: int = 50) -> None:
+        """Write ``engine``'s pending descriptors as its table has room, as the driver does: when
+        it looks full, read ``table_loop_status`` (what the engine consumed since, running now or
+        before) and, while the running engine has consumed none, again every ``poll_cycles``.
+        A full table with the engine off never makes room: an error, not a hang."""
+        table = self.tables[engine]
+        while True:
+            await self._write_all(table.push_writes())
+            if not table.pending:
+                return
+            await self.poll(engine)
+            if table.room:
+                continue
+            if not self._running[engine]:
+                raise RuntimeError(f"{engine} table full ({proto.DMA_TABLE_DEPTH} descriptors) "
+                                   "with the engine off: enable it before queueing more")
+            await self.tb.wait_cycles(poll_cycles)
+
+    async def poll(self, engine: str) -> int:
+        """Descriptors ``engine`` consumed since its table's reset (``table_loop_status``)."""
+        table = self.tables[engine]
+        return table.saw_status(await self.tb.read32(table.reg("table_loop_status")))
 
     async def enable(self, engine: str, on: bool = True) -> None:
+        self._running[engine] = on
         await self._w(f"pcie_dma0_{engine}_enable", proto.DMA_ENABLE if on else 0)
 
     async def set_loopback(self, on: bool) -> None:
@@ -69,10 +104,12 @@ class DmaRegisters:
         await self._w("busprobe_telemetry_clear", 1)
 
     async def read_reset(self) -> None:
-        """Both engines off, then the read path's reset (``busprobe_read_reset``); returns once
-        it is done and the failure flag is clear."""
+        """Both engines off and their tables emptied, then the read path's reset
+        (``busprobe_read_reset``, which empties the reader's table and its ``loop_status`` in
+        the core too), as the driver's reset does; returns once it is done and the failure flag
+        is clear."""
         for engine in ENGINES:
-            await self._w(f"pcie_dma0_{engine}_enable", 0)
+            await self.reset(engine)
         await self._w("busprobe_read_reset", 1)
         while await self._r("busprobe_rd_status"):
             await self.tb.wait_cycles(16)

@@ -78,7 +78,9 @@ class SwitchedBench:
         from .handover import connect_switch_to_root
         from .route_speed import DirectSwitch
         from .testbench import PcieTestbench, _root_complex
+        from .upstream_speed import install
 
+        install()  # before the root and switch are built (as PcieTestbench does)
         self.dut = dut
         self.rc = _root_complex(config)
         self.switch = DirectSwitch()  # upstream's Switch, routing without a task hop

@@ -11,27 +11,30 @@ to wait for one of three events. A link carries two or three packets per TLP (th
 an UpdateFC), each waking this task once, so these were one of the largest costs per TLP of
 every PCIe simulation in the profile (issue 30, DESIGN §5.3 "Simulation speed").
 
-:func:`install` gives ``cocotbext.pcie.core.port`` (that module's name ``First`` only, in this one
-place) :func:`first`: when every awaitable is an :class:`~cocotb.triggers.Event`'s ``wait()``,
-it returns :class:`FirstEvent`, one trigger that fires when the first of those events is set
-(at once if one already is), registered on the events' own triggers; anything else goes to
-cocotb's ``First`` unchanged. The waiting task resumes as it did, when the first event is set;
-it no longer waits for a waiter task to be scheduled in between. ``test_port_speed.py`` checks
-that it fires once, for the first event set, and falls back to cocotb's ``First``.
+:func:`first` stands in for that ``First``: when every awaitable is an
+:class:`~cocotb.triggers.Event`'s ``wait()``, it returns
+:class:`~.trigger_callbacks.FirstEvent`, one trigger that fires when the first of those events
+is set (at once if one already is); anything else goes to cocotb's ``First`` unchanged. The
+waiting task resumes as it did, when the first event is set; it no longer waits for a waiter
+task to be scheduled in between. The transmit loop names ``First`` as a global of
+``cocotbext.pcie.core.port``, so :func:`~.upstream_speed.install` puts :func:`first` there.
 
-A :class:`~cocotbext.pcie.core.port.SimPort` puts each packet on the wire for its serialisation
-time and then starts a task that waits the link's delay and hands it to the other end: a task
-made, run and ended per packet. :func:`install` also gives ``SimPort`` a ``handle_tx`` that puts
-the packet, with the simulated step it is due at the other end, on the port's
-:class:`DeliveryLine`: one task per port that waits for each packet's step in turn and hands it
-over, in the same step upstream's task would. The packets of one direction leave one after
-another (the transmit task serialises them) and the delay is the port's constant, so they
-arrive in the order sent, each at least a step after the one before.
+:class:`FastSimPort`, upstream's :class:`~cocotbext.pcie.core.port.SimPort` with two changes:
 
-Each port also starts a task per TLP it receives (its ACK latency timer) and per credit release
-(its UpdateFC timer), each waiting one timer and then setting an event. :func:`install` gives
-``Port`` :class:`StepTimer` s for both: the same timer, its callback setting the same event, no
-task; ``done()`` and ``kill()`` answer as the task did.
+* A ``SimPort`` puts each packet on the wire for its serialisation time and then starts a task
+  that waits the link's delay and hands it to the other end: a task made, run and ended per
+  packet. ``FastSimPort.handle_tx`` puts the packet, with the simulated step it is due at the
+  other end, on the port's :class:`DeliveryLine`: one task per port that waits for each packet's
+  step in turn and hands it over, in the same step upstream's task would. The packets of one
+  direction leave one after another (the transmit task serialises them) and the delay is the
+  port's constant, so they arrive in the order sent, each at least a step after the one before.
+* Each port starts a task per TLP it receives (its ACK latency timer) and per credit release
+  (its UpdateFC timer), each waiting one timer and then setting an event. ``FastSimPort`` runs
+  both as :class:`StepTimer` s: the same timer, its callback setting the same event, no task;
+  ``done()`` and ``kill()`` answer as the task did (upstream's ``stop_*`` methods use them).
+
+cocotbext-pcie builds its ports itself (a ``Device``, a switch's or a root's bridges), so
+:func:`~.upstream_speed.install` has it build ``FastSimPort`` s.
 """
 
 from __future__ import annotations
@@ -40,62 +43,28 @@ from collections import deque
 
 import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import Event, First, Timer, Trigger
+from cocotb.triggers import Event, First, Timer
+from cocotbext.pcie.core.port import SimPort
 
-__all__ = ["install", "first", "FirstEvent", "UPSTREAM_FIRST", "DeliveryLine", "StepTimer"]
+from .trigger_callbacks import EVENT_WAIT, FirstEvent, call_when
 
-#: The type of the trigger ``Event.wait()`` returns (cocotb keeps its class private).
-_EVENT_WAIT = type(Event().wait())
+__all__ = ["first", "UPSTREAM_FIRST", "DeliveryLine", "StepTimer", "FastSimPort"]
+
 #: cocotb's ``First``, which :func:`first` falls back to.
 UPSTREAM_FIRST = First
 
 
-class FirstEvent(Trigger):
-    """Fires when the first of ``events`` is set (at once when primed if one already is).
-
-    Parameters
-    ----------
-    events : sequence of Event
-    """
-
-    def __init__(self, events) -> None:
-        super().__init__()
-        self._events = tuple(events)
-        self._handles: list = []
-
-    def _prime(self) -> None:
-        for event in self._events:
-            if event.is_set():
-                self._react()
-                return
-        self._handles = [event.wait()._register(self._fire) for event in self._events]
-
-    def _fire(self) -> None:
-        self._unprime()
-        self._react()
-
-    def _unprime(self) -> None:
-        handles, self._handles = self._handles, []
-        for handle in handles:
-            try:
-                handle.cancel()
-            except KeyError:  # the event that fired has already let go of its callbacks
-                pass
-
-    def __repr__(self) -> str:
-        return f"<FirstEvent of {len(self._events)} events>"
-
-
 def first(*awaitables):
-    """:class:`FirstEvent` when every awaitable is an ``Event.wait()``, else cocotb's ``First``."""
-    if awaitables and all(type(a) is _EVENT_WAIT for a in awaitables):
+    """:class:`~.trigger_callbacks.FirstEvent` when every awaitable is an ``Event.wait()``, else
+    cocotb's ``First``."""
+    if awaitables and all(type(a) is EVENT_WAIT for a in awaitables):
         return FirstEvent(a._parent for a in awaitables)
     return UPSTREAM_FIRST(*awaitables)
 
 
 class DeliveryLine:
-    """The wire from one :class:`~cocotbext.pcie.core.port.SimPort` to the other end: packets
-    handed over in order, each at the simulated step it is due.
+    """The wire from one :class:`FastSimPort` to the other end: packets handed over in order,
+    each at the simulated step it is due.
 
     Parameters
     ----------
@@ -103,7 +72,7 @@ class DeliveryLine:
         The sending port (its ``other`` receives, through ``ext_recv``).
     """
 
-    def __init__(self, port) -> None:
+    def __init__(self, port: SimPort) -> None:
         self.port = port
         self._packets: deque = deque()
         self._sent = Event()
@@ -130,15 +99,6 @@ class DeliveryLine:
             await port.other.ext_recv(pkt)
 
 
-async def handle_tx(self, pkt) -> None:
-    """``SimPort.handle_tx``: the packet's serialisation time (upstream's), then onto the line."""
-    await Timer(max(int(pkt.get_wire_size() * self.symbol_period * self.time_scale), 1), "step")
-    line = self.__dict__.get("_busprobe_line")
-    if line is None:
-        line = self.__dict__["_busprobe_line"] = DeliveryLine(self)
-    line.send(pkt, get_sim_time("step") + max(self.link_delay_steps, 1))
-
-
 class StepTimer:
     """Calls ``action`` after ``steps`` simulated steps (a timer's callback, no task); stands in
     for the timer tasks of a cocotbext-pcie port, whose ``done()`` and ``kill()`` it answers.
@@ -153,7 +113,7 @@ class StepTimer:
 
     def __init__(self, steps: int, action) -> None:
         self._action, self._done = action, False
-        self._handle = Timer(steps, "step")._register(self._fire)
+        self._handle = call_when(Timer(steps, "step"), self._fire)
 
     def _fire(self) -> None:
         self._done = True
@@ -168,38 +128,46 @@ class StepTimer:
             self._handle.cancel()
 
 
-def _latency_steps(port) -> int:
-    return max(port.max_latency_timer_steps, 1)
+class FastSimPort(SimPort):
+    """Upstream's ``SimPort``, delivering packets from one task per port and running its ACK
+    latency and UpdateFC timers as :class:`StepTimer` s (no task per packet or per timer).
 
+    Parameters
+    ----------
+    fc_init
+        As upstream's: the receive credits the port advertises.
+    """
 
-def start_ack_latency_timer(self) -> None:
-    """``Port.start_ack_latency_timer``: upstream's, with a :class:`StepTimer`."""
-    timer = self._ack_latency_timer_cr
-    if timer is not None and not timer.done():
-        return  # already running
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._line: DeliveryLine | None = None  # made on the first packet, when cocotb runs
 
-    def expired() -> None:
-        if not self.nak_scheduled:
-            self.send_ack.set()
+    async def handle_tx(self, pkt) -> None:
+        """The packet's serialisation time (upstream's), then onto the :class:`DeliveryLine`."""
+        await Timer(max(int(pkt.get_wire_size() * self.symbol_period * self.time_scale), 1),
+                    "step")
+        if self._line is None:
+            self._line = DeliveryLine(self)
+        self._line.send(pkt, get_sim_time("step") + max(self.link_delay_steps, 1))
 
-    self._ack_latency_timer_cr = StepTimer(_latency_steps(self), expired)
+    def start_ack_latency_timer(self) -> None:
+        """Upstream's, with a :class:`StepTimer`."""
+        timer = self._ack_latency_timer_cr
+        if timer is not None and not timer.done():
+            return  # already running
 
+        def expired() -> None:
+            if not self.nak_scheduled:
+                self.send_ack.set()
 
-def start_fc_update_timer(self) -> None:
-    """``Port.start_fc_update_timer``: upstream's, with a :class:`StepTimer`."""
-    timer = self._fc_update_timer_cr
-    if timer is not None and not timer.done():
-        return  # already running
-    self._fc_update_timer_cr = StepTimer(_latency_steps(self), self.send_fc.set)
+        self._ack_latency_timer_cr = StepTimer(self._latency_steps(), expired)
 
+    def start_fc_update_timer(self) -> None:
+        """Upstream's, with a :class:`StepTimer`."""
+        timer = self._fc_update_timer_cr
+        if timer is not None and not timer.done():
+            return  # already running
+        self._fc_update_timer_cr = StepTimer(self._latency_steps(), self.send_fc.set)
 
-def install() -> None:
-    """Give cocotbext-pcie's ports :func:`first` for ``First``, ``SimPort`` the
-    :class:`DeliveryLine` and ``Port`` its timers as :class:`StepTimer` s (idempotent)."""
-    from cocotbext.pcie.core import port
-
-    port.First = first
-    port.SimPort.handle_tx = handle_tx
-    # Upstream's stop_* methods kill() and forget the timer, which StepTimer answers as a task.
-    port.Port.start_ack_latency_timer = start_ack_latency_timer
-    port.Port.start_fc_update_timer = start_fc_update_timer
+    def _latency_steps(self) -> int:
+        return max(self.max_latency_timer_steps, 1)

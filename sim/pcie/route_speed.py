@@ -9,23 +9,33 @@ anew at each call: ~15 Python-level enum hashes a call, six or more calls a hop.
 behind ``sim:pcie?endpoints=N``'s switch cost over twice one endpoint: the switch's bridges
 route every TLP once more than the root port alone does.
 
-:func:`install` wraps both methods, once, in this one place: a TLP whose ``(fmt, type)`` is a
-memory read or write, or a completion (the TLPs of a DMA stream), is answered from a table keyed
-by that pair, by the comparison upstream makes for it (the bridge's memory windows or
-secondary bus range; the function's BARs or ID); every other TLP (configuration, I/O, messages,
-and pairs that are no type) goes to upstream's method unchanged. ``test_route_speed.py`` checks
-the answers against upstream's for every type over bridge and function settings.
+:class:`FastMatch` (for any function) and :class:`FastRouting` (for bridges) override those
+methods: a TLP whose ``(fmt, type)`` is a memory read or write, or a completion (the TLPs of a
+DMA stream), is answered from a table keyed by that pair, by the comparison upstream makes for
+it (the bridge's memory windows or secondary bus range; the function's BARs or ID); every other
+TLP (configuration, I/O, messages, and pairs that are no type) goes to upstream's method
+unchanged. ``test_route_speed.py`` checks the answers against upstream's for every type over
+bridge and function settings. The bridges of the simulated fabric are upstream's with
+:class:`FastRouting` mixed in (:class:`FastHostBridge`, :class:`FastRootPort`,
+:class:`FastSwitchUpstreamPort`, :class:`FastSwitchDownstreamPort`): :class:`DirectSwitch` and
+:class:`~.chipset.ChipsetRootComplex` build them, and the one the root complex's constructor
+builds itself is :func:`~.upstream_speed.install`'s.
 """
 
 from __future__ import annotations
 
-from cocotbext.pcie.core.bridge import Bridge
-from cocotbext.pcie.core.function import Function
+from cocotbext.pcie.core.bridge import (
+    HostBridge,
+    RootPort,
+    SwitchDownstreamPort,
+    SwitchUpstreamPort,
+)
 from cocotbext.pcie.core.switch import Switch
 from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-__all__ = ["install", "UPSTREAM", "DirectRouting", "DirectSwitch"]
+__all__ = ["FastMatch", "FastRouting", "FastHostBridge", "FastRootPort", "FastSwitchUpstreamPort",
+           "FastSwitchDownstreamPort", "DirectRouting", "DirectSwitch"]
 
 _MEM, _CPL = 1, 2
 #: ``(fmt, type)`` of the TLPs answered here (keys as ``TlpType``'s own value table has them).
@@ -34,20 +44,33 @@ _KIND = {**{member.value: _MEM for member in (TlpType.MEM_READ, TlpType.MEM_READ
          **{member.value: _CPL for member in (TlpType.CPL, TlpType.CPL_DATA, TlpType.CPL_LOCKED,
                                                 TlpType.CPL_LOCKED_DATA)}}
 _NO_ID = PcieId(0, 0, 0)
-#: Upstream's methods, as :func:`install` found them (the test compares with them).
-UPSTREAM: dict[str, object] = {}
 
 
-def install() -> None:
-    """Make ``Bridge.match_tlp_secondary`` and ``Function.match_tlp`` answer memory requests and
-    completions from a table, and ``Bridge.downstream_recv`` send such a TLP on up without
-    upstream's configuration-request test (idempotent)."""
-    if UPSTREAM:
-        return
-    upstream_secondary, upstream_match = Bridge.match_tlp_secondary, Function.match_tlp
-    UPSTREAM.update(match_tlp_secondary=upstream_secondary, match_tlp=upstream_match)
+class FastMatch:
+    """A cocotbext-pcie :class:`~cocotbext.pcie.core.function.Function` whose ``match_tlp``
+    answers memory requests and completions from a table.
 
-    def match_tlp_secondary(self: Bridge, tlp, _kind=_KIND.get) -> bool:
+    Mix in before the function class: ``class Fast(FastMatch, Endpoint)``.
+    """
+
+    def match_tlp(self, tlp, _kind=_KIND.get) -> bool:
+        kind = _kind((tlp.fmt, tlp.type))
+        if kind == _MEM:
+            return bool(self.match_bar(tlp.address))
+        if kind == _CPL:
+            return self.pcie_id == tlp.requester_id
+        return super().match_tlp(tlp)
+
+
+class FastRouting(FastMatch):
+    """A cocotbext-pcie :class:`~cocotbext.pcie.core.bridge.Bridge` whose ``match_tlp`` and
+    ``match_tlp_secondary`` answer memory requests and completions from a table, and whose
+    ``downstream_recv`` sends such a TLP on up without upstream's configuration-request test.
+
+    Mix in before the bridge class: ``class FastRootPort(FastRouting, RootPort)``.
+    """
+
+    def match_tlp_secondary(self, tlp, _kind=_KIND.get) -> bool:
         kind = _kind((tlp.fmt, tlp.type))
         if kind == _MEM:
             address = tlp.address
@@ -56,39 +79,39 @@ def install() -> None:
         if kind == _CPL:
             requester = tlp.requester_id
             return self.sec_bus_num <= requester.bus <= self.sub_bus_num and requester != _NO_ID
-        return upstream_secondary(self, tlp)
+        return super().match_tlp_secondary(tlp)
 
-    def match_tlp(self: Function, tlp, _kind=_KIND.get) -> bool:
-        kind = _kind((tlp.fmt, tlp.type))
-        if kind == _MEM:
-            return bool(self.match_bar(tlp.address))
-        if kind == _CPL:
-            return self.pcie_id == tlp.requester_id
-        return upstream_match(self, tlp)
-
-    Bridge.match_tlp_secondary = match_tlp_secondary
-    Function.match_tlp = match_tlp
-
-    upstream_recv = Bridge.downstream_recv
-    UPSTREAM["downstream_recv"] = upstream_recv
-
-    async def downstream_recv(self: Bridge, tlp, _kind=_KIND.get) -> None:
+    async def downstream_recv(self, tlp, _kind=_KIND.get) -> None:
         # Upstream's first test (is it a configuration request?) builds a set of four TlpType
         # members per call, and a TLP going up crosses a bridge per switch port and root port.
         # A memory request or completion, not poisoned, that the bridge neither claims nor
         # routes to its secondary side goes up as upstream sends it; anything else (and a
         # TLP a bridge claims or keeps) is upstream's method's, which checks it all again.
         if _kind((tlp.fmt, tlp.type)) is None or tlp.ep:
-            await upstream_recv(self, tlp)
+            await super().downstream_recv(tlp)
             return
         self.log.debug("Routing upstream TLP: %r", tlp)
         assert tlp.check()
         if self.root or not (self.match_tlp(tlp) or self.match_tlp_secondary(tlp)):
             await self.upstream_send(tlp)
             return
-        await upstream_recv(self, tlp)
+        await super().downstream_recv(tlp)
 
-    Bridge.downstream_recv = downstream_recv
+
+class FastHostBridge(FastRouting, HostBridge):
+    """Upstream's root complex host bridge, routing by :class:`FastRouting`."""
+
+
+class FastRootPort(FastRouting, RootPort):
+    """Upstream's root port, routing by :class:`FastRouting`."""
+
+
+class FastSwitchUpstreamPort(FastRouting, SwitchUpstreamPort):
+    """Upstream's switch upstream port, routing by :class:`FastRouting`."""
+
+
+class FastSwitchDownstreamPort(FastRouting, SwitchDownstreamPort):
+    """Upstream's switch downstream port, routing by :class:`FastRouting`."""
 
 
 class DirectRouting:
@@ -148,7 +171,8 @@ class DirectRouting:
 
 class DirectSwitch(DirectRouting, Switch):
     """Upstream's :class:`~cocotbext.pcie.core.Switch`, routing without a task hop, and sending a
-    TLP bound for its upstream port at once when that port is idle (cut-through).
+    TLP bound for its upstream port at once when that port is idle (cut-through); its bridges
+    route by :class:`FastRouting`.
 
     Behind ``sim:pcie?endpoints=N`` every DMA TLP of every endpoint crosses this switch towards
     the root. Upstream queues it for the upstream port's arbitration task, which wakes (a task
@@ -168,6 +192,12 @@ class DirectSwitch(DirectRouting, Switch):
     arbitration task, named by ``SwitchPort.sending``; a cut-through that finds TLPs queued
     behind it when done wakes the arbitration task to send them.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        # Upstream's Switch builds its bridges from these when they are set before it runs.
+        self.default_upstream_bridge = FastSwitchUpstreamPort
+        self.default_downstream_bridge = FastSwitchDownstreamPort
+        super().__init__(*args, **kwargs)
 
     def add_switch_port(self, port) -> None:
         port.sending = False

@@ -63,15 +63,9 @@ from cocotbext.pcie.core.dllp import Dllp
 
 from .chipset import ChipsetRootComplex
 from .link_training import train
-from .port_speed import install as _install_port_speed
-from .route_speed import install as _install_route_speed
-from .tlp_speed import install as _install_tlp_speed
 from .tlp_stream import TlpStreamEndpoint
 from .uart import UartStream
-
-_install_tlp_speed()  # cocotbext-pcie's Tlp.check / fmt_type without repeated work
-_install_route_speed()  # its bridges' routing checks of DMA TLPs by table
-_install_port_speed()  # its ports: waits, deliveries and timers without a task each
+from .upstream_speed import install as install_upstream_speed
 
 __all__ = ["LinkConfig", "PcieTestbench", "HostBuffer", "LinkCounters", "build_pcie_simulator",
            "TOPLEVEL", "TIMESCALE", "silence_pcie_logging"]
@@ -269,6 +263,9 @@ class PcieTestbench:
 
     def __init__(self, dut, config: LinkConfig | None = None, *, prefix: str = "",
                  rc: ChipsetRootComplex | None = None, port=None):
+        # Before anything of cocotbext-pcie's is built: the ports, host bridge and TLPs it builds
+        # itself are then the quicker subclasses (DESIGN §5.3 "Simulation speed").
+        install_upstream_speed()
         self.dut = dut
         self.config = config = config or LinkConfig()
         silence_pcie_logging()

@@ -8,25 +8,29 @@ from ``(fmt, type)`` through enum's value lookup at each access. Profiled (issue
 the task machinery, and they grow with the hops a TLP crosses: behind the switch of
 ``sim:pcie?endpoints=N`` twice as many as on ``sim:pcie``.
 
-:func:`install` changes two things in the class, once, in this one place (upstream's
-behaviour is kept; only repeated work is skipped):
+:class:`FastTlp` keeps upstream's behaviour and skips only repeated work:
 
 * ``fmt_type`` reads the member from enum's own value-to-member table (a dict lookup), falling
   back to ``TlpType(...)`` (the same ``ValueError``) for a pair that is no type;
 * ``check`` runs upstream's check as before, and remembers the fields it read when it passed;
   asked again about the same TLP with none of them changed, it answers True without running
   it again. A TLP that fails is checked (and reported) again every time. A copy
-  (``Tlp(tlp)``, as every link's receiver makes) starts with what its original remembered: its
-  own fields are compared with them, so a copy changed since is checked on its own.
+  (``FastTlp(tlp)``, as every link's receiver makes) starts with what its original remembered:
+  its own fields are compared with them, so a copy changed since is checked on its own.
+
+The TLPs the core sends are built as ``FastTlp`` (:mod:`.tlp_stream`); those cocotbext-pcie
+builds itself (each link receiver's copy, the root's completions) are ``FastTlp`` once
+:func:`~.upstream_speed.install` has run.
 """
 
 from __future__ import annotations
 
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-__all__ = ["install"]
+__all__ = ["FastTlp"]
 
-_installed = False
+#: ``(fmt, type)`` -> member, the table ``TlpType(...)`` itself looks up.
+_MEMBERS = TlpType._value2member_map_
 
 
 def _key(tlp: Tlp) -> tuple:
@@ -35,36 +39,35 @@ def _key(tlp: Tlp) -> tuple:
             tlp.lower_address, tlp.last_be)
 
 
-def install() -> None:
-    """Make :class:`Tlp`'s ``fmt_type`` and ``check`` skip repeated work (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    members = TlpType._value2member_map_  # (fmt, type) -> member, as TlpType(...) looks up
-    upstream_check = Tlp.check
+class FastTlp(Tlp):
+    """Upstream's ``Tlp``, its ``fmt_type`` by table and its ``check`` remembered while it passed
+    and nothing it reads changed.
 
-    def fmt_type(self: Tlp, _get=members.get) -> TlpType:
-        member = _get((self.fmt, self.type))
+    Parameters
+    ----------
+    tlp : Tlp or None
+        A TLP to copy (upstream's copy; a checked ``FastTlp``'s answer comes with it).
+    """
+
+    def __init__(self, tlp: Tlp | None = None) -> None:
+        super().__init__(tlp)
+        self._checked: tuple | None = getattr(tlp, "_checked", None)
+
+    @property
+    def fmt_type(self) -> TlpType:
+        """The TLP's :class:`~cocotbext.pcie.core.tlp.TlpType`."""
+        member = _MEMBERS.get((self.fmt, self.type))
         return member if member is not None else TlpType((self.fmt, self.type))
 
-    def check(self: Tlp) -> bool:
+    @fmt_type.setter
+    def fmt_type(self, value) -> None:
+        Tlp.fmt_type.fset(self, value)
+
+    def check(self) -> bool:
+        """Upstream's check, answered from memory while the fields it read are unchanged."""
         key = _key(self)
-        if self.__dict__.get("_busprobe_checked") == key:
+        if self._checked == key:
             return True
-        ok = upstream_check(self)
-        self.__dict__["_busprobe_checked"] = key if ok else None
+        ok = super().check()
+        self._checked = key if ok else None
         return ok
-
-    upstream_init = Tlp.__init__
-
-    def __init__(self: Tlp, tlp=None) -> None:
-        upstream_init(self, tlp)
-        if isinstance(tlp, Tlp):  # a copy (each link's receiver makes one): the same answer
-            checked = tlp.__dict__.get("_busprobe_checked")
-            if checked is not None:
-                self.__dict__["_busprobe_checked"] = checked
-
-    Tlp.fmt_type = property(fmt_type, Tlp.fmt_type.fset, doc="The TLP's TlpType.")
-    Tlp.check = check
-    Tlp.__init__ = __init__

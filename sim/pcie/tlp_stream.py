@@ -4,6 +4,8 @@
 capability modelled by cocotbext-pcie) that hands every request and completion it receives to the
 DUT as beats, and turns the DUT's beats back into :class:`~cocotbext.pcie.core.tlp.Tlp` objects it
 sends upstream. It is the "hard IP" of a soft PCIe core under test: it knows nothing of the core.
+Those TLPs are :class:`~.tlp_speed.FastTlp` s and the endpoint matches TLPs by
+:class:`~.route_speed.FastMatch` (simulation speed, DESIGN §5.3).
 
 Beat format (the Xilinx 7-series 64/128-bit AXI-Stream convention, which LitePCIe's PHYs use):
 the TLP as a sequence of DWs, ``data_width // 32`` per beat, the first in the low bits; each DW is
@@ -56,6 +58,9 @@ from cocotbext.pcie.core import Endpoint
 from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
+from .route_speed import FastMatch
+from .tlp_speed import FastTlp
+
 __all__ = ["TlpStreamEndpoint", "RawPacket", "tlp_to_beats", "beats_to_tlp", "MAX_BEATS"]
 
 _TO_DUT = {TlpType.MEM_READ, TlpType.MEM_READ_64, TlpType.MEM_WRITE, TlpType.MEM_WRITE_64,
@@ -88,7 +93,7 @@ def beats_to_tlp(beats: Iterable[tuple[int, int]], data_width: int = 64) -> Tlp:
         for k in range(data_width // 32):
             if (be >> (4 * k)) & 0xF:
                 raw += ((dat >> (32 * k)) & 0xFFFF_FFFF).to_bytes(4, "big")
-    return Tlp.unpack(bytes(raw))
+    return FastTlp.unpack(bytes(raw))
 
 
 def _packed(tlp: Tlp) -> tuple[int, int, int]:
@@ -111,7 +116,7 @@ def _unpacked(dat: int, be: int, beats: int) -> Tlp:
     elif be != (1 << (8 * beats)) - 1:
         words = array("I", (w for k, w in enumerate(words) if (be >> (4 * k)) & 0xF))
     words.byteswap()
-    return Tlp.unpack(words.tobytes())
+    return FastTlp.unpack(words.tobytes())
 
 
 @dataclass
@@ -125,7 +130,7 @@ class RawPacket:
         pass
 
 
-class TlpStreamEndpoint(Endpoint):
+class TlpStreamEndpoint(FastMatch, Endpoint):
     LINK_SIGNALS = ("link_up", "ltssm", "link_rate", "link_width")
 
     """cocotbext-pcie endpoint function bridged to a TLP beat stream in the DUT.
