@@ -35,9 +35,7 @@ mark "storage-uas-disk ${UAS_DISK:-none}" \
     "max_sectors_kb=$(cat "$UAS_SYS/queue/max_sectors_kb" 2>/dev/null)"
 dmesg | grep -iE 'uas|usb-storage' | tail -n 8 | while read -r line; do mark "storage-uas-dmesg $line"; done
 run storage-uas-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO "$UAS_DISK"
-# Queue depth 4 only: several commands in flight is what UAS is for, and QEMU's EHCI moves UAS at
-# half BOT's rate (queue depths 1 and 4 took 101 s of a 277 s pass).
 run storage-uas-sweep "$BUSPROBE" sweep --device "block:$UAS_DISK" --direction both \
-    --lengths 128K --queue-depth 4 --min-bytes 1 --no-progress \
+    --lengths 128K --queue-depth 1,4 --min-bytes 1 --no-progress \
     --json "$OUT/storage-uas-sweep.json"
 mark storage-done
