@@ -66,7 +66,7 @@ USBTEST_CASES: tuple[UsbtestCase, ...] = (
     UsbtestCase(9, "chapter 9 subset (descriptors, qualifier, other-speed, status)", 2),
     UsbtestCase(10, "16 control requests queued, expected stalls among them", 2, sglen=16),
     UsbtestCase(11, "unlink reads (async and sync)", 2, 4096),
-    UsbtestCase(12, "unlink writes (async and sync)", 2, 4096),
+    UsbtestCase(12, "unlink writes (async and sync)", 2, 4096, controllers=("xhci",)),
     UsbtestCase(13, "set and clear halt, both bulk endpoints", 2),
     UsbtestCase(17, "bulk write from an odd address, core-mapped", 2, 1024),
     UsbtestCase(18, "bulk read into an odd address, core-mapped", 2, 1024),
@@ -82,6 +82,11 @@ NOT_BEHIND = {
     "endpoint, QEMU cancels every queued packet (the export answers each one cancelled) and "
     "no packet of the six writes left comes again; not understood yet, so not run there "
     "(cases 11 and 12, unlinks of single transfers, pass behind both)",
+    (12, "ehci"): "behind usb-ehci, in 3 of 4 fresh passes on 2026-12-02, QEMU's usb-redir said "
+    "'could not find packet with id' at the end of this case's unlinks (a completion for a write "
+    "it had already cancelled); cases 13 and 19 then timed out in SET_INTERFACE and QEMU aborted "
+    "(usb_packet_complete_one's assertion), ending the pass; not understood yet (the export's "
+    "cancel path against QEMU's EHCI), so not run there; it passes behind xHCI",
 }
 
 #: usbtest's module parameters (see the module docstring).
