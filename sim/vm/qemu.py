@@ -111,7 +111,6 @@ def boot(machine: Machine, *, timeout: float, console: Path,
     marks: list[str] = []
     at: list[float] = []
     started = time.monotonic()
-    ready: list[float] = []
     with open(console, "w") as log:
         proc = subprocess.Popen(machine.argv(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -124,8 +123,6 @@ def boot(machine: Machine, *, timeout: float, console: Path,
                 log.flush()
                 if line.startswith(MARK + " "):
                     text = line[len(MARK) + 1:]
-                    if text == "init-ready":
-                        ready.append(time.monotonic() - started)
                     marks.append(text)
                     at.append(time.monotonic() - started)
                     on_mark(text)
@@ -144,6 +141,7 @@ def boot(machine: Machine, *, timeout: float, console: Path,
                 proc.kill()
                 proc.wait()
         reader.join(10)
-    return Boot(marks, console, time.monotonic() - started, ready[0] if ready else None,
-                proc.returncode, at)
+    ready = next((when for mark, when in zip(marks, at, strict=True) if mark == "init-ready"),
+                 None)
+    return Boot(marks, console, time.monotonic() - started, ready, proc.returncode, at)
 
