@@ -78,9 +78,6 @@ class StorageDataPath(wiring.Component):
         Strobe: Bulk-Only Mass Storage Reset.
     pattern_errors: Signal(32), output
         Written words that were not the LBA pattern (the USB telemetry's checker word).
-    command_acked: Signal(), input
-        Strobe: UAS's command pipe ACKed an IU (counted outstanding until the engine answers it:
-        the telemetry's ``uas_tags_max``).
     in_acked, out_acked: Signal(), input
         Strobe: the bulk IN (OUT) endpoint had a packet ACKed, of ``in_acked_length``
         (``out_acked_length``) bytes: UAS's SENSE waits for the data's (:class:`~.uas_engine.
@@ -113,7 +110,6 @@ class StorageDataPath(wiring.Component):
     from_out: In(PacketStreamSignature(1))
     pattern_errors: Out(32)
     first_error_offset: Out(32)
-    command_acked: In(1)
     in_acked: In(1)
     in_acked_length: In(range(usb2.MAX_PACKET_SIZE + 1))
     out_acked: In(1)
@@ -168,15 +164,11 @@ class StorageDataPath(wiring.Component):
             self.pattern_errors.eq(telemetry.mismatches),
             telemetry.phase_error.eq(engine.phase_error),
         ]
-        # UAS commands outstanding: IUs the command pipe took, less those the engine answered.
-        tags = Signal(8)
-        with m.If(self.restart | self.set_interface):
-            m.d.usb += tags.eq(0)
-        with m.Elif(self.command_acked & ~uas_engine.answered):
-            m.d.usb += tags.eq(tags + 1)
-        with m.Elif(uas_engine.answered & ~self.command_acked & (tags != 0)):
-            m.d.usb += tags.eq(tags - 1)
-        m.d.comb += telemetry.tags.eq(tags)
+        # UAS commands outstanding: those in the task set, queued or executing.
+        m.d.comb += [telemetry.tags.eq(uas_engine.outstanding),
+                     telemetry.task_set_full.eq(uas_engine.task_set_full),
+                     telemetry.overlapped.eq(uas_engine.overlapped),
+                     telemetry.aborted.eq(uas_engine.aborted)]
         for name in ENGINE_EVENTS:
             m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
                                                         getattr(engine, name)))
@@ -226,7 +218,6 @@ class Usb2StorageDevice(Usb2ProbeDevice):
         flush = flush | requests.set_interface
         m.d.comb += [self.data_path.bot_reset.eq(requests.bot_reset),
                      # UAS's SENSE follows the host's ACK of the data (UasEngine).
-                     self.data_path.command_acked.eq(self.ep_command.acked),
                      self.data_path.in_acked.eq(self.ep_in.acked),
                      self.data_path.in_acked_length.eq(self.ep_in.acked_length),
                      self.data_path.out_acked.eq(self.ep_out.acked),

@@ -1,18 +1,19 @@
 """The null disk's USB Attached SCSI engine: alternate 1's four pipes, at high speed without
 streams (:mod:`busprobe.protocol.uas`).
 
-One command at a time (queue depth 1 inside the engine; the command endpoint's buffer holds
-the IUs the host queues behind it, and they are taken in order). Per COMMAND IU: the shared
-SCSI decode (:class:`~.scsi_decode.ScsiDecode`, the BOT engine's), then for a data phase READ
-READY or WRITE READY with the tag on the status pipe, the data on the data pipes, then the SENSE
-IU, once the host has ACKed every data byte (``in_acked`` / ``out_acked``): on a read not while
-the data's last packets still wait in the IN endpoint's ring (UAS orders the SENSE after the
-data, and the host's status poll would otherwise carry it ahead of them); on a write as soon as
-the last OUT packet is ACKed, while the check still reads that packet out of the OUT endpoint's
-buffer beside the status (a write's status does not depend on the check: mismatches are
-counted, not reported), so the buffer's drain adds nothing to the command. A TASK MANAGEMENT IU
-is answered with a RESPONSE IU; anything else on the command pipe with a RESPONSE IU of INVALID
-INFORMATION UNIT.
+The command pipe feeds the task set (:class:`~busprobe.gateware.common.uas_queue.UasTaskSet`):
+up to :data:`~busprobe.protocol.uas.TASK_SET_DEPTH` commands outstanding, task management
+carried out as it arrives, TASK SET FULL and OVERLAPPED TAG ATTEMPTED answered there. The engine
+executes one command at a time, the one the task set chooses, and between commands sends the
+task set's replies. Per command: the shared SCSI decode (:class:`~.scsi_decode.ScsiDecode`, the
+BOT engine's), then for a data phase READ READY or WRITE READY with the tag on the status pipe,
+the data on the data pipes, then the SENSE IU, once the host has ACKed every data byte
+(``in_acked`` / ``out_acked``): on a read not while the data's last packets still wait in the IN
+endpoint's ring (UAS orders the SENSE after the data, and the host's status poll would otherwise
+carry it ahead of them); on a write as soon as the last OUT packet is ACKed, while the check
+still reads that packet out of the OUT endpoint's buffer beside the status (a write's status
+does not depend on the check: mismatches are counted, not reported), so the buffer's drain adds
+nothing to the command.
 """
 
 from amaranth import Cat, Const, Mux, Signal
@@ -24,6 +25,7 @@ from ..common.lba_pattern import LbaPatternBytes
 from ..common.packet_stream import PacketStreamSignature
 from ..common.scsi_decode import Kind, ScsiDecode
 from ..common.storage_engine import StorageEngine
+from ..common.uas_queue import UasTaskSet
 
 __all__ = ["UasEngine"]
 
@@ -46,10 +48,10 @@ class UasEngine(StorageEngine):
     read_address, read_data, capture, snapshot_ready, command, read, write, check, blocks,
     mismatch, waiting:
         As :class:`~.scsi_engine.ScsiBotEngine`'s (``waiting``: no command in the engine).
-    task: Signal(), output
-        Strobe: a TASK MANAGEMENT IU was answered.
-    answered: Signal(), output
-        Strobe: the engine is done with an IU (its SENSE or RESPONSE IU is sent).
+    outstanding: Signal(range(TASK_SET_DEPTH + 1)), output
+        Commands in the task set, queued or executing.
+    task_set_full, overlapped, aborted: Signal(), output
+        The task set's strobes (:class:`~busprobe.gateware.common.uas_queue.UasTaskSet`).
     in_acked, out_acked: Signal(), input
         Strobe: the data-in (data-out) pipe had a packet ACKed (its endpoint's ``acked``),
         of ``in_acked_length`` (``out_acked_length``) bytes.
@@ -67,8 +69,8 @@ class UasEngine(StorageEngine):
             "status_packets": Out(PacketStreamSignature(1)),
             "in_packets": Out(PacketStreamSignature(1)),
             "out_packets": In(PacketStreamSignature(1)),
-            "task": Out(1),
-            "answered": Out(1),
+            "outstanding": Out(range(uas.TASK_SET_DEPTH + 1)),
+            "task_set_full": Out(1), "overlapped": Out(1), "aborted": Out(1),
             "in_acked": In(1),
             "in_acked_length": In(range(usb2.MAX_PACKET_SIZE + 1)),
             "out_acked": In(1),
@@ -77,20 +79,26 @@ class UasEngine(StorageEngine):
 
     def _engine(self, m):
         sync = m.d.usb
-        cmd, status_out, inp, out = (self.command_packets, self.status_packets, self.in_packets,
-                                     self.out_packets)
+        status_out, inp, out = self.status_packets, self.in_packets, self.out_packets
         replies = self._replies
         m.submodules.pattern = pattern = LbaPatternBytes()
         # The write check has a pattern of its own: it may still read a write's last packet
         # out of the OUT buffer (LUNA's endpoint gives it up late) while the next command's
         # data already move, and a read must never wait for it.
         m.submodules.check_pattern = check_pattern = LbaPatternBytes()
+        m.submodules.tasks = tasks = UasTaskSet(width=1)
+        m.d.comb += [tasks.packets.valid.eq(self.command_packets.valid),
+                     tasks.packets.payload.eq(self.command_packets.payload),
+                     self.command_packets.ready.eq(tasks.packets.ready),
+                     self.outstanding.eq(tasks.outstanding),
+                     self.task_set_full.eq(tasks.task_set_full),
+                     self.overlapped.eq(tasks.overlapped), self.aborted.eq(tasks.aborted)]
         decode = ScsiDecode(replies=replies, capacity_blocks=self._capacity)
         kind, word = decode.kind, decode.word
 
-        iu = Signal(8 * uas.COMMAND_SIZE)
-        received = Signal(range(uas.COMMAND_SIZE + 2))
-        tag, response = Signal(16), Signal(8)
+        tag = Signal(16)
+        # The IU being sent is a reply of the task set's, not a command's status.
+        replying = Signal()
         # The status IU being sent: its bytes, how many, which byte; then (SENSE of a CHECK
         # CONDITION) the sense block from the replies RAM.
         head, head_length, index = Signal(8 * uas.SENSE_HEADER_SIZE), Signal(5), Signal(5)
@@ -101,12 +109,9 @@ class UasEngine(StorageEngine):
         position = Signal(range(max(replies.longest, scsi.SENSE_SIZE) + 1))
         word_bad = Signal()
 
-        def iu_bytes(first, count=1):
-            """Bytes of the IU received, big-endian."""
-            return Cat(*(iu.word_select(first + count - 1 - i, 8) for i in range(count)))
-
         def cb(first, count=1):
-            return iu_bytes(uas.COMMAND_OFFSETS["cdb"] + first, count)
+            """Bytes of the command block, big-endian."""
+            return Cat(*(tasks.cdb.word_select(first + count - 1 - i, 8) for i in range(count)))
 
         def byte(value):
             if isinstance(value, int):
@@ -121,12 +126,10 @@ class UasEngine(StorageEngine):
                         index.eq(0)]
 
         take = inp.valid & inp.ready
-        m.d.comb += [
-            self.read_address.eq(word + ((position + (take & (kind == Kind.TABLE))) >> 2)),
-            self.waiting.eq(received == 0),
-        ]
+        m.d.comb += self.read_address.eq(
+            word + ((position + (take & (kind == Kind.TABLE))) >> 2))
         sync += [self.command.eq(0), self.read.eq(0), self.write.eq(0), self.check.eq(0),
-                 self.mismatch.eq(0), self.task.eq(0), self.answered.eq(0)]
+                 self.mismatch.eq(0)]
         tag_bytes = [tag[8:16], tag[0:8]]
 
         writing = kind == Kind.WRITE
@@ -144,49 +147,30 @@ class UasEngine(StorageEngine):
                 with m.If(check_pattern.word_end):
                     sync += [self.mismatch.eq(word_bad | bad), word_bad.eq(0)]
 
-        with m.FSM(domain="usb"):
-            with m.State("IU"):
-                m.d.comb += cmd.ready.eq(1)
-                with m.If(cmd.valid):
-                    for offset in range(uas.COMMAND_SIZE):
-                        with m.If(received == offset):
-                            sync += iu.word_select(offset, 8).eq(cmd.payload.data)
-                    with m.If(received <= uas.COMMAND_SIZE):
-                        sync += received.eq(received + 1)
-                    with m.If(cmd.payload.last):
-                        m.next = "DECODE"
+        with m.FSM(domain="usb") as fsm:
+            with m.State("IDLE"):
+                with m.If(tasks.reply_valid):
+                    reply_tag = [tasks.reply_tag[8:16], tasks.reply_tag[0:8]]
+                    m.d.comb += tasks.reply_taken.eq(1)
+                    sync += [tag.eq(tasks.reply_tag), replying.eq(1), then_data.eq(0),
+                             then_sense.eq(0)]
+                    with m.If(tasks.reply_full):
+                        send_head([uas.IuId.SENSE, 0, *reply_tag, 0, 0,
+                                   uas.Status.TASK_SET_FULL, *([0] * 9)],
+                                  uas.SENSE_HEADER_SIZE)
+                    with m.Else():
+                        send_head([uas.IuId.RESPONSE, 0, *reply_tag, 0, 0, 0,
+                                   tasks.reply_code], uas.RESPONSE_SIZE)
+                    m.next = "STATUS"
+                with m.Elif(tasks.command_valid):
+                    m.d.comb += tasks.take.eq(1)
+                    sync += [tag.eq(tasks.tag), then_data.eq(0), then_sense.eq(0),
+                             position.eq(0), self.command.eq(1)]
+                    m.next = "DECODE"
 
             with m.State("DECODE"):
-                sync += [tag.eq(iu_bytes(2, 2)), then_data.eq(0), then_sense.eq(0),
-                         position.eq(0)]
-                iu_id, lun = iu_bytes(0), iu_bytes(uas.COMMAND_OFFSETS["lun"], 8)
-                with m.If((iu_id == uas.IuId.COMMAND) & (received == uas.COMMAND_SIZE)):
-                    decode.plan(m, cb=cb, cdb_length=16, lun=lun, capture=self.capture)
-                    sync += self.command.eq(1)
-                    m.next = "PLAN"
-                with m.Elif((iu_id == uas.IuId.TASK_MANAGEMENT)
-                            & (received == uas.TASK_SIZE)):
-                    function = iu_bytes(uas.TASK_OFFSETS["function"])
-                    # One command at a time: by the time its IU is read, the task an ABORT
-                    # TASK names has completed or is still behind it in the command pipe; a
-                    # LOGICAL UNIT RESET clears the sense held for REQUEST SENSE.
-                    code = Mux(lun != 0, uas.ResponseCode.INCORRECT_LUN,
-                               Mux((function == uas.TaskFunction.ABORT_TASK)
-                                   | (function == uas.TaskFunction.LOGICAL_UNIT_RESET),
-                                   uas.ResponseCode.TMF_COMPLETE,
-                                   uas.ResponseCode.TMF_NOT_SUPPORTED))
-                    sync += [response.eq(code), self.task.eq(1)]
-                    with m.If((lun == 0) & (function == uas.TaskFunction.LOGICAL_UNIT_RESET)):
-                        sync += decode.sense.eq(0)
-                    m.next = "RESPONSE"
-                with m.Else():
-                    sync += response.eq(uas.ResponseCode.INVALID_INFO_UNIT)
-                    m.next = "RESPONSE"
-
-            with m.State("RESPONSE"):
-                send_head([uas.IuId.RESPONSE, 0, *tag_bytes, 0, 0, 0, response],
-                          uas.RESPONSE_SIZE)
-                m.next = "STATUS"
+                decode.plan(m, cb=cb, cdb_length=16, lun=tasks.lun_bad, capture=self.capture)
+                m.next = "PLAN"
 
             with m.State("PLAN"):
                 has_data = decode.device_length != 0
@@ -284,7 +268,13 @@ class UasEngine(StorageEngine):
 
             with m.State("DONE"):
                 # (word_bad is the check's, which may still be running: OUT_START clears it.)
-                sync += [iu.eq(0), received.eq(0), kind.eq(Kind.NONE), then_data.eq(0),
-                         then_sense.eq(0), position.eq(0), self.answered.eq(1)]
-                m.next = "IU"
+                m.d.comb += tasks.done.eq(~replying)
+                sync += [kind.eq(Kind.NONE), then_data.eq(0), then_sense.eq(0), position.eq(0),
+                         replying.eq(0)]
+                m.next = "IDLE"
+
+        m.d.comb += self.waiting.eq(fsm.ongoing("IDLE"))
+        # After the FSM: a LOGICAL UNIT RESET's clear wins over a decode's setting.
+        with m.If(tasks.clear_sense):
+            sync += decode.sense.eq(0)
 

@@ -124,10 +124,13 @@ STORAGE_TELEMETRY = (
     *(f"write_hist_{b}" for b in range(HISTOGRAM_BUCKETS)),
     # Cycles of TELEMETRY_CLOCK_HZ since the last clear (wraps after 71 s): commands per second.
     "cycles",
-    # UAS: the most commands outstanding at once as the device saw them (IUs its command pipe
-    # ACKed and it has not yet answered with their SENSE or RESPONSE IU); the pipe NAKs what
-    # it has no room for, so a driver queueing more reads as the device's room.
+    # UAS: the most commands outstanding at once as the device saw them (in its task set,
+    # queued or executing: how many tags the driver kept outstanding, up to TASK_SET_DEPTH).
     "uas_tags_max",
+    # UAS task set: commands answered TASK SET FULL (no slot free), COMMAND IUs refused for a
+    # tag already outstanding (OVERLAPPED TAG ATTEMPTED), ABORT TASKs and LOGICAL UNIT RESETs
+    # that removed queued commands.
+    "uas_task_set_full", "uas_overlapped_tags", "uas_aborted_tasks",
 )
 STORAGE_TELEMETRY_WORDS = len(STORAGE_TELEMETRY)
 #: Clock of the gap counts (the usb2-storage disk's usb domain; the usb3-storage disk counts its

@@ -19,8 +19,11 @@ import enum
 import struct
 from dataclasses import dataclass
 
+from .streams import MAX_STREAMS
+
 __all__ = [
-    "UAS_INTERFACE", "UAS_ALTERNATE", "EP_COMMAND", "EP_STATUS", "EP_DATA_IN", "EP_DATA_OUT",
+    "UAS_INTERFACE", "UAS_ALTERNATE", "TASK_SET_DEPTH", "EP_COMMAND", "EP_STATUS", "EP_DATA_IN",
+    "EP_DATA_OUT",
     "PIPE_USAGE_TYPE", "PIPE_USAGE_SIZE", "Pipe", "IuId",
     "Status", "ResponseCode", "TaskFunction", "HEADER_FORMAT", "COMMAND_FORMAT", "COMMAND_SIZE",
     "COMMAND_OFFSETS", "SENSE_FORMAT", "SENSE_HEADER_SIZE", "RESPONSE_FORMAT", "RESPONSE_SIZE",
@@ -38,6 +41,11 @@ UAS_ALTERNATE = 1
 #: pipes are Bulk-Only Transport's (alternate 0's) endpoints, so one LBA source and checker and
 #: one IN ring serve both transports.
 EP_COMMAND, EP_STATUS, EP_DATA_IN, EP_DATA_OUT = 0x04, 0x83, 0x81, 0x02
+
+#: Commands the null disk keeps outstanding (its task set's slots); one more is answered with a
+#: SENSE IU of TASK SET FULL. 32: the streams its SuperSpeed pipes offer (MaxStreams 5), one a
+#: tag, so a host that allocates them all cannot queue more at SuperSpeed either.
+TASK_SET_DEPTH = MAX_STREAMS
 
 #: bDescriptorType of the Pipe Usage class descriptor (UASP 1.0 §5.3.3.1); 4 bytes:
 #: bLength, bDescriptorType, bPipeID, reserved.

@@ -90,7 +90,8 @@ def test_queued_commands_move_their_data_in_the_order_the_device_announces(disk)
                 for i, blocks in enumerate((1, 8, 2, 5))]
     commands.append(UasCommand(110, write_10(50, 2), 2 * BLOCK_SIZE, "out", lba_bytes(50, 2)))
     plan, _, _ = run(disk, commands, queue_depth=4)
-    assert plan.order == [c.tag for c in commands]  # one engine: in the order they came
+    # The task set's order (round robin over its slots), each command's data its own.
+    assert sorted(plan.order) == sorted(c.tag for c in commands)
     for i, command in enumerate(commands[:4]):
         assert command.status == uas.Iu(uas.IuId.SENSE, command.tag, GOOD)
         assert command.data == lba_bytes(1000 * i, command.length // BLOCK_SIZE)
@@ -99,9 +100,9 @@ def test_queued_commands_move_their_data_in_the_order_the_device_announces(disk)
 
 @pytest.mark.parametrize("depth", [1, 3])
 def test_the_telemetry_counts_the_commands_outstanding_as_the_device_saw_them(disk, depth):
-    """``uas_tags_max``: the IUs the command pipe took and the engine had not yet answered, at
-    their most since CLEAR_TELEMETRY: the queue depth the host kept (plus the telemetry
-    INQUIRY itself, which is outstanding while it is answered)."""
+    """``uas_tags_max``: the commands in the task set (queued or executing) at their most since
+    CLEAR_TELEMETRY: the queue depth the host kept (the telemetry INQUIRY itself is
+    outstanding alone while it is answered)."""
     disk.platform.control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
     commands = [UasCommand(200 + i, read_10(8 * i, 8), 8 * BLOCK_SIZE) for i in range(6)]
     run(disk, commands, queue_depth=depth)
@@ -131,6 +132,86 @@ def test_task_management_is_answered_with_a_response_iu(disk, function, lun, cod
     answer = uas.parse_iu(bulk(disk.platform, uas.EP_STATUS, 64))
     assert answer == uas.Iu(uas.IuId.RESPONSE, 500, code)
     assert one(disk, read_10(9, 1), BLOCK_SIZE).data == lba_bytes(9, 1)
+
+
+def _telemetry(disk):
+    return scsi.parse_telemetry(one(disk, inquiry(scsi.VPD_TELEMETRY), 255).data)
+
+
+def test_a_host_queueing_past_the_task_set_gets_task_set_full_for_that_one_command(disk):
+    """A long READ keeps the engine busy while the host queues 32 more: the task set keeps
+    ``TASK_SET_DEPTH`` commands (the long one and 31 queued), the one past them gets a SENSE IU
+    of TASK SET FULL and no data, and every other command its own data."""
+    disk.platform.control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    depth = uas.TASK_SET_DEPTH
+    commands = [UasCommand(300, read_10(0, 240), 240 * BLOCK_SIZE)]
+    commands += [UasCommand(301 + i, read_10(500 + i, 1), BLOCK_SIZE) for i in range(depth)]
+    run(disk, commands, queue_depth=depth + 1)
+    full = [c.tag for c in commands if c.status.status == uas.Status.TASK_SET_FULL]
+    assert full == [301 + depth - 1] and not commands[-1].data
+    for command in commands:
+        if command.tag not in full:
+            assert command.status == uas.Iu(uas.IuId.SENSE, command.tag, GOOD)
+            blocks = command.length // BLOCK_SIZE
+            assert command.data == lba_bytes(int.from_bytes(command.cdb[2:6], "big"), blocks)
+    telemetry = _telemetry(disk)
+    assert telemetry["uas_tags_max"] == depth and telemetry["uas_task_set_full"] == 1
+
+
+def _held_read(disk, tag):
+    """A 64-block READ whose data the host does not ask for yet: the engine waits mid-data
+    while the test queues behind it."""
+    bulk(disk.platform, uas.EP_COMMAND, uas.command_iu(tag, read_10(0, 64)))
+    assert uas.parse_iu(bulk(disk.platform, uas.EP_STATUS, 64)) == uas.Iu(
+        uas.IuId.READ_READY, tag)
+
+
+def _finish_held_read(disk, tag):
+    assert bulk(disk.platform, uas.EP_DATA_IN, 64 * BLOCK_SIZE) == lba_bytes(0, 64)
+    assert uas.parse_iu(bulk(disk.platform, uas.EP_STATUS, 64)) == uas.Iu(
+        uas.IuId.SENSE, tag, GOOD)
+
+
+def _status(disk):
+    return uas.parse_iu(bulk(disk.platform, uas.EP_STATUS, 64))
+
+
+def test_abort_task_removes_a_queued_command_which_is_never_executed(disk):
+    disk.platform.control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    _held_read(disk, 800)
+    bulk(disk.platform, uas.EP_COMMAND, uas.command_iu(801, read_10(7, 1)))
+    bulk(disk.platform, uas.EP_COMMAND,
+         uas.task_management_iu(802, uas.TaskFunction.ABORT_TASK, task_tag=801))
+    _finish_held_read(disk, 800)
+    # Between commands the engine sends the task set's reply; 801 is gone, not answered.
+    assert _status(disk) == uas.Iu(uas.IuId.RESPONSE, 802, uas.ResponseCode.TMF_COMPLETE)
+    assert one(disk, read_10(9, 1), BLOCK_SIZE).data == lba_bytes(9, 1)
+    telemetry = _telemetry(disk)
+    assert telemetry["uas_aborted_tasks"] == 1 and telemetry["reads"] == 2
+
+
+def test_a_tag_already_outstanding_is_answered_overlapped_and_the_first_command_completes(disk):
+    disk.platform.control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    _held_read(disk, 810)
+    bulk(disk.platform, uas.EP_COMMAND, uas.command_iu(810, read_10(3, 1)))
+    _finish_held_read(disk, 810)
+    assert _status(disk) == uas.Iu(uas.IuId.RESPONSE, 810, uas.ResponseCode.OVERLAPPED_TAG)
+    assert one(disk, read_10(4, 1), BLOCK_SIZE).data == lba_bytes(4, 1)
+    assert _telemetry(disk)["uas_overlapped_tags"] == 1
+
+
+def test_logical_unit_reset_removes_every_queued_command_and_the_disk_answers_again(disk):
+    disk.platform.control(VENDOR_OUT, usb2.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    _held_read(disk, 820)
+    for tag in (821, 822):
+        bulk(disk.platform, uas.EP_COMMAND, uas.command_iu(tag, read_10(tag, 1)))
+    bulk(disk.platform, uas.EP_COMMAND,
+         uas.task_management_iu(823, uas.TaskFunction.LOGICAL_UNIT_RESET))
+    _finish_held_read(disk, 820)
+    assert _status(disk) == uas.Iu(uas.IuId.RESPONSE, 823, uas.ResponseCode.TMF_COMPLETE)
+    assert one(disk, read_10(5, 1), BLOCK_SIZE).data == lba_bytes(5, 1)
+    telemetry = _telemetry(disk)
+    assert telemetry["uas_aborted_tasks"] == 1 and telemetry["reads"] == 2
 
 
 def test_set_interface_abandons_a_command_in_flight_and_the_disk_answers_again(disk):

@@ -1,0 +1,286 @@
+"""The null disk's UAS task set: the commands a host has outstanding, held in slots the engine
+takes them from in an order of the device's choosing (UAS-2, SAM-5's task set).
+
+The command pipe's information units are judged as they arrive, whatever the engine is doing:
+
+- a COMMAND IU goes into a free slot (its tag in a register, its CDB in a RAM); one whose tag
+  is already outstanding is answered with a RESPONSE IU of OVERLAPPED TAG ATTEMPTED, and one
+  that finds every slot taken with a SENSE IU of status TASK SET FULL (SAM-5 §5.3.3: the host
+  retries it later; Linux's SCSI layer lowers its queue depth and requeues it);
+- a TASK MANAGEMENT IU is carried out at once: ABORT TASK of a queued command empties its slot
+  (it is never executed and never answered); LOGICAL UNIT RESET empties every queued slot and
+  clears the sense REQUEST SENSE would return; both are answered TMF COMPLETE, as is an ABORT
+  TASK naming no command (SAM-5 §7.2). The command the engine is executing runs to its end: an
+  ABORT TASK naming it is answered TMF FAILED, and LOGICAL UNIT RESET leaves it;
+- anything else is answered with INVALID INFORMATION UNIT.
+
+Those answers wait in a small queue of replies the engine sends on the status pipe between
+commands. The engine takes the queued commands round robin from the slot after the last one it
+took, so none waits behind more than ``depth - 1`` others whatever the host keeps sending, and
+commands complete out of the order they came in once slots are reused.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol import uas
+
+from .packet_stream import PacketStreamSignature
+
+__all__ = ["UasTaskSet", "REPLIES_DEPTH"]
+
+#: Replies (RESPONSE IUs and TASK SET FULL) waiting for the status pipe; the command pipe waits
+#: (NAKs) when they are all taken.
+REPLIES_DEPTH = 4
+_CDB_BYTES = 16
+
+
+class UasTaskSet(wiring.Component):
+    """The task set of a UAS target: slots for queued commands, the judgement of each IU, and
+    the replies that do not come from a command's execution.
+
+    Attributes
+    ----------
+    packets: PacketStreamSignature(width), input
+        The command pipe's OUT endpoint.
+    command_valid: Signal(), output
+        A queued command is loaded in ``tag``, ``cdb`` and ``lun_bad`` for the engine.
+    take: Signal(), input
+        Strobe (with ``command_valid``): the engine starts it; the fields hold until ``done``.
+    done: Signal(), input
+        Strobe: the engine has sent the command's SENSE IU; its slot is free.
+    tag: Signal(16), output
+    cdb: Signal(128), output
+        The command block, its first byte in the low bits.
+    lun_bad: Signal(), output
+        The command names a LUN other than 0.
+    reply_valid: Signal(), output
+        A reply waits for the status pipe: ``reply_tag`` and either ``reply_full`` (a SENSE IU
+        of TASK SET FULL) or the RESPONSE IU's ``reply_code``.
+    reply_taken: Signal(), input
+        Strobe: the engine took the reply.
+    reply_tag: Signal(16), output
+    reply_code: Signal(8), output
+    reply_full: Signal(), output
+    clear_sense: Signal(), output
+        Strobe: a LOGICAL UNIT RESET was carried out.
+    outstanding: Signal(range(depth + 1)), output
+        Commands in the slots, queued or executing.
+    task_set_full, overlapped, aborted: Signal(), output
+        Strobes: a command was refused for want of a slot, for a tag outstanding; a queued
+        command was removed by ABORT TASK or LOGICAL UNIT RESET (one strobe per reset).
+
+    Parameters
+    ----------
+    width: int
+        Bytes a beat of ``packets`` (1 at high speed, 4 at SuperSpeed).
+    depth: int
+        Slots: commands the device keeps outstanding before it answers TASK SET FULL.
+    """
+
+    def __init__(self, *, width=1, depth=uas.TASK_SET_DEPTH):
+        if _CDB_BYTES % width or uas.COMMAND_SIZE % width:
+            raise ValueError(f"a beat of {width} bytes does not divide the COMMAND IU")
+        self._width, self._depth = width, depth
+        super().__init__({
+            "packets": In(PacketStreamSignature(width)),
+            "command_valid": Out(1), "take": In(1), "done": In(1),
+            "tag": Out(16), "cdb": Out(8 * _CDB_BYTES), "lun_bad": Out(1),
+            "reply_valid": Out(1), "reply_taken": In(1), "reply_tag": Out(16),
+            "reply_code": Out(8), "reply_full": Out(1),
+            "clear_sense": Out(1), "outstanding": Out(range(depth + 1)),
+            "task_set_full": Out(1), "overlapped": Out(1), "aborted": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        sync = m.d.usb
+        width, depth = self._width, self._depth
+        beats_per_cdb = _CDB_BYTES // width
+        m.submodules.cdbs = cdbs = Memory(shape=8 * width, depth=depth * beats_per_cdb, init=[])
+        write, read = cdbs.write_port(domain="usb"), cdbs.read_port(domain="usb")
+
+        queued, running = Signal(depth), Signal(depth)
+        tags = [Signal(16, name=f"tag_{i}") for i in range(depth)]
+        sync += [self.task_set_full.eq(0), self.overlapped.eq(0), self.aborted.eq(0),
+                 self.clear_sense.eq(0)]
+
+        # -- replies: a ring of REPLIES_DEPTH (tag, code, full)
+        ring = [Signal(25, name=f"reply_{i}") for i in range(REPLIES_DEPTH)]
+        head, count = Signal(range(REPLIES_DEPTH)), Signal(range(REPLIES_DEPTH + 1))
+        front = Signal(25)
+        m.d.comb += [front.eq(Cat(*ring).word_select(head, 25)),
+                     self.reply_valid.eq(count != 0),
+                     Cat(self.reply_tag, self.reply_code, self.reply_full).eq(front)]
+        push, pushed = Signal(), Signal(25)
+        popped = self.reply_taken & (count != 0)
+        with m.If(popped):
+            sync += head.eq(head + 1)
+        with m.If(push):
+            tail = (head + count)[:max(1, (REPLIES_DEPTH - 1).bit_length())]
+            for i in range(REPLIES_DEPTH):
+                with m.If(tail == i):
+                    sync += ring[i].eq(pushed)
+        sync += count.eq(count + push - popped)
+
+        def reply(tag, *, code=0, full=0):
+            m.d.comb += [push.eq(1), pushed.eq(Cat(tag, Const(int(code), 8), Const(full, 1)))]
+
+        # -- the IU being received, whole (32 bytes at most are kept)
+        iu = Signal(8 * uas.COMMAND_SIZE)
+        beats = uas.COMMAND_SIZE // width
+        received = Signal(range(beats + 2))
+
+        def iu_bytes(first, count=1):
+            return Cat(*(iu.word_select(first + count - 1 - i, 8) for i in range(count)))
+
+        iu_id, iu_tag = iu_bytes(0), iu_bytes(2, 2)
+        is_command = (iu_id == uas.IuId.COMMAND) & (received == beats)
+        is_task = (iu_id == uas.IuId.TASK_MANAGEMENT) & (received == uas.TASK_SIZE // width)
+        key = Mux(is_task, iu_bytes(uas.TASK_OFFSETS["task_tag"], 2), iu_tag)
+
+        # -- the lookup: which slot holds the key, which is the first free (registered)
+        match_q, match_r, free = Signal(depth), Signal(depth), Signal(depth)
+        first_free = Signal(range(depth))
+        for i in reversed(range(depth)):
+            with m.If(~(queued | running)[i]):
+                m.d.comb += first_free.eq(i)
+        slot = Signal(range(depth))
+        # A command the engine takes changes its slot from queued to running: the lookup's
+        # registers are taken again if that happened since (``took``).
+        took = Signal()
+        store = Signal(range(beats_per_cdb + 1))
+        lun = iu_bytes(uas.COMMAND_OFFSETS["lun"], 8)
+        lun_bad = Signal(depth)
+        # A slot leaves ``queued`` here (abort, reset) or when the engine takes it.
+        dequeue, enqueue, reset_lu = Signal(depth), Signal(depth), Signal()
+        # The engine's side's strobes (below): a slot taken, a slot done.
+        take, finish = Signal(depth), Signal(depth)
+
+        with m.FSM(domain="usb", name="ingest"):
+            with m.State("RECEIVE"):
+                m.d.comb += self.packets.ready.eq(1)
+                beat = self.packets.payload.data
+                with m.If(self.packets.valid):
+                    for i in range(beats):
+                        with m.If(received == i):
+                            sync += iu.word_select(i, 8 * width).eq(beat)
+                    with m.If(received <= beats):
+                        sync += received.eq(received + 1)
+                    with m.If(self.packets.payload.last):
+                        m.next = "LOOKUP"
+            with m.State("LOOKUP"):
+                sync += [
+                    match_q.eq(Cat(*((tags[i] == key) & queued[i] for i in range(depth)))),
+                    match_r.eq(Cat(*((tags[i] == key) & running[i] for i in range(depth)))),
+                    free.eq(~(queued | running)), slot.eq(first_free)]
+                m.next = "DECIDE"
+            with m.State("DECIDE"):
+                lu = uas.TASK_OFFSETS["function"]
+                function = iu_bytes(lu)
+                with m.If(took | take.any()):
+                    m.next = "LOOKUP"
+                # A reply may be needed: one place must be free.
+                with m.Elif(count < REPLIES_DEPTH):
+                    m.next = "RECEIVE"
+                    # (The IU's bytes stay: the next IU overwrites those its length reaches.)
+                    sync += received.eq(0)
+                    with m.If(is_command):
+                        with m.If((match_q | match_r).any()):
+                            reply(iu_tag, code=uas.ResponseCode.OVERLAPPED_TAG)
+                            sync += self.overlapped.eq(1)
+                        with m.Elif(~free.any()):
+                            reply(iu_tag, full=1)
+                            sync += self.task_set_full.eq(1)
+                        with m.Else():
+                            sync += [store.eq(0), lun_bad.bit_select(slot, 1).eq(lun != 0)]
+                            for i in range(depth):
+                                with m.If(slot == i):
+                                    sync += tags[i].eq(iu_tag)
+                            m.next = "STORE"
+                    with m.Elif(is_task):
+                        with m.If(lun != 0):
+                            reply(iu_tag, code=uas.ResponseCode.INCORRECT_LUN)
+                        with m.Elif(function == uas.TaskFunction.ABORT_TASK):
+                            with m.If(match_r.any()):
+                                reply(iu_tag, code=uas.ResponseCode.TMF_FAILED)
+                            with m.Else():
+                                reply(iu_tag, code=uas.ResponseCode.TMF_COMPLETE)
+                                m.d.comb += dequeue.eq(match_q)
+                                sync += self.aborted.eq(match_q.any())
+                        with m.Elif(function == uas.TaskFunction.LOGICAL_UNIT_RESET):
+                            reply(iu_tag, code=uas.ResponseCode.TMF_COMPLETE)
+                            m.d.comb += dequeue.eq(queued)
+                            m.d.comb += reset_lu.eq(1)
+                            sync += [self.aborted.eq(queued.any()), self.clear_sense.eq(1)]
+                        with m.Else():
+                            reply(iu_tag, code=uas.ResponseCode.TMF_NOT_SUPPORTED)
+                    with m.Else():
+                        reply(iu_tag, code=uas.ResponseCode.INVALID_INFO_UNIT)
+            with m.State("STORE"):
+                # The CDB into the slot's place in the RAM, a beat a cycle.
+                cdb_first = uas.COMMAND_OFFSETS["cdb"] // width
+                m.d.comb += [write.en.eq(1), write.addr.eq(slot * beats_per_cdb + store),
+                             write.data.eq(iu.word_select(cdb_first + store, 8 * width))]
+                sync += store.eq(store + 1)
+                with m.If(store == beats_per_cdb - 1):
+                    m.d.comb += enqueue.bit_select(slot, 1).eq(1)
+                    m.next = "RECEIVE"
+
+        # -- the engine's side: round robin from the slot after the last one taken
+        after, chosen = Signal(range(depth)), Signal(range(depth))
+        later = Signal(depth)
+        m.d.comb += later.eq(queued & Cat(*((after <= i) for i in range(depth))))
+        for i in reversed(range(depth)):
+            with m.If(queued[i]):
+                m.d.comb += chosen.eq(i)
+        for i in reversed(range(depth)):
+            with m.If(later[i]):
+                m.d.comb += chosen.eq(i)
+        current = Signal(range(depth))
+        loaded = Signal(range(beats_per_cdb + 1))
+        with m.FSM(domain="usb", name="select"):
+            with m.State("SELECT"):
+                with m.If(queued.any()):
+                    sync += [current.eq(chosen), loaded.eq(0)]
+                    m.next = "LOAD"
+            with m.State("LOAD"):
+                # Read the slot's CDB a beat a cycle (the RAM answers a cycle later).
+                m.d.comb += read.addr.eq(current * beats_per_cdb + loaded)
+                sync += loaded.eq(loaded + 1)
+                with m.If(loaded != 0):
+                    beat = (loaded - 1)[:max(1, (beats_per_cdb - 1).bit_length())]
+                    sync += self.cdb.word_select(beat, 8 * width).eq(read.data)
+                with m.If(~queued.bit_select(current, 1)):
+                    m.next = "SELECT"  # aborted while it loaded
+                with m.Elif(loaded == beats_per_cdb):
+                    m.next = "READY"
+            with m.State("READY"):
+                m.d.comb += [self.command_valid.eq(queued.bit_select(current, 1)),
+                             self.tag.eq(Cat(*tags).word_select(current, 16)),
+                             self.lun_bad.eq(lun_bad.bit_select(current, 1))]
+                with m.If(~queued.bit_select(current, 1)):
+                    m.next = "SELECT"
+                with m.Elif(self.take):
+                    m.d.comb += take.bit_select(current, 1).eq(1)
+                    sync += after.eq(Mux(current == depth - 1, 0, current + 1))
+                    m.next = "RUNNING"
+            with m.State("RUNNING"):
+                m.d.comb += [self.tag.eq(Cat(*tags).word_select(current, 16)),
+                             self.lun_bad.eq(lun_bad.bit_select(current, 1))]
+                with m.If(self.done):
+                    m.d.comb += finish.bit_select(current, 1).eq(1)
+                    m.next = "SELECT"
+
+        sync += [queued.eq((queued | enqueue) & ~dequeue & ~take),
+                 running.eq((running | take) & ~finish)]
+        sync += took.eq(take.any())
+        # Commands in the slots: one in with each stored, one out with each done or aborted; a
+        # LOGICAL UNIT RESET leaves only the one executing.
+        with m.If(reset_lu):
+            sync += self.outstanding.eq((running & ~finish).any())
+        with m.Else():
+            sync += self.outstanding.eq(self.outstanding + enqueue.any() - finish.any()
+                                        - dequeue.any())
+        return m
