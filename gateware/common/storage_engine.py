@@ -12,7 +12,7 @@ __all__ = ["StorageEngine"]
 
 class StorageEngine(wiring.Component):
     """The frame of a SCSI null disk's command engine (BOT's :class:`~.scsi_engine.ScsiBotEngine`,
-    UAS's :class:`~busprobe.gateware.usb2.uas_engine.UasEngine`): the ports both have, and a
+    UAS's :class:`~busprobe.gateware.common.uas_engine.UasEngine`): the ports both have, and a
     reset that returns every register to its reset value at once, whatever the state. A
     subclass adds its packet streams and strobes (``members``) and writes ``_engine(m)`` in the
     ``usb`` domain (the SuperSpeed disk renames it ``ss``).

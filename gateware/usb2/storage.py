@@ -18,6 +18,7 @@ from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
 from ..common.storage_replies import StorageReplies
 from ..common.storage_telemetry import ENGINE_EVENTS, StorageTelemetry
+from ..common.uas_engine import UasEngine
 from .control_replies import ControlReplies
 from .descriptors import build_descriptors
 from .device import Usb2ProbeDevice
@@ -25,7 +26,6 @@ from .in_endpoint import StreamInEndpoint
 from .out_endpoint import StreamOutEndpoint
 from .request_handler import ProbeRequestHandler
 from .standard_requests import Action
-from .uas_engine import UasEngine
 
 __all__ = ["Usb2StorageDevice", "StorageRequestHandler", "StorageDataPath", "STORAGE_PRODUCT"]
 

@@ -1,5 +1,6 @@
-"""The null disk's USB Attached SCSI engine: alternate 1's four pipes, at high speed without
-streams (:mod:`busprobe.protocol.uas`).
+"""The null disk's USB Attached SCSI engine: alternate 1's four pipes (:mod:`busprobe.protocol.
+uas`), a byte a beat at high speed (READ READY / WRITE READY, no streams) or a word a beat at
+SuperSpeed (bulk streams: no READY IUs).
 
 The command pipe feeds the task set (:class:`~busprobe.gateware.common.uas_queue.UasTaskSet`):
 up to :data:`~busprobe.protocol.uas.TASK_SET_DEPTH` commands outstanding, task management
@@ -21,72 +22,108 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import scsi, uas, usb2
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
-from ..common.lba_pattern import LbaPatternBytes
-from ..common.packet_stream import PacketStreamSignature
-from ..common.scsi_decode import Kind, ScsiDecode
-from ..common.storage_engine import StorageEngine
-from ..common.uas_queue import UasTaskSet
+from .bot_framing import at_most, less_than
+from .lba_pattern import LbaPattern
+from .packet_stream import PacketStreamSignature
+from .scsi_decode import Kind, ScsiDecode
+from .storage_engine import StorageEngine
+from .uas_queue import UasTaskSet
 
 __all__ = ["UasEngine"]
 
 
 class UasEngine(StorageEngine):
-    """A SCSI null disk behind UAS on the bulk endpoints' packet streams.
+    """A SCSI null disk behind UAS on the bulk endpoints' packet streams, ``width`` bytes a beat.
 
     Attributes
     ----------
     reset: Signal(), input
-        Strobe: forget the command (SET_INTERFACE, a restart).
-    command_packets: PacketStreamSignature(1), input
+        Strobe: forget the commands (SET_INTERFACE, a restart).
+    command_packets: PacketStreamSignature(width), input
         From the command pipe's OUT endpoint.
-    status_packets: PacketStreamSignature(1), output
+    status_packets: PacketStreamSignature(width), output
         To the status pipe's IN endpoint: one IU per packet.
-    in_packets: PacketStreamSignature(1), output
+    in_packets: PacketStreamSignature(width), output
         To the data-in pipe.
-    out_packets: PacketStreamSignature(1), input
+    out_packets: PacketStreamSignature(width), input
         From the data-out pipe.
     read_address, read_data, capture, snapshot_ready, command, read, write, check, blocks,
     mismatch, waiting:
         As :class:`~.scsi_engine.ScsiBotEngine`'s (``waiting``: no command in the engine).
+    tag: Signal(16), output
+        The tag of the command executing or of the reply being sent (with bulk streams, the
+        stream its status and data pipes select).
+    data_in, data_out, status: Signal(), output
+        The engine has data for the data-in pipe, takes data from the data-out pipe, sends an
+        IU on the status pipe (for ``tag``).
     outstanding: Signal(range(TASK_SET_DEPTH + 1)), output
         Commands in the task set, queued or executing.
     task_set_full, overlapped, aborted: Signal(), output
-        The task set's strobes (:class:`~busprobe.gateware.common.uas_queue.UasTaskSet`).
+        The task set's strobes (:class:`~.uas_queue.UasTaskSet`).
     in_acked, out_acked: Signal(), input
-        Strobe: the data-in (data-out) pipe had a packet ACKed (its endpoint's ``acked``),
-        of ``in_acked_length`` (``out_acked_length``) bytes.
-    in_acked_length, out_acked_length: Signal(range(MAX_PACKET_SIZE + 1)), input
+        Strobe (with ``acked``): the data-in (data-out) pipe had a packet ACKed (its
+        endpoint's ``acked``), of ``in_acked_length`` (``out_acked_length``) bytes.
+    in_acked_length, out_acked_length: Signal(range(max_packet_size + 1)), input
 
     Parameters
     ----------
     replies: StorageReplies
     capacity_blocks: int
+    width: int
+        Bytes a beat of every packet stream: 1 (high speed) or 4 (SuperSpeed).
+    max_packet_size: int
+    ready_ius: bool
+        Announce each command's data with READ READY / WRITE READY (high speed); without them
+        (bulk streams) the data pipe's stream of the tag is the announcement.
+    acked: bool
+        The SENSE waits for the host's ACK of every data byte (``in_acked``/``out_acked``);
+        without, for the last data beat handed to (taken from) the data pipe's endpoint.
     """
 
-    def __init__(self, *, replies=None, capacity_blocks=DEFAULT_CAPACITY_BLOCKS):
+    def __init__(self, *, replies=None, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, width=1,
+                 max_packet_size=usb2.MAX_PACKET_SIZE, ready_ius=True, acked=True):
+        if width not in (1, 4):
+            raise ValueError(f"the UAS engine moves 1 or 4 bytes a beat, not {width}")
+        self._width, self._ready_ius, self._acked = width, ready_ius, acked
         super().__init__({
-            "command_packets": In(PacketStreamSignature(1)),
-            "status_packets": Out(PacketStreamSignature(1)),
-            "in_packets": Out(PacketStreamSignature(1)),
-            "out_packets": In(PacketStreamSignature(1)),
+            "command_packets": In(PacketStreamSignature(width)),
+            "status_packets": Out(PacketStreamSignature(width)),
+            "in_packets": Out(PacketStreamSignature(width)),
+            "out_packets": In(PacketStreamSignature(width)),
+            "tag": Out(16), "data_in": Out(1), "data_out": Out(1), "status": Out(1),
             "outstanding": Out(range(uas.TASK_SET_DEPTH + 1)),
             "task_set_full": Out(1), "overlapped": Out(1), "aborted": Out(1),
             "in_acked": In(1),
-            "in_acked_length": In(range(usb2.MAX_PACKET_SIZE + 1)),
+            "in_acked_length": In(range(max_packet_size + 1)),
             "out_acked": In(1),
-            "out_acked_length": In(range(usb2.MAX_PACKET_SIZE + 1)),
+            "out_acked_length": In(range(max_packet_size + 1)),
         }, replies=replies, capacity_blocks=capacity_blocks)
 
+    def _keep(self, stream, count):
+        """``stream``'s ``keep`` for a beat of ``min(count, width)`` bytes (none at a byte a
+        beat)."""
+        if self._width == 1:
+            return []
+        keep = (1 << self._width) - 1
+        for n in range(self._width - 1, 0, -1):
+            keep = Mux(count == n, (1 << n) - 1, keep)
+        return [stream.payload.keep.eq(keep)]
+
+    def _beat_bytes(self, stream):
+        if self._width == 1:
+            return 1
+        return sum(stream.payload.keep[i] for i in range(self._width))
+
     def _engine(self, m):
-        sync = m.d.usb
+        sync, width = m.d.usb, self._width
         status_out, inp, out = self.status_packets, self.in_packets, self.out_packets
         replies = self._replies
-        m.submodules.pattern = pattern = LbaPatternBytes()
+        m.submodules.pattern = pattern = LbaPattern(width=width)
         # The write check has a pattern of its own: it may still read a write's last packet
         # out of the OUT buffer (LUNA's endpoint gives it up late) while the next command's
         # data already move, and a read must never wait for it.
-        m.submodules.check_pattern = check_pattern = LbaPatternBytes()
-        m.submodules.tasks = tasks = UasTaskSet(width=1)
+        m.submodules.check_pattern = check_pattern = LbaPattern(width=width)
+        m.submodules.tasks = tasks = UasTaskSet(width=width)
         m.d.comb += [tasks.packets.valid.eq(self.command_packets.valid),
                      tasks.packets.payload.eq(self.command_packets.payload),
                      self.command_packets.ready.eq(tasks.packets.ready),
@@ -97,16 +134,18 @@ class UasEngine(StorageEngine):
         kind, word = decode.kind, decode.word
 
         tag = Signal(16)
+        m.d.comb += self.tag.eq(tag)
         # The IU being sent is a reply of the task set's, not a command's status.
         replying = Signal()
-        # The status IU being sent: its bytes, how many, which byte; then (SENSE of a CHECK
+        # The status IU being sent: its bytes, how many, which beat; then (SENSE of a CHECK
         # CONDITION) the sense block from the replies RAM.
-        head, head_length, index = Signal(8 * uas.SENSE_HEADER_SIZE), Signal(5), Signal(5)
+        head, head_length = Signal(8 * uas.SENSE_HEADER_SIZE), Signal(5)
+        head_beat = Signal(range(uas.SENSE_HEADER_SIZE // width + 1))
         then_data, then_sense = Signal(), Signal()
         remaining = Signal(42)
         # Data bytes the host has still to ACK, and (a write) bytes still to check.
         unacked, unchecked = Signal(42), Signal(42)
-        position = Signal(range(max(replies.longest, scsi.SENSE_SIZE) + 1))
+        position = Signal(range(max(replies.longest, scsi.SENSE_SIZE) + width + 1))
         word_bad = Signal()
 
         def cb(first, count=1):
@@ -123,27 +162,43 @@ class UasEngine(StorageEngine):
         def send_head(raw_bytes, length):
             """Load the status IU ``raw_bytes`` (byte values, first first) to send."""
             m.d.usb += [head.eq(Cat(*(byte(b) for b in raw_bytes))), head_length.eq(length),
-                        index.eq(0)]
+                        head_beat.eq(0)]
+
+        def table_word():
+            """The answer's beat from the replies RAM."""
+            if width == 1:
+                return self.read_data.word_select(position[:2], 8)
+            return self.read_data
 
         take = inp.valid & inp.ready
-        m.d.comb += self.read_address.eq(
-            word + ((position + (take & (kind == Kind.TABLE))) >> 2))
+        ahead = Mux(take & (kind == Kind.TABLE), width, 0)
+        m.d.comb += self.read_address.eq(word + ((position + ahead) >> 2))
         sync += [self.command.eq(0), self.read.eq(0), self.write.eq(0), self.check.eq(0),
                  self.mismatch.eq(0)]
         tag_bytes = [tag[8:16], tag[0:8]]
 
         writing = kind == Kind.WRITE
-        acked = Mux(writing, self.out_acked, self.in_acked)
-        acked_length = Mux(writing, self.out_acked_length, self.in_acked_length)
-        with m.If(acked & (unacked != 0)):
-            # Saturating: a host that sends more than the command's length ends it all the same.
-            sync += unacked.eq(Mux(acked_length >= unacked, 0, unacked - acked_length))
+        if self._acked:
+            acked = Mux(writing, self.out_acked, self.in_acked)
+            acked_length = Mux(writing, self.out_acked_length, self.in_acked_length)
+            with m.If(acked & (unacked != 0)):
+                # Saturating: a host that sends more than the command's length ends it all
+                # the same.
+                sync += unacked.eq(Mux(acked_length >= unacked, 0, unacked - acked_length))
         # The check of a write's data runs beside the FSM, so the SENSE need not wait for it.
         with m.If(unchecked != 0):
-            bad = out.payload.data != check_pattern.byte
+            if width == 1:
+                bad = out.payload.data != check_pattern.data
+            else:
+                # Only the bytes of the beat that are the command's data are checked.
+                enable = Cat(*((out.payload.keep[i] & ~at_most(unchecked, i)).replicate(8)
+                               for i in range(width)))
+                bad = ((out.payload.data ^ check_pattern.data) & enable) != 0
+            count = self._beat_bytes(out)
             m.d.comb += [out.ready.eq(1), check_pattern.advance.eq(out.valid)]
             with m.If(out.valid):
-                sync += [unchecked.eq(unchecked - 1), word_bad.eq(word_bad | bad)]
+                sync += [unchecked.eq(Mux(less_than(unchecked, count), 0, unchecked - count)),
+                         word_bad.eq(word_bad | bad)]
                 with m.If(check_pattern.word_end):
                     sync += [self.mismatch.eq(word_bad | bad), word_bad.eq(0)]
 
@@ -179,12 +234,16 @@ class UasEngine(StorageEngine):
                 sync += [self.check.eq(failed), self.blocks.eq(decode.blocks),
                          self.read.eq(kind == Kind.READ), self.write.eq(kind == Kind.WRITE),
                          remaining.eq(decode.device_length), then_data.eq(has_data),
-                         unacked.eq(decode.device_length)]
+                         unacked.eq(decode.device_length if self._acked else 0)]
                 m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
-                with m.If(has_data):
+                with m.If(has_data & self._ready_ius):
                     ready = Mux(device_in, uas.IuId.READ_READY, uas.IuId.WRITE_READY)
                     send_head([ready, 0, *tag_bytes], uas.READY_SIZE)
                     m.next = "STATUS"
+                with m.Elif(has_data & device_in):
+                    m.next = "LOAD"
+                with m.Elif(has_data):
+                    m.next = "OUT_START"
                 with m.Else():
                     m.next = "SENSE"
 
@@ -201,13 +260,15 @@ class UasEngine(StorageEngine):
                 m.next = "STATUS"
 
             with m.State("STATUS"):
-                final = (index == head_length - 1) & ~then_sense
-                m.d.comb += [status_out.valid.eq(1),
-                             status_out.payload.data.eq(head.word_select(index, 8)),
-                             status_out.payload.last.eq(final)]
+                left = head_length - head_beat * width
+                head_end = left <= width
+                m.d.comb += [self.status.eq(1), status_out.valid.eq(1),
+                             status_out.payload.data.eq(head.word_select(head_beat, 8 * width)),
+                             status_out.payload.last.eq(head_end & ~then_sense),
+                             *self._keep(status_out, left)]
                 with m.If(status_out.ready):
-                    sync += index.eq(index + 1)
-                    with m.If(index == head_length - 1):
+                    sync += head_beat.eq(head_beat + 1)
+                    with m.If(head_end):
                         with m.If(then_sense):
                             m.next = "SENSE_LOAD"
                         with m.Elif(then_data & (kind == Kind.WRITE)):
@@ -218,18 +279,20 @@ class UasEngine(StorageEngine):
                             m.next = "DONE"
 
             with m.State("SENSE_LOAD"):
+                m.d.comb += self.status.eq(1)
                 m.next = "SENSE_DATA"
 
             with m.State("SENSE_DATA"):
-                m.d.comb += [status_out.valid.eq(1),
-                             status_out.payload.data.eq(
-                                 self.read_data.word_select(position[:2], 8)),
-                             status_out.payload.last.eq(remaining == 1),
+                sense_end = at_most(remaining, width)
+                m.d.comb += [self.status.eq(1), status_out.valid.eq(1),
+                             status_out.payload.data.eq(table_word()),
+                             status_out.payload.last.eq(sense_end),
+                             *self._keep(status_out, remaining),
                              self.read_address.eq(
-                                 word + ((position + status_out.ready) >> 2))]
+                                 word + ((position + Mux(status_out.ready, width, 0)) >> 2))]
                 with m.If(status_out.ready):
-                    sync += [position.eq(position + 1), remaining.eq(remaining - 1)]
-                    with m.If(remaining == 1):
+                    sync += [position.eq(position + width), remaining.eq(remaining - width)]
+                    with m.If(sense_end):
                         m.next = "DONE"
 
             with m.State("LOAD"):
@@ -237,16 +300,17 @@ class UasEngine(StorageEngine):
                     m.next = "DATA_IN"
 
             with m.State("DATA_IN"):
-                table_byte = self.read_data.word_select(position[:2], 8)
+                data_end = at_most(remaining, width)
                 m.d.comb += [
-                    inp.valid.eq(1),
-                    inp.payload.data.eq(Mux(kind == Kind.READ, pattern.byte, table_byte)),
-                    inp.payload.last.eq(remaining == 1),
+                    self.data_in.eq(1), inp.valid.eq(1),
+                    inp.payload.data.eq(Mux(kind == Kind.READ, pattern.data, table_word())),
+                    inp.payload.last.eq(data_end), *self._keep(inp, remaining),
                     pattern.advance.eq(take),
                 ]
                 with m.If(take):
-                    sync += [position.eq(position + 1), remaining.eq(remaining - 1)]
-                    with m.If(remaining == 1):
+                    sync += [position.eq(position + width), remaining.eq(remaining - width)]
+                    with m.If(data_end):
+                        sync += remaining.eq(0)
                         m.next = "DATA_ACKED"
 
             with m.State("DATA_ACKED"):
@@ -254,16 +318,19 @@ class UasEngine(StorageEngine):
                     m.next = "SENSE"
 
             with m.State("OUT_START"):
-                # WRITE READY is out; the check takes this command's data once it has read
-                # the last write's (the OUT buffer keeps them in order).
+                # The check takes this command's data once it has read the last write's (the
+                # OUT buffer keeps them in order).
+                m.d.comb += self.data_out.eq(1)
                 with m.If(unchecked == 0):
                     m.d.comb += [check_pattern.start.eq(1), check_pattern.lba.eq(decode.lba)]
                     sync += [unchecked.eq(remaining), word_bad.eq(0)]
                     m.next = "DATA_OUT"
 
             with m.State("DATA_OUT"):
-                # Every OUT byte ACKed: the SENSE goes while the check still reads them.
-                with m.If(unacked == 0):
+                # Every OUT byte ACKed (or, without ACKs, taken): the SENSE goes while the
+                # check may still read them.
+                m.d.comb += self.data_out.eq(1)
+                with m.If((unacked == 0) if self._acked else (unchecked == 0)):
                     m.next = "SENSE"
 
             with m.State("DONE"):
@@ -277,4 +344,3 @@ class UasEngine(StorageEngine):
         # After the FSM: a LOGICAL UNIT RESET's clear wins over a decode's setting.
         with m.If(tasks.clear_sense):
             sync += decode.sense.eq(0)
-
