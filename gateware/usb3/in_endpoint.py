@@ -45,6 +45,10 @@ class BurstInEndpoint(wiring.Component):
     With ``framed`` (loopback) the packets are the stream's own instead: each ends at a beat with
     ``last`` or when it reaches 1024 bytes (``gateware/common/packet_stream.py``), starts on a
     word boundary of the ring, and is sent as it came; a short packet ends its transfer (EOB).
+    ``tagged`` (UAS's data-in and status pipes) adds to each framed packet the stream it belongs
+    to (``packet_stream_id`` at its last beat) and ends a transfer at every ``last``, full packet
+    or short: the stream layer selects the stream of the next packet buffered
+    (``next_stream_id``).
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
@@ -84,6 +88,13 @@ class BurstInEndpoint(wiring.Component):
         Every packet sent has been acknowledged by the host.
     events: DIRECTION_EVENTS, output
         Telemetry events.
+    packet_stream_id: Signal(16), input
+        With ``tagged``: the stream of the framed packet whose beats come in (read at its last).
+    next_stream_id: Signal(16), output
+        With ``tagged``: the stream of the next new packet buffered.
+    sending: Signal(), output
+        A data packet is being sent (its header's End Of Burst and Stream ID are this
+        endpoint's: the device multiplexes them by it).
     interface: SuperSpeedEndpointInterface
         LUNA's connection to the device (not part of the wiring signature).
 
@@ -92,6 +103,8 @@ class BurstInEndpoint(wiring.Component):
     endpoint_number: int
     slots: int
         Packets the ring holds, a power of two from 2 to 16 (the burst is at most 16).
+    tagged: bool
+        Framed packets carry a stream and ``last`` ends a transfer (see above).
     """
 
     stream: In(PacketStreamSignature(4))
@@ -108,14 +121,18 @@ class BurstInEndpoint(wiring.Component):
     end_of_burst: Out(1)
     acknowledged: Out(1)
     events: Out(DIRECTION_EVENTS)
+    packet_stream_id: In(16)
+    next_stream_id: Out(16)
+    sending: Out(1)
 
-    def __init__(self, *, endpoint_number=1, slots=16):
+    def __init__(self, *, endpoint_number=1, slots=16, tagged=False):
         if slots not in (2, 4, 8, 16):
             raise ValueError(f"slots must be a power of two from 2 to 16, not {slots}")
         super().__init__()
         self.interface = SuperSpeedEndpointInterface()
         self._number = endpoint_number
         self._slots = slots
+        self._tagged = tagged
 
     def elaborate(self, platform):
         m = Module()
@@ -142,7 +159,9 @@ class BurstInEndpoint(wiring.Component):
 
         # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes.
         # Framed, each packet's length goes into ``framed_lengths`` when its last beat is written.
-        lengths_fifo = SyncFIFOBuffered(width=11, depth=FRAMED_PACKETS)
+        # Tagged, each length goes with whether ``last`` ended it and the packet's stream.
+        lengths_fifo = SyncFIFOBuffered(width=11 + (17 if self._tagged else 0),
+                                        depth=FRAMED_PACKETS)
         dropped = self.flush | interface.ep_reset | self.restart
         m.submodules.framed_lengths = framed_lengths = ResetInserter({"ss": dropped})(
             DomainRenamer("ss")(lengths_fifo))
@@ -163,11 +182,16 @@ class BurstInEndpoint(wiring.Component):
         beat_bytes = sum(self.stream.payload.keep[i] for i in range(4))
         closes = self.stream.payload.last | (filling + beat_bytes == PACKET_BYTES)
         closed, closed_length = Signal(), Signal(11)
-        m.d.comb += [framed_lengths.w_en.eq(closed), framed_lengths.w_data.eq(closed_length)]
+        closed_last, closed_stream = Signal(), Signal(16)
+        m.d.comb += [framed_lengths.w_en.eq(closed),
+                     framed_lengths.w_data.eq(Cat(closed_length, closed_last, closed_stream)
+                                              if self._tagged else closed_length)]
         m.d.ss += closed.eq(0)
         with m.If(write.en & self.framed):
             m.d.ss += [filling.eq(Mux(closes, 0, filling + beat_bytes)),
-                       closed.eq(closes), closed_length.eq(filling + beat_bytes)]
+                       closed.eq(closes), closed_length.eq(filling + beat_bytes),
+                       closed_last.eq(self.stream.payload.last),
+                       closed_stream.eq(self.packet_stream_id)]
         with m.If(dropped):
             m.d.ss += closed.eq(0)
 
@@ -177,12 +201,17 @@ class BurstInEndpoint(wiring.Component):
         # registers have caught up.
         transfer_left, transfer_started, zlp_due = Signal(31), Signal(), Signal()
         new_length, new_eob, settling = Signal(11), Signal(), Signal(2)
+        new_stream = Signal(16)
+        m.d.comb += self.next_stream_id.eq(new_stream)
         left = Mux(transfer_started, transfer_left, self.transfer_length)
         endless = self.transfer_length == 0
         with m.If(self.framed):
             # A short packet ends the OUT transfer it came from, so the IN transfer too.
-            m.d.ss += [new_length.eq(framed_lengths.r_data),
-                       new_eob.eq(framed_lengths.r_data != PACKET_BYTES)]
+            length_read = framed_lengths.r_data[:11]
+            m.d.ss += [new_length.eq(length_read), new_eob.eq(length_read != PACKET_BYTES)]
+            if self._tagged:
+                m.d.ss += [new_eob.eq((length_read != PACKET_BYTES) | framed_lengths.r_data[11]),
+                           new_stream.eq(framed_lengths.r_data[12:])]
         with m.Elif(endless):
             m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
         with m.Elif(zlp_due):
@@ -248,7 +277,7 @@ class BurstInEndpoint(wiring.Component):
         # A read port's enable resets to 1 (amaranth.lib.memory): held low unless a state reads,
         # or a stalled beat's word would be replaced by the next one.
         m.d.comb += read.en.eq(0)
-        with m.FSM(domain="ss"):
+        with m.FSM(domain="ss") as fsm:
             with m.State("IDLE"):
                 with m.If(can_send):
                     m.d.comb += self.events.dp_start.eq(1)
@@ -312,6 +341,7 @@ class BurstInEndpoint(wiring.Component):
                         m.d.comb += done.eq(1)
                         m.next = "IDLE"  # valid drops a cycle between packets: LUNA needs it
 
+        m.d.comb += self.sending.eq(~fsm.ongoing("IDLE"))
         burst_length = Signal(5)
         with m.If(done):
             m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),

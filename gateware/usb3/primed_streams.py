@@ -9,7 +9,8 @@ __all__ = ["PrimedStreams"]
 
 
 class PrimedStreams(wiring.Component):
-    """A queue of Stream IDs the host primed, each at most once, with one put back in front.
+    """A queue of Stream IDs the host primed, each at most once, with one put back in front;
+    or (``by_want``) the set of them, from which the device takes the one it wants.
 
     The device's stream protocol (:mod:`.stream_in_endpoint`, :mod:`.stream_out_endpoint`)
     pushes each stream the host primes and selects the oldest with its ERDY; a stream that ended
@@ -29,8 +30,10 @@ class PrimedStreams(wiring.Component):
         Strobe: ``selected`` was selected (leaves the queue).
     flush: Signal(), input
         Strobe: forget every primed stream (the endpoint restarts).
+    want: Signal(16), input
+        With ``by_want``: the stream the device wants to move next (0: none).
     any: Signal(), output
-        A stream is primed.
+        A stream is primed (with ``by_want``: ``want`` is).
     selected: Signal(16), output
         The stream the device selects next (valid with ``any``).
 
@@ -38,6 +41,9 @@ class PrimedStreams(wiring.Component):
     ----------
     max_streams: int
         Stream IDs 1..max_streams, a power of two.
+    by_want: bool
+        The device chooses (UAS: the stream of the tag whose data or status it has) instead of
+        taking the streams in the order they were primed.
     """
 
     prime: In(1)
@@ -46,14 +52,17 @@ class PrimedStreams(wiring.Component):
     resume_id: In(16)
     take: In(1)
     flush: In(1)
+    want: In(16)
     any: Out(1)
     selected: Out(16)
 
-    def __init__(self, *, max_streams):
+    def __init__(self, *, max_streams, by_want=False):
         super().__init__()
-        self._max_streams = max_streams
+        self._max_streams, self._by_want = max_streams, by_want
 
     def elaborate(self, platform):
+        if self._by_want:
+            return self._wanted()
         m = Module()
         depth = self._max_streams
         index_bits = depth.bit_length()  # IDs 1..max_streams
@@ -80,3 +89,24 @@ class PrimedStreams(wiring.Component):
             m.d.ss += [queued.eq(0), front.eq(0)]
         return m
 
+    def _wanted(self):
+        """One bit per Stream ID, primed or put back; ``want`` selected when its bit is set."""
+        m = Module()
+        depth = self._max_streams
+        index_bits = depth.bit_length()
+        primed = Signal(depth + 1)  # bit 0 (no stream) is never set
+
+        def bit(stream_id):
+            in_range = stream_id[index_bits:] == 0
+            return primed.bit_select(stream_id[:index_bits], 1) & in_range
+
+        m.d.comb += [self.any.eq(bit(self.want)), self.selected.eq(self.want)]
+        with m.If(self.prime & (self.prime_id[:index_bits] != 0)):
+            m.d.ss += primed.bit_select(self.prime_id[:index_bits], 1).eq(1)
+        with m.If(self.resume):
+            m.d.ss += primed.bit_select(self.resume_id[:index_bits], 1).eq(1)
+        with m.If(self.take):
+            m.d.ss += primed.bit_select(self.want[:index_bits], 1).eq(0)
+        with m.If(self.flush):
+            m.d.ss += primed.eq(0)
+        return m

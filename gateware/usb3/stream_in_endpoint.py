@@ -21,7 +21,9 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
     - *Prime Pipe / Idle*: an ACK TP asking for data (NumP > 0) with Packets Pending and a
       Stream ID 1..``max_streams`` primes that stream: it is queued (:class:`.PrimedStreams`)
       and answered NRDY. The burst endpoint is parked, so its next ERDY (all sent acknowledged,
-      a packet buffered) goes out naming the oldest primed stream: *Start Stream*.
+      a packet buffered) goes out naming the oldest primed stream: *Start Stream*. With
+      ``by_want`` (and a ``tagged`` burst endpoint: UAS) it names the stream of the next packet
+      buffered, once the host has primed that one.
     - *Start Stream*: the host's ACK TP on the selected stream starts *Move Data* (a prime of
       another stream, sent before the host saw the ERDY, is queued and answered NRDY); every
       data packet then carries that Stream ID (``stream_id``, into the DP header), and the
@@ -58,6 +60,8 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
             self._elaborate_behind_streams(platform)
         streaming = states.streaming
         m.d.comb += self.stream_id.eq(stream)
+        # Chosen by the device: the stream of the next packet buffered (``tagged``).
+        m.d.comb += primed.want.eq(self.next_stream_id if self._by_want else self.want)
 
         tokens = self.interface.handshakes_in
         ack = tokens.ack_received & (tokens.endpoint_number == self._number) & tokens.direction
@@ -110,7 +114,11 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
             self.handshake.request.eq(inner.request),
             self.handshake.request.stream_id.eq(Mux(kind == HandshakeKind.ERDY,
                                                     primed.selected, stream)),
-            self.handshake.valid.eq(inner.valid & (~selecting | (~streaming & primed.any))),
+            # The ERDY also waits for the NRDYs owed: each prime's NRDY answers it first, as
+            # the host expects (found with a packet already buffered when the prime came).
+            self.handshake.valid.eq(inner.valid & (~selecting | (~streaming & primed.any
+                                                                 & (own.owed == 0)
+                                                                 & ~own.owing))),
             inner.done.eq(self.handshake.done),
         ]
         with m.If(self.handshake.done):

@@ -20,7 +20,8 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
     - *Prime Pipe / Idle*: a data packet naming a Stream ID 1..``max_streams`` primes that
       stream: it is dropped, queued (:class:`.PrimedStreams`) and answered NRDY. When a buffer is
       free the device selects the oldest primed stream with an ERDY naming it (NumP = the
-      buffers free): *Start Stream*.
+      buffers free): *Start Stream*. With ``by_want`` (UAS) it selects ``want``, the tag
+      whose data the device takes next, once the host has primed it.
     - *Start Stream*: the host's data packet on the selected stream starts *Move Data* (one on
       another stream, sent before the host saw the ERDY, is a prime); the endpoint takes only
       packets of that stream, and every ACK TP (and the burst endpoint's flow-control ERDY)
@@ -74,7 +75,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         m.d.comb += self.control_handshake.request.number_of_packets.eq(free)
         error = Signal()
         valid_id = (named >= 1) & (named <= self._max_streams)
-        m.d.comb += primed.prime_id.eq(named)
+        m.d.comb += [primed.prime_id.eq(named), primed.want.eq(self.want)]
         with m.If(refused & states.enabled):
             own.nrdy(m)
             with m.If(valid_id & (phase != StreamState.MOVE_DATA)):

@@ -23,11 +23,18 @@ class StreamLayer:
     state: Signal(StreamState), output
     control_handshake: HandshakeRequestSignature, output
         The stream protocol's own NRDYs / ERDYs (a second port of the handshake generator).
+    want: Signal(16), input
+        With ``by_want`` (an OUT endpoint): the stream the device wants to move next, selected
+        once the host has primed it (0: none). An IN endpoint with ``by_want`` wants the
+        stream of the next packet it has buffered.
 
     Parameters
     ----------
     max_streams: int
         Stream IDs 1..max_streams (the companion's MaxStreams is its log2).
+    by_want: bool
+        The device chooses the stream (UAS: the tag whose data or status it has), instead of
+        taking the primed streams first come, first served.
     **kwargs
         The burst endpoint's.
     """
@@ -35,10 +42,11 @@ class StreamLayer:
     enabled: In(1)
     state: Out(StreamState)
     control_handshake: Out(HandshakeRequestSignature())
+    want: In(16)
 
-    def __init__(self, *, max_streams=MAX_STREAMS, **kwargs):
+    def __init__(self, *, max_streams=MAX_STREAMS, by_want=False, **kwargs):
         super().__init__(**kwargs)
-        self._max_streams = max_streams
+        self._max_streams, self._by_want = max_streams, by_want
 
     def _elaborate_behind_streams(self, platform):
         """Elaborate the burst endpoint with stand-ins for its ``handshake`` port and
@@ -52,7 +60,8 @@ class StreamLayer:
             m = super().elaborate(platform)
         finally:
             self.handshake, self.events = handshake, events
-        m.submodules.primed = primed = PrimedStreams(max_streams=self._max_streams)
+        m.submodules.primed = primed = PrimedStreams(max_streams=self._max_streams,
+                                                     by_want=self._by_want)
         states = StreamPhase(m, self, primed)
         return m, inner, inner_events, primed, states, states.phase, states.stream
 
@@ -122,6 +131,11 @@ class OwnHandshakes:
     def nrdy(self, m):
         """Owe one more NRDY."""
         m.d.comb += self._owe.eq(1)
+
+    @property
+    def owing(self):
+        """An NRDY is owed from this cycle on (the count has not caught up yet)."""
+        return self._owe
 
     def select(self, m, stream):
         """Send an ERDY naming ``stream``."""

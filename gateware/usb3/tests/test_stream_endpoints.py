@@ -182,3 +182,65 @@ def test_the_streams_device_companions_say_max_streams_and_the_probes_say_none()
     streams = Usb3StreamsDevice(phy=None)._descriptors()
     assert companions(streams) == [MAX_STREAMS_EXPONENT] * 2
     assert companions(build_descriptors()) == [0, 0]
+
+
+def test_in_tagged_the_erdy_names_the_stream_of_the_next_packet_buffered_once_primed():
+    """UAS's data-in pipe: packets of stream 5 (a full one whose ``last`` ends the transfer)
+    then of stream 3 (short) are buffered; the host primes 3 first, then 5. The device selects
+    5 first (its packets are in front), 3 after, each packet carrying its own stream, EOB on
+    each transfer's last."""
+    dut = StreamInEndpoint(endpoint_number=1, slots=4, max_streams=8, tagged=True,
+                           by_want=True)
+
+    async def body(ctx, dut, host):
+        ctx.set(dut.framed, 1)
+        for stream_id, length in ((5, 1024), (3, 300)):
+            words = (length + 3) // 4
+            for word in range(words):
+                last = word == words - 1
+                ctx.set(dut.stream.valid, 1)
+                ctx.set(dut.stream.payload, {"data": word, "last": last,
+                                             "keep": 0b1111 if not last or length % 4 == 0
+                                             else (1 << (length % 4)) - 1})
+                ctx.set(dut.packet_stream_id, stream_id)
+                await host.tick(ctx)
+            ctx.set(dut.stream.valid, 0)
+        await host.ack(ctx, 0, 2, 3, 1)  # prime 3: not the stream in front
+        await host.idle(ctx, 30)
+        assert host.handshakes == [("NRDY", 0)], host.handshakes
+        await host.ack(ctx, 0, 2, 5, 1)  # prime 5: selected at once
+        await host.idle(ctx, 30)
+        assert host.handshakes == [("NRDY", 0), ("NRDY", 0), ("ERDY", 5)], host.handshakes
+        await host.ack(ctx, 0, 2, 5, 1)  # Start Stream on 5
+        await host.idle(ctx, 400)
+        await host.ack(ctx, 1, 0, 5, 0)  # its packet acknowledged; 3's ERDY follows
+        await host.idle(ctx, 30)
+        assert host.handshakes[-1] == ("ERDY", 3), host.handshakes
+        await host.ack(ctx, 1, 2, 3, 1)
+        await host.idle(ctx, 200)
+
+    host = simulate(dut, body)
+    assert host.packets == [(0, 5, 1), (1, 3, 1)], host.packets
+    assert host.errors == 0
+
+
+def test_out_by_want_the_erdy_names_the_stream_the_device_wants_once_the_host_primed_it():
+    async def body(ctx, dut, host):
+        ctx.set(dut.want, 6)
+        await host.send(ctx, 0, bytes(4), stream=4, pending=0)  # primes 4: not wanted
+        await host.idle(ctx, 20)
+        assert host.handshakes == [("NRDY", 0)], host.handshakes
+        await host.send(ctx, 0, bytes(4), stream=6, pending=0)  # primes 6: selected
+        await host.idle(ctx, 20)
+        assert host.handshakes == [("NRDY", 0), ("NRDY", 0), ("ERDY", 6)], host.handshakes
+        await host.send(ctx, 0, counter_bytes(0, 64), stream=6, pending=0)
+        await host.idle(ctx, 300)
+        ctx.set(dut.want, 4)  # the next command's stream, primed before
+        await host.idle(ctx, 20)
+        assert host.handshakes[-1] == ("ERDY", 4), host.handshakes
+        await host.send(ctx, 1, counter_bytes(64, 64), stream=4, pending=0)
+        await host.idle(ctx, 300)
+        assert (ctx.get(dut.checker.errors), ctx.get(dut.checker.offset)) == (0, 128)
+
+    dut = CheckedStreamEndpoint(endpoint_number=2, slots=4, max_streams=8, by_want=True)
+    assert simulate(dut, body).errors == 0
