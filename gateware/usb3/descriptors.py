@@ -1,6 +1,7 @@
 """USB descriptors of the busprobe SuperSpeed device, from :mod:`busprobe.protocol.usb3`."""
 
-from busprobe.protocol import usb3
+from busprobe.protocol import uas, usb3
+from busprobe.protocol.streams import MAX_STREAMS_EXPONENT
 from usb_protocol.emitters.descriptors.standard import SuperSpeedDeviceDescriptorCollection
 from usb_protocol.types import USBTransferType
 
@@ -14,8 +15,34 @@ CONTROL_MAX_PACKET_EXPONENT = (usb3.CONTROL_MAX_PACKET_SIZE - 1).bit_length()
 VENDOR_INTERFACE = (0xFF, 0x00, 0x00)
 
 
+def _uas_alternate(c):
+    """Interface 0 alternate 1: USB Attached SCSI's four pipes, each endpoint followed by its
+    SuperSpeed companion and its Pipe Usage descriptor (UASP 1.0 §5.3.3.1); the data pipes on
+    alternate 0's endpoints. The status and data pipes offer bulk streams (MaxStreams
+    :data:`~busprobe.protocol.streams.MAX_STREAMS_EXPONENT`: stream ID = tag), the command pipe
+    none."""
+    with c.InterfaceDescriptor() as i:
+        i.bInterfaceNumber = 0
+        i.bAlternateSetting = uas.UAS_ALTERNATE
+        i.bInterfaceClass, i.bInterfaceSubclass, i.bInterfaceProtocol = uas.UAS_INTERFACE
+        for address, pipe in ((uas.EP_COMMAND, uas.Pipe.COMMAND),
+                              (uas.EP_STATUS, uas.Pipe.STATUS),
+                              (uas.EP_DATA_IN, uas.Pipe.DATA_IN),
+                              (uas.EP_DATA_OUT, uas.Pipe.DATA_OUT)):
+            with i.EndpointDescriptor() as e:
+                e.bEndpointAddress = address
+                e.bmAttributes = USBTransferType.BULK
+                e.wMaxPacketSize = usb3.MAX_PACKET_SIZE
+                e.bInterval = 0
+                with e.SuperSpeedCompanion() as companion:
+                    companion.bMaxBurst = usb3.MAX_BURST
+                    companion.bmAttributes = (0 if pipe == uas.Pipe.COMMAND
+                                              else MAX_STREAMS_EXPONENT)
+                e.add_subordinate_descriptor(uas.pipe_usage(pipe))
+
+
 def build_descriptors(*, product: str = usb3.PRODUCT, interface: tuple[int, int, int] =
-                      VENDOR_INTERFACE, max_streams_exponent: int = 0
+                      VENDOR_INTERFACE, max_streams_exponent: int = 0, uas_pipes: bool = False
                       ) -> SuperSpeedDeviceDescriptorCollection:
     """Device, configuration (bulk IN and OUT with their SuperSpeed endpoint companions) and BOS.
 
@@ -24,7 +51,7 @@ def build_descriptors(*, product: str = usb3.PRODUCT, interface: tuple[int, int,
     :data:`~busprobe.protocol.usb3.MAX_BURST` and MaxStreams ``max_streams_exponent`` (2**n
     streams; 0: none, USB 3.2 §9.6.7). ``product`` and ``interface``
     (class, subclass, protocol) name a personality: the null disk is mass storage, SCSI, BOT
-    (:data:`busprobe.protocol.bot.BOT_INTERFACE`).
+    (:data:`busprobe.protocol.bot.BOT_INTERFACE`); ``uas_pipes`` adds its alternate 1, UAS.
     """
     descriptors = SuperSpeedDeviceDescriptorCollection()
     with descriptors.DeviceDescriptor() as d:
@@ -52,6 +79,8 @@ def build_descriptors(*, product: str = usb3.PRODUCT, interface: tuple[int, int,
                     with e.SuperSpeedCompanion() as companion:
                         companion.bMaxBurst = usb3.MAX_BURST
                         companion.bmAttributes = max_streams_exponent  # bits 4:0 MaxStreams
+        if uas_pipes:
+            _uas_alternate(c)
 
     with descriptors.BOSDescriptor() as bos:
         with bos.USB2Extension() as usb2_extension:

@@ -82,12 +82,17 @@ class Usb3ProbeDevice(Elaboratable):
         """Handshake request ports besides the endpoints' own, served after them."""
         return []
 
+    def _alternates(self):
+        """Interface 0's alternate settings (SET_INTERFACE accepts 0 up to one less)."""
+        return 1
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
 
         control = USB3ControlEndpoint()
-        self.standard = standard = SuperSpeedStandardRequestHandler(self._descriptors())
+        self.standard = standard = SuperSpeedStandardRequestHandler(
+            self._descriptors(), alternates=self._alternates())
         control.add_request_handler(standard)
         self.requests = requests = self._request_handler()
         control.add_request_handler(requests)

@@ -46,9 +46,9 @@ class BurstInEndpoint(wiring.Component):
     ``last`` or when it reaches 1024 bytes (``gateware/common/packet_stream.py``), starts on a
     word boundary of the ring, and is sent as it came; a short packet ends its transfer (EOB).
     ``tagged`` (UAS's data-in and status pipes) adds to each framed packet the stream it belongs
-    to (``packet_stream_id`` at its last beat) and ends a transfer at every ``last``, full packet
-    or short: the stream layer selects the stream of the next packet buffered
-    (``next_stream_id``).
+    to (``packet_stream_id`` at its last beat) and, while ``last_ends`` is set, ends a transfer
+    at every ``last``, full packet or short: the stream layer selects the stream of the next
+    packet buffered (``next_stream_id``).
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
@@ -90,11 +90,20 @@ class BurstInEndpoint(wiring.Component):
         Telemetry events.
     packet_stream_id: Signal(16), input
         With ``tagged``: the stream of the framed packet whose beats come in (read at its last).
+    last_ends: Signal(), input
+        With ``tagged``: a framed packet's ``last`` ends its transfer (End Of Burst).
     next_stream_id: Signal(16), output
         With ``tagged``: the stream of the next new packet buffered.
     sending: Signal(), output
         A data packet is being sent (its header's End Of Burst and Stream ID are this
         endpoint's: the device multiplexes them by it).
+    may_send: Signal(), input
+        A packet may start (init 1). LUNA's endpoint multiplexer does not arbitrate ("only one
+        endpoint will be driving the transmit lines at a time", luna-usb 0.2.3,
+        ``usb3/protocol/endpoint.py``): a device with two bulk IN endpoints the host asks at
+        once (UAS's status and data-in pipes) holds one while the other sends.
+    starting: Signal(), output
+        A packet starts this cycle (for the other IN endpoint's ``may_send``).
     interface: SuperSpeedEndpointInterface
         LUNA's connection to the device (not part of the wiring signature).
 
@@ -122,8 +131,11 @@ class BurstInEndpoint(wiring.Component):
     acknowledged: Out(1)
     events: Out(DIRECTION_EVENTS)
     packet_stream_id: In(16)
+    last_ends: In(1)
     next_stream_id: Out(16)
     sending: Out(1)
+    may_send: In(1, init=1)
+    starting: Out(1)
 
     def __init__(self, *, endpoint_number=1, slots=16, tagged=False):
         if slots not in (2, 4, 8, 16):
@@ -210,7 +222,8 @@ class BurstInEndpoint(wiring.Component):
             length_read = framed_lengths.r_data[:11]
             m.d.ss += [new_length.eq(length_read), new_eob.eq(length_read != PACKET_BYTES)]
             if self._tagged:
-                m.d.ss += [new_eob.eq((length_read != PACKET_BYTES) | framed_lengths.r_data[11]),
+                ends = framed_lengths.r_data[11] & self.last_ends
+                m.d.ss += [new_eob.eq((length_read != PACKET_BYTES) | ends),
                            new_stream.eq(framed_lengths.r_data[12:])]
         with m.Elif(endless):
             m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
@@ -279,8 +292,8 @@ class BurstInEndpoint(wiring.Component):
         m.d.comb += read.en.eq(0)
         with m.FSM(domain="ss") as fsm:
             with m.State("IDLE"):
-                with m.If(can_send):
-                    m.d.comb += self.events.dp_start.eq(1)
+                with m.If(can_send & self.may_send):
+                    m.d.comb += [self.events.dp_start.eq(1), self.starting.eq(1)]
                     m.d.ss += [number.eq(send_seq), resend.eq(~is_new)]
                     with m.If(is_new):
                         m.d.ss += [start.eq(next_byte), length.eq(new_length), eob.eq(new_eob),

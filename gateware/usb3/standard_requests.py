@@ -75,7 +75,7 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
     - SET_SEL (its 6 bytes are taken) and SET_ISOCH_DELAY (no isochronous endpoint uses it);
     - SET_ADDRESS, GET_DESCRIPTOR (the device qualifier and other-speed configuration do not
       exist at SuperSpeed), GET/SET_CONFIGURATION (0 or 1), GET/SET_INTERFACE (interface 0,
-      alternate setting 0);
+      alternate setting 0, or 0 and 1 with ``alternates=2``: the null disk's UAS);
     - any other request, recipient, index or value: STALL (SYNCH_FRAME: no isochronous
       endpoint; SET_DESCRIPTOR: not supported).
 
@@ -91,6 +91,8 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
         SET_INTERFACE).
     u1_enabled, u2_enabled: Signal(), output
         SET_FEATURE(U1_ENABLE / U2_ENABLE) in force.
+    alternate: Signal(), output
+        Interface 0's alternate setting (0 after SET_CONFIGURATION).
     interface: SuperSpeedRequestHandlerInterface
         LUNA's connection to the control endpoint (not part of the wiring signature).
 
@@ -98,6 +100,8 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
     ----------
     descriptors: DeviceDescriptorCollection
         What GET_DESCRIPTOR answers.
+    alternates: int
+        Interface 0's alternate settings: 1 or 2.
     """
 
     configuration: In(8)
@@ -107,9 +111,12 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
     restart_out: Out(1)
     u1_enabled: Out(1)
     u2_enabled: Out(1)
+    alternate: Out(1)
 
-    def __init__(self, descriptors: DeviceDescriptorCollection):
-        self._descriptors = descriptors
+    def __init__(self, descriptors: DeviceDescriptorCollection, *, alternates: int = 1):
+        if alternates not in (1, 2):
+            raise ValueError(f"interface 0 has 1 or 2 alternate settings here, not {alternates}")
+        self._descriptors, self._alternates = descriptors, alternates
         super().__init__()
         self.interface = SuperSpeedRequestHandlerInterface()
 
@@ -249,10 +256,10 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
                     accept(_Action.SET_CONFIGURATION)
             with m.Case(USBStandardRequests.GET_INTERFACE):
                 with m.If(is_in & interface_zero & (value == 0)):
-                    reply_with(0, 1)
+                    reply_with(self.alternate, 1)
             with m.Case(USBStandardRequests.SET_INTERFACE):
-                with m.If(no_data & interface_zero & (value == 0)):
-                    accept(_Action.SET_INTERFACE)
+                with m.If(no_data & interface_zero & (value < self._alternates)):
+                    accept(_Action.SET_INTERFACE, value[0])
             with m.Case(USBStandardRequests.SET_SEL):
                 with m.If(~is_in & to_device & (length == 6)):
                     m.d.ss += state.eq(_State.DATA_OUT)
@@ -275,6 +282,9 @@ class SuperSpeedStandardRequestHandler(wiring.Component):
                 with m.If(action == _Action.SET_CONFIGURATION):
                     m.d.comb += [interface.config_changed.eq(1),
                                  interface.new_config.eq(setup.value[0:8])]
+                    m.d.ss += self.alternate.eq(0)
+                with m.Else():
+                    m.d.ss += self.alternate.eq(set_value)
                 m.d.comb += [self.restart_in.eq(1), self.restart_out.eq(1)]
             with m.Case(_Action.HALT):
                 # A clear restarts the endpoint's sequence number (USB 3.2 §9.4.5); endpoint 0

@@ -1,4 +1,5 @@
-"""The storage personality of the SuperSpeed device: a SCSI null disk over Bulk-Only Transport.
+"""The storage personality of the SuperSpeed device: a SCSI null disk over Bulk-Only Transport
+(alternate 0) and USB Attached SCSI with bulk streams (alternate 1).
 
 The probe device (:class:`~.device.Usb3ProbeDevice`) with its interface said to be mass storage
 (class 08, subclass 06, protocol 0x50), the BOT class requests on EP0, and the USB 2.0 disk's
@@ -7,14 +8,22 @@ pattern and telemetry) between the bursting bulk endpoints, a word a cycle: 500 
 ``ss`` domain, above the link's 477, so the disk is never the bottleneck. The vendor requests
 stay, so the SuperSpeed telemetry (bytes, bursts, NumP, the timing window) reads as for the
 probe; its ``pattern_errors`` word counts written words that were not the LBA pattern.
+
+Alternate 1 is UAS (:class:`~busprobe.gateware.common.uas_engine.UasEngine` a word a beat, its
+task set of 32 tags): the command pipe (EP4 OUT) without streams, the status pipe (EP3 IN) and
+the data pipes (EP1 IN, EP2 OUT, alternate 0's endpoints) with bulk streams, stream ID = tag,
+selected by the device: the data-in and status endpoints keep each packet's tag and select the
+stream of the next one buffered, the data-out endpoint the tag whose data the engine takes.
+On alternate 0 the stream layers stand aside (Stream ID 0, as without streams).
 """
 
-from amaranth import Const, DomainRenamer, Module, Signal
+from amaranth import Const, DomainRenamer, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol import bot, usb3
+from busprobe.protocol import bot, uas, usb3
 from busprobe.protocol.patterns import NO_ERROR_OFFSET
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
+from busprobe.protocol.streams import MAX_STREAMS
 from usb_protocol.types import USBRequestRecipient
 
 from ..common.packet_stream import PacketStreamSignature
@@ -22,9 +31,13 @@ from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
 from ..common.storage_replies import StorageReplies
 from ..common.storage_telemetry import ENGINE_EVENTS, StorageTelemetry
+from ..common.uas_engine import UasEngine
 from .descriptors import build_descriptors
 from .device import Usb3ProbeDevice
+from .out_endpoint import BurstOutEndpoint
 from .request_handler import SuperSpeedProbeRequestHandler
+from .stream_in_endpoint import StreamInEndpoint
+from .stream_out_endpoint import StreamOutEndpoint
 
 __all__ = ["Usb3StorageDevice", "SuperSpeedStorageRequestHandler", "Usb3StorageDataPath"]
 
@@ -72,8 +85,18 @@ class Usb3StorageDataPath(wiring.Component):
     bot_reset: Signal(), input
         Strobe: Bulk-Only Mass Storage Reset (the engine waits for a CBW).
     set_interface: Signal(), input
-        Strobe: SET_INTERFACE or SET_CONFIGURATION restarted both endpoints (so the engine).
+        Strobe: SET_INTERFACE or SET_CONFIGURATION restarted both endpoints (so the engines).
+    alternate: Signal(), input
+        The alternate setting in force: 0 BOT on the bulk endpoints, 1 UAS.
+    command_out: PacketStreamSignature(4), input
+    status_in: PacketStreamSignature(4), output
+        UAS's command and status pipes.
+    tag: Signal(16), output
+        The UAS tag the data-in and status beats belong to (their endpoints' packet streams).
+    want_out: Signal(16), output
+        The UAS tag whose data the engine takes next (0: none; the data-out stream it selects).
     engine: ScsiBotEngine
+    uas: UasEngine
     telemetry: StorageTelemetry
         Read as vendor VPD page 0xC0; its gap counts are ``ss`` cycles (125 MHz).
 
@@ -94,6 +117,11 @@ class Usb3StorageDataPath(wiring.Component):
     clear: In(1)
     bot_reset: In(1)
     set_interface: In(1)
+    alternate: In(1)
+    command_out: In(PacketStreamSignature(WORD_BYTES))
+    status_in: Out(PacketStreamSignature(WORD_BYTES))
+    tag: Out(16)
+    want_out: Out(16)
     to_in: Out(PacketStreamSignature(WORD_BYTES))
     in_framed: Out(1)
     from_out: In(PacketStreamSignature(WORD_BYTES))
@@ -105,47 +133,81 @@ class Usb3StorageDataPath(wiring.Component):
         replies = StorageReplies(capacity_blocks)
         self.engine = ScsiBotEngine(replies=replies, capacity_blocks=capacity_blocks,
                                     width=WORD_BYTES, max_packet_size=usb3.MAX_PACKET_SIZE)
+        self.uas = UasEngine(replies=replies, capacity_blocks=capacity_blocks, width=WORD_BYTES,
+                             max_packet_size=usb3.MAX_PACKET_SIZE, ready_ius=False,
+                             acked=False)
         self.telemetry = StorageTelemetry(replies=replies)
 
     def elaborate(self, platform):
         m = Module()
-        engine, telemetry = self.engine, self.telemetry
-        # The engine and its telemetry are written for the USB 2.0 clock's name.
+        engine, uas_engine, telemetry = self.engine, self.uas, self.telemetry
+        # The engines and their telemetry are written for the USB 2.0 clock's name.
         m.submodules.engine = DomainRenamer({"usb": "ss"})(engine)
+        m.submodules.uas = DomainRenamer({"usb": "ss"})(uas_engine)
         m.submodules.telemetry = DomainRenamer({"usb": "ss"})(telemetry)
         reset = self.bot_reset | self.restart | self.set_interface
+        uas_on = self.alternate
         # OUT beats reach the engine from a register: from the OUT endpoint's buffer RAM through
         # the beat's byte count into the engine's length registers was the ss clock's critical
         # path on ECPIX-5 (123.58 MHz, nextpnr default seed). A cycle of latency; a beat a cycle.
         held = Signal()
         beat = Signal.like(self.from_out.payload)
-        out = engine.out_packets
-        m.d.comb += [self.from_out.ready.eq(~held | out.ready),
-                     out.valid.eq(held), out.payload.eq(beat)]
+        out_ready = Mux(uas_on, uas_engine.out_packets.ready, engine.out_packets.ready)
+        m.d.comb += [self.from_out.ready.eq(~held | out_ready),
+                     engine.out_packets.valid.eq(held & ~uas_on),
+                     uas_engine.out_packets.valid.eq(held & uas_on),
+                     engine.out_packets.payload.eq(beat), uas_engine.out_packets.payload.eq(beat)]
         with m.If(self.from_out.ready):
             m.d.ss += [held.eq(self.from_out.valid), beat.eq(self.from_out.payload)]
         with m.If(reset):
             m.d.ss += held.eq(0)
-        wiring.connect(m, engine.in_packets, wiring.flipped(self.to_in))
+        wiring.connect(m, wiring.flipped(self.command_out), uas_engine.command_packets)
+        wiring.connect(m, uas_engine.status_packets, wiring.flipped(self.status_in))
         m.d.comb += [
+            self.to_in.valid.eq(Mux(uas_on, uas_engine.in_packets.valid,
+                                    engine.in_packets.valid)),
+            self.to_in.payload.eq(Mux(uas_on, uas_engine.in_packets.payload,
+                                      engine.in_packets.payload)),
+            engine.in_packets.ready.eq(self.to_in.ready & ~uas_on),
+            uas_engine.in_packets.ready.eq(self.to_in.ready & uas_on),
+            self.tag.eq(uas_engine.tag),
+            self.want_out.eq(Mux(uas_engine.data_out, uas_engine.tag, 0)),
             self.in_framed.eq(1),
             engine.reset.eq(reset),
+            uas_engine.reset.eq(self.restart | self.set_interface),
             telemetry.clear.eq(self.clear),
-            telemetry.capture.eq(engine.capture),
+            telemetry.capture.eq(Mux(uas_on, uas_engine.capture, engine.capture)),
             engine.snapshot_ready.eq(telemetry.ready),
-            telemetry.read_address.eq(engine.read_address),
+            uas_engine.snapshot_ready.eq(telemetry.ready),
+            telemetry.read_address.eq(Mux(uas_on, uas_engine.read_address,
+                                          engine.read_address)),
             engine.read_data.eq(telemetry.read_data),
+            uas_engine.read_data.eq(telemetry.read_data),
             telemetry.phase_error.eq(engine.phase_error),
+            telemetry.tags.eq(uas_engine.outstanding),
+            telemetry.task_set_full.eq(uas_engine.task_set_full),
+            telemetry.overlapped.eq(uas_engine.overlapped),
+            telemetry.aborted.eq(uas_engine.aborted),
             self.pattern_errors.eq(telemetry.mismatches),
             self.first_error_offset.eq(Const(NO_ERROR_OFFSET, 32)),
         ]
         for name in ENGINE_EVENTS:
-            m.d.comb += getattr(telemetry, name).eq(getattr(engine, name))
+            m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
+                                                        getattr(engine, name)))
         return m
 
 
 class Usb3StorageDevice(Usb3ProbeDevice):
-    """The ``usb3-storage`` design: the SCSI null disk over BOT at SuperSpeed (issue 28 part 4).
+    """The ``usb3-storage`` design: the SCSI null disk over BOT (issue 28 part 4) and, on
+    alternate 1, over UAS with bulk streams (issue 44) at SuperSpeed.
+
+    Attributes
+    ----------
+    endpoint_status: StreamInEndpoint
+        UAS's status pipe (EP3 IN), tagged, streams chosen by the device.
+    endpoint_command: BurstOutEndpoint
+        UAS's command pipe (EP4 OUT), no streams.
+    (the rest as :class:`~.device.Usb3ProbeDevice`'s)
 
     Parameters
     ----------
@@ -157,9 +219,17 @@ class Usb3StorageDevice(Usb3ProbeDevice):
     def __init__(self, *, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, **kwargs):
         self._capacity = capacity_blocks
         super().__init__(**kwargs)
+        self.endpoint_status = StreamInEndpoint(endpoint_number=uas.EP_STATUS & 0xF, slots=2,
+                                                max_streams=MAX_STREAMS, tagged=True,
+                                                by_want=True)
+        self.endpoint_command = BurstOutEndpoint(endpoint_number=uas.EP_COMMAND, slots=2)
 
     def _descriptors(self):
-        return build_descriptors(product=usb3.STORAGE_PRODUCT, interface=bot.BOT_INTERFACE)
+        return build_descriptors(product=usb3.STORAGE_PRODUCT, interface=bot.BOT_INTERFACE,
+                                 uas_pipes=True)
+
+    def _alternates(self):
+        return 2
 
     def _request_handler(self):
         # GET_INFO says it is the disk, so a host refuses a stream sweep in one line.
@@ -168,17 +238,63 @@ class Usb3StorageDevice(Usb3ProbeDevice):
     def _data_path(self):
         return Usb3StorageDataPath(capacity_blocks=self._capacity)
 
+    def _bulk_endpoints(self):
+        # Alternate 0's endpoints are UAS's data pipes on alternate 1: with the stream layers,
+        # which stand aside on alternate 0.
+        return (StreamInEndpoint(endpoint_number=usb3.EP_IN & 0xF, slots=usb3.MAX_BURST_PACKETS,
+                                 max_streams=MAX_STREAMS, tagged=True, by_want=True),
+                StreamOutEndpoint(endpoint_number=usb3.EP_OUT & 0xF,
+                                  slots=usb3.OUT_BUFFER_PACKETS, max_streams=MAX_STREAMS,
+                                  by_want=True))
+
+    def _more_handshake_requests(self, endpoint_in, endpoint_out):
+        return [self.endpoint_command.handshake, self.endpoint_status.handshake,
+                endpoint_out.control_handshake, endpoint_in.control_handshake,
+                self.endpoint_status.control_handshake]
+
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        requests, standard, registered = self.requests, self.standard, self._registered
+        core, requests, standard = self.core, self.requests, self.standard
+        registered = self._registered
+        endpoint_in, endpoint_out = self.endpoint_in, self.endpoint_out
+        status, command, data_path = self.endpoint_status, self.endpoint_command, self.data_path
+        core.add_endpoint(status)
+        core.add_endpoint(command)
         both_restart = Signal()
         m.d.comb += [both_restart.eq(standard.restart_in & standard.restart_out),
-                     requests.configured.eq(self.core.configuration != 0)]
+                     requests.configured.eq(core.configuration != 0)]
         bot_reset = registered(requests.bot_reset)
+        set_interface = registered(both_restart)
+        alternate = registered(standard.alternate)
         # A BOT reset also empties both endpoints: a CSW or data still buffered belongs to the
         # command it abandons. (Assigned again after the probe's own: the last wins.)
         flush = registered(requests.set_pattern) | bot_reset
-        m.d.comb += [self.data_path.bot_reset.eq(bot_reset),
-                     self.data_path.set_interface.eq(registered(both_restart)),
-                     self.endpoint_in.flush.eq(flush), self.endpoint_out.flush.eq(flush)]
+        streams = alternate & (core.configuration != 0)
+        m.d.comb += [
+            data_path.bot_reset.eq(bot_reset), data_path.set_interface.eq(set_interface),
+            data_path.alternate.eq(alternate),
+            endpoint_in.flush.eq(flush), endpoint_out.flush.eq(flush),
+            status.flush.eq(flush), command.flush.eq(flush),
+            status.restart.eq(set_interface), command.restart.eq(set_interface),
+            # Streams on alternate 1 only; the stream IDs of data packets sent and ACK TPs
+            # taken, and End Of Burst, are those of the IN endpoint sending.
+            endpoint_in.streams.eq(streams), endpoint_out.streams.eq(streams),
+            endpoint_in.enabled.eq(streams), endpoint_out.enabled.eq(streams),
+            status.streams.eq(1), status.enabled.eq(streams),
+            endpoint_in.packet_stream_id.eq(data_path.tag),
+            status.packet_stream_id.eq(data_path.tag),
+            endpoint_out.want.eq(data_path.want_out),
+            endpoint_in.ack_stream_id.eq(core.ack_stream_id),
+            status.ack_stream_id.eq(core.ack_stream_id),
+            core.stream_id.eq(Mux(status.sending, status.stream_id, endpoint_in.stream_id)),
+            core.end_of_burst.eq(Mux(status.sending, status.end_of_burst,
+                                     endpoint_in.end_of_burst)),
+            status.framed.eq(1),
+            # One IN endpoint sends at a time (LUNA's multiplexer does not arbitrate); the data
+            # pipe first when both would start in one cycle.
+            endpoint_in.may_send.eq(~status.sending),
+            status.may_send.eq(~endpoint_in.sending & ~endpoint_in.starting),
+        ]
+        wiring.connect(m, command.stream, data_path.command_out)
+        wiring.connect(m, data_path.status_in, status.stream)
         return m

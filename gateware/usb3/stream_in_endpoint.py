@@ -93,7 +93,7 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
                 m.d.ss += phase.eq(StreamState.MOVE_DATA)
             with m.Elif(~streaming & tokens.retry_required):
                 m.d.ss += phase.eq(StreamState.MOVE_DATA)  # a retry rewinds within it
-        with m.If(ack & ~take & states.enabled):
+        with m.If(ack & ~take & states.enabled & self.streams):
             with m.If(asks & valid_id & tokens.packets_pending
                       & (phase != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
@@ -121,7 +121,7 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
                                                                  & ~own.owing))),
             inner.done.eq(self.handshake.done),
         ]
-        with m.If(self.handshake.done):
+        with m.If(self.handshake.done & self.streams):
             with m.If(kind == HandshakeKind.ERDY):
                 m.d.comb += primed.take.eq(1)
                 m.d.ss += [stream.eq(primed.selected), phase.eq(StreamState.START_STREAM)]
@@ -137,4 +137,11 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
                      self.events.stream_error.eq(error)]
 
         states.follow_configuration(m, self, primed, cleared=own.cleared)
+        # Without streams the burst endpoint takes every ACK TP for it, its handshakes pass as
+        # they are, and a transfer ends only where it does without streams.
+        m.d.comb += self.last_ends.eq(self.streams)
+        with m.If(~self.streams):
+            m.d.comb += [self.take_ack.eq(1), self.stream_id.eq(0),
+                         self.handshake.valid.eq(inner.valid),
+                         self.handshake.request.stream_id.eq(0)]
         return m

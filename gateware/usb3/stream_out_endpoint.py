@@ -76,7 +76,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         error = Signal()
         valid_id = (named >= 1) & (named <= self._max_streams)
         m.d.comb += [primed.prime_id.eq(named), primed.want.eq(self.want)]
-        with m.If(refused & states.enabled):
+        with m.If(refused & states.enabled & self.streams):
             own.nrdy(m)
             with m.If(valid_id & (phase != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
@@ -93,7 +93,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         # The burst endpoint's requests name the stream; its flow-control ERDY (a buffer free
         # after NumP 0) only within the stream: outside one, selecting is this layer's.
         kind = inner.request.kind
-        swallowed = inner.valid & (kind == HandshakeKind.ERDY) & ~streaming
+        swallowed = inner.valid & (kind == HandshakeKind.ERDY) & ~streaming & self.streams
         m.d.comb += [
             self.handshake.request.eq(inner.request),
             self.handshake.request.stream_id.eq(stream),
@@ -111,4 +111,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
                      self.events.stream_error.eq(error)]
 
         states.follow_configuration(m, self, primed, cleared=own.cleared)
+        # Without streams the burst endpoint takes every data packet for it, on Stream ID 0.
+        with m.If(~self.streams):
+            m.d.comb += [self.take_dp.eq(1), self.handshake.request.stream_id.eq(0)]
         return m

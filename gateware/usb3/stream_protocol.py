@@ -23,6 +23,10 @@ class StreamLayer:
     state: Signal(StreamState), output
     control_handshake: HandshakeRequestSignature, output
         The stream protocol's own NRDYs / ERDYs (a second port of the handshake generator).
+    streams: Signal(), input
+        Bulk streams in use (init 1). Low, the layer stands aside and the burst endpoint works
+        as it does without streams, every packet on Stream ID 0 (the null disk's Bulk-Only
+        alternate setting shares these endpoints with its UAS one); drive ``enabled`` low too.
     want: Signal(16), input
         With ``by_want`` (an OUT endpoint): the stream the device wants to move next, selected
         once the host has primed it (0: none). An IN endpoint with ``by_want`` wants the
@@ -42,6 +46,7 @@ class StreamLayer:
     enabled: In(1)
     state: Out(StreamState)
     control_handshake: Out(HandshakeRequestSignature())
+    streams: In(1, init=1)
     want: In(16)
 
     def __init__(self, *, max_streams=MAX_STREAMS, by_want=False, **kwargs):

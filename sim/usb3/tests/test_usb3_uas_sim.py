@@ -1,0 +1,137 @@
+"""The SuperSpeed null disk's alternate 1 (``sim:usb3?design=storage``) in Verilator: USB
+Attached SCSI with bulk streams, as Linux's ``uas`` drives it at 5000M — SET_INTERFACE, streams
+allocated on the status and data pipes, each command's status and data transfers on the stream
+of its tag, the device selecting the streams (no READ/WRITE READY); then back to BOT on
+alternate 0 (one simulator for the module)."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+import pytest
+from busprobe.backends.usb.requests import VENDOR_OUT
+from busprobe.backends.usb.transfers import run_plan, silence_for
+from busprobe.backends.usb.uas import UasCommand, UasRun
+from busprobe.protocol import bot, scsi, uas, usb3
+from busprobe.protocol.storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS, lba_bytes
+from busprobe.protocol.streams import MAX_STREAMS, MAX_STREAMS_EXPONENT
+from busprobe.sim.usb2.tests.storage_client import Initiator, inquiry, read_10, write_10
+from busprobe.targets import open_transport
+
+pytestmark = pytest.mark.sim
+
+DISK = "sim:usb3?host=vl805&design=storage"
+GOOD = uas.Status.GOOD
+SET_INTERFACE, GET_INTERFACE = 11, 10
+STREAM_PIPES = (uas.EP_STATUS, uas.EP_DATA_IN, uas.EP_DATA_OUT)
+
+
+def _uas(platform):
+    platform.control(0x01, SET_INTERFACE, uas.UAS_ALTERNATE, 0, b"")
+    platform.alloc_streams(STREAM_PIPES, MAX_STREAMS)
+
+
+@pytest.fixture(scope="module")
+def disk(usb3_storage_model):
+    with open_transport(DISK) as transport:
+        _uas(transport.platform)
+        yield transport
+
+
+_TAGS = itertools.cycle(range(1, MAX_STREAMS + 1))
+
+
+def run(disk, commands, queue_depth=1):
+    plan = UasRun(commands, queue_depth, what="UAS", streams=True)
+    longest = max(c.length for c in commands) or 64
+    start, end = run_plan(disk.platform, plan, what="UAS", silence=silence_for(longest))
+    return plan, start, end
+
+
+def one(disk, cdb, length=0, direction="in", outgoing=b""):
+    command = UasCommand(next(_TAGS), cdb, length, direction, outgoing)
+    run(disk, [command])
+    return command
+
+
+def test_alternate_1_offers_streams_on_the_status_and_data_pipes_not_the_command_pipe(disk):
+    raw = disk.platform.control(0x80, 6, 0x0200, 0, 512)
+    at = raw.index(bytes((9, 4, 0, 1)))  # interface 0, alternate 1
+    assert tuple(raw[at + 5:at + 8]) == uas.UAS_INTERFACE
+    pipes, offset = {}, at + 9
+    while offset < len(raw):
+        endpoint, companion, usage = (raw[offset:offset + 7], raw[offset + 7:offset + 13],
+                                      raw[offset + 13:offset + 17])
+        assert endpoint[1] == 5 and companion[1] == 0x30 and usage[:2] == bytes((4, 0x24))
+        pipes[usage[2]] = (endpoint[2], companion[3] & 0x1F)
+        offset += 17
+    assert pipes == {uas.Pipe.COMMAND: (uas.EP_COMMAND, 0),
+                     uas.Pipe.STATUS: (uas.EP_STATUS, MAX_STREAMS_EXPONENT),
+                     uas.Pipe.DATA_IN: (uas.EP_DATA_IN, MAX_STREAMS_EXPONENT),
+                     uas.Pipe.DATA_OUT: (uas.EP_DATA_OUT, MAX_STREAMS_EXPONENT)}
+    assert disk.platform.control(0x81, GET_INTERFACE, 0, 0, 1) == b"\1"
+
+
+def test_inquiry_reads_and_a_write_over_uas_with_streams(disk):
+    answer = one(disk, inquiry(), 36)
+    assert answer.status == uas.Iu(uas.IuId.SENSE, answer.tag, GOOD)
+    assert answer.data == scsi.inquiry_data()
+    capacity = one(disk, struct.pack(">B9x", scsi.Op.READ_CAPACITY_10), 8)
+    assert struct.unpack(">II", capacity.data) == (DEFAULT_CAPACITY_BLOCKS - 1, BLOCK_SIZE)
+    for lba, blocks in ((12345, 3), (0, 2), (7, 64)):  # 64 blocks: a whole 32 KiB stream
+        read = one(disk, read_10(lba, blocks), blocks * BLOCK_SIZE)
+        assert read.status.status == GOOD and read.data == lba_bytes(lba, blocks)
+    written = bytearray(lba_bytes(77, 4))
+    written[1500] ^= 0x40
+    disk.platform.control(VENDOR_OUT, usb3.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    write = one(disk, write_10(77, 4), 4 * BLOCK_SIZE, "out", bytes(written))
+    assert write.status.status == GOOD
+    telemetry = scsi.parse_telemetry(one(disk, inquiry(scsi.VPD_TELEMETRY), 255).data)
+    assert telemetry["write_mismatches"] == 1 and telemetry["writes"] == 1
+
+
+def test_an_unknown_opcode_gets_check_condition_on_the_status_stream_of_its_tag(disk):
+    failed = one(disk, bytes((0xC7,)) + bytes(9))
+    assert failed.status.kind is uas.IuId.SENSE
+    assert failed.status.status == uas.Status.CHECK_CONDITION
+    assert scsi.parse_sense(failed.status.sense)[:2] == (
+        scsi.SenseKey.ILLEGAL_REQUEST, scsi.Asc.INVALID_COMMAND_OPERATION_CODE)
+    assert one(disk, read_10(5, 1), BLOCK_SIZE).data == lba_bytes(5, 1)
+
+
+@pytest.mark.parametrize("depth", [4, 16])
+def test_queued_commands_each_move_on_their_own_tags_streams(disk, depth):
+    """Reads and writes queued ``depth`` deep: every command's data on its tag's stream, the
+    bytes the pattern, the writes clean in the device's check; the telemetry saw ``depth``
+    tags outstanding."""
+    disk.platform.control(VENDOR_OUT, usb3.Request.CLEAR_TELEMETRY, 0, 0, b"")
+    commands = []
+    for i in range(2 * depth):
+        tag, blocks = next(_TAGS), 1 + i % 8
+        if i % 3 == 2:
+            commands.append(UasCommand(tag, write_10(900 + 8 * i, blocks), blocks * BLOCK_SIZE,
+                                       "out", lba_bytes(900 + 8 * i, blocks)))
+        else:
+            commands.append(UasCommand(tag, read_10(8 * i, blocks), blocks * BLOCK_SIZE))
+    run(disk, commands, queue_depth=depth)
+    for i, command in enumerate(commands):
+        assert command.status == uas.Iu(uas.IuId.SENSE, command.tag, GOOD)
+        if command.direction == "in":
+            assert command.data == lba_bytes(8 * i, command.length // BLOCK_SIZE)
+    telemetry = scsi.parse_telemetry(one(disk, inquiry(scsi.VPD_TELEMETRY), 255).data)
+    assert telemetry["write_mismatches"] == 0
+    assert 2 <= telemetry["uas_tags_max"] <= depth
+
+
+def test_back_on_alternate_0_bulk_only_transport_answers_without_streams(disk):
+    platform = disk.platform
+    platform.free_streams(STREAM_PIPES)
+    platform.control(0x01, SET_INTERFACE, 0, 0, b"")
+    try:
+        assert platform.control(0x81, GET_INTERFACE, 0, 0, 1) == b"\0"
+        answer = Initiator(platform).command(read_10(3, 2), 2 * BLOCK_SIZE)
+        assert answer.csw.status == bot.CswStatus.PASSED and answer.data == lba_bytes(3, 2)
+    finally:
+        _uas(platform)
+    assert one(disk, read_10(4, 1), BLOCK_SIZE).data == lba_bytes(4, 1)
