@@ -8,7 +8,7 @@ FIFO with its full/empty logic on the SerDes' 250 MHz clock. Here only
 
 from math import ceil
 
-from amaranth import ClockDomain, ClockSignal, DomainRenamer, Elaboratable, Module
+from amaranth import ClockSignal, DomainRenamer, Elaboratable, Module
 from luna.gateware.interface.pipe import PIPEInterface
 from luna.gateware.interface.serdes_phy.ecp5 import ECP5SerDes, ECP5SerDesPLLConfiguration
 from luna.gateware.interface.serdes_phy.lfps import (
@@ -16,6 +16,7 @@ from luna.gateware.interface.serdes_phy.lfps import (
     LFPSSquareWaveGenerator,
 )
 
+from ..common.ecp5_dcu import add_dcu
 from .serdes_crossing import SerdesCrossing
 
 __all__ = ["ECP5Usb3Phy", "SERDES_CLOCK_HZ", "LINK_CLOCK_HZ"]
@@ -94,14 +95,8 @@ class ECP5Usb3Phy(PIPEInterface, Elaboratable):
         pll = ECP5SerDesPLLConfiguration(self.clk, self._refclk_frequency, 5e9)
         serdes = ECP5SerDes(pll, self._tx_pads, self._rx_pads, dual=self._dual,
                             channel=self._channel)
-        m.submodules.serdes = DomainRenamer({"pipe": "ss"})(serdes)
-
-        m.domains.pclk = pclk = ClockDomain("pclk", reset_less=True, local=True)
-        m.d.comb += pclk.clk.eq(serdes.pclk)
-        # Constrained on the domain's net, which synthesis keeps; LUNA constrains nothing here,
-        # and an unconstrained clock would be timed at nextpnr's default of 12 MHz.
-        if platform is not None and hasattr(platform, "add_clock_constraint"):
-            platform.add_clock_constraint(pclk.clk, SERDES_CLOCK_HZ)
+        # LUNA's register interface and reset sequencer in ss; its 250 MHz clock as ``pclk``.
+        add_dcu(m, platform, serdes, control_domain="ss", clock_hz=SERDES_CLOCK_HZ)
 
         m.submodules.crossing = crossing = self.crossing
         m.d.comb += [

@@ -40,6 +40,8 @@ class SoftDataLink(wiring.Component):
     replays, replay_timeouts, protocol_errors: Signal(16), output
         See :class:`~.replay_buffer.ReplayBuffer`.
     status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
+    invert_polarity: Signal(), output
+        The LTSSM's, for the PHY's receiver (see :class:`~.ltssm.Ltssm`).
     """
 
     rx: In(rx_symbol_stream())
@@ -65,6 +67,7 @@ class SoftDataLink(wiring.Component):
     duplicates: Out(16)
     status: Out(LINK_STATUS)
     recoveries: Out(16)
+    invert_polarity: Out(1)
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  ack_latency: int = DEFAULT_ACK_LATENCY,
@@ -93,6 +96,7 @@ class SoftDataLink(wiring.Component):
             self.tx_electrical_idle.eq(link.tx_electrical_idle),
             self.status.eq(link.status),
             self.recoveries.eq(link.recoveries),
+            self.invert_polarity.eq(link.invert_polarity),
             fc.link_up.eq(link_up),
             fc.rx_dllp.valid.eq(link.rx_dllp.valid),
             fc.rx_dllp.payload.eq(link.rx_dllp.payload),

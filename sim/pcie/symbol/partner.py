@@ -7,6 +7,7 @@ import dataclasses
 import enum
 
 from busprobe.protocol.pcie_dll import FramedPacket, deframe, frame_dllp, frame_tlp
+from busprobe.protocol.pcie_scrambler import Scrambler
 from busprobe.protocol.pcie_symbols import (
     COMPLIANCE_PATTERN,
     EIOS,
@@ -69,11 +70,14 @@ class RootPortPartner:
         off, the partner sends only what the test asks for.
     ask_compliance: send Polling.Active's TS1s with Compliance Receive set (a test fixture
         asking the endpoint for its compliance pattern) until :meth:`end_compliance`.
+    scrambled: what :meth:`step` takes and gives is on the wire, scrambled (§4.2.1.3, the
+        reference :class:`~busprobe.protocol.pcie_scrambler.Scrambler` each way), as a real
+        root port's is; off, both ends exchange unscrambled symbols.
     """
 
     def __init__(self, *, link: int = 0, lane: int = 0, polling_ts1_min: int = 16,
                  silent: int = 0, skp_interval: int = 1200, data_link: bool = True,
-                 ask_compliance: bool = False):
+                 ask_compliance: bool = False, scrambled: bool = False):
         self.link, self.lane = link, lane
         self.polling_ts1_min = polling_ts1_min
         self.silent = silent
@@ -97,6 +101,8 @@ class RootPortPartner:
         self.data_link = data_link
         self.ask_compliance = ask_compliance
         self._packet: list[int] | None = None  # a packet being received in L0
+        self._scrambler = Scrambler() if scrambled else None
+        self._descrambler = Scrambler() if scrambled else None
 
     # What the tests ask for. ------------------------------------------------------------------
     def send_tlp(self, seq: int, tlp: bytes, *, nullified: bool = False) -> None:
@@ -135,7 +141,7 @@ class RootPortPartner:
     def step(self, rx: int | None) -> int | None:
         self._time += 1
         if rx is not None:
-            self._receive(rx)
+            self._receive(rx if self._descrambler is None else self._descrambler.symbol(rx))
         if self.state == PartnerState.DETECT:
             if self._time > self.silent:
                 self._goto(PartnerState.POLLING_ACTIVE)
@@ -146,7 +152,8 @@ class RootPortPartner:
             self._skp_owed += 1
         if not self._tx:
             self._refill()
-        return self._tx.popleft()
+        symbol = self._tx.popleft()
+        return symbol if self._scrambler is None else self._scrambler.symbol(symbol)
 
     def _goto(self, state: str) -> None:
         if state == PartnerState.L0:

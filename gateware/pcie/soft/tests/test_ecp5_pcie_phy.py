@@ -1,0 +1,88 @@
+"""The soft endpoint on an ECP5 DCU channel: the PHY elaborates with the soft link onto LUNA's
+DCU retuned for PCIe Gen1, with the detection port wired and each block in its clock domain
+(no simulation: the DCU is a vendor primitive; no tool run: yosys is run by hand, DESIGN §3.10)."""
+
+import re
+from types import SimpleNamespace
+
+from amaranth import Module, Signal
+from amaranth.back import rtlil
+from amaranth.hdl import Fragment
+from amaranth.lib import data, wiring
+from busprobe.gateware.pcie.soft.data_link import SoftDataLink
+from busprobe.gateware.pcie.soft.ecp5_pcie_phy import GEN1_PARAMETERS, Ecp5PciePhy
+from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
+
+
+def _domains(fragment, path=()):
+    """``(path, domain)`` of every statement and memory write port in the hierarchy."""
+    for domain in fragment.statements:
+        yield "/".join(path), domain
+    for port in getattr(fragment, "_write_ports", ()):
+        yield "/".join(path), port._domain
+    for sub, name, *_ in fragment.subfragments:
+        yield from _domains(sub, (*path, str(name)))
+
+
+def _pads():
+    return SimpleNamespace(p=Signal(name="p"), n=Signal(name="n"))
+
+
+def endpoint_on_the_dcu(**phy_options):
+    """``SoftDataLink`` on ``Ecp5PciePhy`` at the spec's timing, and the ports a top keeps:
+    the pads, the reference clock and the link's transaction-layer side."""
+    m = Module()
+    tx_pads, rx_pads = _pads(), _pads()
+    m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(250e6))
+    m.submodules.phy = phy = Ecp5PciePhy(tx_pads=tx_pads, rx_pads=rx_pads, **phy_options)
+    wiring.connect(m, link.tx, phy.tx)
+    wiring.connect(m, phy.rx, link.rx)
+    m.d.comb += [phy.tx_electrical_idle.eq(link.tx_electrical_idle),
+                 link.rx_electrical_idle.eq(phy.rx_electrical_idle),
+                 link.receiver_detected.eq(phy.receiver_detected),
+                 phy.invert_polarity.eq(link.invert_polarity)]
+    ports = [tx_pads.p, tx_pads.n, rx_pads.p, rx_pads.n, phy.refclk]
+    ports += [value for name, value in _signals(link) if name[0] not in ("rx", "tx")]
+    return m, phy, ports
+
+
+def _signals(component):
+    """(path, signal) of every port of ``component`` that is a signal (structured payloads as
+    their underlying signal; an always-ready stream's constant ``ready`` left out)."""
+    for name, _, value in component.signature.flatten(component):
+        if isinstance(value, data.View):
+            value = value.as_value()
+        if isinstance(value, Signal):
+            yield name, value
+
+
+def test_the_dcu_is_retuned_for_gen1_with_its_detection_port_wired():
+    top, _, ports = endpoint_on_the_dcu(dual=1, channel=0)
+    text = rtlil.convert(top, ports=ports, name="endpoint")
+    dcu = text[text.index("cell \\DCUA"):]
+    dcu = dcu[:dcu.index("\n  end")]
+    for name, value in GEN1_PARAMETERS.items():
+        assert f'parameter \\{name.replace("CHX", "CH0")} "{value}"' in dcu, name
+    # LUNA's values for the rest, among them the protocol and its 1:2 gearing both ways.
+    assert 'parameter \\CH0_PROTOCOL "G8B10B"' in dcu
+    for gear in ("RX", "TX"):
+        assert f'parameter \\CH0_{gear}_GEAR_MODE "0b1"' in dcu
+    for port in ("FFC_PCIE_DET_EN", "FFC_PCIE_CT", "FFS_PCIE_DONE", "FFS_PCIE_CON", "FFS_RLOS"):
+        assert re.search(rf"connect \\CH0_{port} \\\S+", dcu), port
+    assert 'attribute \\LOC "DCU1"' in text
+
+
+def test_the_scrambler_and_the_crossings_dcu_side_run_on_the_dcus_clock_and_the_rest_does_not():
+    top, _, _ = endpoint_on_the_dcu(control_domain="ctl")
+    domains = list(_domains(Fragment.get(top, None)))
+    on_dcu_clock = {path for path, domain in domains if domain == "pclk"}
+    assert on_dcu_clock == {
+        "phy/crossing", "phy/crossing/scrambler", "phy/crossing/descrambler",
+        "phy/crossing/tx_fifo", "phy/crossing/tx_fifo/produce_cdc",  # its read side
+        "phy/crossing/rx_fifo", "phy/crossing/rx_fifo/consume_cdc", "phy/crossing/rx_fifo/storage",
+        "phy/detector", "phy/detector/done_sync", "phy/detector/con_sync",
+        "phy/rx_ready_sync", "phy/los_sync"}
+    # LUNA's reset sequencer and register interface on the control clock, not the DCU's.
+    on_control = {path for path, domain in domains if domain == "ctl"}
+    assert {"phy/serdes", "phy/serdes/sci", "phy/serdes/sci_trans"} <= on_control
+    assert {domain for _, domain in domains} == {"comb", "sync", "pclk", "ctl", "async_ff"}
