@@ -2,22 +2,19 @@
 
 from types import SimpleNamespace
 
-from amaranth import Array, C, Cat, DomainRenamer, Module, Mux, ResetInserter, Signal
+from amaranth import Array, C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
 
 from ..common.packet_stream import PacketStreamSignature
+from .framed_packets import PACKET_BYTES, FramedPackets
 from .telemetry import DIRECTION_EVENTS
 from .transaction import HandshakeKind, HandshakeRequestSignature
 
 __all__ = ["BurstInEndpoint"]
 
-PACKET_BYTES = 1024
-#: Framed packets the ring holds at once (their lengths wait in a FIFO this deep).
-FRAMED_PACKETS = 32
 
 
 class BurstInEndpoint(wiring.Component):
@@ -42,13 +39,10 @@ class BurstInEndpoint(wiring.Component):
       SET_INTERFACE) starts the sequence numbers over at 0, as SET_CONFIGURATION does, and
       drops what was buffered.
 
-    With ``framed`` (loopback) the packets are the stream's own instead: each ends at a beat with
-    ``last`` or when it reaches 1024 bytes (``gateware/common/packet_stream.py``), starts on a
-    word boundary of the ring, and is sent as it came; a short packet ends its transfer (EOB).
-    ``tagged`` (UAS's data-in and status pipes) adds to each framed packet the stream it belongs
-    to (``packet_stream_id`` at its last beat) and, while ``last_ends`` is set, ends a transfer
-    at every ``last``, full packet or short: the stream layer selects the stream of the next
-    packet buffered (``next_stream_id``).
+    With ``framed`` (loopback, the null disk) the packets are the stream's own instead
+    (:class:`.framed_packets.FramedPackets`: cut at ``last`` or 1024 bytes, each from a word of
+    the ring), sent as they came; a short packet ends its transfer (EOB), and with ``tagged``
+    (UAS) every ``last`` while ``last_ends``, each packet's stream kept for the stream layer.
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
@@ -88,22 +82,18 @@ class BurstInEndpoint(wiring.Component):
         Every packet sent has been acknowledged by the host.
     events: DIRECTION_EVENTS, output
         Telemetry events.
-    packet_stream_id: Signal(16), input
-        With ``tagged``: the stream of the framed packet whose beats come in (read at its last).
+    packet_stream_id, next_stream_id: Signal(16), input, output
+        With ``tagged``: the stream of the packet coming in (read at its last beat); of the
+        next new packet buffered.
     last_ends: Signal(), input
         With ``tagged``: a framed packet's ``last`` ends its transfer (End Of Burst).
-    next_stream_id: Signal(16), output
-        With ``tagged``: the stream of the next new packet buffered.
     sending: Signal(), output
         A data packet is being sent (its header's End Of Burst and Stream ID are this
         endpoint's: the device multiplexes them by it).
-    may_send: Signal(), input
-        A packet may start (init 1). LUNA's endpoint multiplexer does not arbitrate ("only one
-        endpoint will be driving the transmit lines at a time", luna-usb 0.2.3,
-        ``usb3/protocol/endpoint.py``): a device with two bulk IN endpoints the host asks at
-        once (UAS's status and data-in pipes) holds one while the other sends.
-    starting: Signal(), output
-        A packet starts this cycle (for the other IN endpoint's ``may_send``).
+    may_send, starting: Signal(), input, output
+        A packet may start (init 1); one starts this cycle. LUNA's endpoint multiplexer does not
+        arbitrate (luna-usb 0.2.3, ``usb3/protocol/endpoint.py``): with two IN endpoints (UAS)
+        the device lets one start only when the other neither sends nor starts.
     interface: SuperSpeedEndpointInterface
         LUNA's connection to the device (not part of the wiring signature).
 
@@ -170,47 +160,29 @@ class BurstInEndpoint(wiring.Component):
         waiting = Signal()  # after an NRDY or an EOB packet: nothing is sent until ERDY
 
         # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes.
-        # Framed, each packet's length goes into ``framed_lengths`` when its last beat is written.
-        # Tagged, each length goes with whether ``last`` ended it and the packet's stream.
-        lengths_fifo = SyncFIFOBuffered(width=11 + (17 if self._tagged else 0),
-                                        depth=FRAMED_PACKETS)
-        dropped = self.flush | interface.ep_reset | self.restart
-        m.submodules.framed_lengths = framed_lengths = ResetInserter({"ss": dropped})(
-            DomainRenamer("ss")(lengths_fifo))
+        # Framed, each packet's length (tagged: its stream, whether ``last`` ended it) is kept
+        # when its last beat is written.
+        m.submodules.framed_lengths = framed_lengths = FramedPackets(tagged=self._tagged)
         # Registered, a word short of full: in loopback ``ready`` reaches the OUT endpoint's
         # block RAM read enable, and the subtract-compare must not lengthen that path.
-        room, lengths_room = Signal(), Signal()
-        m.d.ss += [room.eq((filled - retired)[:16] <= ring_bytes - 12),
-                   lengths_room.eq(framed_lengths.w_level < FRAMED_PACKETS - 3)]
+        room = Signal()
+        m.d.ss += room.eq((filled - retired)[:16] <= ring_bytes - 12)
         m.d.comb += [
-            self.stream.ready.eq(room & (~self.framed | lengths_room)),
+            self.stream.ready.eq(room & (~self.framed | framed_lengths.room)),
             write.addr.eq(filled[2:2 + word_bits]),
             write.data.eq(self.stream.payload.data),
             write.en.eq(self.stream.valid & self.stream.ready),
+            framed_lengths.beat.eq(write.en & self.framed),
+            framed_lengths.last.eq(self.stream.payload.last),
+            framed_lengths.keep.eq(self.stream.payload.keep),
+            framed_lengths.stream_id.eq(self.packet_stream_id),
+            framed_lengths.drop.eq(self.flush | interface.ep_reset | self.restart),
         ]
         with m.If(write.en):
             m.d.ss += filled.eq(filled + 4)
-        filling = Signal(11)  # bytes of the framed packet being written
-        beat_bytes = sum(self.stream.payload.keep[i] for i in range(4))
-        closes = self.stream.payload.last | (filling + beat_bytes == PACKET_BYTES)
-        closed, closed_length = Signal(), Signal(11)
-        closed_last, closed_stream = Signal(), Signal(16)
-        m.d.comb += [framed_lengths.w_en.eq(closed),
-                     framed_lengths.w_data.eq(Cat(closed_length, closed_last, closed_stream)
-                                              if self._tagged else closed_length)]
-        m.d.ss += closed.eq(0)
-        with m.If(write.en & self.framed):
-            m.d.ss += [filling.eq(Mux(closes, 0, filling + beat_bytes)),
-                       closed.eq(closes), closed_length.eq(filling + beat_bytes),
-                       closed_last.eq(self.stream.payload.last),
-                       closed_stream.eq(self.packet_stream_id)]
-        with m.If(dropped):
-            m.d.ss += closed.eq(0)
 
-        # Transfer framing of the next new packet. Length, EOB and "buffered" are registered (the
-        # 31-bit compares would not meet 125 MHz in one cycle with what depends on them); after
-        # anything they depend on changes, ``settling`` holds new packets back until both
-        # registers have caught up.
+        # Transfer framing of the next new packet, registered (31-bit compares miss 125 MHz);
+        # ``settling`` holds new packets back until the registers have caught up.
         transfer_left, transfer_started, zlp_due = Signal(31), Signal(), Signal()
         new_length, new_eob, settling = Signal(11), Signal(), Signal(2)
         new_stream = Signal(16)
@@ -219,12 +191,11 @@ class BurstInEndpoint(wiring.Component):
         endless = self.transfer_length == 0
         with m.If(self.framed):
             # A short packet ends the OUT transfer it came from, so the IN transfer too.
-            length_read = framed_lengths.r_data[:11]
-            m.d.ss += [new_length.eq(length_read), new_eob.eq(length_read != PACKET_BYTES)]
-            if self._tagged:
-                ends = framed_lengths.r_data[11] & self.last_ends
-                m.d.ss += [new_eob.eq((length_read != PACKET_BYTES) | ends),
-                           new_stream.eq(framed_lengths.r_data[12:])]
+            length_read = framed_lengths.length
+            ends = framed_lengths.ends & self.last_ends  # 0 unless tagged
+            m.d.ss += [new_length.eq(length_read),
+                       new_eob.eq((length_read != PACKET_BYTES) | ends),
+                       new_stream.eq(framed_lengths.stream)]
         with m.Elif(endless):
             m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
         with m.Elif(zlp_due):
@@ -235,10 +206,8 @@ class BurstInEndpoint(wiring.Component):
         with m.If(settling != 0):
             m.d.ss += settling.eq(settling - 1)
 
-        # Acknowledgements from the host retire packets, one per cycle. The ACK TP is taken a
-        # cycle after LUNA's receiver decodes it (combinationally from the link's header queue):
-        # a cycle is nothing next to the round trip, and the decode-plus-decision path was too
-        # long for 125 MHz.
+        # ACK TPs retire packets, one per cycle, taken a cycle after LUNA's receiver decodes them
+        # (from the link's header queue, combinationally: with the decision, too long for 125 MHz).
         fields = {}
         for name in ("ack_received", "endpoint_number", "direction", "next_sequence",
                      "number_of_packets", "retry_required"):
@@ -261,7 +230,7 @@ class BurstInEndpoint(wiring.Component):
         is_new = send_seq == never_sent
         # +8: the aligner reads up to two words past an unaligned packet's last whole word.
         buffered = Signal()
-        m.d.ss += buffered.eq(Mux(self.framed, framed_lengths.r_rdy,
+        m.d.ss += buffered.eq(Mux(self.framed, framed_lengths.ready,
                                   (filled - next_byte)[:16] >= new_length + 8))
         # The window and ring-occupancy compares are registered; ``hold`` blocks the one cycle in
         # which they are stale (after a packet, an ACK TP, an ERDY or a rewind changed them).
@@ -304,7 +273,7 @@ class BurstInEndpoint(wiring.Component):
                                    never_sent.eq(never_sent + 1), settling.eq(2)]
                         with m.If(self.framed):
                             # The next framed packet starts on the next word of the ring.
-                            m.d.comb += framed_lengths.r_en.eq(1)
+                            m.d.comb += framed_lengths.take.eq(1)
                             m.d.ss += next_byte.eq(next_byte + Cat(C(0, 2), (new_length + 3)[2:]))
                         with m.Elif(~endless):
                             with m.If(new_eob):
@@ -420,11 +389,11 @@ class BurstInEndpoint(wiring.Component):
         with m.If(self.flush):
             # The ring is written in whole words: the new data starts at the next word boundary.
             aligned = (next_byte + 3) & ~3
-            m.d.ss += [filled.eq(aligned), next_byte.eq(aligned), filling.eq(0)]
+            m.d.ss += [filled.eq(aligned), next_byte.eq(aligned)]
         with m.If(interface.ep_reset | self.restart):
             for counter in (filled, next_byte, retired, send_seq, retire_seq, retire_target,
                             window_end, never_sent):
                 m.d.ss += counter.eq(0)
             m.d.ss += [waiting.eq(0), rewind.eq(0), asking.eq(0), transfer_started.eq(0),
-                       zlp_due.eq(0), settling.eq(2), filling.eq(0)]
+                       zlp_due.eq(0), settling.eq(2)]
         return m
