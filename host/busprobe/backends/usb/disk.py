@@ -91,15 +91,18 @@ class DiskFraming:
                       what=f"{self.name}: BOT {direction} command")
         return DiskRun(plan, lbas, cbws)
 
-    def uas_run(self, direction: str, length: int, count: int, queue_depth: int) -> DiskRun:
+    def uas_run(self, direction: str, length: int, count: int, queue_depth: int, *,
+                streams: bool = False) -> DiskRun:
         """``count`` UAS commands, ``queue_depth`` outstanding (alternate 1); the tags are the
-        BOT numbering's, folded into UAS's 16 bits (never 0)."""
+        BOT numbering's, folded into UAS's 16 bits (never 0); with bulk ``streams``
+        (SuperSpeed) the run gives each command a free tag 1..32, its streams'."""
         cbws, lbas = self._cbws(direction, length, count)
         commands = [UasCommand((c.tag - 1) % 0xFFFF + 1, c.cb, length, direction,
                                lba_bytes(lba, length // BLOCK_SIZE) if direction == Direction.OUT
                                else b"")
                     for c, lba in zip(cbws, lbas, strict=True)]
-        plan = UasRun(commands, queue_depth, what=f"{self.name}: UAS {direction} command")
+        plan = UasRun(commands, queue_depth, what=f"{self.name}: UAS {direction} command",
+                      streams=streams)
         return DiskRun(plan, lbas, cbws)
 
     def check(self, run: DiskRun) -> tuple[int, int | None]:

@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import usb2
+from ...protocol import uas, usb2
 from ...protocol.names import Direction, Framing
 from ...protocol.patterns import Pattern
+from ...protocol.streams import MAX_STREAMS
 from ...transport import InvalidRequest, Sink, Source, StreamResult, Telemetry, TransportError
 from .bot import BotRun, wrapper_bytes
 from .disk import ALTERNATES, DiskRun
@@ -39,6 +40,8 @@ __all__ = ["UsbFraming", "StockStream", "PatternStream", "FramerBot", "DiskBot",
 
 #: bRequest of the standard SET_INTERFACE request (USB 2.0 §9.4.10).
 SET_INTERFACE = 11
+#: The UAS pipes with bulk streams at SuperSpeed: status, data-in, data-out (stream ID = tag).
+UAS_STREAM_PIPES = (uas.EP_STATUS, uas.EP_DATA_IN, uas.EP_DATA_OUT)
 
 
 @dataclass
@@ -306,6 +309,12 @@ class _Disk(_CommandFraming):
 class DiskBot(_OneAtATime, _Disk):
     """The null disk over BOT (alternate 0), one command at a time."""
 
+    def apply(self) -> None:
+        if self.device.superspeed:
+            # Alternate 0 has no streams (SET_INTERFACE frees them on an xHCI).
+            self.device.platform.free_streams(UAS_STREAM_PIPES)
+        super().apply()
+
     def _plan(self, direction: Direction, length: int, count: int,
               queue_depth: int) -> DiskRun:
         return self.device.disk_framing.bot_run(direction, length, count)
@@ -316,11 +325,18 @@ class DiskBot(_OneAtATime, _Disk):
 
 
 class DiskUas(_Disk):
-    """The null disk over UAS (alternate 1), ``queue_depth`` tags outstanding."""
+    """The null disk over UAS (alternate 1), ``queue_depth`` tags outstanding; at SuperSpeed
+    with bulk streams on the status and data pipes (allocated as ``uas`` allocates them)."""
+
+    def apply(self) -> None:
+        super().apply()
+        if self.device.superspeed:
+            self.device.platform.alloc_streams(UAS_STREAM_PIPES, MAX_STREAMS)
 
     def _plan(self, direction: Direction, length: int, count: int,
               queue_depth: int) -> DiskRun:
-        return self.device.disk_framing.uas_run(direction, length, count, queue_depth)
+        return self.device.disk_framing.uas_run(direction, length, count, queue_depth,
+                                                streams=self.device.superspeed)
 
     @staticmethod
     def _result(plan: UasRun, direction: Direction, start: float, end: float) -> StreamResult:

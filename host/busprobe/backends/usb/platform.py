@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ...transport import BusDescription
+from ...transport import BusDescription, InvalidRequest
 from .transfers import Completion, Transfer, TransferQueue
 
 __all__ = ["UsbPlatform", "CONTROL_IN"]
@@ -84,3 +84,13 @@ class UsbPlatform(TransferQueue, Protocol):
         """Reset the bus and enumerate the device again, as a host does after a port reset (the
         usbredir export relays a guest's); False when this platform cannot (nothing done)."""
         return False
+
+    def alloc_streams(self, endpoints: Sequence[int], count: int) -> None:
+        """Give bulk ``endpoints`` bulk streams 1..``count`` (libusb's ``libusb_alloc_streams``;
+        UAS at SuperSpeed); a :class:`~.transfers.Transfer` then names its stream."""
+        raise InvalidRequest(f"{self.name}: this platform cannot allocate bulk streams "
+                             f"(python-libusb1 does not wrap libusb_alloc_streams); UAS at "
+                             f"SuperSpeed runs in simulation, or sweep block:/dev/sdX under uas")
+
+    def free_streams(self, endpoints: Sequence[int]) -> None:
+        """Free the streams :meth:`alloc_streams` gave (nothing to do where it gave none)."""

@@ -40,7 +40,7 @@ from .platform import UsbPlatform
 from .requests import VendorRequests
 from .transfers import TransferPlan, run_plan, silence_for
 
-__all__ = ["UsbDeviceTransport", "DISK_REFUSAL", "SS_DISK_REFUSAL", "SS_UAS_REFUSAL"]
+__all__ = ["UsbDeviceTransport", "DISK_REFUSAL", "SS_DISK_REFUSAL"]
 
 #: Why a sweep of its own does not run on the storage personality (its endpoints answer SCSI
 #: only, its data are the LBA pattern, not the sweep's), and what measures it instead.
@@ -48,13 +48,11 @@ DISK_REFUSAL = ("this is the usb2-storage null disk (SCSI over BOT on alternate 
                 "alternate 1; no busprobe streams): sweep it with --protocol bot or --protocol "
                 "uas (busprobe's own framing), or sweep the block device a driver makes of it "
                 "(block:/dev/sdX)")
-#: The same for the SuperSpeed disk, which has BOT only (UAS at SuperSpeed needs bulk streams).
-SS_DISK_REFUSAL = ("this is the usb3-storage null disk (SCSI over BOT; no busprobe streams): "
-                   "sweep it with --protocol bot (busprobe's own framing), or sweep the block "
-                   "device a driver makes of it (block:/dev/sdX)")
-#: Why ``--protocol uas`` is refused on the SuperSpeed disk.
-SS_UAS_REFUSAL = ("UAS at SuperSpeed needs bulk streams, which busprobe's SuperSpeed device does "
-                  "not have (docs/DESIGN.md §3.5: what is missing); use --protocol bot")
+#: The same for the SuperSpeed disk (UAS on alternate 1 with bulk streams).
+SS_DISK_REFUSAL = ("this is the usb3-storage null disk (SCSI over BOT on alternate 0, UAS with "
+                   "bulk streams on alternate 1; no busprobe streams): sweep it with --protocol "
+                   "bot or --protocol uas (busprobe's own framing), or sweep the block device a "
+                   "driver makes of it (block:/dev/sdX)")
 class UsbDeviceTransport(Transport):
     """A busprobe USB device (bulk IN source, bulk OUT sink) behind some :class:`UsbPlatform`.
 
@@ -163,13 +161,10 @@ class UsbDeviceTransport(Transport):
         return None
 
     def _superspeed_framing(self, protocol: Framing) -> None:
-        """Refuse ``protocol`` framing in one line on a SuperSpeed device, but BOT on the
-        SuperSpeed null disk."""
-        if self.superspeed and self.disk:
-            if protocol == Framing.UAS:
-                raise InvalidRequest(f"{self.selector}: {SS_UAS_REFUSAL}")
-            if protocol == Framing.BOT:
-                return
+        """Refuse ``protocol`` framing in one line on a SuperSpeed device, but BOT and UAS on
+        the SuperSpeed null disk."""
+        if self.superspeed and self.disk and protocol in (Framing.BOT, Framing.UAS):
+            return
         refusal = self._superspeed_refusal(f"{protocol.upper()} framing")
         if refusal:
             raise InvalidRequest(refusal)

@@ -97,6 +97,10 @@ class UasRun:
     def _send(self) -> list[Transfer]:
         command = self.commands[self.sent]
         self.sent += 1
+        if self.streams:
+            # One stream a tag (1..TASK_SET_DEPTH): the lowest free, as the driver's tag map
+            # gives them; commands complete out of order, so a numbering would collide.
+            command.tag = min(set(range(1, uas.TASK_SET_DEPTH + 1)) - set(self.by_tag))
         if command.tag in self.by_tag:
             raise ValueError(f"{self.what}: UAS commands outstanding together need distinct "
                              f"tags (tag {command.tag} is)")

@@ -83,17 +83,19 @@ def test_loopback_on_a_superspeed_device_sets_the_mode_and_checks_both_ways(supe
     assert usb3.DataMode.LOOPBACK in superspeed_bus.modes
 
 
-def test_the_superspeed_disk_takes_bot_and_refuses_streams_and_uas_in_one_line(fake_bus,
-                                                                             monkeypatch):
+def test_the_superspeed_disk_takes_bot_and_refuses_streams_and_uas_through_libusb(fake_bus,
+                                                                                 monkeypatch):
     """``usb3-storage`` (GET_INFO version 3 names STORAGE): BOT on alternate 0, no data modes;
-    a stream is refused naming what measures it, UAS naming what it lacks (bulk streams)."""
+    a stream is refused naming what measures it; UAS (alternate 1, bulk streams) in one line
+    naming what the libusb platform lacks (stream allocation; the simulation has it)."""
     bus = superspeed(fake_bus, monkeypatch, features=usb3.Feature.STORAGE)
     with open_transport(SELECTOR) as transport:
         assert transport.superspeed and transport.disk and transport.checks_own_data
         with pytest.raises(InvalidRequest, match=re.escape(SS_DISK_REFUSAL) + "$"):
             transport.validate("in", 4096, 1)
-        with pytest.raises(InvalidRequest, match="UAS at SuperSpeed needs bulk streams"):
+        with pytest.raises(InvalidRequest, match="cannot allocate bulk streams"):
             transport.set_protocol("uas")
         transport.set_protocol("bot")
         transport.validate("out", 120 << 10, 1)
-    assert bus.alternates == [(0, 0)] and bus.modes == [] and bus.submits == 0
+    # UAS set alternate 1 before the allocation was refused; BOT set 0 again.
+    assert bus.alternates == [(0, 1), (0, 0)] and bus.modes == [] and bus.submits == 0
