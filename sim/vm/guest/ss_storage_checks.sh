@@ -1,7 +1,9 @@
 # Sourced by usb_checks.sh behind xHCI (SS_STORAGE set by sim/vm/usb_pass.py), after the
 # SuperSpeed probe was unplugged: the null disk at SuperSpeed (sim:usb3?design=storage) is
-# plugged in, the guest's usb-storage binds it at 5000M (BOT: the SuperSpeed disk has no UAS),
-# lsblk shows it and busprobe sweeps it as block:/dev/sdX. Its figures are QEMU's emulated
+# plugged in, the guest's usb-storage binds it at 5000M (BOT on alternate 0: the IGNORE_UAS
+# quirk, sim/vm/initramfs.py), lsblk shows it and busprobe sweeps it as block:/dev/sdX; then
+# the quirk is dropped and the interface probed again, and uas drives alternate 1 with bulk
+# streams (QEMU's xHCI allocates them, the export relays them). Its figures are QEMU's emulated
 # controller's. The host unplugs it again at ss-storage-done.
 mark ss-storage-plug
 SS_DISK=$(busprobe_disk)
@@ -14,4 +16,24 @@ run ss-storage-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO "
 run ss-storage-sweep "$BUSPROBE" sweep --device "block:$SS_DISK" --direction both \
     --lengths 128K --queue-depth 1 --min-bytes 1 --no-progress \
     --json "$OUT/ss-storage-sweep.json"
+# The same disk through uas at 5000M, in the same boot.
+SS_IFN=${SS_IFACE##*/}
+echo > /sys/module/usb_storage/parameters/quirks
+echo "$SS_IFN" > /sys/bus/usb/drivers/usb-storage/unbind
+echo "$SS_IFN" > /sys/bus/usb/drivers_probe
+SS_UAS_DISK=$(busprobe_disk)
+SS_UAS_SYS=/sys/block/${SS_UAS_DISK#/dev/}
+mark "ss-uas-disk ${SS_UAS_DISK:-none}" \
+    "driver=$(basename "$(readlink "/sys/bus/usb/devices/$SS_IFN/driver")")" \
+    "speed=$(cat "/sys/bus/usb/devices/$SS_IFN/../speed" 2>/dev/null)" \
+    "alternate=$(cat "/sys/bus/usb/devices/$SS_IFN/bAlternateSetting" 2>/dev/null | tr -d ' ')"
+dmesg | grep -iE 'uas|stream' | tail -n 6 | while read -r line; do mark "ss-uas-dmesg $line"; done
+run ss-uas-lsusb lsusb -t
+run ss-uas-sweep "$BUSPROBE" sweep --device "block:$SS_UAS_DISK" --direction both \
+    --lengths 4K,64K --queue-depth 1,4 --min-bytes 1 --no-progress \
+    --json "$OUT/ss-uas-sweep.json"
+# An opcode the disk does not have: CHECK CONDITION on the tag's status stream; then it works.
+run ss-uas-bad-opcode sg_raw -v "$SS_UAS_DISK" 0e 00 00 00 00 00
+run ss-uas-telemetry sg_raw --request=512 --outfile="$OUT/ss-uas-telemetry.bin" \
+    "$SS_UAS_DISK" 12 01 c0 02 00 00
 mark ss-storage-done

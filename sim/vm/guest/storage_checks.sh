@@ -38,4 +38,7 @@ run storage-uas-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO 
 run storage-uas-sweep "$BUSPROBE" sweep --device "block:$UAS_DISK" --direction both \
     --lengths 128K --queue-depth 1,4 --min-bytes 1 --no-progress \
     --json "$OUT/storage-uas-sweep.json"
+# The telemetry again: how many tags uas kept outstanding in the device's task set.
+run storage-uas-telemetry sg_raw --request=512 --outfile="$OUT/storage-uas-telemetry.bin" \
+    "$UAS_DISK" 12 01 c0 02 00 00
 mark storage-done

@@ -3,6 +3,7 @@ storage drivers drive the simulated disk, and busprobe sweeps it as ``block:/dev
 
 from __future__ import annotations
 
+from busprobe.protocol import uas
 from busprobe.protocol.scsi import parse_telemetry
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
@@ -76,16 +77,23 @@ def check_the_disk_through_uas(usb_pass) -> None:
     assert sorted((p["direction"], p["length"], p["queue_depth"]) for p in sweep["points"]) == \
         sorted((d, 128 << 10, q) for d in ("read", "write") for q in (1, 4))
     assert all(p["errors"] == 0 for p in sweep["points"])
+    # The device's task set saw the tags uas kept outstanding (usb-storage's BOT never
+    # counts there, so the most since the boot is uas's); none refused, none overlapped.
+    assert usb_pass.status("storage-uas-telemetry") == "rc=0 "
+    counters = parse_telemetry((usb_pass.out / "storage-uas-telemetry.bin").read_bytes())
+    assert 1 <= counters["uas_tags_max"] <= uas.TASK_SET_DEPTH, counters
+    assert counters["uas_task_set_full"] == counters["uas_overlapped_tags"] == 0, counters
     print("  => the same disk through uas (alternate 1, QEMU's emulated ehci: its figures): "
           + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
                       f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
-          + ", 0 errors")
+          + f", 0 errors; at most {counters['uas_tags_max']} tags outstanding in the device")
 
 
 def check_the_superspeed_disk(usb_pass) -> None:
     """The null disk at SuperSpeed (``usb3-storage``) behind xHCI: bound by ``usb-storage`` at
-    5000M (it has no UAS: that needs bulk streams), lsblk shows its capacity and identity, and
-    the block sweep reads and writes it with 0 errors, labelled as QEMU's emulated xHCI's."""
+    5000M (BOT on alternate 0, the IGNORE_UAS quirk), lsblk shows its capacity and identity,
+    and the block sweep reads and writes it with 0 errors, labelled as QEMU's emulated
+    xHCI's."""
     (disk,) = usb_pass.boot.find("ss-storage-disk")
     assert "driver=usb-storage" in disk and "speed=5000" in disk, disk
     assert usb_pass.status("ss-storage-lsblk") == "rc=0 ", usb_pass.text("ss-storage-lsblk.err")
@@ -107,3 +115,35 @@ def check_the_superspeed_disk(usb_pass) -> None:
                       for p in sweep["points"])
           + f", 0 errors; max_sectors_kb {sweep['bus']['extra']['max_sectors_kb']}; "
           f"{usb_pass.ss_storage_seconds:.0f} s of the pass from plug to done")
+
+
+def check_the_superspeed_disk_through_uas(usb_pass) -> None:
+    """The same SuperSpeed disk rebound to ``uas`` in the same boot: uas on alternate 1 at
+    5000M with bulk streams (``lsusb -t``: Driver=uas, 5000M), the block sweep at 4 KiB and
+    64 KiB x queue depth 1 and 4 with 0 errors, an opcode it lacks answered ILLEGAL REQUEST
+    (sg_raw) and the disk still answering, and its telemetry: how many tags uas kept
+    outstanding in the device's task set, none refused."""
+    (disk,) = usb_pass.boot.find("ss-uas-disk")
+    assert "driver=uas" in disk and "speed=5000" in disk and "alternate=1" in disk, (
+        disk, usb_pass.boot.find("ss-uas-dmesg"))
+    lsusb = usb_pass.text("ss-uas-lsusb.out")
+    assert "Driver=uas, 5000M" in lsusb, lsusb
+    assert usb_pass.status("ss-uas-sweep") == "rc=0 ", usb_pass.text("ss-uas-sweep.err")
+    sweep = usb_pass.result("ss-uas-sweep")
+    assert sweep["complete"] and sweep["errors"] == 0
+    assert sweep["bus"]["protocol"] == "uas" and sweep["bus"]["extra"]["driver"] == "uas"
+    assert sorted((p["direction"], p["length"], p["queue_depth"]) for p in sweep["points"]) == \
+        sorted((d, n << 10, q) for d in ("read", "write") for n in (4, 64) for q in (1, 4))
+    assert all(p["errors"] == 0 for p in sweep["points"])
+    bad = usb_pass.text("ss-uas-bad-opcode.err") + usb_pass.text("ss-uas-bad-opcode.out")
+    assert "Illegal Request" in bad, bad
+    assert usb_pass.status("ss-uas-telemetry") == "rc=0 "
+    counters = parse_telemetry((usb_pass.out / "ss-uas-telemetry.bin").read_bytes())
+    assert 1 <= counters["uas_tags_max"] <= uas.TASK_SET_DEPTH, counters
+    assert counters["uas_task_set_full"] == counters["uas_overlapped_tags"] == 0, counters
+    print("  => the SuperSpeed disk through uas with bulk streams (alternate 1, 5000M, QEMU's "
+          "emulated xhci: its figures): "
+          + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
+                      f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
+          + f", 0 errors; ILLEGAL REQUEST for opcode 0x0e; at most {counters['uas_tags_max']} "
+          "tags outstanding in the device")

@@ -23,6 +23,7 @@ from .storage_pass import (
     check_the_disk_through_uas,
     check_the_null_disk,
     check_the_superspeed_disk,
+    check_the_superspeed_disk_through_uas,
 )
 
 
@@ -98,6 +99,7 @@ def test_the_libusb_backend_drives_the_exported_device_through_the_guest_kernel(
     if controller == "xhci":
         check_the_superspeed_device(usb_pass)
         check_the_superspeed_disk(usb_pass)
+        check_the_superspeed_disk_through_uas(usb_pass)
     if usb_pass.pair:
         check_the_pair(usb_pass)
     if usb_pass.storage is not None:
