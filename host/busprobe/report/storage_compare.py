@@ -2,8 +2,9 @@
 
 ``busprobe compare`` pairs every ``usb-storage`` run the ``usb-storage`` driver made (BOT) with
 every one ``uas`` made on the same host controller (host profile and controller driver) — and
-likewise every ``--protocol bot`` sweep of the disk over busprobe's own framing (bus ``usb2-hs``,
-one command per transfer) with a ``--protocol uas`` one of the same device and host — and
+likewise every ``--protocol bot`` sweep of the disk over busprobe's own framing (bus ``usb2-hs``
+or, UAS with bulk streams, ``usb3-ss``; one command per transfer) with a ``--protocol uas`` one
+of the same device and host — and
 shows per direction, length and queue depth swept by both: each figure, how far BOT is behind
 (``1 - BOT / UAS``), the time BOT adds per I/O (``length / BOT - length / UAS``) beside the
 model's (:mod:`busprobe.model.usb_storage`), and a line saying why: BOT's per-command turnaround
@@ -38,17 +39,21 @@ def storage_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:
     def storage(run: Any, protocol: str) -> bool:
         # usb2-hs: busprobe's own framing; only the null disk speaks UAS there, and a BOT run
         # pairs with one by the same device and host.
-        return (run.doc.get("bus") or {}).get("kind") in ("usb-storage", "usb2-hs") \
+        return (run.doc.get("bus") or {}).get("kind") in ("usb-storage", *_OWN_FRAMING) \
             and protocol_of(run.doc) == protocol
     return [(b, u) for b in runs if storage(b, "bot") for u in runs
             if storage(u, "uas") and _host_key(u.doc) == _host_key(b.doc)
             and (not _own_framing(b.doc) or b.doc.get("device") == u.doc.get("device"))]
 
 
+#: Bus kinds of the null disk swept over busprobe's own framing (one command per transfer).
+_OWN_FRAMING = ("usb2-hs", "usb3-ss")
+
+
 def _own_framing(doc: dict[str, Any]) -> bool:
-    """Whether the run framed the commands itself (``usb2-hs``: one command per transfer) rather
-    than through a kernel driver (``usb-storage``)."""
-    return (doc.get("bus") or {}).get("kind") == "usb2-hs"
+    """Whether the run framed the commands itself (``usb2-hs``, ``usb3-ss``: one command per
+    transfer) rather than through a kernel driver (``usb-storage``)."""
+    return (doc.get("bus") or {}).get("kind") in _OWN_FRAMING
 
 
 def _points(doc: dict[str, Any]) -> dict[tuple[str, int, int], float]:
@@ -123,13 +128,18 @@ def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
     split = (f"each I/O is {commands} command(s) of at most {max_kb} KiB (max_sectors_kb)"
              if not _own_framing(bot_doc) else "each transfer is one READ(10)/WRITE(10) command"
              " (busprobe's own framing)")
+    streams = (bot_doc.get("bus") or {}).get("kind") == "usb3-ss"
+    uas_pays = ("UAS with bulk streams submits each command's status and data on its tag's "
+                "streams with the command, so with commands queued the device moves one tag's "
+                "data while the host completes another's (at queue depth 1 it pays the "
+                "turnaround once, after each SENSE)" if streams else
+                "UAS pays it after each READY and, at queue depth 1, after each SENSE (with "
+                "commands queued the next READY follows the SENSE at once)")
     return (f"BOT is {(1 - bot / uas) * 100:.1f} % behind UAS ({direction} {format_size(length)}"
             f" at queue depth {depth}, host {profile}): {split}, and BOT runs them one at a "
             f"time, each paying "
             f"the host's turnaround three times (CBW, data, CSW submitted one after the other), "
-            f"where UAS pays it after each READY and, at queue depth 1, after each SENSE (with "
-            f"commands queued the next READY follows the SENSE at once); it adds "
-            f"{(length / bot - length / uas) * 1e6:.0f} µs per I/O.")
+            f"where {uas_pays}; it adds {(length / bot - length / uas) * 1e6:.0f} µs per I/O.")
 
 
 def storage_sections(runs: Sequence[Any], units: Units = Units.MB

@@ -1,0 +1,34 @@
+"""``busprobe compare``'s BOT-vs-UAS section for the SuperSpeed null disk swept over busprobe's
+own framing (bus ``usb3-ss``): the runs pair by device and host, and the line saying why names
+UAS's bulk streams, not the high-speed READY IUs."""
+
+from busprobe.report.compare import Run
+from busprobe.report.storage_compare import storage_sections
+
+DEVICE = "sim:usb3?host=vl805&design=storage"
+
+
+def _doc(protocol, points, device=DEVICE, profile="vl805"):
+    return {"device": device, "bus": {"kind": "usb3-ss", "speed": "super", "protocol": protocol,
+                                      "host_profile": profile, "extra": {}},
+            "points": [{"direction": d, "length": n, "queue_depth": q, "throughput": t,
+                        "errors": 0} for d, n, q, t in points]}
+
+
+def test_superspeed_bot_and_uas_runs_of_one_disk_and_host_pair_and_say_why_with_streams():
+    bot = Run("A", "bot.json", _doc("bot", [("in", 4096, 1, 100e6)]))
+    uas = Run("B", "uas.json", _doc("uas", [("in", 4096, 1, 150e6), ("in", 4096, 8, 300e6)]))
+    ((title, rows, notes),) = storage_sections([bot, uas])
+    assert title.startswith("BOT vs UAS, A (--protocol bot) vs B (--protocol uas)")
+    # busprobe's own BOT runs one command at a time: its QD 1 figure stands for QD 8.
+    assert [(r[0], r[1], r[2], r[5]) for r in rows[1:]] == [
+        ("in", "4K", "1", "33.3 %"), ("in", "4K", "8", "66.7 %")]
+    assert "bulk streams" in notes[0] and "READY" not in notes[0]
+    assert "66.7 % behind UAS (in 4K at queue depth 8, host vl805)" in notes[0]
+
+
+def test_superspeed_runs_of_another_host_or_device_do_not_pair():
+    bot = Run("A", "bot.json", _doc("bot", [("in", 4096, 1, 100e6)]))
+    other_host = Run("B", "u.json", _doc("uas", [("in", 4096, 1, 150e6)], profile="ideal"))
+    other_disk = Run("C", "v.json", _doc("uas", [("in", 4096, 1, 150e6)], device="sim:usb3"))
+    assert storage_sections([bot, other_host, other_disk]) == []
