@@ -16,8 +16,9 @@ from usb_protocol.types import USBRequestRecipient
 from ..common.packet_stream import PacketStreamSignature
 from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
+from ..common.storage_engines import share_data_in, share_telemetry
 from ..common.storage_replies import StorageReplies
-from ..common.storage_telemetry import ENGINE_EVENTS, StorageTelemetry
+from ..common.storage_telemetry import StorageTelemetry
 from ..common.uas_engine import UasEngine
 from .control_replies import ControlReplies
 from .descriptors import build_descriptors
@@ -140,13 +141,6 @@ class StorageDataPath(wiring.Component):
             uas_engine.out_packets.valid.eq(self.from_out.valid & uas_on),
             self.from_out.ready.eq(Mux(uas_on, uas_engine.out_packets.ready,
                                        engine.out_packets.ready)),
-            self.to_in.valid.eq(Mux(uas_on, uas_engine.in_packets.valid,
-                                    engine.in_packets.valid)),
-            self.to_in.payload.eq(Mux(uas_on, uas_engine.in_packets.payload,
-                                      engine.in_packets.payload)),
-            engine.in_packets.ready.eq(self.to_in.ready & ~uas_on),
-            uas_engine.in_packets.ready.eq(self.to_in.ready & uas_on),
-
             engine.reset.eq(self.bot_reset | self.restart | self.set_interface),
             uas_engine.reset.eq(self.restart | self.set_interface),
             uas_engine.in_acked.eq(self.in_acked),
@@ -154,24 +148,10 @@ class StorageDataPath(wiring.Component):
             uas_engine.out_acked.eq(self.out_acked),
             uas_engine.out_acked_length.eq(self.out_acked_length),
             telemetry.clear.eq(self.clear),
-            telemetry.capture.eq(Mux(uas_on, uas_engine.capture, engine.capture)),
-            engine.snapshot_ready.eq(telemetry.ready),
-            uas_engine.snapshot_ready.eq(telemetry.ready),
-            telemetry.read_address.eq(Mux(uas_on, uas_engine.read_address,
-                                          engine.read_address)),
-            engine.read_data.eq(telemetry.read_data),
-            uas_engine.read_data.eq(telemetry.read_data),
             self.pattern_errors.eq(telemetry.mismatches),
-            telemetry.phase_error.eq(engine.phase_error),
         ]
-        # UAS commands outstanding: those in the task set, queued or executing.
-        m.d.comb += [telemetry.tags.eq(uas_engine.outstanding),
-                     telemetry.task_set_full.eq(uas_engine.task_set_full),
-                     telemetry.overlapped.eq(uas_engine.overlapped),
-                     telemetry.aborted.eq(uas_engine.aborted)]
-        for name in ENGINE_EVENTS:
-            m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
-                                                        getattr(engine, name)))
+        share_data_in(m, self.to_in, engine, uas_engine, uas_on)
+        share_telemetry(m, telemetry, engine, uas_engine, uas_on)
         return m
 
 

@@ -29,8 +29,9 @@ from usb_protocol.types import USBRequestRecipient
 from ..common.packet_stream import PacketStreamSignature
 from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
+from ..common.storage_engines import share_data_in, share_telemetry
 from ..common.storage_replies import StorageReplies
-from ..common.storage_telemetry import ENGINE_EVENTS, StorageTelemetry
+from ..common.storage_telemetry import StorageTelemetry
 from ..common.uas_engine import UasEngine
 from .descriptors import build_descriptors
 from .device import Usb3ProbeDevice
@@ -164,36 +165,17 @@ class Usb3StorageDataPath(wiring.Component):
         wiring.connect(m, wiring.flipped(self.command_out), uas_engine.command_packets)
         wiring.connect(m, uas_engine.status_packets, wiring.flipped(self.status_in))
         m.d.comb += [
-            self.to_in.valid.eq(Mux(uas_on, uas_engine.in_packets.valid,
-                                    engine.in_packets.valid)),
-            self.to_in.payload.eq(Mux(uas_on, uas_engine.in_packets.payload,
-                                      engine.in_packets.payload)),
-            engine.in_packets.ready.eq(self.to_in.ready & ~uas_on),
-            uas_engine.in_packets.ready.eq(self.to_in.ready & uas_on),
             self.tag.eq(uas_engine.tag),
             self.want_out.eq(Mux(uas_engine.data_out, uas_engine.tag, 0)),
             self.in_framed.eq(1),
             engine.reset.eq(reset),
             uas_engine.reset.eq(self.restart | self.set_interface),
             telemetry.clear.eq(self.clear),
-            telemetry.capture.eq(Mux(uas_on, uas_engine.capture, engine.capture)),
-            engine.snapshot_ready.eq(telemetry.ready),
-            uas_engine.snapshot_ready.eq(telemetry.ready),
-            telemetry.read_address.eq(Mux(uas_on, uas_engine.read_address,
-                                          engine.read_address)),
-            engine.read_data.eq(telemetry.read_data),
-            uas_engine.read_data.eq(telemetry.read_data),
-            telemetry.phase_error.eq(engine.phase_error),
-            telemetry.tags.eq(uas_engine.outstanding),
-            telemetry.task_set_full.eq(uas_engine.task_set_full),
-            telemetry.overlapped.eq(uas_engine.overlapped),
-            telemetry.aborted.eq(uas_engine.aborted),
             self.pattern_errors.eq(telemetry.mismatches),
             self.first_error_offset.eq(Const(NO_ERROR_OFFSET, 32)),
         ]
-        for name in ENGINE_EVENTS:
-            m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas_engine, name),
-                                                        getattr(engine, name)))
+        share_data_in(m, self.to_in, engine, uas_engine, uas_on)
+        share_telemetry(m, telemetry, engine, uas_engine, uas_on)
         return m
 
 

@@ -1,0 +1,41 @@
+"""The null disk's two command engines on one set of bulk pipes and one telemetry: BOT on
+alternate 0, UAS on alternate 1, the setting in force choosing (both speeds' data paths)."""
+
+from amaranth import Mux
+
+from .storage_telemetry import ENGINE_EVENTS
+
+__all__ = ["share_data_in", "share_telemetry"]
+
+
+def share_data_in(m, to_in, bot, uas, uas_on):
+    """The data-in pipe's packet stream ``to_in`` from the UAS engine while ``uas_on``, else from
+    the BOT engine (the other one waits: SET_INTERFACE resets both)."""
+    m.d.comb += [
+        to_in.valid.eq(Mux(uas_on, uas.in_packets.valid, bot.in_packets.valid)),
+        to_in.payload.eq(Mux(uas_on, uas.in_packets.payload, bot.in_packets.payload)),
+        bot.in_packets.ready.eq(to_in.ready & ~uas_on),
+        uas.in_packets.ready.eq(to_in.ready & uas_on),
+    ]
+
+
+def share_telemetry(m, telemetry, bot, uas, uas_on):
+    """The storage telemetry fed by the engine in force (its events, its snapshot and reads of
+    the replies RAM); the BOT engine's phase errors and the UAS task set's counts always."""
+    m.d.comb += [
+        telemetry.capture.eq(Mux(uas_on, uas.capture, bot.capture)),
+        bot.snapshot_ready.eq(telemetry.ready),
+        uas.snapshot_ready.eq(telemetry.ready),
+        telemetry.read_address.eq(Mux(uas_on, uas.read_address, bot.read_address)),
+        bot.read_data.eq(telemetry.read_data),
+        uas.read_data.eq(telemetry.read_data),
+        telemetry.phase_error.eq(bot.phase_error),
+        # UAS commands outstanding: those in the task set, queued or executing.
+        telemetry.tags.eq(uas.outstanding),
+        telemetry.task_set_full.eq(uas.task_set_full),
+        telemetry.overlapped.eq(uas.overlapped),
+        telemetry.aborted.eq(uas.aborted),
+    ]
+    for name in ENGINE_EVENTS:
+        m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas, name),
+                                                    getattr(bot, name)))
