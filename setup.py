@@ -1,4 +1,5 @@
-"""Package map: one distribution, three source roots plus the board constraints (see pyproject.toml).
+"""Package map: one distribution, three source roots plus the board constraints
+(see pyproject.toml).
 
 ``constraints/`` stays at the top of the source tree (board data, not code) and is installed as
 ``busprobe.gateware.constraints``, and ``firmware/`` (the PCIe SoC's C sources, built on demand)

@@ -1,1 +1,2 @@
-"""The PCIe SoC's firmware sources (C), package data: ``busprobe.bitstream.firmware`` builds them."""
+"""The PCIe SoC's firmware sources (C), package data: ``busprobe.bitstream.firmware`` builds
+them."""
