@@ -166,7 +166,7 @@ USB2_HS = Bus(
     device_ids=((usb2_protocol.VID, usb2_protocol.PID),),
     sim_group="busprobe.sim.usb2.backend:open_sim_usb2_group", sim_group_option="devices",
     verdict="busprobe.verdict.usb2:usb2_rules", profile_beside_link=True,
-    describe="busprobe.model.usb2:describe_usb2", framings=("stream", "bot"),
+    describe="busprobe.model.usb2:describe_usb2", framings=("stream", "bot", "uas"),
     fit="busprobe.cli.fit:fit_usb2_profile",
     sim_together="busprobe.targets.sim_usb2:sim_usb2_together",
 )
@@ -180,13 +180,14 @@ USB3_SS = Bus(
     sim_target="usb3", sim_syntax="host=ideal|vl805|small-burst|FILE.toml&burst=1..16",
     describe_sim="busprobe.targets.sim_usb3:describe_sim_usb3",
     sim_backend="busprobe.sim.usb3.backend:open_sim_usb3",
-    ceiling="busprobe.model.usb3:usb3_ceiling", link_only="busprobe.model.usb3:usb3_link_only",
+    ceiling="busprobe.model.usb3_framings:usb3_ss_ceiling",
+    link_only="busprobe.model.usb3:usb3_link_only",
     # 2 keeps the next transfer on the ring while one completes (the xHCI model's NumP window
     # then never closes between transfers); one packet is the shortest length worth a point.
     default_queue_depths=(2,), default_min_length=usb3_protocol.MAX_PACKET_SIZE,
     device_ids=((usb3_protocol.VID, usb3_protocol.PID),),
     verdict="busprobe.verdict.usb3:usb3_rules", profile_beside_link=True,
-    fit="busprobe.cli.fit:fit_usb3_profile",
+    framings=("stream", "bot", "uas"), fit="busprobe.cli.fit:fit_usb3_profile",
 )
 
 PCIE = Bus(

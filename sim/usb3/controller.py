@@ -49,6 +49,9 @@ ACK, NRDY, ERDY, STALL = (TransactionPacketSubtype.ACK, TransactionPacketSubtype
                           TransactionPacketSubtype.ERDY, TransactionPacketSubtype.STALL)
 #: The ENDPOINT_HALT feature selector (USB 3.2 Table 9-7).
 ENDPOINT_HALT = 0
+#: A packet due later is handed to the partner this many cycles before its start (enough for
+#: the hand-over, so it still starts in that very cycle; :meth:`SuperSpeedHostController._send_at`).
+QUEUE_LEAD_CYCLES = 8
 #: What the controller counts while it works on bulk transfers.
 COUNTERS = ("nrdys", "retries", "packets", "ack_tps", "stream_errors")
 
@@ -244,6 +247,16 @@ class SuperSpeedHostController(TransferEngine):
 
     # -- bulk ---------------------------------------------------------------------------------
 
+    async def _send_at(self, start: int, dws: tuple[int, int, int], payload: bytes | None = None,
+                       **options) -> None:
+        """Send a header packet not before cycle ``start``. The partner sends its queued
+        blocks in order, each not before its start: one queued long before its start (an
+        endpoint's turnaround or re-token delay) would hold every packet queued behind it, the
+        other endpoints' too. So it waits here until :data:`QUEUE_LEAD_CYCLES` before."""
+        if start - QUEUE_LEAD_CYCLES > self.cycle:
+            await self._wait_until(start - QUEUE_LEAD_CYCLES)
+        await self.protocol.link.send_header(dws, payload, start_at=start, **options)
+
     async def _move_in(self, pending: Pending, at: int, stream_id: int = 0
                        ) -> tuple[int, int, bool, bool]:
         """Token the IN endpoint and take packets until the transfer is done; returns the end
@@ -251,7 +264,7 @@ class SuperSpeedHostController(TransferEngine):
         transfer is done. On a stream (``stream_id``) the tokens and every data packet name it,
         and an NRDY ends the stream before the transfer (done False: it goes on when the
         device selects the stream again)."""
-        link, protocol, profile = self.protocol.link, self.protocol, self.profile
+        protocol, profile = self.protocol, self.profile
         mps, counters = self.max_packet_size, self.counters
         address, length = pending.transfer.endpoint, pending.transfer.length
         endpoint = address & 0x7F
@@ -260,11 +273,11 @@ class SuperSpeedHostController(TransferEngine):
         sequence = self._sequence.get(address, 0)
 
         async def token(start: int, *, packets: int, retry: bool = False) -> None:
-            await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
-                                             direction=DIR_IN, sequence=sequence,
-                                             packets=packets, retry=retry,
-                                             packets_pending=bool(stream_id and packets),
-                                             stream_id=stream_id), start_at=start)
+            await self._send_at(start, tp_header(protocol.address, ACK, endpoint=endpoint,
+                                                 direction=DIR_IN, sequence=sequence,
+                                                 packets=packets, retry=retry,
+                                                 packets_pending=bool(stream_id and packets),
+                                                 stream_id=stream_id))
             counters["ack_tps"] += 1
 
         await token(at, packets=min(profile.max_burst_in, wanted))
@@ -334,12 +347,11 @@ class SuperSpeedHostController(TransferEngine):
                     await link.partner.wait_backlog(1)
                 wire_index = self._out_packets_sent
                 self._out_packets_sent += 1
-                await link.send_header(data_header(
+                await self._send_at(at, data_header(
                     protocol.address, endpoint=endpoint, direction=DIR_OUT,
                     sequence=(base + sent) % SEQUENCE_MODULO, length=len(chunks[sent]),
                     packets_pending=sent + 1 < len(chunks), stream_id=stream_id),
-                    chunks[sent], start_at=at,
-                    corrupt_crc32=wire_index in self._corrupt_out)
+                    chunks[sent], corrupt_crc32=wire_index in self._corrupt_out)
                 self._corrupt_out.discard(wire_index)
                 sent += 1
             header = await self._device_tp(endpoint, self.cycle + STUCK_CYCLES,

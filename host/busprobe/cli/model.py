@@ -35,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--length", help="transfer length (K/M suffixes) for the per-transfer term")
     parser.add_argument("--queue-depth", type=int, help="transfers outstanding")
     parser.add_argument("--protocol", default="stream",
-                        help="stream (default) or bot: USB mass storage Bulk-Only Transport, "
-                             "CBW, data and CSW per transfer (needs --length)")
+                        help="stream (default); bot: USB mass storage Bulk-Only Transport, "
+                             "CBW, data and CSW per transfer; uas: USB Attached SCSI, one "
+                             "command per transfer, --queue-depth outstanding (with bulk "
+                             "streams at SuperSpeed); both need --length")
     parser.add_argument("--formula", action="store_true", help="show each derivation")
     parser.add_argument("--units", default="mb", help="mb (10^6 B/s, default) or mib (2^20 B/s)")
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
@@ -84,22 +86,21 @@ def run(args: argparse.Namespace) -> int:
             args.mrrs and "mrrs" not in target.spec.settings):
         raise ValueError("--mps/--mrrs apply to PCIe devices only")
     length = parse_size(args.length) if args.length else None
-    # uas is a result's protocol (a disk the kernel's uas driver drives), not a framing busprobe
-    # puts on a bus itself (yet).
-    framings = tuple(p for p in PROTOCOLS if p != Framing.UAS)
-    if args.protocol not in framings:
-        raise ValueError(f"--protocol must be one of {', '.join(framings)}, "
+    if args.protocol not in PROTOCOLS:
+        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, "
                          f"not '{args.protocol}'")
-    if args.protocol == Framing.BOT:
-        if Framing.BOT not in buses.by_kind(base.kind).framings:
-            raise ValueError(f"--protocol bot is USB mass storage framing; {args.device} is "
-                             f"a {target.spec.family} device")
+    if args.protocol != Framing.STREAM:
+        # BOT and UAS frame whole commands: the bus's row says which it has a model of.
+        if args.protocol not in buses.by_kind(base.kind).framings:
+            raise ValueError(f"--protocol {args.protocol} is USB mass storage framing; "
+                             f"{args.device} is a {target.spec.family} device")
         if length is None:
-            raise ValueError("--protocol bot needs --length: BOT's cost is per command")
-        base = replace(base, protocol=Framing.BOT)
+            raise ValueError(f"--protocol {args.protocol} needs --length: "
+                             f"{args.protocol.upper()}'s cost is per command")
+        base = replace(base, protocol=args.protocol)
         directions = tuple(d for d in directions if d in (Direction.IN, Direction.OUT))
         if not directions:
-            raise ValueError("--protocol bot moves data in or out, not loopback")
+            raise ValueError(f"--protocol {args.protocol} moves data in or out, not loopback")
     out: list[dict] = []
     lines: list[str] = []
     for key, values in (("mps", _sizes(args.mps, "mps")), ("mrrs", _sizes(args.mrrs, "mrrs"))):

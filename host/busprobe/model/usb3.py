@@ -31,7 +31,9 @@ answer and the device's:
 
 ``loopback`` (OUT returned on IN, both lanes at once) is :mod:`.usb3_loopback`; Bulk-Only
 Transport (``Framing.BOT``: CBW, data, CSW, one transfer at a time) is
-:mod:`.usb3_bot`, over the same per-transfer times.
+:mod:`.usb3_bot`, over the same per-transfer times; USB Attached SCSI with bulk streams
+(``Framing.UAS``: the null disk's alternate 1) is :mod:`.usb3_uas`, which builds on this module,
+so :mod:`.usb3_framings` chooses it, above both.
 
 The device's answer is busprobe's own gateware, measured at its PIPE ports
 (:data:`DEVICE_RESPONSE_CYCLES`). A round trip leaves the lane idle, and SKP and ITP go there,
@@ -60,8 +62,8 @@ from .usb3_hosts import Usb3HostProfile, load_usb3_profile
 from .usb3_loopback import loopback_ceiling
 from .usb3_run import Usb3Link, device_window_rate, run_times, transfer_seconds
 
-__all__ = ["usb3_ceiling", "usb3_run_figures", "usb3_link_only", "SS_RATE", "DP_PAYLOAD",
-           "DP_OVERHEAD", "TP_BYTES", "DEVICE_RESPONSE_CYCLES", "round_trip_s"]
+__all__ = ["usb3_ceiling", "usb3_run_figures", "usb3_link_only", "usb3_link", "SS_RATE",
+           "DP_PAYLOAD", "DP_OVERHEAD", "TP_BYTES", "DEVICE_RESPONSE_CYCLES", "round_trip_s"]
 
 SS_RATE = 5e9 * 8 / 10 / 8  # bytes/s
 DP_PAYLOAD = 1024
@@ -236,6 +238,13 @@ def _terms(bus: BusDescription, direction: str, profile: Usb3HostProfile | None)
     return _Terms(mps, burst, gap_ns, rate, round_trip, turnaround_ns, retoken_us,
                   completion_us, resubmit_us, per_dp, itp, device_ns, burst_time, latency_bound,
                   burst * mps / burst_time, link)
+
+
+def usb3_link(bus: BusDescription, direction: str,
+              profile: Usb3HostProfile | None = None) -> Usb3Link:
+    """What :func:`.usb3_run.transfer_seconds` needs of ``bus`` in ``direction`` behind
+    ``profile`` (default ``bus.host_profile``)."""
+    return _terms(bus, direction, profile).link
 
 
 def _bot_ceiling(bus: BusDescription, direction: str, length: int, transfers: int | None,

@@ -74,7 +74,8 @@ def test_busprobe_model_protocol_bot_prints_the_per_command_derivation(capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--device", "sim:usb2", "--protocol", "bot"], "--protocol bot needs --length"),
     (["--device", "sim:pcie", "--protocol", "bot", "--length", "4K"], "sim:pcie is a PCIe device"),
-    (["--device", "sim:usb2", "--protocol", "uas", "--length", "4K"], "one of stream, bot"),
+    (["--device", "sim:usb2", "--protocol", "nosuch", "--length", "4K"],
+     "one of stream, bot, uas"),
     (["--device", "sim:usb2", "--protocol", "bot", "--length", "4K", "--direction", "loopback"],
      "in or out, not loopback"),
 ])

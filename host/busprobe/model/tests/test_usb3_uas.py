@@ -1,0 +1,157 @@
+"""UAS with bulk streams at SuperSpeed (:mod:`busprobe.model.usb3_uas` through ``ceiling_for``):
+stepped command by command by the simulated xHCI's rules."""
+
+from dataclasses import replace
+
+import pytest
+from busprobe.model import ceiling_for
+from busprobe.model.usb3 import usb3_link
+from busprobe.model.usb3_hosts import builtin_usb3_profiles, load_usb3_profile
+from busprobe.model.usb3_uas import BUSPROBE_DEVICE, uas_bound, uas_run
+from busprobe.transport import BusDescription
+
+PROFILES = builtin_usb3_profiles()
+LENGTHS = (512, 4096, 65536, 262144, 2 << 20)
+DEPTHS = (1, 2, 4, 8, 32)
+
+
+def _bus(host: str, protocol: str = "uas") -> BusDescription:
+    return BusDescription(kind="usb3-ss", speed="super", host_profile=host,
+                          max_packet_size=1024, protocol=protocol)
+
+
+def _uas(host: str, direction: str, length: int, depth: int, **kw) -> float:
+    return ceiling_for(_bus(host), direction, length=length, queue_depth=depth, **kw).throughput
+
+
+@pytest.mark.parametrize("host", PROFILES)
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_longer_commands_and_deeper_queues_never_read_less(host, direction):
+    for depth in DEPTHS:
+        figures = [_uas(host, direction, length, depth) for length in LENGTHS]
+        assert figures == sorted(figures), (depth, figures)
+    for length in LENGTHS:
+        figures = [_uas(host, direction, length, depth) for depth in DEPTHS]
+        # (equal within rounding once the queue no longer helps)
+        assert all(b >= a * (1 - 1e-9) for a, b in zip(figures, figures[1:], strict=False)), \
+            (length, figures)
+
+
+@pytest.mark.parametrize("host", ["vl805", "small-burst"])
+@pytest.mark.parametrize("direction", ["in", "out"])
+@pytest.mark.parametrize("length", [4096, 262144])
+def test_queued_uas_beats_bot_and_stays_below_the_streamed_link(host, direction, length):
+    """Behind a host with a turnaround to hide (the ideal host has none: there UAS's OUT prime,
+    a whole data packet per command, costs more than BOT's CBW and CSW)."""
+    bot = ceiling_for(_bus(host, "bot"), direction, length=length, queue_depth=1).throughput
+    link = ceiling_for(replace(_bus(host, "stream"), host_profile="ideal"), direction).throughput
+    for depth in (2, 4, 8):
+        uas = _uas(host, direction, length, depth)
+        streamed = ceiling_for(_bus(host, "stream"), direction, length=length,
+                               queue_depth=depth).throughput
+        assert bot < uas <= streamed <= link, (depth, bot, uas, streamed)
+
+
+def test_behind_vl805_a_command_pays_one_turnaround_at_qd_1_and_the_retoken_when_queued():
+    profile = load_usb3_profile("vl805")
+    one = ceiling_for(_bus("vl805"), "in", length=4096, queue_depth=1)
+    turnaround = (profile.completion_latency_us + profile.resubmit_latency_us) * 1e-6
+    # The COMMAND IU, the data stream's ERDY answered after the host's 2 µs: ~2.4 µs on top.
+    assert 2e-6 < one.parts["period"] - one.parts["transfer_seconds"] - turnaround < 3e-6
+    assert one.parts["bound_terms"]["driver"] == one.parts["period"]
+    # Queued, the data pipe is the bottleneck: a transfer, its re-token delay and a prime per
+    # command; within 0.2 % of the streamed figure.
+    deep = ceiling_for(_bus("vl805"), "in", length=4096, queue_depth=8)
+    streamed = ceiling_for(_bus("vl805", "stream"), "in", length=4096, queue_depth=8).throughput
+    assert 0.998 * streamed < deep.throughput <= streamed
+    assert "set by the data pipe" in deep.formula
+
+
+def test_every_out_command_pays_its_prime_the_first_data_packet_sent_twice():
+    """Queued writes on vl805: the data pipe sends each command's prime, 1024 B the device
+    drops, besides its data."""
+    uas = 4096 / _uas("vl805", "out", 4096, 8)
+    streamed = 4096 / ceiling_for(_bus("vl805", "stream"), "out", length=4096,
+                                  queue_depth=8).throughput
+    assert uas - streamed == pytest.approx((1024 + 32) / 500e6)
+
+
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_busprobes_engine_costs_a_packet_at_qd_1_and_nothing_when_queued(direction):
+    ceiling = ceiling_for(_bus("vl805"), direction, length=4096, queue_depth=1)
+    lost = 4096 / ceiling.parts["busprobe_device"] - 4096 / ceiling.throughput
+    # IN: the engine fills a whole 1024-byte packet, 4 bytes a cycle, before the ERDY; OUT: it
+    # checks the last packet before the SENSE: 256 cycles either way, plus its decode.
+    assert 256 / 125e6 < lost < 300 / 125e6
+    queued = ceiling_for(_bus("vl805"), direction, length=4096, queue_depth=8)
+    assert queued.parts["busprobe_device"] == pytest.approx(queued.throughput, rel=1e-9)
+    assert "with busprobe's UAS engine" in ceiling.formula
+
+
+def test_a_finite_run_is_stepped_from_its_first_submission():
+    steady = ceiling_for(_bus("vl805"), "in", length=4096, queue_depth=1)
+    run = ceiling_for(_bus("vl805"), "in", length=4096, queue_depth=1, transfers=16)
+    resubmit = load_usb3_profile("vl805").resubmit_latency_us * 1e-6
+    # No resubmit before the first command: 16 periods less one.
+    assert run.parts["run_seconds"] == pytest.approx(16 * steady.parts["period"] - resubmit,
+                                                     rel=1e-3)
+    assert run.throughput > steady.throughput and run.parts["device_ceiling"] is None
+    assert run.model == "usb3-ss link UAS host profile vl805"
+    assert "bound on a run of 16 commands, host clock from the first submission" in run.formula
+    # A deeper queue sends its commands one re-token delay apart at the start.
+    profile = load_usb3_profile("vl805")
+    times = uas_run(usb3_link(_bus("vl805"), "in", profile), profile, 4096, commands=8,
+                    queue_depth=8)
+    ins = [stage["command IU in"] for stage in times.stages]
+    assert all(b - a > profile.retoken_delay_us * 1e-6
+               for a, b in zip(ins, ins[1:], strict=False))
+
+
+@pytest.mark.parametrize("host", PROFILES)
+def test_the_bound_holds_the_stepped_schedules_and_busprobes_engine_never_beats_it(host):
+    for direction in ("in", "out"):
+        for length in (512, 4096, 262144):
+            for depth in (1, 2, 8):
+                for transfers in (None, 16):
+                    ceiling = ceiling_for(_bus(host), direction, length=length,
+                                          queue_depth=depth, transfers=transfers)
+                    for figure in ("stepped", "busprobe_device", "busprobe_stepped"):
+                        assert ceiling.parts[figure] <= ceiling.throughput * (1 + 1e-9), (
+                            direction, length, depth, transfers, figure)
+
+
+def test_a_slower_device_may_step_to_a_better_schedule_so_the_ceiling_is_the_bound():
+    """Behind small-burst the ideal device's completions come in bursts; busprobe's engine,
+    slower, spreads them: its stepped schedule reads more. Both stay under the bound."""
+    profile = load_usb3_profile("small-burst")
+    link = usb3_link(_bus("small-burst"), "out", profile)
+    ideal = uas_run(link, profile, 1024, commands=96, queue_depth=8).end
+    ours = uas_run(link, profile, 1024, commands=96, queue_depth=8, device=BUSPROBE_DEVICE).end
+    assert ours < 0.95 * ideal
+    assert uas_bound(link, profile, 1024, queue_depth=8, commands=96).seconds < ours
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"queue_depth": 33}, "at most 32 commands outstanding"),
+])
+def test_bad_input_is_refused_in_one_line(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ceiling_for(_bus("vl805"), "in", length=4096, **kwargs)
+
+
+def test_bot_at_superspeed_is_untouched_and_uas_without_a_length_is_the_link():
+    bot = ceiling_for(_bus("vl805", "bot"), "in", length=4096, queue_depth=1)
+    assert bot.model == "usb3-ss link BOT"
+    assert ceiling_for(_bus("vl805"), "in").throughput == ceiling_for(
+        _bus("vl805", "stream"), "in").throughput
+
+
+def test_busprobe_model_protocol_uas_prints_the_stepped_derivation(capsys):
+    from busprobe.cli import main
+
+    assert main(["model", "--device", "sim:usb3?host=vl805", "--protocol", "uas",
+                 "--length", "4K", "--queue-depth", "8", "--direction", "in",
+                 "--formula"]) == 0
+    out = capsys.readouterr().out
+    assert "in: 142.29 MB/s  (usb3-ss link UAS host profile vl805)" in out
+    assert "each stream primed with an ACK TP, NRDY, selected by the device's ERDY" in out
