@@ -12,6 +12,7 @@ from .ltssm import LINK_STATUS, LtssmTiming
 from .replay_buffer import DEFAULT_REPLAY_TIMEOUT, ReplayBuffer
 from .soft_link import SoftLink
 from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+from .update_fc import DEFAULT_UPDATE_INTERVAL, UpdateFc
 
 __all__ = ["SoftDataLink"]
 
@@ -19,11 +20,11 @@ __all__ = ["SoftDataLink"]
 class SoftDataLink(wiring.Component):
     """:class:`~.soft_link.SoftLink` plus the data link layer: flow-control initialisation,
     the replay buffer (sequence numbers, ACK/NAK received, replay, REPLAY_NUM rollover into
-    Recovery) and the ACK/NAK receive side: what a transaction layer needs to send and receive
-    TLPs.
+    Recovery), the ACK/NAK receive side and UpdateFC for the credits of kept TLPs
+    (:class:`~.update_fc.UpdateFc`): what a transaction layer needs to send and receive TLPs.
 
-    Not yet here: UpdateFC (credits are advertised once, at InitFC, and the partner's are not
-    counted down) and the DLLP and replay timers' scaling with the negotiated MPS.
+    Not yet here: counting the partner's credits down (its UpdateFCs are ignored) and the DLLP
+    and replay timers' scaling with the negotiated MPS.
 
     Attributes
     ----------
@@ -71,8 +72,10 @@ class SoftDataLink(wiring.Component):
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  ack_latency: int = DEFAULT_ACK_LATENCY,
-                 replay_timeout: int = DEFAULT_REPLAY_TIMEOUT, **link_options):
+                 replay_timeout: int = DEFAULT_REPLAY_TIMEOUT,
+                 update_interval: int = DEFAULT_UPDATE_INTERVAL, **link_options):
         self._timing = timing
+        self._update_interval = update_interval
         self._ack_latency = ack_latency
         self._replay_timeout = replay_timeout
         self._link_options = link_options
@@ -84,6 +87,7 @@ class SoftDataLink(wiring.Component):
         m.submodules.fc_init = fc = FlowControlInit()
         m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
         m.submodules.replay = replay = ReplayBuffer(replay_timeout=self._replay_timeout)
+        m.submodules.update_fc = update = UpdateFc(interval=self._update_interval)
         # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
         link_up = link.physical_link_up
 
@@ -116,14 +120,25 @@ class SoftDataLink(wiring.Component):
             self.duplicates.eq(ack_nak.duplicates),
         ]
 
-        # DLLPs: an ACK/NAK goes before flow-control initialisation.
+        m.d.comb += [
+            update.rx_tlp.valid.eq(link.rx_tlp.valid),
+            update.rx_tlp.payload.eq(link.rx_tlp.payload),
+            update.rx_accept.eq(ack_nak.accept),
+            update.dl_active.eq(fc.dl_active),
+        ]
+
+        # DLLPs: an ACK/NAK goes first, then flow control (InitFC before DL_Active, UpdateFC
+        # after it: never both on offer).
         with m.If(ack_nak.tx_dllp.valid):
             m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(ack_nak.tx_dllp.payload),
                          ack_nak.tx_dllp.ready.eq(link.dllp.ready)]
-        with m.Else():
-            m.d.comb += [link.dllp.valid.eq(fc.tx_dllp.valid),
-                         link.dllp.payload.eq(fc.tx_dllp.payload),
+        with m.Elif(fc.tx_dllp.valid):
+            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(fc.tx_dllp.payload),
                          fc.tx_dllp.ready.eq(link.dllp.ready)]
+        with m.Else():
+            m.d.comb += [link.dllp.valid.eq(update.tx_dllp.valid),
+                         link.dllp.payload.eq(update.tx_dllp.payload),
+                         update.tx_dllp.ready.eq(link.dllp.ready)]
 
         # TLPs: numbered and kept by the replay buffer from DL_Active on.
         m.d.comb += [

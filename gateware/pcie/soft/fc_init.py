@@ -5,10 +5,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
-__all__ = ["FlowControlInit", "CREDITS"]
+__all__ = ["FlowControlInit", "CREDITS", "ADVERTISED"]
 
 #: Credits of one kind: 8-bit header credits, 12-bit data credits (0 and 0: infinite).
 CREDITS = data.StructLayout({"header": 8, "data": 12})
+#: The (header, data) credits the endpoint's receiver advertises for P, NP and Cpl; an endpoint
+#: advertises infinite completion credits (0, 0) (§2.6.1). ``UpdateFc`` counts on from these.
+ADVERTISED = ((32, 256), (32, 8), (0, 0))
 _KINDS = ("posted", "non_posted", "completion")
 _INIT_FC1 = (DllpType.INIT_FC1_P, DllpType.INIT_FC1_NP, DllpType.INIT_FC1_CPL)
 _INIT_FC2 = (DllpType.INIT_FC2_P, DllpType.INIT_FC2_NP, DllpType.INIT_FC2_CPL)
@@ -59,7 +62,8 @@ class FlowControlInit(wiring.Component):
     partner_non_posted: Out(CREDITS)
     partner_completion: Out(CREDITS)
 
-    def __init__(self, *, posted=(32, 256), non_posted=(32, 8), completion=(0, 0)):
+    def __init__(self, *, posted=ADVERTISED[0], non_posted=ADVERTISED[1],
+                 completion=ADVERTISED[2]):
         self._advertised = (posted, non_posted, completion)
         super().__init__()
 

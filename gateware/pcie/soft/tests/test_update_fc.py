@@ -1,0 +1,113 @@
+"""UpdateFC after DL_Active: the credits of each kept TLP given back, by type, in DLLPs equal to
+the reference packing (Amaranth simulation). TLPs are built by cocotbext-pcie's ``Tlp``."""
+
+from amaranth.sim import Simulator
+from busprobe.gateware.pcie.soft.fc_init import ADVERTISED
+from busprobe.gateware.pcie.soft.update_fc import UpdateFc
+from busprobe.protocol.pcie_dll import DllpType, fc_dllp
+from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
+from cocotbext.pcie.core.utils import PcieId
+
+(P_HDR, P_DATA), (NP_HDR, NP_DATA), _ = ADVERTISED
+
+
+def config_read() -> bytes:
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.CFG_READ_0
+    tlp.requester_id, tlp.completer_id = PcieId(0, 0, 0), PcieId(1, 0, 0)
+    tlp.set_addr_be(0x10, 4)
+    return bytes(tlp.pack())
+
+
+def config_write() -> bytes:
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.CFG_WRITE_0
+    tlp.requester_id, tlp.completer_id = PcieId(0, 0, 0), PcieId(1, 0, 0)
+    tlp.set_addr_be_data(0x10, b"\xff\xff\xff\xff")
+    return bytes(tlp.pack())
+
+
+def memory_write(nbytes: int) -> bytes:
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.MEM_WRITE
+    tlp.requester_id = PcieId(0, 0, 0)
+    tlp.set_addr_be_data(0x1000, bytes(nbytes))
+    return bytes(tlp.pack())
+
+
+def completion() -> bytes:
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.CPL_DATA
+    tlp.completer_id, tlp.requester_id, tlp.status = PcieId(0, 0, 0), PcieId(1, 0, 0), \
+        CplStatus.SC
+    tlp.set_data(bytes(4))
+    tlp.byte_count = 4
+    return bytes(tlp.pack())
+
+
+def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
+        drop_at=None):
+    """Feed ``tlps`` a byte a clock with ``rx_accept`` after each; return the DLLPs sent."""
+    dut = UpdateFc(interval=interval)
+    sent: list[bytes] = []
+
+    async def testbench(ctx):
+        ctx.set(dut.tx_dllp.ready, 1)
+        cycle = 0
+
+        async def tick():
+            nonlocal cycle
+            ctx.set(dut.dl_active, cycle >= active_from and cycle != drop_at)
+            if ctx.get(dut.tx_dllp.valid):
+                sent.append(ctx.get(dut.tx_dllp.payload).to_bytes(4, "little"))
+            await ctx.tick()
+            cycle += 1
+
+        for index, body in enumerate(tlps):
+            for i, byte in enumerate(body):
+                ctx.set(dut.rx_tlp.valid, 1)
+                ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
+                await tick()
+            ctx.set(dut.rx_tlp.valid, 0)
+            ctx.set(dut.rx_accept, accepted(index))
+            await tick()
+            ctx.set(dut.rx_accept, 0)
+            for _ in range(3):
+                await tick()
+        for _ in range(tail):
+            await tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(4e-9)
+    sim.add_testbench(testbench)
+    sim.run()
+    return sent
+
+
+def test_each_kept_request_returns_its_credits_in_an_updatefc_of_its_type():
+    sent = run([config_read(), config_write(), memory_write(40), completion(), config_read()])
+    assert sent == [
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA),
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 2, NP_DATA + 1),  # a write: 1 DW of data
+        fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 1, P_DATA + 3),  # 40 bytes: 3 credits of 16
+        # the completion: infinite credits, nothing to return
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 3, NP_DATA + 1),
+    ]
+
+
+def test_a_dropped_tlp_returns_nothing_and_the_timer_resends_both_types():
+    sent = run([config_read(), config_read()], accepted=lambda i: i == 1, interval=200,
+               tail=200)
+    np_update = fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA)
+    p_update = fc_dllp(DllpType.UPDATE_FC_P, P_HDR, P_DATA)
+    assert sent[0] == np_update
+    assert sent[1:] == [p_update, np_update]  # the 30 µs guideline, scaled: both again
+
+
+def test_nothing_before_dl_active_and_counters_restart_after_dl_inactive():
+    big = memory_write(1024 * 4)  # 1024 DW: Length field 0, 256 data credits
+    assert run([big]) == [fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 1, (P_DATA + 256) % 4096)]
+    # DL_Inactive in the clock its UpdateFC was due: forgotten with the counts.
+    sent = run([big, config_read()], drop_at=len(big) + 1)
+    assert sent == [fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA)]
+    assert not run([config_read()], active_from=10_000)

@@ -1,0 +1,136 @@
+"""Flow control after DL_Active, receive side: the credits of consumed TLPs given back with
+UpdateFC DLLPs (PCIe Base 3.0 §2.6.1)."""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+from busprobe.protocol.pcie_dll import DllpType
+
+from .deframer import RX_TLP_BYTE
+from .fc_init import ADVERTISED
+
+__all__ = ["UpdateFc", "DEFAULT_UPDATE_INTERVAL"]
+
+#: Symbol times between unprompted UpdateFCs: 30 µs at 2.5 GT/s (§2.6.1.2's guideline for
+#: a link in L0). DLLPs are never replayed, so a lost UpdateFC is repaired only by the next.
+DEFAULT_UPDATE_INTERVAL = 7500
+
+_TYPE_MESSAGE = 0b10  # Type[4:3] of every message (posted)
+_TYPE_COMPLETION = 0b0101  # Type[4:1] of Cpl/CplD (0101 0) and CplLk/CplDLk (0101 1)
+
+
+class UpdateFc(wiring.Component):
+    """Counts CREDITS_ALLOCATED for posted and non-posted TLPs and sends them in UpdateFC.
+
+    Every TLP the data link layer keeps (``rx_accept``) is consumed at once by the transaction
+    layer above (configuration space answers or drops a request as it ends; memory requests
+    are not yet handled and are dropped), so its credits are allocated again then: one header
+    credit and, with data, Length / 4 rounded up data credits (Length 0 is 1024 DW), added to
+    the type's counters (8-bit header, 12-bit data, modulo as §2.6.1 counts). A type whose
+    counters moved has an UpdateFC owed; every ``interval`` symbol times both are owed
+    anyway. Completions are advertised infinite (``ADVERTISED``) and need none.
+
+    Attributes
+    ----------
+    rx_tlp: stream of RX_TLP_BYTE, input (never stalled)
+        Received TLP bytes (``SoftDataLink``'s); only bytes 0, 2 and 3 are looked at.
+    rx_accept: Signal(), input
+        Strobe: the TLP whose bytes came is kept.
+    dl_active: Signal(), input
+        Low: counters back to the advertised credits, nothing sent (DL_Inactive, FC_INIT).
+    tx_dllp: stream of Signal(32), output
+        UpdateFC-P / UpdateFC-NP DLLPs, byte 0 in bits 7:0.
+    posted, non_posted: Signal(20), output
+        CREDITS_ALLOCATED: header in bits 19:12, data in bits 11:0.
+
+    Parameters
+    ----------
+    interval: int
+        Symbol times between unprompted UpdateFCs.
+    advertised: the (header, data) credits InitFC advertised for P, NP (and Cpl, infinite).
+    """
+
+    rx_tlp: In(stream.Signature(RX_TLP_BYTE, always_ready=True))
+    rx_accept: In(1)
+    dl_active: In(1)
+    tx_dllp: Out(stream.Signature(32))
+    posted: Out(20)
+    non_posted: Out(20)
+
+    def __init__(self, *, interval: int = DEFAULT_UPDATE_INTERVAL,
+                 advertised: tuple = ADVERTISED):
+        self._interval = interval
+        self._advertised = advertised
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # Byte 0 (Fmt/Type) and the 10-bit Length of the TLP being received.
+        fmt_type, length = Signal(8), Signal(10)
+        index = Signal(range(5))  # bytes so far, saturating at 4
+        byte = self.rx_tlp.payload.data
+        with m.If(self.rx_tlp.valid):
+            with m.If(self.rx_tlp.payload.first):
+                m.d.sync += [fmt_type.eq(byte), index.eq(1)]
+            with m.Else():
+                with m.If(index != 4):
+                    m.d.sync += index.eq(index + 1)
+                with m.If(index == 2):
+                    m.d.sync += length[8:].eq(byte[:2])
+                with m.If(index == 3):
+                    m.d.sync += length[:8].eq(byte)
+
+        kind = fmt_type[:5]
+        with_data = fmt_type[6]
+        is_posted = ((kind == 0) & with_data) | (kind[3:5] == _TYPE_MESSAGE)
+        is_completion = kind[1:5] == _TYPE_COMPLETION
+        data_credits = Signal(9)  # 1..256 (a 1024-DW TLP)
+        m.d.comb += data_credits.eq(Mux(with_data, Mux(length == 0, 256, (length + 3) >> 2), 0))
+
+        counters = []
+        for name, (header, data_init) in (("posted", self._advertised[0]),
+                                          ("non_posted", self._advertised[1])):
+            hdr = Signal(8, init=header, name=f"{name}_header")
+            dat = Signal(12, init=data_init, name=f"{name}_data")
+            owed = Signal(name=f"{name}_owed")
+            m.d.comb += getattr(self, name).eq(Cat(dat, hdr))
+            counters.append((hdr, dat, owed))
+        (p_hdr, p_dat, p_owed), (np_hdr, np_dat, np_owed) = counters
+
+        # One DLLP on offer: UpdateFC-P if owed, else UpdateFC-NP. The word is the DLLP's four
+        # bytes, byte 0 in bits 7:0 (the big-endian fields of fc_init's InitFC, live here).
+        send_posted = p_owed
+        hdr, dat = Mux(send_posted, p_hdr, np_hdr), Mux(send_posted, p_dat, np_dat)
+        dllp_type = Signal(8)
+        m.d.comb += [
+            dllp_type.eq(Mux(send_posted, DllpType.UPDATE_FC_P, DllpType.UPDATE_FC_NP)),
+            self.tx_dllp.valid.eq(self.dl_active & (p_owed | np_owed)),
+            self.tx_dllp.payload.eq(Cat(dllp_type, hdr[2:8], Const(0, 2),
+                                        dat[8:12], Const(0, 2), hdr[:2], dat[:8])),
+        ]
+        with m.If(self.tx_dllp.valid & self.tx_dllp.ready):
+            with m.If(send_posted):
+                m.d.sync += p_owed.eq(0)
+            with m.Else():
+                m.d.sync += np_owed.eq(0)
+
+        # After the clearing above, so that credits consumed in the clock an UpdateFC is taken
+        # (it carries the old count) leave another owed: later assignments win.
+        with m.If(self.rx_accept & ~is_completion):
+            with m.If(is_posted):
+                m.d.sync += [p_hdr.eq(p_hdr + 1), p_dat.eq(p_dat + data_credits), p_owed.eq(1)]
+            with m.Else():
+                m.d.sync += [np_hdr.eq(np_hdr + 1), np_dat.eq(np_dat + data_credits),
+                             np_owed.eq(1)]
+
+        timer = Signal(range(self._interval))
+        m.d.sync += timer.eq(Mux(timer == self._interval - 1, 0, timer + 1))
+        with m.If(timer == self._interval - 1):
+            m.d.sync += [p_owed.eq(1), np_owed.eq(1)]
+
+        with m.If(~self.dl_active):
+            m.d.sync += [p_hdr.eq(p_hdr.init), p_dat.eq(p_dat.init),
+                         np_hdr.eq(np_hdr.init), np_dat.eq(np_dat.init),
+                         p_owed.eq(0), np_owed.eq(0)]
+        return m
