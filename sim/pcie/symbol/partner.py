@@ -22,7 +22,7 @@ from busprobe.protocol.pcie_symbols import (
     encode_ts,
 )
 
-from .partner_dll import PartnerDataLink
+from .partner_dll import DataLinkLayer, PartnerDataLink
 
 __all__ = ["RootPortPartner", "PartnerState"]
 
@@ -68,6 +68,9 @@ class RootPortPartner:
     skp_interval: symbol times between SKP ordered sets.
     data_link: run flow-control initialisation in L0 (:class:`.partner_dll.PartnerDataLink`);
         off, the partner sends only what the test asks for.
+    dll: the data link layer above the symbols (default: a
+        :class:`.partner_dll.PartnerDataLink`); it hears LinkUp/LinkDown and every packet
+        found in L0, and supplies DLLPs where ``data_link`` says.
     ask_compliance: send Polling.Active's TS1s with Compliance Receive set (a test fixture
         asking the endpoint for its compliance pattern) until :meth:`end_compliance`.
     scrambled: what :meth:`step` takes and gives is on the wire, scrambled (§4.2.1.3, the
@@ -77,7 +80,8 @@ class RootPortPartner:
 
     def __init__(self, *, link: int = 0, lane: int = 0, polling_ts1_min: int = 16,
                  silent: int = 0, skp_interval: int = 1200, data_link: bool = True,
-                 ask_compliance: bool = False, scrambled: bool = False):
+                 ask_compliance: bool = False, scrambled: bool = False,
+                 dll: DataLinkLayer | None = None):
         self.link, self.lane = link, lane
         self.polling_ts1_min = polling_ts1_min
         self.silent = silent
@@ -97,7 +101,7 @@ class RootPortPartner:
         self._os: list[int] | None = None  # an ordered set being received
         self._skipping = False
         self._time = 0
-        self.dll = PartnerDataLink()
+        self.dll = PartnerDataLink() if dll is None else dll
         self.data_link = data_link
         self.ask_compliance = ask_compliance
         self._packet: list[int] | None = None  # a packet being received in L0

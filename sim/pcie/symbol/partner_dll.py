@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
+from typing import Protocol
 
 from busprobe.protocol.pcie_dll import (
     SEQ_MODULUS,
@@ -15,11 +16,25 @@ from busprobe.protocol.pcie_dll import (
     nak_dllp,
 )
 
-__all__ = ["PartnerDataLink", "DlState"]
+__all__ = ["PartnerDataLink", "DlState", "DataLinkLayer"]
 
 _INIT_FC1 = (DllpType.INIT_FC1_P, DllpType.INIT_FC1_NP, DllpType.INIT_FC1_CPL)
 _INIT_FC2 = (DllpType.INIT_FC2_P, DllpType.INIT_FC2_NP, DllpType.INIT_FC2_CPL)
 _UPDATE_FC = (DllpType.UPDATE_FC_P, DllpType.UPDATE_FC_NP, DllpType.UPDATE_FC_CPL)
+
+
+class DataLinkLayer(Protocol):
+    """What :class:`~.partner.RootPortPartner` needs from the data link layer above it: this
+    module's :class:`PartnerDataLink`, or cocotbext-pcie's ``Port`` through
+    :class:`~.cocotb_port.SymbolPort`."""
+
+    def link_up(self) -> None: ...
+
+    def link_down(self) -> None: ...
+
+    def next_dllp(self) -> bytes | None: ...
+
+    def on_packet(self, packet: FramedPacket) -> None: ...
 
 
 class DlState(enum.StrEnum):

@@ -1,0 +1,122 @@
+"""cocotbext-pcie's root complex on the soft endpoint's Verilator model, symbol by symbol.
+
+Inside a cocotb test on :data:`~.endpoint_model.TOPLEVEL`::
+
+    bench = await SoftEndpointBench.start(dut)   # clock, reset, the wire running
+    await bench.until_dl_active()                # trained, flow control initialised both ways
+    await bench.rc.enumerate(timeout=..., timeout_unit="us")
+    bench.output("max_payload_size")             # the endpoint's outputs, as ints
+
+Every symbol time a coroutine hands the endpoint's symbol to :meth:`SymbolPort.symbol_time`
+(the :class:`~.partner.RootPortPartner` under cocotbext-pcie's ``Port``) and drives what the
+partner sends back, both at the falling clock edge, when the endpoint's outputs are settled
+and its inputs are taken at the next rising edge: one symbol each way per clock, as
+:class:`~.amaranth_bench.SymbolExchange` does in Amaranth's simulator.
+"""
+
+from __future__ import annotations
+
+import cocotb
+from busprobe.protocol.pcie_symbols import KCode
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge
+from cocotbext.pcie.core import RootComplex
+
+from .amaranth_bench import SYMBOL_PERIOD
+from .cocotb_port import SymbolPort, park_unused_port
+from .endpoint_model import SYMBOL_BITS
+
+__all__ = ["SoftEndpointBench", "attach_root_port"]
+
+#: rx_word: a symbol is on the wire; tx_word: the endpoint is in electrical idle.
+_WIRE_FLAG = 1 << SYMBOL_BITS
+_SYMBOL_MASK = _WIRE_FLAG - 1
+
+
+def attach_root_port(rc: RootComplex, port: SymbolPort):
+    """A new root port of ``rc`` whose link is ``port``; returns the root port (its bridge)."""
+    root_port = rc.make_port()
+    built = root_port.downstream_port
+    root_port.set_downstream_port(port)
+    park_unused_port(built)
+    return root_port
+
+
+class SoftEndpointBench:
+    """The endpoint model, its clock and wire, a :class:`SymbolPort` and a root complex.
+
+    Attributes
+    ----------
+    dut: the cocotb handle of the model's top.
+    port: the :class:`SymbolPort` (``port.partner`` is the symbol-level root port).
+    rc: cocotbext-pcie's ``RootComplex`` with ``port`` as its one root port.
+    cycles: symbol times run since reset.
+    corrupt_tlps: the endpoint's next TLPs to reach the root port with one header bit flipped
+        (a bad LCRC: the root port NAKs, the endpoint replays).
+    """
+
+    #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
+    CORRUPTED_SYMBOL = 6
+
+    def __init__(self, dut, **partner_options) -> None:
+        self.dut = dut
+        self.port = SymbolPort(**partner_options)
+        self.rc = RootComplex()
+        attach_root_port(self.rc, self.port)
+        self.cycles = 0
+        self.corrupt_tlps = 0
+        self._countdown = 0
+
+    @classmethod
+    async def start(cls, dut, **partner_options) -> SoftEndpointBench:
+        """Clock and reset the model, then run the wire in the background."""
+        Clock(dut.clk, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
+        dut.rst.value = 1
+        dut.rx_word.value = 0
+        dut.receiver_detected.value = 1
+        await ClockCycles(dut.clk, 4)
+        dut.rst.value = 0
+        bench = cls(dut, **partner_options)
+        cocotb.start_soon(bench._run_wire())
+        return bench
+
+    async def _run_wire(self) -> None:
+        dut, port = self.dut, self.port
+        rx_word, tx_word = dut.rx_word, dut.tx_word
+        falling = FallingEdge(dut.clk)
+        back = port.symbol_time(None)
+        while True:
+            await falling
+            word = int(tx_word.value)
+            sent = None if word & _WIRE_FLAG else word & _SYMBOL_MASK
+            if self.corrupt_tlps and sent is not None:
+                sent = self._corrupt(sent)
+            back = port.symbol_time(sent)
+            rx_word.value = 0 if back is None else back | _WIRE_FLAG
+            self.cycles += 1
+
+    def _corrupt(self, symbol: int) -> int:
+        if symbol == KCode.STP:
+            self._countdown = self.CORRUPTED_SYMBOL
+        elif self._countdown:
+            self._countdown -= 1
+            if not self._countdown:
+                self.corrupt_tlps -= 1
+                return symbol ^ 1
+        return symbol
+
+    def output(self, name: str) -> int:
+        """One of the endpoint's outputs (:data:`~.endpoint_model.OUTPUTS`) now."""
+        return int(getattr(self.dut, name).value)
+
+    async def until_dl_active(self, *, cycles: int = 20_000) -> int:
+        """Wait until the endpoint and the root port are both DL_Active; the symbol times
+        since reset. Raises ``TimeoutError`` after ``cycles``."""
+        clk = self.dut.clk
+        for _ in range(cycles):
+            if self.output("dl_active") and self.port.fc_state[0].initialized.is_set():
+                return self.cycles
+            await ClockCycles(clk, 1)
+        raise TimeoutError(f"not DL_Active after {cycles} symbol times; partner "
+                           f"{self.port.partner.state}, endpoint dl_active "
+                           f"{self.output('dl_active')}")

@@ -1,0 +1,93 @@
+"""The soft endpoint (``SoftDataLink`` + ``ConfigSpace``) as a Verilator model for cocotb.
+
+The Amaranth design is turned into Verilog once per source hash
+(:func:`~busprobe.gateware.verilog_cache.cached_verilog`) and built once per Verilog hash
+(:func:`~busprobe.sim.verilator_build.build_verilator_model`), as the other models are. The
+top's ports are flat so that the bench touches two words a symbol time::
+
+    rx_word[8:0]  symbol from the root port (packed {k, byte})   rx_word[9]  present (else
+                                                                             electrical idle)
+    tx_word[8:0]  symbol to the root port                        tx_word[9]  electrical idle
+
+plus the endpoint's state as outputs (``dl_active``, ``status``, ``max_payload_size``, ...).
+The LTSSM runs :data:`~.amaranth_bench.SIM_TIMING` (its timeouts scaled to thousands of
+symbol times, as every symbol-level test runs it); the data link layer its defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from busprobe.protocol.pcie_ltssm import LINK_STATUS_FIELDS
+
+__all__ = ["TOPLEVEL", "OUTPUTS", "SYMBOL_BITS", "build_soft_endpoint_simulator"]
+
+TOPLEVEL = "soft_endpoint"
+#: A packed symbol's width in ``rx_word``/``tx_word``; the bit above it is the wire's state.
+SYMBOL_BITS = 9
+#: The outputs the bench reads: name -> width.
+OUTPUTS = {
+    "dl_active": 1, "status": sum(width for _, width in LINK_STATUS_FIELDS),
+    "recoveries": 16, "naks": 16, "duplicates": 16,
+    "replays": 16, "replay_timeouts": 16, "protocol_errors": 16, "next_transmit_seq": 12,
+    "acked_seq": 12, "next_rcv_seq": 12, "completer_id": 16, "memory_space": 1,
+    "bus_master": 1, "bar0_base": 32, "msi_enable": 1, "msi_address": 64, "msi_data": 16,
+    "max_payload_size": 16, "max_request_size": 16, "dropped": 16, "malformed": 16,
+}
+
+
+def _top():
+    from amaranth import Cat, Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    from busprobe.gateware.pcie.soft.config_space import ConfigSpace
+    from busprobe.gateware.pcie.soft.data_link import SoftDataLink
+
+    from .amaranth_bench import SIM_TIMING
+
+    class SoftEndpointTop(wiring.Component):
+        """``SoftDataLink`` and ``ConfigSpace`` connected as an endpoint is, flat ports."""
+
+        def __init__(self) -> None:
+            super().__init__({"rx_word": In(SYMBOL_BITS + 1), "receiver_detected": In(1),
+                              "tx_word": Out(SYMBOL_BITS + 1),
+                              **{name: Out(width) for name, width in OUTPUTS.items()}})
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.link = link = SoftDataLink(timing=SIM_TIMING)
+            m.submodules.config = config = ConfigSpace()
+            wiring.connect(m, link.rx_tlp, config.rx_tlp)
+            wiring.connect(m, config.tlp, link.tlp)
+            m.d.comb += [
+                config.rx_accept.eq(link.rx_accept),
+                config.link_status.eq(link.status),
+                link.rx.valid.eq(self.rx_word[SYMBOL_BITS]),
+                link.rx.payload.symbol.eq(self.rx_word[:SYMBOL_BITS]),
+                link.rx_electrical_idle.eq(~self.rx_word[SYMBOL_BITS]),
+                link.receiver_detected.eq(self.receiver_detected),
+                link.tx.ready.eq(1),
+                self.tx_word.eq(Cat(link.tx.payload.symbol, link.tx_electrical_idle)),
+            ]
+            for name in OUTPUTS:
+                source = getattr(config, name, None)
+                if source is None:
+                    source = getattr(link, name)
+                m.d.comb += getattr(self, name).eq(source)
+            return m
+
+    return SoftEndpointTop()
+
+
+def build_soft_endpoint_simulator() -> Path:
+    """The endpoint's Verilog (cached) built by Verilator (cached); the model's folder."""
+    from busprobe.gateware.verilog_cache import cached_verilog
+    from busprobe.sim.verilator_build import build_root, build_verilator_model
+
+    from . import amaranth_bench
+
+    verilog = cached_verilog(build_root() / "gateware" / "pcie", TOPLEVEL, _top,
+                             packages=["busprobe.gateware.pcie.soft", "busprobe.protocol"],
+                             files=[Path(__file__), Path(amaranth_bench.__file__)])
+    return build_verilator_model("pcie-soft-endpoint", [verilog], TOPLEVEL,
+                                 public_ports_only=True)
