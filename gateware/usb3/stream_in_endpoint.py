@@ -132,8 +132,9 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
         with m.If(inner_events.eob & (phase == StreamState.MOVE_DATA)):
             m.d.ss += phase.eq(StreamState.PRIME_PIPE)  # the transfer's last packet
 
+        # ``nrdy`` is the burst endpoint's alone: the NRDYs answering primes (and refused
+        # packets, counted as stream errors) are the stream protocol's, not a device not ready.
         m.d.comb += [self.events.eq(inner_events),
-                     self.events.nrdy.eq(inner_events.nrdy | own.sent_nrdy),
                      self.events.stream_error.eq(error)]
 
         states.follow_configuration(m, self, primed, cleared=own.cleared)

@@ -105,9 +105,10 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
                   & (phase == StreamState.MOVE_DATA)):
             m.d.ss += phase.eq(StreamState.PRIME_PIPE)
 
+        # ``nrdy`` is the burst endpoint's alone: the NRDYs answering primes (and refused
+        # packets, counted as stream errors) are the stream protocol's, not a device not ready.
         m.d.comb += [self.events.eq(inner_events),
                      self.events.erdy.eq((inner_events.erdy & ~swallowed) | own.sent_erdy),
-                     self.events.nrdy.eq(inner_events.nrdy | own.sent_nrdy),
                      self.events.stream_error.eq(error)]
 
         states.follow_configuration(m, self, primed, cleared=own.cleared)

@@ -135,7 +135,7 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
     ("in_burst_max", "most DPs in one IN burst (saturates at 31: a host that keeps "
                        "the window open makes one long burst)"),
     ("in_eobs", "IN DPs sent with End Of Burst set"),
-    ("in_nrdys", "NRDY TPs sent for the IN endpoint (no data to send)"),
+    ("in_nrdys", "NRDY TPs sent for the IN endpoint (no data to send; not a stream's prime)"),
     ("in_erdys", "ERDY TPs sent for the IN endpoint (data ready after an NRDY)"),
     # Bulk OUT (host -> device).
     ("out_bytes", "payload bytes of OUT DPs received in sequence and acknowledged"),
@@ -153,7 +153,7 @@ TELEMETRY: tuple[tuple[str, str], ...] = (
                    "one's end, or ended by a DP with EOB"),
     ("out_burst_max", "most DPs in one OUT burst (saturates at 31: a host that keeps "
                        "the window open makes one long burst)"),
-    ("out_nrdys", "NRDY TPs sent for the OUT endpoint"),
+    ("out_nrdys", "NRDY TPs sent for the OUT endpoint (not a stream's prime)"),
     ("out_erdys", "ERDY TPs sent for the OUT endpoint"),
     # Link and time base.
     ("header_credit_stalls", "ss cycles a header packet waited for a link header credit (LCRD)"),
