@@ -75,16 +75,23 @@ class UasEngine(StorageEngine):
     ready_ius: bool
         Announce each command's data with READ READY / WRITE READY (high speed); without them
         (bulk streams) the data pipe's stream of the tag is the announcement.
-    acked: bool
-        The SENSE waits for the host's ACK of every data byte (``in_acked``/``out_acked``);
-        without, for the last data beat handed to (taken from) the data pipe's endpoint.
+    acked: tuple of "in", "out"
+        The directions whose SENSE waits for the host's ACK of every data byte (``in_acked``/
+        ``out_acked``); in the others, for the last data beat handed to the data-in pipe's
+        endpoint (read) or taken by the check from the data-out pipe's (write). SuperSpeed
+        takes ``("out",)``: a read's SENSE goes on its own stream, and the host completes the
+        command when both its transfers are in, so only a write has a reason to wait (the check
+        reading the last packet out of the OUT buffer is 256 cycles the host would see).
     """
 
     def __init__(self, *, replies=None, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, width=1,
-                 max_packet_size=usb2.MAX_PACKET_SIZE, ready_ius=True, acked=True):
+                 max_packet_size=usb2.MAX_PACKET_SIZE, ready_ius=True, acked=("in", "out")):
         if width not in (1, 4):
             raise ValueError(f"the UAS engine moves 1 or 4 bytes a beat, not {width}")
-        self._width, self._ready_ius, self._acked = width, ready_ius, acked
+        if not set(acked) <= {"in", "out"}:
+            raise ValueError(f"acked names directions 'in' and 'out', not {acked!r}")
+        self._width, self._ready_ius = width, ready_ius
+        self._acked_in, self._acked_out = "in" in acked, "out" in acked
         super().__init__({
             "command_packets": In(PacketStreamSignature(width)),
             "status_packets": Out(PacketStreamSignature(width)),
@@ -178,8 +185,9 @@ class UasEngine(StorageEngine):
         tag_bytes = [tag[8:16], tag[0:8]]
 
         writing = kind == Kind.WRITE
-        if self._acked:
-            acked = Mux(writing, self.out_acked, self.in_acked)
+        if self._acked_in or self._acked_out:
+            acked = Mux(writing, self.out_acked if self._acked_out else 0,
+                        self.in_acked if self._acked_in else 0)
             acked_length = Mux(writing, self.out_acked_length, self.in_acked_length)
             with m.If(acked & (unacked != 0)):
                 # Saturating: a host that sends more than the command's length ends it all
@@ -234,7 +242,9 @@ class UasEngine(StorageEngine):
                 sync += [self.check.eq(failed), self.blocks.eq(decode.blocks),
                          self.read.eq(kind == Kind.READ), self.write.eq(kind == Kind.WRITE),
                          remaining.eq(decode.device_length), then_data.eq(has_data),
-                         unacked.eq(decode.device_length if self._acked else 0)]
+                         unacked.eq(Mux(kind == Kind.WRITE,
+                                         decode.device_length if self._acked_out else 0,
+                                         decode.device_length if self._acked_in else 0))]
                 m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
                 with m.If(has_data & self._ready_ius):
                     ready = Mux(device_in, uas.IuId.READ_READY, uas.IuId.WRITE_READY)
@@ -330,7 +340,7 @@ class UasEngine(StorageEngine):
                 # Every OUT byte ACKed (or, without ACKs, taken): the SENSE goes while the
                 # check may still read them.
                 m.d.comb += self.data_out.eq(1)
-                with m.If((unacked == 0) if self._acked else (unchecked == 0)):
+                with m.If((unacked == 0) if self._acked_out else (unchecked == 0)):
                     m.next = "SENSE"
 
             with m.State("DONE"):

@@ -34,6 +34,11 @@ class FramedPackets(wiring.Component):
     length: Signal(11), output
     ends: Signal(), output
     stream: Signal(16), output
+    coming: Signal(), output
+        Registered: a packet is kept or on its way (a beat of it in the ring): the endpoint may
+        announce it before it is whole. With ``tagged``, ``coming_stream`` is the stream of the
+        packet being written.
+    coming_stream: Signal(16), output
     take: Signal(), input
         Strobe: the endpoint took the packet in front.
 
@@ -53,6 +58,8 @@ class FramedPackets(wiring.Component):
     length: Out(11)
     ends: Out(1)
     stream: Out(16)
+    coming: Out(1)
+    coming_stream: Out(16)
     take: In(1)
 
     def __init__(self, *, tagged=False):
@@ -85,4 +92,10 @@ class FramedPackets(wiring.Component):
                        closed_last.eq(self.last), closed_stream.eq(self.stream_id)]
         with m.If(self.drop):
             m.d.ss += [closed.eq(0), filling.eq(0)]
+        # ``closed`` and the FIFO's level cover the cycles between a packet's last beat and
+        # ``ready``: no gap in which a packet on its way looks like none.
+        m.d.ss += self.coming.eq(((filling != 0) | closed | (fifo.w_level != 0)) & ~self.drop)
+        if tagged:
+            with m.If(self.beat):
+                m.d.ss += self.coming_stream.eq(self.stream_id)
         return m

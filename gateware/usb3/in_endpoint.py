@@ -16,7 +16,6 @@ from .transaction import HandshakeKind, HandshakeRequestSignature
 __all__ = ["BurstInEndpoint"]
 
 
-
 class BurstInEndpoint(wiring.Component):
     """Bulk IN endpoint, wMaxPacketSize 1024, sending up to ``slots`` packets per burst.
 
@@ -42,12 +41,12 @@ class BurstInEndpoint(wiring.Component):
     With ``framed`` (loopback, the null disk) the packets are the stream's own instead
     (:class:`.framed_packets.FramedPackets`: cut at ``last`` or 1024 bytes, each from a word of
     the ring), sent as they came; a short packet ends its transfer (EOB), and with ``tagged``
-    (UAS) every ``last`` while ``last_ends``, each packet's stream kept for the stream layer.
+    (UAS) every ``last`` while ``last_ends``, each packet's stream kept for the stream layer; a
+    tagged packet is announced (ERDY) from its first beat in the ring, not once it is whole.
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
-    (its NRDY/ERDY would name endpoint 0). This endpoint replaces it, so the bug is avoided here,
-    in one place: NRDY/ERDY go through :mod:`.transaction` with the endpoint number set.
+    (its NRDY/ERDY would name endpoint 0); this endpoint replaces it, its NRDY/ERDY named.
 
     Attributes
     ----------
@@ -155,13 +154,11 @@ class BurstInEndpoint(wiring.Component):
         filled, next_byte, retired = Signal(16), Signal(16), Signal(16)
         # Sequence numbers (mod 32): retire_seq <= send_seq <= never_sent.
         send_seq, retire_seq, retire_target = Signal(5), Signal(5), Signal(5)
-        window_end, never_sent = Signal(5), Signal(5)
-        rewind, rewind_seq = Signal(), Signal(5)
-        waiting = Signal()  # after an NRDY or an EOB packet: nothing is sent until ERDY
+        window_end, never_sent, rewind_seq = Signal(5), Signal(5), Signal(5)
+        rewind, waiting = Signal(), Signal()  # waiting: after an NRDY or EOB, until ERDY
 
-        # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes.
-        # Framed, each packet's length (tagged: its stream, whether ``last`` ended it) is kept
-        # when its last beat is written.
+        # Fill: a word per cycle while the ring has room beyond the unacknowledged bytes; framed,
+        # each packet's length (and tagged, its stream and ``last``) kept at its last beat.
         m.submodules.framed_lengths = framed_lengths = FramedPackets(tagged=self._tagged)
         # Registered, a word short of full: in loopback ``ready`` reaches the OUT endpoint's
         # block RAM read enable, and the subtract-compare must not lengthen that path.
@@ -195,7 +192,8 @@ class BurstInEndpoint(wiring.Component):
             ends = framed_lengths.ends & self.last_ends  # 0 unless tagged
             m.d.ss += [new_length.eq(length_read),
                        new_eob.eq((length_read != PACKET_BYTES) | ends),
-                       new_stream.eq(framed_lengths.stream)]
+                       new_stream.eq(Mux(framed_lengths.ready, framed_lengths.stream,
+                                         framed_lengths.coming_stream))]
         with m.Elif(endless):
             m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
         with m.Elif(zlp_due):
@@ -232,6 +230,9 @@ class BurstInEndpoint(wiring.Component):
         buffered = Signal()
         m.d.ss += buffered.eq(Mux(self.framed, framed_lengths.ready,
                                   (filled - next_byte)[:16] >= new_length + 8))
+        # Tagged (UAS), a packet on its way is announced (ERDY; an ACK TP for it waits, no NRDY):
+        # the host's answer (2 µs behind a VL805) overlaps the fill (2.05 µs a packet).
+        coming = (self.framed & framed_lengths.coming) if self._tagged else C(0)
         # The window and ring-occupancy compares are registered; ``hold`` blocks the one cycle in
         # which they are stale (after a packet, an ACK TP, an ERDY or a rewind changed them).
         window_open, hold = Signal(), Signal()
@@ -364,12 +365,12 @@ class BurstInEndpoint(wiring.Component):
                 m.d.ss += [rewind.eq(1), rewind_seq.eq(handshakes_in.next_sequence),
                            waiting.eq(0)]
             with m.Elif((handshakes_in.number_of_packets != 0) & ~waiting & ~asking
-                        & (handshakes_in.next_sequence == never_sent) & ~buffered):
+                        & (handshakes_in.next_sequence == never_sent) & ~buffered & ~coming):
                 m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.NRDY)]
         all_acknowledged = (retire_seq == send_seq) & (retire_target == send_seq)
         m.d.comb += self.acknowledged.eq(all_acknowledged)
-        with m.If(waiting & ~asking & all_acknowledged & buffered & (settling == 0) & idle
-                  & ~self.halt):
+        with m.If(waiting & ~asking & all_acknowledged & (buffered | coming) & (settling == 0)
+                  & idle & ~self.halt):
             m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.ERDY)]
         m.d.comb += self.handshake.valid.eq(asking)
         with m.If(self.handshake.done):

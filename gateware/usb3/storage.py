@@ -96,6 +96,10 @@ class Usb3StorageDataPath(wiring.Component):
         The UAS tag the data-in and status beats belong to (their endpoints' packet streams).
     want_out: Signal(16), output
         The UAS tag whose data the engine takes next (0: none; the data-out stream it selects).
+    out_acked: Signal(), input
+    out_acked_length: Signal(range(1025)), input
+        Strobe: the bulk OUT endpoint ACKed a data packet of this many bytes (a UAS write's
+        SENSE waits for its last, :class:`~busprobe.gateware.common.uas_engine.UasEngine`).
     engine: ScsiBotEngine
     uas: UasEngine
     telemetry: StorageTelemetry
@@ -126,6 +130,8 @@ class Usb3StorageDataPath(wiring.Component):
     to_in: Out(PacketStreamSignature(WORD_BYTES))
     in_framed: Out(1)
     from_out: In(PacketStreamSignature(WORD_BYTES))
+    out_acked: In(1)
+    out_acked_length: In(range(usb3.MAX_PACKET_SIZE + 1))
     pattern_errors: Out(32)
     first_error_offset: Out(32)
 
@@ -136,7 +142,7 @@ class Usb3StorageDataPath(wiring.Component):
                                     width=WORD_BYTES, max_packet_size=usb3.MAX_PACKET_SIZE)
         self.uas = UasEngine(replies=replies, capacity_blocks=capacity_blocks, width=WORD_BYTES,
                              max_packet_size=usb3.MAX_PACKET_SIZE, ready_ius=False,
-                             acked=False)
+                             acked=("out",))
         self.telemetry = StorageTelemetry(replies=replies)
 
     def elaborate(self, platform):
@@ -162,6 +168,10 @@ class Usb3StorageDataPath(wiring.Component):
             m.d.ss += [held.eq(self.from_out.valid), beat.eq(self.from_out.payload)]
         with m.If(reset):
             m.d.ss += held.eq(0)
+        # A write's SENSE goes at its last data packet's ACK (a cycle later: registered, off
+        # the endpoint's ACK path), not once the check has read that packet out.
+        m.d.ss += [uas_engine.out_acked.eq(self.out_acked),
+                   uas_engine.out_acked_length.eq(self.out_acked_length)]
         wiring.connect(m, wiring.flipped(self.command_out), uas_engine.command_packets)
         wiring.connect(m, uas_engine.status_packets, wiring.flipped(self.status_in))
         m.d.comb += [
@@ -255,6 +265,8 @@ class Usb3StorageDevice(Usb3ProbeDevice):
         m.d.comb += [
             data_path.bot_reset.eq(bot_reset), data_path.set_interface.eq(set_interface),
             data_path.alternate.eq(alternate),
+            data_path.out_acked.eq(endpoint_out.events.acked),
+            data_path.out_acked_length.eq(endpoint_out.events.acked_bytes),
             endpoint_in.flush.eq(flush), endpoint_out.flush.eq(flush),
             status.flush.eq(flush), command.flush.eq(flush),
             status.restart.eq(set_interface), command.restart.eq(set_interface),

@@ -15,7 +15,7 @@ from busprobe.protocol import scsi, uas
 from busprobe.protocol.storage import BLOCK_SIZE, lba_bytes
 
 #: (width, ready_ius, acked): high speed and SuperSpeed.
-SPEEDS = {"high": (1, True, True), "super": (4, False, False)}
+SPEEDS = {"high": (1, True, ("in", "out")), "super": (4, False, ("out",))}
 
 
 def _beats(packet: bytes, width: int):
@@ -43,7 +43,7 @@ def run(commands, speed, writes=()):
     counts = {"mismatch": 0, "sense": 0}
 
     def ack_lengths(ctx, stream, acked_strobe, acked_length, payload):
-        if not acked:
+        if stream not in acked:
             return
         count = bin(payload["keep"]).count("1") if width > 1 else 1
         ctx.set(acked_strobe, 1)

@@ -38,9 +38,9 @@ Every duration is a lower bound of the simulated one (a packet's own bytes at 50
 commands, SKP or ITP outside the data transfers; packets of different pipes never wait for each
 other on a lane, but for the SENSE within the data-in packets), so no simulated run ends before
 the stepped one. :data:`BUSPROBE_DEVICE` adds what busprobe's UAS engine takes beyond an ideal
-device (measured: it fills a whole packet at 4 bytes a cycle before the data pipe's ERDY, and
-checks a write's last packet before its SENSE); the ceiling is the ideal device's, and that
-figure says how far the device itself keeps the run below it.
+device (its decode, and a read's first packet filled at 4 bytes a cycle before it goes: the
+ERDY goes with its first beat, so the host's answer overlaps the fill); the ceiling is the ideal
+device's, and that figure says how far the device itself keeps the run below it.
 """
 
 from __future__ import annotations
@@ -83,15 +83,14 @@ def _dp(payload: int) -> float:
 @dataclass(frozen=True)
 class UasDevice:
     """What a device takes beyond the protocol's answers, in PIPE cycles: ``decode`` from the
-    COMMAND IU's ACK to its first data beat; ``bytes_per_cycle`` (0: at once) the rate at which
-    a data-in packet is filled (its ERDY waits for a whole one) and a write's last packet is
-    checked before its SENSE (and before the next write's ERDY), ``after_check`` cycles
-    later."""
+    COMMAND IU's ACK to its first data beat (a read's ERDY goes with it); ``bytes_per_cycle``
+    (0: at once) the rate at which a data-in packet is filled (its first packet is sent once
+    whole); a write's SENSE ``after_last`` cycles after its last data packet's ACK."""
 
     name: str
     decode: int = 0
     bytes_per_cycle: int = 0
-    after_check: int = 0
+    after_last: int = 0
 
     def fill(self, length: int) -> float:
         """Seconds to fill ``length`` bytes."""
@@ -100,12 +99,12 @@ class UasDevice:
 
 #: Never the bottleneck: the ceiling's device.
 IDEAL_DEVICE = UasDevice("ideal")
-#: busprobe's ``usb3-storage`` (``gateware/common/uas_engine.py``, a word a cycle), measured at
-#: its PIPE ports behind ``vl805``: the data pipe's ERDY 295-298 cycles after the COMMAND IU
-#: (17 are the IU's ACK: the decode ~22, a 1024-byte packet 256), a write's SENSE ERDY 266 after
-#: the last data ACK and the next write stream's ERDY 273 after it (the check of the 1024-byte
-#: packet 256); each taken a few cycles short, as a bound.
-BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=20, bytes_per_cycle=4, after_check=8)
+#: busprobe's ``usb3-storage`` (``gateware/common/uas_engine.py``, a word a cycle): the IU's
+#: decode ~22 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
+#: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later; a write's
+#: SENSE at its last data packet's ACK (the check reads that packet beside it); each taken a
+#: few cycles short, as a bound.
+BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=20, bytes_per_cycle=4, after_last=4)
 
 
 @dataclass(frozen=True)
@@ -192,7 +191,6 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     t = _timing(link, profile, length)
     reading = t.direction == Direction.IN
     span, q = t.span(), min(queue_depth, commands)
-    last_packet = length - (math.ceil(length / t.mps) - 1) * t.mps
     first_packet = min(length, t.mps)
     data = _Pipe(TP if reading else _dp(first_packet), t.retoken, t.answer)
     status = _Pipe(TP, t.retoken, t.answer)
@@ -212,18 +210,18 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         known = command_end + device.decode * CYCLE  # the device has decoded it
         previous = data.end[-1] if data.end else -math.inf
         if reading:
-            floor = max(known + device.fill(first_packet),
-                        previous + t.answer + TP)  # the host ACKed its last packet
+            floor = max(known, previous + t.answer + TP)  # the host ACKed its last packet
         else:
-            floor = max(known, previous + device.fill(last_packet)
-                        + device.after_check * CYCLE)
+            floor = known
         d_at, d_start = data.turn(j, submitted, ready, floor, last)
+        if reading:  # the first packet goes once whole
+            d_start = max(d_start, known + device.fill(first_packet))
         d_end = d_start + span
         data.end.append(d_end)
         if reading:  # handed over once its data are (the device starts sending them)
             sense_ready = max(known + device.fill(length), d_start)
         else:
-            sense_ready = d_end + device.fill(last_packet) + device.after_check * CYCLE
+            sense_ready = d_end + device.after_last * CYCLE
         s_floor = max(sense_ready, status.end[-1] + t.answer + TP if status.end else -math.inf)
         s_at, s_start = status.turn(j, submitted, ready, s_floor, last)
         sense = s_start + TP + ANSWER_IN  # the SENSE IU's packet starts
