@@ -27,9 +27,9 @@ class ScsiBotEngine(StorageEngine):
     """A SCSI null disk behind BOT, one command at a time, on the bulk endpoints' packet streams.
 
     A CBW (anything but a valid one gets a CSW of phase error, as
-    :class:`~.bot_framing.BotFraming` answers it) is decoded in three cycles: the fields, the
-    command (:class:`~.scsi_decode.ScsiDecode`, the decode UAS shares: answer, length, sense),
-    then the data phase against the host's (BOT §6.7's thirteen cases):
+    :class:`~.bot_framing.BotFraming` answers it) is decoded in four cycles: the fields, the
+    command in two steps (:class:`~.scsi_decode.ScsiDecode`, the decode UAS shares: answer,
+    length, sense), then the data phase against the host's (BOT §6.7's thirteen cases):
 
     - the host expects no data (Hn): the CSW at once; phase error if the command had data;
     - the command has none, failed, or its direction is not the host's: IN gets ``H`` zero
@@ -145,6 +145,10 @@ class _ScsiCommands(BotHandler):
         with m.State("PLAN"):
             decode.plan(m, cb=framing.cb, cdb_length=framing.field("cb_length", 8),
                         lun=framing.field("lun", 8), capture=engine.capture)
+            m.next = "SETTLE"
+
+        with m.State("SETTLE"):
+            decode.settle(m)
             m.next = "PHASE"
 
         with m.State("PHASE"):
