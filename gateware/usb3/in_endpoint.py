@@ -16,7 +16,6 @@ from .transaction import HandshakeKind, HandshakeRequestSignature
 __all__ = ["BurstInEndpoint"]
 
 
-
 class BurstInEndpoint(wiring.Component):
     """Bulk IN endpoint, wMaxPacketSize 1024, sending up to ``slots`` packets per burst.
 
