@@ -177,7 +177,6 @@ class Usb3StorageDataPath(wiring.Component):
         wiring.connect(m, data_in.source, wiring.flipped(self.to_in))
         m.d.comb += [
             self.tag.eq(uas_engine.tag),
-            self.want_out.eq(Mux(uas_engine.data_out, uas_engine.tag, 0)),
             self.in_framed.eq(1),
             engine.reset.eq(reset),
             uas_engine.reset.eq(self.restart | self.set_interface),
@@ -185,6 +184,9 @@ class Usb3StorageDataPath(wiring.Component):
             self.pattern_errors.eq(telemetry.mismatches),
             self.first_error_offset.eq(Const(NO_ERROR_OFFSET, 32)),
         ]
+        # Registered: from the engine's state into the OUT stream layer's selection was an ss
+        # timing path on ECPIX-5 (the ERDY selecting the tag's stream goes a cycle later).
+        m.d.ss += self.want_out.eq(Mux(uas_engine.data_out, uas_engine.tag, 0))
         share_data_in(m, data_in.sink, engine, uas_engine, uas_on)
         share_telemetry(m, telemetry, engine, uas_engine, uas_on, domain="ss")
         return m
