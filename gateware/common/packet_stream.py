@@ -17,9 +17,11 @@ With ``width`` > 1 a beat also carries ``keep``, one bit per byte: the low ``n``
 ``n`` valid bytes; only a ``last`` beat may have fewer than ``width``.
 """
 
-from amaranth.lib import data, stream
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["packet_layout", "PacketStreamSignature"]
+__all__ = ["packet_layout", "PacketStreamSignature", "RegisteredPacketStream"]
 
 
 def packet_layout(width=1):
@@ -33,3 +35,52 @@ def packet_layout(width=1):
 def PacketStreamSignature(width=1, **kwargs):
     """``amaranth.lib.stream.Signature`` of a packet stream (``kwargs`` as the stream's)."""
     return stream.Signature(packet_layout(width), **kwargs)
+
+
+class RegisteredPacketStream(wiring.Component):
+    """A packet stream passed on through registers both ways, a beat a cycle: the usual skid
+    pair (a main register the consumer reads, a skid register catching the beat offered while
+    the consumer stopped). The producer's ``ready`` is a flip-flop ("the skid register is
+    empty") and the consumer's ``ready`` reaches only the two registers, so no path runs from
+    one side to the other. Beats keep their order and every stop pattern keeps a beat a cycle;
+    each beat comes a cycle later.
+
+    Attributes
+    ----------
+    sink: PacketStreamSignature(width), input stream
+    source: PacketStreamSignature(width), output stream
+    flush: Signal(), input
+        Strobe: drop the beats held (and the one offered this cycle).
+
+    Parameters
+    ----------
+    width: int
+        Bytes a beat.
+    domain: str
+    """
+
+    def __init__(self, *, width, domain="sync"):
+        self._domain = domain
+        super().__init__({"sink": In(PacketStreamSignature(width)),
+                          "source": Out(PacketStreamSignature(width)), "flush": In(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        sync = m.d[self._domain]
+        sink, source = self.sink, self.source
+        main, skid = Signal.like(sink.payload), Signal.like(sink.payload)
+        main_full, skid_full = Signal(), Signal()
+        m.d.comb += [sink.ready.eq(~skid_full), source.valid.eq(main_full),
+                     source.payload.eq(main)]
+        offered = sink.valid & ~skid_full
+        with m.If(self.flush):
+            sync += [main_full.eq(0), skid_full.eq(0)]
+        with m.Elif(~main_full | source.ready):
+            # The main register is free this cycle: refilled from the skid, else the sink.
+            with m.If(skid_full):
+                sync += [main.eq(skid), skid_full.eq(0)]  # the sink waits (not ready)
+            with m.Else():
+                sync += [main.eq(sink.payload), main_full.eq(sink.valid)]
+        with m.Elif(offered):
+            sync += [skid.eq(sink.payload), skid_full.eq(1)]
+        return m

@@ -27,10 +27,15 @@ class Kind(enum.Enum):
 
 
 class ScsiDecode:
-    """The decode of one command block, registered a cycle after :meth:`plan` is active.
+    """The decode of one command block, in two registered steps: :meth:`plan` decodes the
+    command block (what answers it, whether it fails), :meth:`settle` the cycle after gives the
+    lengths and the kind; the outputs are registered a cycle after :meth:`settle` is active.
 
     Not a component of its own: it lives in its transport engine's module (and so under that
-    engine's reset), :meth:`plan` called in the engine's decode state.
+    engine's reset), :meth:`plan` and :meth:`settle` called in two consecutive states of the
+    engine. (In one step, from the command block through the decode, the capacity compare and
+    the answer's length into ``device_length``, it was an ``ss`` timing path on the ECPIX-5,
+    issue 44 item 7: a cycle a command.)
 
     Attributes
     ----------
@@ -62,6 +67,12 @@ class ScsiDecode:
         self.word = Signal(range(replies.depth))
         self.device_length = Signal(42)
         self.lba, self.blocks = Signal(32), Signal(32)
+        # Between plan and settle: the command's kind and answer length, the condition its
+        # operation code found (if any), and the conditions that win over it.
+        self._kind, self._failed, self._fail = Signal(Kind), Signal(), Signal.like(self.fail)
+        self._length, self._alloc = Signal(16), Signal(32)
+        self._out_of_range, self._short, self._lun_bad = Signal(), Signal(), Signal()
+        self._request_sense = Signal()
 
     def plan(self, m, *, cb, cdb_length, lun, capture):
         """Decode the command block: what answers it, how long, whether it fails.
@@ -126,8 +137,6 @@ class ScsiDecode:
                 table(replies.report_luns, cb(6, 4))
             with m.Case(Op.READ_10, Op.READ_16, Op.WRITE_10, Op.WRITE_16):
                 m.d.comb += c_kind.eq(Mux(opcode[1], Kind.WRITE, Kind.READ))
-                with m.If(out_of_range):
-                    illegal(scsi.Asc.LBA_OUT_OF_RANGE)
             with m.Default():
                 illegal(scsi.Asc.INVALID_COMMAND_OPERATION_CODE)
 
@@ -136,30 +145,47 @@ class ScsiDecode:
             for op in Op:
                 with m.Case(op):
                     m.d.comb += need.eq(scsi.cdb_length(op))
-        with m.If(cdb_length < need):
-            illegal(scsi.Asc.INVALID_FIELD_IN_CDB)
-        with m.If(lun != 0):
-            illegal(scsi.Asc.LOGICAL_UNIT_NOT_SUPPORTED)
+        # An LBA range past the capacity (READ / WRITE), a short CDB and a LUN but 0: applied by
+        # settle, from registers; the last two win over the operation code's conditions.
+        sync += [self._out_of_range.eq(out_of_range), self._short.eq(cdb_length < need),
+                 self._lun_bad.eq(lun != 0)]
 
-        # Whether it failed is an OR of the conditions, not read back from ``c_fail``'s priority
-        # mux (later conditions win): that mux in front of ``device_length`` was the ECPIX-5
-        # ``ss`` clock's critical path (123.06 MHz for 125).
-        failed = c_failed
-        table_length = Mux(c_alloc < c_length, c_alloc, c_length)
+        sync += [self._kind.eq(c_kind), self._failed.eq(c_failed), self._fail.eq(c_fail),
+                 self._length.eq(c_length), self._alloc.eq(c_alloc), self.word.eq(c_word),
+                 self.lba.eq(c_lba), self.blocks.eq(c_blocks),
+                 self._request_sense.eq(opcode == Op.REQUEST_SENSE)]
+
+    def settle(self, m):
+        """The second step, the cycle after :meth:`plan`: the condition the command failed with
+        (the later one wins: the operation code's, an LBA range past the capacity, a CDB
+        shorter than its group's, a LUN but 0), ``sense``, ``kind`` and ``device_length``."""
+        sync, c_kind = m.d.usb, self._kind
+
+        def index(asc):
+            return scsi.SENSE_CONDITIONS.index(asc)
+        fail = Mux(self._lun_bad, index(scsi.Asc.LOGICAL_UNIT_NOT_SUPPORTED),
+                   Mux(self._short, index(scsi.Asc.INVALID_FIELD_IN_CDB),
+                       Mux(self._out_of_range & ((c_kind == Kind.READ) | (c_kind == Kind.WRITE)),
+                           index(scsi.Asc.LBA_OUT_OF_RANGE), self._fail)))
+        # Whether it failed is an OR of the conditions, not read back from the priority mux
+        # (that mux in front of ``device_length`` was the ECPIX-5 ``ss`` clock's critical path,
+        # 123.06 MHz for 125).
+        failed = (self._failed | self._lun_bad | self._short
+                  | (self._out_of_range & ((c_kind == Kind.READ) | (c_kind == Kind.WRITE))))
+        sync += [self.fail.eq(fail), self.sense.eq(fail)]
+        with m.If(~failed & self._request_sense):
+            sync += self.sense.eq(0)
+        table_length = Mux(self._alloc < self._length, self._alloc, self._length)
         with m.Switch(c_kind):
             with m.Case(Kind.TABLE):
                 sync += self.device_length.eq(table_length)
             with m.Case(Kind.READ, Kind.WRITE):
-                sync += self.device_length.eq(c_blocks << BLOCK_SHIFT)
+                sync += self.device_length.eq(self.blocks << BLOCK_SHIFT)
             with m.Default():
                 sync += self.device_length.eq(0)
-        sync += [self.kind.eq(Mux(failed, Kind.NONE, c_kind)), self.fail.eq(c_fail),
-                 self.word.eq(c_word), self.lba.eq(c_lba), self.blocks.eq(c_blocks),
-                 self.sense.eq(c_fail)]
+        sync += self.kind.eq(Mux(failed, Kind.NONE, c_kind))
         with m.If(failed):
             sync += self.device_length.eq(0)
-        with m.If(~failed & (opcode == Op.REQUEST_SENSE)):
-            sync += self.sense.eq(0)
 
     def _mode_sense(self, m, table, illegal, cb, *, ten):
         """MODE SENSE (6) or (10): the answer to the CDB's page code and page control (byte 2)

@@ -27,9 +27,10 @@ class ScsiBotEngine(StorageEngine):
     """A SCSI null disk behind BOT, one command at a time, on the bulk endpoints' packet streams.
 
     A CBW (anything but a valid one gets a CSW of phase error, as
-    :class:`~.bot_framing.BotFraming` answers it) is decoded in three cycles: the fields, the
-    command (:class:`~.scsi_decode.ScsiDecode`, the decode UAS shares: answer, length, sense),
-    then the data phase against the host's (BOT §6.7's thirteen cases):
+    :class:`~.bot_framing.BotFraming` answers it) is decoded in five cycles: the fields, the
+    command in two steps (:class:`~.scsi_decode.ScsiDecode`, the decode UAS shares: answer,
+    length, sense), the lengths compared, then the data phase against the host's (BOT §6.7's
+    thirteen cases):
 
     - the host expects no data (Hn): the CSW at once; phase error if the command had data;
     - the command has none, failed, or its direction is not the host's: IN gets ``H`` zero
@@ -127,6 +128,7 @@ class _ScsiCommands(BotHandler):
         self._data_left = Signal(32)   # bytes of the command's own data still to move
         self._position = Signal(range(longest + self._width + 1))  # bytes of the answer so far
         self._word_bad = Signal()      # a byte of the LBA pattern word being written was wrong
+        self._shorter, self._longer = Signal(), Signal()  # device_length <, > the host's
 
     def start(self, m):
         m.d.usb += self._engine.command.eq(1)
@@ -145,6 +147,19 @@ class _ScsiCommands(BotHandler):
         with m.State("PLAN"):
             decode.plan(m, cb=framing.cb, cdb_length=framing.field("cb_length", 8),
                         lun=framing.field("lun", 8), capture=engine.capture)
+            m.next = "SETTLE"
+
+        with m.State("SETTLE"):
+            decode.settle(m)
+            m.next = "MATCH"
+
+        with m.State("MATCH"):
+            # The lengths compared a cycle before PHASE uses them (from ``device_length``
+            # through the compares and the residue's subtract was an ss timing path on
+            # ECPIX-5, issue 44 item 7).
+            host_length = framing.host_length
+            m.d.usb += [self._shorter.eq(decode.device_length < host_length),
+                        self._longer.eq(decode.device_length > host_length)]
             m.next = "PHASE"
 
         with m.State("PHASE"):
@@ -164,9 +179,8 @@ class _ScsiCommands(BotHandler):
         device_in = (kind == Kind.TABLE) | (kind == Kind.READ)
         no_data = device_length == 0
         agree = no_data | (host_in == device_in)
-        moved = Mux(agree & (device_length < host_length), device_length[:32],
-                    Mux(agree, host_length, 0))
-        phase = ~agree | (device_length > host_length)
+        moved = Mux(agree & self._shorter, device_length[:32], Mux(agree, host_length, 0))
+        phase = ~agree | self._longer
         command_status = Mux(fail != 0, CswStatus.FAILED, CswStatus.PASSED)
         sync += [
             framing.status.eq(Mux(phase, CswStatus.PHASE_ERROR, command_status)),

@@ -19,9 +19,17 @@ def share_data_in(m, to_in, bot, uas, uas_on):
     ]
 
 
-def share_telemetry(m, telemetry, bot, uas, uas_on):
+def share_telemetry(m, telemetry, bot, uas, uas_on, *, domain=None):
     """The storage telemetry fed by the engine in force (its events, its snapshot and reads of
-    the replies RAM); the BOT engine's phase errors and the UAS task set's counts always."""
+    the replies RAM); the BOT engine's phase errors and the UAS task set's counts always.
+
+    With ``domain`` the counted events (not the snapshot's handshake or the replies' reads)
+    reach the telemetry through a register of that domain, a cycle later: on the ECPIX-5 the
+    task set's count and the engines' block counts through the alternate's multiplexer into the
+    telemetry's histogram were ``ss`` timing paths (issue 44 item 7). An event a cycle later
+    is counted the same; the snapshot is taken rounds after the command that asks for it.
+    """
+    events = m.d.comb if domain is None else m.d[domain]
     m.d.comb += [
         telemetry.capture.eq(Mux(uas_on, uas.capture, bot.capture)),
         bot.snapshot_ready.eq(telemetry.ready),
@@ -29,6 +37,8 @@ def share_telemetry(m, telemetry, bot, uas, uas_on):
         telemetry.read_address.eq(Mux(uas_on, uas.read_address, bot.read_address)),
         bot.read_data.eq(telemetry.read_data),
         uas.read_data.eq(telemetry.read_data),
+    ]
+    events += [
         telemetry.phase_error.eq(bot.phase_error),
         # UAS commands outstanding: those in the task set, queued or executing.
         telemetry.tags.eq(uas.outstanding),
@@ -37,5 +47,5 @@ def share_telemetry(m, telemetry, bot, uas, uas_on):
         telemetry.aborted.eq(uas.aborted),
     ]
     for name in ENGINE_EVENTS:
-        m.d.comb += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas, name),
-                                                    getattr(bot, name)))
+        events += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas, name),
+                                                  getattr(bot, name)))

@@ -233,6 +233,9 @@ class UasEngine(StorageEngine):
 
             with m.State("DECODE"):
                 decode.plan(m, cb=cb, cdb_length=16, lun=tasks.lun_bad, capture=self.capture)
+                m.next = "SETTLE"
+            with m.State("SETTLE"):
+                decode.settle(m)
                 m.next = "PLAN"
 
             with m.State("PLAN"):

@@ -20,6 +20,8 @@ took, so none waits behind more than ``depth - 1`` others whatever the host keep
 commands complete out of the order they came in once slots are reused.
 """
 
+from types import SimpleNamespace
+
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -158,6 +160,12 @@ class UasTaskSet(wiring.Component):
         # The engine's side's strobes (below): a slot taken, a slot done.
         take, finish = Signal(depth), Signal(depth)
 
+        decoded = SimpleNamespace(command=Signal(name="decoded_command"),
+                                  task=Signal(name="decoded_task"),
+                                  lun_bad=Signal(name="decoded_lun_bad"),
+                                  abort=Signal(name="decoded_abort"),
+                                  lu_reset=Signal(name="decoded_lu_reset"))
+
         with m.FSM(domain="usb", name="ingest"):
             with m.State("RECEIVE"):
                 m.d.comb += self.packets.ready.eq(1)
@@ -171,14 +179,20 @@ class UasTaskSet(wiring.Component):
                     with m.If(self.packets.payload.last):
                         m.next = "LOOKUP"
             with m.State("LOOKUP"):
+                function = iu_bytes(uas.TASK_OFFSETS["function"])
                 sync += [
                     match_q.eq(Cat(*((tags[i] == key) & queued[i] for i in range(depth)))),
                     match_r.eq(Cat(*((tags[i] == key) & running[i] for i in range(depth)))),
-                    free.eq(~(queued | running)), slot.eq(first_free)]
+                    free.eq(~(queued | running)), slot.eq(first_free),
+                    # The IU's decode, registered for DECIDE (from the IU's bytes through the
+                    # decode into the slots and the count of outstanding commands was an ss
+                    # timing path on ECPIX-5, issue 44 item 7).
+                    decoded.command.eq(is_command), decoded.task.eq(is_task),
+                    decoded.lun_bad.eq(lun != 0),
+                    decoded.abort.eq(function == uas.TaskFunction.ABORT_TASK),
+                    decoded.lu_reset.eq(function == uas.TaskFunction.LOGICAL_UNIT_RESET)]
                 m.next = "DECIDE"
             with m.State("DECIDE"):
-                lu = uas.TASK_OFFSETS["function"]
-                function = iu_bytes(lu)
                 with m.If(took | take.any()):
                     m.next = "LOOKUP"
                 # A reply may be needed: one place must be free.
@@ -186,7 +200,7 @@ class UasTaskSet(wiring.Component):
                     m.next = "RECEIVE"
                     # (The IU's bytes stay: the next IU overwrites those its length reaches.)
                     sync += received.eq(0)
-                    with m.If(is_command):
+                    with m.If(decoded.command):
                         with m.If((match_q | match_r).any()):
                             reply(iu_tag, code=uas.ResponseCode.OVERLAPPED_TAG)
                             sync += self.overlapped.eq(1)
@@ -194,22 +208,23 @@ class UasTaskSet(wiring.Component):
                             reply(iu_tag, full=1)
                             sync += self.task_set_full.eq(1)
                         with m.Else():
-                            sync += [store.eq(0), lun_bad.bit_select(slot, 1).eq(lun != 0)]
+                            sync += [store.eq(0),
+                                     lun_bad.bit_select(slot, 1).eq(decoded.lun_bad)]
                             for i in range(depth):
                                 with m.If(slot == i):
                                     sync += tags[i].eq(iu_tag)
                             m.next = "STORE"
-                    with m.Elif(is_task):
-                        with m.If(lun != 0):
+                    with m.Elif(decoded.task):
+                        with m.If(decoded.lun_bad):
                             reply(iu_tag, code=uas.ResponseCode.INCORRECT_LUN)
-                        with m.Elif(function == uas.TaskFunction.ABORT_TASK):
+                        with m.Elif(decoded.abort):
                             with m.If(match_r.any()):
                                 reply(iu_tag, code=uas.ResponseCode.TMF_FAILED)
                             with m.Else():
                                 reply(iu_tag, code=uas.ResponseCode.TMF_COMPLETE)
                                 m.d.comb += dequeue.eq(match_q)
                                 sync += self.aborted.eq(match_q.any())
-                        with m.Elif(function == uas.TaskFunction.LOGICAL_UNIT_RESET):
+                        with m.Elif(decoded.lu_reset):
                             reply(iu_tag, code=uas.ResponseCode.TMF_COMPLETE)
                             m.d.comb += dequeue.eq(queued)
                             m.d.comb += reset_lu.eq(1)
@@ -277,10 +292,14 @@ class UasTaskSet(wiring.Component):
                  running.eq((running | take) & ~finish)]
         sync += took.eq(take.any())
         # Commands in the slots: one in with each stored, one out with each done or aborted; a
-        # LOGICAL UNIT RESET leaves only the one executing.
-        with m.If(reset_lu):
-            sync += self.outstanding.eq((running & ~finish).any())
+        # LOGICAL UNIT RESET leaves only the one executing. Counted a cycle later, from
+        # registered strobes (a timing path on ECPIX-5): ``running`` is then the slots after
+        # the reset (no slot is taken in a cycle that decides an IU).
+        counted = Signal(4)
+        sync += counted.eq(Cat(enqueue.any(), finish.any(), dequeue.any(), reset_lu))
+        with m.If(counted[3]):
+            sync += self.outstanding.eq(running.any())
         with m.Else():
-            sync += self.outstanding.eq(self.outstanding + enqueue.any() - finish.any()
-                                        - dequeue.any())
+            sync += self.outstanding.eq(self.outstanding + counted[0] - counted[1]
+                                        - counted[2])
         return m

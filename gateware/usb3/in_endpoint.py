@@ -89,10 +89,10 @@ class BurstInEndpoint(wiring.Component):
     sending: Signal(), output
         A data packet is being sent (its header's End Of Burst and Stream ID are this
         endpoint's: the device multiplexes them by it).
-    may_send, starting: Signal(), input, output
-        A packet may start (init 1); one starts this cycle. LUNA's endpoint multiplexer does not
-        arbitrate (luna-usb 0.2.3, ``usb3/protocol/endpoint.py``): with two IN endpoints (UAS)
-        the device lets one start only when the other neither sends nor starts.
+    may_send, starting, wants_to_send: Signal(), input, output, output
+        A packet may start (init 1); one starts this cycle; one would start if it might. LUNA's
+        endpoint multiplexer does not arbitrate (luna-usb 0.2.3, ``usb3/protocol/endpoint.py``):
+        with two IN endpoints (UAS) the device grants one at a time (:mod:`.storage`).
     interface: SuperSpeedEndpointInterface
         LUNA's connection to the device (not part of the wiring signature).
 
@@ -125,6 +125,7 @@ class BurstInEndpoint(wiring.Component):
     sending: Out(1)
     may_send: In(1, init=1)
     starting: Out(1)
+    wants_to_send: Out(1)
 
     def __init__(self, *, endpoint_number=1, slots=16, tagged=False):
         if slots not in (2, 4, 8, 16):
@@ -262,6 +263,7 @@ class BurstInEndpoint(wiring.Component):
         m.d.comb += read.en.eq(0)
         with m.FSM(domain="ss") as fsm:
             with m.State("IDLE"):
+                m.d.comb += self.wants_to_send.eq(can_send)
                 with m.If(can_send & self.may_send):
                     m.d.comb += [self.events.dp_start.eq(1), self.starting.eq(1)]
                     m.d.ss += [number.eq(send_seq), resend.eq(~is_new)]

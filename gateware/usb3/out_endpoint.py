@@ -1,5 +1,7 @@
 """busprobe's SuperSpeed bulk OUT endpoint: packet buffers advertised as the NumP window."""
 
+from types import SimpleNamespace
+
 from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -75,6 +77,13 @@ class BurstOutEndpoint(wiring.Component):
     restart: In(1)
     events: Out(DIRECTION_EVENTS)
 
+    #: Take the link's data beats through a register (a cycle late; the packet's header is
+    #: held for the packet): the stream layer (:mod:`.stream_out_endpoint`) decides ``take_dp``
+    #: from registered compares with the header, so its 16-bit Stream ID compare stays out of
+    #: the path from a packet's first beat into the buffer writes (an ``ss`` timing path on
+    #: the ECPIX-5, issue 44 item 7).
+    _REGISTERED_RX = False
+
     def __init__(self, *, endpoint_number=2, slots=16):
         if slots not in (2, 4, 8, 16):
             raise ValueError(f"slots must be a power of two from 2 to 16, not {slots}")
@@ -102,6 +111,15 @@ class BurstOutEndpoint(wiring.Component):
 
         # Receiving.
         rx, header = interface.rx, interface.rx_header
+        if self._REGISTERED_RX:
+            beat = SimpleNamespace(valid=Signal(4, name="rx_valid_r"),
+                                   first=Signal(name="rx_first_r"),
+                                   last=Signal(name="rx_last_r"),
+                                   data=Signal(32, name="rx_data_r"))
+            m.d.ss += [beat.valid.eq(rx.valid), beat.first.eq(rx.first),
+                       beat.last.eq(rx.last), beat.data.eq(rx.data)]
+            rx = beat
+        self._rx = rx  # the beats the endpoint follows (for a stream layer)
         for_us = ((header.endpoint_number == self._number) & ~header.setup
                   & ~header.direction & self.take_dp)
         receiving, accepting, out_of_sequence = Signal(), Signal(), Signal()

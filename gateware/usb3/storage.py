@@ -26,7 +26,7 @@ from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 from busprobe.protocol.streams import MAX_STREAMS
 from usb_protocol.types import USBRequestRecipient
 
-from ..common.packet_stream import PacketStreamSignature
+from ..common.packet_stream import PacketStreamSignature, RegisteredPacketStream
 from ..common.pattern import PATTERN_SHAPE
 from ..common.scsi_engine import ScsiBotEngine
 from ..common.storage_engines import share_data_in, share_telemetry
@@ -173,10 +173,20 @@ class Usb3StorageDataPath(wiring.Component):
         m.d.ss += [uas_engine.out_acked.eq(self.out_acked),
                    uas_engine.out_acked_length.eq(self.out_acked_length)]
         wiring.connect(m, wiring.flipped(self.command_out), uas_engine.command_packets)
-        wiring.connect(m, uas_engine.status_packets, wiring.flipped(self.status_in))
+        # The engines' data-in and status beats reach the IN endpoints through registers both
+        # ways: from the engines' length counters and states into the endpoints' packet framing
+        # (and from the endpoints' ``ready`` back) were ss timing paths on ECPIX-5 (issue 44
+        # item 7). A cycle of latency; a beat a cycle. Flushed with the endpoints they feed.
+        m.submodules.data_in_slice = data_in = RegisteredPacketStream(width=WORD_BYTES,
+                                                                      domain="ss")
+        m.submodules.status_slice = status = RegisteredPacketStream(width=WORD_BYTES,
+                                                                    domain="ss")
+        m.d.comb += [data_in.flush.eq(reset), status.flush.eq(reset)]
+        wiring.connect(m, uas_engine.status_packets, status.sink)
+        wiring.connect(m, status.source, wiring.flipped(self.status_in))
+        wiring.connect(m, data_in.source, wiring.flipped(self.to_in))
         m.d.comb += [
             self.tag.eq(uas_engine.tag),
-            self.want_out.eq(Mux(uas_engine.data_out, uas_engine.tag, 0)),
             self.in_framed.eq(1),
             engine.reset.eq(reset),
             uas_engine.reset.eq(self.restart | self.set_interface),
@@ -184,8 +194,11 @@ class Usb3StorageDataPath(wiring.Component):
             self.pattern_errors.eq(telemetry.mismatches),
             self.first_error_offset.eq(Const(NO_ERROR_OFFSET, 32)),
         ]
-        share_data_in(m, self.to_in, engine, uas_engine, uas_on)
-        share_telemetry(m, telemetry, engine, uas_engine, uas_on)
+        # Registered: from the engine's state into the OUT stream layer's selection was an ss
+        # timing path on ECPIX-5 (the ERDY selecting the tag's stream goes a cycle later).
+        m.d.ss += self.want_out.eq(Mux(uas_engine.data_out, uas_engine.tag, 0))
+        share_data_in(m, data_in.sink, engine, uas_engine, uas_on)
+        share_telemetry(m, telemetry, engine, uas_engine, uas_on, domain="ss")
         return m
 
 
@@ -284,11 +297,22 @@ class Usb3StorageDevice(Usb3ProbeDevice):
             core.end_of_burst.eq(Mux(status.sending, status.end_of_burst,
                                      endpoint_in.end_of_burst)),
             status.framed.eq(1),
-            # One IN endpoint sends at a time (LUNA's multiplexer does not arbitrate); the data
-            # pipe first when both would start in one cycle.
-            endpoint_in.may_send.eq(~status.sending),
-            status.may_send.eq(~endpoint_in.sending & ~endpoint_in.starting),
         ]
+        # One IN endpoint sends at a time (LUNA's multiplexer does not arbitrate): a registered
+        # grant. Deciding it in the cycle a packet starts, from each endpoint's start condition
+        # into the other's, chained both endpoints' start logic and was the ss clock's critical
+        # path on ECPIX-5 (105.90 MHz, nextpnr default seed; issue 44 item 7). The grant passes
+        # to the other endpoint only while the one holding it neither sends nor starts, so a
+        # status packet waits at most a packet (and a cycle) for the data pipe; the data pipe
+        # holds the grant while neither wants it.
+        grant_status = Signal()
+        m.d.comb += [endpoint_in.may_send.eq(~grant_status), status.may_send.eq(grant_status)]
+        with m.If(~grant_status):
+            with m.If(status.wants_to_send & ~endpoint_in.sending & ~endpoint_in.starting):
+                m.d.ss += grant_status.eq(1)
+        with m.Elif(~status.sending & ~status.starting
+                    & (endpoint_in.wants_to_send | ~status.wants_to_send)):
+            m.d.ss += grant_status.eq(0)
         wiring.connect(m, command.stream, data_path.command_out)
         wiring.connect(m, data_path.status_in, status.stream)
         return m

@@ -86,24 +86,44 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
         def answer_nrdy():
             own.nrdy(m)
 
+        # What the ACK TP asks of the stream layer (a phase change, a prime, an NRDY) is decided
+        # a cycle after LUNA's receiver decodes it, from registers: decided at once, from the
+        # link's header queue through LUNA's decode into the stream state and the handshake
+        # generator, it was an ss timing path on ECPIX-5 (issue 44 item 7). ``take`` stays
+        # live (it is registered by the burst endpoint with the fields it gates). The decision
+        # reads the state of the cycle the ACK TP came in (registered with it); the header
+        # packets carrying ACK TPs are five cycles apart at the least, so one is decided before
+        # the next comes. A restart or a phase change in that cycle wins, as it did.
+        ack_r, take_r, asks_r, valid_r, pending_r, retry_r = (Signal(name=f"ack_tp_{n}_r") for n in
+                                                              ("ack", "take", "asks", "valid",
+                                                               "pending", "retry"))
+        named_r, phase_r = Signal(16), Signal.like(phase)
+        streaming_r, enabled_r, restarted_r, erdy_done_r = Signal(), Signal(), Signal(), Signal()
+        erdy_done = self.handshake.done & (inner.request.kind == HandshakeKind.ERDY)
+        m.d.ss += [ack_r.eq(ack), take_r.eq(take), asks_r.eq(asks), valid_r.eq(valid_id),
+                   pending_r.eq(tokens.packets_pending), retry_r.eq(tokens.retry_required),
+                   named_r.eq(named), phase_r.eq(phase), streaming_r.eq(streaming),
+                   enabled_r.eq(states.enabled & self.streams), erdy_done_r.eq(erdy_done),
+                   restarted_r.eq(self.interface.ep_reset | self.restart | ~self.enabled)]
+        decided = ack_r & ~restarted_r
         error = Signal()
-        m.d.comb += primed.prime_id.eq(named)
-        with m.If(ack & take):
-            with m.If(phase == StreamState.START_STREAM):
+        m.d.comb += primed.prime_id.eq(named_r)
+        with m.If(decided & take_r & (phase == phase_r)):
+            with m.If(phase_r == StreamState.START_STREAM):
                 m.d.ss += phase.eq(StreamState.MOVE_DATA)
-            with m.Elif(~streaming & tokens.retry_required):
+            with m.Elif(~streaming_r & retry_r):
                 m.d.ss += phase.eq(StreamState.MOVE_DATA)  # a retry rewinds within it
-        with m.If(ack & ~take & states.enabled & self.streams):
-            with m.If(asks & valid_id & tokens.packets_pending
-                      & (phase != StreamState.MOVE_DATA)):
+        with m.If(decided & ~take_r & enabled_r):
+            with m.If(asks_r & valid_r & pending_r & (phase_r != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
-                # Parked outside a stream, so its next ERDY selects one; not in the cycle its
-                # ERDY goes out (the park would win over the ERDY's un-parking, and the
-                # selected stream would never move: found by the four-stream cocotb test).
-                erdy_done = self.handshake.done & (inner.request.kind == HandshakeKind.ERDY)
-                m.d.comb += [primed.prime.eq(1), self.park.eq(~streaming & ~erdy_done)]
+                # Parked outside a stream, so its next ERDY selects one; not in a cycle its
+                # ERDY goes out, the ACK TP's or this one (the park would win over the ERDY's
+                # un-parking, and the selected stream would never move: found by the
+                # four-stream cocotb test).
+                m.d.comb += [primed.prime.eq(1),
+                             self.park.eq(~streaming_r & ~erdy_done_r & ~erdy_done)]
                 answer_nrdy()
-            with m.Elif(asks):
+            with m.Elif(asks_r):
                 m.d.comb += error.eq(1)
                 answer_nrdy()
 

@@ -40,6 +40,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
     endpoint's.
     """
 
+    _REGISTERED_RX = True
 
     def elaborate(self, platform):
         m, inner, inner_events, primed, states, phase, stream = \
@@ -49,10 +50,19 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         # Data packets for this endpoint, followed as the burst endpoint follows them: decided
         # as they start, acted on with the CRC verdict (registered, as there).
         interface = self.interface
-        header, rx = interface.rx_header, interface.rx
+        header, rx = interface.rx_header, self._rx  # the beats a cycle late (_REGISTERED_RX)
         named = header.stream_id
         for_us = (header.endpoint_number == self._number) & ~header.setup & ~header.direction
-        take = streaming & (named == stream)
+        # take = streaming & (named == stream), with the compare registered: the header is
+        # held from the cycle before the packet's first beat (registered) reaches the endpoint;
+        # the stream register changes only with an ERDY sent (to ``erdy_stream``) or a restart
+        # (to 0, not streaming).
+        own = OwnHandshakes(m, self.control_handshake, endpoint_number=self._number,
+                            direction=0)
+        same_stream, same_erdy, sent_erdy = Signal(), Signal(), Signal()
+        m.d.ss += [same_stream.eq(named == stream), same_erdy.eq(named == own.erdy_stream),
+                   sent_erdy.eq(own.sent_erdy)]
+        take = streaming & Mux(sent_erdy, same_erdy, same_stream)
         m.d.comb += self.take_dp.eq(take)
         starting = rx.valid.any() & rx.first & for_us
         receiving, taken = Signal(), Signal()
@@ -68,9 +78,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         with m.If(starting & take & (phase == StreamState.START_STREAM)):
             m.d.ss += phase.eq(StreamState.MOVE_DATA)
 
-        # The protocol's own NRDYs (refused packets) and ERDYs (selecting a stream).
-        own = OwnHandshakes(m, self.control_handshake, endpoint_number=self._number,
-                            direction=0)
+        # The protocol's own NRDYs (refused packets) and ERDYs (selecting a stream): ``own``.
         free = inner.request.number_of_packets  # the burst endpoint's buffers free now
         m.d.comb += self.control_handshake.request.number_of_packets.eq(free)
         error = Signal()
