@@ -167,10 +167,11 @@ def usb3_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
             spans, done = run_times(seconds, transfers=transfers, queue_depth=q,
                                     completion=completion, resubmit=resubmit, retoken=retoken)
             steady, throughput = throughput, transfers * length / done
-            # Its edges may count whole the packets (a burst of them when the window waits for
-            # round trips) that the even spread puts partly outside.
-            slack = min(length, mps) * (burst if latency_bound else 1)
-            device = device_window_rate(spans, length, slack)
+            # Each of its two edges may count whole the packets (a burst of them when the window
+            # waits for round trips) that the even spread puts partly outside.
+            slack = 2 * min(length, mps) * (burst if latency_bound else 1)
+            device = device_window_rate(spans, length, slack, lead=t.link.lead,
+                                        tail=t.link.tail)
             lines.append(f"measured run: {transfers} transfers, {min(q, transfers)} queued at "
                          f"the start, host clock from the first submission to the last "
                          f"completion: {done * 1e6:.2f} µs -> {throughput / 1e6:.1f} MB/s")

@@ -129,11 +129,14 @@ def run_times(seconds: float, *, transfers: int, queue_depth: int, completion: f
     return spans, done
 
 
-def device_window_rate(spans: list[tuple[float, float]], length: int, slack: int) -> float | None:
+def device_window_rate(spans: list[tuple[float, float]], length: int, slack: int, *,
+                       lead: float = 0.0, tail: float = 0.0) -> float | None:
     """The most the device's whole-interval window reads over :data:`ITP_PHASES` phases, the
-    data of each span spread evenly over it and ``slack`` bytes added to the window; None when
-    the data touches fewer than three intervals."""
+    data of each span spread evenly over it less its ``lead`` and ``tail`` (the handshakes
+    before and after the data, when none move) and ``slack`` bytes added to the window; None
+    when the data touches fewer than three intervals."""
     best: float | None = None
+    spans = [(start + lead, max(end - tail, start + lead)) for start, end in spans]
     for phase in range(ITP_PHASES):
         offset = phase * BUS_INTERVAL_S / ITP_PHASES
         moved: dict[int, float] = {}
