@@ -1,7 +1,5 @@
 """busprobe's SuperSpeed bulk IN endpoint: a ring buffer sent in bursts of up to 16 packets."""
 
-from types import SimpleNamespace
-
 from amaranth import Array, C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -11,7 +9,7 @@ from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
 from ..common.packet_stream import PacketStreamSignature
 from .framed_packets import PACKET_BYTES, FramedPackets
 from .telemetry import DIRECTION_EVENTS
-from .transaction import HandshakeKind, HandshakeRequestSignature
+from .transaction import HandshakeKind, HandshakeRequestSignature, registered_ack_tp
 
 __all__ = ["BurstInEndpoint"]
 
@@ -41,8 +39,7 @@ class BurstInEndpoint(wiring.Component):
     With ``framed`` (loopback, the null disk) the packets are the stream's own instead
     (:class:`.framed_packets.FramedPackets`: cut at ``last`` or 1024 bytes, each from a word of
     the ring), sent as they came; a short packet ends its transfer (EOB), and with ``tagged``
-    (UAS) every ``last`` while ``last_ends``, each packet's stream kept for the stream layer; a
-    tagged packet is announced (ERDY) from its first beat in the ring, not once it is whole.
+    (UAS) every ``last`` while ``last_ends``, its stream kept, its ERDY at its first beat.
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
@@ -205,17 +202,10 @@ class BurstInEndpoint(wiring.Component):
         with m.If(settling != 0):
             m.d.ss += settling.eq(settling - 1)
 
-        # ACK TPs retire packets, one per cycle, taken a cycle after LUNA's receiver decodes them
-        # (from the link's header queue, combinationally: with the decision, too long for 125 MHz).
-        fields = {}
-        for name in ("ack_received", "endpoint_number", "direction", "next_sequence",
-                     "number_of_packets", "retry_required"):
-            fields[name] = Signal.like(getattr(interface.handshakes_in, name),
-                                       name=f"ack_tp_{name}")
-            m.d.ss += fields[name].eq(getattr(interface.handshakes_in, name))
+        # ACK TPs retire packets, one per cycle, taken a cycle after LUNA's receiver decodes them.
+        handshakes_in = registered_ack_tp(m, interface.handshakes_in)
         taken = Signal(init=1)  # take_ack, registered with the fields it gates
         m.d.ss += taken.eq(self.take_ack)
-        handshakes_in = SimpleNamespace(**fields)
         ack = (handshakes_in.ack_received & (handshakes_in.endpoint_number == self._number)
                & handshakes_in.direction & taken)
         retiring = retire_seq != retire_target
@@ -231,8 +221,8 @@ class BurstInEndpoint(wiring.Component):
         buffered = Signal()
         m.d.ss += buffered.eq(Mux(self.framed, framed_lengths.ready,
                                   (filled - next_byte)[:16] >= new_length + 8))
-        # Tagged (UAS), a packet on its way is announced (ERDY; an ACK TP for it waits, no NRDY):
-        # the host's answer (2 µs behind a VL805) overlaps the fill (2.05 µs a packet).
+        # Tagged, a packet on its way is announced (ERDY; an ACK TP waits for it): the host's
+        # answer (2 µs behind a VL805) overlaps the packet's fill (2.05 µs).
         coming = (self.framed & framed_lengths.coming) if self._tagged else C(0)
         # The window and ring-occupancy compares are registered; ``hold`` blocks the one cycle in
         # which they are stale (after a packet, an ACK TP, an ERDY or a rewind changed them).

@@ -11,6 +11,7 @@ endpoints therefore never use LUNA's handshake path: they request packets here, 
 """
 
 import enum
+from types import SimpleNamespace
 
 from amaranth import Module, Signal
 from amaranth.lib import data, wiring
@@ -25,7 +26,7 @@ from luna.gateware.usb.usb3.protocol.transaction import (
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 __all__ = ["HandshakeKind", "HANDSHAKE_REQUEST", "HandshakeRequestSignature",
-           "BulkHandshakeGenerator"]
+           "BulkHandshakeGenerator", "registered_ack_tp"]
 
 
 class HandshakeKind(enum.IntEnum):
@@ -135,3 +136,15 @@ class BulkHandshakeGenerator(wiring.Component):
             with m.Case(HandshakeKind.STALL):
                 m.d.comb += queue.header.eq(stall)
         return m
+
+
+def registered_ack_tp(m, handshakes_in, domain="ss"):
+    """The fields of the ACK TP LUNA's receiver announces on ``handshakes_in``, registered: an
+    endpoint takes it a cycle after the decode (straight from the link's header queue, with the
+    endpoint's decision behind it, the path is too long for 125 MHz). Returns them by name."""
+    fields = {}
+    for name in ("ack_received", "endpoint_number", "direction", "next_sequence",
+                 "number_of_packets", "retry_required"):
+        fields[name] = Signal.like(getattr(handshakes_in, name), name=f"ack_tp_{name}")
+        m.d[domain] += fields[name].eq(getattr(handshakes_in, name))
+    return SimpleNamespace(**fields)
