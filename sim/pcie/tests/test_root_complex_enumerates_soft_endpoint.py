@@ -19,6 +19,7 @@ COCOTB_TESTS = [
     "config_writes_of_all_ones_to_read_only_dwords_leave_them_unchanged",
     "config_requests_to_another_function_get_unsupported_request",
     "a_completion_with_a_bad_lcrc_is_naked_by_the_root_port_and_replayed",
+    "bar0_writes_reach_the_application_and_other_reads_get_unsupported_request",
 ]
 
 
