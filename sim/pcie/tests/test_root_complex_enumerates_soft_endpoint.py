@@ -1,7 +1,8 @@
 """cocotbext-pcie's root complex trains, enumerates and configures busprobe's soft PCIe
-endpoint at the symbol level (Verilator simulation; cocotb module: soft_endpoint_cocotb.py).
+endpoint at the symbol level, and writes into its BAR0 (Verilator simulation; cocotb module:
+soft_endpoint_cocotb.py).
 
-One simulator process runs the four cocotb tests, each from reset; each is reported here as
+One simulator process runs the five cocotb tests, each from reset; each is reported here as
 its own case, and the figures (symbol times, requests, wall time) are printed.
 """
 
