@@ -12,6 +12,7 @@ from .ltssm import LINK_STATUS, LtssmTiming
 from .replay_buffer import DEFAULT_REPLAY_TIMEOUT, ReplayBuffer
 from .soft_link import SoftLink
 from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+from .tx_credits import TxCredits
 from .update_fc import DEFAULT_UPDATE_INTERVAL, UpdateFc
 
 __all__ = ["SoftDataLink"]
@@ -20,17 +21,18 @@ __all__ = ["SoftDataLink"]
 class SoftDataLink(wiring.Component):
     """:class:`~.soft_link.SoftLink` plus the data link layer: flow-control initialisation,
     the replay buffer (sequence numbers, ACK/NAK received, replay, REPLAY_NUM rollover into
-    Recovery), the ACK/NAK receive side and UpdateFC for the credits of kept TLPs
-    (:class:`~.update_fc.UpdateFc`): what a transaction layer needs to send and receive TLPs.
+    Recovery), the ACK/NAK receive side, UpdateFC for the credits of kept TLPs
+    (:class:`~.update_fc.UpdateFc`) and the partner's credits counted down before a TLP is sent
+    (:class:`~.tx_credits.TxCredits`): what a transaction layer needs to send and receive TLPs.
 
-    Not yet here: counting the partner's credits down (its UpdateFCs are ignored) and the DLLP
-    and replay timers' scaling with the negotiated MPS.
+    Not yet here: the DLLP and replay timers' scaling with the negotiated MPS.
 
     Attributes
     ----------
     rx, rx_electrical_idle, receiver_detected, tx, tx_electrical_idle: as SoftLink's.
     tlp: stream of TLP_BYTE, input
-        TLPs to send; taken only while ``dl_active``; each gets the next sequence number.
+        TLPs to send, valid from first byte to last once started; each starts only within the
+        partner's credits and gets the next sequence number.
     rx_tlp: stream of RX_TLP_BYTE, output; rx_accept, rx_discard: Signal(), output
         Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
     dl_active: Signal(), output
@@ -38,6 +40,8 @@ class SoftDataLink(wiring.Component):
     next_transmit_seq, acked_seq, next_rcv_seq: Signal(12), output
     naks, duplicates: Signal(16), output
         NAKs sent, duplicate TLPs dropped.
+    credit_blocked: Signal(16), output
+        Clocks a TLP waited for the partner's credits.
     replays, replay_timeouts, protocol_errors: Signal(16), output
         See :class:`~.replay_buffer.ReplayBuffer`.
     status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
@@ -66,6 +70,7 @@ class SoftDataLink(wiring.Component):
     next_rcv_seq: Out(12)
     naks: Out(16)
     duplicates: Out(16)
+    credit_blocked: Out(16)
     status: Out(LINK_STATUS)
     recoveries: Out(16)
     invert_polarity: Out(1)
@@ -88,6 +93,7 @@ class SoftDataLink(wiring.Component):
         m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
         m.submodules.replay = replay = ReplayBuffer(replay_timeout=self._replay_timeout)
         m.submodules.update_fc = update = UpdateFc(interval=self._update_interval)
+        m.submodules.credits = credits = TxCredits()
         # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
         link_up = link.physical_link_up
 
@@ -140,12 +146,21 @@ class SoftDataLink(wiring.Component):
                          link.dllp.payload.eq(update.tx_dllp.payload),
                          update.tx_dllp.ready.eq(link.dllp.ready)]
 
-        # TLPs: numbered and kept by the replay buffer from DL_Active on.
+        # TLPs: within the partner's credits, numbered and kept by the replay buffer from
+        # DL_Active on.
+        wiring.connect(m, wiring.flipped(self.tlp), credits.sink)
         m.d.comb += [
+            credits.dl_active.eq(fc.dl_active),
+            credits.partner_posted.eq(fc.partner_posted),
+            credits.partner_non_posted.eq(fc.partner_non_posted),
+            credits.partner_completion.eq(fc.partner_completion),
+            credits.rx_dllp.valid.eq(link.rx_dllp.valid),
+            credits.rx_dllp.payload.eq(link.rx_dllp.payload),
+            self.credit_blocked.eq(credits.blocked),
             replay.active.eq(fc.dl_active),
-            replay.tlp.valid.eq(self.tlp.valid & fc.dl_active),
-            replay.tlp.payload.eq(self.tlp.payload),
-            self.tlp.ready.eq(replay.tlp.ready & fc.dl_active),
+            replay.tlp.valid.eq(credits.source.valid & fc.dl_active),
+            replay.tlp.payload.eq(credits.source.payload),
+            credits.source.ready.eq(replay.tlp.ready & fc.dl_active),
             replay.rx_dllp.valid.eq(link.rx_dllp.valid),
             replay.rx_dllp.payload.eq(link.rx_dllp.payload),
             link.tlp.valid.eq(replay.source.valid),

@@ -56,7 +56,8 @@ __all__ = [
     "DEVCTL_MRRS_SHIFT", "DEVCTL_RESET_MPS", "DEVCTL_RESET_MRRS", "DEVSTA_UR_DETECTED",
     "LNKCAP_MAX_SPEED", "LNKCAP_MAX_WIDTH", "LNKSTA_SPEED_SHIFT", "LNKSTA_WIDTH_SHIFT",
     "LINK_STATUS_DWORD", "ConfigDword", "CONFIG_SPACE", "payload_size_in_force",
-    "request_size_in_force",
+    "request_size_in_force", "FMT_WITH_DATA", "FMT_4DW", "TYPE_MASK", "TlpType5",
+    "MSG_TYPE_MASK", "MSG_TYPE", "REQ_ADDRESS", "CPL_REQUESTER_ID",
 ]
 
 
@@ -71,6 +72,31 @@ class TlpKind(enum.IntEnum):
     CFG_WR1 = 0x45
     CPL = 0x0A
     CPL_D = 0x4A
+
+
+#: Byte 0's Fmt bits (7:5): bit 6 the TLP carries data, bit 5 its header is 4 DW.
+FMT_WITH_DATA = 1 << 6
+FMT_4DW = 1 << 5
+TYPE_MASK = 0x1F
+
+
+class TlpType5(enum.IntEnum):
+    """Byte 0's Type[4:0], whatever the Fmt, for the TLPs the router tells apart (§2.2.1)."""
+
+    MEM = 0x00  # MRd (no data) / MWr (data); posted only with data
+    MEM_LOCKED = 0x01  # MRdLk: an endpoint does not support locked requests
+    IO = 0x02
+    CPL = 0x0A  # Cpl / CplD
+    CPL_LOCKED = 0x0B
+
+
+#: Messages are Type 10rrr (r: routing), always posted.
+MSG_TYPE_MASK = 0x18
+MSG_TYPE = 0x10
+#: A memory request's address: bytes 8..11 (3 DW header) or 8..15 (4 DW), big-endian.
+REQ_ADDRESS = 8
+#: A completion's Requester ID, bytes 8..9: whose read it answers.
+CPL_REQUESTER_ID = 8
 
 
 class CplStatus(enum.IntEnum):

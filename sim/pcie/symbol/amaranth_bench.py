@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.gateware.pcie.soft.soft_link import SoftLink
+from busprobe.protocol.pcie_config import TlpKind
 
 from .partner import RootPortPartner
 from .partner_dll import DlState
@@ -98,6 +99,14 @@ def simulate(dut, main, *background) -> None:
     for testbench in background:
         sim.add_testbench(testbench, background=True)
     sim.run()
+
+
+def as_completion(body: bytes) -> bytes:
+    """An opaque test TLP body with byte 0 made a Cpl's Fmt/Type: the endpoint sends it
+    within the partner's completion credits, which a root port advertises infinite, so a
+    partner that never sends UpdateFC does not hold it (any other byte 0 would be counted
+    against posted or non-posted credits by ``TxCredits``)."""
+    return bytes([TlpKind.CPL]) + body[1:]
 
 
 async def send_tlps(ctx, tlp_stream, bodies: Iterable[bytes], *,

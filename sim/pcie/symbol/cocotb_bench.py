@@ -24,7 +24,7 @@ from cocotbext.pcie.core import RootComplex
 
 from .amaranth_bench import SYMBOL_PERIOD
 from .cocotb_port import SymbolPort, park_unused_port
-from .endpoint_model import SYMBOL_BITS
+from .endpoint_model import APP_LAST, APP_VALID, SYMBOL_BITS
 
 __all__ = ["SoftEndpointBench", "attach_root_port"]
 
@@ -53,6 +53,7 @@ class SoftEndpointBench:
     cycles: symbol times run since reset.
     corrupt_tlps: the endpoint's next TLPs to reach the root port with one header bit flipped
         (a bad LCRC: the root port NAKs, the endpoint replays).
+    app_tlps: the TLPs the endpoint's router passed to the application (raw bytes), in order.
     """
 
     #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
@@ -66,6 +67,8 @@ class SoftEndpointBench:
         self.cycles = 0
         self.corrupt_tlps = 0
         self._countdown = 0
+        self.app_tlps: list[bytes] = []
+        self._app_bytes = bytearray()
 
     @classmethod
     async def start(cls, dut, **partner_options) -> SoftEndpointBench:
@@ -94,6 +97,12 @@ class SoftEndpointBench:
             back = port.symbol_time(sent)
             rx_word.value = 0 if back is None else back | _WIRE_FLAG
             self.cycles += 1
+            app = int(dut.app_word.value)
+            if app & APP_VALID:
+                self._app_bytes.append(app & 0xFF)
+                if app & APP_LAST:
+                    self.app_tlps.append(bytes(self._app_bytes))
+                    self._app_bytes.clear()
 
     def _corrupt(self, symbol: int) -> int:
         if symbol == KCode.STP:

@@ -1,4 +1,5 @@
-"""The soft endpoint (``SoftDataLink`` + ``ConfigSpace``) as a Verilator model for cocotb.
+"""The soft endpoint (``SoftDataLink`` + ``ConfigSpace`` + ``TlpRouter``) as a Verilator model
+for cocotb.
 
 The Amaranth design is turned into Verilog once per source hash
 (:func:`~busprobe.gateware.verilog_cache.cached_verilog`) and built once per Verilog hash
@@ -8,6 +9,9 @@ top's ports are flat so that the bench touches two words a symbol time::
     rx_word[8:0]  symbol from the root port (packed {k, byte})   rx_word[9]  present (else
                                                                              electrical idle)
     tx_word[8:0]  symbol to the root port                        tx_word[9]  electrical idle
+
+    app_word[7:0] a byte of a TLP routed to the application  app_word[8] last, [9] valid
+                  (taken every clock: the bench records what the router passes on)
 
 plus the endpoint's state as outputs (``dl_active``, ``status``, ``max_payload_size``, ...).
 The LTSSM runs :data:`~.amaranth_bench.SIM_TIMING` (its timeouts scaled to thousands of
@@ -33,7 +37,11 @@ OUTPUTS = {
     "acked_seq": 12, "next_rcv_seq": 12, "completer_id": 16, "memory_space": 1,
     "bus_master": 1, "bar0_base": 32, "msi_enable": 1, "msi_address": 64, "msi_data": 16,
     "max_payload_size": 16, "max_request_size": 16, "dropped": 16, "malformed": 16,
+    "unsupported_requests": 16, "unsupported_posted": 16, "unexpected_completions": 16,
+    "overflows": 16, "credit_blocked": 16,
 }
+#: ``app_word``: a routed TLP byte, its ``last`` flag, ``valid``.
+APP_LAST, APP_VALID = 1 << 8, 1 << 9
 
 
 def _top():
@@ -42,24 +50,40 @@ def _top():
     from amaranth.lib.wiring import In, Out
     from busprobe.gateware.pcie.soft.config_space import ConfigSpace
     from busprobe.gateware.pcie.soft.data_link import SoftDataLink
+    from busprobe.gateware.pcie.soft.tlp_merge import TlpMerge
+    from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
 
     from .amaranth_bench import SIM_TIMING
 
     class SoftEndpointTop(wiring.Component):
-        """``SoftDataLink`` and ``ConfigSpace`` connected as an endpoint is, flat ports."""
+        """``SoftDataLink``, ``ConfigSpace`` and ``TlpRouter`` connected as an endpoint is
+        (the router's UR completions merged after configuration space's), flat ports."""
 
         def __init__(self) -> None:
             super().__init__({"rx_word": In(SYMBOL_BITS + 1), "receiver_detected": In(1),
-                              "tx_word": Out(SYMBOL_BITS + 1),
+                              "tx_word": Out(SYMBOL_BITS + 1), "app_word": Out(10),
                               **{name: Out(width) for name, width in OUTPUTS.items()}})
 
         def elaborate(self, platform):
             m = Module()
             m.submodules.link = link = SoftDataLink(timing=SIM_TIMING)
             m.submodules.config = config = ConfigSpace()
+            m.submodules.router = router = TlpRouter()
+            m.submodules.merge = merge = TlpMerge(2)
             wiring.connect(m, link.rx_tlp, config.rx_tlp)
-            wiring.connect(m, config.tlp, link.tlp)
+            m.d.comb += [router.rx_tlp.valid.eq(link.rx_tlp.valid),
+                         router.rx_tlp.payload.eq(link.rx_tlp.payload)]
+            wiring.connect(m, config.tlp, merge.sink_0)
+            wiring.connect(m, router.ur_tlp, merge.sink_1)
+            wiring.connect(m, merge.source, link.tlp)
             m.d.comb += [
+                router.rx_accept.eq(link.rx_accept),
+                router.memory_space.eq(config.memory_space),
+                router.bar0_base.eq(config.bar0_base),
+                router.completer_id.eq(config.completer_id),
+                router.source.ready.eq(1),
+                self.app_word.eq(Cat(router.source.payload.data, router.source.payload.last,
+                                     router.source.valid)),
                 config.rx_accept.eq(link.rx_accept),
                 config.link_status.eq(link.status),
                 link.rx.valid.eq(self.rx_word[SYMBOL_BITS]),
@@ -70,9 +94,8 @@ def _top():
                 self.tx_word.eq(Cat(link.tx.payload.symbol, link.tx_electrical_idle)),
             ]
             for name in OUTPUTS:
-                source = getattr(config, name, None)
-                if source is None:
-                    source = getattr(link, name)
+                owner = next(part for part in (config, router, link) if hasattr(part, name))
+                source = getattr(owner, name)
                 m.d.comb += getattr(self, name).eq(source)
             return m
 

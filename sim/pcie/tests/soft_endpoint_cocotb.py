@@ -19,6 +19,7 @@ from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pci_config import encode_size
 from busprobe.protocol.pcie_ltssm import LinkSpeed, LtssmState, unpack_link_status
 from busprobe.sim.pcie.symbol.cocotb_bench import SoftEndpointBench
+from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.caps.common import PciCapId
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
@@ -181,3 +182,37 @@ async def a_completion_with_a_bad_lcrc_is_naked_by_the_root_port_and_replayed(du
     assert bench.output("replay_timeouts") == timeouts
     assert bench.output("naks") == 0 and bench.output("protocol_errors") == 0
     record("bad_lcrc", bench, figures)
+
+
+@cocotb.test(timeout_time=TEST_TIMEOUT_US, timeout_unit="us")
+async def bar0_writes_reach_the_application_and_other_reads_get_unsupported_request(dut):
+    bench, figures = await enumerated(dut)
+    rc = bench.rc
+    function = rc.find_device(ENDPOINT)
+    await function.enable_device()
+    bar0 = function.bar_addr[0]
+    writes = {bar0 + 0x10: bytes(range(4)), bar0 + 0x100: bytes(range(64))}
+    for address, data in writes.items():
+        await rc.mem_write(address, data)
+    for _ in range(2_000):
+        if len(bench.app_tlps) == len(writes):
+            break
+        await ClockCycles(dut.clk, 1)
+    routed = [Tlp.unpack(body) for body in bench.app_tlps]
+    assert [(tlp.fmt_type, tlp.address, tlp.get_data()) for tlp in routed] == \
+        [(TlpType.MEM_WRITE, address, data) for address, data in writes.items()]
+
+    # A memory read outside BAR0 (sent as the root port would forward a stray one): UR, matched
+    # to the request by the tag the root complex gave it.
+    req = Tlp()
+    req.fmt_type = TlpType.MEM_READ
+    req.requester_id = PcieId(0, 0, 0)
+    req.set_addr_be(bar0 + pcie.BAR0_SIZE, 4)
+    completions = await rc.perform_nonposted_operation(req, TIMEOUT_US, "us")
+    assert [(c.fmt_type, c.status, c.completer_id) for c in completions] == \
+        [(TlpType.CPL, CplStatus.UR, ENDPOINT)]
+    assert bench.output("unsupported_requests") == 1
+    assert len(bench.app_tlps) == len(writes)
+    assert bench.output("overflows") == bench.output("unsupported_posted") == 0
+    assert_clean_link(bench)
+    record("bar0_writes", bench, figures)

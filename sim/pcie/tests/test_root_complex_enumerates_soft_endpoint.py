@@ -1,7 +1,8 @@
 """cocotbext-pcie's root complex trains, enumerates and configures busprobe's soft PCIe
-endpoint at the symbol level (Verilator simulation; cocotb module: soft_endpoint_cocotb.py).
+endpoint at the symbol level, and writes into its BAR0 (Verilator simulation; cocotb module:
+soft_endpoint_cocotb.py).
 
-One simulator process runs the four cocotb tests, each from reset; each is reported here as
+One simulator process runs the five cocotb tests, each from reset; each is reported here as
 its own case, and the figures (symbol times, requests, wall time) are printed.
 """
 
@@ -19,6 +20,7 @@ COCOTB_TESTS = [
     "config_writes_of_all_ones_to_read_only_dwords_leave_them_unchanged",
     "config_requests_to_another_function_get_unsupported_request",
     "a_completion_with_a_bad_lcrc_is_naked_by_the_root_port_and_replayed",
+    "bar0_writes_reach_the_application_and_other_reads_get_unsupported_request",
 ]
 
 

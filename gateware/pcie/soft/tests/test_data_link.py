@@ -13,6 +13,7 @@ from busprobe.protocol.pcie_dll import DllpType, fc_dllp, frame_tlp
 from busprobe.sim.pcie.symbol.amaranth_bench import (
     SIM_TIMING,
     SymbolExchange,
+    as_completion,
     send_tlps,
     simulate,
     until_dl_active,
@@ -78,7 +79,7 @@ def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked():
     exchange = SymbolExchange(link, partner)
     result = {"accepted": 0, "discarded": 0}
     bodies = [rng.randbytes(16) for _ in range(6)]
-    from_endpoint = [rng.randbytes(rng.choice((12, 16, 64))) for _ in range(3)]
+    from_endpoint = [as_completion(rng.randbytes(rng.choice((12, 16, 64)))) for _ in range(3)]
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
@@ -128,7 +129,7 @@ def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int
     link = SoftDataLink(timing=SIM_TIMING, ack_latency=40, replay_timeout=400)
     partner = RootPortPartner(link=0, lane=0)
     exchange = SymbolExchange(link, partner)
-    bodies = [rng.randbytes(rng.choice((12, 16, 64, 128))) for _ in range(tlps)]
+    bodies = [as_completion(rng.randbytes(rng.choice((12, 16, 64, 128)))) for _ in range(tlps)]
     result = {}
 
     async def endpoint_sends(ctx):

@@ -15,6 +15,7 @@ from busprobe.protocol.pcie_ltssm import LtssmState
 from busprobe.sim.pcie.symbol.amaranth_bench import (
     SIM_TIMING,
     SymbolExchange,
+    as_completion,
     send_tlps,
     simulate,
     until_dl_active,
@@ -38,7 +39,7 @@ def run_fuzz(seed: int, tlps: int) -> dict:
     partner = RootPortPartner(link=0, lane=0)
     faults = WireFaults(seed=seed, rate=RATE)
     exchange = SymbolExchange(link, partner, faults=faults)
-    bodies = [rng.randbytes(rng.choice((12, 16, 32, 64))) for _ in range(tlps)]
+    bodies = [as_completion(rng.randbytes(rng.choice((12, 16, 32, 64)))) for _ in range(tlps)]
     result: dict = {"lost_tlps": 0, "lost_acks": 0}
 
     def lose_packets(_cycle: int) -> None:

@@ -11,7 +11,12 @@ from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.gateware.pcie.soft.symbol_crossing import SymbolCrossing
 from busprobe.protocol.pcie_ltssm import LtssmState
 from busprobe.protocol.pcie_symbols import TrainingSet, TsKind, encode_ts
-from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, send_tlps, until_dl_active
+from busprobe.sim.pcie.symbol.amaranth_bench import (
+    SIM_TIMING,
+    as_completion,
+    send_tlps,
+    until_dl_active,
+)
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
 from busprobe.sim.pcie.symbol.serdes_bench import WordExchange, simulate_with_serdes
 
@@ -40,7 +45,7 @@ def test_the_endpoint_trains_and_exchanges_tlps_through_scrambler_and_descramble
     partner = RootPortPartner(link=3, lane=0, scrambled=True, silent=silent)
     exchange = WordExchange(link, crossing, partner, record=True)
     to_endpoint = [rng.randbytes(rng.choice((12, 16, 128))) for _ in range(5)]
-    from_endpoint = [rng.randbytes(rng.choice((12, 16, 128))) for _ in range(5)]
+    from_endpoint = [as_completion(rng.randbytes(rng.choice((12, 16, 128)))) for _ in range(5)]
     states: list[LtssmState] = []
     seen = {"accepted": 0}
 

@@ -1,0 +1,100 @@
+"""Between the soft endpoint's TLP byte streams and the 64-bit beats of a LitePCIe PHY stream.
+
+Beat format (as :mod:`busprobe.gateware.pcie.tlp_beats` states it for every LitePCIe PHY and
+busprobe's ``SimPCIEPHY``): the TLP's DWs in order, two per beat, the first in ``dat[0:32]``,
+each the big-endian value of its four wire bytes (wire byte 0 of a DW in bits 31:24); ``be``
+a bit per byte (``0x0F`` on a last beat holding one DW), ``last`` on the TLP's last beat. A
+TLP is always whole DWs (header, data and digest), so a beat holds one or two.
+"""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .framer import TLP_BYTE
+from .tlp_router import APP_TLP_BYTE
+
+__all__ = ["BEAT", "BytesToBeats", "BeatsToBytes"]
+
+#: A LitePCIe PHY stream beat (its ``phy_layout(64)`` fields, with the stream's ``last``).
+BEAT = data.StructLayout({"dat": 64, "be": 8, "last": 1})
+
+
+def _lane(index):
+    """Where wire byte ``index`` (0..7) of a beat sits in ``dat``: DW index // 4, big-endian."""
+    return 32 * (index // 4) + 8 * (3 - index % 4)
+
+
+class BytesToBeats(wiring.Component):
+    """Received TLPs, a byte a clock (the router's ``source``), packed into beats.
+
+    Attributes
+    ----------
+    sink: stream of APP_TLP_BYTE, input
+    source: stream of BEAT, output
+        A beat is offered once its 8 bytes, or the TLP's last, have come.
+    """
+
+    sink: In(stream.Signature(APP_TLP_BYTE))
+    source: Out(stream.Signature(BEAT))
+
+    def elaborate(self, platform):
+        m = Module()
+        beat = Signal(BEAT)
+        count = Signal(range(9))  # bytes in ``beat``
+        full = Signal()  # ``beat`` is complete and offered
+        m.d.comb += [self.source.valid.eq(full), self.source.payload.eq(beat),
+                     self.sink.ready.eq(~full)]
+        with m.If(self.source.valid & self.source.ready):
+            m.d.sync += [full.eq(0), count.eq(0), beat.eq(0)]
+        with m.If(self.sink.valid & self.sink.ready):
+            with m.Switch(count):
+                for i in range(8):
+                    with m.Case(i):
+                        m.d.sync += [beat.dat[_lane(i):_lane(i) + 8].eq(self.sink.payload.data),
+                                     beat.be[i].eq(1)]
+            m.d.sync += count.eq(count + 1)
+            with m.If(self.sink.payload.last | (count == 7)):
+                m.d.sync += [full.eq(1), beat.last.eq(self.sink.payload.last)]
+        return m
+
+
+class BeatsToBytes(wiring.Component):
+    """TLPs to send, as beats (a LitePCIe PHY's ``sink``), a byte a clock.
+
+    A beat is taken whole and its 4 or 8 bytes sent; the next beat is taken as the last byte
+    of this one goes, so a TLP stays valid from first byte to last as long as its beats come
+    at least every 8 clocks (LitePCIe's packetizer at 64 bits a beat against one byte a
+    symbol time). A source that can pause longer needs a TLP buffer in front (to do).
+
+    Attributes
+    ----------
+    sink: stream of BEAT, input
+    source: stream of TLP_BYTE, output
+    """
+
+    sink: In(stream.Signature(BEAT))
+    source: Out(stream.Signature(TLP_BYTE))
+
+    def elaborate(self, platform):
+        m = Module()
+        beat = Signal(BEAT)
+        have = Signal()
+        index = Signal(range(8))
+        bytes_in_beat = Mux(beat.be[4:].any(), 8, 4)
+        end_of_beat = index == bytes_in_beat - 1
+        lanes = [beat.dat[_lane(i):_lane(i) + 8] for i in range(8)]
+        with m.Switch(index):
+            for i in range(8):
+                with m.Case(i):
+                    m.d.comb += self.source.payload.data.eq(lanes[i])
+        m.d.comb += [self.source.valid.eq(have),
+                     self.source.payload.last.eq(beat.last & end_of_beat),
+                     self.sink.ready.eq(~have | (self.source.ready & end_of_beat))]
+        with m.If(self.source.valid & self.source.ready):
+            m.d.sync += index.eq(Mux(end_of_beat, 0, index + 1))
+            with m.If(end_of_beat):
+                m.d.sync += have.eq(0)
+        with m.If(self.sink.valid & self.sink.ready):
+            m.d.sync += [beat.eq(self.sink.payload), have.eq(1), index.eq(0)]
+        return m

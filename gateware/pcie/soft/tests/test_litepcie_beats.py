@@ -1,0 +1,104 @@
+"""The soft endpoint's TLP bytes to and from LitePCIe's 64-bit beats (Amaranth simulation).
+The expected beats are :func:`busprobe.sim.pcie.tlp_stream.tlp_to_beats`'s, the packing that
+drives busprobe's LitePCIe core through ``SimPCIEPHY`` in every sim:pcie test; TLPs are
+cocotbext-pcie's."""
+
+import random
+
+from busprobe.gateware.pcie.soft.litepcie_beats import BeatsToBytes, BytesToBeats
+from busprobe.sim.pcie.symbol.amaranth_bench import simulate
+from busprobe.sim.pcie.tlp_stream import tlp_to_beats
+from cocotbext.pcie.core.tlp import Tlp, TlpType
+from cocotbext.pcie.core.utils import PcieId
+
+
+def beats_of(body: bytes) -> list[tuple[int, int, bool]]:
+    """(dat, be, last) of each beat of a TLP, as the sim PHY's other side packs it."""
+    beats = tlp_to_beats(Tlp.unpack(body))
+    return [(dat, be, i == len(beats) - 1) for i, (dat, be) in enumerate(beats)]
+
+
+def bodies() -> list[bytes]:
+    """MWr, MRd and CplD of several sizes (odd and even DW counts)."""
+    rng = random.Random(3)
+    out = []
+    for n in range(12):
+        tlp = Tlp()
+        tlp.requester_id = PcieId(1, 0, 0)
+        size = 4 * rng.choice((1, 2, 5, 16))
+        if n % 3 == 0:
+            tlp.fmt_type = TlpType.MEM_WRITE if n % 2 else TlpType.MEM_WRITE_64
+            tlp.set_addr_be_data((1 << 32 if n % 2 == 0 else 0) | 0x100, rng.randbytes(size))
+        elif n % 3 == 1:
+            tlp.fmt_type = TlpType.MEM_READ
+            tlp.set_addr_be(0x2000, size)
+        else:
+            request = Tlp()
+            request.fmt_type = TlpType.MEM_READ
+            request.set_addr_be(0x2000, size)
+            tlp = Tlp.create_completion_data_for_tlp(request, PcieId(0, 0, 0))
+            tlp.set_data(rng.randbytes(size))
+            tlp.byte_count = size
+        out.append(bytes(tlp.pack()))
+    return out
+
+
+def test_received_tlp_bytes_become_litepcie_beats_two_big_endian_dwords_each():
+    dut = BytesToBeats()
+    tlps = bodies()
+    got: list[tuple[int, int, bool]] = []
+
+    async def feed(ctx):
+        for body in tlps:
+            for i, byte in enumerate(body):
+                ctx.set(dut.sink.valid, 1)
+                ctx.set(dut.sink.payload, {"data": byte, "last": i == len(body) - 1})
+                await ctx.tick().until(dut.sink.ready)
+        ctx.set(dut.sink.valid, 0)
+        await ctx.tick().repeat(20)
+
+    async def collect(ctx):
+        cycle = 0
+        while True:
+            ctx.set(dut.source.ready, cycle % 3 != 0)
+            _, _, valid, ready, beat = await ctx.tick().sample(
+                dut.source.valid, dut.source.ready, dut.source.payload)
+            cycle += 1
+            if valid and ready:
+                got.append((beat.dat, beat.be, bool(beat.last)))
+
+    simulate(dut, feed, collect)
+    assert got == [beat for body in tlps for beat in beats_of(body)]
+
+
+def test_litepcie_beats_to_send_become_tlp_bytes_without_a_gap_inside_a_tlp():
+    dut = BeatsToBytes()
+    tlps = bodies()
+    got: list[bytes] = []
+
+    async def feed(ctx):
+        for body in tlps:
+            for dat, be, last in beats_of(body):
+                ctx.set(dut.sink.valid, 1)
+                ctx.set(dut.sink.payload, {"dat": dat, "be": be, "last": last})
+                await ctx.tick().until(dut.sink.ready)
+            ctx.set(dut.sink.valid, 0)
+            await ctx.tick().repeat(5)
+        await ctx.tick().repeat(40)
+
+    async def collect(ctx):
+        current: list[int] = []
+        ctx.set(dut.source.ready, 1)
+        while True:
+            _, _, valid, byte, last = await ctx.tick().sample(
+                dut.source.valid, dut.source.payload.data, dut.source.payload.last)
+            if current:
+                assert valid, "a TLP paused between its first and last byte"
+            if valid:
+                current.append(byte)
+                if last:
+                    got.append(bytes(current))
+                    current = []
+
+    simulate(dut, feed, collect)
+    assert got == tlps

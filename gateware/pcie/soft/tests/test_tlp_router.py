@@ -1,0 +1,149 @@
+"""The transaction-layer router (Amaranth simulation): TLPs built and UR completions parsed by
+cocotbext-pcie's ``Tlp``, fed as the data link layer gives them (a byte a clock, then
+``rx_accept`` unless dropped)."""
+
+from collections.abc import Callable
+
+from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
+from busprobe.sim.pcie.symbol.amaranth_bench import simulate
+from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
+from cocotbext.pcie.core.utils import PcieId
+
+ROOT = PcieId(0, 0, 0)
+ENDPOINT = PcieId(1, 0, 0)
+BAR0 = 0xF000_0000
+COUNTERS = ("unsupported_requests", "unsupported_posted", "unexpected_completions", "overflows")
+
+
+def memory(kind: TlpType, address: int, data: bytes | None = None, tag: int = 0) -> Tlp:
+    tlp = Tlp()
+    tlp.fmt_type = kind
+    tlp.requester_id = ROOT
+    tlp.tag = tag
+    if data is None:
+        tlp.set_addr_be(address, 4)
+    else:
+        tlp.set_addr_be_data(address, data)
+    return tlp
+
+
+def completion(requester: PcieId, data: bytes, tag: int = 3) -> Tlp:
+    request = memory(TlpType.MEM_READ, 0x1000, tag=tag)
+    request.requester_id = requester
+    cpl = Tlp.create_completion_data_for_tlp(request, PcieId(0, 0, 0))
+    cpl.set_data(data)
+    cpl.byte_count = len(data)
+    return cpl
+
+
+def body(tlp: Tlp | bytes) -> bytes:
+    return tlp if isinstance(tlp, bytes) else bytes(tlp.pack())
+
+
+def run(tlps: list[Tlp | bytes], *, accepted: Callable[[int], bool] = lambda index: True,
+        memory_space: bool = True, ready: Callable[[int], bool] = lambda cycle: True,
+        store_bytes: int = 2048) -> tuple[list[bytes], list[Tlp], dict[str, int]]:
+    """Routed TLPs (raw bytes), UR completions and the counters once all has come out."""
+    dut = TlpRouter(store_bytes=store_bytes)
+    routed: list[bytes] = []
+    urs: list[Tlp] = []
+    counters: dict[str, int] = {}
+
+    async def feed(ctx):
+        ctx.set(dut.memory_space, memory_space)
+        ctx.set(dut.bar0_base, BAR0)
+        ctx.set(dut.completer_id, int(ENDPOINT))
+        for index, tlp in enumerate(tlps):
+            for i, byte in enumerate(body(tlp)):
+                ctx.set(dut.rx_tlp.valid, 1)
+                ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
+                await ctx.tick()
+            ctx.set(dut.rx_tlp.valid, 0)
+            ctx.set(dut.rx_accept, accepted(index))
+            await ctx.tick()
+            ctx.set(dut.rx_accept, 0)
+            await ctx.tick().repeat(6)  # the next TLP's STP and sequence number
+        await ctx.tick().repeat(store_bytes + 40)
+        counters.update({name: ctx.get(getattr(dut, name)) for name in COUNTERS})
+
+    async def collect(ctx, port, out: list, parse):
+        current: list[int] = []
+        cycle = 0
+        while True:
+            ctx.set(port.ready, ready(cycle))
+            _, _, valid, taken, byte, last = await ctx.tick().sample(
+                port.valid, port.ready, port.payload.data, port.payload.last)
+            cycle += 1
+            if current:
+                assert valid, "a TLP paused between its first and last byte"
+            if valid and taken:
+                current.append(byte)
+                if last:
+                    out.append(parse(bytes(current)))
+                    current = []
+
+    async def collect_routed(ctx):
+        await collect(ctx, dut.source, routed, bytes)
+
+    async def collect_urs(ctx):
+        await collect(ctx, dut.ur_tlp, urs, Tlp.unpack)
+
+    simulate(dut, feed, collect_routed, collect_urs)
+    return routed, urs, counters
+
+
+def test_bar0_writes_reads_and_own_completions_come_out_whole_in_order():
+    tlps = [memory(TlpType.MEM_WRITE, BAR0 + 0x10, bytes(range(8))),
+            memory(TlpType.MEM_READ, BAR0 + 0xFFFC, tag=5),
+            completion(ENDPOINT, bytes(range(64))),
+            memory(TlpType.MEM_WRITE_64, BAR0 + 0x20, b"\x01\x02\x03\x04")]
+    routed, urs, counters = run(tlps, ready=lambda cycle: cycle % 3 != 0)
+    assert routed == [bytes(tlp.pack()) for tlp in tlps]
+    assert urs == [] and set(counters.values()) == {0}
+
+
+def test_a_tlp_the_data_link_layer_drops_never_reaches_the_application():
+    tlps = [memory(TlpType.MEM_WRITE, BAR0, bytes(range(16))),
+            memory(TlpType.MEM_WRITE, BAR0 + 4, b"\xaa" * 4),
+            memory(TlpType.MEM_READ, BAR0 + 8, tag=9)]
+    routed, urs, _ = run(tlps, accepted=lambda index: index != 0)
+    assert routed == [bytes(tlps[1].pack()), bytes(tlps[2].pack())]
+    assert urs == []
+
+
+def test_non_posted_requests_not_for_bar0_get_an_unsupported_request_completion():
+    outside = memory(TlpType.MEM_READ, 0x1234_0000, tag=1)
+    above_4g = memory(TlpType.MEM_READ_64, 0x1_0000_0000 | BAR0, tag=2)
+    io_read = memory(TlpType.IO_READ, 0x100, tag=3)
+    locked = memory(TlpType.MEM_READ_LOCKED, BAR0, tag=4)
+    routed, urs, counters = run([outside, above_4g, io_read, locked])
+    assert routed == []
+    assert [(c.fmt_type, c.status, c.tag, c.requester_id, c.completer_id) for c in urs] == [
+        (TlpType.CPL, CplStatus.UR, tag, ROOT, ENDPOINT) for tag in (1, 2, 3, 4)]
+    assert counters["unsupported_requests"] == 4
+
+
+def test_bar0_reads_with_memory_space_off_are_unsupported():
+    routed, urs, counters = run([memory(TlpType.MEM_READ, BAR0, tag=7)], memory_space=False)
+    assert routed == [] and [c.tag for c in urs] == [7]
+
+
+def test_posted_writes_elsewhere_messages_and_strangers_completions_are_dropped_and_counted():
+    # Msg, 4 DW, routed local (Fmt 001 Type 10100), Vendor_Defined Type 1 (code 0x7F):
+    # cocotbext-pcie's Tlp cannot pack messages.
+    message = bytes([0x34, 0, 0, 0, 0, 0, 0, 0x7F]) + bytes(8)
+    tlps = [memory(TlpType.MEM_WRITE, BAR0 + 0x1_0000, b"\x00" * 4), message,
+            completion(PcieId(2, 0, 0), b"\x00" * 4),
+            memory(TlpType.CFG_READ_0, 0)]  # configuration space's: nothing here
+    routed, urs, counters = run(tlps)
+    assert routed == [] and urs == []
+    assert counters == {"unsupported_requests": 0, "unsupported_posted": 2,
+                        "unexpected_completions": 1, "overflows": 0}
+
+
+def test_a_tlp_larger_than_the_store_left_is_dropped_and_counted_the_next_still_routed():
+    tlps = [memory(TlpType.MEM_WRITE, BAR0, bytes(200)),
+            memory(TlpType.MEM_WRITE, BAR0, bytes(32))]
+    routed, _, counters = run(tlps, store_bytes=128)
+    assert routed == [bytes(tlps[1].pack())]
+    assert counters["overflows"] == 1
