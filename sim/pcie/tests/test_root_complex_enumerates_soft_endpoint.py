@@ -8,7 +8,6 @@ its own case, and the figures (symbol times, requests, wall time) are printed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -30,15 +29,10 @@ def enumeration_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     model = build_soft_endpoint_simulator()
     out = tmp_path_factory.mktemp("soft_endpoint")
-    figures = out / "figures.jsonl"
-    outcome = run_cocotb_suite(model, out, module="soft_endpoint_cocotb", module_dir=HERE,
-                               toplevel=TOPLEVEL, testcases=COCOTB_TESTS,
-                               env={"BUSPROBE_SOFT_ENDPOINT_FIGURES": str(figures)},
-                               log_file=str(out / "sim.log"))
-    if figures.exists():
-        for line in figures.read_text().splitlines():
-            print(json.loads(line))
-    return outcome
+    return run_cocotb_suite(model, out, module="soft_endpoint_cocotb", module_dir=HERE,
+                            toplevel=TOPLEVEL, testcases=COCOTB_TESTS,
+                            figures_env="BUSPROBE_SOFT_ENDPOINT_FIGURES",
+                            log_file=str(out / "sim.log"))
 
 
 @pytest.mark.sim

@@ -7,7 +7,6 @@ reported here as its own case, and the figures (counts, fills, wall time) are pr
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -28,15 +27,10 @@ def crossing_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     model = build_crossing_simulator()
     out = tmp_path_factory.mktemp("serdes_crossing")
-    figures = out / "figures.jsonl"
-    outcome = run_cocotb_suite(model, out, module="serdes_crossing_cocotb", module_dir=HERE,
-                               toplevel=TOPLEVEL, testcases=COCOTB_TESTS,
-                               env={"BUSPROBE_CROSSING_FIGURES": str(figures)},
-                               log_file=str(out / "sim.log"))
-    if figures.exists():
-        for line in figures.read_text().splitlines():
-            print(json.loads(line))
-    return outcome
+    return run_cocotb_suite(model, out, module="serdes_crossing_cocotb", module_dir=HERE,
+                            toplevel=TOPLEVEL, testcases=COCOTB_TESTS,
+                            figures_env="BUSPROBE_CROSSING_FIGURES",
+                            log_file=str(out / "sim.log"))
 
 
 @pytest.mark.sim
