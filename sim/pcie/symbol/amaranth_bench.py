@@ -15,7 +15,7 @@ from .polarity import as_inverted
 from .wire_faults import WireFaults
 
 __all__ = ["SymbolExchange", "SIM_TIMING", "SYMBOL_PERIOD", "simulate", "send_tlps",
-           "send_dllp", "until_dl_active"]
+           "collect_tlps", "send_dllp", "until_dl_active"]
 
 #: One symbol time at 2.5 GT/s, the clock every soft-endpoint simulation runs at.
 SYMBOL_PERIOD = 4e-9
@@ -121,6 +121,23 @@ async def send_tlps(ctx, tlp_stream, bodies: Iterable[bytes], *,
             ctx.set(tlp_stream.valid, 1)
             await ctx.tick().until(tlp_stream.ready)
         ctx.set(tlp_stream.valid, 0)
+
+
+async def collect_tlps(ctx, tlp_stream, got: list[bytes]) -> None:
+    """Take whole TLPs from a stream of bytes with ``last`` into ``got``, forever (always
+    ready), and fail if one pauses between its first and last byte."""
+    current: list[int] = []
+    while True:
+        ctx.set(tlp_stream.ready, 1)
+        _, _, valid, byte, last = await ctx.tick().sample(
+            tlp_stream.valid, tlp_stream.payload.data, tlp_stream.payload.last)
+        if current:
+            assert valid, "a TLP paused between its first and last byte"
+        if valid:
+            current.append(byte)
+            if last:
+                got.append(bytes(current))
+                current = []
 
 
 async def send_dllp(ctx, dllp_stream, dllp: bytes) -> None:

@@ -6,7 +6,7 @@ cocotbext-pcie's."""
 import random
 
 from busprobe.gateware.pcie.soft.litepcie_beats import BeatsToBytes, BytesToBeats
-from busprobe.sim.pcie.symbol.amaranth_bench import simulate
+from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, simulate
 from busprobe.sim.pcie.tlp_stream import tlp_to_beats
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
@@ -87,18 +87,7 @@ def test_litepcie_beats_to_send_become_tlp_bytes_without_a_gap_inside_a_tlp():
         await ctx.tick().repeat(40)
 
     async def collect(ctx):
-        current: list[int] = []
-        ctx.set(dut.source.ready, 1)
-        while True:
-            _, _, valid, byte, last = await ctx.tick().sample(
-                dut.source.valid, dut.source.payload.data, dut.source.payload.last)
-            if current:
-                assert valid, "a TLP paused between its first and last byte"
-            if valid:
-                current.append(byte)
-                if last:
-                    got.append(bytes(current))
-                    current = []
+        await collect_tlps(ctx, dut.source, got)
 
     simulate(dut, feed, collect)
     assert got == tlps

@@ -3,7 +3,7 @@
 import random
 
 from busprobe.gateware.pcie.soft.tlp_merge import TlpMerge
-from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
+from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, send_tlps, simulate
 
 
 def test_tlps_from_three_sources_come_out_whole_never_interleaved_none_lost():
@@ -24,18 +24,7 @@ def test_tlps_from_three_sources_come_out_whole_never_interleaved_none_lost():
         return send
 
     async def collect(ctx):
-        current: list[int] = []
-        while True:
-            ctx.set(dut.source.ready, 1)
-            _, _, valid, byte, last = await ctx.tick().sample(
-                dut.source.valid, dut.source.payload.data, dut.source.payload.last)
-            if current:
-                assert valid, "a TLP paused between its first and last byte"
-            if valid:
-                current.append(byte)
-                if last:
-                    out.append(bytes(current))
-                    current = []
+        await collect_tlps(ctx, dut.source, out)
 
     async def main(ctx):
         await ctx.tick().repeat(3000)
