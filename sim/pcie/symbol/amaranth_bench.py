@@ -15,7 +15,7 @@ from .polarity import as_inverted
 from .wire_faults import WireFaults
 
 __all__ = ["SymbolExchange", "SIM_TIMING", "SYMBOL_PERIOD", "simulate", "send_tlps",
-           "collect_tlps", "send_dllp", "until_dl_active"]
+           "collect_tlps", "receive_tlps", "send_dllp", "until_dl_active"]
 
 #: One symbol time at 2.5 GT/s, the clock every soft-endpoint simulation runs at.
 SYMBOL_PERIOD = 4e-9
@@ -138,6 +138,24 @@ async def collect_tlps(ctx, tlp_stream, got: list[bytes]) -> None:
             if last:
                 got.append(bytes(current))
                 current = []
+
+
+async def receive_tlps(ctx, dut, bodies: Iterable[bytes],
+                       accepted: Callable[[int], bool] = lambda index: True) -> None:
+    """Hand ``bodies`` to a block behind the data link layer as it hands over received TLPs:
+    ``rx_tlp`` a byte a clock (``first`` on byte 0), then ``rx_accept`` for a cycle with the
+    link layer's verdict ``accepted(index)``, then the six clocks of the next TLP's STP and
+    sequence number."""
+    for index, body in enumerate(bodies):
+        for i, byte in enumerate(body):
+            ctx.set(dut.rx_tlp.valid, 1)
+            ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
+            await ctx.tick()
+        ctx.set(dut.rx_tlp.valid, 0)
+        ctx.set(dut.rx_accept, accepted(index))
+        await ctx.tick()
+        ctx.set(dut.rx_accept, 0)
+        await ctx.tick().repeat(6)
 
 
 async def send_dllp(ctx, dllp_stream, dllp: bytes) -> None:

@@ -14,6 +14,7 @@ from busprobe.protocol.pcie_ltssm import LinkSpeed, LtssmState
 from busprobe.sim.pcie.symbol.amaranth_bench import (
     SIM_TIMING,
     SymbolExchange,
+    receive_tlps,
     simulate,
     until_dl_active,
 )
@@ -69,17 +70,8 @@ def run(tlps, *, accepted=lambda index: True, ready=lambda cycle: True, settle: 
 
     async def feed(ctx):
         ctx.set(dut.link_status, link_status)
-        for index, tlp in enumerate(tlps):
-            body = bytes(tlp.pack()) if isinstance(tlp, Tlp) else tlp
-            for i, byte in enumerate(body):
-                ctx.set(dut.rx_tlp.valid, 1)
-                ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
-                await ctx.tick()
-            ctx.set(dut.rx_tlp.valid, 0)
-            ctx.set(dut.rx_accept, accepted(index))
-            await ctx.tick()
-            ctx.set(dut.rx_accept, 0)
-            await ctx.tick().repeat(6)  # STP, sequence number and LCRC of the next one
+        await receive_tlps(ctx, dut, [bytes(tlp.pack()) if isinstance(tlp, Tlp) else tlp
+                                      for tlp in tlps], accepted)
         await ctx.tick().repeat(settle)
         while ctx.get(dut.tlp.valid):
             await ctx.tick()

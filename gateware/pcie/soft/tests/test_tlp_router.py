@@ -5,7 +5,7 @@ cocotbext-pcie's ``Tlp``, fed as the data link layer gives them (a byte a clock,
 from collections.abc import Callable
 
 from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
-from busprobe.sim.pcie.symbol.amaranth_bench import simulate
+from busprobe.sim.pcie.symbol.amaranth_bench import receive_tlps, simulate
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
@@ -53,16 +53,7 @@ def run(tlps: list[Tlp | bytes], *, accepted: Callable[[int], bool] = lambda ind
         ctx.set(dut.memory_space, memory_space)
         ctx.set(dut.bar0_base, BAR0)
         ctx.set(dut.completer_id, int(ENDPOINT))
-        for index, tlp in enumerate(tlps):
-            for i, byte in enumerate(body(tlp)):
-                ctx.set(dut.rx_tlp.valid, 1)
-                ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
-                await ctx.tick()
-            ctx.set(dut.rx_tlp.valid, 0)
-            ctx.set(dut.rx_accept, accepted(index))
-            await ctx.tick()
-            ctx.set(dut.rx_accept, 0)
-            await ctx.tick().repeat(6)  # the next TLP's STP and sequence number
+        await receive_tlps(ctx, dut, [body(tlp) for tlp in tlps], accepted)
         await ctx.tick().repeat(store_bytes + 40)
         counters.update({name: ctx.get(getattr(dut, name)) for name in COUNTERS})
 
