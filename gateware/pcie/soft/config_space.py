@@ -8,6 +8,7 @@ from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind
 
 from .deframer import RX_TLP_BYTE
+from .fc_init import NON_POSTED_HEADERS
 from .framer import TLP_BYTE
 from .ltssm import LINK_STATUS
 
@@ -70,6 +71,9 @@ class ConfigSpace(wiring.Component):
         supported (:func:`~.pcie_config.payload_size_in_force`), MRRS as written.
     dropped, malformed: Signal(16), output
         Configuration requests dropped with the completion queue full; malformed ones (wrap).
+    np_held: Signal(), output; np_released: Signal(), output
+        A request answered at ``rx_accept`` (its header credit held), and a completion's last
+        byte taken (the credit released): :class:`~.update_fc.UpdateFc`'s inputs.
 
     Parameters
     ----------
@@ -92,8 +96,10 @@ class ConfigSpace(wiring.Component):
     max_request_size: Out(16)
     dropped: Out(16)
     malformed: Out(16)
+    np_held: Out(1)
+    np_released: Out(1)
 
-    def __init__(self, *, depth: int = 4):
+    def __init__(self, *, depth: int = NON_POSTED_HEADERS):
         self._depth = depth
         super().__init__()
 
@@ -138,7 +144,8 @@ class ConfigSpace(wiring.Component):
         supported = (is_read0 | is_write0) & (target_function == cfg.FUNCTION) & \
             ~(is_write0 & poisoned)
         answer = Signal()  # the request is answered now
-        m.d.comb += answer.eq(request & well_formed & queue.w_rdy)
+        m.d.comb += [answer.eq(request & well_formed & queue.w_rdy),
+                     self.np_held.eq(answer)]
         with m.If(request & ~well_formed):
             m.d.sync += self.malformed.eq(self.malformed + 1)
         with m.Elif(request & ~queue.w_rdy):
@@ -238,7 +245,7 @@ class ConfigSpace(wiring.Component):
                      self.tlp.payload.last.eq(last)]
         with m.If(self.tlp.valid & self.tlp.ready):
             m.d.sync += index.eq(Mux(last, 0, index + 1))
-            m.d.comb += queue.r_en.eq(last)
+            m.d.comb += [queue.r_en.eq(last), self.np_released.eq(last)]
 
         # What the rest of the endpoint needs from the registers. --------------------------------
         command = registers[cfg.COMMAND]

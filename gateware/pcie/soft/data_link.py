@@ -35,6 +35,9 @@ class SoftDataLink(wiring.Component):
         partner's credits and gets the next sequence number.
     rx_tlp: stream of RX_TLP_BYTE, output; rx_accept, rx_discard: Signal(), output
         Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
+    np_held: Signal(), input; np_released: Signal(2), input
+        From the transaction layer: a kept request's header credit held until its completion
+        has left, and held credits released (see :class:`~.update_fc.UpdateFc`).
     dl_active: Signal(), output
     partner_posted, partner_non_posted, partner_completion: Signal(CREDITS), output
     next_transmit_seq, acked_seq, next_rcv_seq: Signal(12), output
@@ -58,6 +61,8 @@ class SoftDataLink(wiring.Component):
     rx_tlp: Out(stream.Signature(RX_TLP_BYTE, always_ready=True))
     rx_accept: Out(1)
     rx_discard: Out(1)
+    np_held: In(1)
+    np_released: In(2)
     dl_active: Out(1)
     partner_posted: Out(CREDITS)
     partner_non_posted: Out(CREDITS)
@@ -130,6 +135,8 @@ class SoftDataLink(wiring.Component):
             update.rx_tlp.valid.eq(link.rx_tlp.valid),
             update.rx_tlp.payload.eq(link.rx_tlp.payload),
             update.rx_accept.eq(ack_nak.accept),
+            update.np_held.eq(self.np_held),
+            update.np_released.eq(self.np_released),
             update.dl_active.eq(fc.dl_active),
         ]
 

@@ -5,13 +5,19 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
-__all__ = ["FlowControlInit", "CREDITS", "ADVERTISED"]
+__all__ = ["FlowControlInit", "CREDITS", "ADVERTISED", "NON_POSTED_HEADERS"]
 
 #: Credits of one kind: 8-bit header credits, 12-bit data credits (0 and 0: infinite).
 CREDITS = data.StructLayout({"header": 8, "data": 12})
 #: The (header, data) credits the endpoint's receiver advertises for P, NP and Cpl; an endpoint
 #: advertises infinite completion credits (0, 0) (§2.6.1). ``UpdateFc`` counts on from these.
-ADVERTISED = ((32, 256), (32, 8), (0, 0))
+#: Non-posted header credits: the requests the transaction layer can hold at once. Each
+#: configuration request or request answered with UR keeps its header credit until its
+#: completion has left (:class:`~.update_fc.UpdateFc`'s ``np_held``), so the completion queues
+#: of :class:`~.config_space.ConfigSpace` and :class:`~.tlp_router.TlpRouter` (at least this
+#: deep) can never overflow, whatever the root port has outstanding.
+NON_POSTED_HEADERS = 4
+ADVERTISED = ((32, 256), (NON_POSTED_HEADERS, 8), (0, 0))
 _KINDS = ("posted", "non_posted", "completion")
 _INIT_FC1 = (DllpType.INIT_FC1_P, DllpType.INIT_FC1_NP, DllpType.INIT_FC1_CPL)
 _INIT_FC2 = (DllpType.INIT_FC2_P, DllpType.INIT_FC2_NP, DllpType.INIT_FC2_CPL)

@@ -10,6 +10,7 @@ from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
 from .deframer import RX_TLP_BYTE
+from .fc_init import NON_POSTED_HEADERS
 from .framer import TLP_BYTE
 
 __all__ = ["TlpRouter", "APP_TLP_BYTE"]
@@ -35,7 +36,10 @@ class TlpRouter(wiring.Component):
       counted (``overflows``): the credits advertised are to keep that from happening.
     - Other non-posted requests (MRd outside BAR0 or with Memory Space off, MRdLk, I/O,
       AtomicOps, any type not known here): a Cpl with Unsupported Request on ``ur_tlp``
-      (``unsupported_requests``); a request arriving while two wait is dropped without one.
+      (``unsupported_requests``). The request's header credit is held until that Cpl has left
+      (``np_held``, ``np_released``), and the queue holds as many as the non-posted header
+      credits advertised, so none is dropped; a request arriving with the queue full all
+      the same (a root port beyond its credits) is dropped without one.
     - Posted requests not for the endpoint (MWr outside BAR0, every message): dropped and
       counted (``unsupported_posted``), as §2.3.1 has an endpoint do for a posted UR (no error
       message: the endpoint sends none yet). Completions for another requester: dropped and
@@ -53,6 +57,9 @@ class TlpRouter(wiring.Component):
         UR completions, valid from first byte to last as the framer needs.
     unsupported_requests, unsupported_posted, unexpected_completions, overflows: Signal(16)
         Counters (wrap).
+    np_held: Signal(), output; np_released: Signal(), output
+        A request queued for UR at ``rx_accept`` (its header credit held), and a UR Cpl's
+        last byte taken (released): :class:`~.update_fc.UpdateFc`'s inputs.
 
     Parameters
     ----------
@@ -71,6 +78,8 @@ class TlpRouter(wiring.Component):
     unsupported_posted: Out(16)
     unexpected_completions: Out(16)
     overflows: Out(16)
+    np_held: Out(1)
+    np_released: Out(1)
 
     def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES):
         assert store_bytes & (store_bytes - 1) == 0
@@ -159,7 +168,7 @@ class TlpRouter(wiring.Component):
 
         # Unsupported: UR completions for non-posted requests, counts for the rest. ------------
         m.submodules.ur_queue = ur_queue = fifo.SyncFIFOBuffered(width=_UR_REQUEST.size,
-                                                                 depth=2)
+                                                                 depth=NON_POSTED_HEADERS)
         kept = self.rx_accept & ~is_config & ~routed
         with m.If(kept & is_completion):
             m.d.sync += self.unexpected_completions.eq(self.unexpected_completions + 1)
@@ -173,6 +182,7 @@ class TlpRouter(wiring.Component):
                 request.requester.eq(Cat(b[cfg.REQ_REQUESTER_ID + 1], b[cfg.REQ_REQUESTER_ID])),
                 request.tag.eq(b[cfg.REQ_TAG]),
                 ur_queue.w_data.eq(request), ur_queue.w_en.eq(1),
+                self.np_held.eq(ur_queue.w_rdy),
             ]
 
         head = Signal(_UR_REQUEST)
@@ -195,5 +205,5 @@ class TlpRouter(wiring.Component):
         m.d.comb += [self.ur_tlp.valid.eq(ur_queue.r_rdy), self.ur_tlp.payload.last.eq(ur_last)]
         with m.If(self.ur_tlp.valid & self.ur_tlp.ready):
             m.d.sync += index.eq(Mux(ur_last, 0, index + 1))
-            m.d.comb += ur_queue.r_en.eq(ur_last)
+            m.d.comb += [ur_queue.r_en.eq(ur_last), self.np_released.eq(ur_last)]
         return m

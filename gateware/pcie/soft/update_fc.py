@@ -22,11 +22,13 @@ _TYPE_COMPLETION = 0b0101  # Type[4:1] of Cpl/CplD (0101 0) and CplLk/CplDLk (01
 class UpdateFc(wiring.Component):
     """Counts CREDITS_ALLOCATED for posted and non-posted TLPs and sends them in UpdateFC.
 
-    Every TLP the data link layer keeps (``rx_accept``) is consumed at once by the transaction
-    layer above (configuration space answers or drops a request as it ends; memory requests
-    are not yet handled and are dropped), so its credits are allocated again then: one header
-    credit and, with data, Length / 4 rounded up data credits (Length 0 is 1024 DW), added to
-    the type's counters (8-bit header, 12-bit data, modulo as §2.6.1 counts). A type whose
+    A TLP the data link layer keeps (``rx_accept``) has its data consumed at once by the
+    transaction layer above, so its data credits are allocated again then: Length / 4 rounded
+    up (Length 0 is 1024 DW). Its header credit too, unless it is a non-posted request the
+    transaction layer holds until its completion has left (``np_held`` at ``rx_accept``; then
+    ``np_released`` gives it back): so no more requests wait for an answer than the non-posted
+    header credits advertised. Credits are added to the type's counters (8-bit header, 12-bit
+    data, modulo as §2.6.1 counts). A type whose
     counters moved has an UpdateFC owed; every ``interval`` symbol times both are owed
     anyway. Completions are advertised infinite (``ADVERTISED``) and need none.
 
@@ -36,6 +38,10 @@ class UpdateFc(wiring.Component):
         Received TLP bytes (``SoftDataLink``'s); only bytes 0, 2 and 3 are looked at.
     rx_accept: Signal(), input
         Strobe: the TLP whose bytes came is kept.
+    np_held: Signal(), input
+        With ``rx_accept``: the kept non-posted request's header credit waits for a release.
+    np_released: Signal(2), input
+        Held header credits released this clock (completions that have left).
     dl_active: Signal(), input
         Low: counters back to the advertised credits, nothing sent (DL_Inactive, FC_INIT).
     tx_dllp: stream of Signal(32), output
@@ -52,6 +58,8 @@ class UpdateFc(wiring.Component):
 
     rx_tlp: In(stream.Signature(RX_TLP_BYTE, always_ready=True))
     rx_accept: In(1)
+    np_held: In(1)
+    np_released: In(2)
     dl_active: In(1)
     tx_dllp: Out(stream.Signature(32))
     posted: Out(20)
@@ -117,12 +125,14 @@ class UpdateFc(wiring.Component):
 
         # After the clearing above, so that credits consumed in the clock an UpdateFC is taken
         # (it carries the old count) leave another owed: later assignments win.
-        with m.If(self.rx_accept & ~is_completion):
-            with m.If(is_posted):
-                m.d.sync += [p_hdr.eq(p_hdr + 1), p_dat.eq(p_dat + data_credits), p_owed.eq(1)]
-            with m.Else():
-                m.d.sync += [np_hdr.eq(np_hdr + 1), np_dat.eq(np_dat + data_credits),
-                             np_owed.eq(1)]
+        kept_np = self.rx_accept & ~is_completion & ~is_posted
+        with m.If(self.rx_accept & ~is_completion & is_posted):
+            m.d.sync += [p_hdr.eq(p_hdr + 1), p_dat.eq(p_dat + data_credits), p_owed.eq(1)]
+        np_headers = Mux(kept_np & ~self.np_held, 1, 0) + self.np_released
+        np_data = Mux(kept_np, data_credits, 0)
+        with m.If((np_headers != 0) | (np_data != 0)):  # a held read alone changes nothing
+            m.d.sync += [np_hdr.eq(np_hdr + np_headers), np_dat.eq(np_dat + np_data),
+                         np_owed.eq(1)]
 
         timer = Signal(range(self._interval))
         m.d.sync += timer.eq(Mux(timer == self._interval - 1, 0, timer + 1))

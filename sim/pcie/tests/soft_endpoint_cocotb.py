@@ -114,7 +114,7 @@ async def root_complex_enumerates_the_soft_endpoint_sizes_bar0_enables_msi_sets_
     assert_clean_link(bench)
     updates = sum(1 for p in bench.port.received
                   if p.kind == "dllp" and p.payload[0] & 0xF0 in (0x80, 0x90))
-    assert updates > 0  # more requests than the 32 NP credits advertised: UpdateFC needed
+    assert updates > 0  # more requests than the 4 NP header credits advertised: UpdateFC needed
     record("enumeration", bench, figures, updatefc=updates)
 
 

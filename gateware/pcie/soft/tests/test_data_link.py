@@ -7,7 +7,7 @@ import random
 from amaranth import Signal
 from amaranth.back import rtlil
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
-from busprobe.gateware.pcie.soft.fc_init import FlowControlInit
+from busprobe.gateware.pcie.soft.fc_init import ADVERTISED, FlowControlInit
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp, frame_tlp
 from busprobe.sim.pcie.symbol.amaranth_bench import (
@@ -20,7 +20,8 @@ from busprobe.sim.pcie.symbol.amaranth_bench import (
 )
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
 
-ENDPOINT_CREDITS = {"P": (32, 256), "NP": (32, 8), "CPL": (0, 0)}  # FlowControlInit's defaults
+# FlowControlInit's defaults, as the partner records them
+ENDPOINT_CREDITS = dict(zip(("P", "NP", "CPL"), ADVERTISED, strict=True))
 
 
 def test_fc_init_sends_initfc1_then_initfc2_and_records_the_partners_credits():

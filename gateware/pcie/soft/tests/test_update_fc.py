@@ -46,8 +46,10 @@ def completion() -> bytes:
 
 
 def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
-        drop_at=None):
-    """Feed ``tlps`` a byte a clock with ``rx_accept`` after each; return the DLLPs sent."""
+        drop_at=None, held=lambda i: False, released_at=()):
+    """Feed ``tlps`` a byte a clock with ``rx_accept`` after each (``np_held`` with it as
+    ``held(index)`` says; ``np_released`` strobed once at each cycle of ``released_at``,
+    counted from the tail's start); return the DLLPs sent."""
     dut = UpdateFc(interval=interval)
     sent: list[bytes] = []
 
@@ -70,12 +72,16 @@ def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
                 await tick()
             ctx.set(dut.rx_tlp.valid, 0)
             ctx.set(dut.rx_accept, accepted(index))
+            ctx.set(dut.np_held, held(index))
             await tick()
             ctx.set(dut.rx_accept, 0)
+            ctx.set(dut.np_held, 0)
             for _ in range(3):
                 await tick()
-        for _ in range(tail):
+        for at in range(tail):
+            ctx.set(dut.np_released, released_at.count(at))
             await tick()
+        ctx.set(dut.np_released, 0)
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)
@@ -111,3 +117,17 @@ def test_nothing_before_dl_active_and_counters_restart_after_dl_inactive():
     sent = run([big, config_read()], drop_at=len(big) + 1)
     assert sent == [fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA)]
     assert not run([config_read()], active_from=10_000)
+
+
+def test_a_held_request_returns_its_data_credit_at_once_and_its_header_when_released():
+    # Two config writes held until their completions leave, both at once (the two queues'
+    # last bytes in one clock), then one alone.
+    sent = run([config_write(), config_write(), config_read()], held=lambda i: True,
+               released_at=(5, 5, 30), tail=60)
+    assert sent == [
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR, NP_DATA + 1),  # data consumed, header held
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR, NP_DATA + 2),
+        # a held read moves nothing: no UpdateFC
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 2, NP_DATA + 2),  # two released together
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 3, NP_DATA + 2),
+    ]
