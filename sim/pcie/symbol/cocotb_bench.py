@@ -26,11 +26,40 @@ from .amaranth_bench import SYMBOL_PERIOD
 from .cocotb_port import SymbolPort, park_unused_port
 from .endpoint_model import APP_LAST, APP_VALID, SYMBOL_BITS
 
-__all__ = ["SoftEndpointBench", "attach_root_port"]
+__all__ = ["SoftEndpointBench", "attach_root_port", "reset_model", "RoutedTlps",
+           "WIRE_FLAG", "SYMBOL_MASK"]
 
 #: rx_word: a symbol is on the wire; tx_word: the endpoint is in electrical idle.
-_WIRE_FLAG = 1 << SYMBOL_BITS
-_SYMBOL_MASK = _WIRE_FLAG - 1
+WIRE_FLAG = 1 << SYMBOL_BITS
+SYMBOL_MASK = WIRE_FLAG - 1
+
+
+class RoutedTlps(list):
+    """The TLPs the endpoint's router passed to the application (raw bytes), in order,
+    assembled from the model's ``app_word`` by :meth:`take` once a clock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bytes = bytearray()
+
+    def take(self, app_word: int) -> None:
+        if app_word & APP_VALID:
+            self._bytes.append(app_word & 0xFF)
+            if app_word & APP_LAST:
+                self.append(bytes(self._bytes))
+                self._bytes.clear()
+
+
+async def reset_model(dut) -> None:
+    """Start the model's symbol clock and hold it in reset for four clocks, its receiver in
+    electrical idle and a receiver found at the far end."""
+    Clock(dut.clk, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
+    dut.rst.value = 1
+    dut.rx_word.value = 0
+    dut.rx_error.value = 0
+    dut.receiver_detected.value = 1
+    await ClockCycles(dut.clk, 4)
+    dut.rst.value = 0
 
 
 def attach_root_port(rc: RootComplex, port: SymbolPort):
@@ -67,18 +96,12 @@ class SoftEndpointBench:
         self.cycles = 0
         self.corrupt_tlps = 0
         self._countdown = 0
-        self.app_tlps: list[bytes] = []
-        self._app_bytes = bytearray()
+        self.app_tlps = RoutedTlps()
 
     @classmethod
     async def start(cls, dut, **partner_options) -> SoftEndpointBench:
         """Clock and reset the model, then run the wire in the background."""
-        Clock(dut.clk, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
-        dut.rst.value = 1
-        dut.rx_word.value = 0
-        dut.receiver_detected.value = 1
-        await ClockCycles(dut.clk, 4)
-        dut.rst.value = 0
+        await reset_model(dut)
         bench = cls(dut, **partner_options)
         cocotb.start_soon(bench._run_wire())
         return bench
@@ -91,18 +114,13 @@ class SoftEndpointBench:
         while True:
             await falling
             word = int(tx_word.value)
-            sent = None if word & _WIRE_FLAG else word & _SYMBOL_MASK
+            sent = None if word & WIRE_FLAG else word & SYMBOL_MASK
             if self.corrupt_tlps and sent is not None:
                 sent = self._corrupt(sent)
             back = port.symbol_time(sent)
-            rx_word.value = 0 if back is None else back | _WIRE_FLAG
+            rx_word.value = 0 if back is None else back | WIRE_FLAG
             self.cycles += 1
-            app = int(dut.app_word.value)
-            if app & APP_VALID:
-                self._app_bytes.append(app & 0xFF)
-                if app & APP_LAST:
-                    self.app_tlps.append(bytes(self._app_bytes))
-                    self._app_bytes.clear()
+            self.app_tlps.take(int(dut.app_word.value))
 
     def _corrupt(self, symbol: int) -> int:
         if symbol == KCode.STP:

@@ -96,6 +96,9 @@ class SymbolPort(Port):
     def next_dllp(self) -> bytes | None:
         return None  # every DLLP comes from Port's transmit loop through handle_tx
 
+    def next_tlp(self) -> tuple[int, bytes] | None:
+        return None  # so does every TLP
+
     def on_packet(self, packet: FramedPacket) -> None:
         """A packet the partner deframed (called from :meth:`symbol_time`, so not a coroutine:
         queued for :meth:`_run_arrivals`, which keeps their order)."""

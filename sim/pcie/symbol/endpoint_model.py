@@ -8,6 +8,7 @@ top's ports are flat so that the bench touches two words a symbol time::
 
     rx_word[8:0]  symbol from the root port (packed {k, byte})   rx_word[9]  present (else
                                                                              electrical idle)
+    rx_error      the symbol's 8b/10b decode error (a hostile link's)
     tx_word[8:0]  symbol to the root port                        tx_word[9]  electrical idle
 
     app_word[7:0] a byte of a TLP routed to the application  app_word[8] last, [9] valid
@@ -60,7 +61,8 @@ def _top():
         (the router's UR completions merged after configuration space's), flat ports."""
 
         def __init__(self) -> None:
-            super().__init__({"rx_word": In(SYMBOL_BITS + 1), "receiver_detected": In(1),
+            super().__init__({"rx_word": In(SYMBOL_BITS + 1), "rx_error": In(1),
+                              "receiver_detected": In(1),
                               "tx_word": Out(SYMBOL_BITS + 1), "app_word": Out(10),
                               **{name: Out(width) for name, width in OUTPUTS.items()}})
 
@@ -78,6 +80,8 @@ def _top():
             wiring.connect(m, merge.source, link.tlp)
             m.d.comb += [
                 router.rx_accept.eq(link.rx_accept),
+                link.np_held.eq(config.np_held | router.np_held),
+                link.np_released.eq(config.np_released + router.np_released),
                 router.memory_space.eq(config.memory_space),
                 router.bar0_base.eq(config.bar0_base),
                 router.completer_id.eq(config.completer_id),
@@ -88,6 +92,7 @@ def _top():
                 config.link_status.eq(link.status),
                 link.rx.valid.eq(self.rx_word[SYMBOL_BITS]),
                 link.rx.payload.symbol.eq(self.rx_word[:SYMBOL_BITS]),
+                link.rx.payload.error.eq(self.rx_error),
                 link.rx_electrical_idle.eq(~self.rx_word[SYMBOL_BITS]),
                 link.receiver_detected.eq(self.receiver_detected),
                 link.tx.ready.eq(1),

@@ -200,6 +200,9 @@ class RootPortPartner:
         elif (self.state == PartnerState.L0 and self.data_link
               and (dllp := self.dll.next_dllp()) is not None):
             self._tx.extend(frame_dllp(dllp))
+        elif (self.state == PartnerState.L0 and self.data_link
+              and (tlp := self.dll.next_tlp()) is not None):
+            self._tx.extend(frame_tlp(*tlp))
         else:
             self._tx.append(LOGICAL_IDLE)
             self._sent_kind = None

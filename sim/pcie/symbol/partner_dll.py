@@ -36,6 +36,8 @@ class DataLinkLayer(Protocol):
 
     def on_packet(self, packet: FramedPacket) -> None: ...
 
+    def next_tlp(self) -> tuple[int, bytes] | None: ...
+
 
 class DlState(enum.StrEnum):
     """The data link layer's states, with flow-control initialisation's two phases."""
@@ -98,6 +100,12 @@ class PartnerDataLink:
         i = next(self._order)
         kinds = _INIT_FC1 if self.state == DlState.FC_INIT1 else _INIT_FC2
         return fc_dllp(kinds[i], *self.advertised[i])
+
+    def next_tlp(self) -> tuple[int, bytes] | None:
+        """The next TLP (sequence number, bytes) to send after the DLLPs: none here (the
+        tests frame their own with :meth:`RootPortPartner.send_tlp`;
+        :class:`~.partner_transmitter.ReplayingDataLink` numbers and replays them)."""
+        return None
 
     def on_packet(self, packet: FramedPacket) -> None:
         if packet.kind == "tlp":

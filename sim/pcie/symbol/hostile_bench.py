@@ -1,0 +1,144 @@
+"""A hostile link between the soft endpoint's Verilator model and a root port that replays.
+
+Inside a cocotb test on :data:`~.endpoint_model.TOPLEVEL`::
+
+    bench = await HostileLinkBench.start(dut, seed=1)   # clock, reset, the wire running
+    await bench.until_dl_active()
+    bench.dll.send(bytes(tlp.pack()))                   # the root port's TLPs, numbered by it
+    bench.faults.enabled = True                         # seeded faults both ways from now
+    ...
+    bench.injected()                                    # what was done to the link, by kind
+
+Every symbol time (at the falling clock edge, as :class:`~.cocotb_bench.SoftEndpointBench`)
+the endpoint's symbol passes :class:`~.wire_faults.WireFaults` on its way to the
+:class:`~.partner.RootPortPartner`, whose data link layer is a
+:class:`~.partner_transmitter.ReplayingDataLink`, and the partner's symbol passes it on the
+way back, an 8b/10b error reaching the endpoint as ``rx_error``. While the faults are enabled,
+one symbol time in ``1 / loss_rate`` also loses a whole packet or repeats one, each kind in
+turn at random: an endpoint TLP the root port never sees, an ACK the root port never sends,
+a root port TLP the endpoint never sees, an endpoint ACK the root port never sees, an old
+TLP the root port sends again.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import cocotb
+from cocotb.triggers import ClockCycles, FallingEdge
+
+from .cocotb_bench import SYMBOL_MASK, WIRE_FLAG, RoutedTlps, reset_model
+from .partner import RootPortPartner
+from .partner_dll import DlState
+from .partner_transmitter import ReplayingDataLink
+from .wire_faults import WireFaults
+
+__all__ = ["HostileLinkBench", "PACKET_FAULTS"]
+
+#: The packet-level faults, by the :class:`ReplayingDataLink` attribute that asks for one.
+PACKET_FAULTS = {
+    "lost_tlps_to_root_port": "lose_tlps",
+    "lost_acks_to_endpoint": "withhold_acks",
+    "lost_tlps_to_endpoint": "lose_sent",
+    "lost_acks_to_root_port": "lose_acks_in",
+    "duplicated_tlps_to_endpoint": "duplicate_next",
+}
+
+
+class HostileLinkBench:
+    """The endpoint model, its clock and wire, a replaying root port and seeded faults.
+
+    Attributes
+    ----------
+    dut: the cocotb handle of the model's top.
+    partner: the :class:`RootPortPartner`; ``dll`` its :class:`ReplayingDataLink`.
+    faults: the :class:`WireFaults` (symbol faults both ways), off until ``enabled``.
+    cycles: symbol times run since reset.
+    app_tlps: the TLPs the endpoint's router passed to the application, in order.
+
+    Parameters
+    ----------
+    seed: the faults' seed (symbol faults and packet faults each have their own stream).
+    rate: symbol faults per data symbol, each way.
+    loss_rate: packet faults per symbol time.
+    replay_timeout: the root port's REPLAY_TIMER, in symbol times.
+    """
+
+    def __init__(self, dut, *, seed: int, rate: float, loss_rate: float,
+                 replay_timeout: int) -> None:
+        self.dut = dut
+        self.dll = ReplayingDataLink(replay_timeout=replay_timeout)
+        self.partner = RootPortPartner(link=1, lane=0, dll=self.dll)
+        self.faults = WireFaults(seed=seed, rate=rate)
+        self.cycles = 0
+        self.app_tlps = RoutedTlps()
+        self._rng = random.Random(seed * 7919 + 1)
+        self._loss_rate = loss_rate
+        self._asked: collections.Counter[str] = collections.Counter()
+
+    @classmethod
+    async def start(cls, dut, *, seed: int, rate: float = 1 / 300,
+                    loss_rate: float = 1 / 1500, replay_timeout: int = 1200) -> HostileLinkBench:
+        """Clock and reset the model, then run the wire in the background."""
+        await reset_model(dut)
+        bench = cls(dut, seed=seed, rate=rate, loss_rate=loss_rate,
+                    replay_timeout=replay_timeout)
+        cocotb.start_soon(bench._run_wire())
+        return bench
+
+    async def _run_wire(self) -> None:
+        dut, partner, dll, faults = self.dut, self.partner, self.dll, self.faults
+        rx_word, rx_error, tx_word, app_word = dut.rx_word, dut.rx_error, dut.tx_word, \
+            dut.app_word
+        falling = FallingEdge(dut.clk)
+        back = partner.step(None)
+        rng, loss_rate = self._rng, self._loss_rate
+        kinds = list(PACKET_FAULTS)
+        while True:
+            await falling
+            word = int(tx_word.value)
+            sent = None if word & WIRE_FLAG else word & SYMBOL_MASK
+            back = partner.step(faults.to_partner(sent))
+            dll.tick()
+            if faults.enabled and rng.random() < loss_rate:
+                kind = rng.choice(kinds)
+                self._asked[kind] += 1
+                attribute = PACKET_FAULTS[kind]
+                setattr(dll, attribute, getattr(dll, attribute) + 1)
+            back, error = faults.to_endpoint(back)
+            rx_word.value = 0 if back is None else back | WIRE_FLAG
+            rx_error.value = error
+            self.cycles += 1
+            self.app_tlps.take(int(app_word.value))
+
+    def output(self, name: str) -> int:
+        """One of the endpoint's outputs (:data:`~.endpoint_model.OUTPUTS`) now."""
+        return int(getattr(self.dut, name).value)
+
+    async def run(self, cycles: int) -> None:
+        await ClockCycles(self.dut.clk, cycles)
+
+    async def until_dl_active(self, *, cycles: int = 20_000) -> int:
+        """Wait until the endpoint and the root port are both DL_Active; the symbol times
+        since reset. Raises ``TimeoutError`` after ``cycles``."""
+        for _ in range(cycles):
+            if self.output("dl_active") and self.dll.state == DlState.ACTIVE:
+                return self.cycles
+            await self.run(1)
+        raise TimeoutError(f"not DL_Active after {cycles} symbol times; partner "
+                           f"{self.partner.state}")
+
+    def injected(self) -> dict[str, int]:
+        """The faults done to the link so far, by kind: symbol faults by direction and kind,
+        and the packet faults that took effect (asked for but still pending are not)."""
+        dll = self.dll
+        pending = {kind: getattr(dll, attribute) for kind, attribute in PACKET_FAULTS.items()}
+        done = {kind: self._asked[kind] - pending[kind] for kind in PACKET_FAULTS}
+        return {**dict(self.faults.injected), **done}
+
+    def clear_pending(self) -> None:
+        """Forget the packet faults asked for that have not happened yet."""
+        for kind, attribute in PACKET_FAULTS.items():
+            self._asked[kind] -= getattr(self.dll, attribute)
+            setattr(self.dll, attribute, 0)
