@@ -99,7 +99,7 @@ lint: $(STAMP)
 # the sources again each time (where PYTHONDONTWRITEBYTECODE is set nothing else writes them).
 test: calibrate lint
 	$(PY) -m compileall -q host gateware sim
-	$(PY) -m pytest -m "not bench and not vm" -n 2 --dist loadfile
+	$(PY) -m pytest -m "not bench and not vm" -n 2 --dist loadfile --durations=25
 	$(PY) -m pytest -m vm -n 0 -s -p no:cacheprovider sim/vm
 
 bench: $(STAMP)

@@ -14,10 +14,10 @@ ROOT = PcieId(0, 0, 0)
 ENDPOINT = PcieId(1, 0, 0)
 
 
-def _request(kind: TlpType, tag: int) -> Tlp:
+def _request(kind: TlpType, tag: int, requester: PcieId = ROOT) -> Tlp:
     tlp = Tlp()
     tlp.fmt_type = kind
-    tlp.requester_id = ROOT
+    tlp.requester_id = requester
     tlp.tag = tag
     return tlp
 
@@ -40,15 +40,19 @@ def config_write(offset: int, value: int, *, size: int = 4, tag: int = 0,
     return tlp
 
 
-def memory_read(address: int, length: int = 4, *, tag: int = 0) -> Tlp:
-    """MRd of ``length`` bytes at ``address`` (a 4 DW header above 4 GiB)."""
-    tlp = _request(TlpType.MEM_READ if address < 1 << 32 else TlpType.MEM_READ_64, tag)
+def memory_read(address: int, length: int = 4, *, tag: int = 0,
+                requester: PcieId = ROOT) -> Tlp:
+    """MRd of ``length`` bytes at ``address`` (a 4 DW header above 4 GiB) from
+    ``requester`` (the endpoint's own requests: its ID)."""
+    tlp = _request(TlpType.MEM_READ if address < 1 << 32 else TlpType.MEM_READ_64, tag,
+                   requester)
     tlp.set_addr_be(address, length)
     return tlp
 
 
-def memory_write(address: int, data: bytes) -> Tlp:
-    """MWr of ``data`` at ``address`` (a 4 DW header above 4 GiB)."""
-    tlp = _request(TlpType.MEM_WRITE if address < 1 << 32 else TlpType.MEM_WRITE_64, 0)
+def memory_write(address: int, data: bytes, *, requester: PcieId = ROOT) -> Tlp:
+    """MWr of ``data`` at ``address`` (a 4 DW header above 4 GiB) from ``requester``."""
+    tlp = _request(TlpType.MEM_WRITE if address < 1 << 32 else TlpType.MEM_WRITE_64, 0,
+                   requester)
     tlp.set_addr_be_data(address, data)
     return tlp

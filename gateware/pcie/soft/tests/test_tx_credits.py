@@ -4,24 +4,15 @@ cocotbext-pcie's ``Tlp``, UpdateFCs packed by the reference ``fc_dllp``."""
 from busprobe.gateware.pcie.soft.tx_credits import TxCredits
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
-from cocotbext.pcie.core.tlp import Tlp, TlpType
-from cocotbext.pcie.core.utils import PcieId
+from busprobe.sim.pcie.symbol.requests import ENDPOINT, memory_read, memory_write
 
 
 def write(nbytes: int) -> bytes:
-    tlp = Tlp()
-    tlp.fmt_type = TlpType.MEM_WRITE
-    tlp.requester_id = PcieId(1, 0, 0)
-    tlp.set_addr_be_data(0x1000, bytes(nbytes))
-    return bytes(tlp.pack())
+    return bytes(memory_write(0x1000, bytes(nbytes), requester=ENDPOINT).pack())
 
 
 def read() -> bytes:
-    tlp = Tlp()
-    tlp.fmt_type = TlpType.MEM_READ
-    tlp.requester_id = PcieId(1, 0, 0)
-    tlp.set_addr_be(0x1000, 64)
-    return bytes(tlp.pack())
+    return bytes(memory_read(0x1000, 64, requester=ENDPOINT).pack())
 
 
 def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400):

@@ -5,6 +5,7 @@ from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.fc_init import ADVERTISED
 from busprobe.gateware.pcie.soft.update_fc import UpdateFc
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
+from busprobe.sim.pcie.symbol import requests
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
@@ -12,27 +13,15 @@ from cocotbext.pcie.core.utils import PcieId
 
 
 def config_read() -> bytes:
-    tlp = Tlp()
-    tlp.fmt_type = TlpType.CFG_READ_0
-    tlp.requester_id, tlp.completer_id = PcieId(0, 0, 0), PcieId(1, 0, 0)
-    tlp.set_addr_be(0x10, 4)
-    return bytes(tlp.pack())
+    return bytes(requests.config_read(0x10).pack())
 
 
 def config_write() -> bytes:
-    tlp = Tlp()
-    tlp.fmt_type = TlpType.CFG_WRITE_0
-    tlp.requester_id, tlp.completer_id = PcieId(0, 0, 0), PcieId(1, 0, 0)
-    tlp.set_addr_be_data(0x10, b"\xff\xff\xff\xff")
-    return bytes(tlp.pack())
+    return bytes(requests.config_write(0x10, 0xFFFF_FFFF).pack())
 
 
 def memory_write(nbytes: int) -> bytes:
-    tlp = Tlp()
-    tlp.fmt_type = TlpType.MEM_WRITE
-    tlp.requester_id = PcieId(0, 0, 0)
-    tlp.set_addr_be_data(0x1000, bytes(nbytes))
-    return bytes(tlp.pack())
+    return bytes(requests.memory_write(0x1000, bytes(nbytes)).pack())
 
 
 def completion() -> bytes:
