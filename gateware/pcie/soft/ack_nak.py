@@ -1,19 +1,26 @@
 """The receive side of the data link layer's ACK/NAK protocol (§3.5.3.1)."""
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol.pcie_dll import SEQ_MODULUS, DllpType
+from busprobe.protocol.pcie_dll import ACK_LATENCY_SYMBOLS, SEQ_MODULUS, DllpType
 
 from .deframer import TlpStatus
 
-__all__ = ["AckNakScheduler", "DEFAULT_ACK_LATENCY"]
+__all__ = ["AckNakScheduler", "DEFAULT_ACK_LATENCY", "by_payload_size"]
 
-#: Symbol times an ACK may wait to cover more TLPs: the AckNak latency of a 2.5 GT/s x1 link
-#: with a 128-byte Max_Payload_Size, (MPS + 28) x AckFactor 1.4 / width + 19 = 237 (the formula
-#: behind Table 3-7 of PCIe Base 3.0, as cocotbext-pcie's ``get_max_update_latency`` has it;
-#: larger MPS allow more: 416 for 256, 559 for 512).
-DEFAULT_ACK_LATENCY = 237
+#: Symbol times an ACK may wait at the smallest Max_Payload_Size (after reset).
+DEFAULT_ACK_LATENCY = ACK_LATENCY_SYMBOLS[128]
+
+
+def by_payload_size(table: dict[int, int], max_payload_size):
+    """The entry of ``table`` (keyed by Max_Payload_Size in bytes) for the signal
+    ``max_payload_size``; the smallest size's for any value not in the table."""
+    sizes = sorted(table)
+    limit = Const(table[sizes[0]], range(max(table.values()) + 1))
+    for size in sizes[1:]:
+        limit = Mux(max_payload_size == size, table[size], limit)
+    return limit
 
 
 class AckNakScheduler(wiring.Component):
@@ -45,10 +52,14 @@ class AckNakScheduler(wiring.Component):
     naks, duplicates: Signal(16), output
         NAKs sent and duplicate TLPs dropped (wrap).
 
+    max_payload_size: Signal(16), input
+        The negotiated Max_Payload_Size in bytes (configuration space's): the ACK may wait
+        :data:`~busprobe.protocol.pcie_dll.ACK_LATENCY_SYMBOLS` of it.
+
     Parameters
     ----------
-    ack_latency: int
-        Symbol times an ACK may be held back.
+    ack_latency: int or None
+        Symbol times an ACK may be held back, fixed; ``None``: by ``max_payload_size``.
     """
 
     link_up: In(1)
@@ -61,8 +72,9 @@ class AckNakScheduler(wiring.Component):
     next_rcv_seq: Out(12)
     naks: Out(16)
     duplicates: Out(16)
+    max_payload_size: In(16)
 
-    def __init__(self, *, ack_latency: int = DEFAULT_ACK_LATENCY):
+    def __init__(self, *, ack_latency: int | None = None):
         self._ack_latency = ack_latency
         super().__init__()
 
@@ -72,7 +84,12 @@ class AckNakScheduler(wiring.Component):
         nak_due = Signal()
         ack_pending = Signal()
         ack_now = Signal()
-        timer = Signal(range(self._ack_latency + 1))
+        if self._ack_latency is None:
+            latency = Signal(range(max(ACK_LATENCY_SYMBOLS.values()) + 1))
+            m.d.sync += latency.eq(by_payload_size(ACK_LATENCY_SYMBOLS, self.max_payload_size))
+        else:
+            latency = Const(self._ack_latency)
+        timer = Signal.like(latency)
         nxt = self.next_rcv_seq
         behind = Signal(12)  # (NEXT_RCV_SEQ - seq) mod 4096
         m.d.comb += behind.eq(nxt - self.tlp_seq)
@@ -99,9 +116,10 @@ class AckNakScheduler(wiring.Component):
                     m.d.comb += self.discard.eq(1)
                     schedule_nak()
 
-        with m.If(ack_pending & (timer != self._ack_latency)):
+        # >=: a smaller MPS written while an ACK waits must not let the timer run past it.
+        with m.If(ack_pending & (timer < latency)):
             m.d.sync += timer.eq(timer + 1)
-        ack_due = (ack_pending & (timer == self._ack_latency)) | ack_now
+        ack_due = (ack_pending & (timer >= latency)) | ack_now
         acked = Signal(12)
         m.d.comb += acked.eq(nxt - 1)
         with m.If(nak_due):

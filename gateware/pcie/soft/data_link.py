@@ -4,12 +4,12 @@ from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
+from .ack_nak import AckNakScheduler
 from .deframer import RX_TLP_BYTE, TlpStatus
 from .fc_init import CREDITS, FlowControlInit
 from .framer import TLP_BYTE
 from .ltssm import LINK_STATUS, LtssmTiming
-from .replay_buffer import DEFAULT_REPLAY_TIMEOUT, ReplayBuffer
+from .replay_buffer import ReplayBuffer
 from .soft_link import SoftLink
 from .symbol_stream import rx_symbol_stream, tx_symbol_stream
 from .tx_credits import TxCredits
@@ -25,7 +25,6 @@ class SoftDataLink(wiring.Component):
     (:class:`~.update_fc.UpdateFc`) and the partner's credits counted down before a TLP is sent
     (:class:`~.tx_credits.TxCredits`): what a transaction layer needs to send and receive TLPs.
 
-    Not yet here: the DLLP and replay timers' scaling with the negotiated MPS.
 
     Attributes
     ----------
@@ -35,6 +34,9 @@ class SoftDataLink(wiring.Component):
         partner's credits and gets the next sequence number.
     rx_tlp: stream of RX_TLP_BYTE, output; rx_accept, rx_discard: Signal(), output
         Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
+    max_payload_size: Signal(16), input
+        The negotiated Max_Payload_Size in bytes: the AckNak latency and the REPLAY_TIMER
+        follow it (unless fixed by ``ack_latency``/``replay_timeout``).
     np_held: Signal(), input; np_released: Signal(2), input
         From the transaction layer: a kept request's header credit held until its completion
         has left, and held credits released (see :class:`~.update_fc.UpdateFc`).
@@ -63,6 +65,7 @@ class SoftDataLink(wiring.Component):
     rx_discard: Out(1)
     np_held: In(1)
     np_released: In(2)
+    max_payload_size: In(16)
     dl_active: Out(1)
     partner_posted: Out(CREDITS)
     partner_non_posted: Out(CREDITS)
@@ -81,8 +84,7 @@ class SoftDataLink(wiring.Component):
     invert_polarity: Out(1)
 
     def __init__(self, *, timing: LtssmTiming | None = None,
-                 ack_latency: int = DEFAULT_ACK_LATENCY,
-                 replay_timeout: int = DEFAULT_REPLAY_TIMEOUT,
+                 ack_latency: int | None = None, replay_timeout: int | None = None,
                  update_interval: int = DEFAULT_UPDATE_INTERVAL, **link_options):
         self._timing = timing
         self._update_interval = update_interval
@@ -121,6 +123,8 @@ class SoftDataLink(wiring.Component):
             self.partner_non_posted.eq(fc.partner_non_posted),
             self.partner_completion.eq(fc.partner_completion),
             ack_nak.link_up.eq(link_up),
+            ack_nak.max_payload_size.eq(self.max_payload_size),
+            replay.max_payload_size.eq(self.max_payload_size),
             ack_nak.tlp_end.eq(link.rx_tlp_end),
             ack_nak.tlp_status.eq(link.rx_tlp_status),
             ack_nak.tlp_seq.eq(link.rx_tlp_seq),

@@ -1,20 +1,18 @@
 """The transmit side of the ACK/NAK protocol: sequence numbers, the replay buffer and its timer
 (PCIe Base 3.0 §3.5.2.1)."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol.pcie_dll import SEQ_MODULUS, DllpType
+from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, SEQ_MODULUS, DllpType
 
-from .ack_nak import DEFAULT_ACK_LATENCY
+from .ack_nak import by_payload_size
 from .framer import TLP_BYTE
 
 __all__ = ["ReplayBuffer", "DEFAULT_REPLAY_TIMEOUT"]
 
-#: REPLAY_TIMER limit: three AckNak latencies, 2.5 GT/s x1, 128-byte Max_Payload_Size, no L0s
-#: adjustment (the formula behind Table 3-4 of PCIe Base 3.0 as remembered; the factor of three
-#: is not checked against the spec text here).
-DEFAULT_REPLAY_TIMEOUT = 3 * DEFAULT_ACK_LATENCY
+#: REPLAY_TIMER limit at the smallest Max_Payload_Size (after reset).
+DEFAULT_REPLAY_TIMEOUT = REPLAY_TIMEOUT_SYMBOLS[128]
 _MAX_TLP = 2 + 16 + 512 + 4  # largest TLP kept: 4-DW header, 512-byte payload, ECRC
 
 
@@ -44,6 +42,9 @@ class ReplayBuffer(wiring.Component):
     replays, timeouts, protocol_errors: Signal(16), output
         Replays started (by NAK or timeout), of which by timeout; ACK/NAKs naming a sequence
         number not sent and not yet acknowledged (a Data Link Protocol Error, §3.5.2.1).
+    max_payload_size: Signal(16), input
+        The negotiated Max_Payload_Size in bytes: the REPLAY_TIMER limit is
+        :data:`~busprobe.protocol.pcie_dll.REPLAY_TIMEOUT_SYMBOLS` of it.
 
     Parameters
     ----------
@@ -51,8 +52,8 @@ class ReplayBuffer(wiring.Component):
         Bytes kept (a power of two).
     max_outstanding: int
         TLPs kept at most (a power of two).
-    replay_timeout: int
-        REPLAY_TIMER limit in symbol times.
+    replay_timeout: int or None
+        REPLAY_TIMER limit in symbol times, fixed; ``None``: by ``max_payload_size``.
     """
 
     active: In(1)
@@ -66,9 +67,10 @@ class ReplayBuffer(wiring.Component):
     replays: Out(16)
     timeouts: Out(16)
     protocol_errors: Out(16)
+    max_payload_size: In(16)
 
     def __init__(self, *, depth: int = 4096, max_outstanding: int = 8,
-                 replay_timeout: int = DEFAULT_REPLAY_TIMEOUT):
+                 replay_timeout: int | None = None):
         for name, value in (("depth", depth), ("max_outstanding", max_outstanding)):
             if value & (value - 1):
                 raise ValueError(f"replay buffer {name} {value} is not a power of two")
@@ -107,7 +109,12 @@ class ReplayBuffer(wiring.Component):
                      first_kept.eq(acked + 1)]
         replay_pending = Signal()
         replay_num = Signal(2)
-        timer = Signal(range(self._timeout + 1))
+        if self._timeout is None:
+            limit = Signal(range(max(REPLAY_TIMEOUT_SYMBOLS.values()) + 1))
+            m.d.sync += limit.eq(by_payload_size(REPLAY_TIMEOUT_SYMBOLS, self.max_payload_size))
+        else:
+            limit = Const(self._timeout)
+        timer = Signal.like(limit)
         sending_new = Signal()  # inside a new TLP (replays wait for its end)
         advance = Signal()
         load = Signal()
@@ -150,7 +157,7 @@ class ReplayBuffer(wiring.Component):
                                      end_write.data.eq(wr_ptr + 1), end_write.en.eq(1)]
                         m.d.sync += nxt.eq(nxt + 1)
                 with m.If((outstanding != 0) & ~is_ack_nak):
-                    with m.If(timer == self._timeout):
+                    with m.If(timer >= limit):  # >=: the MPS may shrink while it runs
                         m.d.sync += [replay_pending.eq(1), timer.eq(0),
                                      self.timeouts.eq(self.timeouts + 1)]
                     with m.Else():

@@ -33,12 +33,21 @@ import zlib
 from .pcie_symbols import KCode, is_k, symbol_byte
 
 __all__ = [
-    "DllpType", "SEQ_MODULUS", "LCRC_POLY", "DLLP_CRC_POLY", "lcrc", "lcrc_bitwise", "dllp_crc",
+    "DllpType", "SEQ_MODULUS", "ACK_LATENCY_SYMBOLS", "REPLAY_TIMEOUT_SYMBOLS", "LCRC_POLY",
+    "DLLP_CRC_POLY", "lcrc", "lcrc_bitwise", "dllp_crc",
     "sequence_field", "ack_dllp", "nak_dllp", "fc_dllp", "frame_tlp", "frame_dllp",
     "FramedPacket", "deframe",
 ]
 
 SEQ_MODULUS = 4096
+#: Symbol times an ACK may wait to cover more TLPs, by Max_Payload_Size, on a 2.5 GT/s x1 link:
+#: (MPS + 28) x AckFactor / width + 19, AckFactor 1.4 up to 256 bytes and 1.0 from 512 (the
+#: formula behind Table 3-7 of PCIe Base 3.0, as cocotbext-pcie's ``get_max_update_latency``
+#: has it).
+ACK_LATENCY_SYMBOLS = {128: 237, 256: 416, 512: 559}
+#: The REPLAY_TIMER limit, by Max_Payload_Size (2.5 GT/s x1, no L0s adjustment): three
+#: AckNak latencies (Table 3-4's 711, 1248, 1677).
+REPLAY_TIMEOUT_SYMBOLS = {mps: 3 * latency for mps, latency in ACK_LATENCY_SYMBOLS.items()}
 LCRC_POLY = 0x04C1_1DB7
 DLLP_CRC_POLY = 0x100B
 

@@ -80,6 +80,7 @@ def _top():
             wiring.connect(m, merge.source, link.tlp)
             m.d.comb += [
                 router.rx_accept.eq(link.rx_accept),
+                link.max_payload_size.eq(config.max_payload_size),
                 link.np_held.eq(config.np_held | router.np_held),
                 link.np_released.eq(config.np_released + router.np_released),
                 router.memory_space.eq(config.memory_space),

@@ -3,7 +3,7 @@ DLLPs §3.5.3.1 asks for, with the sequence numbers they must carry."""
 
 from busprobe.gateware.pcie.soft.ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
 from busprobe.gateware.pcie.soft.deframer import TlpStatus
-from busprobe.protocol.pcie_dll import ack_dllp, nak_dllp
+from busprobe.protocol.pcie_dll import ACK_LATENCY_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 from cocotbext.pcie.core.port import get_max_update_latency
 
@@ -83,3 +83,35 @@ def test_sequence_numbers_wrap_at_4096():
 
 def test_the_default_ack_latency_is_the_spec_formula_as_cocotbext_pcie_computes_it():
     assert DEFAULT_ACK_LATENCY == int(get_max_update_latency(128, 1, 1))  # x1, Gen1, MPS 128
+
+
+def ack_wait(max_payload_size: int) -> int:
+    """Clocks from a kept TLP's end to its ACK on offer, with the latency by MPS."""
+    dut = AckNakScheduler()
+    waited = []
+
+    async def testbench(ctx):
+        ctx.set(dut.link_up, 1)
+        ctx.set(dut.tx_dllp.ready, 1)
+        ctx.set(dut.max_payload_size, max_payload_size)
+        await ctx.tick().repeat(2)  # the latency is registered from the MPS
+        ctx.set(dut.tlp_end, 1)
+        ctx.set(dut.tlp_status, GOOD)
+        ctx.set(dut.tlp_seq, 0)
+        await ctx.tick()
+        ctx.set(dut.tlp_end, 0)
+        for cycle in range(1, 2000):
+            if ctx.get(dut.tx_dllp.valid):
+                waited.append(cycle)
+                return
+            await ctx.tick()
+
+    simulate(dut, testbench)
+    return waited[0]
+
+
+def test_the_ack_latency_follows_the_negotiated_payload_size_as_the_spec_formula():
+    for mps, latency in ACK_LATENCY_SYMBOLS.items():
+        assert latency == int(get_max_update_latency(mps, 1, 1)), mps  # x1, Gen1
+        assert ack_wait(mps) == latency + 1, mps  # +1: the kept TLP's ACK is owed next clock
+    assert ack_wait(0) == ACK_LATENCY_SYMBOLS[128] + 1  # before configuration: the least

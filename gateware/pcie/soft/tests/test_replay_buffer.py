@@ -4,7 +4,7 @@ whole and in order on NAK or timeout, REPLAY_NUM rollover asking for Recovery.""
 import random
 
 from busprobe.gateware.pcie.soft.replay_buffer import ReplayBuffer
-from busprobe.protocol.pcie_dll import ack_dllp, nak_dllp
+from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 
 TIMEOUT = 300
@@ -144,3 +144,39 @@ def test_a_replay_ends_where_the_byte_store_wraps_to_zero():
     out, _ = run(bodies, script, depth=1024)
     # The NAK replays 7 (whose end is the wrap) and 8 (already sent when the NAK came).
     assert out == list(enumerate(bodies)) + [(7, bodies[7]), (8, bodies[8])]
+
+
+def replay_gap(max_payload_size: int, span: int) -> list[int]:
+    """The clocks one TLP, never acknowledged, starts out at (first time, then replays),
+    within ``span`` clocks, with the REPLAY_TIMER by MPS."""
+    dut = ReplayBuffer()
+    sent: list[int] = []
+
+    async def producer(ctx):
+        ctx.set(dut.active, 1)
+        ctx.set(dut.max_payload_size, max_payload_size)
+        await ctx.tick().repeat(2)
+        await send_tlps(ctx, dut.tlp, [BODIES[0]])
+
+    async def consumer(ctx):
+        ctx.set(dut.source.ready, 1)
+        cycle = 0
+        async for _, _, valid in ctx.tick().sample(dut.source.valid):
+            cycle += 1
+            if valid and (not sent or cycle - sent[-1] > len(BODIES[0])):
+                sent.append(cycle)
+
+    async def testbench(ctx):
+        await ctx.tick().repeat(span)
+
+    simulate(dut, testbench, producer, consumer)
+    return sent
+
+
+def test_the_replay_timer_follows_the_negotiated_payload_size():
+    """Replayed REPLAY_TIMEOUT_SYMBOLS[MPS] clocks after its last byte went (three AckNak
+    latencies: 711, 1248, 1677 symbol times at 2.5 GT/s x1)."""
+    for mps, timeout in REPLAY_TIMEOUT_SYMBOLS.items():
+        sent = replay_gap(mps, timeout + 200)
+        assert len(sent) == 2, (mps, sent)
+        assert timeout < sent[1] - (sent[0] + len(BODIES[0])) < timeout + 5, (mps, sent)
