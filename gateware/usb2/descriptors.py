@@ -46,10 +46,7 @@ def _uas_alternate(c, max_packet_size):
         i.bInterfaceNumber = 0
         i.bAlternateSetting = uas.UAS_ALTERNATE
         i.bInterfaceClass, i.bInterfaceSubclass, i.bInterfaceProtocol = uas.UAS_INTERFACE
-        for address, pipe in ((uas.EP_COMMAND, uas.Pipe.COMMAND),
-                              (uas.EP_STATUS, uas.Pipe.STATUS),
-                              (uas.EP_DATA_IN, uas.Pipe.DATA_IN),
-                              (uas.EP_DATA_OUT, uas.Pipe.DATA_OUT)):
+        for address, pipe in uas.PIPE_ENDPOINTS:
             with i.EndpointDescriptor() as e:
                 e.bEndpointAddress = address
                 e.bmAttributes = USBTransferType.BULK

@@ -25,10 +25,7 @@ def _uas_alternate(c):
         i.bInterfaceNumber = 0
         i.bAlternateSetting = uas.UAS_ALTERNATE
         i.bInterfaceClass, i.bInterfaceSubclass, i.bInterfaceProtocol = uas.UAS_INTERFACE
-        for address, pipe in ((uas.EP_COMMAND, uas.Pipe.COMMAND),
-                              (uas.EP_STATUS, uas.Pipe.STATUS),
-                              (uas.EP_DATA_IN, uas.Pipe.DATA_IN),
-                              (uas.EP_DATA_OUT, uas.Pipe.DATA_OUT)):
+        for address, pipe in uas.PIPE_ENDPOINTS:
             with i.EndpointDescriptor() as e:
                 e.bEndpointAddress = address
                 e.bmAttributes = USBTransferType.BULK
@@ -36,8 +33,8 @@ def _uas_alternate(c):
                 e.bInterval = 0
                 with e.SuperSpeedCompanion() as companion:
                     companion.bMaxBurst = usb3.MAX_BURST
-                    companion.bmAttributes = (0 if pipe == uas.Pipe.COMMAND
-                                              else MAX_STREAMS_EXPONENT)
+                    companion.bmAttributes = (MAX_STREAMS_EXPONENT
+                                              if address in uas.STREAM_PIPES else 0)
                 e.add_subordinate_descriptor(uas.pipe_usage(pipe))
 
 

@@ -23,7 +23,7 @@ from .streams import MAX_STREAMS
 
 __all__ = [
     "UAS_INTERFACE", "UAS_ALTERNATE", "TASK_SET_DEPTH", "EP_COMMAND", "EP_STATUS", "EP_DATA_IN",
-    "EP_DATA_OUT",
+    "EP_DATA_OUT", "PIPE_ENDPOINTS", "STREAM_PIPES",
     "PIPE_USAGE_TYPE", "PIPE_USAGE_SIZE", "Pipe", "IuId",
     "Status", "ResponseCode", "TaskFunction", "HEADER_FORMAT", "COMMAND_FORMAT", "COMMAND_SIZE",
     "COMMAND_OFFSETS", "SENSE_FORMAT", "SENSE_HEADER_SIZE", "RESPONSE_FORMAT", "RESPONSE_SIZE",
@@ -60,6 +60,13 @@ class Pipe(enum.IntEnum):
     STATUS = 2
     DATA_IN = 3
     DATA_OUT = 4
+
+
+#: The alternate's endpoints in descriptor order, each with the pipe its Pipe Usage names.
+PIPE_ENDPOINTS = ((EP_COMMAND, Pipe.COMMAND), (EP_STATUS, Pipe.STATUS),
+                  (EP_DATA_IN, Pipe.DATA_IN), (EP_DATA_OUT, Pipe.DATA_OUT))
+#: The pipes that carry bulk streams at SuperSpeed (stream ID = tag); the command pipe has none.
+STREAM_PIPES = (EP_STATUS, EP_DATA_IN, EP_DATA_OUT)
 
 
 class IuId(enum.IntEnum):

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.sim
 DISK = "sim:usb3?host=vl805&design=storage"
 GOOD = uas.Status.GOOD
 SET_INTERFACE, GET_INTERFACE = 11, 10
-STREAM_PIPES = (uas.EP_STATUS, uas.EP_DATA_IN, uas.EP_DATA_OUT)
+STREAM_PIPES = uas.STREAM_PIPES
 
 
 def _uas(platform):

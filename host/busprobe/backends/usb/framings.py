@@ -41,7 +41,6 @@ __all__ = ["UsbFraming", "StockStream", "PatternStream", "FramerBot", "DiskBot",
 #: bRequest of the standard SET_INTERFACE request (USB 2.0 §9.4.10).
 SET_INTERFACE = 11
 #: The UAS pipes with bulk streams at SuperSpeed: status, data-in, data-out (stream ID = tag).
-UAS_STREAM_PIPES = (uas.EP_STATUS, uas.EP_DATA_IN, uas.EP_DATA_OUT)
 
 
 @dataclass
@@ -312,7 +311,7 @@ class DiskBot(_OneAtATime, _Disk):
     def apply(self) -> None:
         if self.device.superspeed:
             # Alternate 0 has no streams (SET_INTERFACE frees them on an xHCI).
-            self.device.platform.free_streams(UAS_STREAM_PIPES)
+            self.device.platform.free_streams(uas.STREAM_PIPES)
         super().apply()
 
     def _plan(self, direction: Direction, length: int, count: int,
@@ -331,7 +330,7 @@ class DiskUas(_Disk):
     def apply(self) -> None:
         super().apply()
         if self.device.superspeed:
-            self.device.platform.alloc_streams(UAS_STREAM_PIPES, MAX_STREAMS)
+            self.device.platform.alloc_streams(uas.STREAM_PIPES, MAX_STREAMS)
 
     def _plan(self, direction: Direction, length: int, count: int,
               queue_depth: int) -> DiskRun:
