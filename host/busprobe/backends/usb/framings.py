@@ -40,7 +40,6 @@ __all__ = ["UsbFraming", "StockStream", "PatternStream", "FramerBot", "DiskBot",
 
 #: bRequest of the standard SET_INTERFACE request (USB 2.0 §9.4.10).
 SET_INTERFACE = 11
-#: The UAS pipes with bulk streams at SuperSpeed: status, data-in, data-out (stream ID = tag).
 
 
 @dataclass
