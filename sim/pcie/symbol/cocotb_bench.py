@@ -48,6 +48,9 @@ class SoftEndpointBench:
     Attributes
     ----------
     dut: the cocotb handle of the model's top.
+    prefix: the endpoint's ports are ``dut.<prefix><name>`` (``rx_word``, ``tx_word``,
+        ``receiver_detected``, the outputs; ``app_word`` where the model has it).
+    clock, reset: the top's clock (one symbol a clock) and active-high reset.
     port: the :class:`SymbolPort` (``port.partner`` is the symbol-level root port).
     rc: cocotbext-pcie's ``RootComplex`` with ``port`` as its one root port.
     cycles: symbol times run since reset.
@@ -59,8 +62,15 @@ class SoftEndpointBench:
     #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
     CORRUPTED_SYMBOL = 6
 
-    def __init__(self, dut, **partner_options) -> None:
+    def __init__(self, dut, *, prefix: str = "", clock: str = "clk", reset: str = "rst",
+                 **partner_options) -> None:
         self.dut = dut
+        self.prefix = prefix
+        self.clock = getattr(dut, clock)
+        self.reset = getattr(dut, reset)
+        self.rx_word = getattr(dut, f"{prefix}rx_word")
+        self.tx_word = getattr(dut, f"{prefix}tx_word")
+        self.app_word = getattr(dut, f"{prefix}app_word", None)
         self.port = SymbolPort(**partner_options)
         self.rc = RootComplex()
         attach_root_port(self.rc, self.port)
@@ -71,22 +81,23 @@ class SoftEndpointBench:
         self._app_bytes = bytearray()
 
     @classmethod
-    async def start(cls, dut, **partner_options) -> SoftEndpointBench:
-        """Clock and reset the model, then run the wire in the background."""
-        Clock(dut.clk, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
-        dut.rst.value = 1
-        dut.rx_word.value = 0
-        dut.receiver_detected.value = 1
-        await ClockCycles(dut.clk, 4)
-        dut.rst.value = 0
-        bench = cls(dut, **partner_options)
+    async def start(cls, dut, **options) -> SoftEndpointBench:
+        """Clock and reset the model, then run the wire in the background. ``options``: the
+        constructor's (``prefix``: of the endpoint's ports in the top's names; ``clock``,
+        ``reset``: the top's clock and reset; the partner's options)."""
+        bench = cls(dut, **options)
+        Clock(bench.clock, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
+        bench.reset.value = 1
+        bench.rx_word.value = 0
+        getattr(dut, f"{bench.prefix}receiver_detected").value = 1
+        await ClockCycles(bench.clock, 4)
+        bench.reset.value = 0
         cocotb.start_soon(bench._run_wire())
         return bench
 
     async def _run_wire(self) -> None:
-        dut, port = self.dut, self.port
-        rx_word, tx_word = dut.rx_word, dut.tx_word
-        falling = FallingEdge(dut.clk)
+        port, rx_word, tx_word, app_word = self.port, self.rx_word, self.tx_word, self.app_word
+        falling = FallingEdge(self.clock)
         back = port.symbol_time(None)
         while True:
             await falling
@@ -97,7 +108,9 @@ class SoftEndpointBench:
             back = port.symbol_time(sent)
             rx_word.value = 0 if back is None else back | _WIRE_FLAG
             self.cycles += 1
-            app = int(dut.app_word.value)
+            if app_word is None:
+                continue
+            app = int(app_word.value)
             if app & APP_VALID:
                 self._app_bytes.append(app & 0xFF)
                 if app & APP_LAST:
@@ -116,12 +129,12 @@ class SoftEndpointBench:
 
     def output(self, name: str) -> int:
         """One of the endpoint's outputs (:data:`~.endpoint_model.OUTPUTS`) now."""
-        return int(getattr(self.dut, name).value)
+        return int(getattr(self.dut, self.prefix + name).value)
 
     async def until_dl_active(self, *, cycles: int = 20_000) -> int:
         """Wait until the endpoint and the root port are both DL_Active; the symbol times
         since reset. Raises ``TimeoutError`` after ``cycles``."""
-        clk = self.dut.clk
+        clk = self.clock
         for _ in range(cycles):
             if self.output("dl_active") and self.port.fc_state[0].initialized.is_set():
                 return self.cycles
