@@ -72,13 +72,20 @@ class SoftSocHost:
             raise RuntimeError("enumeration did not find the soft endpoint")
         await function.enable_device()
         await function.set_master()
-        await function.set_mps(encode_size(mps))
-        await function.set_readrq(encode_size(mrrs))
-        host.rc.max_payload_size = encode_size(mps)
+        await host.set_mps(mps)
+        await host.set_mrrs(mrrs)
         assert await function.alloc_irq_vectors(1, 1) == 1
         function.request_irq(0, host._count_msi)
         host.bar0 = function.bar_window[0]
         return host
+
+    async def set_mps(self, mps: int) -> None:
+        """Program MPS in Device Control, and the root complex's completions to it."""
+        await self.function.set_mps(encode_size(mps))
+        self.rc.max_payload_size = encode_size(mps)
+
+    async def set_mrrs(self, mrrs: int) -> None:
+        await self.function.set_readrq(encode_size(mrrs))
 
     async def _count_msi(self) -> None:
         self.msi_count += 1
