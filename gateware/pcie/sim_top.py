@@ -1,7 +1,9 @@
 """Verilog of the busprobe PCIe core with its PHY interface as top-level ports (for Verilator).
 
 :func:`generate_verilog` elaborates :class:`~busprobe.gateware.pcie.core.BusprobePCIeSoC` around
-:class:`~busprobe.gateware.pcie.sim_phy.SimPCIEPHY` and writes, into ``out_dir``:
+:class:`~busprobe.gateware.pcie.sim_phy.SimPCIEPHY` (or another PHY: ``make_phy``, as
+:mod:`busprobe.sim.pcie.symbol.soc_model` puts the soft endpoint's ``SoftPCIEPHY`` there) and
+writes, into ``out_dir``:
 
 ``busprobe_pcie_sim.v``
     Top module ``busprobe_pcie_sim``. Ports: ``sys_clk`` (the 125 MHz core clock), ``sys_rst``
