@@ -32,10 +32,13 @@ log = logging.getLogger(__name__)
 _TOOLS = ("amaranth", "luna-usb", "usb-protocol", CONVERSION_YOSYS)
 
 
-def source_digest(packages: Sequence[str] = (), files: Sequence[Path] = ()) -> str:
-    """Hash of the ``*.py`` sources of ``packages`` (not their subpackages), of ``files``, and
-    of the tool versions."""
+def source_digest(packages: Sequence[str] = (), files: Sequence[Path] = (),
+                  extra: str = "") -> str:
+    """Hash of the ``*.py`` sources of ``packages`` (not their subpackages), of ``files``, of
+    ``extra`` (the top's parameters, where they are not in a file) and of the tool versions."""
     digest = hashlib.sha256()
+    if extra:
+        digest.update(f"extra={extra};".encode())
     for name in _TOOLS:
         try:
             digest.update(f"{name}={importlib.metadata.version(name)};".encode())
@@ -54,13 +57,14 @@ def source_digest(packages: Sequence[str] = (), files: Sequence[Path] = ()) -> s
 
 
 def cached_verilog(out_dir: Path, name: str, top: Callable[[], Elaboratable], *,
-                   packages: Sequence[str] = (), files: Sequence[Path] = ()) -> Path:
+                   packages: Sequence[str] = (), files: Sequence[Path] = (),
+                   extra: str = "") -> Path:
     """``out_dir/<name>-<hash>.v``: the Verilog of ``top()`` as module ``name``, written only
-    when no file of that hash exists. Written atomically, so parallel callers never see half a
-    file."""
+    when no file of that hash exists (``extra``: parameters of ``top`` the hash must cover).
+    Written atomically, so parallel callers never see half a file."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}-{source_digest(packages, files)}.v"
+    path = out_dir / f"{name}-{source_digest(packages, files, extra)}.v"
     if path.exists():
         return path
     use_conversion_yosys()

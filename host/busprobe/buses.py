@@ -198,7 +198,7 @@ PCIE = Bus(
     real_backend="busprobe.backends.pcie:open_pcie",
     sim_target="pcie",
     sim_syntax="gen=1|2|3&width=1&mps=..&mrrs=..&rcb=64|128&cap=BYTES_PER_S&latency_ns=.."
-               "&endpoints=1..4",
+               "&endpoints=1..4&phy=sim|ecp5",
     describe_sim="busprobe.targets.sim_pcie:describe_sim_pcie",
     sim_backend="busprobe.sim.pcie.backend:open_sim_pcie",
     ceiling="busprobe.model.pcie:pcie_ceiling", link_only="busprobe.model.pcie:pcie_link_only",

@@ -1,6 +1,6 @@
 """``sim:pcie`` — the busprobe PCIe device in simulation, driven by the real host driver.
 
-``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128&driver_latency_ns=..``
+``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128&driver_latency_ns=..&phy=sim|ecp5``
 
 The selector is described (options checked, bus and hops) by :mod:`busprobe.targets.sim_pcie`;
 :func:`open_sim_pcie` builds the device from that description. The Verilator model of the
@@ -11,6 +11,12 @@ buffers and MSI calls cross to the simulator over :mod:`busprobe.sim.rpc`; its c
 simulated time. The simulated SoC runs the firmware the board's ROM holds
 (:func:`busprobe.bitstream.firmware.build_firmware`, loaded when the simulator starts); its
 console is the simulator's UART stream (:meth:`SimDmaPlatform.console`).
+
+``phy=ecp5`` runs the same core on the soft Gen1 x1 endpoint instead
+(:mod:`busprobe.sim.pcie.symbol.soc_model`: ``SoftPCIEPHY``, the root complex's packets
+framed and trained symbol by symbol, :class:`~busprobe.sim.pcie.symbol.soc_bench.SoftSocHost`
+behind the same RPC handler); its SoC runs no firmware (its core clock is the symbol clock,
+250 MHz, where the firmware is built for the board's 125 MHz).
 
 ``driver_latency_ns`` is the host's, not the link's: every MSI is answered that long after it
 came, as by a slow interrupt and driver path (the sweep's host-run figure drops, the
@@ -41,7 +47,7 @@ __all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPl
 
 #: Selector options of the simulated host, not of the link (the rest are LinkConfig's);
 #: ``endpoints`` is the model's shape (:class:`SimPcieGroup`).
-HOST_OPTIONS = ("driver_latency_ns", "endpoints")
+HOST_OPTIONS = ("driver_latency_ns", "endpoints", "phy")
 
 _LANE_BYTES_PER_S = {1: 250e6, 2: 500e6, 3: 984.6e6}
 
@@ -171,7 +177,7 @@ class SimDmaPlatform(SimulatorClient, DmaPlatform):
             "completion_timeout": completion_timeout(self.link)}
 
     def open(self) -> None:
-        from .server import ENV_LINK
+        from .server import ENV_LINK, ENV_PHY
         from .testbench import TIMESCALE, TOPLEVEL, build_pcie_simulator
 
         if self.group is not None:  # the group started the simulator; this is one channel
@@ -180,11 +186,21 @@ class SimDmaPlatform(SimulatorClient, DmaPlatform):
             self.bar, self.msi = _SimBar(call), _SimMsi(call, self.driver_latency)
             self.firmware_problem = "the endpoints of one simulation run no firmware"
             return
+        phy = self.link.get("phy", "sim")
         with stdout_to_stderr():  # the build's make/verilator chatter must not reach --json -
-            build_dir = build_pcie_simulator()
-            plusargs = self._firmware_plusargs()
-        self.server = SimServer(build_dir, TOPLEVEL, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: link_json(self.link)},
+            if phy == "ecp5":
+                from .symbol.soc_model import TOPLEVEL as toplevel
+                from .symbol.soc_model import build_soft_soc_simulator
+
+                build_dir, plusargs = build_soft_soc_simulator(), []
+                self.firmware_problem = ("the soft endpoint's model runs no firmware (its core "
+                                         "clock is the symbol clock)")
+            else:
+                toplevel = TOPLEVEL
+                build_dir = build_pcie_simulator()
+                plusargs = self._firmware_plusargs()
+        self.server = SimServer(build_dir, toplevel, "busprobe.sim.pcie.server", name=self.name,
+                                env={ENV_LINK: link_json(self.link), ENV_PHY: phy},
                                 timescale=TIMESCALE,
                                 plusargs=plusargs)
         self.bar = _SimBar(self.server.call)

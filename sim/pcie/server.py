@@ -21,12 +21,15 @@ from .guard_model import GuardModel
 from .multi_top import SwitchedBench
 from .testbench import HostBuffer, LinkConfig, PcieTestbench
 
-__all__ = ["ENV_LINK", "ENV_ENDPOINTS", "PcieRpcHandler"]
+__all__ = ["ENV_LINK", "ENV_ENDPOINTS", "ENV_PHY", "PcieRpcHandler"]
 
 ENV_LINK = "BUSPROBE_PCIE_LINK"
 #: How many cores the model has (``sim:pcie?endpoints=N``; the multi top, :mod:`.multi_top`):
 #: then each is served on its own RPC channel (:mod:`busprobe.sim.shared_clock`).
 ENV_ENDPOINTS = "BUSPROBE_PCIE_ENDPOINTS"
+#: ``sim:pcie?phy=ecp5``: the model is the core on the soft endpoint
+#: (:mod:`.symbol.soc_model`), served through :class:`~.symbol.soc_bench.SoftSocHost`.
+ENV_PHY = "BUSPROBE_PCIE_PHY"
 
 
 class PcieRpcHandler:
@@ -34,8 +37,8 @@ class PcieRpcHandler:
 
     Parameters
     ----------
-    tb : PcieTestbench
-        Started bench.
+    tb : PcieTestbench or SoftSocHost
+        Started bench (the soft endpoint's offers no console and no fault injection).
     """
 
     def __init__(self, tb: PcieTestbench) -> None:
@@ -153,6 +156,11 @@ async def pcie_rpc_server(dut) -> None:
     endpoints = int(os.environ.get(ENV_ENDPOINTS, "1"))
 
     async def setup() -> tuple[PcieRpcHandler | list[PcieRpcHandler], dict]:
+        if os.environ.get(ENV_PHY) == "ecp5":
+            from .symbol.soc_bench import SoftSocHost
+
+            host = await SoftSocHost.start(dut, mps=config.mps, mrrs=config.mrrs)
+            return PcieRpcHandler(host), {}
         if endpoints > 1:
             bench = SwitchedBench(dut, config, endpoints)
             await bench.start()

@@ -75,9 +75,10 @@ TIMESCALE = ("1ns", "1ps")
 _SIZES = (128, 256, 512, 1024, 2048, 4096)
 
 
-def build_pcie_simulator_sources() -> Path:
+def build_pcie_simulator_sources(folder: str = "pcie-verilog", **options) -> list[Path]:
     """Generate the core's Verilog (and LiteX's ``csr.csv``/``csr.json``) into
-    ``<build root>/pcie-verilog/`` and return the Verilog's path.
+    ``<build root>/<folder>/`` and return the Verilog files, the top first; ``options`` go to
+    :func:`~busprobe.gateware.pcie.sim_top.generate_verilog` (another PHY, its top's name).
 
     They are generated in a private folder and moved there atomically, so parallel test workers
     never read a half-written file (the generator is deterministic: every worker writes the same).
@@ -88,10 +89,10 @@ def build_pcie_simulator_sources() -> Path:
     from busprobe.build_cache import build_root
     from busprobe.gateware.pcie.sim_top import generate_verilog
 
-    out = build_root() / "pcie-verilog"
+    out = build_root() / folder
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as tmp:
-        names = [path.name for path in generate_verilog(tmp)]
+        names = [path.name for path in generate_verilog(tmp, **options)]
         for name in (*names, "csr.csv", "csr.json"):
             os.replace(Path(tmp) / name, out / name)
     return [out / name for name in names]

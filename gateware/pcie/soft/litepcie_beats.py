@@ -32,7 +32,8 @@ class BytesToBeats(wiring.Component):
     ----------
     sink: stream of APP_TLP_BYTE, input
     source: stream of BEAT, output
-        A beat is offered once its 8 bytes, or the TLP's last, have come.
+        A beat is offered once its 8 bytes, or the TLP's last, have come; the next byte is
+        taken in the clock the beat leaves, so a byte a clock passes when ``source`` is ready.
     """
 
     sink: In(stream.Signature(APP_TLP_BYTE))
@@ -43,18 +44,22 @@ class BytesToBeats(wiring.Component):
         beat = Signal(BEAT)
         count = Signal(range(9))  # bytes in ``beat``
         full = Signal()  # ``beat`` is complete and offered
+        taken = self.source.valid & self.source.ready
+        # A byte is taken every clock: into a fresh beat as the full one leaves (the link
+        # delivers a byte a clock; a clock lost a beat would back the router's store up).
+        fresh, fresh_count = Signal(BEAT), Signal(range(9))
         m.d.comb += [self.source.valid.eq(full), self.source.payload.eq(beat),
-                     self.sink.ready.eq(~full)]
-        with m.If(self.source.valid & self.source.ready):
-            m.d.sync += [full.eq(0), count.eq(0), beat.eq(0)]
+                     self.sink.ready.eq(~full | self.source.ready),
+                     fresh.eq(Mux(taken, 0, beat)), fresh_count.eq(Mux(taken, 0, count))]
+        m.d.sync += [beat.eq(fresh), count.eq(fresh_count), full.eq(full & ~taken)]
         with m.If(self.sink.valid & self.sink.ready):
-            with m.Switch(count):
+            with m.Switch(fresh_count):
                 for i in range(8):
                     with m.Case(i):
                         m.d.sync += [beat.dat[_lane(i):_lane(i) + 8].eq(self.sink.payload.data),
                                      beat.be[i].eq(1)]
-            m.d.sync += count.eq(count + 1)
-            with m.If(self.sink.payload.last | (count == 7)):
+            m.d.sync += count.eq(fresh_count + 1)
+            with m.If(self.sink.payload.last | (fresh_count == 7)):
                 m.d.sync += [full.eq(1), beat.last.eq(self.sink.payload.last)]
         return m
 

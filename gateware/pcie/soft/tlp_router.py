@@ -65,6 +65,8 @@ class TlpRouter(wiring.Component):
     ----------
     store_bytes: int
         The receive store's size (a power of two).
+    max_tlps: int
+        How many committed TLPs the store may hold at once (the queue of their lengths).
     """
 
     rx_tlp: In(stream.Signature(RX_TLP_BYTE, always_ready=True))
@@ -81,9 +83,10 @@ class TlpRouter(wiring.Component):
     np_held: Out(1)
     np_released: Out(1)
 
-    def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES):
+    def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES, max_tlps: int = 8):
         assert store_bytes & (store_bytes - 1) == 0
         self._store_bytes = store_bytes
+        self._max_tlps = max_tlps
         super().__init__()
 
     def elaborate(self, platform):
@@ -130,7 +133,8 @@ class TlpRouter(wiring.Component):
 
         # The store: written as bytes come, committed at rx_accept. ---------------------------
         m.submodules.store = store = Memory(shape=8, depth=depth, init=[])
-        m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=len(count), depth=8)
+        m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=len(count),
+                                                               depth=self._max_tlps)
         write_port = store.write_port()
         # A combinational read: the reader's last byte and the next TLP's first follow without
         # a gap (on an ECP5 a 2 KiB store wants block RAM's registered read, a prefetch: to do).

@@ -1,6 +1,10 @@
 """``sim:pcie``: what the PCIe simulation is, from the selector's options alone.
 
-``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..&endpoints=1..4``
+``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..&endpoints=1..4&phy=sim|ecp5``
+
+``phy=ecp5`` runs the core on busprobe's soft Gen1 x1 endpoint (``SoftPCIEPHY``, symbol by
+symbol: the link layers the ECP5 board will have) in place of the TLP-level PHY; it takes
+``gen=1`` and none of ``cap``, ``latency_ns``, ``rcb=128`` or ``endpoints``.
 
 ``endpoints=N`` (N > 1) puts N cores behind one PCIe switch in one simulation; the root complex
 behind the switch's upstream port carries ``cap`` for all of them: ``busprobe sweep`` then runs
@@ -35,6 +39,7 @@ NAME = "sim:pcie"
 #: A second of read latency already makes every read point take hours of simulation.
 MAX_LATENCY_NS = 1e9
 _MPS = (128, 256, 512)  # what the core supports (protocol.pcie.MAX_PAYLOAD_SIZE)
+_PHYS = ("sim", "ecp5")  # the TLP-level PHY, or the soft endpoint symbol by symbol
 _ENDPOINTS = (1, 2, 3, 4)  # whole cores in one model: busprobe.sim.pcie.multi_top.MAX_ENDPOINTS
 
 #: The options, in the order they are listed; defaults are the simulated link's defaults.
@@ -50,6 +55,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("driver_latency_ns", 0.0, number(0.0, MAX_LATENCY_NS),
            "a finite number of ns from 0 to 1e9 (one second)"),
     Option("endpoints", 1, choice(_ENDPOINTS), one_of(_ENDPOINTS)),
+    Option("phy", "sim", choice(_PHYS), one_of(_PHYS)),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -62,8 +68,21 @@ def check_setting(key: str, value: int) -> int:
     return check_value(NAME, _BY_KEY[key], str(value))
 
 
+def _check_soft_phy(link: Mapping[str, Any]) -> None:
+    """``phy=ecp5`` is the soft Gen1 x1 endpoint behind a plain root complex."""
+    if link.get("phy", "sim") != "ecp5":
+        return
+    if link["gen"] != 1:
+        raise InvalidRequest(f"{NAME} option phy=ecp5: the soft endpoint is Gen1 (add gen=1)")
+    refused = [key for key, plain in (("cap", None), ("latency_ns", 0.0), ("rcb", 64),
+                                      ("endpoints", 1)) if link[key] != plain]
+    if refused:
+        raise InvalidRequest(f"{NAME} option phy=ecp5: not with {', '.join(refused)}")
+
+
 def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
     """The bus of the simulated link ``link`` (typed options, as :data:`OPTIONS` gives them)."""
+    _check_soft_phy(link)
     latency = link["latency_ns"]
     return BusDescription(
         kind=PCIE.kind, speed=LINK_SPEEDS[link["gen"]], width=link["width"], mps=link["mps"],
@@ -75,7 +94,9 @@ def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
         # four TLPs for the link (sim/pcie/tlp_stream.py, ``tx_buffer``).
         extra={"rcb": link["rcb"], "cap": link["cap"], "latency_ns": latency,
                "driver_latency_ns": link.get("driver_latency_ns", 0.0),
-               "simulated": True, "skp": False, "ack_every": 1, "updatefc_every": 1,
+               # The soft endpoint's link sends SKP ordered sets, as a real one does.
+               "simulated": True, "skp": link.get("phy") == "ecp5", "ack_every": 1,
+               "updatefc_every": 1,
                "split_at_rcb": False, "read_latency_ns": latency,
                "outstanding_reads": pcie_protocol.READ_TAGS, "tx_buffer_tlps": 4})
 
@@ -93,8 +114,10 @@ def sim_pcie_hops(link: Mapping[str, Any], index: int | None = None) -> tuple[Ho
     if link.get("driver_latency_ns"):
         notes.append(f"host driver answers each MSI {link['driver_latency_ns']:g} ns late "
                      "(simulated slow driver path)")
+    description = ("LitePCIe DMA on the soft Gen1 x1 endpoint (symbol level)"
+                   if link.get("phy") == "ecp5" else "LitePCIe DMA on the simulated PHY")
     endpoint = Hop("sim-pci-endpoint", "busprobe PCIe gateware", driver="litepcie",
-                   description="LitePCIe DMA on the simulated PHY", speed=speed, width=width,
+                   description=description, speed=speed, width=width,
                    speed_cap=speed, width_cap=width, mps=link["mps"], mrrs=link["mrrs"])
     if index is None:
         return (Hop("sim-pci-root-port", "cocotbext-pcie root complex",

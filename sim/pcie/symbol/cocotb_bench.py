@@ -50,16 +50,21 @@ class RoutedTlps(list):
                 self._bytes.clear()
 
 
-async def reset_model(dut) -> None:
-    """Start the model's symbol clock and hold it in reset for four clocks, its receiver in
-    electrical idle and a receiver found at the far end."""
-    Clock(dut.clk, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
-    dut.rst.value = 1
-    dut.rx_word.value = 0
-    dut.rx_error.value = 0
-    dut.receiver_detected.value = 1
-    await ClockCycles(dut.clk, 4)
-    dut.rst.value = 0
+async def reset_model(dut, *, prefix: str = "", clock=None, reset=None) -> None:
+    """Start the model's symbol clock and hold it in reset for four clocks, the endpoint's
+    receiver in electrical idle (and without decode errors, where the top has ``rx_error``)
+    and a receiver found at the far end. ``prefix``: of the endpoint's ports in the top's
+    names; ``clock``, ``reset``: the top's handles (default ``clk``, ``rst``)."""
+    clock = dut.clk if clock is None else clock
+    reset = dut.rst if reset is None else reset
+    Clock(clock, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
+    reset.value = 1
+    getattr(dut, f"{prefix}rx_word").value = 0
+    if hasattr(dut, f"{prefix}rx_error"):
+        getattr(dut, f"{prefix}rx_error").value = 0
+    getattr(dut, f"{prefix}receiver_detected").value = 1
+    await ClockCycles(clock, 4)
+    reset.value = 0
 
 
 def attach_root_port(rc: RootComplex, port: SymbolPort):
@@ -77,6 +82,9 @@ class SoftEndpointBench:
     Attributes
     ----------
     dut: the cocotb handle of the model's top.
+    prefix: the endpoint's ports are ``dut.<prefix><name>`` (``rx_word``, ``tx_word``,
+        ``receiver_detected``, the outputs; ``app_word`` where the model has it).
+    clock, reset: the top's clock (one symbol a clock) and active-high reset.
     port: the :class:`SymbolPort` (``port.partner`` is the symbol-level root port).
     rc: cocotbext-pcie's ``RootComplex`` with ``port`` as its one root port.
     cycles: symbol times run since reset.
@@ -88,8 +96,15 @@ class SoftEndpointBench:
     #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
     CORRUPTED_SYMBOL = 6
 
-    def __init__(self, dut, **partner_options) -> None:
+    def __init__(self, dut, *, prefix: str = "", clock: str = "clk", reset: str = "rst",
+                 **partner_options) -> None:
         self.dut = dut
+        self.prefix = prefix
+        self.clock = getattr(dut, clock)
+        self.reset = getattr(dut, reset)
+        self.rx_word = getattr(dut, f"{prefix}rx_word")
+        self.tx_word = getattr(dut, f"{prefix}tx_word")
+        self.app_word = getattr(dut, f"{prefix}app_word", None)
         self.port = SymbolPort(**partner_options)
         self.rc = RootComplex()
         attach_root_port(self.rc, self.port)
@@ -99,17 +114,18 @@ class SoftEndpointBench:
         self.app_tlps = RoutedTlps()
 
     @classmethod
-    async def start(cls, dut, **partner_options) -> SoftEndpointBench:
-        """Clock and reset the model, then run the wire in the background."""
-        await reset_model(dut)
-        bench = cls(dut, **partner_options)
+    async def start(cls, dut, **options) -> SoftEndpointBench:
+        """Clock and reset the model, then run the wire in the background. ``options``: the
+        constructor's (``prefix``: of the endpoint's ports in the top's names; ``clock``,
+        ``reset``: the top's clock and reset; the partner's options)."""
+        bench = cls(dut, **options)
+        await reset_model(dut, prefix=bench.prefix, clock=bench.clock, reset=bench.reset)
         cocotb.start_soon(bench._run_wire())
         return bench
 
     async def _run_wire(self) -> None:
-        dut, port = self.dut, self.port
-        rx_word, tx_word = dut.rx_word, dut.tx_word
-        falling = FallingEdge(dut.clk)
+        port, rx_word, tx_word, app_word = self.port, self.rx_word, self.tx_word, self.app_word
+        falling = FallingEdge(self.clock)
         back = port.symbol_time(None)
         while True:
             await falling
@@ -120,7 +136,8 @@ class SoftEndpointBench:
             back = port.symbol_time(sent)
             rx_word.value = 0 if back is None else back | WIRE_FLAG
             self.cycles += 1
-            self.app_tlps.take(int(dut.app_word.value))
+            if app_word is not None:
+                self.app_tlps.take(int(app_word.value))
 
     def _corrupt(self, symbol: int) -> int:
         if symbol == KCode.STP:
@@ -134,12 +151,12 @@ class SoftEndpointBench:
 
     def output(self, name: str) -> int:
         """One of the endpoint's outputs (:data:`~.endpoint_model.OUTPUTS`) now."""
-        return int(getattr(self.dut, name).value)
+        return int(getattr(self.dut, self.prefix + name).value)
 
     async def until_dl_active(self, *, cycles: int = 20_000) -> int:
         """Wait until the endpoint and the root port are both DL_Active; the symbol times
         since reset. Raises ``TimeoutError`` after ``cycles``."""
-        clk = self.dut.clk
+        clk = self.clock
         for _ in range(cycles):
             if self.output("dl_active") and self.port.fc_state[0].initialized.is_set():
                 return self.cycles

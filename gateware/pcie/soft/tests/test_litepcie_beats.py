@@ -71,6 +71,29 @@ def test_received_tlp_bytes_become_litepcie_beats_two_big_endian_dwords_each():
     assert got == [beat for body in tlps for beat in beats_of(body)]
 
 
+def test_received_bytes_are_taken_one_every_clock_while_litepcie_takes_every_beat():
+    dut = BytesToBeats()
+    body = bodies()[0] * 4
+    stalls = []
+
+    async def feed(ctx):
+        for i, byte in enumerate(body):
+            ctx.set(dut.sink.valid, 1)
+            ctx.set(dut.sink.payload, {"data": byte, "last": i == len(body) - 1})
+            _, _, ready = await ctx.tick().sample(dut.sink.ready)
+            if not ready:
+                stalls.append(i)
+                await ctx.tick().until(dut.sink.ready)
+        ctx.set(dut.sink.valid, 0)
+
+    async def drain(ctx):
+        ctx.set(dut.source.ready, 1)
+        await ctx.tick().repeat(len(body) + 10)
+
+    simulate(dut, feed, drain)
+    assert stalls == []
+
+
 def test_litepcie_beats_to_send_become_tlp_bytes_without_a_gap_inside_a_tlp():
     dut = BeatsToBytes()
     tlps = bodies()

@@ -13,7 +13,7 @@ def test_sim_pcie_defaults_are_the_simulated_links_defaults():
     target = describe("sim:pcie")
     assert dict(target.options) == {"gen": 2, "width": 1, "mps": 256, "mrrs": 512, "rcb": 64,
                                     "cap": None, "latency_ns": 0.0, "driver_latency_ns": 0.0,
-                                    "endpoints": 1}
+                                    "endpoints": 1, "phy": "sim"}
     assert target.simulated and target.spec.kind == "pcie"
     bus = target.bus
     assert (bus.kind, bus.speed, bus.width, bus.mps, bus.mrrs) == ("pcie", "gen2", 1, 256, 512)
@@ -37,6 +37,14 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
                              "memory read latency 1e+09 ns (simulated)"]
 
 
+def test_sim_pcie_on_the_soft_endpoint_is_gen1_with_skp_in_the_ceiling():
+    target = describe("sim:pcie?phy=ecp5&gen=1&mps=128")
+    assert target.options["phy"] == "ecp5"
+    assert (target.bus.speed, target.bus.mps) == ("gen1", 128)
+    assert target.bus.extra["skp"] is True
+    assert "soft Gen1 x1 endpoint" in target.hops_json()[1]["description"]
+
+
 @pytest.mark.parametrize(("selector", "message"), [
     ("sim:pcie?gen=9", "sim:pcie option gen='9': gen must be 1, 2 or 3"),
     ("sim:pcie?gen=2.0", "sim:pcie option gen='2.0': gen must be 1, 2 or 3"),
@@ -57,6 +65,10 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
     ("sim:pcie?mps=128&mps=256", "sim:pcie option mps given more than once (mps=128, mps=256)"),
     ("sim:pcie?bogus=1&x=2", "sim:pcie: unknown option(s) bogus, x (it takes gen, width, mps,"),
     ("sim:pcie?gen", "bad options 'gen' in selector 'sim:pcie?gen'"),
+    ("sim:pcie?phy=xilinx", "sim:pcie option phy='xilinx': phy must be sim or ecp5"),
+    ("sim:pcie?phy=ecp5", "sim:pcie option phy=ecp5: the soft endpoint is Gen1 (add gen=1)"),
+    ("sim:pcie?phy=ecp5&gen=1&cap=1e8&endpoints=2",
+     "sim:pcie option phy=ecp5: not with cap, endpoints"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
     ("sim:usb2?design=x",
      "sim:usb2 option design='x': design must be busprobe, full, stock or storage"),

@@ -1,0 +1,59 @@
+"""The soft endpoint's MSI as a memory write (Amaranth simulation; TLPs parsed by
+cocotbext-pcie's ``Tlp.unpack``)."""
+
+from busprobe.gateware.pcie.soft.msi_request import MsiRequester
+from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, simulate
+from cocotbext.pcie.core.tlp import Tlp, TlpType
+from cocotbext.pcie.core.utils import PcieId
+
+REQUESTER = PcieId(1, 0, 0)
+
+
+def run(address: int, data: int, vectors: list[int], *, enabled: bool = True):
+    """The TLPs sent for ``vectors`` requested one after another, and the ``dropped`` count."""
+    dut = MsiRequester()
+    got: list[bytes] = []
+    dropped = []
+
+    async def main(ctx):
+        ctx.set(dut.msi_enable, enabled)
+        ctx.set(dut.bus_master, 1)
+        ctx.set(dut.msi_address, address)
+        ctx.set(dut.msi_data, data)
+        ctx.set(dut.requester_id, int(REQUESTER))
+        for vector in vectors:
+            ctx.set(dut.request.valid, 1)
+            ctx.set(dut.request.payload, vector)
+            await ctx.tick().until(dut.request.ready)
+        ctx.set(dut.request.valid, 0)
+        await ctx.tick().repeat(60)
+        dropped.append(ctx.get(dut.dropped))
+
+    async def collect(ctx):
+        await collect_tlps(ctx, dut.tlp, got)
+
+    simulate(dut, main, collect)
+    return [Tlp.unpack(body) for body in got], dropped[0]
+
+
+def test_msi_is_a_one_dword_memory_write_of_the_message_data_to_the_message_address():
+    tlps, dropped = run(0xFEE0_1000, 0x4120, [0, 3])
+    assert dropped == 0
+    assert [t.fmt_type for t in tlps] == [TlpType.MEM_WRITE] * 2
+    for tlp, vector in zip(tlps, [0, 3], strict=True):
+        assert tlp.address == 0xFEE0_1000 and tlp.length == 1
+        assert tlp.first_be == 0xF and tlp.last_be == 0
+        assert tlp.requester_id == REQUESTER
+        assert tlp.get_data() == (0x4120 | vector).to_bytes(4, "little")
+
+
+def test_msi_above_4_gib_uses_a_four_dword_header():
+    tlps, _ = run(0x1_2345_6780, 0x0042, [1])
+    assert [t.fmt_type for t in tlps] == [TlpType.MEM_WRITE_64]
+    assert tlps[0].address == 0x1_2345_6780
+    assert tlps[0].get_data() == (0x43).to_bytes(4, "little")
+
+
+def test_msi_requests_while_msi_is_disabled_are_taken_and_dropped():
+    tlps, dropped = run(0xFEE0_1000, 0x4120, [0, 0], enabled=False)
+    assert tlps == [] and dropped == 2

@@ -1,0 +1,43 @@
+"""``SoftPCIEPHY`` offers the core what ``SimPCIEPHY`` (and S7PCIEPHY) offer, so the same core
+and CSR map sit on the soft endpoint (the Verilator bench that runs DMA over it is
+sim/pcie/tests/test_dma_over_the_soft_endpoint.py)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from busprobe.gateware.pcie.csr_export import csr_map_of
+from busprobe.gateware.pcie.sim_top import build_sim_soc, generate_verilog
+from busprobe.gateware.pcie.soft.litepcie_phy import MODULE, SoftPCIEPHY, soft_phy_io
+
+
+def soft_phy(verilog_dir):
+    def make(platform):
+        return SoftPCIEPHY(platform, platform.request("pcie_soft"), verilog_dir=verilog_dir)
+    return make
+
+
+def test_soft_phy_has_the_sim_phys_streams_sizes_and_csrs(tmp_path):
+    sim = build_sim_soc().pcie_phy
+    soc = build_sim_soc(soft_phy(tmp_path), soft_phy_io())
+    soft = soc.pcie_phy
+    for name in ("endianness", "qword_aligned", "data_width", "bar0_mask"):
+        assert getattr(soft, name) == getattr(sim, name), name
+    for name in ("sink", "msi"):
+        assert getattr(soft, name).description.payload_layout == \
+            getattr(sim, name).description.payload_layout, name
+    assert [csr.name for csr in soft.get_csrs()] == [csr.name for csr in sim.get_csrs()]
+    assert set(soft.link_state) == set(sim.link_state)
+    # The endpoint's Verilog is among the platform's sources, written once in verilog_dir.
+    sources = [path for path, _, _ in soc.platform.sources]
+    assert [p for p in sources if p.startswith(str(tmp_path))] == \
+        [str(p) for p in tmp_path.glob(f"{MODULE}-*.v")]
+
+
+def test_the_core_on_the_soft_phy_exports_the_protocol_csr_map(tmp_path):
+    generate_verilog(tmp_path / "out", toplevel="soft_top", make_phy=soft_phy(tmp_path),
+                     phy_io=soft_phy_io())
+    committed = json.loads(
+        (resources.files("busprobe.protocol") / "pcie_csr_map.json").read_text())
+    assert csr_map_of(tmp_path / "out" / "csr.json") == committed

@@ -1,0 +1,124 @@
+"""cocotbext-pcie's root complex on busprobe's PCIe SoC over the soft endpoint, symbol by
+symbol (model: :mod:`.soc_model`).
+
+Inside a cocotb test on :data:`~.soc_model.TOPLEVEL`::
+
+    host = await SoftSocHost.start(dut, mps=256, mrrs=512)  # trained, enumerated, BAR0 on
+    await host.read32(proto.csr("busprobe_magic"))          # BAR0, as PcieTestbench's
+    regs = DmaRegisters(host)                                # the DMA helpers run on it
+    buf = host.alloc(65536)                                  # host memory for DMA
+    host.msi_count                                           # MSIs the root complex took
+
+It gives what :class:`~busprobe.sim.pcie.dma_regs.DmaRegisters` needs of a bench
+(``read32``/``write32``, ``wait_cycles``, ``now``, ``rc``), over
+:class:`~.cocotb_bench.SoftEndpointBench` (the wire, the :class:`~.cocotb_port.SymbolPort`,
+the root complex).
+"""
+
+from __future__ import annotations
+
+from busprobe.protocol import pcie as proto
+from busprobe.protocol.pci_config import encode_size
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import ClockCycles
+from cocotbext.pcie.core.utils import PcieId
+
+from ..testbench import HostBuffer
+from .cocotb_bench import SoftEndpointBench
+from .soc_model import PREFIX
+
+__all__ = ["SoftSocHost", "ENDPOINT", "TIMEOUT_US"]
+
+#: The endpoint behind the root complex's first root port.
+ENDPOINT = PcieId(1, 0, 0)
+#: Completion timeout for the root complex's requests (the spec's low end, as the endpoint
+#: tests use: a request may queue behind a 256-byte TLP, an ACK, an UpdateFC and a SKP set).
+TIMEOUT_US = 50
+
+
+class SoftSocHost:
+    """The root complex's side of the SoC bench.
+
+    Attributes
+    ----------
+    bench: SoftEndpointBench
+        The wire, the root port (``bench.port``), ``bench.cycles`` (symbol times since reset).
+    rc: the root complex; function: the endpoint's function as the root complex found it.
+    msi_count: int
+        MSIs received (the SoC's one vector).
+    """
+
+    def __init__(self, bench: SoftEndpointBench) -> None:
+        self.bench = bench
+        self.dut = bench.dut
+        self.rc = bench.rc
+        self.function = None
+        self.bar0 = None
+        self.msi_count = 0
+        self.enumerated_at = 0
+
+    @classmethod
+    async def start(cls, dut, *, mps: int, mrrs: int) -> SoftSocHost:
+        """Reset, train, enumerate, then as a driver: Memory Space, Bus Master, MSI, the
+        sizes in Device Control (and the root complex's own MPS for its completions)."""
+        bench = await SoftEndpointBench.start(dut, prefix=PREFIX, clock="sys_clk",
+                                              reset="sys_rst", link=1, lane=0)
+        host = cls(bench)
+        await bench.until_dl_active()
+        await host.rc.enumerate(timeout=TIMEOUT_US, timeout_unit="us")
+        host.enumerated_at = bench.cycles
+        function = host.function = host.rc.find_device(ENDPOINT)
+        if function is None:
+            raise RuntimeError("enumeration did not find the soft endpoint")
+        await function.enable_device()
+        await function.set_master()
+        await host.set_mps(mps)
+        await host.set_mrrs(mrrs)
+        assert await function.alloc_irq_vectors(1, 1) == 1
+        function.request_irq(0, host._count_msi)
+        host.bar0 = function.bar_window[0]
+        return host
+
+    async def set_mps(self, mps: int) -> None:
+        """Program MPS in Device Control, and the root complex's completions to it."""
+        await self.function.set_mps(encode_size(mps))
+        self.rc.max_payload_size = encode_size(mps)
+
+    async def set_mrrs(self, mrrs: int) -> None:
+        await self.function.set_readrq(encode_size(mrrs))
+
+    async def _count_msi(self) -> None:
+        self.msi_count += 1
+
+    async def read32(self, offset: int) -> int:
+        return await self.bar0.read_dword(offset, timeout=TIMEOUT_US, timeout_unit="us")
+
+    async def write32(self, offset: int, value: int) -> None:
+        await self.bar0.write_dword(offset, value & 0xFFFF_FFFF)
+
+    def alloc(self, size: int) -> HostBuffer:
+        """Host memory for DMA, :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-aligned."""
+        align = max(proto.DMA_ADDRESS_ALIGN, 4096)
+        region = self.rc.mem_pool.alloc_region(size + align)
+        base = region.get_absolute_address(0)
+        offset = (-base) % align
+        return HostBuffer(base + offset, size, region, offset)
+
+    async def wait_cycles(self, cycles: int) -> None:
+        await ClockCycles(self.bench.clock, cycles)
+
+    @staticmethod
+    def now() -> float:
+        """Simulated time in seconds."""
+        return get_sim_time("ps") * 1e-12
+
+    async def until_msi(self, count: int, *, cycles: int, step: int = 16) -> int:
+        """Wait (no bus traffic) until ``count`` MSIs have arrived; the symbol time then.
+        Raises ``TimeoutError`` after ``cycles``."""
+        deadline = self.bench.cycles + cycles
+        while self.msi_count < count:
+            if self.bench.cycles > deadline:
+                raise TimeoutError(f"{self.msi_count} of {count} MSIs after {cycles} symbol "
+                                   "times")
+            await ClockCycles(self.bench.clock, step)
+        return self.bench.cycles
