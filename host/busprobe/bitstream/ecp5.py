@@ -66,13 +66,18 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
     """
     from busprobe.gateware.boards.usb2_top import Usb2BoardTop
 
-    if design.bus not in ("usb2", "usb3"):
-        raise BuildError(f"board {board.name} carries USB designs, not {design.name!r}")
+    if design.bus not in ("usb2", "usb3", "pcie-dcu"):
+        raise BuildError(f"board {board.name} is built here for USB designs and the soft PCIe "
+                         f"endpoint's, not {design.name!r}")
     platform = _load(board.platform)()
     if design.bus == "usb3":
         from busprobe.gateware.usb3.board_top import Usb3BoardTop
 
         top = Usb3BoardTop(design=design.load())
+    elif design.bus == "pcie-dcu":
+        from busprobe.gateware.boards.versa_pcie import VersaPcieTop
+
+        top = VersaPcieTop(design=design.load())
     else:
         top = Usb2BoardTop(design=design.load(), phy=board.phy)
     # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
@@ -93,14 +98,19 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
 def declared_clocks(platform: object, design: Design) -> tuple[dict[str, float], tuple[str, ...]]:
     """The clocks a build of ``design`` has (domain -> MHz) and those that must be timed.
 
-    SuperSpeed: the board top's clocks, all required (``ss`` and the SerDes' ``pclk``). USB 2.0:
-    the platform's domains (LUNA-style platforms list them) or the 60 MHz ULPI domain, the
-    design's own domain required.
+    SuperSpeed: the board top's clocks, all required (``ss`` and the SerDes' ``pclk``). PCIe on a
+    DCU: the Versa top's, all required (``link``, the DCU's ``pclk``, the control clock ``ctl``).
+    USB 2.0: the platform's domains (LUNA-style platforms list them) or the 60 MHz ULPI domain,
+    the design's own domain required.
     """
     if design.bus == "usb3":
         from busprobe.gateware.usb3.board_top import CLOCKS_MHZ
 
         return dict(CLOCKS_MHZ), tuple(CLOCKS_MHZ)
+    if design.bus == "pcie-dcu":
+        from busprobe.gateware.boards.versa_pcie import CLOCKS_MHZ as PCIE_CLOCKS_MHZ
+
+        return dict(PCIE_CLOCKS_MHZ), tuple(PCIE_CLOCKS_MHZ)
     declared = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
                        {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
     return {domain: float(mhz) for domain, mhz in declared.items()}, (design.clock_domain,)
