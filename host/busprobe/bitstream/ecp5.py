@@ -22,6 +22,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,7 @@ from .netlist import (
     record_netlist,
     synthesize,
 )
-from .nextpnr_report import parse_nextpnr_report
+from .nextpnr_report import critical_paths, parse_nextpnr_report
 from .result import RESULT_FILE, TIMING_FAILED_FILE, BuildResult
 
 if TYPE_CHECKING:
@@ -136,10 +137,10 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     with _key_lock(workdir):
         result_file, failed_file = workdir / RESULT_FILE, workdir / TIMING_FAILED_FILE
         if result_file.exists() and not force:
-            result = BuildResult.load(result_file)
+            result = _with_critical_paths(BuildResult.load(result_file))
             result.cached = True
         elif failed_file.exists() and not force:
-            failed = BuildResult.load(failed_file)
+            failed = _with_critical_paths(BuildResult.load(failed_file))
             failed.cached = True
             failed.check_timing(failed_file)
             raise BuildError(f"{failed_file} says timing was not met, yet every clock is met")
@@ -228,6 +229,7 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
                **({"netlist": netlist.netlist, "netlist_sha256": netlist.sha256}
                   if netlist else {})}, nextpnr_seed=seed)
     check_clocks(result, declared=domains_mhz, required=required)
+    _with_critical_paths(result)
     if result.failing_clocks():
         # Keep the figures, never the bitstream: it must not be flashed or taken from the
         # cache as if it were good.
@@ -237,6 +239,18 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         result.save(failed)
         result.check_timing(failed)
     result.save(workdir / RESULT_FILE)
+    return result
+
+
+def _with_critical_paths(result: BuildResult) -> BuildResult:
+    """``result`` with each clock's worst path in ``extra["critical_paths"]``, read from its
+    nextpnr report (a build recorded before paths were, or a report without any: as it is)."""
+    report = Path(result.extra.get("nextpnr_report", ""))
+    if "critical_paths" not in result.extra and report.is_file():
+        nets = {clock.net: clock.domain for clock in result.clocks}
+        paths = critical_paths(report, net_domains=nets)
+        if paths:
+            result.extra["critical_paths"] = [asdict(path) for path in paths]
     return result
 
 

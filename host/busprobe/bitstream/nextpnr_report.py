@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .designs import BuildError
-from .result import ClockTiming
+from .result import ClockTiming, critical_path_line
 
 __all__ = ["NextpnrReport", "CriticalPath", "parse_nextpnr_report", "parse_yosys_cells",
            "clock_domain_of", "critical_paths"]
@@ -103,9 +103,7 @@ class CriticalPath:
 
     def line(self) -> str:
         """One line: delay, its split, and the blocks the path crosses."""
-        return (f"critical path {self.domain}: {self.total_ns:.2f} ns ({self.logic_ns:.2f} logic, "
-                f"{self.routing_ns:.2f} routing, {self.levels} logic levels): "
-                + " > ".join(self.blocks))
+        return critical_path_line(asdict(self))
 
 
 def critical_paths(path: Path, *, net_domains: Mapping[str, str] = {}) -> list[CriticalPath]:

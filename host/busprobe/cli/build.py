@@ -118,30 +118,13 @@ def _build_ecp5(args: argparse.Namespace, board: Board, design: Design,
         result = build_ecp5(board, design, root=build_root(), out=args.out, force=args.force,
                             seed=args.seed)
     except TimingNotMet as exc:
-        # The figures say by how much, the critical paths where; the error line (the
-        # caller's) says that it failed.
-        report.document = _with_critical_paths(exc.result, args)
+        # The figures say by how much; the error line (the caller's) says that it failed.
+        print("\n".join(exc.result.summary_lines()), file=_human(args), flush=True)
+        report.document = exc.result.to_json()
         raise
-    report.document = _with_critical_paths(result, args)
+    print("\n".join(result.summary_lines()), file=_human(args), flush=True)
+    report.document = result.to_json()
     return 0
-
-
-def _with_critical_paths(result: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Print the build's summary and each clock's worst path; the JSON report with the paths
-    (``critical_paths``, when the build directory still has nextpnr's report)."""
-    from dataclasses import asdict
-
-    from busprobe.bitstream.nextpnr_report import critical_paths
-
-    lines = result.summary_lines()
-    document = result.to_json()
-    report = Path(result.extra.get("nextpnr_report", ""))
-    if report.is_file():
-        paths = critical_paths(report, net_domains={c.net: c.domain for c in result.clocks})
-        lines += [f"  {path.line()}" for path in paths]
-        document["critical_paths"] = [asdict(path) for path in paths]
-    print("\n".join(lines), file=_human(args), flush=True)
-    return document
 
 
 def _build_pcie(args: argparse.Namespace, board: Board, design: Design,

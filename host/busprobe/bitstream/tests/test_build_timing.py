@@ -192,5 +192,5 @@ def test_a_missed_build_prints_and_reports_each_clocks_critical_path(fixture_bui
     data = json.loads(report.read_text())
     assert {c["domain"]: c["met"] for c in data["clocks"]} == {
         "link": False, "pclk": True, "ctl": True}
-    (link,) = [p for p in data["critical_paths"] if p["domain"] == "link"]
+    (link,) = [p for p in data["extra"]["critical_paths"] if p["domain"] == "link"]
     assert link["blocks"][-1] == "phy.crossing.tx_fifo.storage" and link["total_ns"] == 9.51
