@@ -35,6 +35,8 @@ class Board:
         ``"apollo"`` (Cynthion's debug controller) or ``"openfpgaloader"``.
     loader_board : str or None
         openFPGALoader's ``-b`` name for the board.
+    loader_cable : str or None
+        openFPGALoader's ``-c`` cable, for a board it has no ``-b`` name for.
     bitstream_suffix : str
         Suffix of the file the flow produces and the programmer takes.
     """
@@ -48,6 +50,7 @@ class Board:
     fpga: str
     programmer: str
     loader_board: str | None = None
+    loader_cable: str | None = None
     bitstream_suffix: str = ".bit"
 
 
@@ -64,6 +67,15 @@ BOARDS: dict[str, Board] = {board.name: board for board in (
         designs=("usb2", "usb2-full", "usb2-storage", "usb2-stock", "usb3", "usb3-storage"),
         platform="amaranth_boards.ecpix5:ECPIX585Platform",
         phy="ulpi", fpga="LFE5UM5G-85F", programmer="openfpgaloader", loader_board="ecpix5"),
+    Board(
+        # The soft PCIe endpoint on the x1 edge connector (DCU0 channel 0, gateware/boards/
+        # versa_pcie.py). openFPGALoader has no board entry for the Versa (its doc/boards.yml
+        # and src/board.hpp, checked 2026-12): the on-board FT2232H (0403:6010, JTAG on
+        # interface A) is its generic `ft2232` cable.
+        name="versa-ecp5-5g", title="Lattice ECP5-5G Versa (LFE5UM5G-45F)", family="ecp5",
+        designs=("pcie-endpoint",),
+        platform="busprobe.gateware.boards.versa_pcie:VersaPciePlatform",
+        phy="pcie_x1", fpga="LFE5UM5G-45F", programmer="openfpgaloader", loader_cable="ft2232"),
     Board(
         # PCIe x1 lane of the AC701's x4 edge: litex-boards defines a `pcie_x1` resource for it.
         name="xilinx-ac701", title="Xilinx AC701 (Artix-7 XC7A200T)", family="xc7",

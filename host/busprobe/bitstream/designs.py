@@ -10,7 +10,8 @@ modes and the core telemetry, with none of the optional parts
 which a flashed bitstream has. ``usb2-storage`` is the null disk: a SCSI block device over
 Bulk-Only Transport that the operating system's storage driver binds (issue 28);
 ``usb3-storage`` the same disk on the SuperSpeed device.
-``usb2-stock`` is LUNA's reference device, for comparison.
+``usb2-stock`` is LUNA's reference device, for comparison. ``pcie-endpoint`` is the soft PCIe
+endpoint (data link layer, configuration space, BAR0 router) on an ECP5 DCU lane.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class Design:
     name : str
         ``--design`` value.
     bus : str
-        ``"usb2"``, ``"usb3"`` or ``"pcie"``: which board top wraps it.
+        ``"usb2"``, ``"usb3"``, ``"pcie"`` (LiteX, Artix-7) or ``"pcie-dcu"`` (the soft PCIe
+        endpoint's PHY on an ECP5 DCU): which board top wraps it.
     candidates : tuple of str
         ``"module:Class"`` to try in order; the first importable one is built.
     clock_domain : str
@@ -103,6 +105,8 @@ DESIGNS: dict[str, Design] = {design.name: design for design in (
     Design(name="usb3-storage", bus="usb3", clock_domain="ss",
            candidates=("busprobe.gateware.usb3.storage:Usb3StorageDevice",),
            placer_timing_weight=USB3_PLACER_TIMING_WEIGHT),
+    Design(name="pcie-endpoint", bus="pcie-dcu", clock_domain="link",
+           candidates=("busprobe.gateware.boards.soft_pcie_endpoint:SoftPcieEndpoint",)),
     Design(name="pcie", bus="pcie", clock_domain="sys",
            candidates=("busprobe.gateware.pcie.core:BusprobePCIeSoC",)),
 )}

@@ -22,6 +22,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,7 @@ from .netlist import (
     record_netlist,
     synthesize,
 )
-from .nextpnr_report import parse_nextpnr_report
+from .nextpnr_report import critical_paths, parse_nextpnr_report
 from .result import RESULT_FILE, TIMING_FAILED_FILE, BuildResult
 
 if TYPE_CHECKING:
@@ -66,13 +67,18 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
     """
     from busprobe.gateware.boards.usb2_top import Usb2BoardTop
 
-    if design.bus not in ("usb2", "usb3"):
-        raise BuildError(f"board {board.name} carries USB designs, not {design.name!r}")
+    if design.bus not in ("usb2", "usb3", "pcie-dcu"):
+        raise BuildError(f"board {board.name} is built here for USB designs and the soft PCIe "
+                         f"endpoint's, not {design.name!r}")
     platform = _load(board.platform)()
     if design.bus == "usb3":
         from busprobe.gateware.usb3.board_top import Usb3BoardTop
 
         top = Usb3BoardTop(design=design.load())
+    elif design.bus == "pcie-dcu":
+        from busprobe.gateware.boards.versa_pcie import VersaPcieTop
+
+        top = VersaPcieTop(design=design.load())
     else:
         top = Usb2BoardTop(design=design.load(), phy=board.phy)
     # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
@@ -93,14 +99,19 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
 def declared_clocks(platform: object, design: Design) -> tuple[dict[str, float], tuple[str, ...]]:
     """The clocks a build of ``design`` has (domain -> MHz) and those that must be timed.
 
-    SuperSpeed: the board top's clocks, all required (``ss`` and the SerDes' ``pclk``). USB 2.0:
-    the platform's domains (LUNA-style platforms list them) or the 60 MHz ULPI domain, the
-    design's own domain required.
+    SuperSpeed: the board top's clocks, all required (``ss`` and the SerDes' ``pclk``). PCIe on a
+    DCU: the Versa top's, all required (``link``, the DCU's ``pclk``, the control clock ``ctl``).
+    USB 2.0: the platform's domains (LUNA-style platforms list them) or the 60 MHz ULPI domain,
+    the design's own domain required.
     """
     if design.bus == "usb3":
         from busprobe.gateware.usb3.board_top import CLOCKS_MHZ
 
         return dict(CLOCKS_MHZ), tuple(CLOCKS_MHZ)
+    if design.bus == "pcie-dcu":
+        from busprobe.gateware.boards.versa_pcie import CLOCKS_MHZ as PCIE_CLOCKS_MHZ
+
+        return dict(PCIE_CLOCKS_MHZ), tuple(PCIE_CLOCKS_MHZ)
     declared = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
                        {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
     return {domain: float(mhz) for domain, mhz in declared.items()}, (design.clock_domain,)
@@ -126,10 +137,10 @@ def build_ecp5(board: Board, design: Design, *, root: Path, out: Path | None = N
     with _key_lock(workdir):
         result_file, failed_file = workdir / RESULT_FILE, workdir / TIMING_FAILED_FILE
         if result_file.exists() and not force:
-            result = BuildResult.load(result_file)
+            result = _with_critical_paths(BuildResult.load(result_file))
             result.cached = True
         elif failed_file.exists() and not force:
-            failed = BuildResult.load(failed_file)
+            failed = _with_critical_paths(BuildResult.load(failed_file))
             failed.cached = True
             failed.check_timing(failed_file)
             raise BuildError(f"{failed_file} says timing was not met, yet every clock is met")
@@ -218,6 +229,7 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
                **({"netlist": netlist.netlist, "netlist_sha256": netlist.sha256}
                   if netlist else {})}, nextpnr_seed=seed)
     check_clocks(result, declared=domains_mhz, required=required)
+    _with_critical_paths(result)
     if result.failing_clocks():
         # Keep the figures, never the bitstream: it must not be flashed or taken from the
         # cache as if it were good.
@@ -227,6 +239,18 @@ def _run(plan: BuildPlan, board: Board, design: Design, workdir: Path,
         result.save(failed)
         result.check_timing(failed)
     result.save(workdir / RESULT_FILE)
+    return result
+
+
+def _with_critical_paths(result: BuildResult) -> BuildResult:
+    """``result`` with each clock's worst path in ``extra["critical_paths"]``, read from its
+    nextpnr report (a build recorded before paths were, or a report without any: as it is)."""
+    report = Path(result.extra.get("nextpnr_report", ""))
+    if "critical_paths" not in result.extra and report.is_file():
+        nets = {clock.net: clock.domain for clock in result.clocks}
+        paths = critical_paths(report, net_domains=nets)
+        if paths:
+            result.extra["critical_paths"] = [asdict(path) for path in paths]
     return result
 
 

@@ -2,7 +2,8 @@
 
 Cynthion goes through its Apollo debug controller (``apollo configure FILE`` loads the FPGA over
 JTAG, ``apollo flash-program FILE`` writes the configuration flash); other boards through
-openFPGALoader (``openFPGALoader -b BOARD [-f] FILE``). Before anything runs, the bitstream is
+openFPGALoader (``openFPGALoader -b BOARD [-f] FILE``, or ``-c CABLE`` for a board it has no
+name for). Before anything runs, the bitstream is
 checked to exist and to be built for the board's FPGA (the part recorded in its header).
 """
 
@@ -79,8 +80,9 @@ def plan_flash(board: Board, bitstream: Path, *, to_flash: bool = False) -> Flas
     if board.programmer == "apollo":
         argv = ["apollo", "flash-program" if to_flash else "configure", str(bitstream)]
     elif board.programmer == "openfpgaloader":
-        argv = ["openFPGALoader", "-b", str(board.loader_board), *(["-f"] if to_flash else []),
-                str(bitstream)]
+        target = (["-b", board.loader_board] if board.loader_board
+                  else ["-c", str(board.loader_cable)])
+        argv = ["openFPGALoader", *target, *(["-f"] if to_flash else []), str(bitstream)]
     else:  # pragma: no cover - registry error
         raise ValueError(f"board {board.name}: unknown programmer {board.programmer!r}")
     return FlashPlan(board=board, bitstream=bitstream, argv=argv)

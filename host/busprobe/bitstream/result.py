@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["RESULT_FILE", "TIMING_FAILED_FILE", "BuildError", "TimingNotMet", "ClockTiming",
-           "BuildResult", "SUMMARY_CELLS", "comparison_table", "seed_table"]
+           "BuildResult", "SUMMARY_CELLS", "comparison_table", "seed_table",
+           "critical_path_line"]
 
 RESULT_FILE = "build.json"
 #: The figures of a build that missed timing, in its build directory (there is no bitstream).
@@ -68,6 +69,8 @@ class BuildResult:
     ``utilisation`` maps a cell type to ``{"used": n}`` plus ``"available"`` where the device
     has a fixed number of them. ``cached`` is true when the bitstream came from the build cache.
     ``bitstream`` is None when timing was not met; ``nextpnr_seed`` None is nextpnr's default.
+    ``extra["critical_paths"]``, when there: each clock's worst path
+    (:class:`~.nextpnr_report.CriticalPath` as a dict), shown by :meth:`summary_lines`.
     """
 
     board: str
@@ -165,7 +168,15 @@ class BuildResult:
                 avail = cell.get("available")
                 share = f" / {avail} ({100 * cell['used'] / avail:.1f} %)" if avail else ""
                 lines.append(f"  {label:<17}{cell['used']:>6}{share}")
+        lines += [f"  {critical_path_line(path)}" for path in self.extra.get("critical_paths", [])]
         return lines
+
+
+def critical_path_line(path: dict[str, Any]) -> str:
+    """One line of a clock's worst path: delay, its split, the blocks it crosses."""
+    return (f"critical path {path['domain']}: {path['total_ns']:.2f} ns ({path['logic_ns']:.2f} "
+            f"logic, {path['routing_ns']:.2f} routing, {path['levels']} logic levels): "
+            + " > ".join(path["blocks"]))
 
 
 def comparison_table(results: list[BuildResult]) -> str:

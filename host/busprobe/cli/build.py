@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--design", required=True, metavar="DESIGN",
                         help="usb2 (lean), usb2-full (with BOT, packet-shape and receive-drop "
                              "counters), usb2-storage (a SCSI null disk over BOT), usb2-stock, "
-                             "usb3, usb3-storage (the null disk at SuperSpeed) or pcie "
+                             "usb3, usb3-storage (the null disk at SuperSpeed), pcie or "
+                             "pcie-endpoint (the soft PCIe endpoint on an ECP5 DCU lane) "
                              "(what the board can carry)")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="copy the bitstream and its JSON report here")

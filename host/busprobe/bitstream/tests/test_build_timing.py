@@ -157,3 +157,40 @@ def test_a_seed_that_is_not_a_whole_number_from_1_is_one_line(capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "'0' is not a seed" in err and "\n" not in err
+
+
+#: A real report: the Versa's soft PCIe endpoint, default seed, the link at 250 MHz missed.
+VERSA = "versa-pcie-endpoint"
+
+
+def test_each_clocks_worst_path_names_its_blocks_and_splits_logic_from_wire():
+    from busprobe.bitstream.nextpnr_report import critical_paths
+
+    nets = {"$glbnet$clk250": "link", "$glbnet$serdes_clk": "pclk",
+            "$glbnet$ctl_reset.async_ff_clk": "ctl"}
+    paths = {p.domain: p for p in critical_paths(FIXTURES / f"{VERSA}.report.json",
+                                                 net_domains=nets)}
+    assert set(paths) == {"link", "pclk", "ctl"}  # the cross-clock path in the report is not one
+    link = paths["link"]
+    assert (link.total_ns, link.logic_ns, link.routing_ns, link.levels) == (9.51, 2.61, 6.9, 19)
+    assert link.blocks == ("design.link", "design.link.replay", "design.link.replay.data",
+                           "design.link.link.skp_inserter", "phy.crossing.tx_fifo.storage")
+    assert paths["ctl"].blocks == ("phy.serdes.reset_sequencer",)  # U$2, a nameless part of it
+
+
+def test_a_missed_build_prints_and_reports_each_clocks_critical_path(fixture_builds, tmp_path,
+                                                                      capsys):
+    fixture_builds(VERSA)
+    report = tmp_path / "report.json"
+    argv = ["build", "--board", "versa-ecp5-5g", "--design", "pcie-endpoint", "--json",
+            str(report)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "timing not met: link reaches 105.16 MHz, needs 250.00 MHz" in captured.err
+    assert ("critical path link: 9.51 ns (2.61 logic, 6.90 routing, 19 logic levels): "
+            "design.link > design.link.replay > ") in captured.out
+    data = json.loads(report.read_text())
+    assert {c["domain"]: c["met"] for c in data["clocks"]} == {
+        "link": False, "pclk": True, "ctl": True}
+    (link,) = [p for p in data["extra"]["critical_paths"] if p["domain"] == "link"]
+    assert link["blocks"][-1] == "phy.crossing.tx_fifo.storage" and link["total_ns"] == 9.51

@@ -83,6 +83,23 @@ def test_dry_run_prints_the_openfpgaloader_command_for_ecpix5(capsys, ecp5_85f_b
     assert out.strip() == f"openFPGALoader -b ecpix5 -f {ecp5_85f_bitstream}"
 
 
+@pytest.mark.parametrize(("to_flash", "flag"), [(False, ""), (True, " -f")])
+def test_dry_run_prints_the_openfpgaloader_cable_command_for_the_versa(capsys, tmp_path,
+                                                                      to_flash, flag):
+    """openFPGALoader has no board name for the ECP5-5G Versa: its FT2232H is the generic
+    ``ft2232`` cable (JTAG on interface A)."""
+    (tmp_path / "empty.config").write_text(".device LFE5UM5G-45F\n")
+    subprocess.run([ecp5_toolchain_env()["ECPPACK"], "--input", "empty.config", "--bit",
+                    "empty.bit"], check=True, capture_output=True, cwd=tmp_path)
+    bit = tmp_path / "empty.bit"
+    argv = ["flash", "--board", "versa-ecp5-5g", str(bit), "--dry-run"]
+    status, out, _ = run_cli(capsys, *argv, *(["--to-flash"] if to_flash else []))
+    assert status == 0
+    assert out.strip() == f"openFPGALoader -c ft2232{flag} {bit}"
+    status, _, err = run_cli(capsys, "flash", "--board", "ecpix5-85", str(bit), "--dry-run")
+    assert_one_line_error(status, err, "built for LFE5UM5G-45F", "LFE5UM5G-85F")
+
+
 def test_ecp5_bitstream_for_a_smaller_device_is_refused_on_ecpix5(capsys, ecp5_12f_bitstream):
     status, _, err = run_cli(capsys, "flash", "--board", "ecpix5-85", str(ecp5_12f_bitstream),
                              "--dry-run")
