@@ -22,6 +22,7 @@ from ..pcie.soft.ecp5_pcie_phy import LINK_CLOCK_HZ
 from ..pcie.soft.ltssm import LtssmTiming
 from ..pcie.soft.tlp_merge import TlpMerge
 from ..pcie.soft.tlp_router import TlpRouter
+from ..pcie.soft.transaction_layer import connect_transaction_layer
 
 __all__ = ["SoftPcieEndpoint", "STATUS_LEDS"]
 
@@ -72,21 +73,11 @@ class SoftPcieEndpoint(wiring.Component):
 
         # Received TLPs to configuration space and the router; their answers merged, the
         # configuration completions first.
-        wiring.connect(m, link.rx_tlp, config.rx_tlp)
-        m.d.comb += [router.rx_tlp.valid.eq(link.rx_tlp.valid),
-                     router.rx_tlp.payload.eq(link.rx_tlp.payload)]
+        connect_transaction_layer(m, link, config, router)
         wiring.connect(m, config.tlp, merge.sink_0)
         wiring.connect(m, router.ur_tlp, merge.sink_1)
         wiring.connect(m, merge.source, link.tlp)
-        m.d.comb += [
-            config.rx_accept.eq(link.rx_accept),
-            config.link_status.eq(link.status),
-            router.rx_accept.eq(link.rx_accept),
-            router.memory_space.eq(config.memory_space),
-            router.bar0_base.eq(config.bar0_base),
-            router.completer_id.eq(config.completer_id),
-            router.source.ready.eq(1),
-        ]
+        m.d.comb += router.source.ready.eq(1)
 
         # The application: every routed byte taken, folded into two LEDs.
         app_toggle, app_parity, ur_toggle = Signal(), Signal(), Signal()

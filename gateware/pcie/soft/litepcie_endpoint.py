@@ -29,6 +29,7 @@ from .litepcie_beats import BeatsToBytes, BytesToBeats
 from .msi_request import MsiRequester
 from .tlp_merge import TlpMerge
 from .tlp_router import TlpRouter
+from .transaction_layer import connect_transaction_layer
 
 __all__ = ["SoftLitePcieEndpoint", "PORTS", "STATUS_OUTPUTS", "SYMBOL_BITS", "STORE_BYTES"]
 
@@ -99,18 +100,7 @@ class SoftLitePcieEndpoint(wiring.Component):
         m.submodules.merge = merge = TlpMerge(4)
 
         # Received: configuration space and the router on the same bytes.
-        wiring.connect(m, link.rx_tlp, config.rx_tlp)
-        m.d.comb += [router.rx_tlp.valid.eq(link.rx_tlp.valid),
-                     router.rx_tlp.payload.eq(link.rx_tlp.payload),
-                     router.rx_accept.eq(link.rx_accept), config.rx_accept.eq(link.rx_accept),
-                     config.link_status.eq(link.status),
-                     # Credits held until the answer has left; timers by the MPS in force.
-                     link.np_held.eq(config.np_held | router.np_held),
-                     link.np_released.eq(config.np_released + router.np_released),
-                     link.max_payload_size.eq(config.max_payload_size),
-                     router.memory_space.eq(config.memory_space),
-                     router.bar0_base.eq(config.bar0_base),
-                     router.completer_id.eq(config.completer_id)]
+        connect_transaction_layer(m, link, config, router)
         wiring.connect(m, router.source, to_beats.sink)
 
         # To LitePCIe, with ``first``.

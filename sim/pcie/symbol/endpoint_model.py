@@ -53,6 +53,7 @@ def _top():
     from busprobe.gateware.pcie.soft.data_link import SoftDataLink
     from busprobe.gateware.pcie.soft.tlp_merge import TlpMerge
     from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
+    from busprobe.gateware.pcie.soft.transaction_layer import connect_transaction_layer
 
     from .amaranth_bench import SIM_TIMING
 
@@ -72,25 +73,14 @@ def _top():
             m.submodules.config = config = ConfigSpace()
             m.submodules.router = router = TlpRouter()
             m.submodules.merge = merge = TlpMerge(2)
-            wiring.connect(m, link.rx_tlp, config.rx_tlp)
-            m.d.comb += [router.rx_tlp.valid.eq(link.rx_tlp.valid),
-                         router.rx_tlp.payload.eq(link.rx_tlp.payload)]
+            connect_transaction_layer(m, link, config, router)
             wiring.connect(m, config.tlp, merge.sink_0)
             wiring.connect(m, router.ur_tlp, merge.sink_1)
             wiring.connect(m, merge.source, link.tlp)
             m.d.comb += [
-                router.rx_accept.eq(link.rx_accept),
-                link.max_payload_size.eq(config.max_payload_size),
-                link.np_held.eq(config.np_held | router.np_held),
-                link.np_released.eq(config.np_released + router.np_released),
-                router.memory_space.eq(config.memory_space),
-                router.bar0_base.eq(config.bar0_base),
-                router.completer_id.eq(config.completer_id),
                 router.source.ready.eq(1),
                 self.app_word.eq(Cat(router.source.payload.data, router.source.payload.last,
                                      router.source.valid)),
-                config.rx_accept.eq(link.rx_accept),
-                config.link_status.eq(link.status),
                 link.rx.valid.eq(self.rx_word[SYMBOL_BITS]),
                 link.rx.payload.symbol.eq(self.rx_word[:SYMBOL_BITS]),
                 link.rx.payload.error.eq(self.rx_error),
