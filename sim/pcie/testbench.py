@@ -233,6 +233,18 @@ class HostBuffer:
         if offset < 0 or length < 0 or offset + length > self.size:
             raise ValueError(f"access {offset}+{length} outside a {self.size}-byte buffer")
 
+    @classmethod
+    def alloc(cls, rc, size: int) -> HostBuffer:
+        """``size`` bytes of root complex ``rc``'s memory for DMA,
+        :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-aligned (and page-aligned)."""
+        if size <= 0:
+            raise ValueError(f"buffer size must be positive, not {size}")
+        align = max(proto.DMA_ADDRESS_ALIGN, 4096)
+        region = rc.mem_pool.alloc_region(size + align)
+        base = region.get_absolute_address(0)
+        offset = (-base) % align
+        return cls(base + offset, size, region, offset)
+
 
 def _root_complex(config: LinkConfig) -> ChipsetRootComplex:
     rc = ChipsetRootComplex(latency_ns=config.latency_ns, cap=config.cap)
@@ -356,14 +368,8 @@ class PcieTestbench:
         await self.bar0.write_dword(offset, value & 0xFFFF_FFFF)
 
     def alloc(self, size: int) -> HostBuffer:
-        """Host memory for DMA, :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-aligned."""
-        if size <= 0:
-            raise ValueError(f"buffer size must be positive, not {size}")
-        align = max(proto.DMA_ADDRESS_ALIGN, 4096)
-        region = self.rc.mem_pool.alloc_region(size + align)
-        base = region.get_absolute_address(0)
-        offset = (-base) % align
-        return HostBuffer(base + offset, size, region, offset)
+        """Host memory for DMA (:meth:`HostBuffer.alloc`)."""
+        return HostBuffer.alloc(self.rc, size)
 
     async def wait_cycles(self, cycles: int) -> None:
         await ClockCycles(self.dut.sys_clk, cycles)

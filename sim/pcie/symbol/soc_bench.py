@@ -17,7 +17,6 @@ the root complex).
 
 from __future__ import annotations
 
-from busprobe.protocol import pcie as proto
 from busprobe.protocol.pci_config import encode_size
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles
@@ -97,12 +96,8 @@ class SoftSocHost:
         await self.bar0.write_dword(offset, value & 0xFFFF_FFFF)
 
     def alloc(self, size: int) -> HostBuffer:
-        """Host memory for DMA, :data:`~busprobe.protocol.pcie.DMA_ADDRESS_ALIGN`-aligned."""
-        align = max(proto.DMA_ADDRESS_ALIGN, 4096)
-        region = self.rc.mem_pool.alloc_region(size + align)
-        base = region.get_absolute_address(0)
-        offset = (-base) % align
-        return HostBuffer(base + offset, size, region, offset)
+        """Host memory for DMA (:meth:`HostBuffer.alloc`)."""
+        return HostBuffer.alloc(self.rc, size)
 
     async def wait_cycles(self, cycles: int) -> None:
         await ClockCycles(self.bench.clock, cycles)
