@@ -40,6 +40,8 @@ class SoftDataLink(wiring.Component):
     np_held: Signal(), input; np_released: Signal(2), input
         From the transaction layer: a kept request's header credit held until its completion
         has left, and held credits released (see :class:`~.update_fc.UpdateFc`).
+    p_held: Signal(), input; p_released: Signal(), input
+        Likewise for a posted TLP held until the application has taken it.
     dl_active: Signal(), output
     partner_posted, partner_non_posted, partner_completion: Signal(CREDITS), output
     next_transmit_seq, acked_seq, next_rcv_seq: Signal(12), output
@@ -65,6 +67,8 @@ class SoftDataLink(wiring.Component):
     rx_discard: Out(1)
     np_held: In(1)
     np_released: In(2)
+    p_held: In(1)
+    p_released: In(1)
     max_payload_size: In(16)
     dl_active: Out(1)
     partner_posted: Out(CREDITS)
@@ -141,6 +145,8 @@ class SoftDataLink(wiring.Component):
             update.rx_accept.eq(ack_nak.accept),
             update.np_held.eq(self.np_held),
             update.np_released.eq(self.np_released),
+            update.p_held.eq(self.p_held),
+            update.p_released.eq(self.p_released),
             update.dl_active.eq(fc.dl_active),
         ]
 

@@ -5,7 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
-__all__ = ["FlowControlInit", "CREDITS", "ADVERTISED", "NON_POSTED_HEADERS"]
+__all__ = ["FlowControlInit", "CREDITS", "ADVERTISED", "NON_POSTED_HEADERS",
+           "POSTED_HEADERS", "POSTED_DATA"]
 
 #: Credits of one kind: 8-bit header credits, 12-bit data credits (0 and 0: infinite).
 CREDITS = data.StructLayout({"header": 8, "data": 12})
@@ -17,7 +18,12 @@ CREDITS = data.StructLayout({"header": 8, "data": 12})
 #: of :class:`~.config_space.ConfigSpace` and :class:`~.tlp_router.TlpRouter` (at least this
 #: deep) can never overflow, whatever the root port has outstanding.
 NON_POSTED_HEADERS = 4
-ADVERTISED = ((32, 256), (NON_POSTED_HEADERS, 8), (0, 0))
+#: Posted credits: header and data (16-byte units) for TLPs the transaction layer holds until the
+#: application has taken them (the router's store, ``p_held``): eight writes and 1 KiB of data,
+#: at least the 512-byte Max_Payload_Size supported (§2.6.1's minimum) and well inside the
+#: smallest store. A host writes the endpoint's CSRs a dword at a time.
+POSTED_HEADERS, POSTED_DATA = 8, 64
+ADVERTISED = ((POSTED_HEADERS, POSTED_DATA), (NON_POSTED_HEADERS, 8), (0, 0))
 _KINDS = ("posted", "non_posted", "completion")
 _INIT_FC1 = (DllpType.INIT_FC1_P, DllpType.INIT_FC1_NP, DllpType.INIT_FC1_CPL)
 _INIT_FC2 = (DllpType.INIT_FC2_P, DllpType.INIT_FC2_NP, DllpType.INIT_FC2_CPL)

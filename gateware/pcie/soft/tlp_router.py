@@ -10,7 +10,7 @@ from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
 from .deframer import RX_TLP_BYTE
-from .fc_init import NON_POSTED_HEADERS
+from .fc_init import NON_POSTED_HEADERS, POSTED_DATA, POSTED_HEADERS
 from .framer import TLP_BYTE
 
 __all__ = ["TlpRouter", "APP_TLP_BYTE"]
@@ -57,9 +57,15 @@ class TlpRouter(wiring.Component):
         UR completions, valid from first byte to last as the framer needs.
     unsupported_requests, unsupported_posted, unexpected_completions, overflows: Signal(16)
         Counters (wrap).
-    np_held: Signal(), output; np_released: Signal(), output
-        A request queued for UR at ``rx_accept`` (its header credit held), and a UR Cpl's
-        last byte taken (released): :class:`~.update_fc.UpdateFc`'s inputs.
+    np_held: Signal(), output; np_released: Signal(2), output
+        A request queued for UR or stored for the application at ``rx_accept`` (its header
+        credit held); UR Cpls and stored requests whose last byte was taken this clock
+        (released): :class:`~.update_fc.UpdateFc`'s inputs.
+    p_held: Signal(), output; p_released: Signal(), output
+        A posted request stored at ``rx_accept`` (its credits held until the application has
+        taken it), and a stored posted request's last byte taken (released). With the
+        credits advertised (``fc_init.ADVERTISED``) the store and its queue of lengths hold
+        every request the root port may send.
 
     Parameters
     ----------
@@ -81,10 +87,19 @@ class TlpRouter(wiring.Component):
     unexpected_completions: Out(16)
     overflows: Out(16)
     np_held: Out(1)
-    np_released: Out(1)
+    np_released: Out(2)
+    p_held: Out(1)
+    p_released: Out(1)
 
-    def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES, max_tlps: int = 8):
+    def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES, max_tlps: int = 16):
         assert store_bytes & (store_bytes - 1) == 0
+        # Every request the credits allow must fit while the application takes none: a 4 DW
+        # header each and the posted data (completions are the requester's to size for).
+        requests = POSTED_HEADERS + NON_POSTED_HEADERS
+        if max_tlps < requests or store_bytes < 16 * (requests + POSTED_DATA):
+            raise ValueError(f"a router store of {store_bytes} bytes / {max_tlps} TLPs cannot "
+                             f"hold the {requests} requests and {16 * POSTED_DATA} bytes of "
+                             f"posted data the credits advertised allow")
         self._store_bytes = store_bytes
         self._max_tlps = max_tlps
         super().__init__()
@@ -133,8 +148,14 @@ class TlpRouter(wiring.Component):
 
         # The store: written as bytes come, committed at rx_accept. ---------------------------
         m.submodules.store = store = Memory(shape=8, depth=depth, init=[])
-        m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=len(count),
+        # Each stored TLP's length, and whether its credits are held (posted, non-posted).
+        entry = data.StructLayout({"count": len(count), "posted": 1, "non_posted": 1})
+        m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=entry.size,
                                                                depth=self._max_tlps)
+        stored, head = Signal(entry), Signal(entry)
+        m.d.comb += [stored.count.eq(count), stored.posted.eq(posted),
+                     stored.non_posted.eq(is_memory & ~posted),
+                     lengths.w_data.eq(stored), head.eq(lengths.r_data)]
         write_port = store.write_port()
         # A combinational read: the reader's last byte and the next TLP's first follow without
         # a gap (on an ECP5 a 2 KiB store wants block RAM's registered read, a prefetch: to do).
@@ -153,27 +174,34 @@ class TlpRouter(wiring.Component):
             with m.Else():
                 m.d.sync += overflow.eq(1)
         take = self.rx_accept & routed
+        store_np_held = Signal()
         with m.If(take):
             with m.If(overflow | ~lengths.w_rdy | (count == depth)):
                 m.d.sync += self.overflows.eq(self.overflows + 1)
             with m.Else():
-                m.d.comb += [lengths.w_en.eq(1), lengths.w_data.eq(count)]
+                m.d.comb += [lengths.w_en.eq(1), self.p_held.eq(stored.posted),
+                             store_np_held.eq(stored.non_posted)]
                 m.d.sync += committed.eq(speculative)
 
         # Routed TLPs out, whole. --------------------------------------------------------------
+        store_np_released = Signal()
         sent = Signal(range(depth + 1))
-        last = sent + 1 == lengths.r_data
+        last = sent + 1 == head.count
         m.d.comb += [read_port.addr.eq(read[:-1]), self.source.valid.eq(lengths.r_rdy),
                      self.source.payload.data.eq(read_port.data),
                      self.source.payload.last.eq(last)]
         with m.If(self.source.valid & self.source.ready):
             m.d.sync += [read.eq(read + 1), sent.eq(Mux(last, 0, sent + 1))]
-            m.d.comb += lengths.r_en.eq(last)
+            m.d.comb += [lengths.r_en.eq(last), self.p_released.eq(last & head.posted),
+                         store_np_released.eq(last & head.non_posted)]
 
         # Unsupported: UR completions for non-posted requests, counts for the rest. ------------
         m.submodules.ur_queue = ur_queue = fifo.SyncFIFOBuffered(width=_UR_REQUEST.size,
                                                                  depth=NON_POSTED_HEADERS)
         kept = self.rx_accept & ~is_config & ~routed
+        ur_np_held, ur_np_released = Signal(), Signal()
+        m.d.comb += [self.np_held.eq(ur_np_held | store_np_held),
+                     self.np_released.eq(ur_np_released + store_np_released)]
         with m.If(kept & is_completion):
             m.d.sync += self.unexpected_completions.eq(self.unexpected_completions + 1)
         with m.Elif(kept & posted):
@@ -186,7 +214,7 @@ class TlpRouter(wiring.Component):
                 request.requester.eq(Cat(b[cfg.REQ_REQUESTER_ID + 1], b[cfg.REQ_REQUESTER_ID])),
                 request.tag.eq(b[cfg.REQ_TAG]),
                 ur_queue.w_data.eq(request), ur_queue.w_en.eq(1),
-                self.np_held.eq(ur_queue.w_rdy),
+                ur_np_held.eq(ur_queue.w_rdy),
             ]
 
         head = Signal(_UR_REQUEST)
@@ -209,5 +237,5 @@ class TlpRouter(wiring.Component):
         m.d.comb += [self.ur_tlp.valid.eq(ur_queue.r_rdy), self.ur_tlp.payload.last.eq(ur_last)]
         with m.If(self.ur_tlp.valid & self.ur_tlp.ready):
             m.d.sync += index.eq(Mux(ur_last, 0, index + 1))
-            m.d.comb += [ur_queue.r_en.eq(ur_last), self.np_released.eq(ur_last)]
+            m.d.comb += [ur_queue.r_en.eq(ur_last), ur_np_released.eq(ur_last)]
         return m

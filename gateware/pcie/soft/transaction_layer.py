@@ -9,11 +9,12 @@ def connect_transaction_layer(m, link, config, router) -> None:
     """Connect :class:`~.config_space.ConfigSpace` and :class:`~.tlp_router.TlpRouter` to
     :class:`~.data_link.SoftDataLink` as every endpoint top needs them: both on the received
     TLP bytes with the link's keep-or-drop verdict; the non-posted header credits held until an
-    answer has left (``np_held``/``np_released``, see :class:`~.update_fc.UpdateFc`); the link's
-    timers by the negotiated Max_Payload_Size; the router decoding BAR0 and the completer ID
-    from configuration space. The answers' transmit side (a :class:`~.tlp_merge.TlpMerge` of
-    ``config.tlp``, ``router.ur_tlp`` and whatever else the top sends) and the router's
-    ``source`` are the top's."""
+    answer has left and the posted credits until the application has taken the request
+    (``np_held``/``np_released``, ``p_held``/``p_released``: see
+    :class:`~.update_fc.UpdateFc`); the link's timers by the negotiated Max_Payload_Size; the
+    router decoding BAR0 and the completer ID from configuration space. The answers' transmit
+    side (a :class:`~.tlp_merge.TlpMerge` of ``config.tlp``, ``router.ur_tlp`` and whatever
+    else the top sends) and the router's ``source`` are the top's."""
     wiring.connect(m, link.rx_tlp, config.rx_tlp)
     m.d.comb += [
         router.rx_tlp.valid.eq(link.rx_tlp.valid),
@@ -23,6 +24,8 @@ def connect_transaction_layer(m, link, config, router) -> None:
         config.link_status.eq(link.status),
         link.np_held.eq(config.np_held | router.np_held),
         link.np_released.eq(config.np_released + router.np_released),
+        link.p_held.eq(router.p_held),
+        link.p_released.eq(router.p_released),
         link.max_payload_size.eq(config.max_payload_size),
         router.memory_space.eq(config.memory_space),
         router.bar0_base.eq(config.bar0_base),

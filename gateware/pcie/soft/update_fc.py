@@ -1,8 +1,8 @@
 """Flow control after DL_Active, receive side: the credits of consumed TLPs given back with
 UpdateFC DLLPs (PCIe Base 3.0 §2.6.1)."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
@@ -27,8 +27,10 @@ class UpdateFc(wiring.Component):
     up (Length 0 is 1024 DW). Its header credit too, unless it is a non-posted request the
     transaction layer holds until its completion has left (``np_held`` at ``rx_accept``; then
     ``np_released`` gives it back): so no more requests wait for an answer than the non-posted
-    header credits advertised. Credits are added to the type's counters (8-bit header, 12-bit
-    data, modulo as §2.6.1 counts). A type whose
+    header credits advertised. A posted TLP the transaction layer holds (``p_held``: it waits in
+    the router's store for the application) keeps its header and data credits until
+    ``p_released`` says it has gone, oldest first. Credits are added to the type's counters
+    (8-bit header, 12-bit data, modulo as §2.6.1 counts). A type whose
     counters moved has an UpdateFC owed; every ``interval`` symbol times both are owed
     anyway. Completions are advertised infinite (``ADVERTISED``) and need none.
 
@@ -42,6 +44,10 @@ class UpdateFc(wiring.Component):
         With ``rx_accept``: the kept non-posted request's header credit waits for a release.
     np_released: Signal(2), input
         Held header credits released this clock (completions that have left).
+    p_held: Signal(), input
+        With ``rx_accept``: the kept posted TLP's credits wait for a release.
+    p_released: Signal(), input
+        The oldest held posted TLP has left: its header and data credits come back.
     dl_active: Signal(), input
         Low: counters back to the advertised credits, nothing sent (DL_Inactive, FC_INIT).
     tx_dllp: stream of Signal(32), output
@@ -60,6 +66,8 @@ class UpdateFc(wiring.Component):
     rx_accept: In(1)
     np_held: In(1)
     np_released: In(2)
+    p_held: In(1)
+    p_released: In(1)
     dl_active: In(1)
     tx_dllp: Out(stream.Signature(32))
     posted: Out(20)
@@ -126,8 +134,21 @@ class UpdateFc(wiring.Component):
         # After the clearing above, so that credits consumed in the clock an UpdateFC is taken
         # (it carries the old count) leave another owed: later assignments win.
         kept_np = self.rx_accept & ~is_completion & ~is_posted
-        with m.If(self.rx_accept & ~is_completion & is_posted):
-            m.d.sync += [p_hdr.eq(p_hdr + 1), p_dat.eq(p_dat + data_credits), p_owed.eq(1)]
+        kept_p = self.rx_accept & ~is_completion & is_posted
+        # The held posted TLPs' data credits, in order; no more can be held than advertised.
+        # Emptied at DL_Inactive, when the counters start again from the advertised credits.
+        inactive = Signal()
+        m.d.comb += inactive.eq(~self.dl_active)
+        m.submodules.held = held = ResetInserter(inactive)(
+            fifo.SyncFIFO(width=len(data_credits), depth=self._advertised[0][0]))
+        returned_now, released = kept_p & ~self.p_held, self.p_released & held.r_rdy
+        m.d.comb += [held.w_en.eq(kept_p & self.p_held), held.w_data.eq(data_credits),
+                     held.r_en.eq(self.p_released)]
+        with m.If(returned_now | released):
+            m.d.sync += [p_hdr.eq(p_hdr + returned_now + released),
+                         p_dat.eq(p_dat + Mux(returned_now, data_credits, 0)
+                                  + Mux(released, held.r_data, 0)),
+                         p_owed.eq(1)]
         np_headers = Mux(kept_np & ~self.np_held, 1, 0) + self.np_released
         np_data = Mux(kept_np, data_credits, 0)
         with m.If((np_headers != 0) | (np_data != 0)):  # a held read alone changes nothing

@@ -36,15 +36,22 @@ def completion(requester: PcieId, data: bytes, tag: int = 3) -> Tlp:
     return cpl
 
 
+#: The credit strobes, summed over a run (``run(..., with_credits=True)``).
+CREDIT_STROBES = ("p_held", "p_released", "np_held", "np_released")
+
+
 def body(tlp: Tlp | bytes) -> bytes:
     return tlp if isinstance(tlp, bytes) else bytes(tlp.pack())
 
 
 def run(tlps: list[Tlp | bytes], *, accepted: Callable[[int], bool] = lambda index: True,
         memory_space: bool = True, ready: Callable[[int], bool] = lambda cycle: True,
-        store_bytes: int = 2048) -> tuple[list[bytes], list[Tlp], dict[str, int]]:
-    """Routed TLPs (raw bytes), UR completions and the counters once all has come out."""
+        store_bytes: int = 2048, with_credits: bool = False,
+        ) -> tuple[list[bytes], list[Tlp], dict]:
+    """Routed TLPs (raw bytes), UR completions and the counters once all has come out (and,
+    ``with_credits``, the credit strobes summed under ``credits``)."""
     dut = TlpRouter(store_bytes=store_bytes)
+    credits = dict.fromkeys(CREDIT_STROBES, 0)
     routed: list[bytes] = []
     urs: list[Tlp] = []
     counters: dict[str, int] = {}
@@ -79,8 +86,14 @@ def run(tlps: list[Tlp | bytes], *, accepted: Callable[[int], bool] = lambda ind
     async def collect_urs(ctx):
         await collect(ctx, dut.ur_tlp, urs, Tlp.unpack)
 
-    simulate(dut, feed, collect_routed, collect_urs)
-    return routed, urs, counters
+    async def count_credits(ctx):
+        async for _, _, *strobes in ctx.tick().sample(dut.p_held, dut.p_released,
+                                                       dut.np_held, dut.np_released):
+            for name, value in zip(CREDIT_STROBES, strobes, strict=True):
+                credits[name] += value
+
+    simulate(dut, feed, collect_routed, collect_urs, count_credits)
+    return routed, urs, counters | ({"credits": credits} if with_credits else {})
 
 
 def test_bar0_writes_reads_and_own_completions_come_out_whole_in_order():
@@ -133,8 +146,29 @@ def test_posted_writes_elsewhere_messages_and_strangers_completions_are_dropped_
 
 
 def test_a_tlp_larger_than_the_store_left_is_dropped_and_counted_the_next_still_routed():
-    tlps = [memory(TlpType.MEM_WRITE, BAR0, bytes(200)),
+    # A 2 KiB write (beyond any credits the endpoint advertises) into the 2 KiB store.
+    tlps = [memory(TlpType.MEM_WRITE, BAR0, bytes(2048)),
             memory(TlpType.MEM_WRITE, BAR0, bytes(32))]
-    routed, _, counters = run(tlps, store_bytes=128)
+    routed, _, counters = run(tlps)
     assert routed == [bytes(tlps[1].pack())]
     assert counters["overflows"] == 1
+
+
+def test_stored_requests_hold_their_credits_until_the_application_takes_them():
+    """Two BAR0 writes and a BAR0 read hold their credits while stored; a UR read holds its
+    header until its Cpl has left; a completion and a write outside BAR0 hold nothing. With
+    the application stalled nothing stored is released; once it reads, all is."""
+    tlps = [memory(TlpType.MEM_WRITE, BAR0 + 0x10, bytes(8)),
+            memory(TlpType.MEM_READ, BAR0 + 0x20, tag=1),
+            memory(TlpType.MEM_READ, BAR0 - 0x1000, tag=2),  # UR
+            completion(ENDPOINT, bytes(16)),
+            memory(TlpType.MEM_WRITE, BAR0 - 0x1000, bytes(4)),  # dropped: not for BAR0
+            memory(TlpType.MEM_WRITE_64, BAR0 + 0x30, bytes(4))]
+    _, urs, counters = run(tlps, with_credits=True)
+    assert len(urs) == 1
+    assert counters["credits"] == {"p_held": 2, "p_released": 2, "np_held": 2,
+                                   "np_released": 2}
+    # Nothing taken (the UR Cpl's reader stalled too): held, never released.
+    _, _, stalled = run(tlps, ready=lambda cycle: False, with_credits=True)
+    assert stalled["credits"] == {"p_held": 2, "p_released": 0, "np_held": 2,
+                                  "np_released": 0}

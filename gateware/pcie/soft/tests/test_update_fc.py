@@ -35,7 +35,7 @@ def completion() -> bytes:
 
 
 def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
-        drop_at=None, held=lambda i: False, released_at=()):
+        drop_at=None, held=lambda i: False, released_at=(), posted_released_at=()):
     """Feed ``tlps`` a byte a clock with ``rx_accept`` after each (``np_held`` with it as
     ``held(index)`` says; ``np_released`` strobed once at each cycle of ``released_at``,
     counted from the tail's start); return the DLLPs sent."""
@@ -62,15 +62,19 @@ def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
             ctx.set(dut.rx_tlp.valid, 0)
             ctx.set(dut.rx_accept, accepted(index))
             ctx.set(dut.np_held, held(index))
+            ctx.set(dut.p_held, held(index))
             await tick()
             ctx.set(dut.rx_accept, 0)
             ctx.set(dut.np_held, 0)
+            ctx.set(dut.p_held, 0)
             for _ in range(3):
                 await tick()
         for at in range(tail):
             ctx.set(dut.np_released, released_at.count(at))
+            ctx.set(dut.p_released, at in posted_released_at)
             await tick()
         ctx.set(dut.np_released, 0)
+        ctx.set(dut.p_released, 0)
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)
@@ -119,4 +123,15 @@ def test_a_held_request_returns_its_data_credit_at_once_and_its_header_when_rele
         # a held read moves nothing: no UpdateFC
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 2, NP_DATA + 2),  # two released together
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 3, NP_DATA + 2),
+    ]
+
+
+def test_a_held_posted_write_returns_its_header_and_data_credits_when_released_in_order():
+    sent = run([memory_write(40), memory_write(100), config_read()],
+               held=lambda i: i < 2, posted_released_at=(10, 40), tail=80)
+    assert sent == [
+        # the two writes held: nothing; the read returns its header at once
+        fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA),
+        fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 1, P_DATA + 3),  # the first: 40 bytes, 3 credits
+        fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 2, P_DATA + 3 + 7),  # then 100 bytes: 7
     ]
