@@ -14,6 +14,7 @@ from busprobe.build_cache import build_root
 from busprobe.gateware.boards import get_board
 from busprobe.gateware.boards.soft_pcie_endpoint import SoftPcieEndpoint
 from busprobe.gateware.boards.versa_pcie import VersaPciePlatform, VersaPcieTop
+from busprobe.gateware.common.fragment_domains import fragment_domains
 
 
 def _plan():
@@ -79,18 +80,10 @@ def test_the_link_pll_doubles_the_dcus_125_mhz_inside_the_vcos_range():
     assert 'parameter \\FEEDBK_PATH "CLKOP"' in pll
 
 
-def _domains(fragment, path=()):
-    for domain in fragment.statements:
-        yield "/".join(path), domain
-    for port in getattr(fragment, "_write_ports", ()):
-        yield "/".join(path), port._domain
-    for sub, name, *_ in fragment.subfragments:
-        yield from _domains(sub, (*path, str(name)))
-
 
 def test_the_endpoint_runs_in_the_link_domain_and_luna_s_sequencer_on_the_oscillator():
     top = VersaPcieTop(design=SoftPcieEndpoint)
-    domains = list(_domains(Fragment.get(top, VersaPciePlatform())))
+    domains = list(fragment_domains(Fragment.get(top, VersaPciePlatform())))
     design = {domain for path, domain in domains if path.startswith("design")}
     assert design == {"comb", "link"}
     for block in ("design/link", "design/config", "design/router", "design/merge"):

@@ -9,6 +9,7 @@ from amaranth.hdl import Fragment
 from busprobe.bitstream.designs import get_design
 from busprobe.bitstream.ecp5 import declared_clocks, prepare_ecp5
 from busprobe.gateware.boards import get_board
+from busprobe.gateware.common.fragment_domains import fragment_domains
 from busprobe.gateware.usb3.ecp5_phy import ECP5Usb3Phy
 
 
@@ -26,15 +27,6 @@ def test_usb3_design_goes_on_dcu0_channel1_with_the_pll_and_both_clocks_constrai
         {"ss": 125.0, "pclk": 250.0}, ("ss", "pclk"))
 
 
-def _domains(fragment, path=()):
-    """``(path, domain)`` of every statement and memory write port in the hierarchy."""
-    for domain in fragment.statements:
-        yield "/".join(path), domain
-    for port in getattr(fragment, "_write_ports", ()):
-        yield "/".join(path), port._domain
-    for sub, name, *_ in fragment.subfragments:
-        yield from _domains(sub, (*path, str(name)))
-
 
 def test_only_the_crossing_runs_on_the_serdes_250_mhz_clock():
     def pads():
@@ -42,7 +34,7 @@ def test_only_the_crossing_runs_on_the_serdes_250_mhz_clock():
 
     phy = ECP5Usb3Phy(tx_pads=pads(), rx_pads=pads(), dual=0, channel=1,
                       refclk_frequency=250e6)
-    domains = list(_domains(Fragment.get(phy, None)))
+    domains = list(fragment_domains(Fragment.get(phy, None)))
     at_250 = {path for path, domain in domains if domain == "pclk"}
     # The gearbox registers and pointers, and the receive FIFO's write port: nothing else
     # (LUNA's SerDes register interface, its error flag and LFPS run in ss).

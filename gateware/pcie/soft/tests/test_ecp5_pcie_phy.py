@@ -9,19 +9,10 @@ from amaranth import Module, Signal
 from amaranth.back import rtlil
 from amaranth.hdl import Fragment
 from amaranth.lib import data, wiring
+from busprobe.gateware.common.fragment_domains import fragment_domains
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.gateware.pcie.soft.ecp5_pcie_phy import GEN1_PARAMETERS, Ecp5PciePhy
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
-
-
-def _domains(fragment, path=()):
-    """``(path, domain)`` of every statement and memory write port in the hierarchy."""
-    for domain in fragment.statements:
-        yield "/".join(path), domain
-    for port in getattr(fragment, "_write_ports", ()):
-        yield "/".join(path), port._domain
-    for sub, name, *_ in fragment.subfragments:
-        yield from _domains(sub, (*path, str(name)))
 
 
 def _pads():
@@ -74,7 +65,7 @@ def test_the_dcu_is_retuned_for_gen1_with_its_detection_port_wired():
 
 def test_the_scrambler_and_the_crossings_dcu_side_run_on_the_dcus_clock_and_the_rest_does_not():
     top, _, _ = endpoint_on_the_dcu(control_domain="ctl")
-    domains = list(_domains(Fragment.get(top, None)))
+    domains = list(fragment_domains(Fragment.get(top, None)))
     on_dcu_clock = {path for path, domain in domains if domain == "pclk"}
     assert on_dcu_clock == {
         "phy/crossing", "phy/crossing/scrambler", "phy/crossing/descrambler",
