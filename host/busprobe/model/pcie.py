@@ -10,7 +10,10 @@ token 4 (holds the sequence number) + LCRC 4. Headers are 12 B (3DW) or 16 B (4D
 addresses; completions are always 3DW); ECRC adds 4 B. A DLLP (ACK, UpdateFC) is 8 B on the wire.
 TLPs start on a 4-symbol boundary and are multiples of 4 bytes, so lane striping wastes nothing.
 SKP ordered sets take about 0.3 % (4 symbols per ~1359 on Gen1/2, one 16-symbol block per ~372 on
-Gen3) unless ``skp`` is off (cocotbext-pcie does not send them).
+Gen3) unless ``skp`` is off (cocotbext-pcie does not send them), or 4 per ``skp_interval`` where a
+transmitter's interval is known. Unprompted UpdateFCs (§2.6.1.2: at least every 30 µs in L0, each
+non-infinite type), where ``fc_update_us`` is given, take ``fc_update_dllps`` × 8 B per interval
+on each lane (Gen1 x1, 30 µs, P and NP: 16 B per 7500, 0.21 %).
 
 Write (data flows upstream)::
 
@@ -103,6 +106,14 @@ class PcieAssumptions:
         32-bit MMIO writes the host makes per transfer to queue its DMA descriptors; they go
         downstream, the lane read completions take (busprobe's driver: one descriptor per
         transfer, two writes; a 24-byte TLP each).
+    skp_interval : int
+        Gen1/2 symbol times from one SKP ordered set to the next, where the transmitter's is
+        known (0: the midpoint of §4.2.7's 1180..1538).
+    fc_update_us : float
+        Microseconds between the unprompted UpdateFCs a receiver sends in L0 (§2.6.1.2: 30; 0:
+        not counted).
+    fc_update_dllps : int
+        UpdateFC DLLPs sent each ``fc_update_us`` (one per non-infinite credit type).
     tx_buffer_tlps : int
         TLPs the hard IP's transmit buffer holds after the device has handed them over (the
         simulated PHY states 4; -1: not known). The device times writes at that hand-over, so
@@ -120,6 +131,9 @@ class PcieAssumptions:
     read_latency_ns: float = 0.0
     outstanding_reads: int = 32
     descriptor_writes: int = 2
+    skp_interval: int = 0
+    fc_update_us: float = 0.0
+    fc_update_dllps: int = 2
     tx_buffer_tlps: int = -1
 
     @classmethod
@@ -141,6 +155,8 @@ class PcieAssumptions:
         assumptions = replace(cls(), **values)
         if assumptions.rcb not in (64, 128):
             raise ValueError(f"read completion boundary must be 64 or 128, not {assumptions.rcb}")
+        if assumptions.skp_interval and not 1180 <= assumptions.skp_interval <= 1538 + 4:
+            raise ValueError(f"SKP interval {assumptions.skp_interval} is outside 1180..1542")
         if assumptions.ack_every < 0 or assumptions.updatefc_every < 0:
             raise ValueError("PCIe model: ack_every/updatefc_every must be >= 0")
         return assumptions
@@ -198,15 +214,22 @@ def pcie_ceiling(bus: BusDescription, direction: str, *, length: int | None = No
         if value not in PAYLOAD_SIZES:
             raise ValueError(f"{name} {value} is not one of {', '.join(map(str, PAYLOAD_SIZES))}")
     a = PcieAssumptions.from_extra(bus.extra)
-    skp = SKP_FRACTION[gen] if a.skp else 0.0
+    skp = 0.0
+    if a.skp:
+        skp = 4 / a.skp_interval if a.skp_interval and gen < 3 else SKP_FRACTION[gen]
     raw = lane_rate(gen) * bus.width
-    rate = raw * (1 - skp)
+    # Periodic UpdateFCs: so many DLLP bytes per interval of the whole link's bytes.
+    fc = a.fc_update_dllps * DLLP_BYTES / (a.fc_update_us * 1e-6 * raw) if a.fc_update_us else 0.0
+    rate = raw * (1 - skp - fc)
     req_header = 16 if a.addr64 else 12
     ecrc = ECRC_BYTES if a.ecrc else 0
     lines = [f"link = gen{gen} {lane_rate(gen) / 1e6:.1f} MB/s/lane × x{bus.width}"
-             f" = {raw / 1e6:.1f} MB/s; SKP {skp * 100:.2f} % -> {rate / 1e6:.1f} MB/s"]
+             f" = {raw / 1e6:.1f} MB/s; SKP {skp * 100:.2f} %"
+             + (f", periodic UpdateFC {fc * 100:.2f} %" if fc else "")
+             + f" -> {rate / 1e6:.1f} MB/s"]
     parts: dict[str, Any] = {"gen": gen, "width": bus.width, "mps": mps, "mrrs": mrrs,
                              "lane_rate": lane_rate(gen), "link_rate": raw, "skp_fraction": skp,
+                             "fc_update_fraction": fc,
                              "assumptions": asdict(a)}
     if direction == Direction.WRITE:
         throughput = _write(rate, mps, req_header, ecrc, a, length, lines, parts)

@@ -80,6 +80,13 @@ def _check_soft_phy(link: Mapping[str, Any]) -> None:
         raise InvalidRequest(f"{NAME} option phy=ecp5: not with {', '.join(refused)}")
 
 
+#: What the soft endpoint's transmitter sends beside TLPs (its gateware's constants): a SKP
+#: ordered set every 1200 symbol times (``SkpInserter``) and UpdateFC-P and -NP every 7500
+#: (30 µs, ``UpdateFc``), counted on a write's lane in the Verilator model; the root port
+#: sends its own periodic UpdateFCs on the other.
+_SOFT_PHY_LINK = {"skp_interval": 1200, "fc_update_us": 30.0, "fc_update_dllps": 2}
+
+
 def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
     """The bus of the simulated link ``link`` (typed options, as :data:`OPTIONS` gives them)."""
     _check_soft_phy(link)
@@ -98,7 +105,8 @@ def sim_pcie_bus(link: Mapping[str, Any]) -> BusDescription:
                "simulated": True, "skp": link.get("phy") == "ecp5", "ack_every": 1,
                "updatefc_every": 1,
                "split_at_rcb": False, "read_latency_ns": latency,
-               "outstanding_reads": pcie_protocol.READ_TAGS, "tx_buffer_tlps": 4})
+               "outstanding_reads": pcie_protocol.READ_TAGS, "tx_buffer_tlps": 4,
+               **(_SOFT_PHY_LINK if link.get("phy") == "ecp5" else {})})
 
 
 def sim_pcie_hops(link: Mapping[str, Any], index: int | None = None) -> tuple[Hop, ...]:

@@ -91,6 +91,8 @@ class SoftEndpointBench:
     corrupt_tlps: the endpoint's next TLPs to reach the root port with one header bit flipped
         (a bad LCRC: the root port NAKs, the endpoint replays).
     app_tlps: the TLPs the endpoint's router passed to the application (raw bytes), in order.
+    tx_log: None, or a list the endpoint's symbols are appended to each symbol time (None for
+        electrical idle): set it to a list to record a stretch of the endpoint's lane.
     """
 
     #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
@@ -112,6 +114,7 @@ class SoftEndpointBench:
         self.corrupt_tlps = 0
         self._countdown = 0
         self.app_tlps = RoutedTlps()
+        self.tx_log: list | None = None
 
     @classmethod
     async def start(cls, dut, **options) -> SoftEndpointBench:
@@ -133,6 +136,8 @@ class SoftEndpointBench:
             sent = None if word & WIRE_FLAG else word & SYMBOL_MASK
             if self.corrupt_tlps and sent is not None:
                 sent = self._corrupt(sent)
+            if self.tx_log is not None:
+                self.tx_log.append(sent)
             back = port.symbol_time(sent)
             rx_word.value = 0 if back is None else back | WIRE_FLAG
             self.cycles += 1

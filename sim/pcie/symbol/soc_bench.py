@@ -18,6 +18,7 @@ the root complex).
 from __future__ import annotations
 
 from busprobe.protocol.pci_config import encode_size
+from busprobe.protocol.pcie_symbols import KCode
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
@@ -26,7 +27,7 @@ from ..testbench import HostBuffer
 from .cocotb_bench import SoftEndpointBench
 from .soc_model import PREFIX
 
-__all__ = ["SoftSocHost", "ENDPOINT", "TIMEOUT_US"]
+__all__ = ["SoftSocHost", "ENDPOINT", "TIMEOUT_US", "lane_census"]
 
 #: The endpoint behind the root complex's first root port.
 ENDPOINT = PcieId(1, 0, 0)
@@ -117,3 +118,36 @@ class SoftSocHost:
                                    "times")
             await ClockCycles(self.bench.clock, step)
         return self.bench.cycles
+
+
+def lane_census(symbols: list, *, burst_tlp: int = 0) -> dict[str, int]:
+    """Where the symbol times of a recorded lane went (``SoftEndpointBench.tx_log``): TLP
+    symbols (STP to END) and how many TLPs, DLLP symbols (SDP to END), ordered-set symbols
+    (from COM: SKP sets here), logical idle, and ``idle_in_bursts``: the idle symbols between
+    two TLPs of at least ``burst_tlp`` symbols with only DLLPs and ordered sets besides them
+    in between, time a transmitter with such TLPs queued back to back should never lose."""
+    census = dict.fromkeys(("tlp", "tlps", "dllp", "ordered_set", "idle", "idle_in_bursts"), 0)
+    ends = {KCode.END, KCode.EDB}
+    i, run, in_burst = 0, 0, False
+    while i < len(symbols):
+        symbol = symbols[i]
+        if symbol == KCode.STP:
+            j = i
+            while j + 1 < len(symbols) and symbols[j] not in ends:
+                j += 1
+            census["tlp"] += j + 1 - i
+            census["tlps"] += 1
+            long = j + 1 - i >= burst_tlp
+            if in_burst and long:
+                census["idle_in_bursts"] += run
+            in_burst, run, i = long, 0, j + 1
+        elif symbol == KCode.SDP:  # a DLLP (or a SKP set below) may sit between burst TLPs
+            census["dllp"] += 8
+            i += 8
+        elif symbol == KCode.COM:
+            census["ordered_set"] += 4
+            i += 4
+        else:
+            census["idle"] += 1
+            run, i = run + 1, i + 1
+    return census

@@ -18,7 +18,7 @@ from busprobe.protocol import pcie as proto
 from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sim.pcie.dma_regs import DmaRegisters
 from busprobe.sim.pcie.symbol.amaranth_bench import SYMBOL_PERIOD
-from busprobe.sim.pcie.symbol.soc_bench import SoftSocHost
+from busprobe.sim.pcie.symbol.soc_bench import SoftSocHost, lane_census
 from busprobe.sim.pcie.symbol.soc_model import SYMBOL_CLOCK_HZ
 
 LENGTH = 64 * 1024
@@ -80,9 +80,15 @@ async def dma_write_then_read(dut, mps: int) -> None:
     written = host.alloc(LENGTH)
     await queue(regs, "writer", written.address)
     begin = bench.cycles
+    bench.tx_log = []  # the endpoint's lane while the writer runs
     await regs.enable("writer")
     end = await host.until_msi(1, cycles=40 * LENGTH)
     write_symbols = end - begin
+    # Every MPS-sized MWr follows the one before with nothing between but DLLPs and SKP sets:
+    # a symbol time lost inside the burst is a shortfall against the Gen1 model.
+    lane = lane_census(bench.tx_log, burst_tlp=mps + 20)
+    bench.tx_log = None
+    assert lane["tlps"] >= LENGTH // mps and lane["idle_in_bursts"] == 0, lane
     await regs.enable("writer", False)
     assert written.read() == PatternStream(Pattern.PRBS31).take(LENGTH)
     await clear_msi(host)
@@ -104,6 +110,7 @@ async def dma_write_then_read(dut, mps: int) -> None:
     assert_clean(host)
     record(f"dma_mps{mps}", mps=mps, mrrs=MRRS, bytes=LENGTH,
            write_symbols=write_symbols, write_mb_s=round(rate(write_symbols) / 1e6, 1),
+           write_lane=lane,
            read_symbols=read_symbols, read_mb_s=round(rate(read_symbols) / 1e6, 1),
            replays=bench.output("replays"), replay_timeouts=bench.output("replay_timeouts"),
            credit_blocked=bench.output("credit_blocked"), msi=host.msi_count,

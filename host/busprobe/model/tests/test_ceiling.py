@@ -83,6 +83,22 @@ def test_pcie_gen2_x1_write_matches_design_figures(mps, before_dllps):
     assert no_skp.throughput == pytest.approx(500e6 * mps / (mps + 20))
 
 
+def test_pcie_known_skp_interval_and_periodic_updatefc_take_their_share_of_the_lane():
+    # The soft endpoint's transmitter: a SKP set every 1200 symbol times, UpdateFC-P and -NP
+    # every 30 µs (7500 symbol times at Gen1): 4/1200 + 16/7500 of the lane.
+    spec = ceiling_for(pcie(gen=1), "write").throughput
+    soft = ceiling_for(pcie(gen=1, skp_interval=1200, fc_update_us=30.0), "write")
+    assert soft.throughput == pytest.approx(250e6 * (1 - 4 / 1200 - 16 / 7500) * 128 / 148)
+    assert soft.throughput < spec * 0.998
+    assert soft.parts["fc_update_fraction"] == pytest.approx(16 / 7500)
+    assert "periodic UpdateFC 0.21 %" in soft.formula
+    # Wider links stripe the DLLPs across lanes: the same bytes are a smaller share.
+    x4 = ceiling_for(pcie(gen=1, width=4, fc_update_us=30.0), "write")
+    assert x4.parts["fc_update_fraction"] == pytest.approx(16 / 30000)
+    with pytest.raises(ValueError, match="SKP interval"):
+        ceiling_for(pcie(gen=1, skp_interval=600), "write")
+
+
 def test_pcie_generations_and_widths_scale_the_lane_rate():
     gen1 = ceiling_for(pcie(gen=1, skp=False), "write").throughput
     gen3x4 = ceiling_for(pcie(gen=3, width=4, skp=False), "write").throughput
