@@ -91,6 +91,7 @@ class SoftEndpointBench:
     corrupt_tlps: the endpoint's next TLPs to reach the root port with one header bit flipped
         (a bad LCRC: the root port NAKs, the endpoint replays).
     app_tlps: the TLPs the endpoint's router passed to the application (raw bytes), in order.
+    silent: no root port on the lane: the endpoint finds no receiver and hears nothing.
     """
 
     #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
@@ -110,6 +111,7 @@ class SoftEndpointBench:
         attach_root_port(self.rc, self.port)
         self.cycles = 0
         self.corrupt_tlps = 0
+        self.silent = False
         self._countdown = 0
         self.app_tlps = RoutedTlps()
 
@@ -134,7 +136,7 @@ class SoftEndpointBench:
             if self.corrupt_tlps and sent is not None:
                 sent = self._corrupt(sent)
             back = port.symbol_time(sent)
-            rx_word.value = 0 if back is None else back | WIRE_FLAG
+            rx_word.value = 0 if back is None or self.silent else back | WIRE_FLAG
             self.cycles += 1
             if app_word is not None:
                 self.app_tlps.take(int(app_word.value))
