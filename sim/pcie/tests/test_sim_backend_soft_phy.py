@@ -116,3 +116,14 @@ def test_a_silent_root_port_fails_the_sweep_in_one_line_naming_the_ltssm_state(t
     assert re.search(r"link not up: LTSSM in Detect\.(Quiet|Active) after 80 µs", errors[0])
     doc = json.loads(out.read_text())
     assert doc["complete"] is False and "link not up" in doc["error"] and doc["points"] == []
+
+
+def test_the_soft_socs_csr_export_puts_the_link_registers_where_the_protocol_says():
+    from busprobe.protocol import pcie as proto
+    from busprobe.sim.pcie.symbol.soc_model import soft_soc_sources
+
+    top = soft_soc_sources()[0]
+    registers = json.loads((top.parent / "csr.json").read_text())["csr_registers"]
+    bar0 = registers["pcie_phy_phy_link_status"]["addr"] - proto.CSRS["pcie_phy_phy_link_status"]
+    for name, _ in proto.SOFT_LINK_CSRS:
+        assert registers[f"pcie_phy_phy_{name}"]["addr"] - bar0 == proto.soft_link_csr(name)
