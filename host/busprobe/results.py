@@ -247,6 +247,32 @@ def _timing_note(points: list[dict[str, Any]]) -> list[str]:
     return [line]
 
 
+def _link_note(points: list[dict[str, Any]]) -> list[str]:
+    """The link section of a PCIe run: the soft endpoint's state at the last point and its
+    counters summed over the points (``telemetry.link``,
+    :mod:`busprobe.backends.pcie.link_counters`), or that the PHY has none."""
+    links = [p["telemetry"]["link"] for p in points if (p.get("telemetry") or {}).get("link")]
+    if not links:
+        return []
+    if not links[-1].get("present"):
+        return [f"link: {links[-1].get('note')}"]
+    last = links[-1]
+    totals: dict[str, int] = {}
+    for link in links:
+        for name, value in (link.get("counters") or {}).items():
+            totals[name] = totals.get(name, 0) + value
+    faults = ", ".join(f"{value} {name}" for name, value in totals.items())
+    up = "up" if last["link_up"] else "DOWN"
+    flag = " !!" if any(totals.get(name) for name in _LINK_FAULTS) else ""
+    return [f"link: {last['state']}, {up}, x{last['width']} {last['speed'] or '-'}; during the "
+            f"points: {faults}{flag}"]
+
+
+#: Link counters that say the link misbehaved (the rest count normal events).
+_LINK_FAULTS = ("recoveries", "replays", "replay_timeouts", "naks", "duplicates",
+                "protocol_errors", "overflows")
+
+
 def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
     """The human summary of a run: one line per point, then what went wrong, loudly."""
     rows = [("dir", "length", "qd", "setting", f"host {units.label}", "mean ± spread",
@@ -278,6 +304,7 @@ def format_table(doc: dict[str, Any], units: Units = Units.MB) -> str:
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += _timing_note(doc["points"])
+    lines += _link_note(doc["points"])
     lines += [note for p in doc["points"] if (note := point_note(p, units))]
     bad = [p for p in doc["points"] if p["errors"]]
     if bad:

@@ -1,6 +1,6 @@
 """``sim:pcie`` — the busprobe PCIe device in simulation, driven by the real host driver.
 
-``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128&driver_latency_ns=..&phy=sim|ecp5``
+``sim:pcie?gen=1|2|3&width=1&mps=..&mrrs=..&cap=BYTES_PER_S&latency_ns=..&rcb=64|128&driver_latency_ns=..&phy=sim|ecp5&partner=present|silent``
 
 The selector is described (options checked, bus and hops) by :mod:`busprobe.targets.sim_pcie`;
 :func:`open_sim_pcie` builds the device from that description. The Verilator model of the
@@ -47,7 +47,7 @@ __all__ = ["open_sim_pcie", "open_sim_pcie_group", "SimPcieTransport", "SimDmaPl
 
 #: Selector options of the simulated host, not of the link (the rest are LinkConfig's);
 #: ``endpoints`` is the model's shape (:class:`SimPcieGroup`).
-HOST_OPTIONS = ("driver_latency_ns", "endpoints", "phy")
+HOST_OPTIONS = ("driver_latency_ns", "endpoints", "phy", "partner")
 
 #: The driver's MSI wait on the soft endpoint, in slices this long (simulated seconds): after
 #: each it polls the engine through BAR0, and on the symbol-level link every poll is a
@@ -186,7 +186,7 @@ class SimDmaPlatform(SimulatorClient, DmaPlatform):
             self.driver_options["irq_slice"] = SOFT_PHY_IRQ_SLICE
 
     def open(self) -> None:
-        from .server import ENV_LINK, ENV_PHY
+        from .server import ENV_LINK, ENV_PARTNER, ENV_PHY
         from .testbench import TIMESCALE, TOPLEVEL, build_pcie_simulator
 
         if self.group is not None:  # the group started the simulator; this is one channel
@@ -209,7 +209,8 @@ class SimDmaPlatform(SimulatorClient, DmaPlatform):
                 build_dir = build_pcie_simulator()
                 plusargs = self._firmware_plusargs()
         self.server = SimServer(build_dir, toplevel, "busprobe.sim.pcie.server", name=self.name,
-                                env={ENV_LINK: link_json(self.link), ENV_PHY: phy},
+                                env={ENV_LINK: link_json(self.link), ENV_PHY: phy,
+                                     ENV_PARTNER: self.link.get("partner", "present")},
                                 timescale=TIMESCALE,
                                 plusargs=plusargs)
         self.bar = _SimBar(self.server.call)

@@ -21,7 +21,7 @@ from .guard_model import GuardModel
 from .multi_top import SwitchedBench
 from .testbench import HostBuffer, LinkConfig, PcieTestbench
 
-__all__ = ["ENV_LINK", "ENV_ENDPOINTS", "ENV_PHY", "PcieRpcHandler"]
+__all__ = ["ENV_LINK", "ENV_ENDPOINTS", "ENV_PHY", "ENV_PARTNER", "PcieRpcHandler"]
 
 ENV_LINK = "BUSPROBE_PCIE_LINK"
 #: How many cores the model has (``sim:pcie?endpoints=N``; the multi top, :mod:`.multi_top`):
@@ -30,6 +30,8 @@ ENV_ENDPOINTS = "BUSPROBE_PCIE_ENDPOINTS"
 #: ``sim:pcie?phy=ecp5``: the model is the core on the soft endpoint
 #: (:mod:`.symbol.soc_model`), served through :class:`~.symbol.soc_bench.SoftSocHost`.
 ENV_PHY = "BUSPROBE_PCIE_PHY"
+#: ``sim:pcie?partner=silent`` (``phy=ecp5`` only): the root port is not on the lane.
+ENV_PARTNER = "BUSPROBE_PCIE_PARTNER"
 
 
 class PcieRpcHandler:
@@ -78,6 +80,19 @@ class PcieRpcHandler:
 
     async def rpc_write32(self, offset: int, value: int) -> None:
         await self.tb.write32(offset, value)
+
+    async def rpc_soft_link_outputs(self) -> dict[str, int]:
+        """``phy=ecp5``: the soft endpoint's status word and counters as its ports have them
+        now (what the PHY's link registers should read)."""
+        from busprobe.protocol.pcie import SOFT_LINK_CSRS
+
+        return {name: self.tb.bench.output(name) for name, _ in SOFT_LINK_CSRS
+                if name != "soft_link"}
+
+    async def rpc_corrupt_tlps(self, count: int) -> None:
+        """``phy=ecp5``: flip a header bit of the endpoint's next ``count`` TLPs on the wire
+        (a bad LCRC: the root port NAKs, the endpoint replays)."""
+        self.tb.bench.corrupt_tlps += count
 
     async def rpc_write32_many(self, writes: list[tuple[int, int]]) -> None:
         for offset, value in writes:
@@ -159,7 +174,8 @@ async def pcie_rpc_server(dut) -> None:
         if os.environ.get(ENV_PHY) == "ecp5":
             from .symbol.soc_bench import SoftSocHost
 
-            host = await SoftSocHost.start(dut, mps=config.mps, mrrs=config.mrrs)
+            host = await SoftSocHost.start(dut, mps=config.mps, mrrs=config.mrrs,
+                                           silent=os.environ.get(ENV_PARTNER) == "silent")
             return PcieRpcHandler(host), {}
         if endpoints > 1:
             bench = SwitchedBench(dut, config, endpoints)

@@ -44,8 +44,9 @@ STORE_BYTES, STORE_TLPS = 8192, 40
 #: Counters and state the simulation reads (name -> width): not LitePCIe's business.
 STATUS_OUTPUTS = {
     "dl_active": 1, "status": sum(width for _, width in LINK_STATUS_FIELDS),
-    "replays": 16, "replay_timeouts": 16, "naks": 16, "duplicates": 16, "credit_blocked": 16,
-    "overflows": 16, "unsupported_requests": 16, "msi_sent": 16, "msi_dropped": 16,
+    "recoveries": 16, "replays": 16, "replay_timeouts": 16, "naks": 16, "duplicates": 16,
+    "protocol_errors": 16, "credit_blocked": 16, "overflows": 16, "unsupported_requests": 16,
+    "msi_sent": 16, "msi_dropped": 16,
 }
 #: Every port: name -> (direction seen from the endpoint, width).
 PORTS = {

@@ -17,6 +17,10 @@ Pads (``pads`` from the platform, :func:`soft_phy_io`; directions seen from the 
     dl_active, status, ...  outputs: the endpoint's state and counters
                             (:data:`~.litepcie_endpoint.STATUS_OUTPUTS`)
 
+After the CSRs every PHY has come the link's own (:data:`busprobe.protocol.pcie.SOFT_LINK_CSRS`:
+a constant saying they exist, the LTSSM's status word, the counters), so the host reads the
+link's state and faults through BAR0.
+
 One clock: ``sys`` is the symbol clock (250 MHz at Gen1 x1: one symbol a clock). A board
 puts the DCU's PHY wrapper (:mod:`.ecp5_pcie_phy`) on the pads' side.
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from busprobe.protocol import pcie as proto
 from litepcie.common import get_bar_mask, msi_layout, phy_layout
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -103,6 +108,13 @@ class SoftPCIEPHY(LiteXModule):
         self._bus_master_enable = CSRStatus(description="Bus Mastering Status.")
         self._max_request_size = CSRStatus(16, description="Negotiated Max Request Size (bytes).")
         self._max_payload_size = CSRStatus(16, description="Negotiated Max Payload Size (bytes).")
+        # Then the soft link's own registers (busprobe.protocol.pcie.SOFT_LINK_CSRS), which the
+        # other PHYs do not have: the same offsets in the same region.
+        soft_link = []
+        for name, description in proto.SOFT_LINK_CSRS:
+            register = CSRStatus(32, name=name, description=description)
+            setattr(self, f"_{name}", register)
+            soft_link.append((name, register))
 
         self.data_width = data_width
         self.bar0_size = bar0_size
@@ -150,6 +162,9 @@ class SoftPCIEPHY(LiteXModule):
             self._max_request_size.status.eq(self.max_request_size),
             self._max_payload_size.status.eq(self.max_payload_size),
         ]
+        for name, register in soft_link:
+            value = (proto.SOFT_LINK_MAGIC if name == "soft_link" else getattr(pads, name))
+            self.comb += register.status.eq(value)
 
 
 def _verilog(verilog_dir: Path, timing, digest_files, link_options: dict) -> Path:

@@ -50,7 +50,8 @@ __all__ = [
     "MAGIC", "PROTOCOL_VERSION", "NO_ERROR_OFFSET",
     "CSR_REGION_SIZE", "CSR_REGIONS", "TELEMETRY", "BUSPROBE_CSRS", "CSRS",
     "DMA_ENABLE", "DMA_IDLE", "csr", "COMPLETION_TIMEOUT_S", "RD_FAILED", "RD_RESET_PENDING",
-    "LINK_ERRORS", "exported_map",
+    "LINK_ERRORS", "exported_map", "SOFT_LINK_MAGIC", "SOFT_LINK_CSRS", "SOFT_LINK_COUNTER_BITS",
+    "soft_link_csr",
 ]
 
 #: Xilinx vendor id and the 7-series "x1 Gen2" device id LitePCIe uses by default (0x7021), so
@@ -183,6 +184,33 @@ BUSPROBE_CSRS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: ``soft_link`` reads this on a PHY with the link registers below (an unmapped CSR reads 0).
+SOFT_LINK_MAGIC = 0x4B4E_4C53  # b"SLNK" little-endian
+#: Width of each soft-link counter; they count from the link's reset and wrap.
+SOFT_LINK_COUNTER_BITS = 16
+#: The soft endpoint's own link registers (``SoftPCIEPHY`` only; the hard IP and ``SimPCIEPHY``
+#: have none): 32-bit words in the PHY's CSR region right after the six registers every PHY has
+#: (``pcie_phy_phy_link_status`` .. ``pcie_phy_phy_max_payload_size``), in this order. The
+#: counters are :data:`SOFT_LINK_COUNTER_BITS` wide, from the link's reset, not cleared by
+#: ``busprobe_telemetry_clear`` (the host takes differences).
+SOFT_LINK_CSRS: tuple[tuple[str, str], ...] = (
+    ("soft_link", "constant SOFT_LINK_MAGIC: the link registers below exist"),
+    ("status", "the LTSSM's status word (busprobe.protocol.pcie_ltssm.LINK_STATUS_FIELDS: state, "
+               "link up, width, speed, link and lane numbers)"),
+    ("recoveries", "times the LTSSM went from L0 to Recovery"),
+    ("replays", "replay buffer replays (a NAK or a replay timeout)"),
+    ("replay_timeouts", "replays because no ACK came within the replay timer"),
+    ("naks", "NAKs sent (a received TLP with a bad LCRC or sequence number)"),
+    ("duplicates", "received TLPs dropped as duplicates (already acknowledged)"),
+    ("protocol_errors", "ACK/NAKs naming a sequence number not sent (Data Link Protocol Errors)"),
+    ("credit_blocked", "symbol clocks a TLP waited for the partner's flow-control credits"),
+    ("overflows", "received TLPs dropped because the receive store was full"),
+    ("unsupported_requests", "requests answered Unsupported Request"),
+    ("msi_sent", "MSI memory writes sent"),
+    ("msi_dropped", "MSI requests dropped (MSI or Bus Master disabled)"),
+)
+
+
 def exported_map() -> dict[str, Any]:
     """LiteX's export of the design (``pcie_csr_map.json``): ``memories`` (the CPU's regions),
     ``bases`` and ``registers`` (BAR0 offsets)."""
@@ -203,6 +231,15 @@ def _bar0_offsets(exported: dict[str, Any]) -> dict[str, int]:
 
 #: Every BAR0 register: full LiteX name -> byte offset in BAR0 (LiteX's export).
 CSRS: dict[str, int] = _bar0_offsets(exported_map())
+
+
+def soft_link_csr(name: str) -> int:
+    """BAR0 offset of the soft endpoint's link register ``name`` (:data:`SOFT_LINK_CSRS`): the
+    words after the last register every PHY has, in LiteX's export."""
+    names = [register for register, _ in SOFT_LINK_CSRS]
+    if name not in names:
+        raise ValueError(f"no soft link register named {name!r}")
+    return CSRS["pcie_phy_phy_max_payload_size"] + 4 * (1 + names.index(name))
 
 
 def csr(name: str) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-__all__ = ["LtssmState", "LinkSpeed", "LINK_STATUS_FIELDS", "LinkStatus", "unpack_link_status"]
+__all__ = ["LtssmState", "LinkSpeed", "LINK_STATUS_FIELDS", "LinkStatus", "unpack_link_status",
+           "state_name"]
 
 
 class LtssmState(enum.IntEnum):
@@ -63,3 +64,8 @@ def unpack_link_status(word: int) -> LinkStatus:
         word >>= bits
     return LinkStatus(LtssmState(values["state"]), bool(values["link_up"]), values["width"],
                       LinkSpeed(values["speed"]), values["link_number"], values["lane_number"])
+
+
+def state_name(state: LtssmState) -> str:
+    """The spec's spelling of an LTSSM state: ``DETECT_QUIET`` -> ``Detect.Quiet``."""
+    return ".".join(part.capitalize() for part in state.name.split("_"))

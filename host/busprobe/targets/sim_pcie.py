@@ -1,10 +1,12 @@
 """``sim:pcie``: what the PCIe simulation is, from the selector's options alone.
 
-``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..&endpoints=1..4&phy=sim|ecp5``
+``sim:pcie?gen=1|2|3&width=1&mps=128|256|512&mrrs=128..4096&rcb=64|128&cap=BYTES_PER_S&latency_ns=..&driver_latency_ns=..&endpoints=1..4&phy=sim|ecp5&partner=present|silent``
 
 ``phy=ecp5`` runs the core on busprobe's soft Gen1 x1 endpoint (``SoftPCIEPHY``, symbol by
 symbol: the link layers the ECP5 board will have) in place of the TLP-level PHY; it takes
-``gen=1`` and none of ``cap``, ``latency_ns``, ``rcb=128`` or ``endpoints``.
+``gen=1`` and none of ``cap``, ``latency_ns``, ``rcb=128`` or ``endpoints``. With it,
+``partner=silent`` takes the root port off the lane (no receiver, nothing heard): the link never
+leaves Detect, and opening the target fails naming the LTSSM's state.
 
 ``endpoints=N`` (N > 1) puts N cores behind one PCIe switch in one simulation; the root complex
 behind the switch's upstream port carries ``cap`` for all of them: ``busprobe sweep`` then runs
@@ -40,6 +42,7 @@ NAME = "sim:pcie"
 MAX_LATENCY_NS = 1e9
 _MPS = (128, 256, 512)  # what the core supports (protocol.pcie.MAX_PAYLOAD_SIZE)
 _PHYS = ("sim", "ecp5")  # the TLP-level PHY, or the soft endpoint symbol by symbol
+_PARTNERS = ("present", "silent")  # phy=ecp5: the root port on the lane, or not
 _ENDPOINTS = (1, 2, 3, 4)  # whole cores in one model: busprobe.sim.pcie.multi_top.MAX_ENDPOINTS
 
 #: The options, in the order they are listed; defaults are the simulated link's defaults.
@@ -56,6 +59,7 @@ OPTIONS: tuple[Option, ...] = (
            "a finite number of ns from 0 to 1e9 (one second)"),
     Option("endpoints", 1, choice(_ENDPOINTS), one_of(_ENDPOINTS)),
     Option("phy", "sim", choice(_PHYS), one_of(_PHYS)),
+    Option("partner", "present", choice(_PARTNERS), one_of(_PARTNERS)),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -71,6 +75,9 @@ def check_setting(key: str, value: int) -> int:
 def _check_soft_phy(link: Mapping[str, Any]) -> None:
     """``phy=ecp5`` is the soft Gen1 x1 endpoint behind a plain root complex."""
     if link.get("phy", "sim") != "ecp5":
+        if link.get("partner", "present") != "present":
+            raise InvalidRequest(f"{NAME} option partner: only with phy=ecp5 (the symbol-level "
+                                 "link)")
         return
     if link["gen"] != 1:
         raise InvalidRequest(f"{NAME} option phy=ecp5: the soft endpoint is Gen1 (add gen=1)")

@@ -93,6 +93,7 @@ class SoftEndpointBench:
     app_tlps: the TLPs the endpoint's router passed to the application (raw bytes), in order.
     tx_log: None, or a list the endpoint's symbols are appended to each symbol time (None for
         electrical idle): set it to a list to record a stretch of the endpoint's lane.
+    silent: no root port on the lane: the endpoint finds no receiver and hears nothing.
     """
 
     #: Which symbol after STP a corruption flips: a header byte (after the 2-byte sequence).
@@ -112,6 +113,7 @@ class SoftEndpointBench:
         attach_root_port(self.rc, self.port)
         self.cycles = 0
         self.corrupt_tlps = 0
+        self.silent = False
         self._countdown = 0
         self.app_tlps = RoutedTlps()
         self.tx_log: list | None = None
@@ -139,7 +141,7 @@ class SoftEndpointBench:
             if self.tx_log is not None:
                 self.tx_log.append(sent)
             back = port.symbol_time(sent)
-            rx_word.value = 0 if back is None else back | WIRE_FLAG
+            rx_word.value = 0 if back is None or self.silent else back | WIRE_FLAG
             self.cycles += 1
             if app_word is not None:
                 self.app_tlps.take(int(app_word.value))

@@ -18,22 +18,27 @@ the root complex).
 from __future__ import annotations
 
 from busprobe.protocol.pci_config import encode_size
+from busprobe.protocol.pcie_ltssm import state_name, unpack_link_status
 from busprobe.protocol.pcie_symbols import KCode
+from busprobe.transport import DeviceNotFound
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
 
 from ..testbench import HostBuffer
 from .cocotb_bench import SoftEndpointBench
-from .soc_model import PREFIX
+from .soc_model import PREFIX, SYMBOL_CLOCK_HZ
 
-__all__ = ["SoftSocHost", "ENDPOINT", "TIMEOUT_US", "lane_census"]
+__all__ = ["SoftSocHost", "ENDPOINT", "TIMEOUT_US", "lane_census", "LINK_UP_SYMBOLS"]
 
 #: The endpoint behind the root complex's first root port.
 ENDPOINT = PcieId(1, 0, 0)
 #: Completion timeout for the root complex's requests (the spec's low end, as the endpoint
 #: tests use: a request may queue behind a 256-byte TLP, an ACK, an UpdateFC and a SKP set).
 TIMEOUT_US = 50
+#: Symbol times the link may take to reach DL_Active (80 us; it takes about a tenth of that
+#: with the bench's LTSSM timing).
+LINK_UP_SYMBOLS = 20_000
 
 
 class SoftSocHost:
@@ -58,13 +63,25 @@ class SoftSocHost:
         self.enumerated_at = 0
 
     @classmethod
-    async def start(cls, dut, *, mps: int, mrrs: int) -> SoftSocHost:
+    async def start(cls, dut, *, mps: int, mrrs: int, silent: bool = False) -> SoftSocHost:
         """Reset, train, enumerate, then as a driver: Memory Space, Bus Master, MSI, the
-        sizes in Device Control (and the root complex's own MPS for its completions)."""
+        sizes in Device Control (and the root complex's own MPS for its completions).
+        ``silent``: no root port on the lane (no receiver, nothing heard). Raises
+        :class:`~busprobe.transport.DeviceNotFound` naming the LTSSM's state when the link is
+        not up within :data:`LINK_UP_SYMBOLS`."""
         bench = await SoftEndpointBench.start(dut, prefix=PREFIX, clock="sys_clk",
                                               reset="sys_rst", link=1, lane=0)
+        if silent:
+            bench.silent = True
+            getattr(dut, f"{PREFIX}receiver_detected").value = 0
         host = cls(bench)
-        await bench.until_dl_active()
+        try:
+            await bench.until_dl_active(cycles=LINK_UP_SYMBOLS)
+        except TimeoutError:
+            state = state_name(unpack_link_status(bench.output("status")).state)
+            micros = LINK_UP_SYMBOLS / SYMBOL_CLOCK_HZ * 1e6
+            raise DeviceNotFound(f"link not up: LTSSM in {state} after {micros:.0f} µs") \
+                from None
         await host.rc.enumerate(timeout=TIMEOUT_US, timeout_unit="us")
         host.enumerated_at = bench.cycles
         function = host.function = host.rc.find_device(ENDPOINT)

@@ -45,6 +45,7 @@ from ...transport import (
     TransferTimeout,
 )
 from .descriptor_table import DescriptorTable
+from .link_counters import LinkCounters
 from .platform import PAGE, Bar, DmaBuffer, DmaPlatform, Interrupt, split_transfer
 from .read_path import ReadPath, ReadPathFailed
 from .telemetry import decode_telemetry
@@ -106,6 +107,7 @@ class PcieDmaDriver:
         self.poll_interval = poll_interval
         self.completion_timeout = completion_timeout
         self.read_path = ReadPath(self.bar)
+        self.link = LinkCounters(self.bar)
         self.pattern = Pattern.COUNTER
         self.writer = DescriptorTable("writer", self.bar)
         self.reader = DescriptorTable("reader", self.bar)
@@ -167,6 +169,7 @@ class PcieDmaDriver:
     def clear_telemetry(self) -> None:
         self.bar.write32(_reg("busprobe_telemetry_clear"), 1)
         self._baseline = {"pattern_errors": self.bar.read32(_reg("busprobe_pattern_errors"))}
+        self.link.baseline()
 
     # -- buffers ---------------------------------------------------------------------------------
 
@@ -359,4 +362,5 @@ class PcieDmaDriver:
 
     def read_telemetry(self) -> Telemetry:
         raw: dict[str, object] = dict(self.read_counters())
+        raw["link"] = self.link.read()  # the soft endpoint's state and counters, or absent
         return decode_telemetry(raw, self.clock_hz, self._baseline.get("pattern_errors", 0))

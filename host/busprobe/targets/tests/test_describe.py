@@ -13,7 +13,7 @@ def test_sim_pcie_defaults_are_the_simulated_links_defaults():
     target = describe("sim:pcie")
     assert dict(target.options) == {"gen": 2, "width": 1, "mps": 256, "mrrs": 512, "rcb": 64,
                                     "cap": None, "latency_ns": 0.0, "driver_latency_ns": 0.0,
-                                    "endpoints": 1, "phy": "sim"}
+                                    "endpoints": 1, "phy": "sim", "partner": "present"}
     assert target.simulated and target.spec.kind == "pcie"
     bus = target.bus
     assert (bus.kind, bus.speed, bus.width, bus.mps, bus.mrrs) == ("pcie", "gen2", 1, 256, 512)
@@ -67,6 +67,8 @@ def test_sim_pcie_on_the_soft_endpoint_is_gen1_with_skp_in_the_ceiling():
     ("sim:pcie?gen", "bad options 'gen' in selector 'sim:pcie?gen'"),
     ("sim:pcie?phy=xilinx", "sim:pcie option phy='xilinx': phy must be sim or ecp5"),
     ("sim:pcie?phy=ecp5", "sim:pcie option phy=ecp5: the soft endpoint is Gen1 (add gen=1)"),
+    ("sim:pcie?partner=silent", "sim:pcie option partner: only with phy=ecp5 (the symbol-level "
+                                "link)"),
     ("sim:pcie?phy=ecp5&gen=1&cap=1e8&endpoints=2",
      "sim:pcie option phy=ecp5: not with cap, endpoints"),
     ("sim:usb2?host=nope", "sim:usb2 option host='nope': unknown host profile 'nope'"),
