@@ -31,11 +31,27 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRField, CSRStatus
 from migen import If, Signal
 
-__all__ = ["SimPCIEPHY", "sim_phy_io"]
+__all__ = ["SimPCIEPHY", "sim_phy_io", "add_phy_csrs"]
 
 #: LitePCIe sizes its buffers for at most this MPS/MRRS (``litepcie.tlp.common``); the 7-series
 #: PHY caps the negotiated values the same way.
 MAX_SIZE = 512
+
+
+def add_phy_csrs(phy) -> None:
+    """Give ``phy`` (a LiteXModule) S7PCIEPHY's six CSRs, with the same names in the same
+    order: one CSR map for the board and every simulated PHY."""
+    phy._link_status = CSRStatus(fields=[
+            CSRField("status", size=1, description="Link up."),
+            CSRField("rate", size=1, description="0: 2.5 Gb/s, 1: 5.0 Gb/s."),
+            CSRField("width", size=2, description="Lanes, log2."),
+            CSRField("ltssm", size=6, description="LTSSM state"),
+        ])
+    phy._msi_enable = CSRStatus(description="MSI Enable Status. ``1``: MSI is enabled.")
+    phy._msix_enable = CSRStatus(description="MSI-X Enable Status. ``1``: MSI-X is enabled.")
+    phy._bus_master_enable = CSRStatus(description="Bus Mastering Status.")
+    phy._max_request_size = CSRStatus(16, description="Negotiated Max Request Size (bytes).")
+    phy._max_payload_size = CSRStatus(16, description="Negotiated Max Payload Size (bytes).")
 
 
 def sim_phy_io(name="pcie_sim", data_width=64):
@@ -103,17 +119,7 @@ class SimPCIEPHY(LiteXModule):
         self.msi = stream.Endpoint(msi_layout())
 
         # The same CSRs, in the same order, as S7PCIEPHY: one CSR map for board and sim.
-        self._link_status = CSRStatus(fields=[
-            CSRField("status", size=1, description="Link up."),
-            CSRField("rate", size=1, description="0: 2.5 Gb/s, 1: 5.0 Gb/s."),
-            CSRField("width", size=2, description="Lanes, log2."),
-            CSRField("ltssm", size=6, description="LTSSM state"),
-        ])
-        self._msi_enable = CSRStatus(description="MSI Enable Status. ``1``: MSI is enabled.")
-        self._msix_enable = CSRStatus(description="MSI-X Enable Status. ``1``: MSI-X is enabled.")
-        self._bus_master_enable = CSRStatus(description="Bus Mastering Status.")
-        self._max_request_size = CSRStatus(16, description="Negotiated Max Request Size (bytes).")
-        self._max_payload_size = CSRStatus(16, description="Negotiated Max Payload Size (bytes).")
+        add_phy_csrs(self)
 
         self.data_width = data_width
         self.bar0_size = bar0_size

@@ -33,10 +33,10 @@ from busprobe.protocol import pcie as proto
 from litepcie.common import get_bar_mask, msi_layout, phy_layout
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRField, CSRStatus
+from litex.soc.interconnect.csr import CSRStatus
 from migen import ClockSignal, If, Instance, ResetSignal, Signal
 
-from ..sim_phy import MAX_SIZE
+from ..sim_phy import MAX_SIZE, add_phy_csrs
 from .litepcie_endpoint import STATUS_OUTPUTS, SYMBOL_BITS
 
 __all__ = ["SoftPCIEPHY", "soft_phy_io", "MODULE"]
@@ -97,17 +97,7 @@ class SoftPCIEPHY(LiteXModule):
         self.msi = stream.Endpoint(msi_layout())
 
         # The same CSRs, in the same order, as S7PCIEPHY and SimPCIEPHY.
-        self._link_status = CSRStatus(fields=[
-            CSRField("status", size=1, description="Link up."),
-            CSRField("rate", size=1, description="0: 2.5 Gb/s, 1: 5.0 Gb/s."),
-            CSRField("width", size=2, description="Lanes, log2."),
-            CSRField("ltssm", size=6, description="LTSSM state"),
-        ])
-        self._msi_enable = CSRStatus(description="MSI Enable Status. ``1``: MSI is enabled.")
-        self._msix_enable = CSRStatus(description="MSI-X Enable Status. ``1``: MSI-X is enabled.")
-        self._bus_master_enable = CSRStatus(description="Bus Mastering Status.")
-        self._max_request_size = CSRStatus(16, description="Negotiated Max Request Size (bytes).")
-        self._max_payload_size = CSRStatus(16, description="Negotiated Max Payload Size (bytes).")
+        add_phy_csrs(self)
         # Then the soft link's own registers (busprobe.protocol.pcie.SOFT_LINK_CSRS), which the
         # other PHYs do not have: the same offsets in the same region.
         soft_link = []
