@@ -31,27 +31,37 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRField, CSRStatus
 from migen import If, Signal
 
-__all__ = ["SimPCIEPHY", "sim_phy_io", "add_phy_csrs"]
+__all__ = ["SimPCIEPHY", "sim_phy_io", "add_phy_interface"]
 
 #: LitePCIe sizes its buffers for at most this MPS/MRRS (``litepcie.tlp.common``); the 7-series
 #: PHY caps the negotiated values the same way.
 MAX_SIZE = 512
 
 
-def add_phy_csrs(phy) -> None:
-    """Give ``phy`` (a LiteXModule) S7PCIEPHY's six CSRs, with the same names in the same
-    order: one CSR map for the board and every simulated PHY."""
+def add_phy_interface(phy, *, data_width: int, bar0_size: int) -> None:
+    """Give ``phy`` (a LiteXModule) what S7PCIEPHY offers the core at ``data_width``: the TLP
+    streams and the MSI stream, its six CSRs with the same names in the same order (one CSR map
+    for the board and every simulated PHY), the BAR0 mask, ``id`` and the negotiated sizes."""
+    phy.sink = stream.Endpoint(phy_layout(data_width))
+    phy.source = stream.Endpoint(phy_layout(data_width))
+    phy.msi = stream.Endpoint(msi_layout())
     phy._link_status = CSRStatus(fields=[
-            CSRField("status", size=1, description="Link up."),
-            CSRField("rate", size=1, description="0: 2.5 Gb/s, 1: 5.0 Gb/s."),
-            CSRField("width", size=2, description="Lanes, log2."),
-            CSRField("ltssm", size=6, description="LTSSM state"),
-        ])
+        CSRField("status", size=1, description="Link up."),
+        CSRField("rate", size=1, description="0: 2.5 Gb/s, 1: 5.0 Gb/s."),
+        CSRField("width", size=2, description="Lanes, log2."),
+        CSRField("ltssm", size=6, description="LTSSM state"),
+    ])
     phy._msi_enable = CSRStatus(description="MSI Enable Status. ``1``: MSI is enabled.")
     phy._msix_enable = CSRStatus(description="MSI-X Enable Status. ``1``: MSI-X is enabled.")
     phy._bus_master_enable = CSRStatus(description="Bus Mastering Status.")
     phy._max_request_size = CSRStatus(16, description="Negotiated Max Request Size (bytes).")
     phy._max_payload_size = CSRStatus(16, description="Negotiated Max Payload Size (bytes).")
+    phy.data_width = data_width
+    phy.bar0_size = bar0_size
+    phy.bar0_mask = get_bar_mask(bar0_size)
+    phy.id = Signal(16)
+    phy.max_request_size = Signal(16)
+    phy.max_payload_size = Signal(16)
 
 
 def sim_phy_io(name="pcie_sim", data_width=64):
@@ -114,19 +124,7 @@ class SimPCIEPHY(LiteXModule):
     qword_aligned = False
 
     def __init__(self, pads, *, data_width=64, bar0_size=0x10000):
-        self.sink = stream.Endpoint(phy_layout(data_width))
-        self.source = stream.Endpoint(phy_layout(data_width))
-        self.msi = stream.Endpoint(msi_layout())
-
-        # The same CSRs, in the same order, as S7PCIEPHY: one CSR map for board and sim.
-        add_phy_csrs(self)
-
-        self.data_width = data_width
-        self.bar0_size = bar0_size
-        self.bar0_mask = get_bar_mask(bar0_size)
-        self.id = Signal(16)
-        self.max_request_size = Signal(16)
-        self.max_payload_size = Signal(16)
+        add_phy_interface(self, data_width=data_width, bar0_size=bar0_size)
         self.link_state = {"ltssm": pads.ltssm, "up": pads.link_up, "rate": pads.link_rate,
                            "width": pads.link_width, "device_control": pads.device_control}
 

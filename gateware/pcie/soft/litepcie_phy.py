@@ -30,13 +30,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from busprobe.protocol import pcie as proto
-from litepcie.common import get_bar_mask, msi_layout, phy_layout
 from litex.gen import LiteXModule
-from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus
 from migen import ClockSignal, If, Instance, ResetSignal, Signal
 
-from ..sim_phy import MAX_SIZE, add_phy_csrs
+from ..sim_phy import MAX_SIZE, add_phy_interface
 from .litepcie_endpoint import STATUS_OUTPUTS, SYMBOL_BITS
 
 __all__ = ["SoftPCIEPHY", "soft_phy_io", "MODULE"]
@@ -92,12 +90,8 @@ class SoftPCIEPHY(LiteXModule):
                  data_width: int = 64, bar0_size: int = 0x10000, **link_options):
         if data_width != 64:
             raise ValueError("the soft endpoint's beats are 64 bits")
-        self.sink = stream.Endpoint(phy_layout(data_width))
-        self.source = stream.Endpoint(phy_layout(data_width))
-        self.msi = stream.Endpoint(msi_layout())
-
-        # The same CSRs, in the same order, as S7PCIEPHY and SimPCIEPHY.
-        add_phy_csrs(self)
+        # What S7PCIEPHY and SimPCIEPHY offer, their CSRs in the same order.
+        add_phy_interface(self, data_width=data_width, bar0_size=bar0_size)
         # Then the soft link's own registers (busprobe.protocol.pcie.SOFT_LINK_CSRS), which the
         # other PHYs do not have: the same offsets in the same region.
         soft_link = []
@@ -106,12 +100,6 @@ class SoftPCIEPHY(LiteXModule):
             setattr(self, f"_{name}", register)
             soft_link.append((name, register))
 
-        self.data_width = data_width
-        self.bar0_size = bar0_size
-        self.bar0_mask = get_bar_mask(bar0_size)
-        self.id = Signal(16)
-        self.max_request_size = Signal(16)
-        self.max_payload_size = Signal(16)
         payload_size, request_size = Signal(16), Signal(16)
         bus_master, msi_enable = Signal(), Signal()
         ltssm, link_up = Signal(6), Signal()
