@@ -63,13 +63,7 @@ class SoftPcieEndpoint(wiring.Component):
         m.submodules.router = router = TlpRouter()
         m.submodules.merge = merge = TlpMerge(2)
 
-        # The PHY, as its docstring connects it.
-        wiring.connect(m, link.tx, phy.tx)
-        wiring.connect(m, phy.rx, link.rx)
-        m.d.comb += [phy.tx_electrical_idle.eq(link.tx_electrical_idle),
-                     link.rx_electrical_idle.eq(phy.rx_electrical_idle),
-                     link.receiver_detected.eq(phy.receiver_detected),
-                     phy.invert_polarity.eq(link.invert_polarity)]
+        phy.connect_link(m, link)
 
         # Received TLPs to configuration space and the router; their answers merged, the
         # configuration completions first.

@@ -149,6 +149,16 @@ class Ecp5PciePhy(wiring.Component):
         self.crossing = SymbolCrossing(domain=domain, serdes_domain="pclk")
         self.detector = ReceiverDetector(clock_hz=SERDES_CLOCK_HZ, domain="pclk")
 
+    def connect_link(self, m: Module, link) -> None:
+        """Connect ``link`` (a :class:`~.data_link.SoftDataLink` or :class:`~.soft_link.SoftLink`)
+        to this PHY in ``m``: both symbol streams and the four level signals, by name."""
+        wiring.connect(m, link.tx, self.tx)
+        wiring.connect(m, self.rx, link.rx)
+        m.d.comb += [self.tx_electrical_idle.eq(link.tx_electrical_idle),
+                     link.rx_electrical_idle.eq(self.rx_electrical_idle),
+                     link.receiver_detected.eq(self.receiver_detected),
+                     self.invert_polarity.eq(link.invert_polarity)]
+
     def elaborate(self, platform):
         m = Module()
         link, control = self._domain, self._control_domain

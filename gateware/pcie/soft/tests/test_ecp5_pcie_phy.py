@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from amaranth import Module, Signal
 from amaranth.back import rtlil
 from amaranth.hdl import Fragment
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from busprobe.gateware.common.fragment_domains import fragment_domains
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.gateware.pcie.soft.ecp5_pcie_phy import GEN1_PARAMETERS, Ecp5PciePhy
@@ -26,12 +26,7 @@ def endpoint_on_the_dcu(**phy_options):
     tx_pads, rx_pads = _pads(), _pads()
     m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(250e6))
     m.submodules.phy = phy = Ecp5PciePhy(tx_pads=tx_pads, rx_pads=rx_pads, **phy_options)
-    wiring.connect(m, link.tx, phy.tx)
-    wiring.connect(m, phy.rx, link.rx)
-    m.d.comb += [phy.tx_electrical_idle.eq(link.tx_electrical_idle),
-                 link.rx_electrical_idle.eq(phy.rx_electrical_idle),
-                 link.receiver_detected.eq(phy.receiver_detected),
-                 phy.invert_polarity.eq(link.invert_polarity)]
+    phy.connect_link(m, link)
     ports = [tx_pads.p, tx_pads.n, rx_pads.p, rx_pads.n, phy.refclk]
     ports += [value for name, value in _signals(link) if name[0] not in ("rx", "tx")]
     return m, phy, ports
