@@ -157,9 +157,13 @@ class TlpRouter(wiring.Component):
                      stored.non_posted.eq(is_memory & ~posted),
                      lengths.w_data.eq(stored), head.eq(lengths.r_data)]
         write_port = store.write_port()
-        # A combinational read: the reader's last byte and the next TLP's first follow without
-        # a gap (on an ECP5 a 2 KiB store wants block RAM's registered read, a prefetch: to do).
-        read_port = store.read_port(domain="comb")
+        # A registered read, so the store is block RAM (a combinational read is LUT RAM: on
+        # the Versa 1,000 LUT4 for 2 KiB, and the deframer -> store write on the link's worst
+        # path). Its address looks a byte ahead (``read_next``): the port's output is the byte
+        # at ``read`` every clock, so the last byte of one TLP and the first of the next follow
+        # without a gap. Not transparent: a byte is read no sooner than the clock after its
+        # write, since ``source`` waits for the commit (``rx_accept``) and the lengths queue.
+        read_port = store.read_port(domain="sync")
         committed, speculative, read = Signal(pointer), Signal(pointer), Signal(pointer)
         overflow = Signal()
         start = Mux(self.rx_tlp.payload.first, committed, speculative)
@@ -187,11 +191,15 @@ class TlpRouter(wiring.Component):
         store_np_released = Signal()
         sent = Signal(range(depth + 1))
         last = sent + 1 == head.count
-        m.d.comb += [read_port.addr.eq(read[:-1]), self.source.valid.eq(lengths.r_rdy),
+        advance = self.source.valid & self.source.ready
+        read_next = Signal(pointer)
+        m.d.comb += [read_next.eq(Mux(advance, read + 1, read)),
+                     read_port.addr.eq(read_next[:-1]), self.source.valid.eq(lengths.r_rdy),
                      self.source.payload.data.eq(read_port.data),
                      self.source.payload.last.eq(last)]
-        with m.If(self.source.valid & self.source.ready):
-            m.d.sync += [read.eq(read + 1), sent.eq(Mux(last, 0, sent + 1))]
+        m.d.sync += read.eq(read_next)
+        with m.If(advance):
+            m.d.sync += sent.eq(Mux(last, 0, sent + 1))
             m.d.comb += [lengths.r_en.eq(last), self.p_released.eq(last & head.posted),
                          store_np_released.eq(last & head.non_posted)]
 

@@ -46,10 +46,11 @@ def body(tlp: Tlp | bytes) -> bytes:
 
 def run(tlps: list[Tlp | bytes], *, accepted: Callable[[int], bool] = lambda index: True,
         memory_space: bool = True, ready: Callable[[int], bool] = lambda cycle: True,
-        store_bytes: int = 2048, with_credits: bool = False,
+        store_bytes: int = 2048, with_credits: bool = False, taken: list[int] | None = None,
         ) -> tuple[list[bytes], list[Tlp], dict]:
     """Routed TLPs (raw bytes), UR completions and the counters once all has come out (and,
-    ``with_credits``, the credit strobes summed under ``credits``)."""
+    ``with_credits``, the credit strobes summed under ``credits``; ``taken`` gets the cycle
+    of every routed byte taken)."""
     dut = TlpRouter(store_bytes=store_bytes)
     credits = dict.fromkeys(CREDIT_STROBES, 0)
     routed: list[bytes] = []
@@ -64,24 +65,26 @@ def run(tlps: list[Tlp | bytes], *, accepted: Callable[[int], bool] = lambda ind
         await ctx.tick().repeat(store_bytes + 40)
         counters.update({name: ctx.get(getattr(dut, name)) for name in COUNTERS})
 
-    async def collect(ctx, port, out: list, parse):
+    async def collect(ctx, port, out: list, parse, cycles: list[int] | None = None):
         current: list[int] = []
         cycle = 0
         while True:
             ctx.set(port.ready, ready(cycle))
-            _, _, valid, taken, byte, last = await ctx.tick().sample(
+            _, _, valid, took, byte, last = await ctx.tick().sample(
                 port.valid, port.ready, port.payload.data, port.payload.last)
             cycle += 1
             if current:
                 assert valid, "a TLP paused between its first and last byte"
-            if valid and taken:
+            if valid and took:
+                if cycles is not None:
+                    cycles.append(cycle)
                 current.append(byte)
                 if last:
                     out.append(parse(bytes(current)))
                     current = []
 
     async def collect_routed(ctx):
-        await collect(ctx, dut.source, routed, bytes)
+        await collect(ctx, dut.source, routed, bytes, taken)
 
     async def collect_urs(ctx):
         await collect(ctx, dut.ur_tlp, urs, Tlp.unpack)
@@ -104,6 +107,17 @@ def test_bar0_writes_reads_and_own_completions_come_out_whole_in_order():
     routed, urs, counters = run(tlps, ready=lambda cycle: cycle % 3 != 0)
     assert routed == [bytes(tlp.pack()) for tlp in tlps]
     assert urs == [] and set(counters.values()) == {0}
+
+
+def test_stored_tlps_leave_back_to_back_a_byte_a_clock_from_the_registered_store():
+    # The store's read is registered (block RAM); its address looks a byte ahead, so a TLP's
+    # last byte and the next one's first leave on consecutive clocks.
+    tlps = [memory(TlpType.MEM_WRITE, BAR0 + 4 * i, bytes(range(i, i + 4 * (i + 1))))
+            for i in range(6)]
+    cycles: list[int] = []
+    routed, _, _ = run(tlps, ready=lambda cycle: cycle >= 300, taken=cycles)
+    assert routed == [bytes(tlp.pack()) for tlp in tlps]
+    assert cycles == list(range(cycles[0], cycles[0] + len(cycles)))
 
 
 def test_a_tlp_the_data_link_layer_drops_never_reaches_the_application():
