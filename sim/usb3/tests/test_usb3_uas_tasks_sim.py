@@ -236,6 +236,31 @@ def test_every_allocated_stream_carries_a_command_outstanding_and_none_is_task_s
     assert telemetry["uas_task_set_full"] == 0 and telemetry["reads"] == uas.TASK_SET_DEPTH
 
 
+def test_ius_with_a_tag_no_allocated_stream_carries_are_dropped_counted_and_the_next_works(
+        disk):
+    """COMMAND IUs with tags 33 (past the 32 streams) and 0 (stream 0 is reserved once streams
+    are allocated), and a LOGICAL UNIT RESET with tag 33. With streams a tag is the Stream ID
+    of its command's data and status (UAS), and only the host primes a stream, one of those it
+    allocated (USB 3.2 §8.12.1.4): no host can queue a transfer on stream 33 or 0, so the
+    test queues none, and any answer the device made would wait at the front of its status
+    ring for good, the next commands' behind it. So the device drops each such IU: nothing
+    executed or answered (SAM-5: it never becomes a command of the task set; the host's own
+    time-out and reset recover it), counted in ``uas_bad_tags``; nothing completes and the next
+    valid command works."""
+    host = StreamHost(disk.platform)
+    _clear(disk)
+    past = MAX_STREAMS + 1
+    host.command(past, read_10(past, 1), status=False)
+    host.command(0, read_10(0, 1), status=False)
+    iu = uas.task_management_iu(past, uas.TaskFunction.LOGICAL_UNIT_RESET)
+    host.submit(Transfer(uas.EP_COMMAND, len(iu), iu, tag=("task", past)))
+    host.wait(("task", past))
+    host.quiet()
+    _works(disk)
+    telemetry = _telemetry(disk)
+    assert telemetry["uas_bad_tags"] == 3 and telemetry["reads"] == 1
+
+
 def test_a_command_on_streams_primed_late_waits_for_them_and_completes(disk):
     """A COMMAND IU sent before any transfer on its tag's streams (Linux's ``uas`` queues them
     first): the device executes it, its data and SENSE wait in the endpoints' rings for the
