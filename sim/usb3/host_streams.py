@@ -24,6 +24,7 @@ The host side of the protocol, for each turn of the endpoint's mover:
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from busprobe.protocol.streams import StreamState
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 from ..transfer_engine import Pending
+from .framing import HeaderPacket
 from .protocol import DIR_IN, DIR_OUT, DeviceTimeout, data_header, tp_header
 
 #: ``host`` below is the :class:`~.controller.SuperSpeedHostController` whose mover calls in
@@ -106,7 +108,8 @@ async def _prime(host: Host, address: int, pending: Pending) -> None:
                                            stream_id=stream_id), first)
 
 
-async def _prime_rings(host: Host, address: int, queue, ready_by: int | None = None) -> bool:
+async def _prime_rings(host: Host, address: int, queue: deque[Pending],
+                       ready_by: int | None = None) -> bool:
     """Prime every ring with a transfer waiting (submitted by ``ready_by``, if given) that is
     not primed yet; True if any was."""
     streams, primed = host.streams[address], False
@@ -121,7 +124,8 @@ async def _prime_rings(host: Host, address: int, queue, ready_by: int | None = N
     return primed
 
 
-async def _selection(host: Host, address: int, queue, stuck_cycles: int):
+async def _selection(host: Host, address: int, queue: deque[Pending],
+                     stuck_cycles: int) -> HeaderPacket:
     """The device's next transaction packet or data packet for the endpoint while it is idle
     (its ERDY, an NRDY answering a prime). A transfer submitted meanwhile on a stream not
     primed is primed within :data:`DOORBELL_CYCLES` of its submission (an xHCI primes when the

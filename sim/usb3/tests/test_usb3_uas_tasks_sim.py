@@ -159,8 +159,9 @@ def test_a_tag_already_outstanding_gets_overlapped_on_its_status_stream_and_the_
     SCSI layer's, unique while outstanding; a host that did would queue the second command's
     status transfer on stream 3 behind the first's, as here.) The first command's status
     transfer gets its SENSE GOOD after its data, the second the RESPONSE IU OVERLAPPED TAG
-    ATTEMPTED (SAM-5 §5.x, UAS-2: the device does not execute it), counted; the next command
-    works."""
+    ATTEMPTED (UAS-2: the device does not execute it), counted; the next command works. (That
+    the first command runs to its end is the task set's documented departure: SAM-5 §5.10
+    aborts the task set.)"""
     host = StreamHost(disk.platform)
     _clear(disk)
     host.held_read(3)
@@ -277,9 +278,11 @@ def test_a_command_on_streams_primed_late_waits_for_them_and_completes(disk):
 
 def test_a_command_on_streams_never_primed_is_cleared_by_the_hosts_reset(disk):
     """A COMMAND IU whose streams the host never primes: its data and SENSE stay at the front
-    of the data-in and status rings, so the next command's wait behind them (the device
-    selects streams in the order its rings hold them). Linux's ``uas`` would time the command
-    out, unlink its transfers and reset the device (``uas_eh_device_reset_handler``:
+    of the data-in and status rings, so the next command's data and SENSE wait behind them
+    (the device presents its rings in order: USB 3.2 lets the device choose which primed
+    stream it serves, and Linux's ``uas`` queues a command's transfers before its COMMAND IU,
+    so it never meets this). A host that did would time the command out and, as Linux's
+    ``uas`` does, unlink its transfers and reset the device (``uas_eh_device_reset_handler``:
     ``usb_reset_device``, then SET_INTERFACE and the streams allocated again in
     ``uas_post_reset``); the same here (SET_INTERFACE, streams freed and allocated again):
     the disk answers again."""
