@@ -45,6 +45,7 @@ def share_telemetry(m, telemetry, bot, uas, uas_on, *, domain=None):
         telemetry.task_set_full.eq(uas.task_set_full),
         telemetry.overlapped.eq(uas.overlapped),
         telemetry.aborted.eq(uas.aborted),
+        telemetry.bad_tag.eq(uas.bad_tag),
     ]
     for name in ENGINE_EVENTS:
         events += getattr(telemetry, name).eq(Mux(uas_on, getattr(uas, name),

@@ -47,8 +47,9 @@ class StorageTelemetry(wiring.Component):
         Written words that were not the LBA pattern since the last clear.
     tags: Signal(8), input
         UAS commands outstanding now (the word ``uas_tags_max`` keeps the most since the clear).
-    task_set_full, overlapped, aborted: Signal(), input
-        UAS's task set refused a command (no slot; a tag outstanding), removed queued ones.
+    task_set_full, overlapped, aborted, bad_tag: Signal(), input
+        UAS's task set refused a command (no slot; a tag outstanding), removed queued ones,
+        dropped an IU whose tag names no stream.
 
     Parameters
     ----------
@@ -63,7 +64,7 @@ class StorageTelemetry(wiring.Component):
             "capture": In(1), "ready": Out(1),
             "read_address": In(range(replies.depth)), "read_data": Out(32),
             "mismatches": Out(32), "tags": In(8),
-            "task_set_full": In(1), "overlapped": In(1), "aborted": In(1),
+            "task_set_full": In(1), "overlapped": In(1), "aborted": In(1), "bad_tag": In(1),
         })
 
     def elaborate(self, platform):
@@ -133,4 +134,5 @@ class StorageTelemetry(wiring.Component):
         pending("uas_task_set_full", self.task_set_full)
         pending("uas_overlapped_tags", self.overlapped)
         pending("uas_aborted_tasks", self.aborted)
+        pending("uas_bad_tags", self.bad_tag)
         return m

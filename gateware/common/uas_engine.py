@@ -58,7 +58,7 @@ class UasEngine(StorageEngine):
         IU on the status pipe (for ``tag``).
     outstanding: Signal(range(TASK_SET_DEPTH + 1)), output
         Commands in the task set, queued or executing.
-    task_set_full, overlapped, aborted: Signal(), output
+    task_set_full, overlapped, aborted, bad_tag: Signal(), output
         The task set's strobes (:class:`~.uas_queue.UasTaskSet`).
     in_acked, out_acked: Signal(), input
         Strobe (with ``acked``): the data-in (data-out) pipe had a packet ACKed (its
@@ -82,15 +82,19 @@ class UasEngine(StorageEngine):
         takes ``("out",)``: a read's SENSE goes on its own stream, and the host completes the
         command when both its transfers are in, so only a write has a reason to wait (the check
         reading the last packet out of the OUT buffer is 256 cycles the host would see).
+    max_tag: int or None
+        With bulk streams, the streams the host can allocate: the task set drops IUs whose tag
+        names none (:class:`~.uas_queue.UasTaskSet`); None without streams.
     """
 
     def __init__(self, *, replies=None, capacity_blocks=DEFAULT_CAPACITY_BLOCKS, width=1,
-                 max_packet_size=usb2.MAX_PACKET_SIZE, ready_ius=True, acked=("in", "out")):
+                 max_packet_size=usb2.MAX_PACKET_SIZE, ready_ius=True, acked=("in", "out"),
+                 max_tag=None):
         if width not in (1, 4):
             raise ValueError(f"the UAS engine moves 1 or 4 bytes a beat, not {width}")
         if not set(acked) <= {"in", "out"}:
             raise ValueError(f"acked names directions 'in' and 'out', not {acked!r}")
-        self._width, self._ready_ius = width, ready_ius
+        self._width, self._ready_ius, self._max_tag = width, ready_ius, max_tag
         self._acked_in, self._acked_out = "in" in acked, "out" in acked
         super().__init__({
             "command_packets": In(PacketStreamSignature(width)),
@@ -100,7 +104,7 @@ class UasEngine(StorageEngine):
             "tag": Out(16), "data_in": Out(1), "data_out": Out(1), "status": Out(1),
             "outstanding": Out(range(uas.TASK_SET_DEPTH + 1)),
             "task_set_full": Out(1), "overlapped": Out(1), "aborted": Out(1),
-            "in_acked": In(1),
+            "bad_tag": Out(1), "in_acked": In(1),
             "in_acked_length": In(range(max_packet_size + 1)),
             "out_acked": In(1),
             "out_acked_length": In(range(max_packet_size + 1)),
@@ -130,13 +134,14 @@ class UasEngine(StorageEngine):
         # out of the OUT buffer (LUNA's endpoint gives it up late) while the next command's
         # data already move, and a read must never wait for it.
         m.submodules.check_pattern = check_pattern = LbaPattern(width=width)
-        m.submodules.tasks = tasks = UasTaskSet(width=width)
+        m.submodules.tasks = tasks = UasTaskSet(width=width, max_tag=self._max_tag)
         m.d.comb += [tasks.packets.valid.eq(self.command_packets.valid),
                      tasks.packets.payload.eq(self.command_packets.payload),
                      self.command_packets.ready.eq(tasks.packets.ready),
                      self.outstanding.eq(tasks.outstanding),
                      self.task_set_full.eq(tasks.task_set_full),
-                     self.overlapped.eq(tasks.overlapped), self.aborted.eq(tasks.aborted)]
+                     self.overlapped.eq(tasks.overlapped), self.aborted.eq(tasks.aborted),
+                     self.bad_tag.eq(tasks.bad_tag)]
         decode = ScsiDecode(replies=replies, capacity_blocks=self._capacity)
         kind, word = decode.kind, decode.word
 

@@ -12,7 +12,11 @@ The command pipe's information units are judged as they arrive, whatever the eng
   clears the sense REQUEST SENSE would return; both are answered TMF COMPLETE, as is an ABORT
   TASK naming no command (SAM-5 §7.2). The command the engine is executing runs to its end: an
   ABORT TASK naming it is answered TMF FAILED, and LOGICAL UNIT RESET leaves it;
-- anything else is answered with INVALID INFORMATION UNIT.
+- anything else is answered with INVALID INFORMATION UNIT;
+- with bulk streams (``max_tag``), an IU whose tag names no stream the host can allocate (0,
+  or past MaxStreams) is dropped, neither carried out nor answered: the tag is the Stream ID
+  of its answer, which only the host primes (USB 3.2 §8.12.1.4), so an answer would wait at
+  the front of the status pipe's ring for good, every later one behind it.
 
 Those answers wait in a small queue of replies the engine sends on the status pipe between
 commands. The engine takes the queued commands round robin from the slot after the last one it
@@ -72,6 +76,8 @@ class UasTaskSet(wiring.Component):
     task_set_full, overlapped, aborted: Signal(), output
         Strobes: a command was refused for want of a slot, for a tag outstanding; a queued
         command was removed by ABORT TASK or LOGICAL UNIT RESET (one strobe per reset).
+    bad_tag: Signal(), output
+        Strobe: an IU was dropped for a tag outside 1..``max_tag``.
 
     Parameters
     ----------
@@ -79,12 +85,15 @@ class UasTaskSet(wiring.Component):
         Bytes a beat of ``packets`` (1 at high speed, 4 at SuperSpeed).
     depth: int
         Slots: commands the device keeps outstanding before it answers TASK SET FULL.
+    max_tag: int or None
+        With bulk streams, the streams the host can allocate: IUs with a tag outside
+        1..``max_tag`` are dropped (``bad_tag``). None (no streams): every tag is taken.
     """
 
-    def __init__(self, *, width=1, depth=uas.TASK_SET_DEPTH):
+    def __init__(self, *, width=1, depth=uas.TASK_SET_DEPTH, max_tag=None):
         if _CDB_BYTES % width or uas.COMMAND_SIZE % width:
             raise ValueError(f"a beat of {width} bytes does not divide the COMMAND IU")
-        self._width, self._depth = width, depth
+        self._width, self._depth, self._max_tag = width, depth, max_tag
         super().__init__({
             "packets": In(PacketStreamSignature(width)),
             "command_valid": Out(1), "take": In(1), "done": In(1),
@@ -93,6 +102,7 @@ class UasTaskSet(wiring.Component):
             "reply_code": Out(8), "reply_full": Out(1),
             "clear_sense": Out(1), "outstanding": Out(range(depth + 1)),
             "task_set_full": Out(1), "overlapped": Out(1), "aborted": Out(1),
+            "bad_tag": Out(1),
         })
 
     def elaborate(self, platform):
@@ -106,7 +116,7 @@ class UasTaskSet(wiring.Component):
         queued, running = Signal(depth), Signal(depth)
         tags = [Signal(16, name=f"tag_{i}") for i in range(depth)]
         sync += [self.task_set_full.eq(0), self.overlapped.eq(0), self.aborted.eq(0),
-                 self.clear_sense.eq(0)]
+                 self.clear_sense.eq(0), self.bad_tag.eq(0)]
 
         # -- replies: a ring of REPLIES_DEPTH (tag, code, full)
         ring = [Signal(25, name=f"reply_{i}") for i in range(REPLIES_DEPTH)]
@@ -164,7 +174,12 @@ class UasTaskSet(wiring.Component):
                                   task=Signal(name="decoded_task"),
                                   lun_bad=Signal(name="decoded_lun_bad"),
                                   abort=Signal(name="decoded_abort"),
-                                  lu_reset=Signal(name="decoded_lu_reset"))
+                                  lu_reset=Signal(name="decoded_lu_reset"),
+                                  bad_tag=Signal(name="decoded_bad_tag"))
+        if self._max_tag is None:
+            tag_bad = Const(0)
+        else:
+            tag_bad = (iu_tag == 0) | (iu_tag > self._max_tag)
 
         with m.FSM(domain="usb", name="ingest"):
             with m.State("RECEIVE"):
@@ -190,7 +205,8 @@ class UasTaskSet(wiring.Component):
                     decoded.command.eq(is_command), decoded.task.eq(is_task),
                     decoded.lun_bad.eq(lun != 0),
                     decoded.abort.eq(function == uas.TaskFunction.ABORT_TASK),
-                    decoded.lu_reset.eq(function == uas.TaskFunction.LOGICAL_UNIT_RESET)]
+                    decoded.lu_reset.eq(function == uas.TaskFunction.LOGICAL_UNIT_RESET),
+                    decoded.bad_tag.eq(tag_bad)]
                 m.next = "DECIDE"
             with m.State("DECIDE"):
                 with m.If(took | take.any()):
@@ -200,7 +216,9 @@ class UasTaskSet(wiring.Component):
                     m.next = "RECEIVE"
                     # (The IU's bytes stay: the next IU overwrites those its length reaches.)
                     sync += received.eq(0)
-                    with m.If(decoded.command):
+                    with m.If(decoded.bad_tag):
+                        sync += self.bad_tag.eq(1)  # dropped (the module docstring says why)
+                    with m.Elif(decoded.command):
                         with m.If((match_q | match_r).any()):
                             reply(iu_tag, code=uas.ResponseCode.OVERLAPPED_TAG)
                             sync += self.overlapped.eq(1)

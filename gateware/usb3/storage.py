@@ -142,7 +142,7 @@ class Usb3StorageDataPath(wiring.Component):
                                     width=WORD_BYTES, max_packet_size=usb3.MAX_PACKET_SIZE)
         self.uas = UasEngine(replies=replies, capacity_blocks=capacity_blocks, width=WORD_BYTES,
                              max_packet_size=usb3.MAX_PACKET_SIZE, ready_ius=False,
-                             acked=("out",))
+                             acked=("out",), max_tag=MAX_STREAMS)
         self.telemetry = StorageTelemetry(replies=replies)
 
     def elaborate(self, platform):

@@ -7,8 +7,10 @@ the stream ring of Stream ID ``s`` is the transfers whose ``stream_id`` is ``s``
 The host side of the protocol, for each turn of the endpoint's mover:
 
 1. *Prime Pipe*: every ring with a transfer waiting and not yet primed is primed, in the order
-   its oldest transfer was submitted: IN with an ACK TP asking for a packet with Packets
-   Pending and the stream's ID, OUT with the transfer's first data packet on the stream. The
+   its oldest transfer was submitted (and, while the host waits in *Idle*, each ring a
+   transfer is submitted on later, within :data:`DOORBELL_CYCLES`): IN with an ACK TP asking
+   for a packet with Packets Pending and the stream's ID, OUT with the transfer's first data
+   packet on the stream. The
    device answers NRDY (it will choose); the host counts the answers it still owes, so an NRDY
    that arrives while a stream moves is not taken for that stream's end.
 2. *Idle*: the host waits for the device's ERDY; it names the stream the device selects. An
@@ -22,6 +24,7 @@ The host side of the protocol, for each turn of the endpoint's mover:
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,13 +32,17 @@ from busprobe.protocol.streams import StreamState
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 from ..transfer_engine import Pending
-from .protocol import DIR_IN, DIR_OUT, data_header, tp_header
+from .framing import HeaderPacket
+from .protocol import DIR_IN, DIR_OUT, DeviceTimeout, data_header, tp_header
 
 #: ``host`` below is the :class:`~.controller.SuperSpeedHostController` whose mover calls in
 #: (typed Any: the controller imports this module).
 Host = Any
 
 __all__ = ["EndpointStreams", "move_on_streams"]
+
+#: How often an idle stream endpoint looks for transfers submitted on streams not primed: 1 µs.
+DOORBELL_CYCLES = 125
 
 ACK, NRDY, ERDY = (TransactionPacketSubtype.ACK, TransactionPacketSubtype.NRDY,
                    TransactionPacketSubtype.ERDY)
@@ -101,6 +108,44 @@ async def _prime(host: Host, address: int, pending: Pending) -> None:
                                            stream_id=stream_id), first)
 
 
+async def _prime_rings(host: Host, address: int, queue: deque[Pending],
+                       ready_by: int | None = None) -> bool:
+    """Prime every ring with a transfer waiting (submitted by ``ready_by``, if given) that is
+    not primed yet; True if any was."""
+    streams, primed = host.streams[address], False
+    for pending in list(queue):
+        stream_id = pending.transfer.stream_id
+        if stream_id not in streams.primed and (ready_by is None or pending.ready_at <= ready_by):
+            await _prime(host, address, pending)
+            streams.primed.append(stream_id)
+            streams.unanswered += 1
+            streams.state = StreamState.IDLE
+            primed = True
+    return primed
+
+
+async def _selection(host: Host, address: int, queue: deque[Pending],
+                     stuck_cycles: int) -> HeaderPacket:
+    """The device's next transaction packet or data packet for the endpoint while it is idle
+    (its ERDY, an NRDY answering a prime). A transfer submitted meanwhile on a stream not
+    primed is primed within :data:`DOORBELL_CYCLES` of its submission (an xHCI primes when the
+    driver rings the stream's doorbell; the mover first did so only at its next turn, so a
+    READ's data transfer queued after later commands' never reached the device, which waits
+    for it before their data); ``stuck_cycles`` without an answer after the last prime fails."""
+    endpoint = address & 0x7F
+    what = f"ERDY selecting a stream on endpoint {endpoint}"
+    deadline = host.cycle + stuck_cycles
+    while True:
+        try:
+            return await host._device_tp(endpoint, min(deadline, host.cycle + DOORBELL_CYCLES),
+                                         what)
+        except DeviceTimeout:
+            if host.cycle >= deadline:
+                raise DeviceTimeout(f"no {what} within {stuck_cycles} cycles") from None
+        if await _prime_rings(host, address, queue, ready_by=host.cycle):
+            deadline = host.cycle + stuck_cycles
+
+
 async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
                           ) -> tuple[Pending, int, int, bool]:
     """One turn of a stream endpoint's mover: prime, take the device's selection, move that
@@ -108,18 +153,10 @@ async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
     handshake, the bytes moved and whether the endpoint stalled; no answer for
     ``stuck_cycles`` fails it."""
     streams, queue = host.streams[address], host.queues[address]
-    endpoint = address & 0x7F
     await host._wait_until(at)
     while True:
-        for pending in list(queue):
-            stream_id = pending.transfer.stream_id
-            if stream_id not in streams.primed:
-                await _prime(host, address, pending)
-                streams.primed.append(stream_id)
-                streams.unanswered += 1
-                streams.state = StreamState.IDLE
-        header = await host._device_tp(endpoint, host.cycle + stuck_cycles,
-                                       f"ERDY selecting a stream on endpoint {endpoint}")
+        await _prime_rings(host, address, queue)
+        header = await _selection(host, address, queue, stuck_cycles)
         if header.type != HeaderPacketType.TRANSACTION:
             host.counters["stream_errors"] += 1  # data outside Move Data
             continue

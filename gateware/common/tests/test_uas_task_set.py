@@ -22,7 +22,8 @@ class Bench:
 
     def __init__(self, ctx, dut, width):
         self.ctx, self.dut, self.width = ctx, dut, width
-        self.strobes = {"task_set_full": 0, "overlapped": 0, "aborted": 0, "clear_sense": 0}
+        self.strobes = {"task_set_full": 0, "overlapped": 0, "aborted": 0, "clear_sense": 0,
+                        "bad_tag": 0}
 
     async def tick(self):
         await self.ctx.tick("usb")
@@ -96,8 +97,8 @@ class Bench:
         return self.ctx.get(self.dut.outstanding)
 
 
-def simulate(script, *, width=1, depth=uas.TASK_SET_DEPTH):
-    dut = UasTaskSet(width=width, depth=depth)
+def simulate(script, *, width=1, depth=uas.TASK_SET_DEPTH, max_tag=None):
+    dut = UasTaskSet(width=width, depth=depth, max_tag=max_tag)
 
     async def testbench(ctx):
         await script(Bench(ctx, dut, width))
@@ -237,3 +238,27 @@ def test_with_every_reply_place_taken_the_command_pipe_waits_and_nothing_is_lost
         got += await b.replies()
         assert got == [(80 + i, CODE.INVALID_INFO_UNIT) for i in range(REPLIES_DEPTH + 1)]
     simulate(script)
+
+
+def test_with_streams_ius_whose_tag_names_no_stream_are_dropped_and_counted():
+    """Tags 33 and 0 with 32 streams: no stream could carry the answer, so nothing is carried
+    out (the ABORT TASK of queued tag 1 removes nothing) or answered, each counted; a command
+    on stream 32 is queued. Without streams tag 33 is a tag like any other."""
+    async def script(b):
+        await b.send(command(1))
+        await b.send(command(33))
+        await b.send(command(0))
+        await b.send(abort(33, task_tag=1))
+        await b.send(uas.task_management_iu(0, uas.TaskFunction.LOGICAL_UNIT_RESET))
+        await b.send(bytes((0x09, 0, 0, 40)) + bytes(12))  # no such IU, and a tag past 32
+        assert await b.replies() == [] and b.strobes["bad_tag"] == 5
+        assert b.strobes["aborted"] == 0 and b.strobes["clear_sense"] == 0
+        await b.send(command(32))
+        assert b.outstanding() == 2
+        assert [(await b.take())[0], await b.done(), (await b.take())[0]] == [1, None, 32]
+    simulate(script, width=4, max_tag=32)
+
+    async def no_streams(b):
+        await b.send(command(33))
+        assert (await b.take())[0] == 33 and b.strobes["bad_tag"] == 0
+    simulate(no_streams, width=4)

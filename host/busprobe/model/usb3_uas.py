@@ -15,7 +15,8 @@ stepped through them, in PIPE cycles (125 MHz, 4 symbols a cycle on each lane):
   stream endpoint's turn starts by priming every transfer queued before it and not primed yet,
   in order on the downstream lane (IN: an ACK TP with Packets Pending, 20 B; OUT: the
   transfer's first data packet, which the device drops, so the host resends it), then waits
-  for the device's ERDY; a transfer submitted while the mover waits is primed at once; the
+  for the device's ERDY; a transfer submitted while the mover waits is primed at once (the
+  simulation's doorbell, ``DOORBELL_CYCLES``, primes it within 1 µs: a bound takes 0); the
   host answers the ERDY ``turnaround`` later (Start Stream: the ACK TP, or the first data
   packet again) and the transfer moves as on an endpoint without streams
   (:func:`.usb3_run.transfer_seconds`: IN from that ACK TP to the last data packet, OUT from
@@ -147,8 +148,8 @@ class _Pipe:
         erdy = max(erdy_floor, self.primed[j] + ANSWER_OUT + TP)
         start = max(erdy + TP + self.answer, lane)
         for m in range(j + 1, last + 1):
-            # Submitted while the mover waits: primed before the stream starts (or, in the
-            # simulation, at the next turn's start: the same lane time, a turn later).
+            # Submitted while the mover waits: primed before the stream starts (in the
+            # simulation within 1 µs of its submission, the host's doorbell).
             if m not in self.primed and submitted[m] < start:
                 lane = max(lane, submitted[m]) + self.prime
                 self.primed[m] = lane

@@ -131,6 +131,8 @@ STORAGE_TELEMETRY = (
     # tag already outstanding (OVERLAPPED TAG ATTEMPTED), ABORT TASKs and LOGICAL UNIT RESETs
     # that removed queued commands.
     "uas_task_set_full", "uas_overlapped_tags", "uas_aborted_tasks",
+    # UAS with bulk streams: IUs dropped for a tag that names no stream (0, past MaxStreams).
+    "uas_bad_tags",
 )
 STORAGE_TELEMETRY_WORDS = len(STORAGE_TELEMETRY)
 #: Clock of the gap counts (the usb2-storage disk's usb domain; the usb3-storage disk counts its

@@ -53,7 +53,7 @@ def test_the_telemetry_page_parses_back_by_name():
     words = list(range(scsi.STORAGE_TELEMETRY_WORDS))
     page = scsi.vpd_page(scsi.VPD_TELEMETRY) + struct.pack(f"<{len(words)}I", *words)
     counts = scsi.parse_telemetry(page)
-    assert counts["commands"] == 0 and counts["uas_aborted_tasks"] == len(words) - 1
+    assert counts["commands"] == 0 and counts["uas_bad_tags"] == len(words) - 1
     assert counts["uas_tags_max"] == scsi.STORAGE_TELEMETRY.index("uas_tags_max")
     with pytest.raises(ValueError, match="not the storage telemetry"):
         scsi.parse_telemetry(scsi.vpd_page(0x80))
