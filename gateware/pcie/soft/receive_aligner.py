@@ -12,21 +12,16 @@ structure at a fixed place.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_symbols import LOGICAL_IDLE, KCode
 
-from .symbol_stream import RX_SYMBOL
+from .symbol_stream import RX_SYMBOL, rx_word_stream
 
-__all__ = ["ReceiveAligner", "rx_word_layout", "START_SYMBOLS"]
+__all__ = ["ReceiveAligner", "START_SYMBOLS"]
 
 #: The symbols that start a structure: ordered sets (COM), TLPs (STP), DLLPs (SDP).
 START_SYMBOLS = (KCode.COM, KCode.STP, KCode.SDP)
-
-
-def rx_word_layout(width: int) -> data.ArrayLayout:
-    """``width`` received symbols, lane 0 first (each :data:`~.symbol_stream.RX_SYMBOL`)."""
-    return data.ArrayLayout(RX_SYMBOL, width)
 
 
 class ReceiveAligner(wiring.Component):
@@ -49,9 +44,9 @@ class ReceiveAligner(wiring.Component):
 
     Attributes
     ----------
-    sink: stream of rx_word_layout(width), input
+    sink: rx_word_stream(width), input
         Received, descrambled words, lane 0 first (never stalled; ``valid`` per word).
-    source: stream of rx_word_layout(width), output
+    source: rx_word_stream(width), output
         Whole words, every start symbol in lane 0 (never stalled).
     skp_removed: Signal(), output
         Strobe: a word held one or more SKP symbols that were dropped.
@@ -69,10 +64,9 @@ class ReceiveAligner(wiring.Component):
         if width not in (2, 4):
             raise ValueError(f"a word is 2 or 4 symbols, not {width}")
         self._width = width
-        layout = rx_word_layout(width)
         super().__init__({
-            "sink": In(stream.Signature(layout, always_ready=True)),
-            "source": Out(stream.Signature(layout, always_ready=True)),
+            "sink": In(rx_word_stream(width)),
+            "source": Out(rx_word_stream(width)),
             "skp_removed": Out(1),
             "realigned": Out(16),
         })

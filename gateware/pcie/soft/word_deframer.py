@@ -9,12 +9,9 @@ from busprobe.protocol.pcie_symbols import KCode
 
 from .crc import WordCrc, residue
 from .deframer import TlpStatus
-from .receive_aligner import rx_word_layout
+from .symbol_stream import LANES, rx_word_stream
 
-__all__ = ["WordDeframer", "RX_TLP_DW", "LANES", "MIN_TLP_WORDS"]
-
-#: Symbols a word.
-LANES = 4
+__all__ = ["WordDeframer", "RX_TLP_DW", "MIN_TLP_WORDS"]
 #: A received TLP DW, byte 0 (the first on the wire) in bits 7:0; ``first`` on the TLP's DW 0.
 RX_TLP_DW = data.StructLayout({"data": 32, "first": 1})
 #: STP + sequence + a 3 DW header + LCRC + END, in words.
@@ -36,7 +33,7 @@ class WordDeframer(wiring.Component):
 
     Attributes
     ----------
-    sink: stream of rx_word_layout(4), input (never stalled)
+    sink: rx_word_stream(), input (never stalled)
     tlp: stream of RX_TLP_DW, output (never stalled)
     tlp_end: Signal(), output; tlp_status: Signal(TlpStatus), output; tlp_seq: Signal(12), output
         As :class:`~.deframer.DataLinkDeframer`'s.
@@ -51,7 +48,7 @@ class WordDeframer(wiring.Component):
         Largest payload accepted (bytes).
     """
 
-    sink: In(stream.Signature(rx_word_layout(LANES), always_ready=True))
+    sink: In(rx_word_stream())
     tlp: Out(stream.Signature(RX_TLP_DW, always_ready=True))
     tlp_end: Out(1)
     tlp_status: Out(TlpStatus)

@@ -6,7 +6,8 @@ import random
 
 from busprobe.gateware.pcie.soft.crc import WordCrc, reflected_step
 from busprobe.gateware.pcie.soft.deframer import TlpStatus
-from busprobe.gateware.pcie.soft.word_deframer import LANES, WordDeframer
+from busprobe.gateware.pcie.soft.symbol_stream import LANES
+from busprobe.gateware.pcie.soft.word_deframer import WordDeframer
 from busprobe.protocol.pcie_dll import LCRC_POLY, ack_dllp, frame_dllp, frame_tlp
 from busprobe.protocol.pcie_symbols import LOGICAL_IDLE, KCode
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
