@@ -110,14 +110,18 @@ def as_completion(body: bytes) -> bytes:
 
 
 async def send_tlps(ctx, tlp_stream, bodies: Iterable[bytes], *,
-                    nullify: Callable[[int], bool] = lambda index: False) -> None:
-    """Offer each TLP on a stream of ``TLP_BYTE``, byte 0 first, holding ``valid`` from its
-    first byte to its last as the framer requires; ``nullify(index)`` marks TLPs to nullify."""
+                    nullify: Callable[[int], bool] = lambda index: False,
+                    unit_bytes: int = 1) -> None:
+    """Offer each TLP on a stream of ``TLP_BYTE`` (or, ``unit_bytes`` 4, of DWs with the same
+    fields, byte 0 in bits 7:0), byte 0 first, holding ``valid`` from its first unit to its
+    last as the framer requires; ``nullify(index)`` marks TLPs to nullify."""
     for index, body in enumerate(bodies):
-        for i, byte in enumerate(body):
-            last = i == len(body) - 1
+        units = [int.from_bytes(body[i:i + unit_bytes], "little")
+                 for i in range(0, len(body), unit_bytes)]
+        for i, unit in enumerate(units):
+            last = i == len(units) - 1
             ctx.set(tlp_stream.payload,
-                    {"data": byte, "last": last, "nullify": last and nullify(index)})
+                    {"data": unit, "last": last, "nullify": last and nullify(index)})
             ctx.set(tlp_stream.valid, 1)
             await ctx.tick().until(tlp_stream.ready)
         ctx.set(tlp_stream.valid, 0)
