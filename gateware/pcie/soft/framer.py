@@ -9,10 +9,13 @@ from busprobe.protocol.pcie_symbols import KCode
 from .crc import ByteCrc
 from .symbol_stream import tx_symbol_stream
 
-__all__ = ["DataLinkFramer", "TLP_BYTE"]
+__all__ = ["DataLinkFramer", "TLP_BYTE", "TLP_DW"]
 
 #: A TLP byte from the replay buffer; ``nullify`` (with ``last``) ends the TLP with EDB.
 TLP_BYTE = data.StructLayout({"data": 8, "last": 1, "nullify": 1})
+#: The same a DW at a time, byte 0 (first on the wire) in bits 7:0: what the four-symbol link
+#: moves TLPs in (DESIGN §3.10).
+TLP_DW = data.StructLayout({"data": 32, "last": 1, "nullify": 1})
 
 
 class DataLinkFramer(wiring.Component):

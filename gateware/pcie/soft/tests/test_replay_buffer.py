@@ -4,15 +4,12 @@ whole and in order on NAK or timeout, REPLAY_NUM rollover asking for Recovery.""
 import random
 
 import pytest
-from amaranth.lib.data import StructLayout
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE
+from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.replay_buffer import ReplayBuffer
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 
 TIMEOUT = 300
-#: A TLP DW, as the four-symbol link moves TLPs (the replay buffer keeps either unit).
-TLP_DW = StructLayout({"data": 32, "last": 1, "nullify": 1})
 #: Every behaviour below holds for TLPs kept as bytes and as DWs.
 UNITS = pytest.mark.parametrize("unit_bytes", [1, 4])
 
