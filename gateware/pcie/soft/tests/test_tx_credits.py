@@ -8,6 +8,7 @@ from busprobe.protocol.pcie_dll import DllpType, fc_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 from busprobe.sim.pcie.symbol.requests import ENDPOINT, memory_read, memory_write
 
+#: Every behaviour below holds for TLPs moved as bytes and as DWs.
 UNITS = pytest.mark.parametrize("unit_bytes", [1, 4])
 
 
