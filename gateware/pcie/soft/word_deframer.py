@@ -2,18 +2,16 @@
 aligned words, checked (the word-wide :class:`~.deframer.DataLinkDeframer`)."""
 
 from amaranth import Cat, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DLLP_CRC_POLY, LCRC_POLY
 from busprobe.protocol.pcie_symbols import KCode
 
 from .crc import WordCrc, residue
-from .deframer import TlpStatus
+from .deframer import RX_TLP_DW, TlpStatus
 from .symbol_stream import LANES, rx_word_stream
 
 __all__ = ["WordDeframer", "RX_TLP_DW", "MIN_TLP_WORDS"]
-#: A received TLP DW, byte 0 (the first on the wire) in bits 7:0; ``first`` on the TLP's DW 0.
-RX_TLP_DW = data.StructLayout({"data": 32, "first": 1})
 #: STP + sequence + a 3 DW header + LCRC + END, in words.
 MIN_TLP_WORDS = (1 + 2 + 12 + 4 + 1) // LANES
 
