@@ -1,7 +1,7 @@
 """Between the link's four-symbol words and the DCU's 16-bit interface (two symbols a clock) at
 Gen1, in the DCU's own 125 MHz clock: the scrambler and a two-to-one gearbox each way.
 
-The four-symbol link (DESIGN §3.10, "Two symbols a clock, and Gen2") runs in the DCU's fabric
+The four-symbol link (DESIGN §3.10, "Four symbols a clock, and Gen2") runs in the DCU's fabric
 clock: at 2.5 GT/s the DCU moves two symbols a 125 MHz clock, so the link moves a word every
 other clock and no second clock or clock-domain crossing is needed (the one-symbol link needs
 a 250 MHz clock and :class:`~.symbol_crossing.SymbolCrossing`'s FIFOs). The scrambler works on
