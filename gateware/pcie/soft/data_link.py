@@ -5,13 +5,13 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .ack_nak import AckNakScheduler
-from .deframer import RX_TLP_BYTE, TlpStatus
+from .deframer import RX_TLP_BYTE, RX_TLP_DW, TlpStatus
 from .fc_init import CREDITS, FlowControlInit
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, TLP_DW
 from .ltssm import LINK_STATUS, LtssmTiming
 from .replay_buffer import ReplayBuffer
 from .soft_link import SoftLink
-from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
 from .tx_credits import TxCredits
 from .update_fc import DEFAULT_UPDATE_INTERVAL, UpdateFc
 
@@ -54,57 +54,79 @@ class SoftDataLink(wiring.Component):
     status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
     invert_polarity: Signal(), output
         The LTSSM's, for the PHY's receiver (see :class:`~.ltssm.Ltssm`).
-    """
 
-    rx: In(rx_symbol_stream())
-    rx_electrical_idle: In(1)
-    receiver_detected: In(1)
-    tx: Out(tx_symbol_stream())
-    tx_electrical_idle: Out(1)
-    tlp: In(stream.Signature(TLP_BYTE))
-    rx_tlp: Out(stream.Signature(RX_TLP_BYTE, always_ready=True))
-    rx_accept: Out(1)
-    rx_discard: Out(1)
-    np_held: In(1)
-    np_released: In(2)
-    p_held: In(1)
-    p_released: In(1)
-    max_payload_size: In(16)
-    dl_active: Out(1)
-    partner_posted: Out(CREDITS)
-    partner_non_posted: Out(CREDITS)
-    partner_completion: Out(CREDITS)
-    next_transmit_seq: Out(12)
-    acked_seq: Out(12)
-    replays: Out(16)
-    replay_timeouts: Out(16)
-    protocol_errors: Out(16)
-    next_rcv_seq: Out(12)
-    naks: Out(16)
-    duplicates: Out(16)
-    credit_blocked: Out(16)
-    status: Out(LINK_STATUS)
-    recoveries: Out(16)
-    invert_polarity: Out(1)
+    Parameters
+    ----------
+    lanes: int
+        1, or 4: the link at four symbols a clock (words, TLPs as DWs: ``TLP_DW``,
+        ``RX_TLP_DW``), as :class:`~.soft_link.SoftLink`.
+    symbols_per_clock: int or None
+        Symbol times a clock stands for in the data link layer's timers (ACK latency,
+        REPLAY_TIMER, the UpdateFC interval); ``None``: 1 for one lane a clock, 2 for words
+        (Gen1 at 125 MHz).
+    """
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  ack_latency: int | None = None, replay_timeout: int | None = None,
-                 update_interval: int = DEFAULT_UPDATE_INTERVAL, **link_options):
+                 update_interval: int = DEFAULT_UPDATE_INTERVAL, lanes: int = 1,
+                 symbols_per_clock: int | None = None, **link_options):
         self._timing = timing
         self._update_interval = update_interval
         self._ack_latency = ack_latency
         self._replay_timeout = replay_timeout
+        self._lanes = lanes
+        words = lanes == LANES
+        self._symbols_per_clock = symbols_per_clock or (2 if words else 1)
         self._link_options = link_options
-        super().__init__()
+        super().__init__({
+            "rx": In(rx_word_stream() if words else rx_symbol_stream()),
+            "rx_electrical_idle": In(1),
+            "receiver_detected": In(1),
+            "tx": Out(tx_word_stream() if words else tx_symbol_stream()),
+            "tx_electrical_idle": Out(1),
+            "tlp": In(stream.Signature(TLP_DW if words else TLP_BYTE)),
+            "rx_tlp": Out(stream.Signature(RX_TLP_DW if words else RX_TLP_BYTE,
+                                           always_ready=True)),
+            "rx_accept": Out(1),
+            "rx_discard": Out(1),
+            "np_held": In(1),
+            "np_released": In(2),
+            "p_held": In(1),
+            "p_released": In(1),
+            "max_payload_size": In(16),
+            "dl_active": Out(1),
+            "partner_posted": Out(CREDITS),
+            "partner_non_posted": Out(CREDITS),
+            "partner_completion": Out(CREDITS),
+            "next_transmit_seq": Out(12),
+            "acked_seq": Out(12),
+            "replays": Out(16),
+            "replay_timeouts": Out(16),
+            "protocol_errors": Out(16),
+            "next_rcv_seq": Out(12),
+            "naks": Out(16),
+            "duplicates": Out(16),
+            "credit_blocked": Out(16),
+            "status": Out(LINK_STATUS),
+            "recoveries": Out(16),
+            "invert_polarity": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.link = link = SoftLink(timing=self._timing, **self._link_options)
+        words, per_clock = self._lanes == LANES, self._symbols_per_clock
+        m.submodules.link = link = SoftLink(timing=self._timing, lanes=self._lanes,
+                                            **self._link_options)
         m.submodules.fc_init = fc = FlowControlInit()
-        m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
-        m.submodules.replay = replay = ReplayBuffer(replay_timeout=self._replay_timeout)
-        m.submodules.update_fc = update = UpdateFc(interval=self._update_interval)
-        m.submodules.credits = credits = TxCredits()
+        m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency,
+                                                         symbols_per_clock=per_clock)
+        m.submodules.replay = replay = ReplayBuffer(
+            replay_timeout=self._replay_timeout, unit=TLP_DW if words else TLP_BYTE,
+            symbols_per_clock=per_clock)
+        m.submodules.update_fc = update = UpdateFc(
+            interval=self._update_interval, unit=RX_TLP_DW if words else RX_TLP_BYTE,
+            symbols_per_clock=per_clock)
+        m.submodules.credits = credits = TxCredits(unit=TLP_DW if words else TLP_BYTE)
         # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
         link_up = link.physical_link_up
 
