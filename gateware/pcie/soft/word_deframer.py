@@ -149,13 +149,18 @@ class WordDeframer(wiring.Component):
         with m.Elif(valid & in_dllp):
             m.d.sync += in_dllp.eq(0)
             m.d.comb += dllp_crc.count.eq(3)
-            with m.If(ends_with[KCode.END] & (dllp_crc.next == good_dllp_crc)):
-                m.d.comb += [self.dllp.valid.eq(1), self.dllp.payload.eq(
-                    Cat(dllp[:24], data_bytes[0]))]
-            with m.Elif(error | ~tail_data):
+            # Three separate conditions, not one If/Elif chain: start() may restart the CRC,
+            # and a chain's branches all hang on every condition in it, so one reading the
+            # CRC's output would close a combinational loop through start()'s assignments.
+            cut = error | ~tail_data
+            good = ~cut & ends_with[KCode.END] & (dllp_crc.next == good_dllp_crc)
+            with m.If(cut):
                 m.d.comb += [self.bad_dllp.eq(1), self.bad_symbol.eq(1)]
                 start()
-            with m.Else():
+            with m.If(good):
+                m.d.comb += [self.dllp.valid.eq(1), self.dllp.payload.eq(
+                    Cat(dllp[:24], data_bytes[0]))]
+            with m.If(~cut & ~good):
                 m.d.comb += self.bad_dllp.eq(1)
         with m.Elif(valid):
             start()
