@@ -145,21 +145,24 @@ async def collect_tlps(ctx, tlp_stream, got: list[bytes]) -> None:
 
 
 async def receive_tlps(ctx, dut, bodies: Iterable[bytes],
-                       accepted: Callable[[int], bool] = lambda index: True) -> None:
+                       accepted: Callable[[int], bool] = lambda index: True, *,
+                       unit_bytes: int = 1) -> None:
     """Hand ``bodies`` to a block behind the data link layer as it hands over received TLPs:
-    ``rx_tlp`` a byte a clock (``first`` on byte 0), then ``rx_accept`` for a cycle with the
-    link layer's verdict ``accepted(index)``, then the six clocks of the next TLP's STP and
-    sequence number."""
+    ``rx_tlp`` a byte a clock (``first`` on byte 0; or, ``unit_bytes`` 4, a DW a clock, byte 0
+    in bits 7:0), then ``rx_accept`` for a cycle with the link layer's verdict
+    ``accepted(index)``, then a gap for the framing before the next TLP: six clocks of bytes,
+    one of DWs (the gap no longer than the framing's symbols at four a clock)."""
     for index, body in enumerate(bodies):
-        for i, byte in enumerate(body):
+        for i in range(0, len(body), unit_bytes):
             ctx.set(dut.rx_tlp.valid, 1)
-            ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
+            ctx.set(dut.rx_tlp.payload, {"data": int.from_bytes(body[i:i + unit_bytes], "little"),
+                                         "first": i == 0})
             await ctx.tick()
         ctx.set(dut.rx_tlp.valid, 0)
         ctx.set(dut.rx_accept, accepted(index))
         await ctx.tick()
         ctx.set(dut.rx_accept, 0)
-        await ctx.tick().repeat(6)
+        await ctx.tick().repeat(6 if unit_bytes == 1 else 1)
 
 
 async def send_dllp(ctx, dllp_stream, dllp: bytes) -> None:
