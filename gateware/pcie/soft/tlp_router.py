@@ -11,7 +11,7 @@ from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
 from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS, POSTED_DATA, POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW
+from .framer import TLP_BYTE, TLP_DW, tlp_units
 
 __all__ = ["TlpRouter", "APP_TLP_BYTE", "APP_TLP_DW"]
 
@@ -252,8 +252,7 @@ class TlpRouter(wiring.Component):
             Const(cfg.CONFIG_COMPLETION_BYTE_COUNT & 0xFF, 8),
             head.requester[8:], head.requester[:8], head.tag, Const(0, 8),
         ]
-        out = [Cat(*out_bytes[i:i + self._unit_bytes])
-               for i in range(0, len(out_bytes), self._unit_bytes)]
+        out = tlp_units(out_bytes, self._unit_bytes)
         index = Signal(range(len(out)))
         ur_last = index == len(out) - 1
         with m.Switch(index):

@@ -201,3 +201,15 @@ def test_stored_requests_hold_their_credits_until_the_application_takes_them(uni
     _, _, stalled = run(tlps, ready=lambda cycle: False, with_credits=True, unit_bytes=unit_bytes)
     assert stalled["credits"] == {"p_held": 2, "p_released": 0, "np_held": 2,
                                   "np_released": 0}
+
+
+@UNITS
+def test_an_unsupported_request_completion_keeps_the_requests_traffic_class_and_attributes(
+        unit_bytes):
+    # TC and Attr are the fields the Cpl's bytes are built narrower than a byte from: at DWs
+    # a byte not widened to 8 bits would shift every byte after it.
+    request = memory(TlpType.MEM_READ, 0x1234_0000, tag=0x5A)
+    request.tc, request.attr = 5, 3
+    _, urs, _ = run([request], unit_bytes=unit_bytes)
+    assert [(c.tc, c.attr, c.tag, c.requester_id, c.completer_id, c.status) for c in urs] == [
+        (5, 3, 0x5A, ROOT, ENDPOINT, CplStatus.UR)]
