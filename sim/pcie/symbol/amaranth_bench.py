@@ -127,21 +127,22 @@ async def send_tlps(ctx, tlp_stream, bodies: Iterable[bytes], *,
         ctx.set(tlp_stream.valid, 0)
 
 
-async def collect_tlps(ctx, tlp_stream, got: list[bytes]) -> None:
-    """Take whole TLPs from a stream of bytes with ``last`` into ``got``, forever (always
-    ready), and fail if one pauses between its first and last byte."""
-    current: list[int] = []
+async def collect_tlps(ctx, tlp_stream, got: list[bytes], *, unit_bytes: int = 1) -> None:
+    """Take whole TLPs from a stream of bytes (or, ``unit_bytes`` 4, DWs, byte 0 in bits 7:0)
+    with ``last`` into ``got``, forever (always ready), and fail if one pauses between its
+    first and last unit."""
+    current = bytearray()
     while True:
         ctx.set(tlp_stream.ready, 1)
-        _, _, valid, byte, last = await ctx.tick().sample(
+        _, _, valid, unit, last = await ctx.tick().sample(
             tlp_stream.valid, tlp_stream.payload.data, tlp_stream.payload.last)
         if current:
             assert valid, "a TLP paused between its first and last byte"
         if valid:
-            current.append(byte)
+            current.extend(unit.to_bytes(unit_bytes, "little"))
             if last:
                 got.append(bytes(current))
-                current = []
+                current = bytearray()
 
 
 async def receive_tlps(ctx, dut, bodies: Iterable[bytes],
