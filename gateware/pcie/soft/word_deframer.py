@@ -36,7 +36,7 @@ class WordDeframer(wiring.Component):
     tlp_end: Signal(), output; tlp_status: Signal(TlpStatus), output; tlp_seq: Signal(12), output
         As :class:`~.deframer.DataLinkDeframer`'s.
     dllp: stream of Signal(32), output (never stalled)
-        A good DLLP, byte 0 in bits 7:0.
+        A good DLLP, byte 0 in bits 7:0, from registers the clock after its last word.
     bad_dllp, bad_symbol: Signal(), output
         As :class:`~.deframer.DataLinkDeframer`'s.
 
@@ -89,7 +89,10 @@ class WordDeframer(wiring.Component):
         dllp = Signal(32)
         end, status = Signal(), Signal(TlpStatus)
         m.d.sync += [self.tlp_end.eq(end), self.tlp_status.eq(status)]
-        m.d.comb += [self.tlp_seq.eq(seq), self.dllp.payload.eq(dllp)]
+        m.d.comb += self.tlp_seq.eq(seq)
+        # A good DLLP leaves from registers, a clock after its last word: its CRC check is
+        # not then on one path with what the replay buffer and the credits do with it.
+        m.d.sync += self.dllp.valid.eq(0)
         # Lanes 1-3 into the CRCs in a packet's first word, all four in its middle words, 0-2
         # in its last.
         m.d.comb += [lcrc.data.eq(Cat(*data_bytes)), dllp_crc.data.eq(Cat(*data_bytes))]
@@ -158,8 +161,8 @@ class WordDeframer(wiring.Component):
                 m.d.comb += [self.bad_dllp.eq(1), self.bad_symbol.eq(1)]
                 start()
             with m.If(good):
-                m.d.comb += [self.dllp.valid.eq(1), self.dllp.payload.eq(
-                    Cat(dllp[:24], data_bytes[0]))]
+                m.d.sync += [self.dllp.valid.eq(1),
+                             self.dllp.payload.eq(Cat(dllp[:24], data_bytes[0]))]
             with m.If(~cut & ~good):
                 m.d.comb += self.bad_dllp.eq(1)
         with m.Elif(valid):
