@@ -39,7 +39,7 @@ class ReplayBuffer(wiring.Component):
     rx_dllp: stream of Signal(32), input (never stalled)
         Good DLLPs received (ACK and NAK are used).
     retrain: Signal(), output
-        Strobe: REPLAY_NUM rolled over.
+        Strobe: REPLAY_NUM rolled over (from a register, the clock after).
     next_transmit_seq, acked_seq: Signal(12), output
     replays, timeouts, protocol_errors: Signal(16), output
         Replays started (by NAK or timeout), of which by timeout; ACK/NAKs naming a sequence
@@ -106,11 +106,17 @@ class ReplayBuffer(wiring.Component):
         nxt, acked = self.next_transmit_seq, self.acked_seq
         outstanding = Signal(12)
         m.d.comb += outstanding.eq(nxt - acked - 1)
+        m.d.sync += self.retrain.eq(0)
         wr_ptr = Signal(range(depth))  # where the next byte goes
         oldest = Signal(range(depth))  # where the oldest kept TLP starts
         used = Signal(range(depth))
         m.d.comb += used.eq(wr_ptr - oldest)
-        room = (outstanding < slots - 1) & (used < depth - -(-_MAX_TLP // self._unit_bytes))
+        # Registered, so the sequence compare's carry chain is not on one path with the
+        # framer and the PHY: a clock late, each bound one tighter (a clock adds at most one
+        # TLP and one unit), so at most ``slots - 1`` TLPs are kept, as before.
+        room = Signal()
+        m.d.sync += room.eq((outstanding < slots - 2)
+                            & (used < depth - -(-_MAX_TLP // self._unit_bytes) - 1))
 
         rd_ptr = Signal(range(depth))  # the byte ``read.data`` shows
         rd_seq = Signal(12)  # the TLP being replayed
@@ -182,7 +188,7 @@ class ReplayBuffer(wiring.Component):
                                  replay_num.eq(replay_num + 1), timer.eq(0),
                                  rd_seq.eq(first_kept)]
                     with m.If(replay_num == 3):
-                        m.d.comb += self.retrain.eq(1)
+                        m.d.sync += self.retrain.eq(1)  # a clock later, from a register
                     m.next = "LOAD"
             with m.State("LOAD"):  # the first byte of TLP rd_seq into read.data
                 previous = Signal(12)
