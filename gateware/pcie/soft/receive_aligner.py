@@ -96,26 +96,37 @@ class ReceiveAligner(wiring.Component):
                 for s, n in zip(lanes, following, strict=True)]
 
         # Place the kept symbols of ``held`` after ``partial``; a start symbol first drops what
-        # lies beyond the last word edge. ``buffer`` and ``filled`` are expressions built lane by
-        # lane (the loop unrolls into muxes).
+        # lies beyond the last word edge. The loop unrolls lane by lane into muxes; each lane's
+        # results are signals of their own, so no expression is copied into the next lane's.
+        def lane_signal(shape, name, value):
+            signal = Signal(shape, name=name)
+            m.d.comb += signal.eq(value)
+            return signal
+
         buffer = [*partial, *([Const(0, RX_SYMBOL.size)] * (slots - (width - 1)))]
-        filled = count.as_unsigned() + Const(0, range(slots + 1))
+        filled = lane_signal(range(slots + 1), "filled_in", count)
         idle = partial_idle
         dropped = Const(0, range(2 * width))
-        for symbol, kept in zip(lanes, keep, strict=True):
+        for lane, (symbol, kept) in enumerate(zip(lanes, keep, strict=True)):
             start = Cat(is_(symbol, value) for value in START_SYMBOLS).any()
+            restart = lane_signal(1, f"restart{lane}", kept & start)
             beyond = Mux(filled >= width, filled - width, filled)
             at_edge = Mux(filled >= width, width, 0)
-            dropped = dropped + Mux(kept & start & ~idle, beyond, 0)
-            filled_here = Mux(kept & start, at_edge, filled)
-            idle_here = Mux(kept & start, 1, idle)
-            buffer = [Mux(kept & (filled_here == j), symbol.as_value(), slot)
+            dropped = lane_signal(range(2 * width), f"dropped{lane}",
+                                  dropped + Mux(restart & ~idle, beyond, 0))
+            filled_here = lane_signal(range(slots + 1), f"filled_at{lane}",
+                                      Mux(restart, at_edge, filled))
+            idle_here = Mux(restart, 1, idle)
+            buffer = [lane_signal(RX_SYMBOL.size, f"slot{j}_after{lane}",
+                                  Mux(kept & (filled_here == j), symbol.as_value(), slot))
                       for j, slot in enumerate(buffer)]
-            filled = Mux(kept, filled_here + 1, filled_here)
+            filled = lane_signal(range(slots + 1), f"filled{lane}",
+                                 Mux(kept, filled_here + 1, filled_here))
             # The idle flag follows the symbols beyond the last edge: reset when one is crossed.
             crossed = kept & (filled_here + 1 == width)
             symbol_idle = (symbol.symbol == LOGICAL_IDLE) & ~symbol.error
-            idle = Mux(crossed, 1, Mux(kept, idle_here & symbol_idle, idle_here))
+            idle = lane_signal(1, f"idle{lane}",
+                               Mux(crossed, 1, Mux(kept, idle_here & symbol_idle, idle_here)))
 
         word_out = Signal()
         with m.If(self.sink.valid):

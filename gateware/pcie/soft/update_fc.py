@@ -153,15 +153,19 @@ class UpdateFc(wiring.Component):
         m.d.comb += inactive.eq(~self.dl_active)
         m.submodules.held = held = ResetInserter(inactive)(
             fifo.SyncFIFO(width=len(data_credits), depth=self._advertised[0][0]))
-        returned_now, released = kept_p & ~self.p_held, self.p_released & held.r_rdy
+        # The releases are taken a clock late, from registers: they are made where a TLP's
+        # last unit leaves, at the end of the transmit side's ready chain.
+        p_released, np_released = Signal(), Signal(2)
+        m.d.sync += [p_released.eq(self.p_released), np_released.eq(self.np_released)]
+        returned_now, released = kept_p & ~self.p_held, p_released & held.r_rdy
         m.d.comb += [held.w_en.eq(kept_p & self.p_held), held.w_data.eq(data_credits),
-                     held.r_en.eq(self.p_released)]
+                     held.r_en.eq(p_released)]
         with m.If(returned_now | released):
             m.d.sync += [p_hdr.eq(p_hdr + returned_now + released),
                          p_dat.eq(p_dat + Mux(returned_now, data_credits, 0)
                                   + Mux(released, held.r_data, 0)),
                          p_owed.eq(1)]
-        np_headers = Mux(kept_np & ~self.np_held, 1, 0) + self.np_released
+        np_headers = Mux(kept_np & ~self.np_held, 1, 0) + np_released
         np_data = Mux(kept_np, data_credits, 0)
         with m.If((np_headers != 0) | (np_data != 0)):  # a held read alone changes nothing
             m.d.sync += [np_hdr.eq(np_hdr + np_headers), np_dat.eq(np_dat + np_data),

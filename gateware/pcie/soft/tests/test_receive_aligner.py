@@ -95,7 +95,7 @@ def assert_structures_whole(got: list[int], units: list[list[int]]) -> None:
 @pytest.mark.parametrize("width", [2, 4])
 def test_structures_started_anywhere_come_out_whole_in_order_each_in_lane_0(width):
     rng = random.Random(width)
-    units = structures(rng, 80)
+    units = structures(rng, 120)
     words, counts = run(flatten(units), width=width, gaps=0.3, seed=width)
     got = flatten(words)
     for word in words:
@@ -145,9 +145,9 @@ def test_a_com_before_a_skp_in_the_next_word_goes_with_it():
 def test_random_symbols_never_put_a_start_symbol_off_lane_0(width):
     rng = random.Random(99 + width)
     alphabet = [*START_SYMBOLS, KCode.SKP, KCode.END, LOGICAL_IDLE, 0x12, 0x34]
-    symbols = [rng.choice(alphabet) for _ in range(500)]
+    symbols = [rng.choice(alphabet) for _ in range(1000)]
     words, _ = run(symbols, width=width, gaps=0.5, seed=width,
-                   errors=frozenset(rng.sample(range(500), 25)))
+                   errors=frozenset(rng.sample(range(1000), 50)))
     assert words
     for word in words:
         # A start symbol received with an error is no start: it may be anywhere.
