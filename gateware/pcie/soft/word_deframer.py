@@ -1,7 +1,7 @@
 """Data link layer framing, receive side, four symbols a clock: TLPs as DWs and DLLPs off
 aligned words, checked (the word-wide :class:`~.deframer.DataLinkDeframer`)."""
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DLLP_CRC_POLY, LCRC_POLY
@@ -24,8 +24,9 @@ class WordDeframer(wiring.Component):
     ``[STP, seq, seq, b0] [b1 .. b4] ... [.., .., .., LCRC0] [LCRC1, LCRC2, LCRC3, END]``, a
     DLLP ``[SDP, d0, d1, d2] [d3, crc0, crc1, END]``. So a TLP's DW *i* is lane 3 of one word
     and lanes 0-2 of the next, a fixed rewiring. Each DW comes out a word after it is
-    complete (until END arrives nobody can tell the LCRC from data); ``tlp_end`` comes the
-    clock after the TLP's last DW, with how it ended. An END or EDB off lane 3, a K-code or a
+    complete (until END arrives nobody can tell the LCRC from data); ``tlp_end`` comes two
+    clocks after the TLP's last DW (its LCRC judged from the CRC's register), with how it ended
+    and its sequence number, before the next TLP's first DW. An END or EDB off lane 3, a K-code or a
     symbol error inside a packet, or a TLP shorter than a 3 DW header or longer than
     ``max_payload`` allows, makes it MALFORMED; DLLPs come out only when good.
 
@@ -88,8 +89,11 @@ class WordDeframer(wiring.Component):
         seq = Signal(12)
         dllp = Signal(32)
         end, status = Signal(), Signal(TlpStatus)
-        m.d.sync += [self.tlp_end.eq(end), self.tlp_status.eq(status)]
-        m.d.comb += self.tlp_seq.eq(seq)
+        checking, checking_edb, checking_length = Signal(), Signal(), Signal()
+        m.d.sync += checking.eq(0)
+        checking_seq = Signal(12)
+        m.d.sync += [self.tlp_end.eq(end), self.tlp_status.eq(status),
+                     self.tlp_seq.eq(Mux(checking, checking_seq, seq))]
         # A good DLLP leaves from registers, a clock after its last word: its CRC check is
         # not then on one path with what the replay buffer and the credits do with it.
         m.d.sync += self.dllp.valid.eq(0)
@@ -135,20 +139,15 @@ class WordDeframer(wiring.Component):
                 m.d.comb += lcrc.count.eq(LANES)
                 m.d.sync += [pending.eq(Cat(carry, *data_bytes[:3])), carry.eq(data_bytes[3]),
                              pending_valid.eq(1), pending_first.eq(words == 1)]
-            with m.Else():  # END or EDB in lane 3: the pending DW is the LCRC's first byte on
+            with m.Else():  # END or EDB in lane 3: the pending DW is the TLP's last
                 m.d.comb += lcrc.count.eq(3)
-                m.d.sync += [in_tlp.eq(0), pending_valid.eq(0)]
+                m.d.sync += [in_tlp.eq(0), pending_valid.eq(0), checking.eq(1),
+                             checking_seq.eq(seq),
+                             checking_edb.eq(ends_with[KCode.EDB]),
+                             checking_length.eq((words + 1 < MIN_TLP_WORDS)
+                                                | (words + 1 > self._max_words))]
                 emit_pending()
-                m.d.comb += end.eq(1)
-                short_or_long = (words + 1 < MIN_TLP_WORDS) | (words + 1 > self._max_words)
-                with m.If(short_or_long):
-                    m.d.comb += status.eq(TlpStatus.MALFORMED)
-                with m.Elif(ends_with[KCode.END] & (lcrc.next == good_lcrc)):
-                    m.d.comb += status.eq(TlpStatus.GOOD)
-                with m.Elif(ends_with[KCode.EDB] & (lcrc.next == nullified_lcrc)):
-                    m.d.comb += status.eq(TlpStatus.NULLIFIED)
-                with m.Else():
-                    m.d.comb += status.eq(TlpStatus.BAD_LCRC)
+
         with m.Elif(valid & in_dllp):
             m.d.sync += in_dllp.eq(0)
             m.d.comb += dllp_crc.count.eq(3)
@@ -167,4 +166,17 @@ class WordDeframer(wiring.Component):
                 m.d.comb += self.bad_dllp.eq(1)
         with m.Elif(valid):
             start()
+
+        # The LCRC is judged a clock after the END word, from the CRC's register: the check is
+        # then not on one path with the word's decode and the CRC's byte-count select.
+        with m.If(checking):
+            m.d.comb += end.eq(1)
+            with m.If(checking_length):
+                m.d.comb += status.eq(TlpStatus.MALFORMED)
+            with m.Elif(~checking_edb & (lcrc.register == good_lcrc)):
+                m.d.comb += status.eq(TlpStatus.GOOD)
+            with m.Elif(checking_edb & (lcrc.register == nullified_lcrc)):
+                m.d.comb += status.eq(TlpStatus.NULLIFIED)
+            with m.Else():
+                m.d.comb += status.eq(TlpStatus.BAD_LCRC)
         return m
