@@ -25,8 +25,9 @@ TX_WORD_WITH_IDLE = scrambler_word(LANES, 1)
 class WordGearbox(wiring.Component):
     """Four-symbol words to and from the DCU's two-symbol interface, scrambled on the way.
 
-    Transmit: a word is taken every other clock (``tx.ready`` on even clocks), scrambled (a
-    clock), and its two halves go to the DCU on the next two clocks, from registers. If the
+    Transmit: a word is taken every other clock (``tx.ready`` on even clocks), held a clock,
+    scrambled (a clock), and its two halves go to the DCU on the next two clocks, from
+    registers. If the
     link has no word when one is due, the DCU is given electrical idle for it and the miss is
     counted (``tx_underflows``: the link's transmitter always has a word, so it does not
     happen).
@@ -69,11 +70,17 @@ class WordGearbox(wiring.Component):
 
     def _transmit(self, m):
         m.submodules.scrambler = scrambler = Scrambler(width=LANES, extra=1)
-        taking = Signal()  # this clock takes a word; the scrambler gives it the next
+        taking = Signal()  # this clock takes a word
         m.d.sync += taking.eq(~taking)
+        # The word taken waits a clock in a register before the scrambler: the link's
+        # transmit side (framer, transmitter, SKP inserter) is then not on one path with the
+        # scrambler's XOR network.
+        staged, staged_valid = Signal.like(self.tx.p), Signal()
+        with m.If(taking):
+            m.d.sync += [staged.eq(self.tx.p), staged_valid.eq(self.tx.valid)]
         m.d.comb += [self.tx.ready.eq(taking),
-                     scrambler.sink.valid.eq(taking & self.tx.valid),
-                     scrambler.sink.p.eq(self.tx.p)]
+                     scrambler.sink.valid.eq(~taking & staged_valid),
+                     scrambler.sink.p.eq(staged)]
         with m.If(taking & ~self.tx.valid):
             m.d.sync += self.tx_underflows.eq(self.tx_underflows + 1)
         word = scrambler.source
@@ -85,8 +92,9 @@ class WordGearbox(wiring.Component):
                          self.serdes_tx_datak.eq(Cat(symbols[0][8], symbols[1][8])),
                          self.serdes_tx_idle.eq(idle)]
 
-        # The scrambler's word is there the clock after ``taking``: half 0 now, half 1 next.
-        with m.If(~taking):
+        # The scrambler's word is there two clocks after ``taking`` (staged, then scrambled),
+        # on the next ``taking`` clock: half 0 then, half 1 the clock after.
+        with m.If(taking):
             send([word.p.symbols[0], word.p.symbols[1]], ~word.valid | word.p.extra)
             m.d.sync += [second.eq(Cat(word.p.symbols[2], word.p.symbols[3])),
                          second_idle.eq(~word.valid | word.p.extra)]
