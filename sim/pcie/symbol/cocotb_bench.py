@@ -119,9 +119,10 @@ class SoftEndpointBench:
         self.rx_word = getattr(dut, f"{prefix}rx_word")
         self.tx_word = getattr(dut, f"{prefix}tx_word")
         self.app_word = getattr(dut, f"{prefix}app_word", None)
-        self.word_clock = getattr(dut, f"{prefix}word_clock", None)
-        #: Symbols a clock moves on the model's wire (4 on the word model's word clocks).
-        self.lanes = 1 if self.word_clock is None else WORD_SYMBOLS
+        #: Symbols a clock moves on the model's wire (4 on the word model's word clocks),
+        #: told by ``rx_word``'s width (a port, where a name might find an internal signal).
+        self.lanes = WORD_SYMBOLS if len(self.rx_word) > SYMBOL_BITS + 1 else 1
+        self.word_clock = getattr(dut, f"{prefix}word_clock") if self.lanes > 1 else None
         self.port = SymbolPort(**partner_options)
         self.rc = RootComplex()
         attach_root_port(self.rc, self.port)

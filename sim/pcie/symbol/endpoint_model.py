@@ -60,7 +60,7 @@ APP_LAST, APP_VALID = 1 << 8, 1 << 9
 
 
 def _top(lanes: int = 1):
-    from amaranth import Cat, Module, Signal
+    from amaranth import Cat, Const, Module, Signal
     from amaranth.lib import wiring
     from amaranth.lib.wiring import In, Out
     from busprobe.gateware.pcie.soft.config_space import ConfigSpace
@@ -102,7 +102,7 @@ def _top(lanes: int = 1):
             present = self.rx_word[symbols]
             # Gen1 on a 125 MHz clock: a word each way every other clock, as the DCU's
             # gearbox paces the link on the board.
-            word_clock = Signal(init=1)
+            word_clock = Signal(init=1) if words else Const(1)
             if words:
                 m.d.sync += word_clock.eq(~word_clock)
                 m.d.comb += self.word_clock.eq(word_clock)
