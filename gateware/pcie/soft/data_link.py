@@ -1,6 +1,6 @@
 """The soft endpoint's link with the data link layer's receive side and DL_Init on top."""
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -173,17 +173,31 @@ class SoftDataLink(wiring.Component):
         ]
 
         # DLLPs: an ACK/NAK goes first, then flow control (InitFC before DL_Active, UpdateFC
-        # after it: never both on offer).
+        # after it: never both on offer). The one chosen waits in a register for the framer,
+        # so the framer's choice between a DLLP and a TLP (and with it the TLP side's ready)
+        # does not hang on the ACK timer's compare or the credit counters. An ACK or UpdateFC
+        # may so leave a few clocks after it was chosen: both carry cumulative counts.
+        slot, slot_full = Signal(32), Signal()
+        taken = link.dllp.ready & slot_full
+        load = ~slot_full | taken
+        chosen, chosen_valid = Signal(32), Signal()
+        m.d.comb += [link.dllp.valid.eq(slot_full), link.dllp.payload.eq(slot)]
         with m.If(ack_nak.tx_dllp.valid):
-            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(ack_nak.tx_dllp.payload),
-                         ack_nak.tx_dllp.ready.eq(link.dllp.ready)]
+            m.d.comb += [chosen_valid.eq(1), chosen.eq(ack_nak.tx_dllp.payload),
+                         ack_nak.tx_dllp.ready.eq(load)]
         with m.Elif(fc.tx_dllp.valid):
-            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(fc.tx_dllp.payload),
-                         fc.tx_dllp.ready.eq(link.dllp.ready)]
+            m.d.comb += [chosen_valid.eq(1), chosen.eq(fc.tx_dllp.payload),
+                         fc.tx_dllp.ready.eq(load)]
         with m.Else():
-            m.d.comb += [link.dllp.valid.eq(update.tx_dllp.valid),
-                         link.dllp.payload.eq(update.tx_dllp.payload),
-                         update.tx_dllp.ready.eq(link.dllp.ready)]
+            m.d.comb += [chosen_valid.eq(update.tx_dllp.valid),
+                         chosen.eq(update.tx_dllp.payload),
+                         update.tx_dllp.ready.eq(load)]
+        with m.If(taken):
+            m.d.sync += slot_full.eq(0)
+        with m.If(chosen_valid & load):
+            m.d.sync += [slot.eq(chosen), slot_full.eq(1)]
+        with m.If(~link.physical_link_up):
+            m.d.sync += slot_full.eq(0)
 
         # TLPs: within the partner's credits, numbered and kept by the replay buffer from
         # DL_Active on.
