@@ -9,7 +9,8 @@ transmit streams through :class:`~busprobe.gateware.pcie.soft.tlp_merge.TlpMerge
 the Verilator model (``sim/pcie/symbol/endpoint_model.py``) connects them. The application
 behind BAR0 is the router's own store: the TLPs it passes on are taken every clock and folded
 into two LEDs (a toggle per TLP, the parity of its bytes), so that synthesis keeps the store and
-its read side, as an application reading it would.
+its read side, as an application reading it would. The link moves four symbols a 125 MHz clock
+and TLPs as DWs (DESIGN §3.10, "Four symbols a clock, and Gen2").
 """
 
 from amaranth import Cat, Module, Signal
@@ -18,8 +19,11 @@ from amaranth.lib.wiring import Out
 
 from ..pcie.soft.config_space import ConfigSpace
 from ..pcie.soft.data_link import SoftDataLink
-from ..pcie.soft.ecp5_pcie_phy import LINK_CLOCK_HZ
+from ..pcie.soft.deframer import RX_TLP_DW
+from ..pcie.soft.ecp5_pcie_phy import WORD_LINK_CLOCK_HZ
+from ..pcie.soft.framer import TLP_DW
 from ..pcie.soft.ltssm import LtssmTiming
+from ..pcie.soft.symbol_stream import LANES
 from ..pcie.soft.tlp_merge import TlpMerge
 from ..pcie.soft.tlp_router import TlpRouter
 from ..pcie.soft.transaction_layer import connect_transaction_layer
@@ -35,8 +39,9 @@ STATUS_LEDS = ("physical link up (L0)", "DL_Active", "DCU receiver locked",
 class SoftPcieEndpoint(wiring.Component):
     """The soft endpoint on an :class:`~busprobe.gateware.pcie.soft.ecp5_pcie_phy.Ecp5PciePhy`.
 
-    Runs in ``sync``, which the board top makes the PHY's link domain (one symbol a clock,
-    250 MHz at line rate); the LTSSM's timeouts are the specification's at that clock.
+    Runs in ``sync``, which the board top makes the PHY's link domain: the link at four symbols
+    a clock (:data:`LANES`), on the DCU's own 125 MHz clock, a word every other clock at Gen1;
+    the LTSSM's timeouts are the specification's at that clock.
 
     Attributes
     ----------
@@ -51,6 +56,9 @@ class SoftPcieEndpoint(wiring.Component):
 
     leds: Out(8)
 
+    #: The link moves four symbols a 125 MHz clock (the board top runs it on the DCU's clock).
+    LANES = LANES
+
     def __init__(self, *, phy):
         self._phy = phy
         super().__init__()
@@ -58,10 +66,11 @@ class SoftPcieEndpoint(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         phy = self._phy
-        m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(LINK_CLOCK_HZ))
-        m.submodules.config = config = ConfigSpace()
-        m.submodules.router = router = TlpRouter()
-        m.submodules.merge = merge = TlpMerge(2)
+        m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(WORD_LINK_CLOCK_HZ),
+                                                lanes=LANES)
+        m.submodules.config = config = ConfigSpace(unit=RX_TLP_DW)
+        m.submodules.router = router = TlpRouter(unit=RX_TLP_DW)
+        m.submodules.merge = merge = TlpMerge(2, unit=TLP_DW)
 
         phy.connect_link(m, link)
 

@@ -29,15 +29,29 @@ from amaranth.build import Attrs, DiffPairs, PinsN, Resource, Subsignal
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth_boards.versa_ecp5_5g import VersaECP55GPlatform
 
-from ..pcie.soft.ecp5_pcie_phy import LINK_CLOCK_HZ, SERDES_CLOCK_HZ, Ecp5PciePhy
+from ..pcie.soft.ecp5_pcie_phy import (
+    LINK_CLOCK_HZ,
+    SERDES_CLOCK_HZ,
+    WORD_LINK_CLOCK_HZ,
+    Ecp5PciePhy,
+)
 
 __all__ = ["VersaPciePlatform", "VersaPcieTop", "CLOCKS_MHZ", "VERSA_PCIE_RESOURCES", "PCIE_DUAL",
-           "PCIE_CHANNEL", "REFCLK_SITE", "CONTROL_CLOCK_HZ", "REFCLK_HZ"]
+           "PCIE_CHANNEL", "REFCLK_SITE", "CONTROL_CLOCK_HZ", "REFCLK_HZ", "clocks_mhz"]
 
 #: The clocks of this top that drive logic, by domain, and the frequency each must be timed at.
 CONTROL_CLOCK_HZ = 100e6
 CLOCKS_MHZ = {"link": LINK_CLOCK_HZ / 1e6, "pclk": SERDES_CLOCK_HZ / 1e6,
               "ctl": CONTROL_CLOCK_HZ / 1e6}
+
+
+def clocks_mhz(lanes: int) -> dict[str, float]:
+    """:data:`CLOCKS_MHZ` for a design whose link moves ``lanes`` symbols a clock: at four the
+    link runs on the DCU's own 125 MHz clock, one net with ``pclk`` (nextpnr reports it once,
+    as ``link``)."""
+    if lanes == 1:
+        return dict(CLOCKS_MHZ)
+    return {"link": WORD_LINK_CLOCK_HZ / 1e6, "ctl": CONTROL_CLOCK_HZ / 1e6}
 #: Where the edge connector's lane is: DCU0 channel 0, its reference on EXTREF0.
 PCIE_DUAL, PCIE_CHANNEL, REFCLK_SITE = 0, 0, "EXTREF0"
 REFCLK_HZ = 100e6
@@ -100,10 +114,14 @@ class VersaPcieTop(Elaboratable):
     ----------
     design: callable
         ``design(phy=phy)`` returns the design's elaboratable, in ``sync`` (run as ``link``).
+    lanes: int
+        Symbols a clock the design's link moves: 1 (``link`` at 250 MHz from a PLL doubling
+        the DCU's clock) or 4 (``link`` is the DCU's 125 MHz clock itself: no PLL).
     """
 
-    def __init__(self, *, design: Callable[..., Elaboratable]):
+    def __init__(self, *, design: Callable[..., Elaboratable], lanes: int = 1):
         self.design = design
+        self.lanes = lanes
         self.phy = None
 
     def elaborate(self, platform):
@@ -117,7 +135,7 @@ class VersaPcieTop(Elaboratable):
 
         self.phy = phy = Ecp5PciePhy(
             tx_pads=pcie.tx, rx_pads=pcie.rx, dual=PCIE_DUAL, channel=PCIE_CHANNEL,
-            refclk_frequency=REFCLK_HZ, domain="link", control_domain="ctl")
+            refclk_frequency=REFCLK_HZ, domain="link", control_domain="ctl", lanes=self.lanes)
         m.submodules.phy = phy
         m.d.comb += phy.refclk.eq(_extref(m, pcie.refclk))
 
@@ -126,14 +144,19 @@ class VersaPcieTop(Elaboratable):
         # local domain's clock after, which yosys may merge away (nextpnr then warns and drops
         # it, and with it the constraint it would derive through the PLL).
         serdes_clk = Signal(attrs={"keep": 1})
-        link_clk = Signal(attrs={"keep": 1})
-        locked = Signal()
-        m.d.comb += [serdes_clk.eq(phy.serdes_clk),
-                     link_clk.eq(_pll_double(m, serdes_clk, locked))]
+        locked = Signal(init=1)
+        m.d.comb += serdes_clk.eq(phy.serdes_clk)
         platform.add_clock_constraint(serdes_clk, SERDES_CLOCK_HZ)
-        platform.add_clock_constraint(link_clk, LINK_CLOCK_HZ)
         m.domains.link = ClockDomain("link")
-        m.d.comb += ClockSignal("link").eq(link_clk)
+        if self.lanes == 1:
+            link_clk = Signal(attrs={"keep": 1})
+            m.d.comb += link_clk.eq(_pll_double(m, serdes_clk, locked))
+            platform.add_clock_constraint(link_clk, LINK_CLOCK_HZ)
+            m.d.comb += ClockSignal("link").eq(link_clk)
+        else:
+            # The DCU's clock itself (the gearbox needs no other): ``link`` and ``pclk`` are
+            # one net, timed once at 125 MHz.
+            m.d.comb += ClockSignal("link").eq(serdes_clk)
         # Released synchronously, from flip-flops (the reset reaching every register of the
         # link is then not a long path from the PLL's LOCK or the pins).
         m.submodules.link_reset = ResetSynchronizer(~locked | pcie.perst.i | button,

@@ -60,6 +60,8 @@ class AckNakScheduler(wiring.Component):
     ----------
     ack_latency: int or None
         Symbol times an ACK may be held back, fixed; ``None``: by ``max_payload_size``.
+    symbols_per_clock: int
+        Symbol times a clock stands for (2 on the four-symbol link at Gen1).
     """
 
     link_up: In(1)
@@ -74,8 +76,9 @@ class AckNakScheduler(wiring.Component):
     duplicates: Out(16)
     max_payload_size: In(16)
 
-    def __init__(self, *, ack_latency: int | None = None):
+    def __init__(self, *, ack_latency: int | None = None, symbols_per_clock: int = 1):
         self._ack_latency = ack_latency
+        self._symbols_per_clock = symbols_per_clock
         super().__init__()
 
     def elaborate(self, platform):
@@ -89,7 +92,7 @@ class AckNakScheduler(wiring.Component):
             m.d.sync += latency.eq(by_payload_size(ACK_LATENCY_SYMBOLS, self.max_payload_size))
         else:
             latency = Const(self._ack_latency)
-        timer = Signal.like(latency)
+        timer = Signal(range(2 ** len(latency) + self._symbols_per_clock))  # symbol times
         nxt = self.next_rcv_seq
         behind = Signal(12)  # (NEXT_RCV_SEQ - seq) mod 4096
         m.d.comb += behind.eq(nxt - self.tlp_seq)
@@ -118,7 +121,7 @@ class AckNakScheduler(wiring.Component):
 
         # >=: a smaller MPS written while an ACK waits must not let the timer run past it.
         with m.If(ack_pending & (timer < latency)):
-            m.d.sync += timer.eq(timer + 1)
+            m.d.sync += timer.eq(timer + self._symbols_per_clock)
         ack_due = (ack_pending & (timer >= latency)) | ack_now
         acked = Signal(12)
         m.d.comb += acked.eq(nxt - 1)

@@ -1,7 +1,7 @@
 """The soft endpoint's configuration space: CfgRd0/CfgWr0 answered with completions (PCIe Base
 3.0 §2.2.7, §2.2.9, §7)."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
@@ -9,7 +9,7 @@ from busprobe.protocol.pcie_config import CplStatus, TlpKind
 
 from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, TLP_DW, tlp_units
 from .ltssm import LINK_STATUS
 
 __all__ = ["ConfigSpace"]
@@ -26,7 +26,7 @@ _TOO_LONG = _CAPTURED + 5  # longer than any configuration request (a write with
 class ConfigSpace(wiring.Component):
     """Function 0's configuration space, as :mod:`busprobe.protocol.pcie_config` lays it out.
 
-    Takes the received TLPs as the data link layer gives them (bytes as they arrive, then
+    Takes the received TLPs as the data link layer gives them (units as they arrive, then
     ``rx_accept`` if the TLP is kept) and answers each kept configuration request with a
     completion on ``tlp``, in order:
 
@@ -48,16 +48,16 @@ class ConfigSpace(wiring.Component):
 
     Attributes
     ----------
-    rx_tlp: stream of RX_TLP_BYTE, input (never stalled)
-        Received TLP bytes, ``first`` on byte 0 (``SoftDataLink.rx_tlp``).
+    rx_tlp: stream of ``unit``, input (never stalled)
+        Received TLP bytes or DWs, ``first`` on the first (``SoftDataLink.rx_tlp``).
     rx_accept: Signal(), input
-        Strobe: the TLP whose bytes came is good and in sequence (``SoftDataLink.rx_accept``);
+        Strobe: the TLP whose units came is good and in sequence (``SoftDataLink.rx_accept``);
         a TLP never accepted is forgotten when the next one starts.
     link_status: Signal(LINK_STATUS), input
         The LTSSM's status word: Link Status' current speed and width.
-    tlp: stream of TLP_BYTE, output
+    tlp: stream of TLP_BYTE (or TLP_DW with DWs), output
         Completions for the replay buffer (``SoftDataLink.tlp``); valid from a completion's
-        first byte to its last, as the framer needs.
+        first unit to its last, as the framer needs.
     completer_id: Signal(16), output
         Bus, device (captured from CfgWr0) and function 0: the endpoint's ID.
     memory_space, bus_master: Signal(), output
@@ -73,35 +73,42 @@ class ConfigSpace(wiring.Component):
         Configuration requests dropped with the completion queue full; malformed ones (wrap).
     np_held: Signal(), output; np_released: Signal(), output
         A request answered at ``rx_accept`` (its header credit held), and a completion's last
-        byte taken (the credit released): :class:`~.update_fc.UpdateFc`'s inputs.
+        unit taken (the credit released): :class:`~.update_fc.UpdateFc`'s inputs.
 
     Parameters
     ----------
     depth: int
         Completions that may wait for the link.
+    unit: StructLayout
+        What TLPs arrive in: :data:`~.deframer.RX_TLP_BYTE` (the default) or
+        :data:`~.deframer.RX_TLP_DW` (the four-symbol link's); completions then leave as
+        :data:`~.framer.TLP_DW`.
     """
 
-    rx_tlp: In(stream.Signature(RX_TLP_BYTE, always_ready=True))
-    rx_accept: In(1)
-    link_status: In(LINK_STATUS)
-    tlp: Out(stream.Signature(TLP_BYTE))
-    completer_id: Out(16)
-    memory_space: Out(1)
-    bus_master: Out(1)
-    bar0_base: Out(32)
-    msi_enable: Out(1)
-    msi_address: Out(64)
-    msi_data: Out(16)
-    max_payload_size: Out(16)
-    max_request_size: Out(16)
-    dropped: Out(16)
-    malformed: Out(16)
-    np_held: Out(1)
-    np_released: Out(1)
-
-    def __init__(self, *, depth: int = NON_POSTED_HEADERS):
+    def __init__(self, *, depth: int = NON_POSTED_HEADERS, unit: data.StructLayout = RX_TLP_BYTE):
         self._depth = depth
-        super().__init__()
+        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
+        if self._unit_bytes not in (1, 4):
+            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        super().__init__({
+            "rx_tlp": In(stream.Signature(unit, always_ready=True)),
+            "rx_accept": In(1),
+            "link_status": In(LINK_STATUS),
+            "tlp": Out(stream.Signature(TLP_DW if self._unit_bytes == 4 else TLP_BYTE)),
+            "completer_id": Out(16),
+            "memory_space": Out(1),
+            "bus_master": Out(1),
+            "bar0_base": Out(32),
+            "msi_enable": Out(1),
+            "msi_address": Out(64),
+            "msi_data": Out(16),
+            "max_payload_size": Out(16),
+            "max_request_size": Out(16),
+            "dropped": Out(16),
+            "malformed": Out(16),
+            "np_held": Out(1),
+            "np_released": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -109,17 +116,22 @@ class ConfigSpace(wiring.Component):
                                                            depth=self._depth)
 
         # Capture the first bytes of every TLP; the verdict comes at rx_accept. --------------
+        # Counted in bytes whatever the unit, so the sizes below are the header's; saturating
+        # at _TOO_LONG or just past it (a unit's bytes more), beyond every size checked.
+        unit_bytes, width = self._unit_bytes, 8 * self._unit_bytes
+        shift = unit_bytes.bit_length() - 1  # a byte count's unit index: count >> shift
         header = Signal(8 * _CAPTURED)
-        count = Signal(range(_TOO_LONG + 1))  # bytes so far, saturating
-        byte = self.rx_tlp.payload.data
+        count = Signal(range(_TOO_LONG + unit_bytes))
+        unit = self.rx_tlp.payload.data
         with m.If(self.rx_tlp.valid):
             with m.If(self.rx_tlp.payload.first):
-                m.d.sync += [header[:8].eq(byte), count.eq(1)]
+                m.d.sync += [header[:width].eq(unit), count.eq(unit_bytes)]
             with m.Else():
                 with m.If(count < _TOO_LONG):
-                    m.d.sync += count.eq(count + 1)
+                    m.d.sync += count.eq(count + unit_bytes)
                 with m.If(count < _CAPTURED):
-                    m.d.sync += header.word_select(count[:4], 8).eq(byte)
+                    m.d.sync += header.word_select(count[shift:4], width).eq(unit)
+        # Header byte i either way: a DW's byte 0 (first on the wire) is in its bits 7:0.
         b = [header[8 * i:8 * (i + 1)] for i in range(_CAPTURED)]
 
         kind, flags = b[0], b[cfg.REQ_FLAGS]
@@ -230,17 +242,18 @@ class ConfigSpace(wiring.Component):
         m.d.comb += head.eq(queue.r_data)
         # Header DW 0: Fmt/Type, TC, TD/EP/Attr/Length; DW 1: completer, status, byte count;
         # DW 2: requester, tag, lower address 0; then the data dword, its byte 0 first.
-        out = Array([
+        out_bytes = [
             Mux(head.with_data, TlpKind.CPL_D, TlpKind.CPL), head.tc << 4, head.attr << 4,
             head.with_data, head.completer[8:], head.completer[:8],
             Cat(Const(cfg.CONFIG_COMPLETION_BYTE_COUNT >> 8, 5), head.status),
             Const(cfg.CONFIG_COMPLETION_BYTE_COUNT & 0xFF, 8),
             head.requester[8:], head.requester[:8], head.tag, Const(0, 8),
             *(head.data[8 * i:8 * (i + 1)] for i in range(4)),
-        ])
-        index = Signal(4)
-        last = index == Mux(head.with_data, cfg.COMPLETION_HEADER_BYTES + 3,
-                            cfg.COMPLETION_HEADER_BYTES - 1)
+        ]
+        out = Array(tlp_units(out_bytes, unit_bytes))
+        index = Signal(range(len(out)))
+        last = index == Mux(head.with_data, (cfg.COMPLETION_HEADER_BYTES + 4) // unit_bytes - 1,
+                            cfg.COMPLETION_HEADER_BYTES // unit_bytes - 1)
         m.d.comb += [self.tlp.valid.eq(queue.r_rdy), self.tlp.payload.data.eq(out[index]),
                      self.tlp.payload.last.eq(last)]
         with m.If(self.tlp.valid & self.tlp.ready):

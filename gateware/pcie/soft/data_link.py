@@ -1,17 +1,17 @@
 """The soft endpoint's link with the data link layer's receive side and DL_Init on top."""
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .ack_nak import AckNakScheduler
-from .deframer import RX_TLP_BYTE, TlpStatus
+from .deframer import RX_TLP_BYTE, RX_TLP_DW, TlpStatus
 from .fc_init import CREDITS, FlowControlInit
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, TLP_DW
 from .ltssm import LINK_STATUS, LtssmTiming
 from .replay_buffer import ReplayBuffer
 from .soft_link import SoftLink
-from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
 from .tx_credits import TxCredits
 from .update_fc import DEFAULT_UPDATE_INTERVAL, UpdateFc
 
@@ -54,57 +54,79 @@ class SoftDataLink(wiring.Component):
     status: Signal(LINK_STATUS), output; recoveries: Signal(16), output
     invert_polarity: Signal(), output
         The LTSSM's, for the PHY's receiver (see :class:`~.ltssm.Ltssm`).
-    """
 
-    rx: In(rx_symbol_stream())
-    rx_electrical_idle: In(1)
-    receiver_detected: In(1)
-    tx: Out(tx_symbol_stream())
-    tx_electrical_idle: Out(1)
-    tlp: In(stream.Signature(TLP_BYTE))
-    rx_tlp: Out(stream.Signature(RX_TLP_BYTE, always_ready=True))
-    rx_accept: Out(1)
-    rx_discard: Out(1)
-    np_held: In(1)
-    np_released: In(2)
-    p_held: In(1)
-    p_released: In(1)
-    max_payload_size: In(16)
-    dl_active: Out(1)
-    partner_posted: Out(CREDITS)
-    partner_non_posted: Out(CREDITS)
-    partner_completion: Out(CREDITS)
-    next_transmit_seq: Out(12)
-    acked_seq: Out(12)
-    replays: Out(16)
-    replay_timeouts: Out(16)
-    protocol_errors: Out(16)
-    next_rcv_seq: Out(12)
-    naks: Out(16)
-    duplicates: Out(16)
-    credit_blocked: Out(16)
-    status: Out(LINK_STATUS)
-    recoveries: Out(16)
-    invert_polarity: Out(1)
+    Parameters
+    ----------
+    lanes: int
+        1, or 4: the link at four symbols a clock (words, TLPs as DWs: ``TLP_DW``,
+        ``RX_TLP_DW``), as :class:`~.soft_link.SoftLink`.
+    symbols_per_clock: int or None
+        Symbol times a clock stands for in the data link layer's timers (ACK latency,
+        REPLAY_TIMER, the UpdateFC interval); ``None``: 1 for one lane a clock, 2 for words
+        (Gen1 at 125 MHz).
+    """
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  ack_latency: int | None = None, replay_timeout: int | None = None,
-                 update_interval: int = DEFAULT_UPDATE_INTERVAL, **link_options):
+                 update_interval: int = DEFAULT_UPDATE_INTERVAL, lanes: int = 1,
+                 symbols_per_clock: int | None = None, **link_options):
         self._timing = timing
         self._update_interval = update_interval
         self._ack_latency = ack_latency
         self._replay_timeout = replay_timeout
+        self._lanes = lanes
+        words = lanes == LANES
+        self._symbols_per_clock = symbols_per_clock or (2 if words else 1)
         self._link_options = link_options
-        super().__init__()
+        super().__init__({
+            "rx": In(rx_word_stream() if words else rx_symbol_stream()),
+            "rx_electrical_idle": In(1),
+            "receiver_detected": In(1),
+            "tx": Out(tx_word_stream() if words else tx_symbol_stream()),
+            "tx_electrical_idle": Out(1),
+            "tlp": In(stream.Signature(TLP_DW if words else TLP_BYTE)),
+            "rx_tlp": Out(stream.Signature(RX_TLP_DW if words else RX_TLP_BYTE,
+                                           always_ready=True)),
+            "rx_accept": Out(1),
+            "rx_discard": Out(1),
+            "np_held": In(1),
+            "np_released": In(2),
+            "p_held": In(1),
+            "p_released": In(1),
+            "max_payload_size": In(16),
+            "dl_active": Out(1),
+            "partner_posted": Out(CREDITS),
+            "partner_non_posted": Out(CREDITS),
+            "partner_completion": Out(CREDITS),
+            "next_transmit_seq": Out(12),
+            "acked_seq": Out(12),
+            "replays": Out(16),
+            "replay_timeouts": Out(16),
+            "protocol_errors": Out(16),
+            "next_rcv_seq": Out(12),
+            "naks": Out(16),
+            "duplicates": Out(16),
+            "credit_blocked": Out(16),
+            "status": Out(LINK_STATUS),
+            "recoveries": Out(16),
+            "invert_polarity": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.link = link = SoftLink(timing=self._timing, **self._link_options)
+        words, per_clock = self._lanes == LANES, self._symbols_per_clock
+        m.submodules.link = link = SoftLink(timing=self._timing, lanes=self._lanes,
+                                            **self._link_options)
         m.submodules.fc_init = fc = FlowControlInit()
-        m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency)
-        m.submodules.replay = replay = ReplayBuffer(replay_timeout=self._replay_timeout)
-        m.submodules.update_fc = update = UpdateFc(interval=self._update_interval)
-        m.submodules.credits = credits = TxCredits()
+        m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency,
+                                                         symbols_per_clock=per_clock)
+        m.submodules.replay = replay = ReplayBuffer(
+            replay_timeout=self._replay_timeout, unit=TLP_DW if words else TLP_BYTE,
+            symbols_per_clock=per_clock)
+        m.submodules.update_fc = update = UpdateFc(
+            interval=self._update_interval, unit=RX_TLP_DW if words else RX_TLP_BYTE,
+            symbols_per_clock=per_clock)
+        m.submodules.credits = credits = TxCredits(unit=TLP_DW if words else TLP_BYTE)
         # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
         link_up = link.physical_link_up
 
@@ -151,17 +173,31 @@ class SoftDataLink(wiring.Component):
         ]
 
         # DLLPs: an ACK/NAK goes first, then flow control (InitFC before DL_Active, UpdateFC
-        # after it: never both on offer).
+        # after it: never both on offer). The one chosen waits in a register for the framer,
+        # so the framer's choice between a DLLP and a TLP (and with it the TLP side's ready)
+        # does not hang on the ACK timer's compare or the credit counters. An ACK or UpdateFC
+        # may so leave a few clocks after it was chosen: both carry cumulative counts.
+        slot, slot_full = Signal(32), Signal()
+        taken = link.dllp.ready & slot_full
+        load = ~slot_full | taken
+        chosen, chosen_valid = Signal(32), Signal()
+        m.d.comb += [link.dllp.valid.eq(slot_full), link.dllp.payload.eq(slot)]
         with m.If(ack_nak.tx_dllp.valid):
-            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(ack_nak.tx_dllp.payload),
-                         ack_nak.tx_dllp.ready.eq(link.dllp.ready)]
+            m.d.comb += [chosen_valid.eq(1), chosen.eq(ack_nak.tx_dllp.payload),
+                         ack_nak.tx_dllp.ready.eq(load)]
         with m.Elif(fc.tx_dllp.valid):
-            m.d.comb += [link.dllp.valid.eq(1), link.dllp.payload.eq(fc.tx_dllp.payload),
-                         fc.tx_dllp.ready.eq(link.dllp.ready)]
+            m.d.comb += [chosen_valid.eq(1), chosen.eq(fc.tx_dllp.payload),
+                         fc.tx_dllp.ready.eq(load)]
         with m.Else():
-            m.d.comb += [link.dllp.valid.eq(update.tx_dllp.valid),
-                         link.dllp.payload.eq(update.tx_dllp.payload),
-                         update.tx_dllp.ready.eq(link.dllp.ready)]
+            m.d.comb += [chosen_valid.eq(update.tx_dllp.valid),
+                         chosen.eq(update.tx_dllp.payload),
+                         update.tx_dllp.ready.eq(load)]
+        with m.If(taken):
+            m.d.sync += slot_full.eq(0)
+        with m.If(chosen_valid & load):
+            m.d.sync += [slot.eq(chosen), slot_full.eq(1)]
+        with m.If(~link.physical_link_up):
+            m.d.sync += slot_full.eq(0)
 
         # TLPs: within the partner's credits, numbered and kept by the replay buffer from
         # DL_Active on.

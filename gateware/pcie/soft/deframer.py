@@ -11,12 +11,14 @@ from busprobe.protocol.pcie_symbols import K_FLAG, KCode
 from .crc import ByteCrc, residue
 from .symbol_stream import rx_symbol_stream
 
-__all__ = ["DataLinkDeframer", "TlpStatus", "RX_TLP_BYTE", "MIN_TLP_BODY"]
+__all__ = ["DataLinkDeframer", "TlpStatus", "RX_TLP_BYTE", "RX_TLP_DW", "MIN_TLP_BODY"]
 
 #: Sequence field + the smallest TLP header (3 DW) + LCRC.
 MIN_TLP_BODY = 2 + 12 + 4
 #: A received TLP byte; ``first`` on its byte 0.
 RX_TLP_BYTE = data.StructLayout({"data": 8, "first": 1})
+#: The same a DW at a time (the four-symbol link's), byte 0 in bits 7:0; ``first`` on DW 0.
+RX_TLP_DW = data.StructLayout({"data": 32, "first": 1})
 
 
 class TlpStatus(enum.IntEnum):

@@ -4,11 +4,13 @@ The DCU does the 8b/10b code, the 10-bit alignment on K28.5 and clock compensati
 out of SKP ordered sets); this wrapper adds what PCIe needs around it: receiver detection,
 electrical idle towards the LTSSM, the receive polarity the LTSSM decides, the scrambler, and
 the crossing from the DCU's two symbols per 125 MHz clock to the link's one symbol a clock
-(:class:`~.symbol_crossing.SymbolCrossing`). The DCU is LUNA's ``ECP5SerDes``, as busprobe's
-SuperSpeed PHY uses it, retuned for PCIe Gen1 (:data:`GEN1_PARAMETERS`).
+(:class:`~.symbol_crossing.SymbolCrossing`), or, for the link at four symbols a clock, the
+gearbox to its words in the DCU's own clock (:class:`~.word_gearbox.WordGearbox`). The DCU is
+LUNA's ``ECP5SerDes``, as busprobe's SuperSpeed PHY uses it, retuned for PCIe Gen1
+(:data:`GEN1_PARAMETERS`).
 """
 
-from amaranth import Module, Signal
+from amaranth import DomainRenamer, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
@@ -17,15 +19,19 @@ from luna.gateware.interface.serdes_phy.ecp5 import ECP5SerDes, ECP5SerDesPLLCon
 from ...common.ecp5_dcu import add_dcu
 from .receiver_detect import ReceiverDetector
 from .symbol_crossing import SymbolCrossing
-from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
+from .word_gearbox import WordGearbox
 
-__all__ = ["Ecp5PciePhy", "GEN1_PARAMETERS", "LINE_RATE", "SERDES_CLOCK_HZ", "LINK_CLOCK_HZ"]
+__all__ = ["Ecp5PciePhy", "GEN1_PARAMETERS", "LINE_RATE", "SERDES_CLOCK_HZ", "LINK_CLOCK_HZ",
+           "WORD_LINK_CLOCK_HZ"]
 
 LINE_RATE = 2.5e9
 #: The DCU's fabric clock with 1:2 gearing: two symbols a clock.
 SERDES_CLOCK_HZ = 125e6
 #: The soft link's clock at one symbol a clock.
 LINK_CLOCK_HZ = 250e6
+#: The link's clock at four symbols a clock: the DCU's own (a word every other clock at Gen1).
+WORD_LINK_CLOCK_HZ = SERDES_CLOCK_HZ
 
 #: DCU parameters LUNA sets for USB 3.0 at 5 Gb/s that PCIe Gen1 needs otherwise (``CHX`` is the
 #: channel). The rates are the TX PLL's and the CDR's maximum line rate (TN1261). DCOFTNRG is
@@ -108,14 +114,16 @@ class Ecp5PciePhy(wiring.Component):
         The DCU's reference clock (the EXTREFB output on a board).
     serdes_clk: Signal(), output
         The DCU's 125 MHz fabric clock, for the board's PLL that makes the link's.
-    tx: tx_symbol_stream(), input; tx_electrical_idle: Signal(), input
-    rx: rx_symbol_stream(), output
+    tx: tx_symbol_stream() (tx_word_stream() for ``lanes`` 4), input;
+    tx_electrical_idle: Signal(), input
+    rx: rx_symbol_stream() (rx_word_stream() for ``lanes`` 4), output
     rx_electrical_idle, receiver_detected: Signal(), output
     invert_polarity: Signal(), input
     rx_ready: Signal(), output
         The DCU's receiver is locked (link domain).
-    crossing: SymbolCrossing; detector: ReceiverDetector
-        Their counters (``pclk`` domain).
+    crossing: SymbolCrossing (or None); gearbox: WordGearbox (or None); detector:
+    ReceiverDetector
+        Their counters (``pclk`` domain; the gearbox's in the link's).
 
     Parameters
     ----------
@@ -126,27 +134,35 @@ class Ecp5PciePhy(wiring.Component):
         100 MHz (a PCIe slot's), or any LUNA's PLL configuration multiplies to 2.5 GHz
         (by 8, 10, 16, 20 or 25).
     domain, control_domain: str
+    lanes: int
+        1: the link one symbol a clock (``tx``/``rx`` symbol streams, through ``crossing``);
+        4: the link four symbols a clock (word streams, through ``gearbox``), whose domain's
+        clock must be ``serdes_clk`` itself (:data:`WORD_LINK_CLOCK_HZ`).
     """
-
-    refclk: In(1)
-    serdes_clk: Out(1)
-    tx: In(tx_symbol_stream())
-    tx_electrical_idle: In(1)
-    rx: Out(rx_symbol_stream())
-    rx_electrical_idle: Out(1)
-    receiver_detected: Out(1)
-    invert_polarity: In(1)
-    rx_ready: Out(1)
 
     def __init__(self, *, tx_pads, rx_pads, dual: int = 0, channel: int = 0,
                  refclk_frequency: float = 100e6, domain: str = "sync",
-                 control_domain: str = "sync"):
+                 control_domain: str = "sync", lanes: int = 1):
+        if lanes not in (1, LANES):
+            raise ValueError(f"the link moves 1 or {LANES} symbols a clock, not {lanes}")
         self._pads = tx_pads, rx_pads
         self._dual, self._channel = dual, channel
         self._refclk_frequency = refclk_frequency
         self._domain, self._control_domain = domain, control_domain
-        super().__init__()
-        self.crossing = SymbolCrossing(domain=domain, serdes_domain="pclk")
+        self._words = words = lanes == LANES
+        super().__init__({
+            "refclk": In(1),
+            "serdes_clk": Out(1),
+            "tx": In(tx_word_stream() if words else tx_symbol_stream()),
+            "tx_electrical_idle": In(1),
+            "rx": Out(rx_word_stream() if words else rx_symbol_stream()),
+            "rx_electrical_idle": Out(1),
+            "receiver_detected": Out(1),
+            "invert_polarity": In(1),
+            "rx_ready": Out(1),
+        })
+        self.crossing = None if words else SymbolCrossing(domain=domain, serdes_domain="pclk")
+        self.gearbox = WordGearbox() if words else None
         self.detector = ReceiverDetector(clock_hz=SERDES_CLOCK_HZ, domain="pclk")
 
     def connect_link(self, m: Module, link) -> None:
@@ -166,17 +182,25 @@ class Ecp5PciePhy(wiring.Component):
         serdes = _Gen1SerDes(pll, *self._pads, dual=self._dual, channel=self._channel)
         add_dcu(m, platform, serdes, control_domain=control, clock_hz=SERDES_CLOCK_HZ)
         m.d.comb += self.serdes_clk.eq(serdes.pclk)
-        m.submodules.crossing = crossing = self.crossing
         m.submodules.detector = detector = self.detector
 
-        # Symbols: the DCU's words through the crossing, which is the link's end.
+        # Symbols: the DCU's words through the crossing (or the gearbox), the link's end.
         rx_ready, los = Signal(), Signal(init=1)
         m.submodules.rx_ready_sync = FFSynchronizer(serdes.rx_ready, rx_ready, o_domain="pclk")
         m.submodules.los_sync = FFSynchronizer(serdes.rx_los, los, o_domain="pclk", init=1)
-        wiring.connect(m, wiring.flipped(self.tx), crossing.tx)
+        if self._words:
+            # In the link's domain, whose clock is the DCU's: no crossing between them.
+            m.submodules.gearbox = crossing = DomainRenamer(link)(self.gearbox)
+            m.d.comb += [crossing.tx.valid.eq(self.tx.valid),
+                         crossing.tx.p.symbols.eq(self.tx.p.symbols),
+                         crossing.tx.p.extra.eq(self.tx_electrical_idle),
+                         self.tx.ready.eq(crossing.tx.ready)]
+        else:
+            m.submodules.crossing = crossing = self.crossing
+            wiring.connect(m, wiring.flipped(self.tx), crossing.tx)
+            m.d.comb += crossing.tx_electrical_idle.eq(self.tx_electrical_idle)
         wiring.connect(m, crossing.rx, wiring.flipped(self.rx))
         m.d.comb += [
-            crossing.tx_electrical_idle.eq(self.tx_electrical_idle),
             crossing.serdes_rx_data.eq(serdes.rx_data),
             crossing.serdes_rx_datak.eq(serdes.rx_datak),
             crossing.serdes_rx_valid.eq(rx_ready & ~los),

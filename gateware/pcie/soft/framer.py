@@ -1,6 +1,6 @@
 """Data link layer framing, transmit side: TLPs and DLLPs onto the symbol stream (§3.5, §4.2.2)."""
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DLLP_CRC_POLY, LCRC_POLY
@@ -9,10 +9,25 @@ from busprobe.protocol.pcie_symbols import KCode
 from .crc import ByteCrc
 from .symbol_stream import tx_symbol_stream
 
-__all__ = ["DataLinkFramer", "TLP_BYTE"]
+__all__ = ["DataLinkFramer", "TLP_BYTE", "TLP_DW", "tlp_units"]
 
 #: A TLP byte from the replay buffer; ``nullify`` (with ``last``) ends the TLP with EDB.
 TLP_BYTE = data.StructLayout({"data": 8, "last": 1, "nullify": 1})
+#: The same a DW at a time, byte 0 (first on the wire) in bits 7:0: what the four-symbol link
+#: moves TLPs in (DESIGN §3.10).
+TLP_DW = data.StructLayout({"data": 32, "last": 1, "nullify": 1})
+
+
+def tlp_units(tlp_bytes, unit_bytes: int) -> list[Value]:
+    """A TLP built byte by byte (byte 0 first) as units of ``unit_bytes``, byte 0 of each in
+    its low bits. Each byte is made exactly 8 bits first, as assigning it to a byte does: a
+    field such as ``tc << 4`` is 10 bits wide (Amaranth widens a shift by a constant as if by
+    any 3-bit amount), a flag 1, and in a DW the bytes after either would slip."""
+    def byte(value):
+        value = Value.cast(value)[:8]
+        return Cat(value, Const(0, 8 - len(value)))
+    as_bytes = [byte(value) for value in tlp_bytes]
+    return [Cat(*as_bytes[i:i + unit_bytes]) for i in range(0, len(as_bytes), unit_bytes)]
 
 
 class DataLinkFramer(wiring.Component):

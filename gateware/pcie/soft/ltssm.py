@@ -88,6 +88,9 @@ class Ltssm(wiring.Component):
     timing: LtssmTiming
     n_fts: int
         FTS ordered sets this receiver needs to leave L0s (sent in every TS).
+    symbols_per_idle: int
+        Idle symbols one ``rx_idle`` / ``idle_sent`` strobe stands for: 1 on the one-symbol
+        link, 4 behind :class:`~.word_ts_receiver.WordTsReceiver` (a word of idle).
     """
 
     rx_ts: In(TRAINING_SET)
@@ -110,9 +113,17 @@ class Ltssm(wiring.Component):
     physical_link_up: Out(1)
     invert_polarity: Out(1)
 
-    def __init__(self, *, timing: LtssmTiming | None = None, n_fts: int = 255):
+    def __init__(self, *, timing: LtssmTiming | None = None, n_fts: int = 255,
+                 symbols_per_idle: int = 1):
+        if symbols_per_idle not in (1, 2, 4):
+            raise ValueError(f"an idle strobe stands for 1, 2 or 4 symbols, "
+                             f"not {symbols_per_idle}")
         self._timing = timing or LtssmTiming.spec()
         self._n_fts = n_fts
+        # Configuration.Idle / Recovery.Idle: 8 consecutive idle symbols received, 16 sent
+        # after the first one heard (§4.2.6.3.6), in strobes of ``rx_idle`` / ``idle_sent``.
+        self._idle_rx = 8 // symbols_per_idle
+        self._idle_tx = 16 // symbols_per_idle
         super().__init__()
 
     def elaborate(self, platform):
@@ -173,9 +184,9 @@ class Ltssm(wiring.Component):
                 m.d.sync += heard.eq(1)
                 with m.If(rx_count != 15):
                     m.d.sync += rx_count.eq(rx_count + 1)
-            with m.Elif(self.rx_not_idle & (rx_count < 8)):
+            with m.Elif(self.rx_not_idle & (rx_count < self._idle_rx)):
                 m.d.sync += rx_count.eq(0)
-            with m.If(self.idle_sent & heard & (tx_count != 16)):
+            with m.If(self.idle_sent & heard & (tx_count != self._idle_tx)):
                 m.d.sync += tx_count.eq(tx_count + 1)
 
         pads = rx.link_pad & rx.lane_pad
@@ -272,7 +283,7 @@ class Ltssm(wiring.Component):
             with m.Case(LtssmState.CONFIG_IDLE, LtssmState.RECOVERY_IDLE):
                 m.d.comb += [self.tx_mode.eq(TxMode.IDLE), self.skp_enable.eq(1)]
                 count_idle()
-                with m.If((rx_count >= 8) & (tx_count >= 16)):
+                with m.If((rx_count >= self._idle_rx) & (tx_count >= self._idle_tx)):
                     goto(LtssmState.L0)
                     m.d.sync += trained.eq(1)
                 with m.Elif(timer >= t.short):

@@ -1,12 +1,12 @@
 """The soft endpoint's MSI: a request from the application sent as the memory write MSI is
 (PCI Local Bus 3.0 §6.8; PCIe Base 3.0 §2.2.7)."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth import Cat, Const, Module, Mux, Shape, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, tlp_units
 
 __all__ = ["MsiRequester"]
 
@@ -30,21 +30,33 @@ class MsiRequester(wiring.Component):
     msi_enable, bus_master: Signal(), input; msi_address: Signal(64), input;
     msi_data: Signal(16), input; requester_id: Signal(16), input
         From the configuration space.
-    tlp: stream of TLP_BYTE, output
-        The MWr, valid from first byte to last.
+    tlp: stream of ``unit``, output
+        The MWr, valid from first unit to last.
     sent, dropped: Signal(16), output
         Counters (wrap).
+
+    Parameters
+    ----------
+    unit: StructLayout
+        What the TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or
+        :data:`~.framer.TLP_DW` (the four-symbol link's).
     """
 
-    request: In(stream.Signature(8))
-    msi_enable: In(1)
-    bus_master: In(1)
-    msi_address: In(64)
-    msi_data: In(16)
-    requester_id: In(16)
-    tlp: Out(stream.Signature(TLP_BYTE))
-    sent: Out(16)
-    dropped: Out(16)
+    def __init__(self, *, unit: data.StructLayout = TLP_BYTE):
+        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
+        if self._unit_bytes not in (1, 4):
+            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        super().__init__({
+            "request": In(stream.Signature(8)),
+            "msi_enable": In(1),
+            "bus_master": In(1),
+            "msi_address": In(64),
+            "msi_data": In(16),
+            "requester_id": In(16),
+            "tlp": Out(stream.Signature(unit)),
+            "sent": Out(16),
+            "dropped": Out(16),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -73,8 +85,10 @@ class MsiRequester(wiring.Component):
         upper = be_bytes(address[32:])
         lower = be_bytes(Cat(Const(0, 2), address[2:32]))
         message = [payload[:8], payload[8:], Const(0, 8), Const(0, 8)]
-        out_3dw = header + lower + message
-        out_4dw = header + upper + lower + message
+        # As units: the 3 DW header's TLP is the 4 DW one's without its upper address DW,
+        # so the two differ from that DW on, at either unit.
+        out_3dw = tlp_units(header + lower + message, self._unit_bytes)
+        out_4dw = tlp_units(header + upper + lower + message, self._unit_bytes)
         index = Signal(range(len(out_4dw)))
         last = index == Mux(four_dw, len(out_4dw) - 1, len(out_3dw) - 1)
         with m.Switch(index):

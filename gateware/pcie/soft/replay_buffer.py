@@ -1,7 +1,8 @@
 """The transmit side of the ACK/NAK protocol: sequence numbers, the replay buffer and its timer
 (PCIe Base 3.0 §3.5.2.1)."""
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Const, Module, Mux, Shape, Signal
+from amaranth.lib import data as layouts
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, SEQ_MODULUS, DllpType
@@ -19,8 +20,9 @@ _MAX_TLP = 2 + 16 + 512 + 4  # largest TLP kept: 4-DW header, 512-byte payload, 
 class ReplayBuffer(wiring.Component):
     """Numbers TLPs, keeps each until it is ACKed, and sends them again on NAK or timeout.
 
-    A TLP from the transaction layer goes to the framer as it arrives and into a circular byte
-    buffer at the same time. An ACK or NAK for sequence number *s* frees every TLP up to *s*
+    A TLP from the transaction layer goes to the framer as it arrives and into a circular
+    buffer of its units (bytes on the one-symbol link, DWs on the four-symbol one) at the same
+    time. An ACK or NAK for sequence number *s* frees every TLP up to *s*
     (and resets REPLAY_NUM and the timer when it frees one); a NAK then, or REPLAY_TIMER running
     out, replays every TLP still kept, oldest first, after the TLP being sent (if any). The
     fourth replay in a row without progress raises ``retrain`` (REPLAY_NUM rollover: the LTSSM
@@ -30,14 +32,14 @@ class ReplayBuffer(wiring.Component):
     ----------
     active: Signal(), input
         DL_Active; low forgets everything (NEXT_TRANSMIT_SEQ 0, ACKD_SEQ 4095).
-    tlp: stream of TLP_BYTE, input
+    tlp: stream of ``unit``, input
         From the transaction layer; not ready while a replay runs or no room is left.
-    source: stream of TLP_BYTE, output; source_seq: Signal(12), output
+    source: stream of ``unit``, output; source_seq: Signal(12), output
         To the framer, with the sequence number of the TLP in progress.
     rx_dllp: stream of Signal(32), input (never stalled)
         Good DLLPs received (ACK and NAK are used).
     retrain: Signal(), output
-        Strobe: REPLAY_NUM rolled over.
+        Strobe: REPLAY_NUM rolled over (from a register, the clock after).
     next_transmit_seq, acked_seq: Signal(12), output
     replays, timeouts, protocol_errors: Signal(16), output
         Replays started (by NAK or timeout), of which by timeout; ACK/NAKs naming a sequence
@@ -54,33 +56,46 @@ class ReplayBuffer(wiring.Component):
         TLPs kept at most (a power of two).
     replay_timeout: int or None
         REPLAY_TIMER limit in symbol times, fixed; ``None``: by ``max_payload_size``.
+    unit: StructLayout
+        What a TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or a DW layout with the
+        same fields (``data`` 32 bits, ``last``, ``nullify``).
+    symbols_per_clock: int
+        Symbol times a clock stands for (REPLAY_TIMER counts symbol times): 1 on the
+        one-symbol link, 2 on the four-symbol link at Gen1 (125 MHz), 4 at Gen2.
     """
 
-    active: In(1)
-    tlp: In(stream.Signature(TLP_BYTE))
-    source: Out(stream.Signature(TLP_BYTE))
-    source_seq: Out(12)
-    rx_dllp: In(stream.Signature(32, always_ready=True))
-    retrain: Out(1)
-    next_transmit_seq: Out(12)
-    acked_seq: Out(12, init=SEQ_MODULUS - 1)
-    replays: Out(16)
-    timeouts: Out(16)
-    protocol_errors: Out(16)
-    max_payload_size: In(16)
-
     def __init__(self, *, depth: int = 4096, max_outstanding: int = 8,
-                 replay_timeout: int | None = None):
+                 replay_timeout: int | None = None, unit: layouts.StructLayout = TLP_BYTE,
+                 symbols_per_clock: int = 1):
         for name, value in (("depth", depth), ("max_outstanding", max_outstanding)):
             if value & (value - 1):
                 raise ValueError(f"replay buffer {name} {value} is not a power of two")
-        self._depth, self._slots, self._timeout = depth, max_outstanding, replay_timeout
-        super().__init__()
+        unit_bytes = Shape.cast(unit.members["data"]).width // 8
+        if unit_bytes not in (1, 4):
+            raise ValueError(f"a TLP unit is a byte or a DW, not {unit_bytes} bytes")
+        self._unit_bytes, self._symbols_per_clock = unit_bytes, symbols_per_clock
+        self._depth, self._slots, self._timeout = depth // unit_bytes, max_outstanding, \
+            replay_timeout
+        super().__init__({
+            "active": In(1),
+            "tlp": In(stream.Signature(unit)),
+            "source": Out(stream.Signature(unit)),
+            "source_seq": Out(12),
+            "rx_dllp": In(stream.Signature(32, always_ready=True)),
+            "retrain": Out(1),
+            "next_transmit_seq": Out(12),
+            "acked_seq": Out(12, init=SEQ_MODULUS - 1),
+            "replays": Out(16),
+            "timeouts": Out(16),
+            "protocol_errors": Out(16),
+            "max_payload_size": In(16),
+        })
 
     def elaborate(self, platform):
         m = Module()
         depth, slots = self._depth, self._slots
-        m.submodules.data = data = memory.Memory(shape=8, depth=depth, init=[])
+        m.submodules.data = data = memory.Memory(shape=8 * self._unit_bytes, depth=depth,
+                                                 init=[])
         m.submodules.ends = ends = memory.Memory(shape=range(depth), depth=slots, init=[])
         write = data.write_port()
         read = data.read_port()
@@ -91,11 +106,17 @@ class ReplayBuffer(wiring.Component):
         nxt, acked = self.next_transmit_seq, self.acked_seq
         outstanding = Signal(12)
         m.d.comb += outstanding.eq(nxt - acked - 1)
+        m.d.sync += self.retrain.eq(0)
         wr_ptr = Signal(range(depth))  # where the next byte goes
         oldest = Signal(range(depth))  # where the oldest kept TLP starts
         used = Signal(range(depth))
         m.d.comb += used.eq(wr_ptr - oldest)
-        room = (outstanding < slots - 1) & (used < depth - _MAX_TLP)
+        # Registered, so the sequence compare's carry chain is not on one path with the
+        # framer and the PHY: a clock late, each bound one tighter (a clock adds at most one
+        # TLP and one unit), so at most ``slots - 1`` TLPs are kept, as before.
+        room = Signal()
+        m.d.sync += room.eq((outstanding < slots - 2)
+                            & (used < depth - -(-_MAX_TLP // self._unit_bytes) - 1))
 
         rd_ptr = Signal(range(depth))  # the byte ``read.data`` shows
         rd_seq = Signal(12)  # the TLP being replayed
@@ -114,7 +135,7 @@ class ReplayBuffer(wiring.Component):
             m.d.sync += limit.eq(by_payload_size(REPLAY_TIMEOUT_SYMBOLS, self.max_payload_size))
         else:
             limit = Const(self._timeout)
-        timer = Signal.like(limit)
+        timer = Signal(range(2 ** len(limit) + self._symbols_per_clock))
         sending_new = Signal()  # inside a new TLP (replays wait for its end)
         advance = Signal()
         load = Signal()
@@ -161,13 +182,13 @@ class ReplayBuffer(wiring.Component):
                         m.d.sync += [replay_pending.eq(1), timer.eq(0),
                                      self.timeouts.eq(self.timeouts + 1)]
                     with m.Else():
-                        m.d.sync += timer.eq(timer + 1)
+                        m.d.sync += timer.eq(timer + self._symbols_per_clock)
                 with m.If(replay_pending & ~sending_new & ~(taken & ~self.tlp.payload.last)):
                     m.d.sync += [replay_pending.eq(0), self.replays.eq(self.replays + 1),
                                  replay_num.eq(replay_num + 1), timer.eq(0),
                                  rd_seq.eq(first_kept)]
                     with m.If(replay_num == 3):
-                        m.d.comb += self.retrain.eq(1)
+                        m.d.sync += self.retrain.eq(1)  # a clock later, from a register
                     m.next = "LOAD"
             with m.State("LOAD"):  # the first byte of TLP rd_seq into read.data
                 previous = Signal(12)

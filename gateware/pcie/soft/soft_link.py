@@ -4,14 +4,20 @@ from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .deframer import RX_TLP_BYTE, DataLinkDeframer, TlpStatus
-from .framer import TLP_BYTE, DataLinkFramer
+from .deframer import RX_TLP_BYTE, RX_TLP_DW, DataLinkDeframer, TlpStatus
+from .framer import TLP_BYTE, TLP_DW, DataLinkFramer
 from .ltssm import LINK_STATUS, Ltssm, LtssmTiming
+from .receive_aligner import ReceiveAligner
 from .skp_inserter import DEFAULT_SKP_INTERVAL, SkpInserter
 from .skp_remover import SkpRemover
-from .symbol_stream import rx_symbol_stream, tx_symbol_stream
+from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
 from .ts_receiver import TrainingSetReceiver
 from .ts_transmitter import LinkTransmitter
+from .word_deframer import WordDeframer
+from .word_framer import WordFramer
+from .word_skp_inserter import WordSkpInserter
+from .word_transmitter import WordTransmitter
+from .word_ts_receiver import WordTsReceiver
 
 __all__ = ["SoftLink"]
 
@@ -24,14 +30,20 @@ class SoftLink(wiring.Component):
     deframer. Packets go out only in L0; the deframer looks at every symbol (outside L0 the
     ordered sets' COM/PAD are not packet symbols, and a TS1 arriving mid-packet cuts it).
 
+    With ``lanes`` 4 the same layers move four symbols a clock (DESIGN §3.10, "Four symbols a
+    clock, and Gen2"): ``tx`` and ``rx`` are words, TLPs move as DWs (``TLP_DW``,
+    ``RX_TLP_DW``), and the receive side puts every structure in lane 0
+    (:class:`~.receive_aligner.ReceiveAligner`, which also takes the SKP sets out) before the
+    word TS receiver and deframer.
+
     Attributes
     ----------
-    rx: rx_symbol_stream(), input
+    rx: rx_symbol_stream() (or rx_word_stream()), input
         Decoded symbols from the SerDes (8b/10b errors flagged).
     rx_electrical_idle, receiver_detected: Signal(), input
         From the SerDes (see :class:`~.ltssm.Ltssm`).
-    tx: tx_symbol_stream(), output
-        Symbols to the SerDes' encoder, one every clock it is ready.
+    tx: tx_symbol_stream() (or tx_word_stream()), output
+        Symbols to the SerDes' encoder, one (or a word) every clock it is ready.
     tx_electrical_idle: Signal(), output
         Hold the transmitter in electrical idle.
     retrain: Signal(), input
@@ -50,47 +62,66 @@ class SoftLink(wiring.Component):
     timing: LtssmTiming
     skp_interval: int
     max_payload: int
+    lanes: int
+        Symbols a clock: 1, or 4 (words).
     """
 
-    rx: In(rx_symbol_stream())
-    rx_electrical_idle: In(1)
-    receiver_detected: In(1)
-    tx: Out(tx_symbol_stream())
-    tx_electrical_idle: Out(1)
-    retrain: In(1)
-    tlp: In(stream.Signature(TLP_BYTE))
-    tlp_seq: In(12)
-    dllp: In(stream.Signature(32))
-    rx_tlp: Out(stream.Signature(RX_TLP_BYTE, always_ready=True))
-    rx_tlp_end: Out(1)
-    rx_tlp_status: Out(TlpStatus)
-    rx_tlp_seq: Out(12)
-    rx_dllp: Out(stream.Signature(32, always_ready=True))
-    bad_dllp: Out(1)
-    bad_symbol: Out(1)
-    skp_inserted: Out(1)
-    skp_removed: Out(1)
-    status: Out(LINK_STATUS)
-    recoveries: Out(16)
-    physical_link_up: Out(1)
-    invert_polarity: Out(1)
-
     def __init__(self, *, timing: LtssmTiming | None = None,
-                 skp_interval: int = DEFAULT_SKP_INTERVAL, max_payload: int = 512):
+                 skp_interval: int = DEFAULT_SKP_INTERVAL, max_payload: int = 512,
+                 lanes: int = 1):
+        if lanes not in (1, LANES):
+            raise ValueError(f"the link moves 1 or {LANES} symbols a clock, not {lanes}")
         self._timing = timing
         self._skp_interval = skp_interval
         self._max_payload = max_payload
-        super().__init__()
+        self._lanes = lanes
+        words = lanes == LANES
+        super().__init__({
+            "rx": In(rx_word_stream() if words else rx_symbol_stream()),
+            "rx_electrical_idle": In(1),
+            "receiver_detected": In(1),
+            "tx": Out(tx_word_stream() if words else tx_symbol_stream()),
+            "tx_electrical_idle": Out(1),
+            "retrain": In(1),
+            "tlp": In(stream.Signature(TLP_DW if words else TLP_BYTE)),
+            "tlp_seq": In(12),
+            "dllp": In(stream.Signature(32)),
+            "rx_tlp": Out(stream.Signature(RX_TLP_DW if words else RX_TLP_BYTE,
+                                           always_ready=True)),
+            "rx_tlp_end": Out(1),
+            "rx_tlp_status": Out(TlpStatus),
+            "rx_tlp_seq": Out(12),
+            "rx_dllp": Out(stream.Signature(32, always_ready=True)),
+            "bad_dllp": Out(1),
+            "bad_symbol": Out(1),
+            "skp_inserted": Out(1),
+            "skp_removed": Out(1),
+            "status": Out(LINK_STATUS),
+            "recoveries": Out(16),
+            "physical_link_up": Out(1),
+            "invert_polarity": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.ltssm = ltssm = Ltssm(timing=self._timing)
-        m.submodules.framer = framer = DataLinkFramer()
-        m.submodules.transmitter = transmitter = LinkTransmitter()
-        m.submodules.skp_inserter = inserter = SkpInserter(interval=self._skp_interval)
-        m.submodules.skp_remover = remover = SkpRemover()
-        m.submodules.ts_receiver = receiver = TrainingSetReceiver()
-        m.submodules.deframer = deframer = DataLinkDeframer(max_payload=self._max_payload)
+        words = self._lanes == LANES
+        m.submodules.ltssm = ltssm = Ltssm(timing=self._timing, symbols_per_idle=self._lanes)
+        if words:
+            framer, transmitter = WordFramer(), WordTransmitter()
+            inserter = WordSkpInserter(interval=self._skp_interval)
+            remover, receiver = ReceiveAligner(width=LANES), WordTsReceiver()
+            deframer = WordDeframer(max_payload=self._max_payload)
+        else:
+            framer, transmitter = DataLinkFramer(), LinkTransmitter()
+            inserter = SkpInserter(interval=self._skp_interval)
+            remover, receiver = SkpRemover(), TrainingSetReceiver()
+            deframer = DataLinkDeframer(max_payload=self._max_payload)
+        m.submodules.framer = framer
+        m.submodules.transmitter = transmitter
+        m.submodules.skp_inserter = inserter
+        m.submodules.skp_remover = remover
+        m.submodules.ts_receiver = receiver
+        m.submodules.deframer = deframer
 
         # Transmit.
         wiring.connect(m, wiring.flipped(self.tlp), framer.tlp)
@@ -114,7 +145,7 @@ class SoftLink(wiring.Component):
             receiver.sink.p.eq(remover.source.p),
             deframer.sink.valid.eq(remover.source.valid),
             deframer.sink.p.eq(remover.source.p),
-            self.skp_removed.eq(remover.removed),
+            self.skp_removed.eq(remover.skp_removed if words else remover.removed),
         ]
         wiring.connect(m, deframer.tlp, wiring.flipped(self.rx_tlp))
         wiring.connect(m, deframer.dllp, wiring.flipped(self.rx_dllp))

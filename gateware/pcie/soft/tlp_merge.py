@@ -1,7 +1,7 @@
 """Several sources of whole TLPs onto the one stream the data link layer takes."""
 
 from amaranth import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .framer import TLP_BYTE
@@ -11,8 +11,8 @@ __all__ = ["TlpMerge"]
 
 class TlpMerge(wiring.Component):
     """Passes one TLP at a time from ``sinks``, whole: the lowest-numbered source with a TLP
-    waiting is chosen between TLPs and keeps the output until its ``last`` byte, so a TLP is
-    never interleaved with another and stays valid from first byte to last as its source
+    waiting is chosen between TLPs and keeps the output until its ``last`` unit, so a TLP is
+    never interleaved with another and stays valid from first unit to last as its source
     keeps it (what ``SoftDataLink.tlp`` requires).
 
     Fixed priority, not round robin: the sources here (configuration space, the router's UR
@@ -21,20 +21,23 @@ class TlpMerge(wiring.Component):
 
     Attributes
     ----------
-    sinks: n streams of TLP_BYTE, input
-    source: stream of TLP_BYTE, output
+    sinks: n streams of ``unit``, input
+    source: stream of ``unit``, output
 
     Parameters
     ----------
     count: int
         How many sources.
+    unit: StructLayout
+        What TLPs move in: :data:`~.framer.TLP_BYTE` (the default) or :data:`~.framer.TLP_DW`
+        (the four-symbol link's); any layout with ``last`` is passed as it is.
     """
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, *, unit: data.StructLayout = TLP_BYTE):
         self._count = count
         super().__init__({
-            **{f"sink_{i}": In(stream.Signature(TLP_BYTE)) for i in range(count)},
-            "source": Out(stream.Signature(TLP_BYTE)),
+            **{f"sink_{i}": In(stream.Signature(unit)) for i in range(count)},
+            "source": Out(stream.Signature(unit)),
         })
 
     @property

@@ -1,7 +1,7 @@
 """The soft endpoint's transaction-layer router: memory requests to BAR0 and completions for
 the application, Unsupported Request for the rest (PCIe Base 3.0 §2.3.1, §2.3.2)."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -11,12 +11,14 @@ from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
 from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS, POSTED_DATA, POSTED_HEADERS
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, TLP_DW, tlp_units
 
-__all__ = ["TlpRouter", "APP_TLP_BYTE"]
+__all__ = ["TlpRouter", "APP_TLP_BYTE", "APP_TLP_DW"]
 
 #: A TLP byte for the application; ``last`` on its last byte.
 APP_TLP_BYTE = data.StructLayout({"data": 8, "last": 1})
+#: The same a DW at a time (the four-symbol link's), byte 0 in bits 7:0; ``last`` on its last.
+APP_TLP_DW = data.StructLayout({"data": 32, "last": 1})
 #: What a UR completion needs from its request.
 _UR_REQUEST = data.StructLayout({"tc": 3, "attr": 2, "requester": 16, "tag": 8})
 _CAPTURED = 16  # a 4 DW header: every field the router looks at
@@ -26,11 +28,11 @@ DEFAULT_STORE_BYTES = 2048
 
 class TlpRouter(wiring.Component):
     """Sorts the kept TLPs that are not configuration requests (those are
-    :class:`~.config_space.ConfigSpace`'s, beside it on the same bytes).
+    :class:`~.config_space.ConfigSpace`'s, beside it on the same units).
 
     - MRd / MWr (3 or 4 DW header) whose address falls in BAR0 while the Command register's
       Memory Space bit is set, and Cpl/CplD whose Requester ID is the endpoint's own: whole,
-      in order, on ``source``. The bytes are stored as they arrive and the TLP is committed at
+      in order, on ``source``. The units are stored as they arrive and the TLP is committed at
       ``rx_accept``; a TLP dropped by the data link layer is rewound, so the application never
       sees a TLP that will be replayed. A TLP that does not fit in the store is dropped and
       counted (``overflows``): the credits advertised are to keep that from happening.
@@ -47,52 +49,46 @@ class TlpRouter(wiring.Component):
 
     Attributes
     ----------
-    rx_tlp: stream of RX_TLP_BYTE, input (never stalled); rx_accept: Signal(), input
+    rx_tlp: stream of ``unit``, input (never stalled); rx_accept: Signal(), input
         As :class:`~.config_space.ConfigSpace` takes them.
     memory_space: Signal(), input; bar0_base: Signal(32), input; completer_id: Signal(16), input
         From the configuration space.
-    source: stream of APP_TLP_BYTE, output
+    source: stream of APP_TLP_BYTE (or APP_TLP_DW with DWs), output
         Routed TLPs, byte 0 first (header fields big-endian, as on the wire).
-    ur_tlp: stream of TLP_BYTE, output
-        UR completions, valid from first byte to last as the framer needs.
+    ur_tlp: stream of TLP_BYTE (or TLP_DW with DWs), output
+        UR completions, valid from first unit to last as the framer needs.
     unsupported_requests, unsupported_posted, unexpected_completions, overflows: Signal(16)
         Counters (wrap).
     np_held: Signal(), output; np_released: Signal(2), output
         A request queued for UR or stored for the application at ``rx_accept`` (its header
-        credit held); UR Cpls and stored requests whose last byte was taken this clock
+        credit held); UR Cpls and stored requests whose last unit was taken this clock
         (released): :class:`~.update_fc.UpdateFc`'s inputs.
     p_held: Signal(), output; p_released: Signal(), output
         A posted request stored at ``rx_accept`` (its credits held until the application has
-        taken it), and a stored posted request's last byte taken (released). With the
+        taken it), and a stored posted request's last unit taken (released). With the
         credits advertised (``fc_init.ADVERTISED``) the store and its queue of lengths hold
         every request the root port may send.
 
     Parameters
     ----------
     store_bytes: int
-        The receive store's size (a power of two).
+        The receive store's size in bytes (a power of two).
     max_tlps: int
         How many committed TLPs the store may hold at once (the queue of their lengths).
+    unit: StructLayout
+        What TLPs arrive in: :data:`~.deframer.RX_TLP_BYTE` (the default) or
+        :data:`~.deframer.RX_TLP_DW` (the four-symbol link's); ``source`` and ``ur_tlp`` then
+        move the same unit (:data:`APP_TLP_DW`, :data:`~.framer.TLP_DW`), and the store holds
+        ``store_bytes`` as units.
     """
 
-    rx_tlp: In(stream.Signature(RX_TLP_BYTE, always_ready=True))
-    rx_accept: In(1)
-    memory_space: In(1)
-    bar0_base: In(32)
-    completer_id: In(16)
-    source: Out(stream.Signature(APP_TLP_BYTE))
-    ur_tlp: Out(stream.Signature(TLP_BYTE))
-    unsupported_requests: Out(16)
-    unsupported_posted: Out(16)
-    unexpected_completions: Out(16)
-    overflows: Out(16)
-    np_held: Out(1)
-    np_released: Out(2)
-    p_held: Out(1)
-    p_released: Out(1)
-
-    def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES, max_tlps: int = 16):
+    def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES, max_tlps: int = 16,
+                 unit: data.StructLayout = RX_TLP_BYTE):
         assert store_bytes & (store_bytes - 1) == 0
+        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
+        if self._unit_bytes not in (1, 4):
+            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        dw = self._unit_bytes == 4
         # Every request the credits allow must fit while the application takes none: a 4 DW
         # header each and the posted data (completions are the requester's to size for).
         requests = POSTED_HEADERS + NON_POSTED_HEADERS
@@ -102,25 +98,45 @@ class TlpRouter(wiring.Component):
                              f"posted data the credits advertised allow")
         self._store_bytes = store_bytes
         self._max_tlps = max_tlps
-        super().__init__()
+        super().__init__({
+            "rx_tlp": In(stream.Signature(unit, always_ready=True)),
+            "rx_accept": In(1),
+            "memory_space": In(1),
+            "bar0_base": In(32),
+            "completer_id": In(16),
+            "source": Out(stream.Signature(APP_TLP_DW if dw else APP_TLP_BYTE)),
+            "ur_tlp": Out(stream.Signature(TLP_DW if dw else TLP_BYTE)),
+            "unsupported_requests": Out(16),
+            "unsupported_posted": Out(16),
+            "unexpected_completions": Out(16),
+            "overflows": Out(16),
+            "np_held": Out(1),
+            "np_released": Out(2),
+            "p_held": Out(1),
+            "p_released": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
-        depth = self._store_bytes
+        width = 8 * self._unit_bytes
+        depth = self._store_bytes // self._unit_bytes  # in units, as everything counted below
         pointer = range(2 * depth)  # one bit more than an index: full and empty told apart
 
-        # Capture the header; count the bytes. -------------------------------------------------
+        # Capture the header; count the units. -------------------------------------------------
         header = Signal(8 * _CAPTURED)
+        captured = _CAPTURED // self._unit_bytes  # header units captured: 16 or 4
         count = Signal(range(depth + 1))  # saturates: longer than the store is an overflow
-        byte = self.rx_tlp.payload.data
+        unit = self.rx_tlp.payload.data
         with m.If(self.rx_tlp.valid):
             with m.If(self.rx_tlp.payload.first):
-                m.d.sync += [header[:8].eq(byte), count.eq(1)]
+                m.d.sync += [header[:width].eq(unit), count.eq(1)]
             with m.Else():
                 with m.If(count < depth):
                     m.d.sync += count.eq(count + 1)
-                with m.If(count < _CAPTURED):
-                    m.d.sync += header.word_select(count[:4], 8).eq(byte)
+                with m.If(count < captured):
+                    at = count[:(captured - 1).bit_length()]
+                    m.d.sync += header.word_select(at, width).eq(unit)
+        # Header byte i either way: a DW's byte 0 (first on the wire) is in its bits 7:0.
         b = [header[8 * i:8 * (i + 1)] for i in range(_CAPTURED)]
 
         kind = b[0]
@@ -146,8 +162,8 @@ class TlpRouter(wiring.Component):
         ours = is_completion & (requester_of_cpl == self.completer_id)
         routed = (is_memory & in_bar0) | ours
 
-        # The store: written as bytes come, committed at rx_accept. ---------------------------
-        m.submodules.store = store = Memory(shape=8, depth=depth, init=[])
+        # The store: written as units come, committed at rx_accept. ---------------------------
+        m.submodules.store = store = Memory(shape=width, depth=depth, init=[])
         # Each stored TLP's length, and whether its credits are held (posted, non-posted).
         entry = data.StructLayout({"count": len(count), "posted": 1, "non_posted": 1})
         m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=entry.size,
@@ -159,16 +175,16 @@ class TlpRouter(wiring.Component):
         write_port = store.write_port()
         # A registered read, so the store is block RAM (a combinational read is LUT RAM: on
         # the Versa 1,000 LUT4 for 2 KiB, and the deframer -> store write on the link's worst
-        # path). Its address looks a byte ahead (``read_next``): the port's output is the byte
-        # at ``read`` every clock, so the last byte of one TLP and the first of the next follow
-        # without a gap. Not transparent: a byte is read no sooner than the clock after its
+        # path). Its address looks a unit ahead (``read_next``): the port's output is the unit
+        # at ``read`` every clock, so the last unit of one TLP and the first of the next follow
+        # without a gap. Not transparent: a unit is read no sooner than the clock after its
         # write, since ``source`` waits for the commit (``rx_accept``) and the lengths queue.
         read_port = store.read_port(domain="sync")
         committed, speculative, read = Signal(pointer), Signal(pointer), Signal(pointer)
         overflow = Signal()
         start = Mux(self.rx_tlp.payload.first, committed, speculative)
         room = (start - read)[:len(committed)] < depth  # modulo the pointers' range
-        m.d.comb += [write_port.addr.eq(start[:-1]), write_port.data.eq(byte)]
+        m.d.comb += [write_port.addr.eq(start[:-1]), write_port.data.eq(unit)]
         with m.If(self.rx_tlp.valid):
             m.d.sync += speculative.eq(start + 1)
             with m.If(self.rx_tlp.payload.first):
@@ -228,14 +244,15 @@ class TlpRouter(wiring.Component):
         head = Signal(_UR_REQUEST)
         m.d.comb += head.eq(ur_queue.r_data)
         # A Cpl: header DW 0, DW 1 (completer, UR, Byte Count 4 as config's), DW 2 (requester,
-        # tag, Lower Address 0).
-        out = [
+        # tag, Lower Address 0); its bytes, then as units (byte 0 of each in the low bits).
+        out_bytes = [
             Const(TlpKind.CPL, 8), head.tc << 4, head.attr << 4, Const(0, 8),
             self.completer_id[8:], self.completer_id[:8],
             Cat(Const(cfg.CONFIG_COMPLETION_BYTE_COUNT >> 8, 5), Const(CplStatus.UR, 3)),
             Const(cfg.CONFIG_COMPLETION_BYTE_COUNT & 0xFF, 8),
             head.requester[8:], head.requester[:8], head.tag, Const(0, 8),
         ]
+        out = tlp_units(out_bytes, self._unit_bytes)
         index = Signal(range(len(out)))
         ur_last = index == len(out) - 1
         with m.Switch(index):

@@ -1,8 +1,8 @@
 """Flow control after DL_Active, transmit side: a TLP goes out only within the link partner's
 credits (PCIe Base 3.0 §2.6.1.2, the gating function as remembered)."""
 
-from amaranth import Array, Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth import Array, Cat, Module, Mux, Shape, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import TlpType5
@@ -32,10 +32,10 @@ class TxCredits(wiring.Component):
 
     Attributes
     ----------
-    sink: stream of TLP_BYTE, input
-        TLPs, valid from first byte to last once started (as the framer needs).
-    source: stream of TLP_BYTE, output
-        The same TLPs, each started only with credits for it; valid from first byte to last.
+    sink: stream of ``unit``, input
+        TLPs, valid from first unit to last once started (as the framer needs).
+    source: stream of ``unit``, output
+        The same TLPs, each started only with credits for it; valid from first unit to last.
     dl_active: Signal(), input
     partner_posted, partner_non_posted, partner_completion: Signal(CREDITS), input
         The credits of the partner's InitFC (``FlowControlInit``).
@@ -43,16 +43,29 @@ class TxCredits(wiring.Component):
         Good DLLPs received, byte 0 in bits 7:0.
     blocked: Signal(16), output
         Clocks a TLP waited for credits (wraps).
+
+    Parameters
+    ----------
+    unit: StructLayout
+        What a TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or a DW layout with the
+        same fields (the four-symbol link's): the first header dword is four units or one.
     """
 
-    sink: In(stream.Signature(TLP_BYTE))
-    source: Out(stream.Signature(TLP_BYTE))
-    dl_active: In(1)
-    partner_posted: In(CREDITS)
-    partner_non_posted: In(CREDITS)
-    partner_completion: In(CREDITS)
-    rx_dllp: In(stream.Signature(32, always_ready=True))
-    blocked: Out(16)
+    def __init__(self, *, unit: data.StructLayout = TLP_BYTE):
+        unit_bytes = Shape.cast(unit.members["data"]).width // 8
+        if unit_bytes not in (1, 4):
+            raise ValueError(f"a TLP unit is a byte or a DW, not {unit_bytes} bytes")
+        self._units = 4 // unit_bytes  # units in the first header dword
+        super().__init__({
+            "sink": In(stream.Signature(unit)),
+            "source": Out(stream.Signature(unit)),
+            "dl_active": In(1),
+            "partner_posted": In(CREDITS),
+            "partner_non_posted": In(CREDITS),
+            "partner_completion": In(CREDITS),
+            "rx_dllp": In(stream.Signature(32, always_ready=True)),
+            "blocked": Out(16),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -70,17 +83,19 @@ class TxCredits(wiring.Component):
                 m.d.sync += [limits[i].header.eq(Cat(word[22:24], word[8:14])),
                              limits[i].data.eq(Cat(word[24:32], word[16:20]))]
 
-        # The header's first dword, held while the TLP waits.
-        held = Array(Signal(8, name=f"held_{i}") for i in range(4))
-        count = Signal(range(5))  # header bytes held
-        kind = held[0]
+        # The header's first dword, held while the TLP waits (byte 0 in bits 7:0 either way).
+        units = self._units
+        held = Array(Signal(32 // units, name=f"held_{i}") for i in range(units))
+        count = Signal(range(units + 1))  # header units held
+        first_dw = Cat(*held)
+        kind = first_dw[:8]
         tlp_type = kind & cfg.TYPE_MASK
         with_data = (kind & cfg.FMT_WITH_DATA) != 0
         is_completion = (tlp_type == TlpType5.CPL) | (tlp_type == TlpType5.CPL_LOCKED)
         posted = (((tlp_type == TlpType5.MEM) & with_data)
                   | ((tlp_type & cfg.MSG_TYPE_MASK) == cfg.MSG_TYPE))
         which = Mux(posted, 0, Mux(is_completion, 2, 1))
-        length = Cat(held[3], held[2][:2])  # DW; 0 means 1024
+        length = Cat(first_dw[24:32], first_dw[16:18])  # DW; 0 means 1024
         dwords = Mux(length == 0, 1024, length)
         data_needed = Mux(with_data, (dwords + 3) >> 2, 0)
 
@@ -94,13 +109,13 @@ class TxCredits(wiring.Component):
                 m.d.comb += fits.eq(header_ok & data_ok)
 
         sending = Signal()
-        sent = Signal(range(5))  # held bytes sent
+        sent = Signal(range(units + 1))  # held units sent
         with m.If(~sending):
-            # Take the first four bytes, then wait for credits.
-            m.d.comb += self.sink.ready.eq((count < 4) & self.dl_active)
+            # Take the first dword, then wait for credits.
+            m.d.comb += self.sink.ready.eq((count < units) & self.dl_active)
             with m.If(self.sink.valid & self.sink.ready):
                 m.d.sync += [held[count].eq(self.sink.payload.data), count.eq(count + 1)]
-            with m.If((count == 4) & self.dl_active):
+            with m.If((count == units) & self.dl_active):
                 with m.If(fits):
                     m.d.sync += [sending.eq(1), sent.eq(0)]
                     for i in range(3):
@@ -111,9 +126,9 @@ class TxCredits(wiring.Component):
                 with m.Else():
                     m.d.sync += self.blocked.eq(self.blocked + 1)
         with m.Else():
-            # The held bytes, then the rest straight through; a TLP is at least 3 DW, so
-            # the last byte is never a held one.
-            with m.If(sent < 4):
+            # The held units, then the rest straight through; a TLP is at least 3 DW, so
+            # the last unit is never a held one.
+            with m.If(sent < units):
                 m.d.comb += [self.source.valid.eq(1), self.source.payload.data.eq(held[sent])]
                 with m.If(self.source.ready):
                     m.d.sync += sent.eq(sent + 1)

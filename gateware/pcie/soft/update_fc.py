@@ -1,8 +1,8 @@
 """Flow control after DL_Active, receive side: the credits of consumed TLPs given back with
 UpdateFC DLLPs (PCIe Base 3.0 §2.6.1)."""
 
-from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth import Cat, Const, Module, Mux, ResetInserter, Shape, Signal
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
@@ -36,8 +36,8 @@ class UpdateFc(wiring.Component):
 
     Attributes
     ----------
-    rx_tlp: stream of RX_TLP_BYTE, input (never stalled)
-        Received TLP bytes (``SoftDataLink``'s); only bytes 0, 2 and 3 are looked at.
+    rx_tlp: stream of ``unit``, input (never stalled)
+        Received TLP bytes or DWs (``SoftDataLink``'s); only bytes 0, 2 and 3 are looked at.
     rx_accept: Signal(), input
         Strobe: the TLP whose bytes came is kept.
     np_held: Signal(), input
@@ -60,24 +60,33 @@ class UpdateFc(wiring.Component):
     interval: int
         Symbol times between unprompted UpdateFCs.
     advertised: the (header, data) credits InitFC advertised for P, NP (and Cpl, infinite).
+    unit: StructLayout
+        :data:`~.deframer.RX_TLP_BYTE` (the default) or :data:`~.deframer.RX_TLP_DW`.
+    symbols_per_clock: int
+        Symbol times a clock stands for (2 on the four-symbol link at Gen1).
     """
 
-    rx_tlp: In(stream.Signature(RX_TLP_BYTE, always_ready=True))
-    rx_accept: In(1)
-    np_held: In(1)
-    np_released: In(2)
-    p_held: In(1)
-    p_released: In(1)
-    dl_active: In(1)
-    tx_dllp: Out(stream.Signature(32))
-    posted: Out(20)
-    non_posted: Out(20)
-
     def __init__(self, *, interval: int = DEFAULT_UPDATE_INTERVAL,
-                 advertised: tuple = ADVERTISED):
+                 advertised: tuple = ADVERTISED, unit: data.StructLayout = RX_TLP_BYTE,
+                 symbols_per_clock: int = 1):
         self._interval = interval
         self._advertised = advertised
-        super().__init__()
+        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
+        if self._unit_bytes not in (1, 4):
+            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        self._ticks = max(1, interval // symbols_per_clock)
+        super().__init__({
+            "rx_tlp": In(stream.Signature(unit, always_ready=True)),
+            "rx_accept": In(1),
+            "np_held": In(1),
+            "np_released": In(2),
+            "p_held": In(1),
+            "p_released": In(1),
+            "dl_active": In(1),
+            "tx_dllp": Out(stream.Signature(32)),
+            "posted": Out(20),
+            "non_posted": Out(20),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -86,7 +95,10 @@ class UpdateFc(wiring.Component):
         fmt_type, length = Signal(8), Signal(10)
         index = Signal(range(5))  # bytes so far, saturating at 4
         byte = self.rx_tlp.payload.data
-        with m.If(self.rx_tlp.valid):
+        if self._unit_bytes == 4:  # all of them in DW 0
+            with m.If(self.rx_tlp.valid & self.rx_tlp.payload.first):
+                m.d.sync += [fmt_type.eq(byte[:8]), length.eq(Cat(byte[24:32], byte[16:18]))]
+        with m.If(self.rx_tlp.valid & (self._unit_bytes == 1)):
             with m.If(self.rx_tlp.payload.first):
                 m.d.sync += [fmt_type.eq(byte), index.eq(1)]
             with m.Else():
@@ -141,23 +153,28 @@ class UpdateFc(wiring.Component):
         m.d.comb += inactive.eq(~self.dl_active)
         m.submodules.held = held = ResetInserter(inactive)(
             fifo.SyncFIFO(width=len(data_credits), depth=self._advertised[0][0]))
-        returned_now, released = kept_p & ~self.p_held, self.p_released & held.r_rdy
+        # The releases are taken a clock late, from registers: they are made where a TLP's
+        # last unit leaves, at the end of the transmit side's ready chain.
+        p_released, np_released = Signal(), Signal(2)
+        m.d.sync += [p_released.eq(self.p_released), np_released.eq(self.np_released)]
+        returned_now, released = kept_p & ~self.p_held, p_released & held.r_rdy
         m.d.comb += [held.w_en.eq(kept_p & self.p_held), held.w_data.eq(data_credits),
-                     held.r_en.eq(self.p_released)]
+                     held.r_en.eq(p_released)]
         with m.If(returned_now | released):
             m.d.sync += [p_hdr.eq(p_hdr + returned_now + released),
                          p_dat.eq(p_dat + Mux(returned_now, data_credits, 0)
                                   + Mux(released, held.r_data, 0)),
                          p_owed.eq(1)]
-        np_headers = Mux(kept_np & ~self.np_held, 1, 0) + self.np_released
+        np_headers = Mux(kept_np & ~self.np_held, 1, 0) + np_released
         np_data = Mux(kept_np, data_credits, 0)
         with m.If((np_headers != 0) | (np_data != 0)):  # a held read alone changes nothing
             m.d.sync += [np_hdr.eq(np_hdr + np_headers), np_dat.eq(np_dat + np_data),
                          np_owed.eq(1)]
 
-        timer = Signal(range(self._interval))
-        m.d.sync += timer.eq(Mux(timer == self._interval - 1, 0, timer + 1))
-        with m.If(timer == self._interval - 1):
+        ticks = self._ticks
+        timer = Signal(range(ticks))
+        m.d.sync += timer.eq(Mux(timer == ticks - 1, 0, timer + 1))
+        with m.If(timer == ticks - 1):
             m.d.sync += [p_owed.eq(1), np_owed.eq(1)]
 
         with m.If(~self.dl_active):

@@ -110,52 +110,60 @@ def as_completion(body: bytes) -> bytes:
 
 
 async def send_tlps(ctx, tlp_stream, bodies: Iterable[bytes], *,
-                    nullify: Callable[[int], bool] = lambda index: False) -> None:
-    """Offer each TLP on a stream of ``TLP_BYTE``, byte 0 first, holding ``valid`` from its
-    first byte to its last as the framer requires; ``nullify(index)`` marks TLPs to nullify."""
+                    nullify: Callable[[int], bool] = lambda index: False,
+                    unit_bytes: int = 1) -> None:
+    """Offer each TLP on a stream of ``TLP_BYTE`` (or, ``unit_bytes`` 4, of DWs with the same
+    fields, byte 0 in bits 7:0), byte 0 first, holding ``valid`` from its first unit to its
+    last as the framer requires; ``nullify(index)`` marks TLPs to nullify."""
     for index, body in enumerate(bodies):
-        for i, byte in enumerate(body):
-            last = i == len(body) - 1
+        units = [int.from_bytes(body[i:i + unit_bytes], "little")
+                 for i in range(0, len(body), unit_bytes)]
+        for i, unit in enumerate(units):
+            last = i == len(units) - 1
             ctx.set(tlp_stream.payload,
-                    {"data": byte, "last": last, "nullify": last and nullify(index)})
+                    {"data": unit, "last": last, "nullify": last and nullify(index)})
             ctx.set(tlp_stream.valid, 1)
             await ctx.tick().until(tlp_stream.ready)
         ctx.set(tlp_stream.valid, 0)
 
 
-async def collect_tlps(ctx, tlp_stream, got: list[bytes]) -> None:
-    """Take whole TLPs from a stream of bytes with ``last`` into ``got``, forever (always
-    ready), and fail if one pauses between its first and last byte."""
-    current: list[int] = []
+async def collect_tlps(ctx, tlp_stream, got: list[bytes], *, unit_bytes: int = 1) -> None:
+    """Take whole TLPs from a stream of bytes (or, ``unit_bytes`` 4, DWs, byte 0 in bits 7:0)
+    with ``last`` into ``got``, forever (always ready), and fail if one pauses between its
+    first and last unit."""
+    current = bytearray()
     while True:
         ctx.set(tlp_stream.ready, 1)
-        _, _, valid, byte, last = await ctx.tick().sample(
+        _, _, valid, unit, last = await ctx.tick().sample(
             tlp_stream.valid, tlp_stream.payload.data, tlp_stream.payload.last)
         if current:
             assert valid, "a TLP paused between its first and last byte"
         if valid:
-            current.append(byte)
+            current.extend(unit.to_bytes(unit_bytes, "little"))
             if last:
                 got.append(bytes(current))
-                current = []
+                current = bytearray()
 
 
 async def receive_tlps(ctx, dut, bodies: Iterable[bytes],
-                       accepted: Callable[[int], bool] = lambda index: True) -> None:
+                       accepted: Callable[[int], bool] = lambda index: True, *,
+                       unit_bytes: int = 1) -> None:
     """Hand ``bodies`` to a block behind the data link layer as it hands over received TLPs:
-    ``rx_tlp`` a byte a clock (``first`` on byte 0), then ``rx_accept`` for a cycle with the
-    link layer's verdict ``accepted(index)``, then the six clocks of the next TLP's STP and
-    sequence number."""
+    ``rx_tlp`` a byte a clock (``first`` on byte 0; or, ``unit_bytes`` 4, a DW a clock, byte 0
+    in bits 7:0), then ``rx_accept`` for a cycle with the link layer's verdict
+    ``accepted(index)``, then a gap for the framing before the next TLP: six clocks of bytes,
+    one of DWs (the gap no longer than the framing's symbols at four a clock)."""
     for index, body in enumerate(bodies):
-        for i, byte in enumerate(body):
+        for i in range(0, len(body), unit_bytes):
             ctx.set(dut.rx_tlp.valid, 1)
-            ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
+            ctx.set(dut.rx_tlp.payload, {"data": int.from_bytes(body[i:i + unit_bytes], "little"),
+                                         "first": i == 0})
             await ctx.tick()
         ctx.set(dut.rx_tlp.valid, 0)
         ctx.set(dut.rx_accept, accepted(index))
         await ctx.tick()
         ctx.set(dut.rx_accept, 0)
-        await ctx.tick().repeat(6)
+        await ctx.tick().repeat(6 if unit_bytes == 1 else 1)
 
 
 async def send_dllp(ctx, dllp_stream, dllp: bytes) -> None:

@@ -11,7 +11,10 @@ Every symbol time a coroutine hands the endpoint's symbol to :meth:`SymbolPort.s
 (the :class:`~.partner.RootPortPartner` under cocotbext-pcie's ``Port``) and drives what the
 partner sends back, both at the falling clock edge, when the endpoint's outputs are settled
 and its inputs are taken at the next rising edge: one symbol each way per clock, as
-:class:`~.amaranth_bench.SymbolExchange` does in Amaranth's simulator.
+:class:`~.amaranth_bench.SymbolExchange` does in Amaranth's simulator. On the model of the
+link at four symbols a clock (``word_clock`` among its ports) a word each way on the clocks
+the model marks, its four symbols through ``symbol_time`` in turn, the answer on the next
+word clock, as :class:`~.word_exchange.WordExchange` does.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from cocotbext.pcie.core import RootComplex
 
 from .amaranth_bench import SYMBOL_PERIOD
 from .cocotb_port import SymbolPort, park_unused_port
-from .endpoint_model import APP_LAST, APP_VALID, SYMBOL_BITS
+from .endpoint_model import APP_LAST, APP_VALID, SYMBOL_BITS, WORD_SYMBOLS
 
 __all__ = ["SoftEndpointBench", "attach_root_port", "reset_model", "RoutedTlps",
            "WIRE_FLAG", "SYMBOL_MASK"]
@@ -36,28 +39,36 @@ SYMBOL_MASK = WIRE_FLAG - 1
 
 class RoutedTlps(list):
     """The TLPs the endpoint's router passed to the application (raw bytes), in order,
-    assembled from the model's ``app_word`` by :meth:`take` once a clock."""
+    assembled from the model's ``app_word`` by :meth:`take` once a clock (a byte, or with
+    ``unit_bytes`` 4 a DW, then ``last``, then ``valid``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit_bytes: int = 1) -> None:
         super().__init__()
         self._bytes = bytearray()
+        self._unit_bytes = unit_bytes
+        bits = 8 * unit_bytes
+        self._last, self._valid = (APP_LAST, APP_VALID) if unit_bytes == 1 else \
+            (1 << bits, 1 << (bits + 1))
 
     def take(self, app_word: int) -> None:
-        if app_word & APP_VALID:
-            self._bytes.append(app_word & 0xFF)
-            if app_word & APP_LAST:
+        if app_word & self._valid:
+            data = app_word & ((1 << 8 * self._unit_bytes) - 1)
+            self._bytes.extend(data.to_bytes(self._unit_bytes, "little"))
+            if app_word & self._last:
                 self.append(bytes(self._bytes))
                 self._bytes.clear()
 
 
-async def reset_model(dut, *, prefix: str = "", clock=None, reset=None) -> None:
-    """Start the model's symbol clock and hold it in reset for four clocks, the endpoint's
-    receiver in electrical idle (and without decode errors, where the top has ``rx_error``)
-    and a receiver found at the far end. ``prefix``: of the endpoint's ports in the top's
-    names; ``clock``, ``reset``: the top's handles (default ``clk``, ``rst``)."""
+async def reset_model(dut, *, prefix: str = "", clock=None, reset=None,
+                      period: float = SYMBOL_PERIOD) -> None:
+    """Start the model's clock (``period``: a symbol time, or two for the word model) and
+    hold it in reset for four clocks, the endpoint's receiver in electrical idle (and without
+    decode errors, where the top has ``rx_error``) and a receiver found at the far end.
+    ``prefix``: of the endpoint's ports in the top's names; ``clock``, ``reset``: the top's
+    handles (default ``clk``, ``rst``)."""
     clock = dut.clk if clock is None else clock
     reset = dut.rst if reset is None else reset
-    Clock(clock, round(SYMBOL_PERIOD * 1e12), unit="ps", impl="gpi").start()
+    Clock(clock, round(period * 1e12), unit="ps", impl="gpi").start()
     reset.value = 1
     getattr(dut, f"{prefix}rx_word").value = 0
     if hasattr(dut, f"{prefix}rx_error"):
@@ -108,6 +119,10 @@ class SoftEndpointBench:
         self.rx_word = getattr(dut, f"{prefix}rx_word")
         self.tx_word = getattr(dut, f"{prefix}tx_word")
         self.app_word = getattr(dut, f"{prefix}app_word", None)
+        #: Symbols a clock moves on the model's wire (4 on the word model's word clocks),
+        #: told by ``rx_word``'s width (a port, where a name might find an internal signal).
+        self.lanes = WORD_SYMBOLS if len(self.rx_word) > SYMBOL_BITS + 1 else 1
+        self.word_clock = getattr(dut, f"{prefix}word_clock") if self.lanes > 1 else None
         self.port = SymbolPort(**partner_options)
         self.rc = RootComplex()
         attach_root_port(self.rc, self.port)
@@ -115,7 +130,7 @@ class SoftEndpointBench:
         self.corrupt_tlps = 0
         self.silent = False
         self._countdown = 0
-        self.app_tlps = RoutedTlps()
+        self.app_tlps = RoutedTlps(unit_bytes=self.lanes)
         self.tx_log: list | None = None
 
     @classmethod
@@ -124,8 +139,11 @@ class SoftEndpointBench:
         constructor's (``prefix``: of the endpoint's ports in the top's names; ``clock``,
         ``reset``: the top's clock and reset; the partner's options)."""
         bench = cls(dut, **options)
-        await reset_model(dut, prefix=bench.prefix, clock=bench.clock, reset=bench.reset)
-        cocotb.start_soon(bench._run_wire())
+        # The word model's clock is 125 MHz: two symbol times, a word every other clock.
+        period = SYMBOL_PERIOD * (2 if bench.lanes == WORD_SYMBOLS else 1)
+        await reset_model(dut, prefix=bench.prefix, clock=bench.clock, reset=bench.reset,
+                          period=period)
+        cocotb.start_soon(bench._run_wire() if bench.lanes == 1 else bench._run_word_wire())
         return bench
 
     async def _run_wire(self) -> None:
@@ -145,6 +163,36 @@ class SoftEndpointBench:
             self.cycles += 1
             if app_word is not None:
                 self.app_tlps.take(int(app_word.value))
+
+    async def _run_word_wire(self) -> None:
+        """:meth:`_run_wire` a word at a time: on each clock the model marks, its four symbols
+        to the root port in turn, the root port's four answers driven on the next one."""
+        port, rx_word, tx_word, app_word = self.port, self.rx_word, self.tx_word, self.app_word
+        falling = FallingEdge(self.clock)
+        lanes, idle_flag = self.lanes, 1 << (self.lanes * SYMBOL_BITS)
+        back: list[int | None] = [port.symbol_time(None) for _ in range(lanes)]
+        while True:
+            await falling
+            if app_word is not None:
+                self.app_tlps.take(int(app_word.value))
+            self.cycles += 1
+            if not int(self.word_clock.value):
+                continue
+            word = int(tx_word.value)
+            sent = [None if word & idle_flag else word >> SYMBOL_BITS * lane & SYMBOL_MASK
+                    for lane in range(lanes)]
+            if self.corrupt_tlps:
+                sent = [None if symbol is None else self._corrupt(symbol) for symbol in sent]
+            if self.tx_log is not None:
+                self.tx_log.extend(sent)
+            if self.silent or all(symbol is None for symbol in back):
+                rx_word.value = 0
+            else:
+                value = idle_flag  # present
+                for lane, symbol in enumerate(back):
+                    value |= (symbol or 0) << SYMBOL_BITS * lane
+                rx_word.value = value
+            back = [port.symbol_time(symbol) for symbol in sent]
 
     def _corrupt(self, symbol: int) -> int:
         if symbol == KCode.STP:

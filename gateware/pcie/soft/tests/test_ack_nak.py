@@ -85,9 +85,9 @@ def test_the_default_ack_latency_is_the_spec_formula_as_cocotbext_pcie_computes_
     assert DEFAULT_ACK_LATENCY == int(get_max_update_latency(128, 1, 1))  # x1, Gen1, MPS 128
 
 
-def ack_wait(max_payload_size: int) -> int:
+def ack_wait(max_payload_size: int, symbols_per_clock: int = 1) -> int:
     """Clocks from a kept TLP's end to its ACK on offer, with the latency by MPS."""
-    dut = AckNakScheduler()
+    dut = AckNakScheduler(symbols_per_clock=symbols_per_clock)
     waited = []
 
     async def testbench(ctx):
@@ -115,3 +115,9 @@ def test_the_ack_latency_follows_the_negotiated_payload_size_as_the_spec_formula
         assert latency == int(get_max_update_latency(mps, 1, 1)), mps  # x1, Gen1
         assert ack_wait(mps) == latency + 1, mps  # +1: the kept TLP's ACK is owed next clock
     assert ack_wait(0) == ACK_LATENCY_SYMBOLS[128] + 1  # before configuration: the least
+
+
+def test_the_ack_latency_counts_symbol_times_two_a_clock_on_the_four_symbol_link():
+    for mps, latency in ACK_LATENCY_SYMBOLS.items():
+        # The first clock in which the timer has counted the latency's symbol times.
+        assert ack_wait(mps, symbols_per_clock=2) == -(-latency // 2) + 1, mps

@@ -4,6 +4,7 @@ numbered, kept or dropped and ACKed/NAKed as §3.5.3.1 says (Amaranth simulation
 
 import random
 
+import pytest
 from amaranth import Signal
 from amaranth.back import rtlil
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
@@ -19,9 +20,17 @@ from busprobe.sim.pcie.symbol.amaranth_bench import (
     until_dl_active,
 )
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
+from busprobe.sim.pcie.symbol.word_exchange import WordExchange
 
 # FlowControlInit's defaults, as the partner records them
 ENDPOINT_CREDITS = dict(zip(("P", "NP", "CPL"), ADVERTISED, strict=True))
+#: Every behaviour over the whole link holds one symbol a clock and four (words, TLPs as DWs,
+#: a word every other clock as at Gen1).
+LANES = pytest.mark.parametrize("lanes", [1, 4])
+
+
+def exchange_for(link: SoftDataLink, partner: RootPortPartner, lanes: int):
+    return (WordExchange if lanes == 4 else SymbolExchange)(link, partner)
 
 
 def test_fc_init_sends_initfc1_then_initfc2_and_records_the_partners_credits():
@@ -73,18 +82,19 @@ def test_fc_init_sends_initfc1_then_initfc2_and_records_the_partners_credits():
                     "active_after_link_down": 0}
 
 
-def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked():
+@LANES
+def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked(lanes):
     rng = random.Random(12)
-    link = SoftDataLink(timing=SIM_TIMING, ack_latency=40)
+    link = SoftDataLink(timing=SIM_TIMING, ack_latency=40, lanes=lanes)
     partner = RootPortPartner(link=1, lane=0)
-    exchange = SymbolExchange(link, partner)
+    exchange = exchange_for(link, partner, lanes)
     result = {"accepted": 0, "discarded": 0}
     bodies = [rng.randbytes(16) for _ in range(6)]
     from_endpoint = [as_completion(rng.randbytes(rng.choice((12, 16, 64)))) for _ in range(3)]
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
-        await send_tlps(ctx, link.tlp, from_endpoint)
+        await send_tlps(ctx, link.tlp, from_endpoint, unit_bytes=lanes)
 
     async def testbench(ctx):
         def sample(_cycle):
@@ -124,18 +134,19 @@ def test_over_the_link_both_sides_reach_dl_active_and_tlps_are_acked_or_naked():
     assert result["next_transmit_seq"] == 3
 
 
-def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int):
+def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int,
+                lanes: int = 1):
     """The endpoint sends ``tlps`` TLPs to a partner that loses ACKs and sees bad LCRCs."""
     rng = random.Random(tlps + withhold_acks + corrupt_tlps)
-    link = SoftDataLink(timing=SIM_TIMING, ack_latency=40, replay_timeout=400)
+    link = SoftDataLink(timing=SIM_TIMING, ack_latency=40, replay_timeout=400, lanes=lanes)
     partner = RootPortPartner(link=0, lane=0)
-    exchange = SymbolExchange(link, partner)
+    exchange = exchange_for(link, partner, lanes)
     bodies = [as_completion(rng.randbytes(rng.choice((12, 16, 64, 128)))) for _ in range(tlps)]
     result = {}
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
-        await send_tlps(ctx, link.tlp, bodies)
+        await send_tlps(ctx, link.tlp, bodies, unit_bytes=lanes)
 
     async def testbench(ctx):
         await until_dl_active(ctx, exchange)
@@ -151,18 +162,21 @@ def run_hostile(*, tlps: int, withhold_acks: int, corrupt_tlps: int, cycles: int
     return bodies, partner, result
 
 
-def test_lost_acks_and_bad_lcrcs_are_answered_by_replay_and_every_tlp_arrives_once():
-    bodies, partner, result = run_hostile(tlps=8, withhold_acks=3, corrupt_tlps=2, cycles=6000)
+@LANES
+def test_lost_acks_and_bad_lcrcs_are_answered_by_replay_and_every_tlp_arrives_once(lanes):
+    bodies, partner, result = run_hostile(tlps=8, withhold_acks=3, corrupt_tlps=2, cycles=6000,
+                                          lanes=lanes)
     assert partner.dll.tlps == list(enumerate(bodies))
     assert partner.dll.naks_sent >= 1 and result["replays"] >= partner.dll.naks_sent
     assert (result["acked_seq"], result["next_transmit_seq"]) == (7, 8)
     assert result["protocol_errors"] == 0 and result["recoveries"] == 0
 
 
-def test_four_replays_without_progress_retrain_the_link_and_then_the_tlps_get_through():
+@LANES
+def test_four_replays_without_progress_retrain_the_link_and_then_the_tlps_get_through(lanes):
     # Every ACK lost for the first ~5 replay timeouts: REPLAY_NUM rolls over into Recovery.
     bodies, partner, result = run_hostile(tlps=2, withhold_acks=10, corrupt_tlps=0,
-                                          cycles=9000)
+                                          cycles=9000, lanes=lanes)
     assert result["recoveries"] >= 1 and result["replay_timeouts"] >= 4
     assert partner.dll.tlps == list(enumerate(bodies))
     assert partner.dll.duplicates >= 4

@@ -24,7 +24,9 @@ def endpoint_on_the_dcu(**phy_options):
     the pads, the reference clock and the link's transaction-layer side."""
     m = Module()
     tx_pads, rx_pads = _pads(), _pads()
-    m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(250e6))
+    lanes = phy_options.get("lanes", 1)
+    m.submodules.link = link = SoftDataLink(
+        timing=LtssmTiming.spec(250e6 if lanes == 1 else 125e6), lanes=lanes)
     m.submodules.phy = phy = Ecp5PciePhy(tx_pads=tx_pads, rx_pads=rx_pads, **phy_options)
     phy.connect_link(m, link)
     ports = [tx_pads.p, tx_pads.n, rx_pads.p, rx_pads.n, phy.refclk]
@@ -72,3 +74,19 @@ def test_the_scrambler_and_the_crossings_dcu_side_run_on_the_dcus_clock_and_the_
     on_control = {path for path, domain in domains if domain == "ctl"}
     assert {"phy/serdes", "phy/serdes/sci", "phy/serdes/sci_trans"} <= on_control
     assert {domain for _, domain in domains} == {"comb", "sync", "pclk", "ctl", "async_ff"}
+
+
+def test_the_word_link_runs_on_the_dcus_clock_through_the_gearbox_without_a_crossing():
+    top, phy, ports = endpoint_on_the_dcu(control_domain="ctl", lanes=4)
+    domains = list(fragment_domains(Fragment.get(top, None)))
+    assert phy.crossing is None and phy.gearbox is not None
+    paths = {path for path, _ in domains}
+    assert not any("crossing" in path for path in paths)
+    # The gearbox, its scramblers and the link share the link's domain (the DCU's clock on
+    # the board); what reads the DCU's detection and status stays on ``pclk``.
+    on_link = {path for path, domain in domains if domain == "sync"}
+    assert {"phy/gearbox", "phy/gearbox/scrambler", "phy/gearbox/descrambler"} <= on_link
+    assert {path for path, domain in domains if domain == "pclk"} == {
+        "phy/detector", "phy/detector/done_sync", "phy/detector/con_sync",
+        "phy/rx_ready_sync", "phy/los_sync"}
+    assert "module" in rtlil.convert(top, ports=ports, name="word_endpoint_on_the_dcu")

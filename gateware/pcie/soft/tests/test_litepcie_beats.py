@@ -5,11 +5,23 @@ cocotbext-pcie's."""
 
 import random
 
+import pytest
+from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.litepcie_beats import BeatsToBytes, BytesToBeats
+from busprobe.gateware.pcie.soft.tlp_router import APP_TLP_BYTE, APP_TLP_DW
 from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, simulate
 from busprobe.sim.pcie.tlp_stream import tlp_to_beats
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
+
+#: Beats are the same packed from and unpacked to bytes and DWs.
+UNITS = pytest.mark.parametrize("unit_bytes", [1, 4])
+
+
+def units_of(body: bytes, unit_bytes: int) -> list[int]:
+    """A TLP's bytes or DWs (byte 0 in bits 7:0), as the endpoint's streams move them."""
+    return [int.from_bytes(body[i:i + unit_bytes], "little")
+            for i in range(0, len(body), unit_bytes)]
 
 
 def beats_of(body: bytes) -> list[tuple[int, int, bool]]:
@@ -43,16 +55,18 @@ def bodies() -> list[bytes]:
     return out
 
 
-def test_received_tlp_bytes_become_litepcie_beats_two_big_endian_dwords_each():
-    dut = BytesToBeats()
+@UNITS
+def test_received_tlp_bytes_become_litepcie_beats_two_big_endian_dwords_each(unit_bytes):
+    dut = BytesToBeats(unit=APP_TLP_DW if unit_bytes == 4 else APP_TLP_BYTE)
     tlps = bodies()
     got: list[tuple[int, int, bool]] = []
 
     async def feed(ctx):
         for body in tlps:
-            for i, byte in enumerate(body):
+            units = units_of(body, unit_bytes)
+            for i, unit in enumerate(units):
                 ctx.set(dut.sink.valid, 1)
-                ctx.set(dut.sink.payload, {"data": byte, "last": i == len(body) - 1})
+                ctx.set(dut.sink.payload, {"data": unit, "last": i == len(units) - 1})
                 await ctx.tick().until(dut.sink.ready)
         ctx.set(dut.sink.valid, 0)
         await ctx.tick().repeat(20)
@@ -71,15 +85,17 @@ def test_received_tlp_bytes_become_litepcie_beats_two_big_endian_dwords_each():
     assert got == [beat for body in tlps for beat in beats_of(body)]
 
 
-def test_received_bytes_are_taken_one_every_clock_while_litepcie_takes_every_beat():
-    dut = BytesToBeats()
+@UNITS
+def test_received_bytes_are_taken_one_every_clock_while_litepcie_takes_every_beat(unit_bytes):
+    dut = BytesToBeats(unit=APP_TLP_DW if unit_bytes == 4 else APP_TLP_BYTE)
     body = bodies()[0] * 4
+    units = units_of(body, unit_bytes)
     stalls = []
 
     async def feed(ctx):
-        for i, byte in enumerate(body):
+        for i, unit in enumerate(units):
             ctx.set(dut.sink.valid, 1)
-            ctx.set(dut.sink.payload, {"data": byte, "last": i == len(body) - 1})
+            ctx.set(dut.sink.payload, {"data": unit, "last": i == len(units) - 1})
             _, _, ready = await ctx.tick().sample(dut.sink.ready)
             if not ready:
                 stalls.append(i)
@@ -94,8 +110,9 @@ def test_received_bytes_are_taken_one_every_clock_while_litepcie_takes_every_bea
     assert stalls == []
 
 
-def test_litepcie_beats_to_send_become_tlp_bytes_without_a_gap_inside_a_tlp():
-    dut = BeatsToBytes()
+@UNITS
+def test_litepcie_beats_to_send_become_tlp_bytes_without_a_gap_inside_a_tlp(unit_bytes):
+    dut = BeatsToBytes(unit=TLP_DW if unit_bytes == 4 else TLP_BYTE)
     tlps = bodies()
     got: list[bytes] = []
 
@@ -110,7 +127,7 @@ def test_litepcie_beats_to_send_become_tlp_bytes_without_a_gap_inside_a_tlp():
         await ctx.tick().repeat(40)
 
     async def collect(ctx):
-        await collect_tlps(ctx, dut.source, got)
+        await collect_tlps(ctx, dut.source, got, unit_bytes=unit_bytes)
 
     simulate(dut, feed, collect)
     assert got == tlps

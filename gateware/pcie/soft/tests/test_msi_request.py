@@ -1,17 +1,22 @@
 """The soft endpoint's MSI as a memory write (Amaranth simulation; TLPs parsed by
 cocotbext-pcie's ``Tlp.unpack``)."""
 
+import pytest
+from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.msi_request import MsiRequester
 from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, simulate
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 REQUESTER = PcieId(1, 0, 0)
+#: The MWr is the same sent as bytes and as DWs.
+UNITS = pytest.mark.parametrize("unit_bytes", [1, 4])
 
 
-def run(address: int, data: int, vectors: list[int], *, enabled: bool = True):
+def run(address: int, data: int, vectors: list[int], *, enabled: bool = True,
+        unit_bytes: int = 1):
     """The TLPs sent for ``vectors`` requested one after another, and the ``dropped`` count."""
-    dut = MsiRequester()
+    dut = MsiRequester(unit=TLP_DW if unit_bytes == 4 else TLP_BYTE)
     got: list[bytes] = []
     dropped = []
 
@@ -30,14 +35,16 @@ def run(address: int, data: int, vectors: list[int], *, enabled: bool = True):
         dropped.append(ctx.get(dut.dropped))
 
     async def collect(ctx):
-        await collect_tlps(ctx, dut.tlp, got)
+        await collect_tlps(ctx, dut.tlp, got, unit_bytes=unit_bytes)
 
     simulate(dut, main, collect)
     return [Tlp.unpack(body) for body in got], dropped[0]
 
 
-def test_msi_is_a_one_dword_memory_write_of_the_message_data_to_the_message_address():
-    tlps, dropped = run(0xFEE0_1000, 0x4120, [0, 3])
+@UNITS
+def test_msi_is_a_one_dword_memory_write_of_the_message_data_to_the_message_address(
+        unit_bytes):
+    tlps, dropped = run(0xFEE0_1000, 0x4120, [0, 3], unit_bytes=unit_bytes)
     assert dropped == 0
     assert [t.fmt_type for t in tlps] == [TlpType.MEM_WRITE] * 2
     for tlp, vector in zip(tlps, [0, 3], strict=True):
@@ -47,13 +54,15 @@ def test_msi_is_a_one_dword_memory_write_of_the_message_data_to_the_message_addr
         assert tlp.get_data() == (0x4120 | vector).to_bytes(4, "little")
 
 
-def test_msi_above_4_gib_uses_a_four_dword_header():
-    tlps, _ = run(0x1_2345_6780, 0x0042, [1])
+@UNITS
+def test_msi_above_4_gib_uses_a_four_dword_header(unit_bytes):
+    tlps, _ = run(0x1_2345_6780, 0x0042, [1], unit_bytes=unit_bytes)
     assert [t.fmt_type for t in tlps] == [TlpType.MEM_WRITE_64]
     assert tlps[0].address == 0x1_2345_6780
     assert tlps[0].get_data() == (0x43).to_bytes(4, "little")
 
 
-def test_msi_requests_while_msi_is_disabled_are_taken_and_dropped():
-    tlps, dropped = run(0xFEE0_1000, 0x4120, [0, 0], enabled=False)
+@UNITS
+def test_msi_requests_while_msi_is_disabled_are_taken_and_dropped(unit_bytes):
+    tlps, dropped = run(0xFEE0_1000, 0x4120, [0, 0], enabled=False, unit_bytes=unit_bytes)
     assert tlps == [] and dropped == 2

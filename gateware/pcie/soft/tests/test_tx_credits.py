@@ -1,10 +1,15 @@
 """The partner's credits counted down before a TLP is sent (Amaranth simulation): TLPs built by
 cocotbext-pcie's ``Tlp``, UpdateFCs packed by the reference ``fc_dllp``."""
 
+import pytest
+from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.tx_credits import TxCredits
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 from busprobe.sim.pcie.symbol.requests import ENDPOINT, memory_read, memory_write
+
+#: Every behaviour below holds for TLPs moved as bytes and as DWs.
+UNITS = pytest.mark.parametrize("unit_bytes", [1, 4])
 
 
 def write(nbytes: int) -> bytes:
@@ -15,9 +20,9 @@ def read() -> bytes:
     return bytes(memory_read(0x1000, 64, requester=ENDPOINT).pack())
 
 
-def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400):
+def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400, unit_bytes=1):
     """The TLPs out and the clock each started; ``updates``: (clock, DLLP bytes)."""
-    dut = TxCredits()
+    dut = TxCredits(unit=TLP_DW if unit_bytes == 4 else TLP_BYTE)
     started: list[tuple[int, bytes]] = []
 
     async def main(ctx):
@@ -25,7 +30,7 @@ def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400):
         ctx.set(dut.partner_non_posted, {"header": non_posted[0], "data": non_posted[1]})
         await ctx.tick()
         ctx.set(dut.dl_active, 1)
-        await send_tlps(ctx, dut.sink, bodies)
+        await send_tlps(ctx, dut.sink, bodies, unit_bytes=unit_bytes)
 
     async def dllps(ctx):
         clock = 0
@@ -39,7 +44,7 @@ def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400):
             ctx.set(dut.rx_dllp.valid, 0)
 
     async def collect(ctx):
-        current: list[int] = []
+        current = bytearray()
         clock = first = 0
         ctx.set(dut.source.ready, 1)
         while True:
@@ -49,10 +54,10 @@ def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400):
                 assert valid, "a TLP paused between its first and last byte"
             if valid:
                 first = first if current else clock
-                current.append(byte)
+                current.extend(byte.to_bytes(unit_bytes, "little"))
                 if last:
                     started.append((first, bytes(current)))
-                    current = []
+                    current = bytearray()
             clock += 1
 
     async def watch(ctx):
@@ -62,20 +67,26 @@ def run(bodies, *, posted=(2, 8), non_posted=(0, 0), updates=(), span=400):
     return started
 
 
-def test_posted_writes_stop_at_the_partners_header_credits_and_resume_on_its_update_fc():
+@UNITS
+def test_posted_writes_stop_at_the_partners_header_credits_and_resume_on_its_update_fc(
+        unit_bytes):
     bodies = [write(16)] * 4
-    started = run(bodies, updates=[(300, fc_dllp(DllpType.UPDATE_FC_P, 4, 8))])
+    started = run(bodies, updates=[(300, fc_dllp(DllpType.UPDATE_FC_P, 4, 8))],
+                  unit_bytes=unit_bytes)
     assert [body for _, body in started] == bodies
     assert [clock < 300 for clock, _ in started] == [True, True, False, False]
 
 
-def test_posted_writes_stop_at_the_partners_data_credits():
+@UNITS
+def test_posted_writes_stop_at_the_partners_data_credits(unit_bytes):
     bodies = [write(64), write(64), write(4)]  # 4 data credits each; 8 advertised
-    started = run(bodies, posted=(32, 8), updates=[(300, fc_dllp(DllpType.UPDATE_FC_P, 32, 9))])
+    started = run(bodies, posted=(32, 8), updates=[(300, fc_dllp(DllpType.UPDATE_FC_P, 32, 9))],
+                  unit_bytes=unit_bytes)
     assert [clock < 300 for clock, _ in started] == [True, True, False]
 
 
-def test_infinite_credits_never_hold_a_tlp():
+@UNITS
+def test_infinite_credits_never_hold_a_tlp(unit_bytes):
     bodies = [read()] * 40 + [write(256)] * 20
-    started = run(bodies, posted=(0, 0), span=7000)
+    started = run(bodies, posted=(0, 0), span=7000, unit_bytes=unit_bytes)
     assert [body for _, body in started] == bodies

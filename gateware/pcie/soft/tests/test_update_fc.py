@@ -1,7 +1,9 @@
 """UpdateFC after DL_Active: the credits of each kept TLP given back, by type, in DLLPs equal to
 the reference packing (Amaranth simulation). TLPs are built by cocotbext-pcie's ``Tlp``."""
 
+import pytest
 from amaranth.sim import Simulator
+from busprobe.gateware.pcie.soft.deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.gateware.pcie.soft.fc_init import ADVERTISED
 from busprobe.gateware.pcie.soft.update_fc import UpdateFc
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
@@ -10,6 +12,8 @@ from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 (P_HDR, P_DATA), (NP_HDR, NP_DATA), _ = ADVERTISED
+#: Every behaviour below holds for TLPs received as bytes and as DWs.
+UNITS = pytest.mark.parametrize("unit_bytes", [1, 4])
 
 
 def config_read() -> bytes:
@@ -35,11 +39,13 @@ def completion() -> bytes:
 
 
 def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
-        drop_at=None, held=lambda i: False, released_at=(), posted_released_at=()):
-    """Feed ``tlps`` a byte a clock with ``rx_accept`` after each (``np_held`` with it as
-    ``held(index)`` says; ``np_released`` strobed once at each cycle of ``released_at``,
+        drop_at=None, held=lambda i: False, released_at=(), posted_released_at=(),
+        unit_bytes=1, symbols_per_clock=1):
+    """Feed ``tlps`` a unit (byte or DW) a clock with ``rx_accept`` after each (``np_held``
+    with it as ``held(index)`` says; ``np_released`` strobed once at each cycle of ``released_at``,
     counted from the tail's start); return the DLLPs sent."""
-    dut = UpdateFc(interval=interval)
+    dut = UpdateFc(interval=interval, unit=RX_TLP_DW if unit_bytes == 4 else RX_TLP_BYTE,
+                   symbols_per_clock=symbols_per_clock)
     sent: list[bytes] = []
 
     async def testbench(ctx):
@@ -55,9 +61,10 @@ def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
             cycle += 1
 
         for index, body in enumerate(tlps):
-            for i, byte in enumerate(body):
+            for i in range(0, len(body), unit_bytes):
                 ctx.set(dut.rx_tlp.valid, 1)
-                ctx.set(dut.rx_tlp.payload, {"data": byte, "first": i == 0})
+                ctx.set(dut.rx_tlp.payload, {
+                    "data": int.from_bytes(body[i:i + unit_bytes], "little"), "first": i == 0})
                 await tick()
             ctx.set(dut.rx_tlp.valid, 0)
             ctx.set(dut.rx_accept, accepted(index))
@@ -83,8 +90,10 @@ def run(tlps, *, accepted=lambda i: True, interval=5000, tail=20, active_from=0,
     return sent
 
 
-def test_each_kept_request_returns_its_credits_in_an_updatefc_of_its_type():
-    sent = run([config_read(), config_write(), memory_write(40), completion(), config_read()])
+@UNITS
+def test_each_kept_request_returns_its_credits_in_an_updatefc_of_its_type(unit_bytes):
+    sent = run([config_read(), config_write(), memory_write(40), completion(), config_read()],
+               unit_bytes=unit_bytes)
     assert sent == [
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA),
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 2, NP_DATA + 1),  # a write: 1 DW of data
@@ -94,29 +103,34 @@ def test_each_kept_request_returns_its_credits_in_an_updatefc_of_its_type():
     ]
 
 
-def test_a_dropped_tlp_returns_nothing_and_the_timer_resends_both_types():
+@UNITS
+def test_a_dropped_tlp_returns_nothing_and_the_timer_resends_both_types(unit_bytes):
     sent = run([config_read(), config_read()], accepted=lambda i: i == 1, interval=200,
-               tail=200)
+               tail=200, unit_bytes=unit_bytes)
     np_update = fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA)
     p_update = fc_dllp(DllpType.UPDATE_FC_P, P_HDR, P_DATA)
     assert sent[0] == np_update
     assert sent[1:] == [p_update, np_update]  # the 30 µs guideline, scaled: both again
 
 
-def test_nothing_before_dl_active_and_counters_restart_after_dl_inactive():
+@UNITS
+def test_nothing_before_dl_active_and_counters_restart_after_dl_inactive(unit_bytes):
     big = memory_write(1024 * 4)  # 1024 DW: Length field 0, 256 data credits
-    assert run([big]) == [fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 1, (P_DATA + 256) % 4096)]
+    assert run([big], unit_bytes=unit_bytes) == [
+        fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 1, (P_DATA + 256) % 4096)]
     # DL_Inactive in the clock its UpdateFC was due: forgotten with the counts.
-    sent = run([big, config_read()], drop_at=len(big) + 1)
+    sent = run([big, config_read()], drop_at=len(big) // unit_bytes + 1,
+               unit_bytes=unit_bytes)
     assert sent == [fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA)]
-    assert not run([config_read()], active_from=10_000)
+    assert not run([config_read()], active_from=10_000, unit_bytes=unit_bytes)
 
 
-def test_a_held_request_returns_its_data_credit_at_once_and_its_header_when_released():
+@UNITS
+def test_a_held_request_returns_its_data_credit_at_once_and_its_header_when_released(unit_bytes):
     # Two config writes held until their completions leave, both at once (the two queues'
     # last bytes in one clock), then one alone.
     sent = run([config_write(), config_write(), config_read()], held=lambda i: True,
-               released_at=(5, 5, 30), tail=60)
+               released_at=(5, 5, 30), tail=60, unit_bytes=unit_bytes)
     assert sent == [
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR, NP_DATA + 1),  # data consumed, header held
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR, NP_DATA + 2),
@@ -126,12 +140,22 @@ def test_a_held_request_returns_its_data_credit_at_once_and_its_header_when_rele
     ]
 
 
-def test_a_held_posted_write_returns_its_header_and_data_credits_when_released_in_order():
+@UNITS
+def test_a_held_posted_write_returns_its_header_and_data_credits_when_released_in_order(unit_bytes):
     sent = run([memory_write(40), memory_write(100), config_read()],
-               held=lambda i: i < 2, posted_released_at=(10, 40), tail=80)
+               held=lambda i: i < 2, posted_released_at=(10, 40), tail=80,
+               unit_bytes=unit_bytes)
     assert sent == [
         # the two writes held: nothing; the read returns its header at once
         fc_dllp(DllpType.UPDATE_FC_NP, NP_HDR + 1, NP_DATA),
         fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 1, P_DATA + 3),  # the first: 40 bytes, 3 credits
         fc_dllp(DllpType.UPDATE_FC_P, P_HDR + 2, P_DATA + 3 + 7),  # then 100 bytes: 7
     ]
+
+
+@pytest.mark.parametrize("symbols_per_clock", [1, 2])
+def test_unprompted_updatefcs_come_every_interval_of_symbol_times(symbols_per_clock):
+    # 1,010 clocks with nothing received: at one symbol a clock 5 intervals of 200 symbol
+    # times, at two (the four-symbol link at Gen1) 10; both types each time.
+    sent = run([], interval=200, tail=1010, symbols_per_clock=symbols_per_clock)
+    assert len(sent) == 2 * 5 * symbols_per_clock

@@ -1,0 +1,70 @@
+"""Runs the symbol-level root port against the soft endpoint's link at four symbols a clock
+(``SoftLink(lanes=4)``) in Amaranth's simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from busprobe.gateware.pcie.soft.soft_link import SoftLink
+from busprobe.gateware.pcie.soft.symbol_stream import LANES
+
+from .partner import RootPortPartner
+
+__all__ = ["WordExchange", "GEN1_PACE", "GEN2_PACE"]
+
+#: Clocks a word: at 2.5 GT/s a 125 MHz link moves a word every other clock, at 5 GT/s every
+#: clock.
+GEN1_PACE, GEN2_PACE = 2, 1
+
+
+class WordExchange:
+    """Clocks a :class:`RootPortPartner` against a word-wide link, a word each way every
+    ``pace`` clocks (the DCU's gearbox does the same on the board).
+
+    The partner is stepped a symbol at a time: the four symbols the link sent in a word go
+    to it in order, and the four it answers with form the word the link receives on its next
+    word clock (one word of latency, as a gearbox has). Between word clocks ``tx.ready`` and
+    ``rx.valid`` are low. An endpoint word in electrical idle reaches the partner as four
+    ``None``; a partner word that is all ``None`` holds the endpoint's receiver in electrical
+    idle.
+
+    Parameters
+    ----------
+    link: the endpoint's link (``SoftLink(lanes=4)`` or anything with its ports).
+    partner: the root port.
+    pace: clocks a word (:data:`GEN1_PACE`, :data:`GEN2_PACE`).
+    """
+
+    def __init__(self, link: SoftLink, partner: RootPortPartner, *, pace: int = GEN1_PACE):
+        self.link, self.partner, self.pace = link, partner, pace
+        self._back: list[int | None] = [None] * LANES
+        self._clock = 0
+
+    async def run(self, ctx, *, cycles: int, until: Callable[[], bool] | None = None,
+                  each: Callable[[int], None] | None = None,
+                  receiver_detected: bool = True) -> int:
+        """Clock ``cycles`` clocks (or until ``until()``); ``each(cycle)`` runs before every
+        clock edge. Returns the clocks run."""
+        link, partner = self.link, self.partner
+        ctx.set(link.receiver_detected, receiver_detected)
+        for cycle in range(cycles):
+            word_clock = self._clock % self.pace == 0
+            self._clock += 1
+            back = self._back
+            ctx.set(link.tx.ready, word_clock)
+            ctx.set(link.rx.valid, word_clock and any(s is not None for s in back))
+            ctx.set(link.rx_electrical_idle, all(s is None for s in back))
+            for lane, symbol in enumerate(back):
+                ctx.set(link.rx.p[lane].symbol, symbol or 0)
+                ctx.set(link.rx.p[lane].error, 0)
+            if each is not None:
+                each(cycle)
+            _, _, symbols, valid, electrical_idle = await ctx.tick().sample(
+                link.tx.p.symbols, link.tx.valid, link.tx_electrical_idle)
+            if word_clock:
+                sent = [None if electrical_idle or not valid else symbols[lane]
+                        for lane in range(LANES)]
+                self._back = [partner.step(symbol) for symbol in sent]
+            if until is not None and until():
+                return cycle + 1
+        return cycles
