@@ -108,6 +108,11 @@ class TxCredits(wiring.Component):
             with m.If(which == i):
                 m.d.comb += fits.eq(header_ok & data_ok)
 
+        # Judged from registers a clock after the header is held (the credit compares' carry
+        # chains are then not on one path with the send): the counters do not move while a
+        # TLP waits, but for an UpdateFC, which only ever adds room.
+        fits_now, held_before = Signal(), Signal()
+        m.d.sync += [fits_now.eq(fits), held_before.eq(count == units)]
         sending = Signal()
         sent = Signal(range(units + 1))  # held units sent
         with m.If(~sending):
@@ -115,8 +120,8 @@ class TxCredits(wiring.Component):
             m.d.comb += self.sink.ready.eq((count < units) & self.dl_active)
             with m.If(self.sink.valid & self.sink.ready):
                 m.d.sync += [held[count].eq(self.sink.payload.data), count.eq(count + 1)]
-            with m.If((count == units) & self.dl_active):
-                with m.If(fits):
+            with m.If((count == units) & held_before & self.dl_active):
+                with m.If(fits_now):
                     m.d.sync += [sending.eq(1), sent.eq(0)]
                     for i in range(3):
                         with m.If(which == i):
