@@ -1,7 +1,7 @@
 """The soft endpoint's configuration space: CfgRd0/CfgWr0 answered with completions (PCIe Base
 3.0 §2.2.7, §2.2.9, §7)."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
@@ -9,7 +9,7 @@ from busprobe.protocol.pcie_config import CplStatus, TlpKind
 
 from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW, tlp_units
+from .framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 from .ltssm import LINK_STATUS
 
 __all__ = ["ConfigSpace"]
@@ -87,9 +87,7 @@ class ConfigSpace(wiring.Component):
 
     def __init__(self, *, depth: int = NON_POSTED_HEADERS, unit: data.StructLayout = RX_TLP_BYTE):
         self._depth = depth
-        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
-        if self._unit_bytes not in (1, 4):
-            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        self._unit_bytes = unit_size(unit)
         super().__init__({
             "rx_tlp": In(stream.Signature(unit, always_ready=True)),
             "rx_accept": In(1),

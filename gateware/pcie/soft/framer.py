@@ -1,6 +1,6 @@
 """Data link layer framing, transmit side: TLPs and DLLPs onto the symbol stream (§3.5, §4.2.2)."""
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DLLP_CRC_POLY, LCRC_POLY
@@ -9,13 +9,21 @@ from busprobe.protocol.pcie_symbols import KCode
 from .crc import ByteCrc
 from .symbol_stream import tx_symbol_stream
 
-__all__ = ["DataLinkFramer", "TLP_BYTE", "TLP_DW", "tlp_units"]
+__all__ = ["DataLinkFramer", "TLP_BYTE", "TLP_DW", "tlp_units", "unit_size"]
 
 #: A TLP byte from the replay buffer; ``nullify`` (with ``last``) ends the TLP with EDB.
 TLP_BYTE = data.StructLayout({"data": 8, "last": 1, "nullify": 1})
 #: The same a DW at a time, byte 0 (first on the wire) in bits 7:0: what the four-symbol link
 #: moves TLPs in (DESIGN §3.10).
 TLP_DW = data.StructLayout({"data": 32, "last": 1, "nullify": 1})
+
+
+def unit_size(unit: data.StructLayout) -> int:
+    """Bytes in a TLP unit (a layout with a ``data`` field): 1 or 4, anything else refused."""
+    count = Shape.cast(unit.members["data"]).width // 8
+    if count not in (1, 4):
+        raise ValueError(f"a TLP unit is a byte or a DW, not {count} bytes")
+    return count
 
 
 def tlp_units(tlp_bytes, unit_bytes: int) -> list[Value]:

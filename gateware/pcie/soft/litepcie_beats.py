@@ -8,11 +8,11 @@ a bit per byte (``0x0F`` on a last beat holding one DW), ``last`` on the TLP's l
 TLP is always whole DWs (header, data and digest), so a beat holds one or two.
 """
 
-from amaranth import Cat, Module, Mux, Shape, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, unit_size
 from .tlp_router import APP_TLP_BYTE
 
 __all__ = ["BEAT", "BytesToBeats", "BeatsToBytes"]
@@ -24,13 +24,6 @@ BEAT = data.StructLayout({"dat": 64, "be": 8, "last": 1})
 def _lane(index):
     """Where wire byte ``index`` (0..7) of a beat sits in ``dat``: DW index // 4, big-endian."""
     return 32 * (index // 4) + 8 * (3 - index % 4)
-
-
-def _unit_bytes(unit: data.StructLayout) -> int:
-    unit_bytes = Shape.cast(unit.members["data"]).width // 8
-    if unit_bytes not in (1, 4):
-        raise ValueError(f"a TLP unit is a byte or a DW, not {unit_bytes} bytes")
-    return unit_bytes
 
 
 def _unit_lanes(dat, index, unit_bytes):
@@ -59,7 +52,7 @@ class BytesToBeats(wiring.Component):
     """
 
     def __init__(self, *, unit: data.StructLayout = APP_TLP_BYTE):
-        self._unit_bytes = _unit_bytes(unit)
+        self._unit_bytes = unit_size(unit)
         super().__init__({
             "sink": In(stream.Signature(unit)),
             "source": Out(stream.Signature(BEAT)),
@@ -115,7 +108,7 @@ class BeatsToBytes(wiring.Component):
     """
 
     def __init__(self, *, unit: data.StructLayout = TLP_BYTE):
-        self._unit_bytes = _unit_bytes(unit)
+        self._unit_bytes = unit_size(unit)
         super().__init__({
             "sink": In(stream.Signature(BEAT)),
             "source": Out(stream.Signature(unit)),

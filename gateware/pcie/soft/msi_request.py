@@ -1,12 +1,12 @@
 """The soft endpoint's MSI: a request from the application sent as the memory write MSI is
 (PCI Local Bus 3.0 §6.8; PCIe Base 3.0 §2.2.7)."""
 
-from amaranth import Cat, Const, Module, Mux, Shape, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 
-from .framer import TLP_BYTE, tlp_units
+from .framer import TLP_BYTE, tlp_units, unit_size
 
 __all__ = ["MsiRequester"]
 
@@ -43,9 +43,7 @@ class MsiRequester(wiring.Component):
     """
 
     def __init__(self, *, unit: data.StructLayout = TLP_BYTE):
-        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
-        if self._unit_bytes not in (1, 4):
-            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        self._unit_bytes = unit_size(unit)
         super().__init__({
             "request": In(stream.Signature(8)),
             "msi_enable": In(1),

@@ -1,14 +1,14 @@
 """The transmit side of the ACK/NAK protocol: sequence numbers, the replay buffer and its timer
 (PCIe Base 3.0 §3.5.2.1)."""
 
-from amaranth import Const, Module, Mux, Shape, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data as layouts
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, SEQ_MODULUS, DllpType
 
 from .ack_nak import by_payload_size
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, unit_size
 
 __all__ = ["ReplayBuffer", "DEFAULT_REPLAY_TIMEOUT"]
 
@@ -70,9 +70,7 @@ class ReplayBuffer(wiring.Component):
         for name, value in (("depth", depth), ("max_outstanding", max_outstanding)):
             if value & (value - 1):
                 raise ValueError(f"replay buffer {name} {value} is not a power of two")
-        unit_bytes = Shape.cast(unit.members["data"]).width // 8
-        if unit_bytes not in (1, 4):
-            raise ValueError(f"a TLP unit is a byte or a DW, not {unit_bytes} bytes")
+        unit_bytes = unit_size(unit)
         self._unit_bytes, self._symbols_per_clock = unit_bytes, symbols_per_clock
         self._depth, self._slots, self._timeout = depth // unit_bytes, max_outstanding, \
             replay_timeout

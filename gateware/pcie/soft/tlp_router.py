@@ -1,7 +1,7 @@
 """The soft endpoint's transaction-layer router: memory requests to BAR0 and completions for
 the application, Unsupported Request for the rest (PCIe Base 3.0 §2.3.1, §2.3.2)."""
 
-from amaranth import Cat, Const, Module, Mux, Shape, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -11,7 +11,7 @@ from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
 from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS, POSTED_DATA, POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW, tlp_units
+from .framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 
 __all__ = ["TlpRouter", "APP_TLP_BYTE", "APP_TLP_DW"]
 
@@ -85,9 +85,7 @@ class TlpRouter(wiring.Component):
     def __init__(self, *, store_bytes: int = DEFAULT_STORE_BYTES, max_tlps: int = 16,
                  unit: data.StructLayout = RX_TLP_BYTE):
         assert store_bytes & (store_bytes - 1) == 0
-        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
-        if self._unit_bytes not in (1, 4):
-            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        self._unit_bytes = unit_size(unit)
         dw = self._unit_bytes == 4
         # Every request the credits allow must fit while the application takes none: a 4 DW
         # header each and the posted data (completions are the requester's to size for).

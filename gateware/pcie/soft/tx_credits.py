@@ -1,7 +1,7 @@
 """Flow control after DL_Active, transmit side: a TLP goes out only within the link partner's
 credits (PCIe Base 3.0 §2.6.1.2, the gating function as remembered)."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
@@ -9,7 +9,7 @@ from busprobe.protocol.pcie_config import TlpType5
 from busprobe.protocol.pcie_dll import DllpType
 
 from .fc_init import CREDITS
-from .framer import TLP_BYTE
+from .framer import TLP_BYTE, unit_size
 
 __all__ = ["TxCredits"]
 
@@ -52,9 +52,7 @@ class TxCredits(wiring.Component):
     """
 
     def __init__(self, *, unit: data.StructLayout = TLP_BYTE):
-        unit_bytes = Shape.cast(unit.members["data"]).width // 8
-        if unit_bytes not in (1, 4):
-            raise ValueError(f"a TLP unit is a byte or a DW, not {unit_bytes} bytes")
+        unit_bytes = unit_size(unit)
         self._units = 4 // unit_bytes  # units in the first header dword
         super().__init__({
             "sink": In(stream.Signature(unit)),

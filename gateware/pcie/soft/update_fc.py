@@ -1,13 +1,14 @@
 """Flow control after DL_Active, receive side: the credits of consumed TLPs given back with
 UpdateFC DLLPs (PCIe Base 3.0 §2.6.1)."""
 
-from amaranth import Cat, Const, Module, Mux, ResetInserter, Shape, Signal
+from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
 from .deframer import RX_TLP_BYTE
 from .fc_init import ADVERTISED
+from .framer import unit_size
 
 __all__ = ["UpdateFc", "DEFAULT_UPDATE_INTERVAL"]
 
@@ -71,9 +72,7 @@ class UpdateFc(wiring.Component):
                  symbols_per_clock: int = 1):
         self._interval = interval
         self._advertised = advertised
-        self._unit_bytes = Shape.cast(unit.members["data"]).width // 8
-        if self._unit_bytes not in (1, 4):
-            raise ValueError(f"a TLP unit is a byte or a DW, not {self._unit_bytes} bytes")
+        self._unit_bytes = unit_size(unit)
         self._ticks = max(1, interval // symbols_per_clock)
         super().__init__({
             "rx_tlp": In(stream.Signature(unit, always_ready=True)),
