@@ -9,7 +9,7 @@ transmit streams through :class:`~busprobe.gateware.pcie.soft.tlp_merge.TlpMerge
 the Verilator model (``sim/pcie/symbol/endpoint_model.py``) connects them. The application
 behind BAR0 is the router's own store: the TLPs it passes on are taken every clock and folded
 into two LEDs (a toggle per TLP, the parity of its bytes), so that synthesis keeps the store and
-its read side, as an application reading it would. The link moves four symbols a 125 MHz clock
+its read side, as an application reading it would. The link moves four symbols a 62.5 MHz clock
 and TLPs as DWs (DESIGN §3.10, "Four symbols a clock, and Gen2").
 """
 
@@ -40,8 +40,8 @@ class SoftPcieEndpoint(wiring.Component):
     """The soft endpoint on an :class:`~busprobe.gateware.pcie.soft.ecp5_pcie_phy.Ecp5PciePhy`.
 
     Runs in ``sync``, which the board top makes the PHY's link domain: the link at four symbols
-    a clock (:data:`LANES`), on the DCU's own 125 MHz clock, a word every other clock at Gen1;
-    the LTSSM's timeouts are the specification's at that clock.
+    a clock (:data:`LANES`), a word every clock of 62.5 MHz at Gen1; the LTSSM's timeouts are
+    the specification's at that clock.
 
     Attributes
     ----------
@@ -56,7 +56,7 @@ class SoftPcieEndpoint(wiring.Component):
 
     leds: Out(8)
 
-    #: The link moves four symbols a 125 MHz clock (the board top runs it on the DCU's clock).
+    #: The link moves four symbols a 62.5 MHz clock (the board top makes it from the DCU's).
     LANES = LANES
 
     def __init__(self, *, phy):

@@ -10,9 +10,11 @@ platform has them and Yumewatari's Versa PHY places them). The top makes:
   DCU reset sequencer and register interface; reset by the board's button.
 - The PHY (:class:`~busprobe.gateware.pcie.soft.ecp5_pcie_phy.Ecp5PciePhy`), whose DCU side
   runs on the DCU's 125 MHz fabric clock (``pclk``, two symbols a clock, constrained there).
-- ``link``: 250 MHz, one symbol a clock, from a fabric PLL that doubles the DCU's fabric clock
-  (the PHY's FIFOs have no elasticity: the link's clock must come from the DCU's). It is held
-  in reset until the PLL locks, while the slot asserts PERST#, and while the button is down.
+- ``link``: from a fabric PLL on the DCU's fabric clock (the PHY's FIFOs have no elasticity:
+  the link's clock must come from the DCU's): 62.5 MHz, halving it, for the link at four
+  symbols a clock (a word a clock at Gen1); 250 MHz, doubling it, for the link at one. It is
+  held in reset until the PLL locks, while the slot asserts PERST#, and while the button is
+  down.
 
 The design runs in ``link`` (its ``sync``, renamed) and is given the PHY: ``design(phy=phy)``;
 if it has ``leds`` they drive the board's eight LEDs. Every clock that drives logic is
@@ -47,11 +49,10 @@ CLOCKS_MHZ = {"link": LINK_CLOCK_HZ / 1e6, "pclk": SERDES_CLOCK_HZ / 1e6,
 
 def clocks_mhz(lanes: int) -> dict[str, float]:
     """:data:`CLOCKS_MHZ` for a design whose link moves ``lanes`` symbols a clock: at four the
-    link runs on the DCU's own 125 MHz clock, one net with ``pclk`` (nextpnr reports it once,
-    as ``link``)."""
+    link runs at 62.5 MHz (:data:`WORD_LINK_CLOCK_HZ`)."""
     if lanes == 1:
         return dict(CLOCKS_MHZ)
-    return {"link": WORD_LINK_CLOCK_HZ / 1e6, "ctl": CONTROL_CLOCK_HZ / 1e6}
+    return {**CLOCKS_MHZ, "link": WORD_LINK_CLOCK_HZ / 1e6}
 #: Where the edge connector's lane is: DCU0 channel 0, its reference on EXTREF0.
 PCIE_DUAL, PCIE_CHANNEL, REFCLK_SITE = 0, 0, "EXTREF0"
 REFCLK_HZ = 100e6
@@ -83,23 +84,33 @@ def _extref(m, pads):
     return refclk
 
 
-def _pll_double(m, clk125, locked):
-    """ECP5 PLL: the DCU's 125 MHz in, 250 MHz (CLKOP) out. VCO 500 MHz, PFD 125 MHz."""
-    clk250 = Signal()
+#: ECP5 PLL settings for the link's clock from the DCU's 125 MHz, by the link's lanes: (CLKI_DIV,
+#: CLKFB_DIV, CLKOP_DIV), fed back from CLKOP; the VCO at 500 MHz either way (its range is
+#: 400-800 MHz), the phase detector at 125 or 62.5 MHz.
+_LINK_PLL = {1: (1, 2, 2), 4: (2, 1, 8)}
+
+
+def _link_pll(m, clk125, locked, lanes):
+    """ECP5 PLL: the DCU's 125 MHz in, the link's clock (CLKOP) out."""
+    clki_div, clkfb_div, clkop_div = _LINK_PLL[lanes]
+    out_mhz = 125 * clkfb_div / clki_div
+    assert abs(out_mhz * 1e6 - clocks_mhz(lanes)["link"] * 1e6) < 1
+    link_clk = Signal()
     m.submodules.link_pll = Instance(
         "EHXPLLL",
-        p_CLKI_DIV=1, p_CLKFB_DIV=2, p_FEEDBK_PATH="CLKOP",
-        p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=2, p_CLKOP_CPHASE=1, p_CLKOP_FPHASE=0,
+        p_CLKI_DIV=clki_div, p_CLKFB_DIV=clkfb_div, p_FEEDBK_PATH="CLKOP",
+        p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=clkop_div, p_CLKOP_CPHASE=clkop_div - 1,
+        p_CLKOP_FPHASE=0,
         p_OUTDIVIDER_MUXA="DIVA",
         p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
         p_DPHASE_SOURCE="DISABLED", p_PLL_LOCK_MODE=0,
-        i_CLKI=clk125, i_CLKFB=clk250, i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0,
+        i_CLKI=clk125, i_CLKFB=link_clk, i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0,
         i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0,
-        o_CLKOP=clk250, o_LOCK=locked,
-        a_FREQUENCY_PIN_CLKI="125", a_FREQUENCY_PIN_CLKOP="250",
+        o_CLKOP=link_clk, o_LOCK=locked,
+        a_FREQUENCY_PIN_CLKI="125", a_FREQUENCY_PIN_CLKOP=f"{out_mhz:g}",
         a_ICP_CURRENT="12", a_LPF_RESISTOR="8",
     )
-    return clk250
+    return link_clk
 
 
 class VersaPcieTop(Elaboratable):
@@ -116,7 +127,7 @@ class VersaPcieTop(Elaboratable):
         ``design(phy=phy)`` returns the design's elaboratable, in ``sync`` (run as ``link``).
     lanes: int
         Symbols a clock the design's link moves: 1 (``link`` at 250 MHz from a PLL doubling
-        the DCU's clock) or 4 (``link`` is the DCU's 125 MHz clock itself: no PLL).
+        the DCU's clock) or 4 (``link`` at 62.5 MHz from a PLL halving it).
     """
 
     def __init__(self, *, design: Callable[..., Elaboratable], lanes: int = 1):
@@ -148,15 +159,10 @@ class VersaPcieTop(Elaboratable):
         m.d.comb += serdes_clk.eq(phy.serdes_clk)
         platform.add_clock_constraint(serdes_clk, SERDES_CLOCK_HZ)
         m.domains.link = ClockDomain("link")
-        if self.lanes == 1:
-            link_clk = Signal(attrs={"keep": 1})
-            m.d.comb += link_clk.eq(_pll_double(m, serdes_clk, locked))
-            platform.add_clock_constraint(link_clk, LINK_CLOCK_HZ)
-            m.d.comb += ClockSignal("link").eq(link_clk)
-        else:
-            # The DCU's clock itself (the gearbox needs no other): ``link`` and ``pclk`` are
-            # one net, timed once at 125 MHz.
-            m.d.comb += ClockSignal("link").eq(serdes_clk)
+        link_clk = Signal(attrs={"keep": 1})
+        m.d.comb += link_clk.eq(_link_pll(m, serdes_clk, locked, self.lanes))
+        platform.add_clock_constraint(link_clk, clocks_mhz(self.lanes)["link"] * 1e6)
+        m.d.comb += ClockSignal("link").eq(link_clk)
         # Released synchronously, from flip-flops (the reset reaching every register of the
         # link is then not a long path from the PLL's LOCK or the pins).
         m.submodules.link_reset = ResetSynchronizer(~locked | pcie.perst.i | button,

@@ -1,6 +1,6 @@
 """The soft PCIe endpoint on the ECP5-5G Versa: the build elaborates onto DCU0 channel 0 with the
-edge connector's reference clock on EXTREF0, the link at four symbols a clock on the DCU's own
-125 MHz clock (no PLL), and every clock constrained on a net synthesis keeps (yosys alone, or
+edge connector's reference clock on EXTREF0, the link at four symbols a clock on a 62.5 MHz
+clock a PLL makes from the DCU's, and every clock constrained on a net synthesis keeps (yosys alone, or
 the cached board build's netlist; no place and route: ``busprobe build`` runs it, a minute
 or more; the figures are in docs/DESIGN.md §3.10, "The Versa ECP5-5G board")."""
 
@@ -57,18 +57,25 @@ def test_every_clock_is_constrained_and_required_in_the_report():
     platform, plan = _plan()
     constraints = [line for line in plan.files["top.lpf"].splitlines() if "FREQUENCY" in line]
     assert 'FREQUENCY PORT "clk100_0__p" 100000000.0 HZ;' in constraints
-    # On the top's own kept net: the DCU's fabric clock, which is the link's too.
+    # On the top's own kept nets: the DCU's fabric clock and the link's.
     assert 'FREQUENCY NET "serdes_clk" 125000000.0 HZ;' in constraints
-    assert not any("link_clk" in line for line in constraints)
+    assert 'FREQUENCY NET "link_clk" 62500000.0 HZ;' in constraints
     rtlil = plan.files["top.il"]
-    assert re.search(r"attribute \\keep 1\n\s+wire width 1 \\serdes_clk\n", rtlil)
+    for net in ("serdes_clk", "link_clk"):
+        assert re.search(rf"attribute \\keep 1\n\s+wire width 1 \\{net}\n", rtlil), net
     assert declared_clocks(platform, get_design("pcie-endpoint")) == (
-        {"link": 125.0, "ctl": 100.0}, ("link", "ctl"))
+        {"link": 62.5, "pclk": 125.0, "ctl": 100.0}, ("link", "pclk", "ctl"))
 
 
-def test_the_word_link_runs_on_the_dcus_clock_without_a_pll():
+def test_the_word_link_runs_at_half_the_dcus_clock_from_a_pll():
+    """CLKI 125 MHz divided by 2 at the phase detector, fed back from CLKOP undivided: 62.5 MHz
+    out, the VCO at 8 times that (500 MHz, inside the ECP5's 400-800)."""
     _, plan = _plan()
-    assert "cell \\EHXPLLL " not in plan.files["top.il"]
+    pll = _cell(plan.files["top.il"], "EHXPLLL")
+    for name, value in (("CLKI_DIV", 2), ("CLKFB_DIV", 1), ("CLKOP_DIV", 8),
+                        ("CLKOP_CPHASE", 7)):
+        assert re.search(rf"parameter \\{name} {value}\n", pll), name
+    assert 'FREQUENCY_PIN_CLKOP "62.5"' in plan.files["top.il"]
     assert SoftPcieEndpoint.LANES == 4
 
 
@@ -93,6 +100,6 @@ def test_the_constrained_clock_nets_and_the_serdes_cells_survive_synthesis():
     record = ecp5_netlist(get_board("versa-ecp5-5g"), get_design("pcie-endpoint"),
                           root=build_root())
     top = json.loads(record.path.read_text())["modules"]["top"]
-    assert "serdes_clk" in set(constrained) & set(top["netnames"])
+    assert {"serdes_clk", "link_clk"} <= set(constrained) & set(top["netnames"])
     kinds = [cell["type"] for cell in top["cells"].values()]
-    assert [kinds.count(kind) for kind in ("DCUA", "EXTREFB", "EHXPLLL")] == [1, 1, 0]
+    assert [kinds.count(kind) for kind in ("DCUA", "EXTREFB", "EHXPLLL")] == [1, 1, 1]

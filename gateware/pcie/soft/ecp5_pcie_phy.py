@@ -5,12 +5,12 @@ out of SKP ordered sets); this wrapper adds what PCIe needs around it: receiver 
 electrical idle towards the LTSSM, the receive polarity the LTSSM decides, the scrambler, and
 the crossing from the DCU's two symbols per 125 MHz clock to the link's one symbol a clock
 (:class:`~.symbol_crossing.SymbolCrossing`), or, for the link at four symbols a clock, the
-gearbox to its words in the DCU's own clock (:class:`~.word_gearbox.WordGearbox`). The DCU is
-LUNA's ``ECP5SerDes``, as busprobe's SuperSpeed PHY uses it, retuned for PCIe Gen1
-(:data:`GEN1_PARAMETERS`).
+gearbox and crossing to its words at half the DCU's clock
+(:class:`~.word_gearbox.WordGearbox`). The DCU is LUNA's ``ECP5SerDes``, as busprobe's
+SuperSpeed PHY uses it, retuned for PCIe Gen1 (:data:`GEN1_PARAMETERS`).
 """
 
-from amaranth import DomainRenamer, Module, Signal
+from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
@@ -30,8 +30,9 @@ LINE_RATE = 2.5e9
 SERDES_CLOCK_HZ = 125e6
 #: The soft link's clock at one symbol a clock.
 LINK_CLOCK_HZ = 250e6
-#: The link's clock at four symbols a clock: the DCU's own (a word every other clock at Gen1).
-WORD_LINK_CLOCK_HZ = SERDES_CLOCK_HZ
+#: The link's clock at four symbols a clock, a word every clock at Gen1: half the DCU's (a
+#: board makes it from the DCU's with a PLL). Gen2 would need twice this (DESIGN §3.10).
+WORD_LINK_CLOCK_HZ = SERDES_CLOCK_HZ / 2
 
 #: DCU parameters LUNA sets for USB 3.0 at 5 Gb/s that PCIe Gen1 needs otherwise (``CHX`` is the
 #: channel). The rates are the TX PLL's and the CDR's maximum line rate (TN1261). DCOFTNRG is
@@ -90,9 +91,10 @@ class Ecp5PciePhy(wiring.Component):
     Connect it to a ``SoftLink`` (or ``SoftDataLink``) ``link`` with ``wiring.connect(m,
     link.tx, phy.tx)``, ``wiring.connect(m, phy.rx, link.rx)`` and ``tx_electrical_idle``,
     ``rx_electrical_idle``, ``receiver_detected`` and ``invert_polarity`` assigned between
-    them. Those are all in the link's domain (250 MHz for line rate at one symbol a clock),
-    whose clock must be made from ``serdes_clk`` (a PLL doubling it): the FIFOs between the
-    two have no elasticity. The DCU's side runs in a local ``pclk`` domain (its 125 MHz fabric
+    them. Those are all in the link's domain (250 MHz for line rate at one symbol a clock,
+    62.5 MHz at four), whose clock must be made from ``serdes_clk`` (a PLL doubling or
+    halving it): the FIFOs between the two have no elasticity. The DCU's side runs in a
+    local ``pclk`` domain (its 125 MHz fabric
     clock, constrained); LUNA's reset sequencer and SerDes Client Interface run in
     ``control_domain``, a clock that runs before the DCU's PLL locks.
 
@@ -123,7 +125,7 @@ class Ecp5PciePhy(wiring.Component):
         The DCU's receiver is locked (link domain).
     crossing: SymbolCrossing (or None); gearbox: WordGearbox (or None); detector:
     ReceiverDetector
-        Their counters (``pclk`` domain; the gearbox's in the link's).
+        Their counters (``pclk`` domain; the gearbox's ``tx_underflows`` in the link's).
 
     Parameters
     ----------
@@ -136,8 +138,8 @@ class Ecp5PciePhy(wiring.Component):
     domain, control_domain: str
     lanes: int
         1: the link one symbol a clock (``tx``/``rx`` symbol streams, through ``crossing``);
-        4: the link four symbols a clock (word streams, through ``gearbox``), whose domain's
-        clock must be ``serdes_clk`` itself (:data:`WORD_LINK_CLOCK_HZ`).
+        4: the link four symbols a clock (word streams, through ``gearbox``), its domain's
+        clock half ``serdes_clk`` (:data:`WORD_LINK_CLOCK_HZ`).
     """
 
     def __init__(self, *, tx_pads, rx_pads, dual: int = 0, channel: int = 0,
@@ -162,7 +164,7 @@ class Ecp5PciePhy(wiring.Component):
             "rx_ready": Out(1),
         })
         self.crossing = None if words else SymbolCrossing(domain=domain, serdes_domain="pclk")
-        self.gearbox = WordGearbox() if words else None
+        self.gearbox = WordGearbox(domain=domain, serdes_domain="pclk") if words else None
         self.detector = ReceiverDetector(clock_hz=SERDES_CLOCK_HZ, domain="pclk")
 
     def connect_link(self, m: Module, link) -> None:
@@ -189,8 +191,7 @@ class Ecp5PciePhy(wiring.Component):
         m.submodules.rx_ready_sync = FFSynchronizer(serdes.rx_ready, rx_ready, o_domain="pclk")
         m.submodules.los_sync = FFSynchronizer(serdes.rx_los, los, o_domain="pclk", init=1)
         if self._words:
-            # In the link's domain, whose clock is the DCU's: no crossing between them.
-            m.submodules.gearbox = crossing = DomainRenamer(link)(self.gearbox)
+            m.submodules.gearbox = crossing = self.gearbox
             m.d.comb += [crossing.tx.valid.eq(self.tx.valid),
                          crossing.tx.p.symbols.eq(self.tx.p.symbols),
                          crossing.tx.p.extra.eq(self.tx_electrical_idle),

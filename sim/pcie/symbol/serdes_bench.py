@@ -10,10 +10,13 @@ from busprobe.gateware.pcie.soft.symbol_crossing import SymbolCrossing
 from .amaranth_bench import SYMBOL_PERIOD
 from .partner import RootPortPartner
 
-__all__ = ["WordExchange", "simulate_with_serdes", "SERDES_PERIOD", "SERDES_PHASE"]
+__all__ = ["WordExchange", "simulate_with_serdes", "SERDES_PERIOD", "SERDES_PHASE",
+           "WORD_PERIOD"]
 
 #: The DCU's fabric clock at 2.5 GT/s with 1:2 gearing: two symbol times.
 SERDES_PERIOD = 2 * SYMBOL_PERIOD
+#: The four-symbol link's clock at Gen1: a word (four symbol times) a clock.
+WORD_PERIOD = 4 * SYMBOL_PERIOD
 #: Its edges fall between the link clock's (the two come from one reference through different
 #: PLLs: same rate, unknown phase), so no test depends on the two sharing an edge.
 SERDES_PHASE = 1.3e-9
@@ -73,11 +76,12 @@ class WordExchange:
         return cycles
 
 
-def simulate_with_serdes(dut, main, *background) -> None:
+def simulate_with_serdes(dut, main, *background, link_period: float = SYMBOL_PERIOD) -> None:
     """Run ``main(ctx)`` (and ``background`` ones) on ``dut`` with the link's ``sync`` clock at
-    :data:`SYMBOL_PERIOD` and the SerDes' ``pclk`` at :data:`SERDES_PERIOD`."""
+    ``link_period`` (:data:`SYMBOL_PERIOD`, or :data:`WORD_PERIOD` for the four-symbol link)
+    and the SerDes' ``pclk`` at :data:`SERDES_PERIOD`."""
     sim = Simulator(dut)
-    sim.add_clock(SYMBOL_PERIOD)
+    sim.add_clock(link_period)
     sim.add_clock(SERDES_PERIOD, phase=SERDES_PHASE, domain="pclk")
     sim.add_testbench(main)
     for testbench in background:

@@ -11,7 +11,11 @@ from amaranth.hdl import Fragment
 from amaranth.lib import data
 from busprobe.gateware.common.fragment_domains import fragment_domains
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
-from busprobe.gateware.pcie.soft.ecp5_pcie_phy import GEN1_PARAMETERS, Ecp5PciePhy
+from busprobe.gateware.pcie.soft.ecp5_pcie_phy import (
+    GEN1_PARAMETERS,
+    WORD_LINK_CLOCK_HZ,
+    Ecp5PciePhy,
+)
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
 
 
@@ -26,7 +30,7 @@ def endpoint_on_the_dcu(**phy_options):
     tx_pads, rx_pads = _pads(), _pads()
     lanes = phy_options.get("lanes", 1)
     m.submodules.link = link = SoftDataLink(
-        timing=LtssmTiming.spec(250e6 if lanes == 1 else 125e6), lanes=lanes)
+        timing=LtssmTiming.spec(250e6 if lanes == 1 else WORD_LINK_CLOCK_HZ), lanes=lanes)
     m.submodules.phy = phy = Ecp5PciePhy(tx_pads=tx_pads, rx_pads=rx_pads, **phy_options)
     phy.connect_link(m, link)
     ports = [tx_pads.p, tx_pads.n, rx_pads.p, rx_pads.n, phy.refclk]
@@ -76,17 +80,20 @@ def test_the_scrambler_and_the_crossings_dcu_side_run_on_the_dcus_clock_and_the_
     assert {domain for _, domain in domains} == {"comb", "sync", "pclk", "ctl", "async_ff"}
 
 
-def test_the_word_link_runs_on_the_dcus_clock_through_the_gearbox_without_a_crossing():
+def test_the_word_link_crosses_to_the_dcus_clock_in_the_gearbox_with_its_scramblers_on_its_own():
     top, phy, ports = endpoint_on_the_dcu(control_domain="ctl", lanes=4)
     domains = list(fragment_domains(Fragment.get(top, None)))
     assert phy.crossing is None and phy.gearbox is not None
     paths = {path for path, _ in domains}
     assert not any("crossing" in path for path in paths)
-    # The gearbox, its scramblers and the link share the link's domain (the DCU's clock on
-    # the board); what reads the DCU's detection and status stays on ``pclk``.
+    # The scramblers work on whole words at the link's clock; on the DCU's only the halves
+    # are split and paired, and what reads the DCU's detection and status.
     on_link = {path for path, domain in domains if domain == "sync"}
     assert {"phy/gearbox", "phy/gearbox/scrambler", "phy/gearbox/descrambler"} <= on_link
     assert {path for path, domain in domains if domain == "pclk"} == {
+        "phy/gearbox", "phy/gearbox/tx_fifo", "phy/gearbox/tx_fifo/produce_cdc",
+        "phy/gearbox/rx_fifo", "phy/gearbox/rx_fifo/consume_cdc",
+        "phy/gearbox/rx_fifo/storage",
         "phy/detector", "phy/detector/done_sync", "phy/detector/con_sync",
         "phy/rx_ready_sync", "phy/los_sync"}
     assert "module" in rtlil.convert(top, ports=ports, name="word_endpoint_on_the_dcu")

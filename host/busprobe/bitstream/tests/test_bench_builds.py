@@ -64,16 +64,16 @@ def test_usb3_on_ecpix5_meets_every_clock_on_most_nextpnr_seeds():
     assert len([r for r in results if r.timing_met]) >= USB3_SEEDS_MET, seed_table(results)
 
 
-#: The soft PCIe endpoint on the ECP5-5G Versa: nextpnr's default seed (None) and seeds 1-3.
-VERSA_SEEDS = (None, 1, 2, 3)
+#: The soft PCIe endpoint on the ECP5-5G Versa: nextpnr's default seed (None) and seeds 1-5, of
+#: which the default and at least 3 others must meet every clock (issue 45).
+VERSA_SEEDS, VERSA_SEEDS_MET = (None, 1, 2, 3, 4, 5), 3
 
 
 @pytest.mark.bench
-def test_versa_pcie_endpoint_times_every_clock_and_meets_the_dcu_side_on_every_seed():
-    """Every build times ``link`` at 250 MHz, ``pclk`` at 125 and ``ctl`` at 100; the DCU side
-    and the control clock meet. The link at one symbol a 250 MHz clock is measured, not held
-    to 250 (docs/DESIGN.md §3.10, "The Versa ECP5-5G board": it reaches 105-110 MHz until
-    the two-symbol rewrite)."""
+def test_versa_pcie_endpoint_meets_every_clock_on_the_default_seed_and_3_of_5_others():
+    """Every build times ``link`` at 62.5 MHz (the link at four symbols a clock, a word a clock
+    at Gen1), ``pclk`` at 125 and ``ctl`` at 100 (docs/DESIGN.md §3.10, "The Versa ECP5-5G
+    board")."""
     from busprobe.bitstream.nextpnr_report import critical_paths
 
     board, design = get_board("versa-ecp5-5g"), get_design("pcie-endpoint")
@@ -92,5 +92,6 @@ def test_versa_pcie_endpoint_times_every_clock_and_meets_the_dcu_side_on_every_s
         for path in critical_paths(result.extra["nextpnr_report"], net_domains=nets):
             print(f"seed {result.nextpnr_seed}: {path.line()}")
         assert {c.domain: c.constraint_mhz for c in result.clocks} == {
-            "link": 250.0, "pclk": 125.0, "ctl": 100.0}
-        assert result.clock("pclk").met and result.clock("ctl").met, result.summary_lines()
+            "link": 62.5, "pclk": 125.0, "ctl": 100.0}
+    assert results[0].timing_met, seed_table(results)
+    assert len([r for r in results[1:] if r.timing_met]) >= VERSA_SEEDS_MET, seed_table(results)
