@@ -1,8 +1,8 @@
 """The soft PCIe endpoint on the ECP5-5G Versa: the build elaborates onto DCU0 channel 0 with the
 edge connector's reference clock on EXTREF0, the link at four symbols a clock on a 62.5 MHz
-clock a PLL makes from the DCU's, and every clock constrained on a net synthesis keeps (yosys alone, or
-the cached board build's netlist; no place and route: ``busprobe build`` runs it, a minute
-or more; the figures are in docs/DESIGN.md §3.10, "The Versa ECP5-5G board")."""
+clock a PLL makes from the DCU's, and every clock constrained on a net synthesis keeps (yosys
+alone, or the cached board build's netlist; no place and route: ``busprobe build`` runs it, a
+minute or more; the figures are in docs/DESIGN.md §3.10, "The Versa ECP5-5G board")."""
 
 import json
 import re
