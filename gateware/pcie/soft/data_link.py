@@ -62,8 +62,8 @@ class SoftDataLink(wiring.Component):
         ``RX_TLP_DW``), as :class:`~.soft_link.SoftLink`.
     symbols_per_clock: int or None
         Symbol times a clock stands for in the data link layer's timers (ACK latency,
-        REPLAY_TIMER, the UpdateFC interval); ``None``: 1 for one lane a clock, 2 for words
-        (Gen1 at 125 MHz).
+        REPLAY_TIMER, the UpdateFC interval); ``None``: 1 for one lane a clock, 4 for words
+        (Gen1 on a 62.5 MHz clock, a word every clock).
     """
 
     def __init__(self, *, timing: LtssmTiming | None = None,
@@ -76,7 +76,7 @@ class SoftDataLink(wiring.Component):
         self._replay_timeout = replay_timeout
         self._lanes = lanes
         words = lanes == LANES
-        self._symbols_per_clock = symbols_per_clock or (2 if words else 1)
+        self._symbols_per_clock = symbols_per_clock or (LANES if words else 1)
         self._link_options = link_options
         super().__init__({
             "rx": In(rx_word_stream() if words else rx_symbol_stream()),

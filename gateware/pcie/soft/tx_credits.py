@@ -119,18 +119,24 @@ class TxCredits(wiring.Component):
         sending = Signal()
         sent = Signal(range(units + 1))  # held units sent
         with m.If(~sending):
-            # Take the first dword, then wait for credits.
+            # Take the first dword, then wait for credits. The first held unit goes out in
+            # the clock the TLP is judged to fit (from registers), and the credits are
+            # consumed when it is taken: with DWs the framer's two LCRC words are all the
+            # time there is between one TLP's last DW and the next one's first, and a clock
+            # more here is a word of idle on the wire between every two TLPs.
             m.d.comb += self.sink.ready.eq((count < units) & self.dl_active)
             with m.If(self.sink.valid & self.sink.ready):
                 m.d.sync += [held[count].eq(self.sink.payload.data), count.eq(count + 1)]
             with m.If((count == units) & held_before & self.dl_active):
                 with m.If(fits_now):
-                    m.d.sync += [sending.eq(1), sent.eq(0)]
-                    for i in range(3):
-                        with m.If(which == i):
-                            m.d.sync += [
-                                consumed[i].header.eq(consumed[i].header + 1),
-                                consumed[i].data.eq(consumed[i].data + data_needed)]
+                    m.d.comb += [self.source.valid.eq(1), self.source.payload.data.eq(held[0])]
+                    with m.If(self.source.ready):
+                        m.d.sync += [sending.eq(1), sent.eq(1)]
+                        for i in range(3):
+                            with m.If(which == i):
+                                m.d.sync += [
+                                    consumed[i].header.eq(consumed[i].header + 1),
+                                    consumed[i].data.eq(consumed[i].data + data_needed)]
                 with m.Else():
                     m.d.sync += self.blocked.eq(self.blocked + 1)
         with m.Else():

@@ -10,16 +10,18 @@ from busprobe.gateware.pcie.soft.symbol_stream import LANES
 
 from .partner import RootPortPartner
 
-__all__ = ["WordExchange", "GEN1_PACE", "GEN2_PACE"]
+__all__ = ["WordExchange", "GEN1_PACE", "SPARSE_PACE"]
 
-#: Clocks a word: at 2.5 GT/s a 125 MHz link moves a word every other clock, at 5 GT/s every
-#: clock.
-GEN1_PACE, GEN2_PACE = 2, 1
+#: Clocks a word. At 2.5 GT/s the word link runs on a 62.5 MHz clock and moves a word every
+#: clock (as Xilinx's Gen1 x1 64-bit user clock): pace 1. :data:`SPARSE_PACE` leaves a clock
+#: without a word between words, which no board does now; the link's blocks still take a
+#: ``valid`` per word, and tests run it to hold them to that.
+GEN1_PACE, SPARSE_PACE = 1, 2
 
 
 class WordExchange:
     """Clocks a :class:`RootPortPartner` against a word-wide link, a word each way every
-    ``pace`` clocks (the DCU's gearbox does the same on the board).
+    ``pace`` clocks (on the board the DCU's gearbox hands the link a word every clock).
 
     The partner is stepped a symbol at a time: the four symbols the link sent in a word go
     to it in order, and the four it answers with form the word the link receives on its next
@@ -32,7 +34,7 @@ class WordExchange:
     ----------
     link: the endpoint's link (``SoftLink(lanes=4)`` or anything with its ports).
     partner: the root port.
-    pace: clocks a word (:data:`GEN1_PACE`, :data:`GEN2_PACE`).
+    pace: clocks a word (:data:`GEN1_PACE`, :data:`SPARSE_PACE`).
     """
 
     def __init__(self, link: SoftLink, partner: RootPortPartner, *, pace: int = GEN1_PACE):

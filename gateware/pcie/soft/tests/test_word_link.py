@@ -11,7 +11,7 @@ from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
 from busprobe.protocol.pcie_ltssm import LinkSpeed, LinkStatus, LtssmState, unpack_link_status
 from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, send_dllp, send_tlps, simulate
 from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
-from busprobe.sim.pcie.symbol.word_exchange import GEN1_PACE, GEN2_PACE, WordExchange
+from busprobe.sim.pcie.symbol.word_exchange import GEN1_PACE, SPARSE_PACE, WordExchange
 
 TRAINED = [LtssmState.DETECT_QUIET, LtssmState.DETECT_ACTIVE, LtssmState.POLLING_ACTIVE,
            LtssmState.POLLING_CONFIGURATION, LtssmState.CONFIG_LINKWIDTH_START,
@@ -70,7 +70,7 @@ class Bench:
         simulate(self.link, testbench, *([sender] if endpoint_sends is not None else []))
 
 
-@pytest.mark.parametrize("pace", [GEN1_PACE, GEN2_PACE])
+@pytest.mark.parametrize("pace", [GEN1_PACE, SPARSE_PACE])
 def test_the_word_link_trains_from_detect_to_l0_with_the_root_ports_link_number(pace):
     result = {}
 
