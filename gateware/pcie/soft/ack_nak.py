@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import ACK_LATENCY_SYMBOLS, SEQ_MODULUS, DllpType
 
-from .deframer import TlpStatus
+from .word_deframer import TlpStatus
 
 __all__ = ["AckNakScheduler", "DEFAULT_ACK_LATENCY", "by_payload_size"]
 

@@ -7,10 +7,10 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind
 
-from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 from .ltssm import LINK_STATUS
+from .word_deframer import RX_TLP_BYTE
+from .word_framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 
 __all__ = ["ConfigSpace"]
 

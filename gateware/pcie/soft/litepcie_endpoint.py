@@ -26,14 +26,14 @@ from busprobe.protocol.pcie_ltssm import LINK_STATUS_FIELDS
 
 from .config_space import ConfigSpace
 from .data_link import SoftDataLink
-from .deframer import RX_TLP_DW
-from .framer import TLP_DW
 from .litepcie_beats import BeatsToBytes, BytesToBeats
 from .msi_request import MsiRequester
 from .symbol_stream import LANES
 from .tlp_merge import TlpMerge
 from .tlp_router import APP_TLP_DW, TlpRouter
 from .transaction_layer import connect_transaction_layer
+from .word_deframer import RX_TLP_DW
+from .word_framer import TLP_DW
 
 __all__ = ["SoftLitePcieEndpoint", "PORTS", "STATUS_OUTPUTS", "SYMBOL_BITS", "WORD_BITS",
            "STORE_BYTES"]
@@ -86,8 +86,7 @@ class SoftLitePcieEndpoint(wiring.Component):
     Parameters
     ----------
     timing: LtssmTiming or None
-        The LTSSM's timeouts in clocks of the word clock (None: the spec's at 250 MHz, which
-        is four times too long at 62.5 MHz: give :meth:`~.ltssm.LtssmTiming.spec` the clock).
+        The LTSSM's timeouts in clocks of the word clock (None: the spec's at 62.5 MHz).
     link_options
         For :class:`~.data_link.SoftDataLink` (``ack_latency``, ``replay_timeout``, ...).
     """
@@ -100,8 +99,7 @@ class SoftLitePcieEndpoint(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.link = link = SoftDataLink(timing=self._timing, lanes=LANES,
-                                                **self._link_options)
+        m.submodules.link = link = SoftDataLink(timing=self._timing, **self._link_options)
         m.submodules.config = config = ConfigSpace(unit=RX_TLP_DW)
         m.submodules.router = router = TlpRouter(store_bytes=STORE_BYTES, max_tlps=STORE_TLPS,
                                                  unit=RX_TLP_DW)

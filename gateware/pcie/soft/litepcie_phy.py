@@ -74,8 +74,7 @@ class SoftPCIEPHY(LiteXModule):
     verilog_dir : Path
         Where the endpoint's Verilog is cached (``<name>-<hash>.v``).
     timing : LtssmTiming or None
-        The LTSSM's timeouts in word clocks (None: the spec's at 250 MHz; a board gives
-        ``LtssmTiming.spec`` its clock).
+        The LTSSM's timeouts in word clocks (None: the spec's at 62.5 MHz).
     digest_files : sequence of Path
         Files the Verilog also depends on (where ``timing`` comes from): part of its hash.
     data_width : int

@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 
-from .framer import TLP_BYTE, tlp_units, unit_size
+from .word_framer import TLP_BYTE, tlp_units, unit_size
 
 __all__ = ["MsiRequester"]
 

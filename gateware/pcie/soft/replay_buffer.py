@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, SEQ_MODULUS, DllpType
 
 from .ack_nak import by_payload_size
-from .framer import TLP_BYTE, unit_size
+from .word_framer import TLP_BYTE, unit_size
 
 __all__ = ["ReplayBuffer", "DEFAULT_REPLAY_TIMEOUT"]
 

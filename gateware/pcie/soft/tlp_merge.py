@@ -4,7 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .framer import TLP_BYTE
+from .word_framer import TLP_BYTE
 
 __all__ = ["TlpMerge"]
 

@@ -9,9 +9,9 @@ from busprobe.protocol import pcie
 from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
-from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS, POSTED_DATA, POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
+from .word_deframer import RX_TLP_BYTE
+from .word_framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 
 __all__ = ["TlpRouter", "APP_TLP_BYTE", "APP_TLP_DW"]
 

@@ -9,7 +9,7 @@ from busprobe.protocol.pcie_config import TlpType5
 from busprobe.protocol.pcie_dll import DllpType
 
 from .fc_init import CREDITS
-from .framer import TLP_BYTE, unit_size
+from .word_framer import TLP_BYTE, unit_size
 
 __all__ = ["TxCredits"]
 

@@ -6,9 +6,9 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
-from .deframer import RX_TLP_BYTE
 from .fc_init import ADVERTISED
-from .framer import unit_size
+from .word_deframer import RX_TLP_BYTE
+from .word_framer import unit_size
 
 __all__ = ["UpdateFc", "DEFAULT_UPDATE_INTERVAL"]
 

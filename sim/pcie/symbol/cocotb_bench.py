@@ -24,15 +24,13 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.pcie.core import RootComplex
 
-from .amaranth_bench import SYMBOL_PERIOD
+from .amaranth_bench import WORD_PERIOD
 from .cocotb_port import SymbolPort, park_unused_port
 from .endpoint_model import APP_DATA_BITS, SYMBOL_BITS, WORD_SYMBOLS
 
 __all__ = ["SoftEndpointBench", "attach_root_port", "reset_model", "RoutedTlps",
-           "WORD_PERIOD", "WORD_FLAG", "SYMBOL_MASK", "unpack_word", "pack_word"]
+           "WORD_FLAG", "SYMBOL_MASK", "unpack_word", "pack_word"]
 
-#: A clock of the word models: four symbol times at 2.5 GT/s (62.5 MHz).
-WORD_PERIOD = WORD_SYMBOLS * SYMBOL_PERIOD
 #: rx_word: symbols are on the wire; tx_word: the endpoint is in electrical idle.
 WORD_FLAG = 1 << WORD_SYMBOLS * SYMBOL_BITS
 SYMBOL_MASK = (1 << SYMBOL_BITS) - 1

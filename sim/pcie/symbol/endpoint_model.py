@@ -57,11 +57,11 @@ def _top():
     from amaranth.lib.wiring import In, Out
     from busprobe.gateware.pcie.soft.config_space import ConfigSpace
     from busprobe.gateware.pcie.soft.data_link import SoftDataLink
-    from busprobe.gateware.pcie.soft.deframer import RX_TLP_DW
-    from busprobe.gateware.pcie.soft.framer import TLP_DW
     from busprobe.gateware.pcie.soft.tlp_merge import TlpMerge
     from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
     from busprobe.gateware.pcie.soft.transaction_layer import connect_transaction_layer
+    from busprobe.gateware.pcie.soft.word_deframer import RX_TLP_DW
+    from busprobe.gateware.pcie.soft.word_framer import TLP_DW
 
     from .amaranth_bench import SIM_TIMING
 
@@ -79,7 +79,7 @@ def _top():
 
         def elaborate(self, platform):
             m = Module()
-            m.submodules.link = link = SoftDataLink(timing=SIM_TIMING, lanes=WORD_SYMBOLS)
+            m.submodules.link = link = SoftDataLink(timing=SIM_TIMING)
             m.submodules.config = config = ConfigSpace(unit=RX_TLP_DW)
             m.submodules.router = router = TlpRouter(unit=RX_TLP_DW)
             m.submodules.merge = merge = TlpMerge(2, unit=TLP_DW)

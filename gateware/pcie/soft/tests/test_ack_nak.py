@@ -2,7 +2,7 @@
 DLLPs §3.5.3.1 asks for, with the sequence numbers they must carry."""
 
 from busprobe.gateware.pcie.soft.ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
-from busprobe.gateware.pcie.soft.deframer import TlpStatus
+from busprobe.gateware.pcie.soft.word_deframer import TlpStatus
 from busprobe.protocol.pcie_dll import ACK_LATENCY_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 from cocotbext.pcie.core.port import get_max_update_latency

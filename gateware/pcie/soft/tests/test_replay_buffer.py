@@ -4,8 +4,8 @@ whole and in order on NAK or timeout, REPLAY_NUM rollover asking for Recovery.""
 import random
 
 import pytest
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.replay_buffer import ReplayBuffer
+from busprobe.gateware.pcie.soft.word_framer import TLP_BYTE, TLP_DW
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 

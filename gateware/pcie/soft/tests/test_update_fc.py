@@ -3,9 +3,9 @@ the reference packing (Amaranth simulation). TLPs are built by cocotbext-pcie's 
 
 import pytest
 from amaranth.sim import Simulator
-from busprobe.gateware.pcie.soft.deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.gateware.pcie.soft.fc_init import ADVERTISED
 from busprobe.gateware.pcie.soft.update_fc import UpdateFc
+from busprobe.gateware.pcie.soft.word_deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
 from busprobe.sim.pcie.symbol import requests
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
