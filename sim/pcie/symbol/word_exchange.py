@@ -1,5 +1,5 @@
 """Runs the symbol-level root port against the soft endpoint's link at four symbols a clock
-(``SoftLink(lanes=4)``) in Amaranth's simulator."""
+(``SoftLink``) in Amaranth's simulator."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class WordExchange:
 
     Parameters
     ----------
-    link: the endpoint's link (``SoftLink(lanes=4)`` or anything with its ports).
+    link: the endpoint's link (``SoftLink`` or anything with its ports).
     partner: the root port.
     pace: clocks a word (:data:`GEN1_PACE`, :data:`SPARSE_PACE`).
     inverted_lane: the partner-to-endpoint pair is swapped; what the endpoint receives is
