@@ -80,9 +80,9 @@ class ConfigSpace(wiring.Component):
     depth: int
         Completions that may wait for the link.
     unit: StructLayout
-        What TLPs arrive in: :data:`~.deframer.RX_TLP_BYTE` (the default) or
-        :data:`~.deframer.RX_TLP_DW` (the four-symbol link's); completions then leave as
-        :data:`~.framer.TLP_DW`.
+        What TLPs arrive in: :data:`~.word_deframer.RX_TLP_BYTE` (the default) or
+        :data:`~.word_deframer.RX_TLP_DW` (the four-symbol link's); completions then leave as
+        :data:`~.word_framer.TLP_DW`.
     """
 
     def __init__(self, *, depth: int = NON_POSTED_HEADERS, unit: data.StructLayout = RX_TLP_BYTE):

@@ -103,7 +103,7 @@ class BeatsToBytes(wiring.Component):
     Parameters
     ----------
     unit: StructLayout
-        :data:`~.framer.TLP_BYTE` (the default) or :data:`~.framer.TLP_DW` (the four-symbol
+        :data:`~.word_framer.TLP_BYTE` (the default) or :data:`~.word_framer.TLP_DW` (the
         link's).
     """
 

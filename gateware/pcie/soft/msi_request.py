@@ -38,8 +38,8 @@ class MsiRequester(wiring.Component):
     Parameters
     ----------
     unit: StructLayout
-        What the TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or
-        :data:`~.framer.TLP_DW` (the four-symbol link's).
+        What the TLP moves in: :data:`~.word_framer.TLP_BYTE` (the default) or
+        :data:`~.word_framer.TLP_DW` (the four-symbol link's).
     """
 
     def __init__(self, *, unit: data.StructLayout = TLP_BYTE):

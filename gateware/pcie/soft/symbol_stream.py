@@ -1,6 +1,6 @@
-"""The symbol streams between the soft endpoint's blocks: one packed 8b/10b symbol a clock, or
-(the link at four symbols a 125 MHz clock, DESIGN §3.10) words of several symbols, lane 0 first
-on the wire."""
+"""The symbol streams between the soft endpoint's blocks: words of several symbols (the link at
+four symbols a clock, DESIGN §3.10), lane 0 first on the wire; and one packed 8b/10b symbol a
+clock, which only the PHY's one-symbol crossing still takes."""
 
 from amaranth.lib import data, stream
 

@@ -76,9 +76,9 @@ class TlpRouter(wiring.Component):
     max_tlps: int
         How many committed TLPs the store may hold at once (the queue of their lengths).
     unit: StructLayout
-        What TLPs arrive in: :data:`~.deframer.RX_TLP_BYTE` (the default) or
-        :data:`~.deframer.RX_TLP_DW` (the four-symbol link's); ``source`` and ``ur_tlp`` then
-        move the same unit (:data:`APP_TLP_DW`, :data:`~.framer.TLP_DW`), and the store holds
+        What TLPs arrive in: :data:`~.word_deframer.RX_TLP_BYTE` (the default) or
+        :data:`~.word_deframer.RX_TLP_DW` (the four-symbol link's); ``source`` and ``ur_tlp`` then
+        move the same unit (:data:`APP_TLP_DW`, :data:`~.word_framer.TLP_DW`), and the store holds
         ``store_bytes`` as units.
     """
 

@@ -47,7 +47,7 @@ class TxCredits(wiring.Component):
     Parameters
     ----------
     unit: StructLayout
-        What a TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or a DW layout with the
+        What a TLP moves in: :data:`~.word_framer.TLP_BYTE` (the default) or a DW layout with the
         same fields (the four-symbol link's): the first header dword is four units or one.
     """
 
@@ -106,7 +106,7 @@ class TxCredits(wiring.Component):
             with m.If(which == i):
                 m.d.comb += fits.eq(header_ok & data_ok)
 
-        # With DWs (the four-symbol link, 125 MHz) judged from registers a clock after the
+        # With DWs (the four-symbol link) judged from registers a clock after the
         # header is held, so the credit compares' carry chains are not on one path with the
         # send: the counters do not move while a TLP waits, but for an UpdateFC, which only
         # ever adds room. With bytes at once: a clock there is a symbol on the wire, and one
