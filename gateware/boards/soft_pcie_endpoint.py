@@ -19,14 +19,13 @@ from amaranth.lib.wiring import Out
 
 from ..pcie.soft.config_space import ConfigSpace
 from ..pcie.soft.data_link import SoftDataLink
-from ..pcie.soft.deframer import RX_TLP_DW
 from ..pcie.soft.ecp5_pcie_phy import WORD_LINK_CLOCK_HZ
-from ..pcie.soft.framer import TLP_DW
 from ..pcie.soft.ltssm import LtssmTiming
-from ..pcie.soft.symbol_stream import LANES
 from ..pcie.soft.tlp_merge import TlpMerge
 from ..pcie.soft.tlp_router import TlpRouter
 from ..pcie.soft.transaction_layer import connect_transaction_layer
+from ..pcie.soft.word_deframer import RX_TLP_DW
+from ..pcie.soft.word_framer import TLP_DW
 
 __all__ = ["SoftPcieEndpoint", "STATUS_LEDS"]
 
@@ -40,7 +39,7 @@ class SoftPcieEndpoint(wiring.Component):
     """The soft endpoint on an :class:`~busprobe.gateware.pcie.soft.ecp5_pcie_phy.Ecp5PciePhy`.
 
     Runs in ``sync``, which the board top makes the PHY's link domain: the link at four symbols
-    a clock (:data:`LANES`), a word every clock of 62.5 MHz at Gen1; the LTSSM's timeouts are
+    a clock, a word every clock of 62.5 MHz at Gen1; the LTSSM's timeouts are
     the specification's at that clock.
 
     Attributes
@@ -56,9 +55,6 @@ class SoftPcieEndpoint(wiring.Component):
 
     leds: Out(8)
 
-    #: The link moves four symbols a 62.5 MHz clock (the board top makes it from the DCU's).
-    LANES = LANES
-
     def __init__(self, *, phy):
         self._phy = phy
         super().__init__()
@@ -66,8 +62,7 @@ class SoftPcieEndpoint(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         phy = self._phy
-        m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(WORD_LINK_CLOCK_HZ),
-                                                lanes=LANES)
+        m.submodules.link = link = SoftDataLink(timing=LtssmTiming.spec(WORD_LINK_CLOCK_HZ))
         m.submodules.config = config = ConfigSpace(unit=RX_TLP_DW)
         m.submodules.router = router = TlpRouter(unit=RX_TLP_DW)
         m.submodules.merge = merge = TlpMerge(2, unit=TLP_DW)

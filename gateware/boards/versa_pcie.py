@@ -10,11 +10,10 @@ platform has them and Yumewatari's Versa PHY places them). The top makes:
   DCU reset sequencer and register interface; reset by the board's button.
 - The PHY (:class:`~busprobe.gateware.pcie.soft.ecp5_pcie_phy.Ecp5PciePhy`), whose DCU side
   runs on the DCU's 125 MHz fabric clock (``pclk``, two symbols a clock, constrained there).
-- ``link``: from a fabric PLL on the DCU's fabric clock (the PHY's FIFOs have no elasticity:
-  the link's clock must come from the DCU's): 62.5 MHz, halving it, for the link at four
-  symbols a clock (a word a clock at Gen1); 250 MHz, doubling it, for the link at one. It is
-  held in reset until the PLL locks, while the slot asserts PERST#, and while the button is
-  down.
+- ``link``: 62.5 MHz, a word of four symbols a clock at Gen1, from a fabric PLL halving the
+  DCU's fabric clock (the PHY's FIFOs have no elasticity: the link's clock must come from the
+  DCU's). It is held in reset until the PLL locks, while the slot asserts PERST#, and while
+  the button is down.
 
 The design runs in ``link`` (its ``sync``, renamed) and is given the PHY: ``design(phy=phy)``;
 if it has ``leds`` they drive the board's eight LEDs. Every clock that drives logic is
@@ -31,28 +30,15 @@ from amaranth.build import Attrs, DiffPairs, PinsN, Resource, Subsignal
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth_boards.versa_ecp5_5g import VersaECP55GPlatform
 
-from ..pcie.soft.ecp5_pcie_phy import (
-    LINK_CLOCK_HZ,
-    SERDES_CLOCK_HZ,
-    WORD_LINK_CLOCK_HZ,
-    Ecp5PciePhy,
-)
+from ..pcie.soft.ecp5_pcie_phy import SERDES_CLOCK_HZ, WORD_LINK_CLOCK_HZ, Ecp5PciePhy
 
 __all__ = ["VersaPciePlatform", "VersaPcieTop", "CLOCKS_MHZ", "VERSA_PCIE_RESOURCES", "PCIE_DUAL",
-           "PCIE_CHANNEL", "REFCLK_SITE", "CONTROL_CLOCK_HZ", "REFCLK_HZ", "clocks_mhz"]
+           "PCIE_CHANNEL", "REFCLK_SITE", "CONTROL_CLOCK_HZ", "REFCLK_HZ"]
 
 #: The clocks of this top that drive logic, by domain, and the frequency each must be timed at.
 CONTROL_CLOCK_HZ = 100e6
-CLOCKS_MHZ = {"link": LINK_CLOCK_HZ / 1e6, "pclk": SERDES_CLOCK_HZ / 1e6,
+CLOCKS_MHZ = {"link": WORD_LINK_CLOCK_HZ / 1e6, "pclk": SERDES_CLOCK_HZ / 1e6,
               "ctl": CONTROL_CLOCK_HZ / 1e6}
-
-
-def clocks_mhz(lanes: int) -> dict[str, float]:
-    """:data:`CLOCKS_MHZ` for a design whose link moves ``lanes`` symbols a clock: at four the
-    link runs at 62.5 MHz (:data:`WORD_LINK_CLOCK_HZ`)."""
-    if lanes == 1:
-        return dict(CLOCKS_MHZ)
-    return {**CLOCKS_MHZ, "link": WORD_LINK_CLOCK_HZ / 1e6}
 #: Where the edge connector's lane is: DCU0 channel 0, its reference on EXTREF0.
 PCIE_DUAL, PCIE_CHANNEL, REFCLK_SITE = 0, 0, "EXTREF0"
 REFCLK_HZ = 100e6
@@ -84,30 +70,22 @@ def _extref(m, pads):
     return refclk
 
 
-#: ECP5 PLL settings for the link's clock from the DCU's 125 MHz, by the link's lanes: (CLKI_DIV,
-#: CLKFB_DIV, CLKOP_DIV), fed back from CLKOP; the VCO at 500 MHz either way (its range is
-#: 400-800 MHz), the phase detector at 125 or 62.5 MHz.
-_LINK_PLL = {1: (1, 2, 2), 4: (2, 1, 8)}
-
-
-def _link_pll(m, clk125, locked, lanes):
-    """ECP5 PLL: the DCU's 125 MHz in, the link's clock (CLKOP) out."""
-    clki_div, clkfb_div, clkop_div = _LINK_PLL[lanes]
-    out_mhz = 125 * clkfb_div / clki_div
-    assert abs(out_mhz * 1e6 - clocks_mhz(lanes)["link"] * 1e6) < 1
+def _link_pll(m, clk125, locked):
+    """ECP5 PLL: the DCU's 125 MHz in, the link's 62.5 MHz (CLKOP) out. CLKI divided by 2 at
+    the phase detector (62.5 MHz), CLKOP fed back undivided, the VCO at 8 times the output
+    (500 MHz, inside the ECP5's 400-800)."""
     link_clk = Signal()
     m.submodules.link_pll = Instance(
         "EHXPLLL",
-        p_CLKI_DIV=clki_div, p_CLKFB_DIV=clkfb_div, p_FEEDBK_PATH="CLKOP",
-        p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=clkop_div, p_CLKOP_CPHASE=clkop_div - 1,
-        p_CLKOP_FPHASE=0,
+        p_CLKI_DIV=2, p_CLKFB_DIV=1, p_FEEDBK_PATH="CLKOP",
+        p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=8, p_CLKOP_CPHASE=7, p_CLKOP_FPHASE=0,
         p_OUTDIVIDER_MUXA="DIVA",
         p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
         p_DPHASE_SOURCE="DISABLED", p_PLL_LOCK_MODE=0,
         i_CLKI=clk125, i_CLKFB=link_clk, i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0,
         i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0,
         o_CLKOP=link_clk, o_LOCK=locked,
-        a_FREQUENCY_PIN_CLKI="125", a_FREQUENCY_PIN_CLKOP=f"{out_mhz:g}",
+        a_FREQUENCY_PIN_CLKI="125", a_FREQUENCY_PIN_CLKOP=f"{WORD_LINK_CLOCK_HZ / 1e6:g}",
         a_ICP_CURRENT="12", a_LPF_RESISTOR="8",
     )
     return link_clk
@@ -125,14 +103,10 @@ class VersaPcieTop(Elaboratable):
     ----------
     design: callable
         ``design(phy=phy)`` returns the design's elaboratable, in ``sync`` (run as ``link``).
-    lanes: int
-        Symbols a clock the design's link moves: 1 (``link`` at 250 MHz from a PLL doubling
-        the DCU's clock) or 4 (``link`` at 62.5 MHz from a PLL halving it).
     """
 
-    def __init__(self, *, design: Callable[..., Elaboratable], lanes: int = 1):
+    def __init__(self, *, design: Callable[..., Elaboratable]):
         self.design = design
-        self.lanes = lanes
         self.phy = None
 
     def elaborate(self, platform):
@@ -146,7 +120,7 @@ class VersaPcieTop(Elaboratable):
 
         self.phy = phy = Ecp5PciePhy(
             tx_pads=pcie.tx, rx_pads=pcie.rx, dual=PCIE_DUAL, channel=PCIE_CHANNEL,
-            refclk_frequency=REFCLK_HZ, domain="link", control_domain="ctl", lanes=self.lanes)
+            refclk_frequency=REFCLK_HZ, domain="link", control_domain="ctl")
         m.submodules.phy = phy
         m.d.comb += phy.refclk.eq(_extref(m, pcie.refclk))
 
@@ -160,8 +134,8 @@ class VersaPcieTop(Elaboratable):
         platform.add_clock_constraint(serdes_clk, SERDES_CLOCK_HZ)
         m.domains.link = ClockDomain("link")
         link_clk = Signal(attrs={"keep": 1})
-        m.d.comb += link_clk.eq(_link_pll(m, serdes_clk, locked, self.lanes))
-        platform.add_clock_constraint(link_clk, clocks_mhz(self.lanes)["link"] * 1e6)
+        m.d.comb += link_clk.eq(_link_pll(m, serdes_clk, locked))
+        platform.add_clock_constraint(link_clk, WORD_LINK_CLOCK_HZ)
         m.d.comb += ClockSignal("link").eq(link_clk)
         # Released synchronously, from flip-flops (the reset reaching every register of the
         # link is then not a long path from the PLL's LOCK or the pins).

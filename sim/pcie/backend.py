@@ -14,9 +14,10 @@ console is the simulator's UART stream (:meth:`SimDmaPlatform.console`).
 
 ``phy=ecp5`` runs the same core on the soft Gen1 x1 endpoint instead
 (:mod:`busprobe.sim.pcie.symbol.soc_model`: ``SoftPCIEPHY``, the root complex's packets
-framed and trained symbol by symbol, :class:`~busprobe.sim.pcie.symbol.soc_bench.SoftSocHost`
-behind the same RPC handler); its SoC runs no firmware (its core clock is the symbol clock,
-250 MHz, where the firmware is built for the board's 125 MHz).
+framed and trained symbol by symbol, four symbols a clock,
+:class:`~busprobe.sim.pcie.symbol.soc_bench.SoftSocHost` behind the same RPC handler); its
+SoC runs no firmware (its core clock is the link's word clock, 62.5 MHz, where the firmware
+is built for the board's 125 MHz).
 
 ``driver_latency_ns`` is the host's, not the link's: every MSI is answered that long after it
 came, as by a slow interrupt and driver path (the sweep's host-run figure drops, the
@@ -203,7 +204,7 @@ class SimDmaPlatform(SimulatorClient, DmaPlatform):
 
                 build_dir, plusargs = build_soft_soc_simulator(), []
                 self.firmware_problem = ("the soft endpoint's model runs no firmware (its core "
-                                         "clock is the symbol clock)")
+                                         "clock is the link's word clock)")
             else:
                 toplevel = TOPLEVEL
                 build_dir = build_pcie_simulator()

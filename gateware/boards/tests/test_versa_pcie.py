@@ -76,11 +76,10 @@ def test_the_word_link_runs_at_half_the_dcus_clock_from_a_pll():
                         ("CLKOP_CPHASE", 7)):
         assert re.search(rf"parameter \\{name} {value}\n", pll), name
     assert 'FREQUENCY_PIN_CLKOP "62.5"' in plan.files["top.il"]
-    assert SoftPcieEndpoint.LANES == 4
 
 
 def test_the_endpoint_runs_in_the_link_domain_and_luna_s_sequencer_on_the_oscillator():
-    top = VersaPcieTop(design=SoftPcieEndpoint, lanes=SoftPcieEndpoint.LANES)
+    top = VersaPcieTop(design=SoftPcieEndpoint)
     domains = list(fragment_domains(Fragment.get(top, VersaPciePlatform())))
     design = {domain for path, domain in domains if path.startswith("design")}
     assert design == {"comb", "link"}

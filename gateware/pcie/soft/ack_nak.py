@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import ACK_LATENCY_SYMBOLS, SEQ_MODULUS, DllpType
 
-from .deframer import TlpStatus
+from .word_deframer import TlpStatus
 
 __all__ = ["AckNakScheduler", "DEFAULT_ACK_LATENCY", "by_payload_size"]
 
@@ -61,7 +61,7 @@ class AckNakScheduler(wiring.Component):
     ack_latency: int or None
         Symbol times an ACK may be held back, fixed; ``None``: by ``max_payload_size``.
     symbols_per_clock: int
-        Symbol times a clock stands for (2 on the four-symbol link at Gen1).
+        Symbol times a clock stands for (4 on the link at Gen1, a word every 62.5 MHz clock).
     """
 
     link_up: In(1)

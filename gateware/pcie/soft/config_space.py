@@ -7,10 +7,10 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind
 
-from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 from .ltssm import LINK_STATUS
+from .word_deframer import RX_TLP_BYTE
+from .word_framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 
 __all__ = ["ConfigSpace"]
 
@@ -80,9 +80,9 @@ class ConfigSpace(wiring.Component):
     depth: int
         Completions that may wait for the link.
     unit: StructLayout
-        What TLPs arrive in: :data:`~.deframer.RX_TLP_BYTE` (the default) or
-        :data:`~.deframer.RX_TLP_DW` (the four-symbol link's); completions then leave as
-        :data:`~.framer.TLP_DW`.
+        What TLPs arrive in: :data:`~.word_deframer.RX_TLP_BYTE` (the default) or
+        :data:`~.word_deframer.RX_TLP_DW` (the four-symbol link's); completions then leave as
+        :data:`~.word_framer.TLP_DW`.
     """
 
     def __init__(self, *, depth: int = NON_POSTED_HEADERS, unit: data.StructLayout = RX_TLP_BYTE):

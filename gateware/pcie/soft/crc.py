@@ -1,16 +1,17 @@
-"""A CRC register taking one byte a clock: PCIe's LCRC and DLLP CRC (§3.5.2.1, §3.6.2.1)."""
+"""A CRC register taking up to four bytes a clock: PCIe's LCRC and DLLP CRC (§3.5.2.1,
+§3.6.2.1)."""
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ByteCrc", "WordCrc", "reflected_step", "residue"]
+__all__ = ["WordCrc", "reflected_step", "residue"]
 
 
 def reflected_step(register: int, byte: int, *, width: int, poly: int) -> int:
     """One byte into a bit-reflected CRC register (data bit 0 first), without seed or complement.
 
-    It is linear in ``(register, byte)`` over GF(2), which is what lets :class:`ByteCrc` be a
+    It is linear in ``(register, byte)`` over GF(2), which is what lets :class:`WordCrc` be a
     single XOR network. ``poly`` is the spec's polynomial (04C11DB7h, 100Bh), not reflected.
     """
     reflected = int(f"{poly:0{width}b}"[::-1], 2)
@@ -38,59 +39,6 @@ def residue(*, width: int, poly: int, seed: int, inverted: bool = False) -> int:
     return register
 
 
-class ByteCrc(wiring.Component):
-    """A bit-reflected CRC over a byte stream, one byte a clock.
-
-    Attributes
-    ----------
-    restart: Signal(), input
-        Load the seed (takes precedence over ``enable``).
-    enable: Signal(), input
-        Take ``byte`` this clock.
-    byte: Signal(8), input
-    register: Signal(width), output
-        The register; compare it with :func:`residue` after a message and its CRC.
-    crc: Signal(width), output
-        What to send: the complemented register, byte 0 (bits 7:0) first.
-
-    Parameters
-    ----------
-    width: int
-        32 for the LCRC, 16 for the DLLP CRC.
-    poly: int
-        The spec's polynomial.
-    seed: int
-        All ones for both PCIe CRCs.
-    """
-
-    def __init__(self, *, width: int, poly: int, seed: int | None = None):
-        self._width, self._poly = width, poly
-        self._seed = (1 << width) - 1 if seed is None else seed
-        super().__init__({"restart": In(1), "enable": In(1), "byte": In(8),
-                          "register": Out(width, init=self._seed), "crc": Out(width)})
-
-    def elaborate(self, platform):
-        m = Module()
-        width, poly = self._width, self._poly
-        # Column j of the next-state matrix is the step applied to unit vector j.
-        from_register = [reflected_step(1 << j, 0, width=width, poly=poly) for j in range(width)]
-        from_byte = [reflected_step(0, 1 << k, width=width, poly=poly) for k in range(8)]
-        nxt = Signal(width)
-        for i in range(width):
-            terms = [self.register[j] for j in range(width) if from_register[j] >> i & 1]
-            terms += [self.byte[k] for k in range(8) if from_byte[k] >> i & 1]
-            bit = terms[0]
-            for term in terms[1:]:
-                bit = bit ^ term
-            m.d.comb += nxt[i].eq(bit)
-        with m.If(self.restart):
-            m.d.sync += self.register.eq(self._seed)
-        with m.Elif(self.enable):
-            m.d.sync += self.register.eq(nxt)
-        m.d.comb += self.crc.eq(~self.register)
-        return m
-
-
 class WordCrc(wiring.Component):
     """A bit-reflected CRC over a stream of words of up to ``lanes`` bytes a clock: the LCRC and
     DLLP CRC of a link that moves several symbols a clock.
@@ -108,13 +56,19 @@ class WordCrc(wiring.Component):
     data: Signal(8 * lanes), input
         Byte 0 in bits 7:0, taken first.
     register: Signal(width), output
+        The register (what to send is its complement, byte 0 in bits 7:0 first).
     next: Signal(width), output
         The register after this clock's bytes (compare it with :func:`residue` when the
         message's last bytes are in this word).
 
     Parameters
     ----------
-    width, poly, seed: as :class:`ByteCrc`
+    width: int
+        32 for the LCRC, 16 for the DLLP CRC.
+    poly: int
+        The spec's polynomial.
+    seed: int
+        All ones for both PCIe CRCs (the default).
     lanes: int
         Bytes a word.
     """

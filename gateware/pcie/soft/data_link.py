@@ -5,15 +5,15 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .ack_nak import AckNakScheduler
-from .deframer import RX_TLP_BYTE, RX_TLP_DW, TlpStatus
 from .fc_init import CREDITS, FlowControlInit
-from .framer import TLP_BYTE, TLP_DW
 from .ltssm import LINK_STATUS, LtssmTiming
 from .replay_buffer import ReplayBuffer
 from .soft_link import SoftLink
-from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
+from .symbol_stream import LANES, rx_word_stream, tx_word_stream
 from .tx_credits import TxCredits
 from .update_fc import DEFAULT_UPDATE_INTERVAL, UpdateFc
+from .word_deframer import RX_TLP_DW, TlpStatus
+from .word_framer import TLP_DW
 
 __all__ = ["SoftDataLink"]
 
@@ -29,11 +29,11 @@ class SoftDataLink(wiring.Component):
     Attributes
     ----------
     rx, rx_electrical_idle, receiver_detected, tx, tx_electrical_idle: as SoftLink's.
-    tlp: stream of TLP_BYTE, input
-        TLPs to send, valid from first byte to last once started; each starts only within the
+    tlp: stream of TLP_DW, input
+        TLPs to send, valid from first DW to last once started; each starts only within the
         partner's credits and gets the next sequence number.
-    rx_tlp: stream of RX_TLP_BYTE, output; rx_accept, rx_discard: Signal(), output
-        Received TLP bytes, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
+    rx_tlp: stream of RX_TLP_DW, output; rx_accept, rx_discard: Signal(), output
+        Received TLP DWs, then keep-or-drop (see :class:`~.ack_nak.AckNakScheduler`).
     max_payload_size: Signal(16), input
         The negotiated Max_Payload_Size in bytes: the AckNak latency and the REPLAY_TIMER
         follow it (unless fixed by ``ack_latency``/``replay_timeout``).
@@ -57,36 +57,29 @@ class SoftDataLink(wiring.Component):
 
     Parameters
     ----------
-    lanes: int
-        1, or 4: the link at four symbols a clock (words, TLPs as DWs: ``TLP_DW``,
-        ``RX_TLP_DW``), as :class:`~.soft_link.SoftLink`.
-    symbols_per_clock: int or None
+    symbols_per_clock: int
         Symbol times a clock stands for in the data link layer's timers (ACK latency,
-        REPLAY_TIMER, the UpdateFC interval); ``None``: 1 for one lane a clock, 4 for words
-        (Gen1 at 62.5 MHz, a word a clock).
+        REPLAY_TIMER, the UpdateFC interval): 4 at Gen1, a word every 62.5 MHz clock.
     """
 
     def __init__(self, *, timing: LtssmTiming | None = None,
                  ack_latency: int | None = None, replay_timeout: int | None = None,
-                 update_interval: int = DEFAULT_UPDATE_INTERVAL, lanes: int = 1,
-                 symbols_per_clock: int | None = None, **link_options):
+                 update_interval: int = DEFAULT_UPDATE_INTERVAL,
+                 symbols_per_clock: int = LANES, **link_options):
         self._timing = timing
         self._update_interval = update_interval
         self._ack_latency = ack_latency
         self._replay_timeout = replay_timeout
-        self._lanes = lanes
-        words = lanes == LANES
-        self._symbols_per_clock = symbols_per_clock or (LANES if words else 1)
+        self._symbols_per_clock = symbols_per_clock
         self._link_options = link_options
         super().__init__({
-            "rx": In(rx_word_stream() if words else rx_symbol_stream()),
+            "rx": In(rx_word_stream()),
             "rx_electrical_idle": In(1),
             "receiver_detected": In(1),
-            "tx": Out(tx_word_stream() if words else tx_symbol_stream()),
+            "tx": Out(tx_word_stream()),
             "tx_electrical_idle": Out(1),
-            "tlp": In(stream.Signature(TLP_DW if words else TLP_BYTE)),
-            "rx_tlp": Out(stream.Signature(RX_TLP_DW if words else RX_TLP_BYTE,
-                                           always_ready=True)),
+            "tlp": In(stream.Signature(TLP_DW)),
+            "rx_tlp": Out(stream.Signature(RX_TLP_DW, always_ready=True)),
             "rx_accept": Out(1),
             "rx_discard": Out(1),
             "np_held": In(1),
@@ -114,19 +107,18 @@ class SoftDataLink(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        words, per_clock = self._lanes == LANES, self._symbols_per_clock
-        m.submodules.link = link = SoftLink(timing=self._timing, lanes=self._lanes,
-                                            **self._link_options)
+        per_clock = self._symbols_per_clock
+        m.submodules.link = link = SoftLink(timing=self._timing, **self._link_options)
         m.submodules.fc_init = fc = FlowControlInit()
         m.submodules.ack_nak = ack_nak = AckNakScheduler(ack_latency=self._ack_latency,
                                                          symbols_per_clock=per_clock)
         m.submodules.replay = replay = ReplayBuffer(
-            replay_timeout=self._replay_timeout, unit=TLP_DW if words else TLP_BYTE,
+            replay_timeout=self._replay_timeout, unit=TLP_DW,
             symbols_per_clock=per_clock)
         m.submodules.update_fc = update = UpdateFc(
-            interval=self._update_interval, unit=RX_TLP_DW if words else RX_TLP_BYTE,
+            interval=self._update_interval, unit=RX_TLP_DW,
             symbols_per_clock=per_clock)
-        m.submodules.credits = credits = TxCredits(unit=TLP_DW if words else TLP_BYTE)
+        m.submodules.credits = credits = TxCredits(unit=TLP_DW)
         # DL_Inactive only when the physical layer's LinkUp falls, not for a Recovery.
         link_up = link.physical_link_up
 

@@ -3,11 +3,10 @@
 The DCU does the 8b/10b code, the 10-bit alignment on K28.5 and clock compensation (SKPs in and
 out of SKP ordered sets); this wrapper adds what PCIe needs around it: receiver detection,
 electrical idle towards the LTSSM, the receive polarity the LTSSM decides, the scrambler, and
-the crossing from the DCU's two symbols per 125 MHz clock to the link's one symbol a clock
-(:class:`~.symbol_crossing.SymbolCrossing`), or, for the link at four symbols a clock, the
-gearbox and crossing to its words at half the DCU's clock
-(:class:`~.word_gearbox.WordGearbox`). The DCU is LUNA's ``ECP5SerDes``, as busprobe's
-SuperSpeed PHY uses it, retuned for PCIe Gen1 (:data:`GEN1_PARAMETERS`).
+the gearbox and crossing from the DCU's two symbols per 125 MHz clock to the link's words of
+four at half that clock (:class:`~.word_gearbox.WordGearbox`). The DCU is LUNA's
+``ECP5SerDes``, as busprobe's SuperSpeed PHY uses it, retuned for PCIe Gen1
+(:data:`GEN1_PARAMETERS`).
 """
 
 from amaranth import Module, Signal
@@ -17,22 +16,20 @@ from amaranth.lib.wiring import In, Out
 from luna.gateware.interface.serdes_phy.ecp5 import ECP5SerDes, ECP5SerDesPLLConfiguration
 
 from ...common.ecp5_dcu import add_dcu
+from .ltssm import GEN1_WORD_CLOCK_HZ
 from .receiver_detect import ReceiverDetector
-from .symbol_crossing import SymbolCrossing
-from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
+from .symbol_stream import rx_word_stream, tx_word_stream
 from .word_gearbox import WordGearbox
 
-__all__ = ["Ecp5PciePhy", "GEN1_PARAMETERS", "LINE_RATE", "SERDES_CLOCK_HZ", "LINK_CLOCK_HZ",
-           "WORD_LINK_CLOCK_HZ"]
+__all__ = ["Ecp5PciePhy", "GEN1_PARAMETERS", "LINE_RATE", "SERDES_CLOCK_HZ", "WORD_LINK_CLOCK_HZ"]
 
 LINE_RATE = 2.5e9
 #: The DCU's fabric clock with 1:2 gearing: two symbols a clock.
 SERDES_CLOCK_HZ = 125e6
-#: The soft link's clock at one symbol a clock.
-LINK_CLOCK_HZ = 250e6
-#: The link's clock at four symbols a clock, a word every clock at Gen1: half the DCU's (a
-#: board makes it from the DCU's with a PLL). Gen2 would need twice this (DESIGN §3.10).
-WORD_LINK_CLOCK_HZ = SERDES_CLOCK_HZ / 2
+#: The link's clock, a word of four symbols every clock at Gen1: half the DCU's (a board makes it
+#: from the DCU's with a PLL). Gen2 would need twice this (DESIGN §3.10).
+WORD_LINK_CLOCK_HZ = GEN1_WORD_CLOCK_HZ
+assert WORD_LINK_CLOCK_HZ == SERDES_CLOCK_HZ / 2
 
 #: DCU parameters LUNA sets for USB 3.0 at 5 Gb/s that PCIe Gen1 needs otherwise (``CHX`` is the
 #: channel). The rates are the TX PLL's and the CDR's maximum line rate (TN1261). DCOFTNRG is
@@ -91,11 +88,10 @@ class Ecp5PciePhy(wiring.Component):
     Connect it to a ``SoftLink`` (or ``SoftDataLink``) ``link`` with ``wiring.connect(m,
     link.tx, phy.tx)``, ``wiring.connect(m, phy.rx, link.rx)`` and ``tx_electrical_idle``,
     ``rx_electrical_idle``, ``receiver_detected`` and ``invert_polarity`` assigned between
-    them. Those are all in the link's domain (250 MHz for line rate at one symbol a clock,
-    62.5 MHz at four), whose clock must be made from ``serdes_clk`` (a PLL doubling or
-    halving it): the FIFOs between the two have no elasticity. The DCU's side runs in a
-    local ``pclk`` domain (its 125 MHz fabric
-    clock, constrained); LUNA's reset sequencer and SerDes Client Interface run in
+    them. Those are all in the link's domain (62.5 MHz: a word of four symbols a clock at
+    line rate), whose clock must be made from ``serdes_clk`` (a PLL halving it): the FIFOs
+    between the two have no elasticity. The DCU's side runs in a local ``pclk`` domain (its
+    125 MHz fabric clock, constrained); LUNA's reset sequencer and SerDes Client Interface run in
     ``control_domain``, a clock that runs before the DCU's PLL locks.
 
     - Electrical idle: the DCU's loss-of-signal detector, synchronised (LUNA's values for its
@@ -116,15 +112,13 @@ class Ecp5PciePhy(wiring.Component):
         The DCU's reference clock (the EXTREFB output on a board).
     serdes_clk: Signal(), output
         The DCU's 125 MHz fabric clock, for the board's PLL that makes the link's.
-    tx: tx_symbol_stream() (tx_word_stream() for ``lanes`` 4), input;
-    tx_electrical_idle: Signal(), input
-    rx: rx_symbol_stream() (rx_word_stream() for ``lanes`` 4), output
+    tx: tx_word_stream(), input; tx_electrical_idle: Signal(), input
+    rx: rx_word_stream(), output
     rx_electrical_idle, receiver_detected: Signal(), output
     invert_polarity: Signal(), input
     rx_ready: Signal(), output
         The DCU's receiver is locked (link domain).
-    crossing: SymbolCrossing (or None); gearbox: WordGearbox (or None); detector:
-    ReceiverDetector
+    gearbox: WordGearbox; detector: ReceiverDetector
         Their counters (``pclk`` domain; the gearbox's ``tx_underflows`` in the link's).
 
     Parameters
@@ -136,35 +130,27 @@ class Ecp5PciePhy(wiring.Component):
         100 MHz (a PCIe slot's), or any LUNA's PLL configuration multiplies to 2.5 GHz
         (by 8, 10, 16, 20 or 25).
     domain, control_domain: str
-    lanes: int
-        1: the link one symbol a clock (``tx``/``rx`` symbol streams, through ``crossing``);
-        4: the link four symbols a clock (word streams, through ``gearbox``), its domain's
-        clock half ``serdes_clk`` (:data:`WORD_LINK_CLOCK_HZ`).
     """
 
     def __init__(self, *, tx_pads, rx_pads, dual: int = 0, channel: int = 0,
                  refclk_frequency: float = 100e6, domain: str = "sync",
-                 control_domain: str = "sync", lanes: int = 1):
-        if lanes not in (1, LANES):
-            raise ValueError(f"the link moves 1 or {LANES} symbols a clock, not {lanes}")
+                 control_domain: str = "sync"):
         self._pads = tx_pads, rx_pads
         self._dual, self._channel = dual, channel
         self._refclk_frequency = refclk_frequency
         self._domain, self._control_domain = domain, control_domain
-        self._words = words = lanes == LANES
         super().__init__({
             "refclk": In(1),
             "serdes_clk": Out(1),
-            "tx": In(tx_word_stream() if words else tx_symbol_stream()),
+            "tx": In(tx_word_stream()),
             "tx_electrical_idle": In(1),
-            "rx": Out(rx_word_stream() if words else rx_symbol_stream()),
+            "rx": Out(rx_word_stream()),
             "rx_electrical_idle": Out(1),
             "receiver_detected": Out(1),
             "invert_polarity": In(1),
             "rx_ready": Out(1),
         })
-        self.crossing = None if words else SymbolCrossing(domain=domain, serdes_domain="pclk")
-        self.gearbox = WordGearbox(domain=domain, serdes_domain="pclk") if words else None
+        self.gearbox = WordGearbox(domain=domain, serdes_domain="pclk")
         self.detector = ReceiverDetector(clock_hz=SERDES_CLOCK_HZ, domain="pclk")
 
     def connect_link(self, m: Module, link) -> None:
@@ -186,20 +172,15 @@ class Ecp5PciePhy(wiring.Component):
         m.d.comb += self.serdes_clk.eq(serdes.pclk)
         m.submodules.detector = detector = self.detector
 
-        # Symbols: the DCU's words through the crossing (or the gearbox), the link's end.
+        # Symbols: the DCU's halves through the gearbox, the link's words at its end.
         rx_ready, los = Signal(), Signal(init=1)
         m.submodules.rx_ready_sync = FFSynchronizer(serdes.rx_ready, rx_ready, o_domain="pclk")
         m.submodules.los_sync = FFSynchronizer(serdes.rx_los, los, o_domain="pclk", init=1)
-        if self._words:
-            m.submodules.gearbox = crossing = self.gearbox
-            m.d.comb += [crossing.tx.valid.eq(self.tx.valid),
-                         crossing.tx.p.symbols.eq(self.tx.p.symbols),
-                         crossing.tx.p.extra.eq(self.tx_electrical_idle),
-                         self.tx.ready.eq(crossing.tx.ready)]
-        else:
-            m.submodules.crossing = crossing = self.crossing
-            wiring.connect(m, wiring.flipped(self.tx), crossing.tx)
-            m.d.comb += crossing.tx_electrical_idle.eq(self.tx_electrical_idle)
+        m.submodules.gearbox = crossing = self.gearbox
+        m.d.comb += [crossing.tx.valid.eq(self.tx.valid),
+                     crossing.tx.p.symbols.eq(self.tx.p.symbols),
+                     crossing.tx.p.extra.eq(self.tx_electrical_idle),
+                     self.tx.ready.eq(crossing.tx.ready)]
         wiring.connect(m, crossing.rx, wiring.flipped(self.rx))
         m.d.comb += [
             crossing.serdes_rx_data.eq(serdes.rx_data),

@@ -12,8 +12,8 @@ from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .framer import TLP_BYTE, unit_size
 from .tlp_router import APP_TLP_BYTE
+from .word_framer import TLP_BYTE, unit_size
 
 __all__ = ["BEAT", "BytesToBeats", "BeatsToBytes"]
 
@@ -103,7 +103,7 @@ class BeatsToBytes(wiring.Component):
     Parameters
     ----------
     unit: StructLayout
-        :data:`~.framer.TLP_BYTE` (the default) or :data:`~.framer.TLP_DW` (the four-symbol
+        :data:`~.word_framer.TLP_BYTE` (the default) or :data:`~.word_framer.TLP_DW` (the
         link's).
     """
 

@@ -12,10 +12,11 @@ Inside::
     SoftDataLink ─> tx_word
 
 Ports are flat (a Migen ``Instance`` connects them by name; widths in :data:`PORTS`): the
-link's symbols (``rx_word``/``tx_word`` as the symbol-level Verilator model has them, packed
-``{k, byte}`` with the wire's state in bit 9), LitePCIe's two beat streams and its MSI
-request, and the configuration space's values LitePCIe and its CSRs need. One clock: the
-symbol clock.
+link's words (``rx_word``/``tx_word`` as the symbol-level Verilator model has them: four
+symbols packed ``{k, byte}``, lane 0 in bits 8:0, the wire's state in bit 36), LitePCIe's two
+beat streams and its MSI request, and the configuration space's values LitePCIe and its CSRs
+need. One clock: the link's word clock (62.5 MHz at Gen1: a word each way every clock). TLPs
+move a DW a clock inside, two a LitePCIe beat.
 """
 
 from amaranth import Cat, Module, Signal
@@ -27,15 +28,21 @@ from .config_space import ConfigSpace
 from .data_link import SoftDataLink
 from .litepcie_beats import BeatsToBytes, BytesToBeats
 from .msi_request import MsiRequester
+from .symbol_stream import LANES
 from .tlp_merge import TlpMerge
-from .tlp_router import TlpRouter
+from .tlp_router import APP_TLP_DW, TlpRouter
 from .transaction_layer import connect_transaction_layer
+from .word_deframer import RX_TLP_DW
+from .word_framer import TLP_DW
 
-__all__ = ["SoftLitePcieEndpoint", "PORTS", "STATUS_OUTPUTS", "SYMBOL_BITS", "STORE_BYTES"]
+__all__ = ["SoftLitePcieEndpoint", "PORTS", "STATUS_OUTPUTS", "SYMBOL_BITS", "WORD_BITS",
+           "STORE_BYTES"]
 
-#: A packed symbol's width in ``rx_word``/``tx_word``; the bit above it is the wire's state
-#: (``rx_word``: a symbol is present, else electrical idle; ``tx_word``: electrical idle).
+#: A packed symbol's width in ``rx_word``/``tx_word``.
 SYMBOL_BITS = 9
+#: The four symbols of a word; the bit above them is the wire's state (``rx_word``: symbols
+#: are present, else electrical idle; ``tx_word``: electrical idle).
+WORD_BITS = LANES * SYMBOL_BITS
 #: The router's store holds every completion the core can have outstanding (LitePCIe's 8
 #: read tags x 512 bytes, their headers, BAR0 requests beside them): completions are
 #: advertised infinite, so a completion that does not fit is lost. 32 TLPs: 8 reads answered
@@ -50,8 +57,8 @@ STATUS_OUTPUTS = {
 }
 #: Every port: name -> (direction seen from the endpoint, width).
 PORTS = {
-    "rx_word": ("i", SYMBOL_BITS + 1), "receiver_detected": ("i", 1),
-    "tx_word": ("o", SYMBOL_BITS + 1),
+    "rx_word": ("i", WORD_BITS + 1), "receiver_detected": ("i", 1),
+    "tx_word": ("o", WORD_BITS + 1),
     # Received TLPs to LitePCIe (its PHY's ``source``).
     "rx_valid": ("o", 1), "rx_ready": ("i", 1), "rx_first": ("o", 1), "rx_last": ("o", 1),
     "rx_dat": ("o", 64), "rx_be": ("o", 8),
@@ -79,7 +86,7 @@ class SoftLitePcieEndpoint(wiring.Component):
     Parameters
     ----------
     timing: LtssmTiming or None
-        The LTSSM's timeouts (None: the spec's at 250 MHz).
+        The LTSSM's timeouts in clocks of the word clock (None: the spec's at 62.5 MHz).
     link_options
         For :class:`~.data_link.SoftDataLink` (``ack_latency``, ``replay_timeout``, ...).
     """
@@ -93,14 +100,15 @@ class SoftLitePcieEndpoint(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.link = link = SoftDataLink(timing=self._timing, **self._link_options)
-        m.submodules.config = config = ConfigSpace()
-        m.submodules.router = router = TlpRouter(store_bytes=STORE_BYTES, max_tlps=STORE_TLPS)
-        m.submodules.to_beats = to_beats = BytesToBeats()
-        m.submodules.to_bytes = to_bytes = BeatsToBytes()
-        m.submodules.msi = msi = MsiRequester()
-        m.submodules.merge = merge = TlpMerge(4)
+        m.submodules.config = config = ConfigSpace(unit=RX_TLP_DW)
+        m.submodules.router = router = TlpRouter(store_bytes=STORE_BYTES, max_tlps=STORE_TLPS,
+                                                 unit=RX_TLP_DW)
+        m.submodules.to_beats = to_beats = BytesToBeats(unit=APP_TLP_DW)
+        m.submodules.to_bytes = to_bytes = BeatsToBytes(unit=TLP_DW)
+        m.submodules.msi = msi = MsiRequester(unit=TLP_DW)
+        m.submodules.merge = merge = TlpMerge(4, unit=TLP_DW)
 
-        # Received: configuration space and the router on the same bytes.
+        # Received: configuration space and the router on the same DWs.
         connect_transaction_layer(m, link, config, router)
         wiring.connect(m, router.source, to_beats.sink)
 
@@ -127,15 +135,17 @@ class SoftLitePcieEndpoint(wiring.Component):
             wiring.connect(m, source, getattr(merge, f"sink_{i}"))
         wiring.connect(m, merge.source, link.tlp)
 
-        # The wire.
+        # The wire: a word each way every clock.
         m.d.comb += [
-            link.rx.valid.eq(self.rx_word[SYMBOL_BITS]),
-            link.rx.payload.symbol.eq(self.rx_word[:SYMBOL_BITS]),
-            link.rx_electrical_idle.eq(~self.rx_word[SYMBOL_BITS]),
+            link.rx.valid.eq(self.rx_word[WORD_BITS]),
+            link.rx_electrical_idle.eq(~self.rx_word[WORD_BITS]),
             link.receiver_detected.eq(self.receiver_detected),
             link.tx.ready.eq(1),
-            self.tx_word.eq(Cat(link.tx.payload.symbol, link.tx_electrical_idle)),
+            self.tx_word.eq(Cat(link.tx.payload.symbols.as_value(), link.tx_electrical_idle)),
         ]
+        for lane in range(LANES):
+            m.d.comb += link.rx.payload[lane].symbol.eq(
+                self.rx_word[lane * SYMBOL_BITS:(lane + 1) * SYMBOL_BITS])
 
         # Configuration and state.
         m.d.comb += [self.req_id.eq(config.completer_id),

@@ -11,8 +11,9 @@ added to the platform's sources and instantiated.
 
 Pads (``pads`` from the platform, :func:`soft_phy_io`; directions seen from the design)::
 
-    rx_word[10]            input: the symbol from the link partner, ``{present, k, byte}``
-    tx_word[10]            output: the symbol to it, ``{electrical idle, k, byte}``
+    rx_word[37]            input: a word of four symbols from the link partner, lane 0 in
+                           bits 8:0, each ``{k, byte}``, and ``present`` in bit 36
+    tx_word[37]            output: the word to it, ``electrical idle`` in bit 36
     receiver_detected      input: a receiver is on the far end of the lane
     dl_active, status, ...  outputs: the endpoint's state and counters
                             (:data:`~.litepcie_endpoint.STATUS_OUTPUTS`)
@@ -21,8 +22,10 @@ After the CSRs every PHY has come the link's own (:data:`busprobe.protocol.pcie.
 a constant saying they exist, the LTSSM's status word, the counters), so the host reads the
 link's state and faults through BAR0.
 
-One clock: ``sys`` is the symbol clock (250 MHz at Gen1 x1: one symbol a clock). A board
-puts the DCU's PHY wrapper (:mod:`.ecp5_pcie_phy`) on the pads' side.
+One clock: ``sys`` is the link's word clock (62.5 MHz at Gen1 x1: a word of four symbols each
+way every clock, as Xilinx's Gen1 x1 64-bit user clock; LitePCIe's 64-bit beats then carry
+twice what the lane does). A board puts the DCU's PHY wrapper (:mod:`.ecp5_pcie_phy`) on the
+pads' side.
 """
 
 from __future__ import annotations
@@ -35,13 +38,13 @@ from litex.soc.interconnect.csr import CSRStatus
 from migen import ClockSignal, If, Instance, ResetSignal, Signal
 
 from ..sim_phy import MAX_SIZE, add_phy_interface
-from .litepcie_endpoint import STATUS_OUTPUTS, SYMBOL_BITS
+from .litepcie_endpoint import STATUS_OUTPUTS, WORD_BITS
 
 __all__ = ["SoftPCIEPHY", "soft_phy_io", "MODULE"]
 
 #: The Verilog module of the Amaranth endpoint.
 MODULE = "soft_litepcie"
-_PAD_PORTS = {"rx_word": SYMBOL_BITS + 1, "tx_word": SYMBOL_BITS + 1, "receiver_detected": 1,
+_PAD_PORTS = {"rx_word": WORD_BITS + 1, "tx_word": WORD_BITS + 1, "receiver_detected": 1,
               **STATUS_OUTPUTS}
 
 
@@ -71,7 +74,7 @@ class SoftPCIEPHY(LiteXModule):
     verilog_dir : Path
         Where the endpoint's Verilog is cached (``<name>-<hash>.v``).
     timing : LtssmTiming or None
-        The LTSSM's timeouts (None: the spec's).
+        The LTSSM's timeouts in word clocks (None: the spec's at 62.5 MHz).
     digest_files : sequence of Path
         Files the Verilog also depends on (where ``timing`` comes from): part of its hash.
     data_width : int

@@ -8,20 +8,24 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_ltssm import LINK_STATUS_FIELDS, LinkSpeed, LtssmState
 from busprobe.protocol.pcie_symbols import RATE_2_5GT, TrainingControl
 
-from .ts_receiver import TRAINING_SET
-from .ts_transmitter import TxMode
+from .symbol_stream import LANES
+from .word_transmitter import TxMode
+from .word_ts_receiver import TRAINING_SET
 
-__all__ = ["Ltssm", "LtssmTiming", "LINK_STATUS"]
+__all__ = ["Ltssm", "LtssmTiming", "LINK_STATUS", "GEN1_WORD_CLOCK_HZ"]
 
 LINK_STATUS = data.StructLayout(dict(LINK_STATUS_FIELDS))
+#: The link's clock at 2.5 GT/s: a word of four symbols every clock.
+GEN1_WORD_CLOCK_HZ = 2.5e9 / 10 / LANES
 
 
 @dataclasses.dataclass(frozen=True)
 class LtssmTiming:
     """The LTSSM's timeouts in clock cycles, and the TS1 count Polling.Active needs.
 
-    :meth:`spec` gives §4.2.6's values at a clock rate; simulation uses shorter ones (the state
-    machine is the same, only the counts differ), which the tests and design notes state.
+    :meth:`spec` gives §4.2.6's values at a clock rate (by default the link's word clock at
+    Gen1, :data:`GEN1_WORD_CLOCK_HZ`); simulation uses shorter ones (the state machine is the
+    same, only the counts differ), which the tests and design notes state.
     """
 
     detect_quiet: int  # 12 ms
@@ -34,7 +38,9 @@ class LtssmTiming:
     polling_ts1_min: int = 1024
 
     @classmethod
-    def spec(cls, clock_hz: float = 250e6) -> "LtssmTiming":
+    def spec(cls, clock_hz: float | None = None) -> "LtssmTiming":
+        clock_hz = GEN1_WORD_CLOCK_HZ if clock_hz is None else clock_hz
+
         def ms(value: float) -> int:
             return round(value * clock_hz / 1000)
 
@@ -48,8 +54,9 @@ class Ltssm(wiring.Component):
     """Trains the link: Detect, Polling (with Compliance), Configuration, L0 and Recovery.
 
     An upstream port takes its link and lane numbers from the root port's TS1s (it never
-    proposes them), sends what it is told through the :class:`~.ts_transmitter.LinkTransmitter`
-    (``tx_mode``, ``tx_ts``) and counts what it sent from that block's strobes. Polling.Active
+    proposes them), sends what it is told through the
+    :class:`~.word_transmitter.WordTransmitter` (``tx_mode``, ``tx_ts``) and counts what it
+    sent from that block's strobes. Polling.Active
     goes to Polling.Compliance when its timeout expires and the receiver never left electrical
     idle (left when the receiver leaves electrical idle), or after 8 consecutive TS1s with
     Compliance Receive (left when the partner sends an EIOS: it keeps transmitting, so leaving
@@ -59,7 +66,8 @@ class Ltssm(wiring.Component):
     Attributes
     ----------
     rx_ts: Signal(TRAINING_SET), input; rx_ts_valid, rx_idle, rx_not_idle, rx_eios: input
-        From the :class:`~.ts_receiver.TrainingSetReceiver`.
+        From the :class:`~.word_ts_receiver.WordTsReceiver` (``rx_idle``: a word of four idle
+        symbols).
     rx_electrical_idle: Signal(), input
         The SerDes' receiver sees electrical idle.
     receiver_detected: Signal(), input
@@ -67,7 +75,7 @@ class Ltssm(wiring.Component):
     retrain: Signal(), input
         Strobe: go to Recovery from L0.
     ts_sent, ts_sent_kind, idle_sent: input
-        From the transmitter.
+        From the transmitter (``idle_sent``: a word of four idle symbols).
     tx_mode: Signal(TxMode), output; tx_ts: Signal(TRAINING_SET), output
         To the transmitter.
     skp_enable: Signal(), output
@@ -88,9 +96,6 @@ class Ltssm(wiring.Component):
     timing: LtssmTiming
     n_fts: int
         FTS ordered sets this receiver needs to leave L0s (sent in every TS).
-    symbols_per_idle: int
-        Idle symbols one ``rx_idle`` / ``idle_sent`` strobe stands for: 1 on the one-symbol
-        link, 4 behind :class:`~.word_ts_receiver.WordTsReceiver` (a word of idle).
     """
 
     rx_ts: In(TRAINING_SET)
@@ -113,17 +118,14 @@ class Ltssm(wiring.Component):
     physical_link_up: Out(1)
     invert_polarity: Out(1)
 
-    def __init__(self, *, timing: LtssmTiming | None = None, n_fts: int = 255,
-                 symbols_per_idle: int = 1):
-        if symbols_per_idle not in (1, 2, 4):
-            raise ValueError(f"an idle strobe stands for 1, 2 or 4 symbols, "
-                             f"not {symbols_per_idle}")
+    def __init__(self, *, timing: LtssmTiming | None = None, n_fts: int = 255):
         self._timing = timing or LtssmTiming.spec()
         self._n_fts = n_fts
         # Configuration.Idle / Recovery.Idle: 8 consecutive idle symbols received, 16 sent
-        # after the first one heard (§4.2.6.3.6), in strobes of ``rx_idle`` / ``idle_sent``.
-        self._idle_rx = 8 // symbols_per_idle
-        self._idle_tx = 16 // symbols_per_idle
+        # after the first one heard (§4.2.6.3.6), in strobes of ``rx_idle`` / ``idle_sent``,
+        # a word of four symbols each.
+        self._idle_rx = 8 // LANES
+        self._idle_tx = 16 // LANES
         super().__init__()
 
     def elaborate(self, platform):

@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import pcie_config as cfg
 
-from .framer import TLP_BYTE, tlp_units, unit_size
+from .word_framer import TLP_BYTE, tlp_units, unit_size
 
 __all__ = ["MsiRequester"]
 
@@ -38,8 +38,8 @@ class MsiRequester(wiring.Component):
     Parameters
     ----------
     unit: StructLayout
-        What the TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or
-        :data:`~.framer.TLP_DW` (the four-symbol link's).
+        What the TLP moves in: :data:`~.word_framer.TLP_BYTE` (the default) or
+        :data:`~.word_framer.TLP_DW` (the four-symbol link's).
     """
 
     def __init__(self, *, unit: data.StructLayout = TLP_BYTE):

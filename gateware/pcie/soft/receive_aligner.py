@@ -1,6 +1,6 @@
 """Received symbols, several a clock, put into words whose every ordered set and packet starts
-at symbol 0: the receive end of the link at four symbols a 125 MHz clock (DESIGN §3.10, "Two
-symbols a clock, and Gen2").
+at symbol 0: the receive end of the link at four symbols a clock (DESIGN §3.10, "Four symbols a
+clock, and Gen2").
 
 Everything a PCIe Gen1/Gen2 transmitter sends is a whole number of four-symbol words: a TLP
 (STP, sequence, whole DWs, LCRC, END) is 4k + 8 symbols, a DLLP 8, a TS 16, an EIOS, FTS set

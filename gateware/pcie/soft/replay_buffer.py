@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, SEQ_MODULUS, DllpType
 
 from .ack_nak import by_payload_size
-from .framer import TLP_BYTE, unit_size
+from .word_framer import TLP_BYTE, unit_size
 
 __all__ = ["ReplayBuffer", "DEFAULT_REPLAY_TIMEOUT"]
 
@@ -57,11 +57,11 @@ class ReplayBuffer(wiring.Component):
     replay_timeout: int or None
         REPLAY_TIMER limit in symbol times, fixed; ``None``: by ``max_payload_size``.
     unit: StructLayout
-        What a TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or a DW layout with the
+        What a TLP moves in: :data:`~.word_framer.TLP_BYTE` (the default) or a DW layout with the
         same fields (``data`` 32 bits, ``last``, ``nullify``).
     symbols_per_clock: int
-        Symbol times a clock stands for (REPLAY_TIMER counts symbol times): 1 on the
-        one-symbol link, 2 on the four-symbol link at Gen1 (125 MHz), 4 at Gen2.
+        Symbol times a clock stands for (REPLAY_TIMER counts symbol times): 4 on the link at
+        Gen1 (a word every 62.5 MHz clock), as at Gen2 on a 125 MHz one.
     """
 
     def __init__(self, *, depth: int = 4096, max_outstanding: int = 8,

@@ -17,7 +17,7 @@ def scrambler_word(width: int, extra: int) -> data.StructLayout:
 
 def _linear(m, value, function, width_out: int, name: str):
     """``function`` (linear over GF(2)) of ``value`` as an XOR network: column ``j`` is
-    ``function`` of unit vector ``j``, as :class:`~.crc.ByteCrc` builds its own."""
+    ``function`` of unit vector ``j``, as :class:`~.crc.WordCrc` builds its own."""
     columns = [function(1 << j) for j in range(len(value))]
     out = Signal(width_out, name=name)
     for i in range(width_out):

@@ -4,18 +4,12 @@ from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .deframer import RX_TLP_BYTE, RX_TLP_DW, DataLinkDeframer, TlpStatus
-from .framer import TLP_BYTE, TLP_DW, DataLinkFramer
 from .ltssm import LINK_STATUS, Ltssm, LtssmTiming
 from .receive_aligner import ReceiveAligner
-from .skp_inserter import DEFAULT_SKP_INTERVAL, SkpInserter
-from .skp_remover import SkpRemover
-from .symbol_stream import LANES, rx_symbol_stream, rx_word_stream, tx_symbol_stream, tx_word_stream
-from .ts_receiver import TrainingSetReceiver
-from .ts_transmitter import LinkTransmitter
-from .word_deframer import WordDeframer
-from .word_framer import WordFramer
-from .word_skp_inserter import WordSkpInserter
+from .symbol_stream import LANES, rx_word_stream, tx_word_stream
+from .word_deframer import RX_TLP_DW, TlpStatus, WordDeframer
+from .word_framer import TLP_DW, WordFramer
+from .word_skp_inserter import DEFAULT_SKP_INTERVAL, WordSkpInserter
 from .word_transmitter import WordTransmitter
 from .word_ts_receiver import WordTsReceiver
 
@@ -23,35 +17,32 @@ __all__ = ["SoftLink"]
 
 
 class SoftLink(wiring.Component):
-    """LTSSM, ordered sets, SKP handling and TLP/DLLP framing between a SerDes and the DLL.
+    """LTSSM, ordered sets, SKP handling and TLP/DLLP framing between a SerDes and the DLL,
+    four symbols a clock (DESIGN §3.10, "The link at four symbols a clock").
 
     Transmit: framer -> transmitter (TSs, compliance, idle or packets, as the LTSSM says) ->
-    SKP inserter -> ``tx``. Receive: ``rx`` -> SKP remover -> TS receiver (to the LTSSM) and
-    deframer. Packets go out only in L0; the deframer looks at every symbol (outside L0 the
-    ordered sets' COM/PAD are not packet symbols, and a TS1 arriving mid-packet cuts it).
-
-    With ``lanes`` 4 the same layers move four symbols a clock (DESIGN §3.10, "Four symbols a
-    clock, and Gen2"): ``tx`` and ``rx`` are words, TLPs move as DWs (``TLP_DW``,
-    ``RX_TLP_DW``), and the receive side puts every structure in lane 0
-    (:class:`~.receive_aligner.ReceiveAligner`, which also takes the SKP sets out) before the
-    word TS receiver and deframer.
+    SKP inserter -> ``tx``, every structure whole words from lane 0. Receive: ``rx`` ->
+    :class:`~.receive_aligner.ReceiveAligner` (SKP sets out, every structure into lane 0) ->
+    TS receiver (to the LTSSM) and deframer. TLPs move as DWs (``TLP_DW``, ``RX_TLP_DW``).
+    Packets go out only in L0; the deframer looks at every word (outside L0 the ordered sets'
+    COM/PAD are not packet symbols, and a TS1 arriving mid-packet cuts it).
 
     Attributes
     ----------
-    rx: rx_symbol_stream() (or rx_word_stream()), input
-        Decoded symbols from the SerDes (8b/10b errors flagged).
+    rx: rx_word_stream(), input
+        Decoded symbols from the SerDes, four a word, lane 0 first (8b/10b errors flagged).
     rx_electrical_idle, receiver_detected: Signal(), input
         From the SerDes (see :class:`~.ltssm.Ltssm`).
-    tx: tx_symbol_stream() (or tx_word_stream()), output
-        Symbols to the SerDes' encoder, one (or a word) every clock it is ready.
+    tx: tx_word_stream(), output
+        Words to the SerDes' encoder, one every clock it is ready.
     tx_electrical_idle: Signal(), output
         Hold the transmitter in electrical idle.
     retrain: Signal(), input
         Strobe: go to Recovery (the DLL's REPLAY_NUM rollover).
     tlp, tlp_seq, dllp: input
-        What to send (see :class:`~.framer.DataLinkFramer`).
+        What to send (see :class:`~.word_framer.WordFramer`).
     rx_tlp, rx_tlp_end, rx_tlp_status, rx_tlp_seq, rx_dllp, bad_dllp, bad_symbol: output
-        What arrived (see :class:`~.deframer.DataLinkDeframer`).
+        What arrived (see :class:`~.word_deframer.WordDeframer`).
     skp_inserted, skp_removed: Signal(), output
         Strobes, one per SKP ordered set.
     status: Signal(LINK_STATUS), output; recoveries, physical_link_up, invert_polarity: output
@@ -62,32 +53,24 @@ class SoftLink(wiring.Component):
     timing: LtssmTiming
     skp_interval: int
     max_payload: int
-    lanes: int
-        Symbols a clock: 1, or 4 (words).
     """
 
     def __init__(self, *, timing: LtssmTiming | None = None,
-                 skp_interval: int = DEFAULT_SKP_INTERVAL, max_payload: int = 512,
-                 lanes: int = 1):
-        if lanes not in (1, LANES):
-            raise ValueError(f"the link moves 1 or {LANES} symbols a clock, not {lanes}")
+                 skp_interval: int = DEFAULT_SKP_INTERVAL, max_payload: int = 512):
         self._timing = timing
         self._skp_interval = skp_interval
         self._max_payload = max_payload
-        self._lanes = lanes
-        words = lanes == LANES
         super().__init__({
-            "rx": In(rx_word_stream() if words else rx_symbol_stream()),
+            "rx": In(rx_word_stream()),
             "rx_electrical_idle": In(1),
             "receiver_detected": In(1),
-            "tx": Out(tx_word_stream() if words else tx_symbol_stream()),
+            "tx": Out(tx_word_stream()),
             "tx_electrical_idle": Out(1),
             "retrain": In(1),
-            "tlp": In(stream.Signature(TLP_DW if words else TLP_BYTE)),
+            "tlp": In(stream.Signature(TLP_DW)),
             "tlp_seq": In(12),
             "dllp": In(stream.Signature(32)),
-            "rx_tlp": Out(stream.Signature(RX_TLP_DW if words else RX_TLP_BYTE,
-                                           always_ready=True)),
+            "rx_tlp": Out(stream.Signature(RX_TLP_DW, always_ready=True)),
             "rx_tlp_end": Out(1),
             "rx_tlp_status": Out(TlpStatus),
             "rx_tlp_seq": Out(12),
@@ -104,24 +87,13 @@ class SoftLink(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        words = self._lanes == LANES
-        m.submodules.ltssm = ltssm = Ltssm(timing=self._timing, symbols_per_idle=self._lanes)
-        if words:
-            framer, transmitter = WordFramer(), WordTransmitter()
-            inserter = WordSkpInserter(interval=self._skp_interval)
-            remover, receiver = ReceiveAligner(width=LANES), WordTsReceiver()
-            deframer = WordDeframer(max_payload=self._max_payload)
-        else:
-            framer, transmitter = DataLinkFramer(), LinkTransmitter()
-            inserter = SkpInserter(interval=self._skp_interval)
-            remover, receiver = SkpRemover(), TrainingSetReceiver()
-            deframer = DataLinkDeframer(max_payload=self._max_payload)
-        m.submodules.framer = framer
-        m.submodules.transmitter = transmitter
-        m.submodules.skp_inserter = inserter
-        m.submodules.skp_remover = remover
-        m.submodules.ts_receiver = receiver
-        m.submodules.deframer = deframer
+        m.submodules.ltssm = ltssm = Ltssm(timing=self._timing)
+        m.submodules.framer = framer = WordFramer()
+        m.submodules.transmitter = transmitter = WordTransmitter()
+        m.submodules.skp_inserter = inserter = WordSkpInserter(interval=self._skp_interval)
+        m.submodules.skp_remover = remover = ReceiveAligner(width=LANES)
+        m.submodules.ts_receiver = receiver = WordTsReceiver()
+        m.submodules.deframer = deframer = WordDeframer(max_payload=self._max_payload)
 
         # Transmit.
         wiring.connect(m, wiring.flipped(self.tlp), framer.tlp)
@@ -145,7 +117,7 @@ class SoftLink(wiring.Component):
             receiver.sink.p.eq(remover.source.p),
             deframer.sink.valid.eq(remover.source.valid),
             deframer.sink.p.eq(remover.source.p),
-            self.skp_removed.eq(remover.skp_removed if words else remover.removed),
+            self.skp_removed.eq(remover.skp_removed),
         ]
         wiring.connect(m, deframer.tlp, wiring.flipped(self.rx_tlp))
         wiring.connect(m, deframer.dllp, wiring.flipped(self.rx_dllp))

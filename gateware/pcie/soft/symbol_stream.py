@@ -1,28 +1,15 @@
-"""The symbol streams between the soft endpoint's blocks: one packed 8b/10b symbol a clock, or
-(the link at four symbols a 125 MHz clock, DESIGN §3.10) words of several symbols, lane 0 first
-on the wire."""
+"""The symbol streams between the soft endpoint's blocks: words of several symbols (the link at
+four symbols a clock, DESIGN §3.10), lane 0 first on the wire."""
 
 from amaranth.lib import data, stream
 
-__all__ = ["TX_SYMBOL", "RX_SYMBOL", "tx_symbol_stream", "rx_symbol_stream", "LANES",
-           "rx_word_layout", "tx_word_layout", "rx_word_stream", "tx_word_stream"]
+__all__ = ["RX_SYMBOL", "LANES", "rx_word_layout", "tx_word_layout", "rx_word_stream",
+           "tx_word_stream"]
 
-#: A symbol on its way to the SerDes. ``end`` marks the last symbol of a packet or an ordered
-#: set, and every idle symbol: a SKP ordered set may follow it (and only it).
-TX_SYMBOL = data.StructLayout({"symbol": 9, "end": 1})
 #: A symbol from the SerDes. ``error``: the 8b/10b decoder saw a code or disparity error.
 RX_SYMBOL = data.StructLayout({"symbol": 9, "error": 1})
 #: Symbols a word on the link at four symbols a clock.
 LANES = 4
-
-
-def tx_symbol_stream() -> stream.Signature:
-    return stream.Signature(TX_SYMBOL)
-
-
-def rx_symbol_stream() -> stream.Signature:
-    """Received symbols; ``valid`` low where a SKP ordered set was taken out. Never stalled."""
-    return stream.Signature(RX_SYMBOL, always_ready=True)
 
 
 def rx_word_layout(width: int = LANES) -> data.ArrayLayout:

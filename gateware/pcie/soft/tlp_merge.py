@@ -4,7 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .framer import TLP_BYTE
+from .word_framer import TLP_BYTE
 
 __all__ = ["TlpMerge"]
 
@@ -29,8 +29,8 @@ class TlpMerge(wiring.Component):
     count: int
         How many sources.
     unit: StructLayout
-        What TLPs move in: :data:`~.framer.TLP_BYTE` (the default) or :data:`~.framer.TLP_DW`
-        (the four-symbol link's); any layout with ``last`` is passed as it is.
+        What TLPs move in: :data:`~.word_framer.TLP_BYTE` (the default) or
+        :data:`~.word_framer.TLP_DW` (the link's); any layout with ``last`` is passed as it is.
     """
 
     def __init__(self, count: int, *, unit: data.StructLayout = TLP_BYTE):

@@ -9,9 +9,9 @@ from busprobe.protocol import pcie
 from busprobe.protocol import pcie_config as cfg
 from busprobe.protocol.pcie_config import CplStatus, TlpKind, TlpType5
 
-from .deframer import RX_TLP_BYTE
 from .fc_init import NON_POSTED_HEADERS, POSTED_DATA, POSTED_HEADERS
-from .framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
+from .word_deframer import RX_TLP_BYTE
+from .word_framer import TLP_BYTE, TLP_DW, tlp_units, unit_size
 
 __all__ = ["TlpRouter", "APP_TLP_BYTE", "APP_TLP_DW"]
 
@@ -76,9 +76,9 @@ class TlpRouter(wiring.Component):
     max_tlps: int
         How many committed TLPs the store may hold at once (the queue of their lengths).
     unit: StructLayout
-        What TLPs arrive in: :data:`~.deframer.RX_TLP_BYTE` (the default) or
-        :data:`~.deframer.RX_TLP_DW` (the four-symbol link's); ``source`` and ``ur_tlp`` then
-        move the same unit (:data:`APP_TLP_DW`, :data:`~.framer.TLP_DW`), and the store holds
+        What TLPs arrive in: :data:`~.word_deframer.RX_TLP_BYTE` (the default) or
+        :data:`~.word_deframer.RX_TLP_DW` (the four-symbol link's); ``source`` and ``ur_tlp`` then
+        move the same unit (:data:`APP_TLP_DW`, :data:`~.word_framer.TLP_DW`), and the store holds
         ``store_bytes`` as units.
     """
 

@@ -9,7 +9,7 @@ from busprobe.protocol.pcie_config import TlpType5
 from busprobe.protocol.pcie_dll import DllpType
 
 from .fc_init import CREDITS
-from .framer import TLP_BYTE, unit_size
+from .word_framer import TLP_BYTE, unit_size
 
 __all__ = ["TxCredits"]
 
@@ -47,7 +47,7 @@ class TxCredits(wiring.Component):
     Parameters
     ----------
     unit: StructLayout
-        What a TLP moves in: :data:`~.framer.TLP_BYTE` (the default) or a DW layout with the
+        What a TLP moves in: :data:`~.word_framer.TLP_BYTE` (the default) or a DW layout with the
         same fields (the four-symbol link's): the first header dword is four units or one.
     """
 
@@ -106,7 +106,7 @@ class TxCredits(wiring.Component):
             with m.If(which == i):
                 m.d.comb += fits.eq(header_ok & data_ok)
 
-        # With DWs (the four-symbol link, 125 MHz) judged from registers a clock after the
+        # With DWs (the four-symbol link) judged from registers a clock after the
         # header is held, so the credit compares' carry chains are not on one path with the
         # send: the counters do not move while a TLP waits, but for an UpdateFC, which only
         # ever adds room. With bytes at once: a clock there is a symbol on the wire, and one
@@ -119,18 +119,24 @@ class TxCredits(wiring.Component):
         sending = Signal()
         sent = Signal(range(units + 1))  # held units sent
         with m.If(~sending):
-            # Take the first dword, then wait for credits.
+            # Take the first dword, then wait for credits. The first held unit goes out in
+            # the clock the TLP is judged to fit (from registers), and the credits are
+            # consumed when it is taken: with DWs the framer's two LCRC words are all the
+            # time there is between one TLP's last DW and the next one's first, and a clock
+            # more here is a word of idle on the wire between every two TLPs.
             m.d.comb += self.sink.ready.eq((count < units) & self.dl_active)
             with m.If(self.sink.valid & self.sink.ready):
                 m.d.sync += [held[count].eq(self.sink.payload.data), count.eq(count + 1)]
             with m.If((count == units) & held_before & self.dl_active):
                 with m.If(fits_now):
-                    m.d.sync += [sending.eq(1), sent.eq(0)]
-                    for i in range(3):
-                        with m.If(which == i):
-                            m.d.sync += [
-                                consumed[i].header.eq(consumed[i].header + 1),
-                                consumed[i].data.eq(consumed[i].data + data_needed)]
+                    m.d.comb += [self.source.valid.eq(1), self.source.payload.data.eq(held[0])]
+                    with m.If(self.source.ready):
+                        m.d.sync += [sending.eq(1), sent.eq(1)]
+                        for i in range(3):
+                            with m.If(which == i):
+                                m.d.sync += [
+                                    consumed[i].header.eq(consumed[i].header + 1),
+                                    consumed[i].data.eq(consumed[i].data + data_needed)]
                 with m.Else():
                     m.d.sync += self.blocked.eq(self.blocked + 1)
         with m.Else():

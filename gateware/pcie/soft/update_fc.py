@@ -6,9 +6,9 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DllpType
 
-from .deframer import RX_TLP_BYTE
 from .fc_init import ADVERTISED
-from .framer import unit_size
+from .word_deframer import RX_TLP_BYTE
+from .word_framer import unit_size
 
 __all__ = ["UpdateFc", "DEFAULT_UPDATE_INTERVAL"]
 
@@ -62,9 +62,9 @@ class UpdateFc(wiring.Component):
         Symbol times between unprompted UpdateFCs.
     advertised: the (header, data) credits InitFC advertised for P, NP (and Cpl, infinite).
     unit: StructLayout
-        :data:`~.deframer.RX_TLP_BYTE` (the default) or :data:`~.deframer.RX_TLP_DW`.
+        :data:`~.word_deframer.RX_TLP_BYTE` (the default) or :data:`~.word_deframer.RX_TLP_DW`.
     symbols_per_clock: int
-        Symbol times a clock stands for (2 on the four-symbol link at Gen1).
+        Symbol times a clock stands for (4 on the link at Gen1, a word every 62.5 MHz clock).
     """
 
     def __init__(self, *, interval: int = DEFAULT_UPDATE_INTERVAL,

@@ -1,17 +1,34 @@
 """Data link layer framing, receive side, four symbols a clock: TLPs as DWs and DLLPs off
-aligned words, checked (the word-wide :class:`~.deframer.DataLinkDeframer`)."""
+aligned words, checked."""
+
+import enum
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DLLP_CRC_POLY, LCRC_POLY
 from busprobe.protocol.pcie_symbols import KCode
 
 from .crc import WordCrc, residue
-from .deframer import RX_TLP_DW, TlpStatus
 from .symbol_stream import LANES, rx_word_stream
 
-__all__ = ["WordDeframer", "RX_TLP_DW", "MIN_TLP_WORDS"]
+__all__ = ["WordDeframer", "TlpStatus", "RX_TLP_DW", "RX_TLP_BYTE", "MIN_TLP_WORDS"]
+
+#: A received TLP DW, byte 0 (first on the wire) in bits 7:0; ``first`` on DW 0.
+RX_TLP_DW = data.StructLayout({"data": 32, "first": 1})
+#: The same a byte at a time: what the transaction layer's blocks also take (``unit=``).
+RX_TLP_BYTE = data.StructLayout({"data": 8, "first": 1})
+
+
+class TlpStatus(enum.IntEnum):
+    """How a received TLP ended (``tlp_status`` with the ``tlp_end`` strobe)."""
+
+    GOOD = 0
+    BAD_LCRC = 1  # END with a wrong LCRC, or EDB without the inverted one: NAK it (§3.5.3.1)
+    NULLIFIED = 2  # EDB with the inverted LCRC: discard silently
+    MALFORMED = 3  # cut by a K-code or a symbol error, or a length framing cannot have
+
+
 #: STP + sequence + a 3 DW header + LCRC + END, in words.
 MIN_TLP_WORDS = (1 + 2 + 12 + 4 + 1) // LANES
 
@@ -34,12 +51,19 @@ class WordDeframer(wiring.Component):
     ----------
     sink: rx_word_stream(), input (never stalled)
     tlp: stream of RX_TLP_DW, output (never stalled)
-    tlp_end: Signal(), output; tlp_status: Signal(TlpStatus), output; tlp_seq: Signal(12), output
-        As :class:`~.deframer.DataLinkDeframer`'s.
+    tlp_end: Signal(), output
+        Strobe: the TLP whose DWs came out ended; ``tlp_status`` and ``tlp_seq`` say how
+        (whether it was good is known only then, so the receiver above stores its DWs and
+        keeps or drops them).
+    tlp_status: Signal(TlpStatus), output
+    tlp_seq: Signal(12), output
     dllp: stream of Signal(32), output (never stalled)
         A good DLLP, byte 0 in bits 7:0, from registers the clock after its last word.
-    bad_dllp, bad_symbol: Signal(), output
-        As :class:`~.deframer.DataLinkDeframer`'s.
+    bad_dllp: Signal(), output
+        Strobe: a DLLP with a wrong CRC-16, a wrong length or cut short.
+    bad_symbol: Signal(), output
+        Strobe: a symbol error, a K-code inside a packet other than END/EDB, or END/EDB
+        outside one.
 
     Parameters
     ----------

@@ -1,17 +1,42 @@
 """Data link layer framing, transmit side, four symbols a clock: TLPs from a DW stream and DLLPs
-onto whole words (the word-wide :class:`~.framer.DataLinkFramer`)."""
+onto whole words (§3.5, §4.2.2); and the TLP streams' units the layers above move."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_dll import DLLP_CRC_POLY, LCRC_POLY
 from busprobe.protocol.pcie_symbols import KCode
 
 from .crc import WordCrc
-from .framer import TLP_DW
 from .symbol_stream import LANES, tx_word_stream
 
-__all__ = ["WordFramer"]
+__all__ = ["WordFramer", "TLP_BYTE", "TLP_DW", "tlp_units", "unit_size"]
+
+#: A TLP DW on its way to the framer, byte 0 (first on the wire) in bits 7:0; ``nullify``
+#: (with ``last``) ends the TLP with EDB.
+TLP_DW = data.StructLayout({"data": 32, "last": 1, "nullify": 1})
+#: The same a byte at a time: what the transaction layer's blocks also take (``unit=``).
+TLP_BYTE = data.StructLayout({"data": 8, "last": 1, "nullify": 1})
+
+
+def unit_size(unit: data.StructLayout) -> int:
+    """Bytes in a TLP unit (a layout with a ``data`` field): 1 or 4, anything else refused."""
+    count = Shape.cast(unit.members["data"]).width // 8
+    if count not in (1, 4):
+        raise ValueError(f"a TLP unit is a byte or a DW, not {count} bytes")
+    return count
+
+
+def tlp_units(tlp_bytes, unit_bytes: int) -> list[Value]:
+    """A TLP built byte by byte (byte 0 first) as units of ``unit_bytes``, byte 0 of each in
+    its low bits. Each byte is made exactly 8 bits first, as assigning it to a byte does: a
+    field such as ``tc << 4`` is 10 bits wide (Amaranth widens a shift by a constant as if by
+    any 3-bit amount), a flag 1, and in a DW the bytes after either would slip."""
+    def byte(value):
+        value = Value.cast(value)[:8]
+        return Cat(value, Const(0, 8 - len(value)))
+    as_bytes = [byte(value) for value in tlp_bytes]
+    return [Cat(*as_bytes[i:i + unit_bytes]) for i in range(0, len(as_bytes), unit_bytes)]
 
 
 class WordFramer(wiring.Component):
@@ -22,11 +47,11 @@ class WordFramer(wiring.Component):
     8), so none straddles a word edge: a TLP is ``[STP, seq, seq, b0] [b1 .. b4] ...
     [.., .., .., LCRC0] [LCRC1, LCRC2, LCRC3, END]``, a DLLP ``[SDP, d0, d1, d2] [d3, crc0,
     crc1, END]``. DW *i* of a TLP is lane 3 of word *i* and lanes 0-2 of word *i* + 1: the
-    framer takes a DW a word and keeps its bytes 1-3 for the next. As
-    :class:`~.framer.DataLinkFramer`, a DLLP waiting goes before a TLP waiting (the choice is
-    made again each clock until the packet's first word is taken), a packet once started is
-    framed whole, a word a clock while ``source.ready``, and with nothing to send
-    ``source.valid`` is low.
+    framer takes a DW a word and keeps its bytes 1-3 for the next. A DLLP waiting goes before
+    a TLP waiting (ACKs and credits must not queue behind a long TLP; the choice is made again
+    each clock until the packet's first word is taken), a packet once started is framed
+    whole, a word a clock while ``source.ready``, and with nothing to send ``source.valid`` is
+    low (the transmitter sends logical idle).
 
     Attributes
     ----------

@@ -16,10 +16,14 @@ from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .scrambler import Scrambler, scrambler_word
-from .symbol_crossing import DECODE_ERROR
 from .symbol_stream import LANES, rx_word_stream
 
-__all__ = ["WordGearbox", "TX_WORD_WITH_IDLE"]
+__all__ = ["WordGearbox", "TX_WORD_WITH_IDLE", "DECODE_ERROR"]
+
+#: What the DCU's 8b/10b decoder hands up for a code or disparity error: EEh with the K flag
+#: (K14.7 is not a symbol of the code, so it cannot be a real one; LUNA's decode-error flag
+#: tests the same).
+DECODE_ERROR = 0x1EE
 
 #: A word to send and whether the transmitter is in electrical idle for it (``extra``).
 TX_WORD_WITH_IDLE = scrambler_word(LANES, 1)
@@ -56,8 +60,8 @@ class WordGearbox(wiring.Component):
         Received words, descrambled (link domain).
     serdes_tx_data: Signal(16), serdes_tx_datak: Signal(2), serdes_tx_idle: Signal(), output
     serdes_rx_data: Signal(16), serdes_rx_datak: Signal(2), serdes_rx_valid: Signal(), input
-        The DCU's interface (SerDes domain), symbol 0 in bits 7:0 (as
-        :class:`~.symbol_crossing.SymbolCrossing`).
+        The DCU's interface (SerDes domain), symbol 0 in bits 7:0, its K flag in
+        ``datak`` bit 0.
     tx_underflows: Signal(8), output
         Word slots the link had no word for (link domain, wraps).
     serdes_underflows, rx_overflows: Signal(8), output

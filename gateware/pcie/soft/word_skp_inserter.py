@@ -1,15 +1,17 @@
-"""SKP ordered sets into the transmitted words, for the link partner's clock compensation (the
-word-wide :class:`~.skp_inserter.SkpInserter`)."""
+"""SKP ordered sets into the transmitted words, for the link partner's clock compensation."""
 
 from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_symbols import SKP_INTERVAL_MAX, SKP_INTERVAL_MIN, SKP_ORDERED_SET
 
-from .skp_inserter import DEFAULT_SKP_INTERVAL
 from .symbol_stream import LANES, tx_word_stream
 
-__all__ = ["WordSkpInserter"]
+__all__ = ["WordSkpInserter", "DEFAULT_SKP_INTERVAL"]
+
+#: Symbol times between scheduled SKP ordered sets: inside 1180..1538 with room for a clock
+#: a little slow or fast.
+DEFAULT_SKP_INTERVAL = 1200
 
 
 class WordSkpInserter(wiring.Component):
@@ -21,8 +23,8 @@ class WordSkpInserter(wiring.Component):
     words, so that is every boundary), §4.2.7.3; one scheduled while a TLP is on the wire waits
     for its END, and if more than one is owed by then all go out back to back. ``sink`` is held
     (not ready) while a SKP ordered set goes out. Symbol times are counted four a word sent
-    (``source.valid`` and ``ready``), not a clock: at Gen1 the SerDes takes a word every other
-    clock.
+    (``source.valid`` and ``ready``), not a clock, so a SerDes that takes a word only on some
+    clocks keeps the interval.
 
     Attributes
     ----------

@@ -1,5 +1,7 @@
 """What the endpoint transmits, four symbols a word: training sets, compliance pattern, idle, or
-the framed packets (the word-wide :class:`~.ts_transmitter.LinkTransmitter`)."""
+the framed packets."""
+
+import enum
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
@@ -14,13 +16,20 @@ from busprobe.protocol.pcie_symbols import (
 )
 
 from .symbol_stream import LANES, tx_word_stream
-from .ts_receiver import TRAINING_SET
-from .ts_transmitter import TxMode
+from .word_ts_receiver import TRAINING_SET
 
-__all__ = ["WordTransmitter"]
+__all__ = ["WordTransmitter", "TxMode"]
 
 #: Words of a TS1/TS2.
 TS_WORDS = TS_LENGTH // LANES
+
+
+class TxMode(enum.IntEnum):
+    ELECTRICAL_IDLE = 0
+    TRAINING = 1  # TS1/TS2 as ``ts`` says
+    COMPLIANCE = 2
+    IDLE = 3  # logical idle
+    DATA = 4  # the framer's packets, logical idle between them (L0)
 
 
 class WordTransmitter(wiring.Component):
@@ -30,9 +39,8 @@ class WordTransmitter(wiring.Component):
     Every structure is whole words from lane 0: a TS1/TS2 is four words, the compliance pattern
     one, logical idle whole words of D0.0 (each marked ``end``, so a SKP set may follow), and
     the framer's packets already are. The mode is taken at a word boundary outside a TS and a
-    packet, as :class:`~.ts_transmitter.LinkTransmitter` takes it at a symbol boundary; its
-    strobes mean what that one's mean, counted per word where it counted per symbol
-    (``idle_sent`` is four idle symbols, so the LTSSM's count of idle sent moves by four).
+    packet; ``idle_sent`` is four idle symbols, so the LTSSM's count of idle sent moves by
+    four.
 
     Attributes
     ----------

@@ -1,8 +1,8 @@
-"""Training ordered sets, logical idle and EIOS recognised in aligned four-symbol words (the
-word-wide :class:`~.ts_receiver.TrainingSetReceiver`, §4.2.4.1)."""
+"""Training ordered sets, logical idle and EIOS recognised in aligned four-symbol words
+(§4.2.4.1)."""
 
 from amaranth import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_symbols import (
     LOGICAL_IDLE,
@@ -15,9 +15,14 @@ from busprobe.protocol.pcie_symbols import (
 )
 
 from .symbol_stream import LANES, rx_word_stream
-from .ts_receiver import TRAINING_SET
 
-__all__ = ["WordTsReceiver"]
+__all__ = ["WordTsReceiver", "TRAINING_SET"]
+
+#: A TS1/TS2 as the LTSSM sees it; ``kind`` 1 or 2, ``*_pad`` when the field was PAD.
+TRAINING_SET = data.StructLayout({
+    "kind": 2, "link": 8, "link_pad": 1, "lane": 8, "lane_pad": 1, "n_fts": 8, "rate": 8,
+    "control": 8,
+})
 
 _TS_WORDS = TS_LENGTH // LANES
 
@@ -34,15 +39,21 @@ class WordTsReceiver(wiring.Component):
     Attributes
     ----------
     sink: rx_word_stream(), input
-    ts: Signal(TRAINING_SET), output; ts_valid: Signal(), output
-        As :class:`~.ts_receiver.TrainingSetReceiver`'s.
+    ts: Signal(TRAINING_SET), output
+        The last TS received (valid with ``ts_valid``).
+    ts_valid: Signal(), output
+        Strobe: a well-formed TS1/TS2 has just ended.
     idle: Signal(), output
         Strobe: a word of four logical idle symbols outside an ordered set (so the LTSSM
         counts idle symbols four at a time).
     not_idle: Signal(), output
         Strobe: any other word.
-    eios, inverted_ts: Signal(), output
-        As :class:`~.ts_receiver.TrainingSetReceiver`'s.
+    eios: Signal(), output
+        Strobe: an electrical idle ordered set (COM IDL IDL IDL).
+    inverted_ts: Signal(), output
+        Strobe: a TS whose identifiers are all D21.5 or all D26.5 — a TS1/TS2 received on a
+        lane with inverted polarity (its other fields are not looked at: they decode to
+        anything, or to errors).
     """
 
     sink: In(rx_word_stream())

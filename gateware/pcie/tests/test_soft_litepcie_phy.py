@@ -9,6 +9,7 @@ from importlib import resources
 
 from busprobe.gateware.pcie.csr_export import csr_map_of
 from busprobe.gateware.pcie.sim_top import build_sim_soc, generate_verilog
+from busprobe.gateware.pcie.soft.litepcie_endpoint import PORTS
 from busprobe.gateware.pcie.soft.litepcie_phy import MODULE, SoftPCIEPHY, soft_phy_io
 from busprobe.protocol import pcie as proto
 
@@ -32,6 +33,8 @@ def test_soft_phy_has_the_sim_phys_streams_sizes_and_csrs(tmp_path):
     assert [csr.name for csr in soft.get_csrs()] == [csr.name for csr in sim.get_csrs()] + [
         name for name, _ in proto.SOFT_LINK_CSRS]
     assert set(soft.link_state) == set(sim.link_state)
+    # The link's pads are words: four 9-bit symbols and the wire's state, each way.
+    assert PORTS["rx_word"] == ("i", 37) and PORTS["tx_word"] == ("o", 37)
     # The endpoint's Verilog is among the platform's sources, written once in verilog_dir.
     sources = [path for path, _, _ in soc.platform.sources]
     assert [p for p in sources if p.startswith(str(tmp_path))] == \

@@ -78,8 +78,7 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
     elif design.bus == "pcie-dcu":
         from busprobe.gateware.boards.versa_pcie import VersaPcieTop
 
-        design_class = design.load()
-        top = VersaPcieTop(design=design_class, lanes=getattr(design_class, "LANES", 1))
+        top = VersaPcieTop(design=design.load())
     else:
         top = Usb2BoardTop(design=design.load(), phy=board.phy)
     # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
@@ -101,8 +100,7 @@ def declared_clocks(platform: object, design: Design) -> tuple[dict[str, float],
     """The clocks a build of ``design`` has (domain -> MHz) and those that must be timed.
 
     SuperSpeed: the board top's clocks, all required (``ss`` and the SerDes' ``pclk``). PCIe on a
-    DCU: the Versa top's, all required (``link``, the DCU's ``pclk``, the control clock ``ctl``;
-    ``link`` and ``pclk`` are one clock when the design's ``LANES`` is 4).
+    DCU: the Versa top's, all required (``link``, the DCU's ``pclk``, the control clock ``ctl``).
     USB 2.0: the platform's domains (LUNA-style platforms list them) or the 60 MHz ULPI domain,
     the design's own domain required.
     """
@@ -111,10 +109,9 @@ def declared_clocks(platform: object, design: Design) -> tuple[dict[str, float],
 
         return dict(CLOCKS_MHZ), tuple(CLOCKS_MHZ)
     if design.bus == "pcie-dcu":
-        from busprobe.gateware.boards.versa_pcie import clocks_mhz
+        from busprobe.gateware.boards.versa_pcie import CLOCKS_MHZ as PCIE_CLOCKS_MHZ
 
-        clocks = clocks_mhz(getattr(design.load(), "LANES", 1))
-        return clocks, tuple(clocks)
+        return dict(PCIE_CLOCKS_MHZ), tuple(PCIE_CLOCKS_MHZ)
     declared = getattr(platform, "DEFAULT_CLOCK_FREQUENCIES_MHZ",
                        {design.clock_domain: ULPI_CLOCK_HZ / 1e6})
     return {domain: float(mhz) for domain, mhz in declared.items()}, (design.clock_domain,)

@@ -88,7 +88,7 @@ def _check_soft_phy(link: Mapping[str, Any]) -> None:
 
 
 #: What the soft endpoint's transmitter sends beside TLPs (its gateware's constants): a SKP
-#: ordered set every 1200 symbol times (``SkpInserter``) and UpdateFC-P and -NP every 7500
+#: ordered set every 1200 symbol times (``WordSkpInserter``) and UpdateFC-P and -NP every 7500
 #: (30 µs, ``UpdateFc``), counted on a write's lane in the Verilator model; the root port
 #: sends its own periodic UpdateFCs on the other.
 _SOFT_PHY_LINK = {"skp_interval": 1200, "fc_update_us": 30.0, "fc_update_dllps": 2}

@@ -6,95 +6,32 @@ from collections.abc import Callable, Iterable
 
 from amaranth.sim import Simulator
 from busprobe.gateware.pcie.soft.ltssm import LtssmTiming
-from busprobe.gateware.pcie.soft.soft_link import SoftLink
 from busprobe.protocol.pcie_config import TlpKind
 
-from .partner import RootPortPartner
 from .partner_dll import DlState
-from .polarity import as_inverted
-from .wire_faults import WireFaults
+from .word_exchange import WordExchange
 
-__all__ = ["SymbolExchange", "SIM_TIMING", "SYMBOL_PERIOD", "simulate", "send_tlps",
+__all__ = ["SIM_TIMING", "SYMBOL_PERIOD", "WORD_PERIOD", "simulate", "send_tlps",
            "collect_tlps", "receive_tlps", "send_dllp", "until_dl_active"]
 
-#: One symbol time at 2.5 GT/s, the clock every soft-endpoint simulation runs at.
+#: One symbol time at 2.5 GT/s.
 SYMBOL_PERIOD = 4e-9
+#: The link's clock at 2.5 GT/s, a word of four symbols each way every clock (62.5 MHz): the
+#: clock every soft-endpoint simulation runs at.
+WORD_PERIOD = 4 * SYMBOL_PERIOD
 
 #: The LTSSM's timeouts and Polling.Active's TS1 count scaled down for simulation (thousands of
-#: symbol times instead of milliseconds, 16 TS1s instead of 1024): the same state machine.
+#: clocks instead of milliseconds, 16 TS1s instead of 1024): the same state machine.
 SIM_TIMING = LtssmTiming(detect_quiet=100, polling_active=2000, polling_configuration=4000,
                          configuration=2000, short=1000, recovery_lock=2000,
                          recovery_configuration=4000, polling_ts1_min=16)
 
 
-class SymbolExchange:
-    """Clocks a :class:`RootPortPartner` against a link, one symbol each way per clock.
-
-    Keeps the symbol the partner has produced but the link has not yet received between
-    :meth:`run` calls, so a test can stop, poke the link or the partner, and go on without a
-    symbol lost.
-
-    Parameters
-    ----------
-    link: the endpoint's link (a :class:`~busprobe.gateware.pcie.soft.soft_link.SoftLink` or
-        anything with its ``rx``/``tx`` ports).
-    partner: the root port.
-    faults: symbol errors on the wire both ways (off until ``faults.enabled``).
-    inverted_lane: the partner-to-endpoint pair is swapped; what the endpoint receives is
-        :func:`~.polarity.as_inverted` until the link raises ``invert_polarity``.
-    """
-
-    def __init__(self, link: SoftLink, partner: RootPortPartner, *,
-                 faults: WireFaults | None = None, inverted_lane: bool = False):
-        self.link, self.partner, self.faults = link, partner, faults
-        self.inverted_lane = inverted_lane
-        self._back: int | None = None
-        self._started = False
-
-    async def run(self, ctx, *, cycles: int, until: Callable[[], bool] | None = None,
-                  each: Callable[[int], None] | None = None,
-                  receiver_detected: bool = True) -> int:
-        """Clock ``cycles`` symbol times (or until ``until()``).
-
-        The endpoint's transmitter in electrical idle reaches the partner as ``None``; the
-        partner's ``None`` holds the endpoint's receiver in electrical idle. ``each(cycle)``
-        runs before every clock edge (to sample the endpoint's strobes); ``receiver_detected``
-        is what the endpoint's receiver detection finds. Returns the cycles run.
-        """
-        link, partner = self.link, self.partner
-        ctx.set(link.receiver_detected, receiver_detected)
-        ctx.set(link.tx.ready, 1)
-        if not self._started:
-            self._back, self._started = partner.step(None), True
-        faults = self.faults
-        for cycle in range(cycles):
-            back, error = (self._back, False) if faults is None else \
-                faults.to_endpoint(self._back)
-            if self.inverted_lane and not ctx.get(link.invert_polarity):
-                back, error = as_inverted(back)
-            ctx.set(link.rx_electrical_idle, back is None)
-            ctx.set(link.rx.valid, back is not None)
-            ctx.set(link.rx.p, {"symbol": back or 0, "error": error})
-            if each is not None:
-                each(cycle)
-            # What the endpoint sends is read at the clock edge, not before it: another
-            # testbench (one feeding the framer) may change it in between.
-            _, _, symbol, electrical_idle = await ctx.tick().sample(link.tx.p.symbol,
-                                                                    link.tx_electrical_idle)
-            sent = None if electrical_idle else symbol
-            if faults is not None:
-                sent = faults.to_partner(sent)
-            self._back = partner.step(sent)
-            if until is not None and until():
-                return cycle + 1
-        return cycles
-
-
 def simulate(dut, main, *background) -> None:
     """Run testbench ``main(ctx)`` (and ``background`` ones beside it) on ``dut``'s ``sync``
-    clock at :data:`SYMBOL_PERIOD` until ``main`` returns."""
+    clock at :data:`WORD_PERIOD` until ``main`` returns."""
     sim = Simulator(dut)
-    sim.add_clock(SYMBOL_PERIOD)
+    sim.add_clock(WORD_PERIOD)
     sim.add_testbench(main)
     for testbench in background:
         sim.add_testbench(testbench, background=True)
@@ -174,7 +111,7 @@ async def send_dllp(ctx, dllp_stream, dllp: bytes) -> None:
     ctx.set(dllp_stream.valid, 0)
 
 
-async def until_dl_active(ctx, exchange: SymbolExchange, *, cycles: int = 8000) -> int:
+async def until_dl_active(ctx, exchange: WordExchange, *, cycles: int = 8000) -> int:
     """Train and initialise flow control until both ends are DL_Active."""
     link, partner = exchange.link, exchange.partner
     return await exchange.run(ctx, cycles=cycles, until=lambda: bool(

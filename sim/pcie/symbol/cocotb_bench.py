@@ -1,4 +1,4 @@
-"""cocotbext-pcie's root complex on the soft endpoint's Verilator model, symbol by symbol.
+"""cocotbext-pcie's root complex on the soft endpoint's Verilator model, word by word.
 
 Inside a cocotb test on :data:`~.endpoint_model.TOPLEVEL`::
 
@@ -7,14 +7,13 @@ Inside a cocotb test on :data:`~.endpoint_model.TOPLEVEL`::
     await bench.rc.enumerate(timeout=..., timeout_unit="us")
     bench.output("max_payload_size")             # the endpoint's outputs, as ints
 
-Every symbol time a coroutine hands the endpoint's symbol to :meth:`SymbolPort.symbol_time`
-(the :class:`~.partner.RootPortPartner` under cocotbext-pcie's ``Port``) and drives what the
-partner sends back, both at the falling clock edge, when the endpoint's outputs are settled
-and its inputs are taken at the next rising edge: one symbol each way per clock, as
-:class:`~.amaranth_bench.SymbolExchange` does in Amaranth's simulator. On the model of the
-link at four symbols a clock (``word_clock`` among its ports) a word each way on the clocks
-the model marks, its four symbols through ``symbol_time`` in turn, the answer on the next
-word clock, as :class:`~.word_exchange.WordExchange` does.
+Every clock (a word time: four symbol times, 16 ns at 2.5 GT/s) a coroutine hands the four
+symbols the endpoint sent to :meth:`SymbolPort.symbol_time` (the
+:class:`~.partner.RootPortPartner` under cocotbext-pcie's ``Port``) in turn and drives the
+four the partner sent back on the next clock, at the falling clock edge, when the endpoint's
+outputs are settled and its inputs are taken at the next rising edge: one word each way per
+clock, a word of latency, as :class:`~.word_exchange.WordExchange` does in Amaranth's
+simulator.
 """
 
 from __future__ import annotations
@@ -25,50 +24,64 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.pcie.core import RootComplex
 
-from .amaranth_bench import SYMBOL_PERIOD
+from .amaranth_bench import WORD_PERIOD
 from .cocotb_port import SymbolPort, park_unused_port
-from .endpoint_model import APP_LAST, APP_VALID, SYMBOL_BITS, WORD_SYMBOLS
+from .endpoint_model import APP_DATA_BITS, SYMBOL_BITS, WORD_SYMBOLS
 
 __all__ = ["SoftEndpointBench", "attach_root_port", "reset_model", "RoutedTlps",
-           "WIRE_FLAG", "SYMBOL_MASK"]
+           "WORD_FLAG", "SYMBOL_MASK", "unpack_word", "pack_word"]
 
-#: rx_word: a symbol is on the wire; tx_word: the endpoint is in electrical idle.
-WIRE_FLAG = 1 << SYMBOL_BITS
-SYMBOL_MASK = WIRE_FLAG - 1
+#: rx_word: symbols are on the wire; tx_word: the endpoint is in electrical idle.
+WORD_FLAG = 1 << WORD_SYMBOLS * SYMBOL_BITS
+SYMBOL_MASK = (1 << SYMBOL_BITS) - 1
+
+
+def unpack_word(word: int) -> list[int | None]:
+    """The four symbols of a ``tx_word``, lane 0 first (all None in electrical idle)."""
+    if word & WORD_FLAG:
+        return [None] * WORD_SYMBOLS
+    return [word >> SYMBOL_BITS * lane & SYMBOL_MASK for lane in range(WORD_SYMBOLS)]
+
+
+def pack_word(symbols: list[int | None]) -> int:
+    """An ``rx_word`` of four symbols, lane 0 first: 0 (electrical idle) when all are None; a
+    None among symbols is sent as 0."""
+    if all(symbol is None for symbol in symbols):
+        return 0
+    value = WORD_FLAG
+    for lane, symbol in enumerate(symbols):
+        value |= (symbol or 0) << SYMBOL_BITS * lane
+    return value
 
 
 class RoutedTlps(list):
     """The TLPs the endpoint's router passed to the application (raw bytes), in order,
-    assembled from the model's ``app_word`` by :meth:`take` once a clock (a byte, or with
-    ``unit_bytes`` 4 a DW, then ``last``, then ``valid``)."""
+    assembled from the model's ``app_word`` by :meth:`take` once a clock (a DW, its wire byte
+    0 in bits 7:0, then ``last``, then ``valid``)."""
 
-    def __init__(self, unit_bytes: int = 1) -> None:
+    _LAST, _VALID = 1 << APP_DATA_BITS, 1 << APP_DATA_BITS + 1
+
+    def __init__(self) -> None:
         super().__init__()
         self._bytes = bytearray()
-        self._unit_bytes = unit_bytes
-        bits = 8 * unit_bytes
-        self._last, self._valid = (APP_LAST, APP_VALID) if unit_bytes == 1 else \
-            (1 << bits, 1 << (bits + 1))
 
     def take(self, app_word: int) -> None:
-        if app_word & self._valid:
-            data = app_word & ((1 << 8 * self._unit_bytes) - 1)
-            self._bytes.extend(data.to_bytes(self._unit_bytes, "little"))
-            if app_word & self._last:
+        if app_word & self._VALID:
+            data = app_word & ((1 << APP_DATA_BITS) - 1)
+            self._bytes.extend(data.to_bytes(APP_DATA_BITS // 8, "little"))
+            if app_word & self._LAST:
                 self.append(bytes(self._bytes))
                 self._bytes.clear()
 
 
-async def reset_model(dut, *, prefix: str = "", clock=None, reset=None,
-                      period: float = SYMBOL_PERIOD) -> None:
-    """Start the model's clock (``period``: a symbol time, or two for the word model) and
-    hold it in reset for four clocks, the endpoint's receiver in electrical idle (and without
-    decode errors, where the top has ``rx_error``) and a receiver found at the far end.
-    ``prefix``: of the endpoint's ports in the top's names; ``clock``, ``reset``: the top's
-    handles (default ``clk``, ``rst``)."""
+async def reset_model(dut, *, prefix: str = "", clock=None, reset=None) -> None:
+    """Start the model's clock (:data:`WORD_PERIOD`) and hold it in reset for four clocks,
+    the endpoint's receiver in electrical idle (and without decode errors, where the top has
+    ``rx_error``) and a receiver found at the far end. ``prefix``: of the endpoint's ports in
+    the top's names; ``clock``, ``reset``: the top's handles (default ``clk``, ``rst``)."""
     clock = dut.clk if clock is None else clock
     reset = dut.rst if reset is None else reset
-    Clock(clock, round(period * 1e12), unit="ps", impl="gpi").start()
+    Clock(clock, round(WORD_PERIOD * 1e12), unit="ps", impl="gpi").start()
     reset.value = 1
     getattr(dut, f"{prefix}rx_word").value = 0
     if hasattr(dut, f"{prefix}rx_error"):
@@ -95,14 +108,14 @@ class SoftEndpointBench:
     dut: the cocotb handle of the model's top.
     prefix: the endpoint's ports are ``dut.<prefix><name>`` (``rx_word``, ``tx_word``,
         ``receiver_detected``, the outputs; ``app_word`` where the model has it).
-    clock, reset: the top's clock (one symbol a clock) and active-high reset.
+    clock, reset: the top's clock (a word a clock) and active-high reset.
     port: the :class:`SymbolPort` (``port.partner`` is the symbol-level root port).
     rc: cocotbext-pcie's ``RootComplex`` with ``port`` as its one root port.
-    cycles: symbol times run since reset.
+    cycles: symbol times run since reset (four a clock).
     corrupt_tlps: the endpoint's next TLPs to reach the root port with one header bit flipped
         (a bad LCRC: the root port NAKs, the endpoint replays).
     app_tlps: the TLPs the endpoint's router passed to the application (raw bytes), in order.
-    tx_log: None, or a list the endpoint's symbols are appended to each symbol time (None for
+    tx_log: None, or a list the endpoint's symbols are appended to, four a clock (None for
         electrical idle): set it to a list to record a stretch of the endpoint's lane.
     silent: no root port on the lane: the endpoint finds no receiver and hears nothing.
     """
@@ -119,10 +132,6 @@ class SoftEndpointBench:
         self.rx_word = getattr(dut, f"{prefix}rx_word")
         self.tx_word = getattr(dut, f"{prefix}tx_word")
         self.app_word = getattr(dut, f"{prefix}app_word", None)
-        #: Symbols a clock moves on the model's wire (4 on the word model's word clocks),
-        #: told by ``rx_word``'s width (a port, where a name might find an internal signal).
-        self.lanes = WORD_SYMBOLS if len(self.rx_word) > SYMBOL_BITS + 1 else 1
-        self.word_clock = getattr(dut, f"{prefix}word_clock") if self.lanes > 1 else None
         self.port = SymbolPort(**partner_options)
         self.rc = RootComplex()
         attach_root_port(self.rc, self.port)
@@ -130,7 +139,7 @@ class SoftEndpointBench:
         self.corrupt_tlps = 0
         self.silent = False
         self._countdown = 0
-        self.app_tlps = RoutedTlps(unit_bytes=self.lanes)
+        self.app_tlps = RoutedTlps()
         self.tx_log: list | None = None
 
     @classmethod
@@ -139,59 +148,27 @@ class SoftEndpointBench:
         constructor's (``prefix``: of the endpoint's ports in the top's names; ``clock``,
         ``reset``: the top's clock and reset; the partner's options)."""
         bench = cls(dut, **options)
-        # The word model's clock is 125 MHz: two symbol times, a word every other clock.
-        period = SYMBOL_PERIOD * (2 if bench.lanes == WORD_SYMBOLS else 1)
-        await reset_model(dut, prefix=bench.prefix, clock=bench.clock, reset=bench.reset,
-                          period=period)
-        cocotb.start_soon(bench._run_wire() if bench.lanes == 1 else bench._run_word_wire())
+        await reset_model(dut, prefix=bench.prefix, clock=bench.clock, reset=bench.reset)
+        cocotb.start_soon(bench._run_wire())
         return bench
 
     async def _run_wire(self) -> None:
+        """Every clock: the endpoint's four symbols to the root port in turn, the root port's
+        four answers driven for the next clock."""
         port, rx_word, tx_word, app_word = self.port, self.rx_word, self.tx_word, self.app_word
         falling = FallingEdge(self.clock)
-        back = port.symbol_time(None)
-        while True:
-            await falling
-            word = int(tx_word.value)
-            sent = None if word & WIRE_FLAG else word & SYMBOL_MASK
-            if self.corrupt_tlps and sent is not None:
-                sent = self._corrupt(sent)
-            if self.tx_log is not None:
-                self.tx_log.append(sent)
-            back = port.symbol_time(sent)
-            rx_word.value = 0 if back is None or self.silent else back | WIRE_FLAG
-            self.cycles += 1
-            if app_word is not None:
-                self.app_tlps.take(int(app_word.value))
-
-    async def _run_word_wire(self) -> None:
-        """:meth:`_run_wire` a word at a time: on each clock the model marks, its four symbols
-        to the root port in turn, the root port's four answers driven on the next one."""
-        port, rx_word, tx_word, app_word = self.port, self.rx_word, self.tx_word, self.app_word
-        falling = FallingEdge(self.clock)
-        lanes, idle_flag = self.lanes, 1 << (self.lanes * SYMBOL_BITS)
-        back: list[int | None] = [port.symbol_time(None) for _ in range(lanes)]
+        back: list[int | None] = [port.symbol_time(None) for _ in range(WORD_SYMBOLS)]
         while True:
             await falling
             if app_word is not None:
                 self.app_tlps.take(int(app_word.value))
-            self.cycles += 1
-            if not int(self.word_clock.value):
-                continue
-            word = int(tx_word.value)
-            sent = [None if word & idle_flag else word >> SYMBOL_BITS * lane & SYMBOL_MASK
-                    for lane in range(lanes)]
+            self.cycles += WORD_SYMBOLS
+            sent = unpack_word(int(tx_word.value))
             if self.corrupt_tlps:
                 sent = [None if symbol is None else self._corrupt(symbol) for symbol in sent]
             if self.tx_log is not None:
                 self.tx_log.extend(sent)
-            if self.silent or all(symbol is None for symbol in back):
-                rx_word.value = 0
-            else:
-                value = idle_flag  # present
-                for lane, symbol in enumerate(back):
-                    value |= (symbol or 0) << SYMBOL_BITS * lane
-                rx_word.value = value
+            rx_word.value = 0 if self.silent else pack_word(back)
             back = [port.symbol_time(symbol) for symbol in sent]
 
     def _corrupt(self, symbol: int) -> int:
@@ -210,9 +187,9 @@ class SoftEndpointBench:
 
     async def until_dl_active(self, *, cycles: int = 20_000) -> int:
         """Wait until the endpoint and the root port are both DL_Active; the symbol times
-        since reset. Raises ``TimeoutError`` after ``cycles``."""
+        since reset. Raises ``TimeoutError`` after ``cycles`` symbol times."""
         clk = self.clock
-        for _ in range(cycles):
+        for _ in range(0, cycles, WORD_SYMBOLS):
             if self.output("dl_active") and self.port.fc_state[0].initialized.is_set():
                 return self.cycles
             await ClockCycles(clk, 1)

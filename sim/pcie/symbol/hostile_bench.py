@@ -9,11 +9,13 @@ Inside a cocotb test on :data:`~.endpoint_model.TOPLEVEL`::
     ...
     bench.injected()                                    # what was done to the link, by kind
 
-Every symbol time (at the falling clock edge, as :class:`~.cocotb_bench.SoftEndpointBench`)
-the endpoint's symbol passes :class:`~.wire_faults.WireFaults` on its way to the
-:class:`~.partner.RootPortPartner`, whose data link layer is a
-:class:`~.partner_transmitter.ReplayingDataLink`, and the partner's symbol passes it on the
-way back, an 8b/10b error reaching the endpoint as ``rx_error``. While the faults are enabled,
+Every clock (at the falling clock edge, as :class:`~.cocotb_bench.SoftEndpointBench`) each of
+the four symbols of the endpoint's word passes :class:`~.wire_faults.WireFaults` on its way to
+the :class:`~.partner.RootPortPartner`, whose data link layer is a
+:class:`~.partner_transmitter.ReplayingDataLink`, and each of the partner's four symbols passes
+it on the way back, an 8b/10b error reaching the endpoint as that lane's ``rx_error`` bit. The
+partner steps a symbol at a time, so its packets start at any symbol of a word (the
+endpoint's aligner puts them in lane 0). While the faults are enabled,
 one symbol time in ``1 / loss_rate`` also loses a whole packet or repeats one, each kind in
 turn at random: an endpoint TLP the root port never sees, an ACK the root port never sends,
 a root port TLP the endpoint never sees, an endpoint ACK the root port never sees, an old
@@ -28,7 +30,8 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from .cocotb_bench import SYMBOL_MASK, WIRE_FLAG, RoutedTlps, reset_model
+from .cocotb_bench import RoutedTlps, pack_word, reset_model, unpack_word
+from .endpoint_model import WORD_SYMBOLS
 from .partner import RootPortPartner
 from .partner_dll import DlState
 from .partner_transmitter import ReplayingDataLink
@@ -54,7 +57,7 @@ class HostileLinkBench:
     dut: the cocotb handle of the model's top.
     partner: the :class:`RootPortPartner`; ``dll`` its :class:`ReplayingDataLink`.
     faults: the :class:`WireFaults` (symbol faults both ways), off until ``enabled``.
-    cycles: symbol times run since reset.
+    cycles: symbol times run since reset (four a clock).
     app_tlps: the TLPs the endpoint's router passed to the application, in order.
 
     Parameters
@@ -76,6 +79,7 @@ class HostileLinkBench:
         self._rng = random.Random(seed * 7919 + 1)
         self._loss_rate = loss_rate
         self._asked: collections.Counter[str] = collections.Counter()
+        self._errors = 0
 
     @classmethod
     async def start(cls, dut, *, seed: int, rate: float = 1 / 300,
@@ -92,40 +96,47 @@ class HostileLinkBench:
         rx_word, rx_error, tx_word, app_word = dut.rx_word, dut.rx_error, dut.tx_word, \
             dut.app_word
         falling = FallingEdge(dut.clk)
-        back = partner.step(None)
+        back: list[int | None] = [None] * WORD_SYMBOLS
         rng, loss_rate = self._rng, self._loss_rate
         kinds = list(PACKET_FAULTS)
         while True:
             await falling
-            word = int(tx_word.value)
-            sent = None if word & WIRE_FLAG else word & SYMBOL_MASK
-            back = partner.step(faults.to_partner(sent))
-            dll.tick()
-            if faults.enabled and rng.random() < loss_rate:
-                kind = rng.choice(kinds)
-                self._asked[kind] += 1
-                attribute = PACKET_FAULTS[kind]
-                setattr(dll, attribute, getattr(dll, attribute) + 1)
-            back, error = faults.to_endpoint(back)
-            rx_word.value = 0 if back is None else back | WIRE_FLAG
-            rx_error.value = error
-            self.cycles += 1
+            sent = unpack_word(int(tx_word.value))
+            answers, errors = [], 0
+            for lane, symbol in enumerate(sent):
+                answer = partner.step(faults.to_partner(symbol))
+                dll.tick()
+                # The packet faults keep their rate per symbol time.
+                if faults.enabled and rng.random() < loss_rate:
+                    kind = rng.choice(kinds)
+                    self._asked[kind] += 1
+                    attribute = PACKET_FAULTS[kind]
+                    setattr(dll, attribute, getattr(dll, attribute) + 1)
+                answer, error = faults.to_endpoint(answer)
+                answers.append(answer)
+                errors |= error << lane
+            # The answers go out on the next clock: a word of latency, as a gearbox has.
+            rx_word.value = pack_word(back)
+            rx_error.value = self._errors
+            back, self._errors = answers, errors
+            self.cycles += WORD_SYMBOLS
             self.app_tlps.take(int(app_word.value))
 
     def output(self, name: str) -> int:
         """One of the endpoint's outputs (:data:`~.endpoint_model.OUTPUTS`) now."""
         return int(getattr(self.dut, name).value)
 
-    async def run(self, cycles: int) -> None:
-        await ClockCycles(self.dut.clk, cycles)
+    async def run(self, symbols: int) -> None:
+        """Run ``symbols`` symbol times (whole clocks, at least one)."""
+        await ClockCycles(self.dut.clk, max(1, symbols // WORD_SYMBOLS))
 
     async def until_dl_active(self, *, cycles: int = 20_000) -> int:
         """Wait until the endpoint and the root port are both DL_Active; the symbol times
-        since reset. Raises ``TimeoutError`` after ``cycles``."""
-        for _ in range(cycles):
+        since reset. Raises ``TimeoutError`` after ``cycles`` symbol times."""
+        for _ in range(0, cycles, WORD_SYMBOLS):
             if self.output("dl_active") and self.dll.state == DlState.ACTIVE:
                 return self.cycles
-            await self.run(1)
+            await self.run(WORD_SYMBOLS)
         raise TimeoutError(f"not DL_Active after {cycles} symbol times; partner "
                            f"{self.partner.state}")
 

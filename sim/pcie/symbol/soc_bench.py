@@ -26,8 +26,9 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
 
 from ..testbench import HostBuffer
+from .amaranth_bench import SYMBOL_PERIOD
 from .cocotb_bench import SoftEndpointBench
-from .soc_model import PREFIX, SYMBOL_CLOCK_HZ
+from .soc_model import PREFIX
 
 __all__ = ["SoftSocHost", "ENDPOINT", "TIMEOUT_US", "lane_census", "LINK_UP_SYMBOLS"]
 
@@ -79,7 +80,7 @@ class SoftSocHost:
             await bench.until_dl_active(cycles=LINK_UP_SYMBOLS)
         except TimeoutError:
             state = state_name(unpack_link_status(bench.output("status")).state)
-            micros = LINK_UP_SYMBOLS / SYMBOL_CLOCK_HZ * 1e6
+            micros = LINK_UP_SYMBOLS * SYMBOL_PERIOD * 1e6
             raise DeviceNotFound(f"link not up: LTSSM in {state} after {micros:.0f} µs") \
                 from None
         await host.rc.enumerate(timeout=TIMEOUT_US, timeout_unit="us")

@@ -4,10 +4,11 @@ endpoint's LitePCIe PHY, as a Verilator model for cocotb.
 The top is :func:`busprobe.gateware.pcie.sim_top.generate_verilog`'s with
 :class:`~busprobe.gateware.pcie.soft.litepcie_phy.SoftPCIEPHY` in place of ``SimPCIEPHY``:
 module :data:`TOPLEVEL`, ports ``sys_clk``/``sys_rst``, the simulation UART's ``serial_*``,
-and the PHY's pads ``pcie_soft_<pad>`` (``rx_word``/``tx_word`` as in
+and the PHY's pads ``pcie_soft_<pad>`` (``rx_word``/``tx_word`` words of four symbols as in
 :mod:`.endpoint_model`, ``receiver_detected``, and the endpoint's state and counters). One
-clock: ``sys_clk`` is the symbol clock (4 ns), so the core runs at 250 MHz here. The LTSSM
-runs :data:`~.amaranth_bench.SIM_TIMING`. Verilog written once per design (the endpoint's
+clock: ``sys_clk`` is the link's word clock (16 ns, a word each way every clock: Gen1 x1 at
+62.5 MHz, as on the board), so the core runs at 62.5 MHz here. The LTSSM runs
+:data:`~.amaranth_bench.SIM_TIMING`. Verilog written once per design (the endpoint's
 once per source hash), Verilator run once per Verilog hash, as the other models.
 """
 
@@ -15,14 +16,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["TOPLEVEL", "PREFIX", "SYMBOL_CLOCK_HZ", "build_soft_soc_simulator",
+__all__ = ["TOPLEVEL", "PREFIX", "LINK_CLOCK_HZ", "build_soft_soc_simulator",
            "soft_soc_sources"]
 
 TOPLEVEL = "busprobe_pcie_soft"
 #: The PHY pads' prefix in the top's port names.
 PREFIX = "pcie_soft_"
-#: ``sys_clk``: one symbol a clock at 2.5 GT/s.
-SYMBOL_CLOCK_HZ = 250e6
+#: ``sys_clk``: a word of four symbols a clock at 2.5 GT/s.
+LINK_CLOCK_HZ = 62.5e6
 
 
 def _make_phy(platform):
@@ -48,7 +49,7 @@ def soft_soc_sources() -> list[Path]:
 
     return build_pcie_simulator_sources("pcie-soft-verilog", toplevel=TOPLEVEL,
                                         make_phy=_make_phy, phy_io=soft_phy_io(PREFIX[:-1]),
-                                        clk_freq=SYMBOL_CLOCK_HZ)
+                                        clk_freq=LINK_CLOCK_HZ)
 
 
 def build_soft_soc_simulator() -> Path:
@@ -57,5 +58,5 @@ def build_soft_soc_simulator() -> Path:
 
     from ..testbench import TIMESCALE
 
-    return build_verilator_model("pcie-soft-soc", soft_soc_sources(), TOPLEVEL,
+    return build_verilator_model("pcie-soft-soc-words", soft_soc_sources(), TOPLEVEL,
                                  timescale=TIMESCALE, public_ports_only=True)

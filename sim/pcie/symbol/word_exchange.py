@@ -1,5 +1,5 @@
 """Runs the symbol-level root port against the soft endpoint's link at four symbols a clock
-(``SoftLink(lanes=4)``) in Amaranth's simulator."""
+(``SoftLink``) in Amaranth's simulator."""
 
 from __future__ import annotations
 
@@ -9,17 +9,21 @@ from busprobe.gateware.pcie.soft.soft_link import SoftLink
 from busprobe.gateware.pcie.soft.symbol_stream import LANES
 
 from .partner import RootPortPartner
+from .polarity import as_inverted
+from .wire_faults import WireFaults
 
-__all__ = ["WordExchange", "GEN1_PACE", "GEN2_PACE"]
+__all__ = ["WordExchange", "GEN1_PACE", "SPARSE_PACE"]
 
-#: Clocks a word: at 2.5 GT/s a 125 MHz link moves a word every other clock, at 5 GT/s every
-#: clock.
-GEN1_PACE, GEN2_PACE = 2, 1
+#: Clocks a word. At 2.5 GT/s the word link runs on a 62.5 MHz clock and moves a word every
+#: clock (as Xilinx's Gen1 x1 64-bit user clock): pace 1. :data:`SPARSE_PACE` leaves a clock
+#: without a word between words, which no board does now; the link's blocks still take a
+#: ``valid`` per word, and tests run it to hold them to that.
+GEN1_PACE, SPARSE_PACE = 1, 2
 
 
 class WordExchange:
     """Clocks a :class:`RootPortPartner` against a word-wide link, a word each way every
-    ``pace`` clocks (the DCU's gearbox does the same on the board).
+    ``pace`` clocks (on the board the DCU's gearbox hands the link a word every clock).
 
     The partner is stepped a symbol at a time: the four symbols the link sent in a word go
     to it in order, and the four it answers with form the word the link receives on its next
@@ -30,13 +34,20 @@ class WordExchange:
 
     Parameters
     ----------
-    link: the endpoint's link (``SoftLink(lanes=4)`` or anything with its ports).
+    link: the endpoint's link (``SoftLink`` or anything with its ports).
     partner: the root port.
-    pace: clocks a word (:data:`GEN1_PACE`, :data:`GEN2_PACE`).
+    pace: clocks a word (:data:`GEN1_PACE`, :data:`SPARSE_PACE`).
+    inverted_lane: the partner-to-endpoint pair is swapped; what the endpoint receives is
+        :func:`~.polarity.as_inverted` until the link raises ``invert_polarity``.
+    faults: symbol errors on the wire both ways, symbol by symbol (off until
+        ``faults.enabled``); an 8b/10b error reaches the endpoint as its lane's ``error``.
     """
 
-    def __init__(self, link: SoftLink, partner: RootPortPartner, *, pace: int = GEN1_PACE):
+    def __init__(self, link: SoftLink, partner: RootPortPartner, *, pace: int = GEN1_PACE,
+                 inverted_lane: bool = False, faults: WireFaults | None = None):
         self.link, self.partner, self.pace = link, partner, pace
+        self.inverted_lane, self.faults = inverted_lane, faults
+        self._errors: list[bool] = [False] * LANES
         self._back: list[int | None] = [None] * LANES
         self._clock = 0
 
@@ -50,13 +61,15 @@ class WordExchange:
         for cycle in range(cycles):
             word_clock = self._clock % self.pace == 0
             self._clock += 1
-            back = self._back
+            back, errors = self._back, self._errors
+            if self.inverted_lane and not ctx.get(link.invert_polarity):
+                back, errors = zip(*map(as_inverted, back), strict=True)
             ctx.set(link.tx.ready, word_clock)
             ctx.set(link.rx.valid, word_clock and any(s is not None for s in back))
             ctx.set(link.rx_electrical_idle, all(s is None for s in back))
             for lane, symbol in enumerate(back):
                 ctx.set(link.rx.p[lane].symbol, symbol or 0)
-                ctx.set(link.rx.p[lane].error, 0)
+                ctx.set(link.rx.p[lane].error, errors[lane])
             if each is not None:
                 each(cycle)
             _, _, symbols, valid, electrical_idle = await ctx.tick().sample(
@@ -64,7 +77,14 @@ class WordExchange:
             if word_clock:
                 sent = [None if electrical_idle or not valid else symbols[lane]
                         for lane in range(LANES)]
-                self._back = [partner.step(symbol) for symbol in sent]
+                faults = self.faults
+                if faults is None:
+                    self._back = [partner.step(symbol) for symbol in sent]
+                else:
+                    answers = [faults.to_endpoint(partner.step(faults.to_partner(symbol)))
+                               for symbol in sent]
+                    self._back = [symbol for symbol, _ in answers]
+                    self._errors = [error for _, error in answers]
             if until is not None and until():
                 return cycle + 1
         return cycles

@@ -19,7 +19,7 @@ from busprobe.protocol.patterns import Pattern, PatternStream
 from busprobe.sim.pcie.dma_regs import DmaRegisters
 from busprobe.sim.pcie.symbol.amaranth_bench import SYMBOL_PERIOD
 from busprobe.sim.pcie.symbol.soc_bench import SoftSocHost, lane_census
-from busprobe.sim.pcie.symbol.soc_model import SYMBOL_CLOCK_HZ
+from busprobe.sim.pcie.symbol.soc_model import LINK_CLOCK_HZ
 
 LENGTH = 64 * 1024
 CHUNK = 4096  # bytes a descriptor
@@ -123,7 +123,7 @@ async def busprobe_identity_and_link_csrs_read_through_bar0(dut):
     host = await SoftSocHost.start(dut, mps=256, mrrs=MRRS)
     assert await host.read32(proto.csr("busprobe_magic")) == proto.MAGIC
     assert await host.read32(proto.csr("busprobe_version")) == proto.PROTOCOL_VERSION
-    assert await host.read32(proto.csr("busprobe_clock_hz")) == SYMBOL_CLOCK_HZ
+    assert await host.read32(proto.csr("busprobe_clock_hz")) == LINK_CLOCK_HZ
     link = await host.read32(proto.csr("pcie_phy_phy_link_status"))
     assert link & 1 == 1 and link >> 1 & 1 == 0 and link >> 2 & 3 == 0  # up, Gen1, x1
     assert await host.read32(proto.csr("pcie_phy_phy_bus_master_enable")) == 1

@@ -3,8 +3,8 @@ endpoint at the symbol level, and writes into its BAR0 (Verilator simulation; co
 soft_endpoint_cocotb.py).
 
 One simulator process runs the five cocotb tests, each from reset; each is reported here as
-its own case, and the figures (symbol times, requests, wall time) are printed. The same five
-run on the endpoint whose link moves four symbols a 125 MHz clock (DESIGN §3.10).
+its own case, and the figures (symbol times, requests, wall time) are printed. The endpoint's
+link moves four symbols a clock, a word each way every 62.5 MHz clock (DESIGN §3.10).
 """
 
 from __future__ import annotations
@@ -24,31 +24,16 @@ COCOTB_TESTS = [
 ]
 
 
-def _run_suite(tmp_path_factory: pytest.TempPathFactory, lanes: int) -> dict:
-    from busprobe.sim.pcie.symbol.endpoint_model import (
-        TOPLEVEL,
-        WORD_TOPLEVEL,
-        build_soft_endpoint_simulator,
-    )
-
-    model = build_soft_endpoint_simulator(lanes)
-    out = tmp_path_factory.mktemp(f"soft_endpoint_{lanes}")
-    return run_cocotb_suite(model, out, module="soft_endpoint_cocotb", module_dir=HERE,
-                            toplevel=TOPLEVEL if lanes == 1 else WORD_TOPLEVEL,
-                            testcases=COCOTB_TESTS,
-                            figures_env="BUSPROBE_SOFT_ENDPOINT_FIGURES",
-                            log_file=str(out / "sim.log"))
-
-
 @pytest.fixture(scope="module")
 def enumeration_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return _run_suite(tmp_path_factory, 1)
+    from busprobe.sim.pcie.symbol.endpoint_model import TOPLEVEL, build_soft_endpoint_simulator
 
-
-@pytest.fixture(scope="module")
-def word_enumeration_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The same suite on the endpoint whose link moves four symbols a 125 MHz clock."""
-    return _run_suite(tmp_path_factory, 4)
+    model = build_soft_endpoint_simulator()
+    out = tmp_path_factory.mktemp("soft_endpoint")
+    return run_cocotb_suite(model, out, module="soft_endpoint_cocotb", module_dir=HERE,
+                            toplevel=TOPLEVEL, testcases=COCOTB_TESTS,
+                            figures_env="BUSPROBE_SOFT_ENDPOINT_FIGURES",
+                            log_file=str(out / "sim.log"))
 
 
 @pytest.mark.sim
@@ -56,11 +41,3 @@ def word_enumeration_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_root_complex_on_the_soft_endpoint(enumeration_results: dict, name: str) -> None:
     assert name in enumeration_results, f"{name} did not run (simulator crashed?)"
     assert enumeration_results[name] is None, enumeration_results[name]
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("name", COCOTB_TESTS)
-def test_root_complex_on_the_soft_endpoint_at_four_symbols_a_clock(
-        word_enumeration_results: dict, name: str) -> None:
-    assert name in word_enumeration_results, f"{name} did not run (simulator crashed?)"
-    assert word_enumeration_results[name] is None, word_enumeration_results[name]

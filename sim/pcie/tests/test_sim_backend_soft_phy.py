@@ -81,6 +81,44 @@ def test_host_timed_64_kib_writes_come_within_half_a_percent_of_the_gen1_model(s
         (result.bytes / result.seconds, model.throughput)
 
 
+@pytest.mark.sim
+def test_host_timed_64_kib_reads_come_within_one_percent_of_the_gen1_model(soft):
+    length, count = 65536, 2
+    result, _, tel = run(soft, "read", length, count)
+    assert tel.errors["read"] == 0 and tel.raw["checked_bytes"] == length * count
+    model = pcie_ceiling(soft.bus, "read", length=length, queue_depth=2, transfers=count)
+    # Above the model would be a bug in the model or in the timing, not a fast link.
+    assert 0.99 * model.throughput <= result.bytes / result.seconds <= model.throughput, \
+        (result.bytes / result.seconds, model.throughput)
+
+
+@pytest.mark.bench
+def test_the_mps_sweep_both_ways_is_within_one_percent_of_the_model_busprobe_model_prints(
+        tmp_path):
+    out = tmp_path / "run.json"
+    device = "sim:pcie?phy=ecp5&gen=1"
+    subprocess.run([sys.executable, "-m", "busprobe", "sweep", "--device", device,
+                    "--lengths", "64K", "--queue-depth", "2", "--min-transfers", "2",
+                    "--min-bytes", "64K", "--mps", "128,256,512", "--mrrs", "512",
+                    "--no-device-run", "--json", str(out)], check=True, timeout=900)
+    points = json.loads(out.read_text())["points"]
+    model = json.loads(subprocess.run(
+        [sys.executable, "-m", "busprobe", "model", "--device", device, "--mps", "128,256,512",
+         "--mrrs", "512", "--length", "64K", "--queue-depth", "2", "--json"],
+        check=True, capture_output=True, text=True, timeout=120).stdout)
+    printed = {(c["direction"], c["mps"]): c["ceiling"]["throughput"] for c in model["ceilings"]}
+    assert {(p["direction"], p["mps"]) for p in points} == {
+        (direction, mps) for direction in ("write", "read") for mps in (128, 256, 512)}
+    for point in points:
+        rate, ceiling, key = point["throughput"], point["ceiling"], (point["direction"],
+                                                                     point["mps"])
+        assert point["errors"] == 0, point["error_detail"]
+        # Above the model would be a bug in the model or in the timing, not a fast link.
+        assert 0.99 * ceiling <= rate <= ceiling, (key, rate, ceiling)
+        assert point["device_throughput"] <= point["link_ceiling"], key
+        assert abs(printed[key] - ceiling) < 1, (key, printed[key], ceiling)
+
+
 def endpoint_outputs(transport):
     """The soft endpoint's status and counter ports now, as the model has them."""
     return transport.platform.server.call("soft_link_outputs")

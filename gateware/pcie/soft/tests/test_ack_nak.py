@@ -2,7 +2,7 @@
 DLLPs §3.5.3.1 asks for, with the sequence numbers they must carry."""
 
 from busprobe.gateware.pcie.soft.ack_nak import DEFAULT_ACK_LATENCY, AckNakScheduler
-from busprobe.gateware.pcie.soft.deframer import TlpStatus
+from busprobe.gateware.pcie.soft.word_deframer import TlpStatus
 from busprobe.protocol.pcie_dll import ACK_LATENCY_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
 from cocotbext.pcie.core.port import get_max_update_latency
@@ -117,7 +117,7 @@ def test_the_ack_latency_follows_the_negotiated_payload_size_as_the_spec_formula
     assert ack_wait(0) == ACK_LATENCY_SYMBOLS[128] + 1  # before configuration: the least
 
 
-def test_the_ack_latency_counts_symbol_times_two_a_clock_on_the_four_symbol_link():
+def test_the_ack_latency_counts_symbol_times_four_a_clock_on_the_four_symbol_link():
     for mps, latency in ACK_LATENCY_SYMBOLS.items():
         # The first clock in which the timer has counted the latency's symbol times.
-        assert ack_wait(mps, symbols_per_clock=2) == -(-latency // 2) + 1, mps
+        assert ack_wait(mps, symbols_per_clock=4) == -(-latency // 4) + 1, mps

@@ -9,18 +9,18 @@ from amaranth import Module
 from amaranth.lib import wiring
 from busprobe.gateware.pcie.soft.config_space import ConfigSpace
 from busprobe.gateware.pcie.soft.data_link import SoftDataLink
-from busprobe.gateware.pcie.soft.deframer import RX_TLP_BYTE, RX_TLP_DW
+from busprobe.gateware.pcie.soft.word_deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.protocol import pcie, pcie_config
 from busprobe.protocol.pci_config import PcieCapability, encode_size, find_capability
 from busprobe.protocol.pcie_ltssm import LinkSpeed, LtssmState
 from busprobe.sim.pcie.symbol.amaranth_bench import (
     SIM_TIMING,
-    SymbolExchange,
     receive_tlps,
     simulate,
     until_dl_active,
 )
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
+from busprobe.sim.pcie.symbol.word_exchange import WordExchange
 from cocotbext.pcie.core.caps.common import PciCapId
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
@@ -332,14 +332,14 @@ def test_completions_wait_for_the_link_and_a_full_queue_drops_and_counts(unit_by
 
 def test_over_the_link_a_root_port_writes_and_reads_config_space():
     link = SoftDataLink(timing=SIM_TIMING, ack_latency=40)
-    config = ConfigSpace()
+    config = ConfigSpace(unit=RX_TLP_DW)
     top = Module()
     top.submodules.link, top.submodules.config = link, config
     wiring.connect(top, link.rx_tlp, config.rx_tlp)
     wiring.connect(top, config.tlp, link.tlp)
     top.d.comb += [config.rx_accept.eq(link.rx_accept), config.link_status.eq(link.status)]
     partner = RootPortPartner(link=1, lane=0)
-    exchange = SymbolExchange(link, partner)
+    exchange = WordExchange(link, partner)
     devctl = encode_size(256) << 5 | encode_size(512) << 12
     reqs = [write(DEVCTL, devctl, 2, bus=1, tag=1), read(DEVCTL, bus=1, tag=2),
             read(EXP + 0x10, bus=1, tag=3)]

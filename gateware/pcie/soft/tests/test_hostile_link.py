@@ -14,7 +14,6 @@ from busprobe.gateware.pcie.soft.data_link import SoftDataLink
 from busprobe.protocol.pcie_ltssm import LtssmState
 from busprobe.sim.pcie.symbol.amaranth_bench import (
     SIM_TIMING,
-    SymbolExchange,
     as_completion,
     send_tlps,
     simulate,
@@ -22,6 +21,7 @@ from busprobe.sim.pcie.symbol.amaranth_bench import (
 )
 from busprobe.sim.pcie.symbol.partner import RootPortPartner
 from busprobe.sim.pcie.symbol.wire_faults import WireFaults
+from busprobe.sim.pcie.symbol.word_exchange import WordExchange
 
 #: Of data symbols, each way. A TLP of 64 bytes is hit one time in five; at 1/150 a 256-byte
 #: TLP was hit five times in six, most replays failed again, and the run was mostly waiting
@@ -29,6 +29,8 @@ from busprobe.sim.pcie.symbol.wire_faults import WireFaults
 RATE = 1 / 300
 #: Per symbol time: a whole TLP lost (the partner never sees it) or an ACK lost (never sent).
 PACKET_LOSS_RATE = 1 / 1500
+#: Symbol times a clock (a word each way every clock).
+WORD = 4
 
 
 def run_fuzz(seed: int, tlps: int) -> dict:
@@ -38,12 +40,12 @@ def run_fuzz(seed: int, tlps: int) -> dict:
     link = SoftDataLink(timing=SIM_TIMING, ack_latency=40, replay_timeout=1200)
     partner = RootPortPartner(link=0, lane=0)
     faults = WireFaults(seed=seed, rate=RATE)
-    exchange = SymbolExchange(link, partner, faults=faults)
+    exchange = WordExchange(link, partner, faults=faults)
     bodies = [as_completion(rng.randbytes(rng.choice((12, 16, 32, 64)))) for _ in range(tlps)]
     result: dict = {"lost_tlps": 0, "lost_acks": 0}
 
     def lose_packets(_cycle: int) -> None:
-        if faults.enabled and rng.random() < PACKET_LOSS_RATE:
+        if faults.enabled and rng.random() < WORD * PACKET_LOSS_RATE:
             kind = rng.choice(("lost_tlps", "lost_acks"))
             result[kind] += 1
             if kind == "lost_tlps":
@@ -53,7 +55,7 @@ def run_fuzz(seed: int, tlps: int) -> dict:
 
     async def endpoint_sends(ctx):
         await ctx.tick().until(link.dl_active)
-        await send_tlps(ctx, link.tlp, bodies)
+        await send_tlps(ctx, link.tlp, bodies, unit_bytes=WORD)
 
     async def testbench(ctx):
         await until_dl_active(ctx, exchange)
@@ -84,7 +86,9 @@ def run_fuzz(seed: int, tlps: int) -> dict:
 
 
 def test_seeded_symbol_errors_both_ways_lose_and_repeat_no_tlp():
-    result = run_fuzz(seed=1, tlps=60)
+    # A DW a clock moves 60 TLPs in some 3,000 symbol times, too few for a packet to be lost;
+    # 150 take 17,000 (seed 1: 134 faults, 4 TLPs and 2 ACKs lost, 21 replays).
+    result = run_fuzz(seed=1, tlps=150)
     assert result["faults"] >= 15 and result["replays"] >= 1, result
     assert result["lost_tlps"] + result["lost_acks"] >= 1, result
 

@@ -6,9 +6,9 @@ cocotbext-pcie's."""
 import random
 
 import pytest
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.litepcie_beats import BeatsToBytes, BytesToBeats
 from busprobe.gateware.pcie.soft.tlp_router import APP_TLP_BYTE, APP_TLP_DW
+from busprobe.gateware.pcie.soft.word_framer import TLP_BYTE, TLP_DW
 from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, simulate
 from busprobe.sim.pcie.tlp_stream import tlp_to_beats
 from cocotbext.pcie.core.tlp import Tlp, TlpType

@@ -2,8 +2,8 @@
 cocotbext-pcie's ``Tlp.unpack``)."""
 
 import pytest
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.msi_request import MsiRequester
+from busprobe.gateware.pcie.soft.word_framer import TLP_BYTE, TLP_DW
 from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, simulate
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId

@@ -4,8 +4,8 @@ whole and in order on NAK or timeout, REPLAY_NUM rollover asking for Recovery.""
 import random
 
 import pytest
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.replay_buffer import ReplayBuffer
+from busprobe.gateware.pcie.soft.word_framer import TLP_BYTE, TLP_DW
 from busprobe.protocol.pcie_dll import REPLAY_TIMEOUT_SYMBOLS, ack_dllp, nak_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 
@@ -194,10 +194,10 @@ def test_the_replay_timer_follows_the_negotiated_payload_size():
         assert timeout < sent[1] - (sent[0] + len(BODIES[0])) < timeout + 5, (mps, sent)
 
 
-def test_the_replay_timer_counts_symbol_times_two_a_clock_at_gen1_on_words():
-    """The four-symbol link at Gen1 runs a 125 MHz clock: each clock is two symbol times, so
-    the replay comes REPLAY_TIMEOUT_SYMBOLS / 2 clocks after the TLP's last DW."""
-    dut = ReplayBuffer(unit=TLP_DW, symbols_per_clock=2)
+def test_the_replay_timer_counts_symbol_times_four_a_clock_at_gen1_on_words():
+    """The four-symbol link at Gen1 runs a 62.5 MHz clock: each clock is four symbol times, so
+    the replay comes REPLAY_TIMEOUT_SYMBOLS / 4 clocks after the TLP's last DW."""
+    dut = ReplayBuffer(unit=TLP_DW, symbols_per_clock=4)
     sent: list[int] = []
     body = BODIES[0]
     timeout = REPLAY_TIMEOUT_SYMBOLS[128]
@@ -217,8 +217,8 @@ def test_the_replay_timer_counts_symbol_times_two_a_clock_at_gen1_on_words():
                 sent.append(cycle)
 
     async def testbench(ctx):
-        await ctx.tick().repeat(timeout // 2 + 100)
+        await ctx.tick().repeat(timeout // 4 + 100)
 
     simulate(dut, testbench, producer, consumer)
     assert len(sent) == 2, sent
-    assert timeout // 2 < sent[1] - (sent[0] + len(body) // 4) < timeout // 2 + 5, sent
+    assert timeout // 4 < sent[1] - (sent[0] + len(body) // 4) < timeout // 4 + 5, sent

@@ -10,6 +10,7 @@ import random
 from amaranth import Module
 from amaranth.lib import wiring
 from busprobe.gateware.pcie.soft.scrambler import Scrambler
+from busprobe.gateware.pcie.soft.word_gearbox import DECODE_ERROR
 from busprobe.protocol.pcie_dll import frame_dllp, frame_tlp, nak_dllp
 from busprobe.protocol.pcie_scrambler import scramble
 from busprobe.protocol.pcie_symbols import (
@@ -22,9 +23,6 @@ from busprobe.protocol.pcie_symbols import (
     encode_ts,
 )
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
-
-#: What the DCU's decoder hands up for a code or disparity error: K14.7, outside 8b/10b.
-DECODE_ERROR = 0x1EE
 
 
 def link_stream(rng: random.Random, length: int) -> list[int]:

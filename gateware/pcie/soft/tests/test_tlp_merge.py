@@ -3,8 +3,8 @@
 import random
 
 import pytest
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.tlp_merge import TlpMerge
+from busprobe.gateware.pcie.soft.word_framer import TLP_BYTE, TLP_DW
 from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, send_tlps, simulate
 
 #: TLPs are merged whole as bytes and as DWs.

@@ -5,8 +5,8 @@ cocotbext-pcie's ``Tlp``, fed as the data link layer gives them (a byte or a DW 
 from collections.abc import Callable
 
 import pytest
-from busprobe.gateware.pcie.soft.deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
+from busprobe.gateware.pcie.soft.word_deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.sim.pcie.symbol.amaranth_bench import receive_tlps, simulate
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId

@@ -8,10 +8,10 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.lib import stream
 from busprobe.gateware.pcie.soft.config_space import ConfigSpace
-from busprobe.gateware.pcie.soft.deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.gateware.pcie.soft.ltssm import LINK_STATUS
 from busprobe.gateware.pcie.soft.tlp_router import TlpRouter
 from busprobe.gateware.pcie.soft.transaction_layer import connect_transaction_layer
+from busprobe.gateware.pcie.soft.word_deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.sim.pcie.symbol.amaranth_bench import collect_tlps, receive_tlps, simulate
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId

@@ -2,8 +2,8 @@
 cocotbext-pcie's ``Tlp``, UpdateFCs packed by the reference ``fc_dllp``."""
 
 import pytest
-from busprobe.gateware.pcie.soft.framer import TLP_BYTE, TLP_DW
 from busprobe.gateware.pcie.soft.tx_credits import TxCredits
+from busprobe.gateware.pcie.soft.word_framer import TLP_BYTE, TLP_DW
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
 from busprobe.sim.pcie.symbol.amaranth_bench import send_tlps, simulate
 from busprobe.sim.pcie.symbol.requests import ENDPOINT, memory_read, memory_write

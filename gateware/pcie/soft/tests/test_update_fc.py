@@ -3,9 +3,9 @@ the reference packing (Amaranth simulation). TLPs are built by cocotbext-pcie's 
 
 import pytest
 from amaranth.sim import Simulator
-from busprobe.gateware.pcie.soft.deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.gateware.pcie.soft.fc_init import ADVERTISED
 from busprobe.gateware.pcie.soft.update_fc import UpdateFc
+from busprobe.gateware.pcie.soft.word_deframer import RX_TLP_BYTE, RX_TLP_DW
 from busprobe.protocol.pcie_dll import DllpType, fc_dllp
 from busprobe.sim.pcie.symbol import requests
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
@@ -153,7 +153,7 @@ def test_a_held_posted_write_returns_its_header_and_data_credits_when_released_i
     ]
 
 
-@pytest.mark.parametrize("symbols_per_clock", [1, 2])
+@pytest.mark.parametrize("symbols_per_clock", [1, 4])
 def test_unprompted_updatefcs_come_every_interval_of_symbol_times(symbols_per_clock):
     # 1,010 clocks with nothing received: at one symbol a clock 5 intervals of 200 symbol
     # times, at two (the four-symbol link at Gen1) 10; both types each time.

@@ -1,13 +1,12 @@
 """The word-wide deframer (Amaranth simulation): TLPs and DLLPs framed by the protocol module's
 reference functions, four symbols a word as the receive aligner gives them, come out as DWs and
-DLLPs with the status, sequence number and counters :class:`DataLinkDeframer` gives."""
+DLLPs with their status, sequence number and counters."""
 
 import random
 
 from busprobe.gateware.pcie.soft.crc import WordCrc, reflected_step
-from busprobe.gateware.pcie.soft.deframer import TlpStatus
 from busprobe.gateware.pcie.soft.symbol_stream import LANES
-from busprobe.gateware.pcie.soft.word_deframer import WordDeframer
+from busprobe.gateware.pcie.soft.word_deframer import TlpStatus, WordDeframer
 from busprobe.protocol.pcie_dll import LCRC_POLY, ack_dllp, frame_dllp, frame_tlp
 from busprobe.protocol.pcie_symbols import LOGICAL_IDLE, KCode
 from busprobe.sim.pcie.symbol.amaranth_bench import simulate
@@ -133,5 +132,5 @@ def test_a_symbol_error_inside_a_tlp_makes_it_malformed():
     tlp = frame_tlp(7, body)
     out = run([tlp, frame_tlp(8, body)], errors=frozenset({9}))
     assert [tlp[1] for tlp in out["tlps"]] == [TlpStatus.MALFORMED, TlpStatus.GOOD]
-    # The error, then the cut TLP's END arriving outside a packet (as DataLinkDeframer counts).
+    # The error, then the cut TLP's END arriving outside a packet (counted as a bad symbol too).
     assert out["bad_symbol"] == 2

@@ -4,9 +4,8 @@ module's :func:`frame_tlp` / :func:`frame_dllp` symbol for symbol, every packet 
 
 import random
 
-from busprobe.gateware.pcie.soft.deframer import TlpStatus
 from busprobe.gateware.pcie.soft.symbol_stream import LANES
-from busprobe.gateware.pcie.soft.word_deframer import WordDeframer
+from busprobe.gateware.pcie.soft.word_deframer import TlpStatus, WordDeframer
 from busprobe.gateware.pcie.soft.word_framer import WordFramer
 from busprobe.protocol.pcie_dll import (
     DllpType,

@@ -6,12 +6,11 @@ idle and counted; neither FIFO runs empty or over once primed."""
 
 import random
 
-from busprobe.gateware.pcie.soft.symbol_crossing import DECODE_ERROR
 from busprobe.gateware.pcie.soft.symbol_stream import LANES
-from busprobe.gateware.pcie.soft.word_gearbox import WordGearbox
+from busprobe.gateware.pcie.soft.word_gearbox import DECODE_ERROR, WordGearbox
 from busprobe.protocol.pcie_scrambler import Scrambler as ReferenceScrambler
 from busprobe.protocol.pcie_symbols import LOGICAL_IDLE, KCode
-from busprobe.sim.pcie.symbol.serdes_bench import WORD_PERIOD, simulate_with_serdes
+from busprobe.sim.pcie.symbol.serdes_bench import simulate_with_serdes
 
 
 def traffic(rng: random.Random, words: int) -> list[list[int]]:
@@ -71,7 +70,7 @@ def run(words: list[list[int]], *, starve: frozenset[int] = frozenset(),
                 got.append([word[lane].symbol for lane in range(LANES)])
                 flags.append([word[lane].error for lane in range(LANES)])
 
-    simulate_with_serdes(dut, transmit, loop, receive, link_period=WORD_PERIOD)
+    simulate_with_serdes(dut, transmit, loop, receive)
     return wire, got, flags, result
 
 

@@ -1,12 +1,11 @@
 """The word-wide link transmitter (Amaranth simulation): TS1/TS2 as :func:`encode_ts` four
 symbols a word, the compliance pattern, logical idle and the framer's packets, switching modes
-only between whole ordered sets and packets, with LinkTransmitter's strobes counted per word."""
+only between whole ordered sets and packets, with the strobes counted per word."""
 
 import random
 
 from busprobe.gateware.pcie.soft.symbol_stream import LANES
-from busprobe.gateware.pcie.soft.ts_transmitter import TxMode
-from busprobe.gateware.pcie.soft.word_transmitter import WordTransmitter
+from busprobe.gateware.pcie.soft.word_transmitter import TxMode, WordTransmitter
 from busprobe.protocol.pcie_dll import ack_dllp, deframe, frame_dllp, frame_tlp
 from busprobe.protocol.pcie_symbols import (
     COMPLIANCE_PATTERN,
