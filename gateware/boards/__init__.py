@@ -73,7 +73,7 @@ BOARDS: dict[str, Board] = {board.name: board for board in (
         # and src/board.hpp, checked 2026-12): the on-board FT2232H (0403:6010, JTAG on
         # interface A) is its generic `ft2232` cable.
         name="versa-ecp5-5g", title="Lattice ECP5-5G Versa (LFE5UM5G-45F)", family="ecp5",
-        designs=("pcie-endpoint",),
+        designs=("pcie-endpoint", "pcie"),
         platform="busprobe.gateware.boards.versa_pcie:VersaPciePlatform",
         phy="pcie_x1", fpga="LFE5UM5G-45F", programmer="openfpgaloader", loader_cable="ft2232"),
     Board(

@@ -67,7 +67,7 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
     """
     from busprobe.gateware.boards.usb2_top import Usb2BoardTop
 
-    if design.bus not in ("usb2", "usb3", "pcie-dcu"):
+    if design.bus not in ("usb2", "usb3", "pcie-dcu", "pcie"):
         raise BuildError(f"board {board.name} is built here for USB designs and the soft PCIe "
                          f"endpoint's, not {design.name!r}")
     platform = _load(board.platform)()
@@ -75,10 +75,10 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
         from busprobe.gateware.usb3.board_top import Usb3BoardTop
 
         top = Usb3BoardTop(design=design.load())
-    elif design.bus == "pcie-dcu":
+    elif design.bus in ("pcie-dcu", "pcie"):
         from busprobe.gateware.boards.versa_pcie import VersaPcieTop
 
-        top = VersaPcieTop(design=design.load())
+        top = VersaPcieTop(design=_soft_pcie_design(design))
     else:
         top = Usb2BoardTop(design=design.load(), phy=board.phy)
     # nextpnr writes a machine-readable report; timing failures are judged from it by this flow
@@ -96,6 +96,16 @@ def prepare_ecp5(board: Board, design: Design, *, seed: int | None = None) -> tu
     return platform, plan
 
 
+def _soft_pcie_design(design: Design):
+    """The design to put on a DCU's soft PCIe PHY: the endpoint alone, or (``pcie``, whose
+    AC701 build is LiteX's around the hard IP) the same SoC around the soft endpoint."""
+    if design.bus == "pcie":
+        from busprobe.gateware.boards.versa_pcie_soc import VersaPcieSoc
+
+        return VersaPcieSoc
+    return design.load()
+
+
 def declared_clocks(platform: object, design: Design) -> tuple[dict[str, float], tuple[str, ...]]:
     """The clocks a build of ``design`` has (domain -> MHz) and those that must be timed.
 
@@ -108,7 +118,7 @@ def declared_clocks(platform: object, design: Design) -> tuple[dict[str, float],
         from busprobe.gateware.usb3.board_top import CLOCKS_MHZ
 
         return dict(CLOCKS_MHZ), tuple(CLOCKS_MHZ)
-    if design.bus == "pcie-dcu":
+    if design.bus in ("pcie-dcu", "pcie"):
         from busprobe.gateware.boards.versa_pcie import CLOCKS_MHZ as PCIE_CLOCKS_MHZ
 
         return dict(PCIE_CLOCKS_MHZ), tuple(PCIE_CLOCKS_MHZ)
