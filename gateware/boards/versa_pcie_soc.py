@@ -60,24 +60,20 @@ def _platform():
     return VerilogPlatform("versa", io)
 
 
-def soc_verilog(firmware: "list[int] | None" = None) -> "dict[str, str]":
+def soc_verilog(*, firmware: "list[int] | None", verilog_dir: Path) -> "dict[str, str]":
     """The SoC's Verilog (module :data:`TOPLEVEL`), the Verilog it needs (the CPU's, the
-    endpoint's) and its memories' init files: file name -> text. ``firmware``: the ROM's words
-    (default: :func:`busprobe.bitstream.firmware.build_firmware`'s image)."""
-    from busprobe.bitstream.firmware import build_firmware
-    from busprobe.build_cache import build_root
+    endpoint's, cached in ``verilog_dir``) and its memories' init files: file name -> text.
+    ``firmware``: the ROM's words (None: a one-word loop)."""
     from busprobe.gateware.pcie.core import BusprobePCIeSoC
     from busprobe.gateware.pcie.soft.litepcie_phy import SoftPCIEPHY
     from busprobe.protocol import pcie as proto
     from litex.build.io import CRG
     from litex.soc.integration.builder import Builder
 
-    if firmware is None:
-        firmware = list(build_firmware().words)
     platform = _platform()
     crg = CRG(platform.request("sys_clk"), rst=platform.request("sys_rst"))
     phy = SoftPCIEPHY(platform, platform.request(PREFIX[:-1]),
-                      verilog_dir=build_root() / "gateware" / "pcie", bar0_size=proto.BAR0_SIZE)
+                      verilog_dir=verilog_dir, bar0_size=proto.BAR0_SIZE)
     soc = BusprobePCIeSoC(platform, phy=phy, link_state=phy.link_state,
                           clk_freq=GEN1_WORD_CLOCK_HZ, crg=crg, firmware=firmware,
                           uart_name="serial")
@@ -106,19 +102,26 @@ class VersaPcieSoc(wiring.Component):
     ----------
     phy: Ecp5PciePhy
         The board's PHY, its link side in this design's domain.
+    firmware: list of int or None
+        The ROM's words (``busprobe build`` gives the firmware image the AC701's SoC and the
+        simulated one run).
+    verilog_dir: Path
+        Where the soft endpoint's Verilog is cached.
     """
 
     leds: Out(8)
 
-    def __init__(self, *, phy):
+    def __init__(self, *, phy, firmware: "list[int] | None", verilog_dir: Path):
         self._phy = phy
+        self._firmware, self._verilog_dir = firmware, verilog_dir
         super().__init__()
 
     def elaborate(self, platform):
         m = Module()
         phy = self._phy
         if platform is not None:
-            for name, text in soc_verilog().items():
+            for name, text in soc_verilog(firmware=self._firmware,
+                                          verilog_dir=self._verilog_dir).items():
                 platform.add_file(name, text)
             uart = platform.request("uart", 0)
             tx, rx = uart.tx.o, uart.rx.i

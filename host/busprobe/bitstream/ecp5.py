@@ -13,6 +13,7 @@ every clock the design declares is in nextpnr's report, timed at its own frequen
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib
 import json
@@ -100,9 +101,13 @@ def _soft_pcie_design(design: Design):
     """The design to put on a DCU's soft PCIe PHY: the endpoint alone, or (``pcie``, whose
     AC701 build is LiteX's around the hard IP) the same SoC around the soft endpoint."""
     if design.bus == "pcie":
+        from busprobe.build_cache import build_root
         from busprobe.gateware.boards.versa_pcie_soc import VersaPcieSoc
 
-        return VersaPcieSoc
+        from .firmware import build_firmware
+
+        return functools.partial(VersaPcieSoc, firmware=list(build_firmware().words),
+                                 verilog_dir=build_root() / "gateware" / "pcie")
     return design.load()
 
 
