@@ -7,7 +7,7 @@ Inside::
     rx_word ─> SoftDataLink ─┬─> ConfigSpace ──────────────> TlpMerge 0 ─┐
                              └─> TlpRouter ─ source ─> BytesToBeats ─> rx_* (to LitePCIe)
                                             └ ur_tlp ─────> TlpMerge 1 ─┤
-    tx_* (from LitePCIe) ─> BeatsToBytes ─────────────────> TlpMerge 2 ─┤
+    tx_* (from LitePCIe) ─> slice ─> BeatsToBytes ────────> TlpMerge 2 ─┤
     msi_* (from LitePCIe) ─> MsiRequester ────────────────> TlpMerge 3 ─┴─> SoftDataLink.tlp
     SoftDataLink ─> tx_word
 
@@ -16,7 +16,11 @@ link's words (``rx_word``/``tx_word`` as the symbol-level Verilator model has th
 symbols packed ``{k, byte}``, lane 0 in bits 8:0, the wire's state in bit 36), LitePCIe's two
 beat streams and its MSI request, and the configuration space's values LitePCIe and its CSRs
 need. One clock: the link's word clock (62.5 MHz at Gen1: a word each way every clock). TLPs
-move a DW a clock inside, two a LitePCIe beat.
+move a DW a clock inside, two a LitePCIe beat. LitePCIe's transmit beats come in through a
+register slice (:class:`~busprobe.gateware.common.packet_stream.RegisteredPacketStream`): its
+``tx_ready`` is a flip-flop, so the link's ready chain (transmitter, replay buffer, credits,
+beats) and LitePCIe's (packetizer, DMA writer) are not one path, which on the Versa was the
+worst of the SoC's link clock (63.42 MHz of 62.5 before the slice).
 """
 
 from amaranth import Cat, Module, Signal
@@ -24,6 +28,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.pcie_ltssm import LINK_STATUS_FIELDS
 
+from ...common.packet_stream import RegisteredPacketStream
 from .config_space import ConfigSpace
 from .data_link import SoftDataLink
 from .litepcie_beats import BeatsToBytes, BytesToBeats
@@ -105,6 +110,7 @@ class SoftLitePcieEndpoint(wiring.Component):
                                                  unit=RX_TLP_DW)
         m.submodules.to_beats = to_beats = BytesToBeats(unit=APP_TLP_DW)
         m.submodules.to_bytes = to_bytes = BeatsToBytes(unit=TLP_DW)
+        m.submodules.tx_slice = tx_slice = RegisteredPacketStream(width=8)
         m.submodules.msi = msi = MsiRequester(unit=TLP_DW)
         m.submodules.merge = merge = TlpMerge(4, unit=TLP_DW)
 
@@ -122,10 +128,15 @@ class SoftLitePcieEndpoint(wiring.Component):
             m.d.sync += first.eq(beat.payload.last)
 
         # From LitePCIe and the MSI request: the third and fourth sources of the merge.
-        m.d.comb += [to_bytes.sink.valid.eq(self.tx_valid), self.tx_ready.eq(to_bytes.sink.ready),
-                     to_bytes.sink.payload.dat.eq(self.tx_dat),
-                     to_bytes.sink.payload.be.eq(self.tx_be),
-                     to_bytes.sink.payload.last.eq(self.tx_last),
+        m.d.comb += [tx_slice.sink.valid.eq(self.tx_valid), self.tx_ready.eq(tx_slice.sink.ready),
+                     tx_slice.sink.payload.data.eq(self.tx_dat),
+                     tx_slice.sink.payload.keep.eq(self.tx_be),
+                     tx_slice.sink.payload.last.eq(self.tx_last),
+                     to_bytes.sink.valid.eq(tx_slice.source.valid),
+                     tx_slice.source.ready.eq(to_bytes.sink.ready),
+                     to_bytes.sink.payload.dat.eq(tx_slice.source.payload.data),
+                     to_bytes.sink.payload.be.eq(tx_slice.source.payload.keep),
+                     to_bytes.sink.payload.last.eq(tx_slice.source.payload.last),
                      msi.request.valid.eq(self.msi_valid), self.msi_ready.eq(msi.request.ready),
                      msi.request.payload.eq(self.msi_dat),
                      msi.msi_enable.eq(config.msi_enable), msi.bus_master.eq(config.bus_master),
