@@ -18,7 +18,7 @@ from .bot_framing import BotFraming, BotHandler, OutBeat, at_most, less_than
 from .lba_pattern import LbaPattern
 from .packet_stream import PacketStreamSignature
 from .scsi_decode import Kind, ScsiDecode
-from .storage_engine import StorageEngine
+from .storage_engine import StorageEngine, address_ahead
 
 __all__ = ["ScsiBotEngine"]
 
@@ -139,8 +139,8 @@ class _ScsiCommands(BotHandler):
         the beat on the IN stream (the RAM has a cycle's latency)."""
         engine, decode, inp = self._engine, self._decode, self._engine.in_packets
         take = inp.valid & inp.ready
-        ahead = Mux(take & (decode.kind == Kind.TABLE), self._width, 0)
-        m.d.comb += engine.read_address.eq(decode.word + ((self._position + ahead) >> 2))
+        m.d.comb += engine.read_address.eq(address_ahead(
+            decode.word, self._position, self._width, take & (decode.kind == Kind.TABLE)))
 
     def states(self, m):
         engine, framing, decode = self._engine, self._framing, self._decode
