@@ -23,6 +23,7 @@ from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
 from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
+from .header_crc import WordCrcPacketTransmitter
 from .link_commands import advertise_after_every_recovery, queue_link_commands
 from .transmit_arbiter import SameCycleStreamArbiter
 
@@ -99,6 +100,8 @@ class BurstLinkLayer(USB3LinkLayer):
         transmitter = m.submodules.transmitter
         m.d.comb += self.header_credit_stall.eq(transmitter.queue.valid
                                                 & (transmitter.credits_available == 0))
+        # Timing: its header CRC-16 reads the header's words, not its output multiplexer.
+        WordCrcPacketTransmitter.adopt(transmitter)
 
         # Upstream limitation (luna-usb 0.2.3, DataPacketTransmitter; LUNA's SuperSpeed bulk
         # endpoints never burst, greatscottgadgets/luna#64): data headers never carry End Of
