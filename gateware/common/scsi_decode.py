@@ -88,7 +88,13 @@ class ScsiDecode:
         is16 = (opcode == Op.READ_16) | (opcode == Op.WRITE_16)
         c_lba = Mux(is16, cb(2, 8)[:32], cb(2, 4))
         c_blocks = Mux(is16, cb(10, 4), cb(7, 2))
-        out_of_range = (is16 & (cb(2, 4) != 0)) | ((c_lba + c_blocks) > self._capacity)
+        # Both groups' sums straight from the command block's bytes, the opcode choosing between
+        # the compares: through the opcode's decode and the LBA multiplexer into one adder's
+        # carry chain was the ECPIX-5 ``ss`` critical path (111.86 MHz, default seed; issue 44
+        # item 7). (READ (16)'s LBA: bytes 2-9, its low 32 bits bytes 6-9.)
+        past16 = (cb(2, 4) != 0) | ((cb(6, 4) + cb(10, 4)) > self._capacity)
+        past10 = (cb(2, 4) + cb(7, 2)) > self._capacity
+        out_of_range = Mux(is16, past16, past10)
         need = Signal(5)
 
         def table(reply, alloc):

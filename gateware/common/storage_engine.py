@@ -1,13 +1,22 @@
 """What the null disk's two command engines share: the answers, the telemetry strobes, a reset."""
 
-from amaranth import Module, ResetInserter
+from amaranth import Module, Mux, ResetInserter
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
 from .storage_replies import StorageReplies
 
-__all__ = ["StorageEngine"]
+__all__ = ["StorageEngine", "address_ahead"]
+
+
+def address_ahead(word, position, width, step):
+    """The replies RAM's word for byte ``position`` of the answer at ``word``, or (``step``)
+    for the beat after it: ``word + ((position + width * step) >> 2)`` with ``step`` in the last
+    multiplexer instead of the adders' carry chains. ``step`` (a beat taken by the stream's
+    consumer this cycle) is the late input: through both adders into the RAM's address it was
+    the SuperSpeed disk's ss critical path on ECPIX-5 (issue 44 item 7)."""
+    return Mux(step, word + ((position + width) >> 2), word + (position >> 2))
 
 
 class StorageEngine(wiring.Component):

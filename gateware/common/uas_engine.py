@@ -26,7 +26,7 @@ from .bot_framing import at_most, less_than
 from .lba_pattern import LbaPattern
 from .packet_stream import PacketStreamSignature
 from .scsi_decode import Kind, ScsiDecode
-from .storage_engine import StorageEngine
+from .storage_engine import StorageEngine, address_ahead
 from .uas_queue import UasTaskSet
 
 __all__ = ["UasEngine"]
@@ -183,8 +183,8 @@ class UasEngine(StorageEngine):
             return self.read_data
 
         take = inp.valid & inp.ready
-        ahead = Mux(take & (kind == Kind.TABLE), width, 0)
-        m.d.comb += self.read_address.eq(word + ((position + ahead) >> 2))
+        m.d.comb += self.read_address.eq(address_ahead(word, position, width,
+                                                        take & (kind == Kind.TABLE)))
         sync += [self.command.eq(0), self.read.eq(0), self.write.eq(0), self.check.eq(0),
                  self.mismatch.eq(0)]
         tag_bytes = [tag[8:16], tag[0:8]]
@@ -307,7 +307,7 @@ class UasEngine(StorageEngine):
                              status_out.payload.last.eq(sense_end),
                              *self._keep(status_out, remaining),
                              self.read_address.eq(
-                                 word + ((position + Mux(status_out.ready, width, 0)) >> 2))]
+                                 address_ahead(word, position, width, status_out.ready))]
                 with m.If(status_out.ready):
                     sync += [position.eq(position + width), remaining.eq(remaining - width)]
                     with m.If(sense_end):

@@ -23,6 +23,7 @@ from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
 from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
+from .header_crc import WordCrcPacketTransmitter
 from .link_commands import advertise_after_every_recovery, queue_link_commands
 from .transmit_arbiter import SameCycleStreamArbiter
 
@@ -47,6 +48,14 @@ class RegisteredLfpsPhysicalLayer(USB3PhysicalLayer):
 
     LUNA's ``elaborate`` assigns the two outputs from the detectors; it is given stand-ins for
     them, which are then registered into the real ones (nothing else of the layer changes).
+
+    The receive descrambler's ``enable`` is registered too: the LTSSM decides it from its state
+    combinationally, and from the LTSSM's state through the descrambler and LUNA's packet
+    realigner into the header receiver was the ``ss`` clock's critical path on the ECPIX-5
+    ``usb3-storage`` build (112.75 MHz, default seed; issue 44 item 7). Received words are
+    descrambled from a cycle after the LTSSM enters Polling.Idle or U0's states (and until a
+    cycle after it leaves them); the training-set detectors read the raw words, and the
+    transmit scrambler is unchanged.
     """
 
     def elaborate(self, platform):
@@ -58,6 +67,9 @@ class RegisteredLfpsPhysicalLayer(USB3PhysicalLayer):
         finally:
             self.lfps_polling_detected, self.lfps_reset_detected = outputs
         m.d.ss += [output.eq(strobe) for output, strobe in zip(outputs, strobes, strict=True)]
+        descrambler = m.submodules.descrambler  # not elaborated yet: its enable is swapped
+        decided, descrambler.enable = descrambler.enable, Signal(name="descramble_r")
+        m.d.ss += descrambler.enable.eq(decided)
         return m
 
 
@@ -88,6 +100,8 @@ class BurstLinkLayer(USB3LinkLayer):
         transmitter = m.submodules.transmitter
         m.d.comb += self.header_credit_stall.eq(transmitter.queue.valid
                                                 & (transmitter.credits_available == 0))
+        # Timing: its header CRC-16 reads the header's words, not its output multiplexer.
+        WordCrcPacketTransmitter.adopt(transmitter)
 
         # Upstream limitation (luna-usb 0.2.3, DataPacketTransmitter; LUNA's SuperSpeed bulk
         # endpoints never burst, greatscottgadgets/luna#64): data headers never carry End Of

@@ -8,6 +8,7 @@ from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
 
 from ..common.packet_stream import PacketStreamSignature
 from .framed_packets import PACKET_BYTES, FramedPackets
+from .skid_buffer import RegisteredReadyBuffer
 from .telemetry import DIRECTION_EVENTS
 from .transaction import HandshakeKind, HandshakeRequestSignature, registered_ack_tp
 
@@ -246,6 +247,13 @@ class BurstInEndpoint(wiring.Component):
             self.end_of_burst.eq(eob),
             beats.eq((length + 3)[2:11]),
         ]
+        # Words reach LUNA through a skid pair, its ``ready`` a flip-flop (LUNA's ``ready`` into
+        # SEND was an ss critical path on ECPIX-5, issue 44 item 7); the header fields stay put,
+        # ``sending`` up and no packet starts, until LUNA has taken the last word.
+        m.submodules.tx_buffer = tx_buffer = RegisteredReadyBuffer(domain="ss")
+        tx = tx_buffer.sink
+        m.d.comb += interface.tx.stream_eq(tx_buffer.source)
+        draining = interface.tx.valid.any()
         read_word = Signal(16)  # the next word to read; with en low the read port holds
         m.d.comb += read.addr.eq(read_word[:word_bits])
         # A read port's enable resets to 1 (amaranth.lib.memory): held low unless a state reads,
@@ -254,7 +262,7 @@ class BurstInEndpoint(wiring.Component):
         with m.FSM(domain="ss") as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.wants_to_send.eq(can_send)
-                with m.If(can_send & self.may_send):
+                with m.If(can_send & self.may_send & ~draining):
                     m.d.comb += [self.events.dp_start.eq(1), self.starting.eq(1)]
                     m.d.ss += [number.eq(send_seq), resend.eq(~is_new)]
                     with m.If(is_new):
@@ -299,15 +307,15 @@ class BurstInEndpoint(wiring.Component):
                 remainder = length[:2]
                 window = Cat(previous_word, read.data)
                 m.d.comb += [
-                    interface.tx.valid.eq(Mux(at_last & (remainder != 0),
-                                              Mux(remainder == 1, 0b0001,
-                                                  Mux(remainder == 2, 0b0011, 0b0111)),
-                                              0b1111)),
-                    interface.tx.first.eq(beat == 0),
-                    interface.tx.last.eq(at_last),
-                    interface.tx.data.eq((window >> (shift * 8))[:32]),
+                    tx.valid.eq(Mux(at_last & (remainder != 0),
+                                    Mux(remainder == 1, 0b0001,
+                                        Mux(remainder == 2, 0b0011, 0b0111)),
+                                    0b1111)),
+                    tx.first.eq(beat == 0),
+                    tx.last.eq(at_last),
+                    tx.data.eq((window >> (shift * 8))[:32]),
                 ]
-                with m.If(interface.tx.ready):
+                with m.If(tx.ready):
                     m.d.comb += read.en.eq(~at_last)
                     m.d.ss += [beat.eq(beat + 1), at_last.eq(beat + 2 == beats),
                                previous_word.eq(read.data),
@@ -316,7 +324,7 @@ class BurstInEndpoint(wiring.Component):
                         m.d.comb += done.eq(1)
                         m.next = "IDLE"  # valid drops a cycle between packets: LUNA needs it
 
-        m.d.comb += self.sending.eq(~fsm.ongoing("IDLE"))
+        m.d.comb += self.sending.eq(~fsm.ongoing("IDLE") | draining)
         burst_length = Signal(5)
         with m.If(done):
             m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),
@@ -330,7 +338,7 @@ class BurstInEndpoint(wiring.Component):
                        burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1))]
             with m.If(eob):
                 m.d.ss += waiting.eq(1)
-        idle = ~interface.tx.valid.any() & ~done
+        idle = ~tx.valid.any() & ~draining & ~done
         with m.If(rewind & idle):
             m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
         # A restart (or SET_CONFIGURATION) moves the sequence numbers too: the registered

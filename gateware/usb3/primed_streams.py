@@ -44,6 +44,12 @@ class PrimedStreams(wiring.Component):
     by_want: bool
         The device chooses (UAS: the stream of the tag whose data or status it has) instead of
         taking the streams in the order they were primed.
+    registered: bool
+        With ``by_want``: ``any`` and ``selected`` are flip-flops, of the cycle before (a prime
+        or a new ``want`` shows a cycle later; ``take`` takes ``selected``). They feed the
+        handshake generator's arbitration (an IN endpoint's ERDY): the selection from 33 bits
+        was an ss timing path on ECPIX-5 (issue 44 item 7). After a ``take`` or ``flush``
+        they are stale for a cycle: the endpoint asks for no ERDY in that cycle.
     """
 
     prime: In(1)
@@ -56,9 +62,10 @@ class PrimedStreams(wiring.Component):
     any: Out(1)
     selected: Out(16)
 
-    def __init__(self, *, max_streams, by_want=False):
+    def __init__(self, *, max_streams, by_want=False, registered=False):
         super().__init__()
         self._max_streams, self._by_want = max_streams, by_want
+        self._registered = registered and by_want
 
     def elaborate(self, platform):
         if self._by_want:
@@ -100,13 +107,14 @@ class PrimedStreams(wiring.Component):
             in_range = stream_id[index_bits:] == 0
             return primed.bit_select(stream_id[:index_bits], 1) & in_range
 
-        m.d.comb += [self.any.eq(bit(self.want)), self.selected.eq(self.want)]
+        domain = "ss" if self._registered else "comb"
+        m.d[domain] += [self.any.eq(bit(self.want)), self.selected.eq(self.want)]
         with m.If(self.prime & (self.prime_id[:index_bits] != 0)):
             m.d.ss += primed.bit_select(self.prime_id[:index_bits], 1).eq(1)
         with m.If(self.resume):
             m.d.ss += primed.bit_select(self.resume_id[:index_bits], 1).eq(1)
         with m.If(self.take):
-            m.d.ss += primed.bit_select(self.want[:index_bits], 1).eq(0)
+            m.d.ss += primed.bit_select(self.selected[:index_bits], 1).eq(0)
         with m.If(self.flush):
             m.d.ss += primed.eq(0)
         return m

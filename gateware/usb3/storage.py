@@ -154,20 +154,22 @@ class Usb3StorageDataPath(wiring.Component):
         m.submodules.telemetry = DomainRenamer({"usb": "ss"})(telemetry)
         reset = self.bot_reset | self.restart | self.set_interface
         uas_on = self.alternate
-        # OUT beats reach the engine from a register: from the OUT endpoint's buffer RAM through
-        # the beat's byte count into the engine's length registers was the ss clock's critical
-        # path on ECPIX-5 (123.58 MHz, nextpnr default seed). A cycle of latency; a beat a cycle.
-        held = Signal()
-        beat = Signal.like(self.from_out.payload)
-        out_ready = Mux(uas_on, uas_engine.out_packets.ready, engine.out_packets.ready)
-        m.d.comb += [self.from_out.ready.eq(~held | out_ready),
-                     engine.out_packets.valid.eq(held & ~uas_on),
-                     uas_engine.out_packets.valid.eq(held & uas_on),
-                     engine.out_packets.payload.eq(beat), uas_engine.out_packets.payload.eq(beat)]
-        with m.If(self.from_out.ready):
-            m.d.ss += [held.eq(self.from_out.valid), beat.eq(self.from_out.payload)]
-        with m.If(reset):
-            m.d.ss += held.eq(0)
+        # OUT beats reach the engines through registers both ways: from the OUT endpoint's
+        # buffer RAM through the beat's byte count into the engine's length registers (123.58
+        # MHz, nextpnr default seed), and from the UAS engine's state through its ``ready``
+        # into the endpoint's drain (113.33 MHz, seed 1) were ss critical paths on ECPIX-5.
+        # A cycle of latency; a beat a cycle.
+        m.submodules.data_out_slice = data_out = RegisteredPacketStream(width=WORD_BYTES,
+                                                                        domain="ss")
+        wiring.connect(m, wiring.flipped(self.from_out), data_out.sink)
+        beat = data_out.source
+        m.d.comb += [data_out.flush.eq(reset),
+                     beat.ready.eq(Mux(uas_on, uas_engine.out_packets.ready,
+                                       engine.out_packets.ready)),
+                     engine.out_packets.valid.eq(beat.valid & ~uas_on),
+                     uas_engine.out_packets.valid.eq(beat.valid & uas_on),
+                     engine.out_packets.payload.eq(beat.payload),
+                     uas_engine.out_packets.payload.eq(beat.payload)]
         # A write's SENSE goes at its last data packet's ACK (a cycle later: registered, off
         # the endpoint's ACK path), not once the check has read that packet out.
         m.d.ss += [uas_engine.out_acked.eq(self.out_acked),

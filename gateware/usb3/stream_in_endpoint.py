@@ -55,6 +55,8 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
     ack_stream_id: In(16)
     stream_id: Out(16)
 
+    _registered_primed = True  # its ERDY selects from flip-flops (a cycle late)
+
     def elaborate(self, platform):
         m, inner, inner_events, primed, states, phase, stream = \
             self._elaborate_behind_streams(platform)

@@ -49,6 +49,9 @@ class StreamLayer:
     streams: In(1, init=1)
     want: In(16)
 
+    #: :class:`.PrimedStreams`'s ``registered`` (an IN endpoint's: its ERDY's arbitration).
+    _registered_primed = False
+
     def __init__(self, *, max_streams=MAX_STREAMS, by_want=False, **kwargs):
         super().__init__(**kwargs)
         self._max_streams, self._by_want = max_streams, by_want
@@ -66,7 +69,8 @@ class StreamLayer:
         finally:
             self.handshake, self.events = handshake, events
         m.submodules.primed = primed = PrimedStreams(max_streams=self._max_streams,
-                                                     by_want=self._by_want)
+                                                     by_want=self._by_want,
+                                                     registered=self._registered_primed)
         states = StreamPhase(m, self, primed)
         return m, inner, inner_events, primed, states, states.phase, states.stream
 

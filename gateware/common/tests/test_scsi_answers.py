@@ -140,3 +140,28 @@ def test_every_vpd_page_decodes_in_sg_vpd_as_the_disk_names_itself(
     assert "Block limits (SBC)" in decoded[0x00] and "Unit serial number" in decoded[0x00]
     assert f"Unit serial number: {scsi.UNIT_SERIAL.decode()}" in decoded[0x80]
     assert "T10 vendor identification" in decoded[0x83] and "vendor id: BUSPROBE" in decoded[0x83]
+
+
+@ENGINES
+def test_a_read_past_the_capacity_fails_and_one_up_to_it_does_not(width, max_packet_size):
+    """The LBA range check at its edges, READ (10) and READ (16) (each group's sum of its own
+    bytes): with no data phase from the host, a range past the capacity is FAILED (no data), a
+    range up to it a phase error (the disk has the blocks), an empty range at it GOOD."""
+    from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS as capacity
+
+    def read_10(lba, blocks):
+        return struct.pack(">BBIBHB", scsi.Op.READ_10, 0, lba, 0, blocks, 0)
+
+    def read_16(lba, blocks):
+        return struct.pack(">BBQIBB", scsi.Op.READ_16, 0, lba, blocks, 0, 0)
+
+    phase_error = bot.CswStatus.PHASE_ERROR
+    cases = [(read_10(capacity - 1, 1), phase_error), (read_10(capacity - 1, 2), FAILED),
+             (read_10(capacity, 0), PASSED), (read_10(0xFFFF_FFFF, 0xFFFF), FAILED),
+             (read_16(capacity - 1, 1), phase_error), (read_16(capacity - 1, 2), FAILED),
+             (read_16(0, capacity), phase_error), (read_16(0, capacity + 1), FAILED),
+             (read_16(1 << 32, 1), FAILED), (read_16(0xFFFF_FFFF, 0xFFFF_FFFF), FAILED)]
+    answers = run_commands([(cb, 0) for cb, _ in cases], width=width,
+                           max_packet_size=max_packet_size)
+    assert [csw.status for _, csw in answers] == [status for _, status in cases]
+    assert all(data == b"" for data, _ in answers)
