@@ -1,18 +1,23 @@
-"""The Versa's soft PCIe endpoint netlist as a simulation's device: cut at its DCU channel.
+"""The Versa's soft PCIe builds' netlists as a simulation's device: cut at their DCU channel.
 
 ``busprobe build --board versa-ecp5-5g --design pcie-endpoint`` synthesizes the endpoint, its
 word gearbox and LUNA's DCU block (reset sequencer, SerDes Client Interface, the ``DCUA``
-primitive) into one netlist. Nothing models the ``DCUA``'s serial side, so the cut is at the
-primitive's fabric ports, the boundary every other part of the design is built against: what
-the DCU hands the fabric (two decoded symbols a 125 MHz clock with their K flags, its fabric
-clock, loss of signal and of lock, the receiver detection's answer) becomes the module's
-inputs, what the fabric hands the DCU (two symbols to encode, electrical idle, the detection
-strobes) its outputs, and the bench (:mod:`busprobe.sim.pcie.symbol.dcu_wire`) plays the DCU
-and the root port on the far side of the lane. The rest of the cut is the board's:
+primitive) into one netlist; ``--design pcie`` puts busprobe's PCIe SoC (LitePCIe's DMA
+engine, the CSRs, VexRiscv and its firmware ROM, a UART) around the same endpoint, on the
+same PHY. Both are cut the same way (:data:`CUTS`: one :class:`PcieCut` per design, which
+differ only in their pins and the module's name). Nothing models the ``DCUA``'s serial side,
+so the cut is at the primitive's fabric ports, the boundary every other part of the design is
+built against: what the DCU hands the fabric (two decoded symbols a 125 MHz clock with their K
+flags, its fabric clock, loss of signal and of lock, the receiver detection's answer) becomes
+the module's inputs, what the fabric hands the DCU (two symbols to encode, electrical idle,
+the detection strobes) its outputs, and the bench (:mod:`busprobe.sim.pcie.symbol.dcu_wire`)
+plays the DCU and the root port on the far side of the lane. The rest of the cut is the
+board's:
 
 * the pins (:func:`.board_cut.cut_pads`): the 100 MHz oscillator is ``ctl_clk``, the button
   and PERST# are ``button_n`` / ``perst_n`` as the pins see them (low: pressed, asserted), the
-  eight LEDs ``led_n0``..``led_n7`` (low: lit);
+  eight LEDs ``led_n0``..``led_n7`` (low: lit); the ``pcie`` design's UART is ``uart_tx``
+  (out) and ``uart_rx`` (in, idle high);
 * the PLL that makes the link's 62.5 MHz from the DCU's clock: its output is ``link_clk``, its
   ``LOCK`` ``pll_locked`` (the bench runs the two clocks from one reference, as the PLL does);
 * the ``EXTREFB`` reference buffer, which only the DCU reads.
@@ -25,6 +30,7 @@ DCU, or an input of the DCU the bench must read and cannot find, is refused in o
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .board_cut import CutReport, Pin, cut_pads
@@ -33,15 +39,14 @@ from .cells import ecp5_library
 from .verilog import Boundary, write_verilog
 from .yosys_json import Netlist, NetlistError
 
-__all__ = ["BOARD", "DESIGN", "MODULE", "PORTS", "pcie_netlist_verilog",
+__all__ = ["BOARD", "DESIGN", "MODULE", "PORTS", "CUTS", "PcieCut", "pcie_netlist_verilog",
            "build_pcie_netlist_simulator", "RX_BITS", "TX_BITS"]
 
-BOARD, DESIGN = "versa-ecp5-5g", "pcie-endpoint"
-MODULE = "busprobe_versa_pcie_endpoint_netlist"
+BOARD = "versa-ecp5-5g"
 #: The DCU's 24-bit fabric buses at 1:2 gearing: per half (symbol), 8 data bits, the K flag and
 #: 3 status bits (LUNA's layout: half 1 from bit 12).
 RX_BITS = TX_BITS = 24
-#: The module's ports: name -> (direction, width).
+#: The ports both designs' modules have: name -> (direction, width).
 PORTS = {
     "ctl_clk": ("input", 1), "pclk": ("input", 1), "link_clk": ("input", 1),
     "pll_locked": ("input", 1), "button_n": ("input", 1), "perst_n": ("input", 1),
@@ -60,6 +65,41 @@ _TO_DCU = {"FFC_EI_EN": "tx_idle", "FFC_PCIE_DET_EN": "pcie_det_en",
 _PINS = {"clk100_0__p": Pin("in", "ctl_clk"), "rst_0__io": Pin("in", "button_n"),
          "pcie_x1_0__perst__io": Pin("in", "perst_n"),
          **{f"led_{i}__io": Pin("out", f"led_n{i}") for i in range(8)}}
+
+
+@dataclass(frozen=True)
+class PcieCut:
+    """How one Versa PCIe design's netlist is cut.
+
+    Attributes
+    ----------
+    design: the board design (``busprobe build --design``).
+    module: the cut module's name (the Verilator model's top).
+    model: the Verilator model's build directory name.
+    ports: the module's ports, name -> (direction, width).
+    pins: pad name in the netlist -> what the cut makes of it.
+    """
+
+    design: str
+    module: str
+    model: str
+    ports: dict[str, tuple[str, int]]
+    pins: dict[str, Pin]
+
+
+#: The cut of each design. The SoC's UART is the board's FT2232H channel; its pins are ports
+#: so that a test can watch the console (and so that the receiver is held idle, not floating).
+CUTS = {
+    "pcie-endpoint": PcieCut("pcie-endpoint", "busprobe_versa_pcie_endpoint_netlist",
+                             "pcie-netlist-versa", PORTS, _PINS),
+    "pcie": PcieCut("pcie", "busprobe_versa_pcie_soc_netlist", "pcie-soc-netlist-versa",
+                    {**PORTS, "uart_rx": ("input", 1), "uart_tx": ("output", 1)},
+                    {**_PINS, "uart_0__rx__io": Pin("in", "uart_rx"),
+                     "uart_0__tx__io": Pin("out", "uart_tx")}),
+}
+#: The endpoint's design and module, as before there were two.
+DESIGN = "pcie-endpoint"
+MODULE = CUTS[DESIGN].module
 
 
 def _channel_port(port: str) -> str:
@@ -121,44 +161,48 @@ def _cut_clocking(netlist: Netlist, boundary: Boundary, report: CutReport) -> No
         report.notes.append(f"EXTREFB {buffer.name}: removed (only the DCU reads it)")
 
 
-def pcie_netlist_verilog(netlist: Netlist, *, module: str = MODULE, header: str = "") -> str:
-    """The Verilog of the Versa endpoint's netlist cut at its DCU and pins (see the module's
-    docstring).
+def pcie_netlist_verilog(netlist: Netlist, design: str = DESIGN, *, module: str | None = None,
+                         header: str = "") -> str:
+    """The Verilog of a Versa PCIe design's netlist cut at its DCU and pins (see the module's
+    docstring); ``design`` is a key of :data:`CUTS`, ``module`` defaults to its module name.
 
     Raises
     ------
     NetlistError
-        If a pin is not one the cut knows, the netlist has not one DCU and one PLL, a cell
-        reads a net the cut left undriven, or a cell type has no model.
+        If a pin is not one the design's cut knows, the netlist has not one DCU and one PLL, a
+        cell reads a net the cut left undriven, or a cell type has no model.
     """
+    cut = CUTS[design]
     boundary = Boundary(ports=[(name, direction, width)
-                               for name, (direction, width) in PORTS.items()])
+                               for name, (direction, width) in cut.ports.items()])
     report = CutReport()
 
     def pin(pad: str) -> Pin:
-        if pad in _PINS:
-            return _PINS[pad]
-        raise NetlistError(f"pin {pad}: not one the Versa endpoint's cut knows")
+        if pad in cut.pins:
+            return cut.pins[pad]
+        raise NetlistError(f"pin {pad}: not one the cut of the Versa's {design} knows")
 
     cut_pads(netlist, boundary, report, pin)
     _cut_clocking(netlist, boundary, report)
     _cut_dcu(netlist, boundary, report)
-    for name, (direction, _) in PORTS.items():
+    for name, (direction, _) in cut.ports.items():
         if direction == "output" and name not in boundary.reads:
             raise NetlistError(f"the netlist drives nothing for {name}")
     library = ecp5_library(netlist.cells.values())
     text = "\n".join([header, *report.lines()])
-    return write_verilog(netlist, module, boundary, library.models, header=text)
+    return write_verilog(netlist, module or cut.module, boundary, library.models, header=text)
 
 
-def build_pcie_netlist_simulator() -> Path:
-    """The Verilator model of the Versa endpoint's netlist (:data:`MODULE` is its top)."""
+def build_pcie_netlist_simulator(design: str = DESIGN) -> Path:
+    """The Verilator model of a Versa PCIe design's netlist (its top: ``CUTS[design].module``),
+    the board build's netlist or, if the build cache has none, yosys' run alone."""
     from ..verilator_build import build_verilator_model
 
-    path = cut_netlist(BOARD, DESIGN, MODULE, lambda netlist, header:
-                       pcie_netlist_verilog(netlist, header=header))
+    cut = CUTS[design]
+    path = cut_netlist(BOARD, design, cut.module, lambda netlist, header:
+                       pcie_netlist_verilog(netlist, design, header=header))
     library = ecp5_library()
-    return build_verilator_model("pcie-netlist-versa", [path, *library.sources], MODULE,
+    return build_verilator_model(cut.model, [path, *library.sources], cut.module,
                                  defines=library.defines,
                                  build_args=[f"-I{library.include_dir}"],
                                  public_ports_only=True)

@@ -181,6 +181,10 @@ class SoftEndpointBench:
                 return symbol ^ 1
         return symbol
 
+    async def wait(self, cycles: int) -> None:
+        """Let ``cycles`` clocks of the model pass."""
+        await ClockCycles(self.clock, cycles)
+
     def output(self, name: str) -> int:
         """One of the endpoint's outputs (:data:`~.endpoint_model.OUTPUTS`) now."""
         return int(getattr(self.dut, self.prefix + name).value)

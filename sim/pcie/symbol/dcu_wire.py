@@ -1,4 +1,4 @@
-"""The DCU and a root port for the Versa endpoint's gate-level netlist, in cocotb.
+"""The DCU and a root port for the Versa PCIe builds' gate-level netlists, in cocotb.
 
 The netlist (:mod:`busprobe.sim.netlist.pcie`) is cut at its DCU channel's fabric ports, so this
 bench plays the DCU towards the fabric and cocotbext-pcie's root complex on the far side of the
@@ -21,9 +21,16 @@ port's partner scrambling (§4.2.1.3), as the DCU only does 8b/10b:
   clocks run in steps of :data:`UNLOCKED_STEP` with the lane's signal present, and what the
   endpoint sends meanwhile is lost, as to a root port not yet listening. Python per DCU clock
   is what a gate-level run spends its time on; this takes the wait from some 60 s to a few.
-- **Status from the LEDs** (:data:`~busprobe.gateware.boards.soft_pcie_endpoint.STATUS_LEDS`;
-  the Versa's LEDs are lit low): L0, DL_Active, memory space enabled, and the toggles of a TLP
-  for BAR0 and of an unsupported request answered, counted here.
+- **Status from the LEDs** (the Versa's LEDs are lit low), in the design's order: the
+  endpoint's :data:`~busprobe.gateware.boards.soft_pcie_endpoint.STATUS_LEDS` (L0, DL_Active,
+  memory space enabled, the toggles of a TLP for BAR0 and of an unsupported request answered)
+  or the SoC's :data:`~busprobe.gateware.boards.versa_pcie_soc.SOC_LEDS` (``leds=``; L0,
+  DL_Active, the toggles of a Recovery, an MSI, a replay), every toggle counted here. The SoC's
+  UART receiver (``uart_rx``, if the netlist has it) is held idle.
+
+It has what :class:`~.soc_bench.SoftSocHost` asks of a bench (``rc``, ``port``, ``cycles``,
+:meth:`~DcuBench.until_dl_active`, :meth:`~DcuBench.wait`), so the SoC's netlist is driven by
+the same host as its RTL.
 """
 
 from __future__ import annotations
@@ -38,10 +45,8 @@ from cocotbext.pcie.core import RootComplex
 from .cocotb_bench import attach_root_port
 from .cocotb_port import SymbolPort
 
-__all__ = ["DcuBench", "LED"]
+__all__ = ["DcuBench"]
 
-#: LED index by what it shows.
-LED = {name: index for index, name in enumerate(STATUS_LEDS)}
 #: The DCU's clock and the link's, in ps; the link's edges this far after the DCU's.
 PCLK_PS, LINK_PS, CTL_PS, LINK_PHASE_PS = 8_000, 16_000, 10_000, 1_300
 #: ``pclk`` cycles the DCU's receiver detection keeps ``pcie_done`` low.
@@ -61,24 +66,29 @@ class DcuBench:
     rc: cocotbext-pcie's ``RootComplex`` with ``port`` as its one root port.
     cycles: ``pclk`` cycles since the clocks started (two symbol times each).
     stepped: those the root port was stepped in (the rest: the receiver was not locked).
+    leds: what each LED shows, LED 0 first.
     toggles: how often each toggling LED changed (``"TLP for BAR0 (toggles)"``, ...).
     """
 
-    def __init__(self, dut, **partner_options) -> None:
+    def __init__(self, dut, *, leds: tuple[str, ...] = STATUS_LEDS, **partner_options) -> None:
         self.dut = dut
+        self.leds = leds
         self.port = SymbolPort(scrambled=True, **partner_options)
         self.rc = RootComplex()
         attach_root_port(self.rc, self.port)
         self.stepped = 0
-        self.toggles = {name: 0 for name in STATUS_LEDS if "toggles" in name}
+        self.toggles = {name: 0 for name in leds if "toggles" in name}
         self._detecting = 0
 
     @classmethod
-    async def start(cls, dut, **partner_options) -> DcuBench:
+    async def start(cls, dut, **options) -> DcuBench:
         """Start the clocks, hold the slot's PERST# and the PLL's lock for ten control clocks,
-        then run the DCU and the wire in the background."""
-        bench = cls(dut, **partner_options)
+        then run the DCU and the wire in the background. ``options``: ``leds`` and the root
+        port's (:class:`SymbolPort`)."""
+        bench = cls(dut, **options)
         dut.pll_locked.value, dut.button_n.value, dut.perst_n.value = 0, 1, 0
+        if hasattr(dut, "uart_rx"):
+            dut.uart_rx.value = 1
         dut.rx_d.value, dut.rx_los.value, dut.rx_lol.value, dut.pll_lol.value = 0, 1, 0, 0
         dut.pcie_done.value, dut.pcie_con.value = 1, 0
         Clock(dut.ctl_clk, CTL_PS, unit="ps", impl="gpi").start()
@@ -96,7 +106,11 @@ class DcuBench:
 
     def led(self, name: str) -> bool:
         """Whether the LED showing ``name`` is lit."""
-        return not int(getattr(self.dut, f"led_n{LED[name]}").value)
+        return not int(getattr(self.dut, f"led_n{self.leds.index(name)}").value)
+
+    async def wait(self, cycles: int) -> None:
+        """Let ``cycles`` link clocks (62.5 MHz, four symbol times each) pass."""
+        await Timer(cycles * LINK_PS, "ps")
 
     async def _run(self) -> None:
         dut, port = self.dut, self.port
@@ -154,4 +168,4 @@ class DcuBench:
             await Timer(16 * PCLK_PS, "ps")
         raise TimeoutError(f"not DL_Active after {cycles} DCU clocks; root port "
                            f"{self.port.partner.state}, LEDs "
-                           f"{[name for name in STATUS_LEDS if self.led(name)]}")
+                           f"{[name for name in self.leds if self.led(name)]}")

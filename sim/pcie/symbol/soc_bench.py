@@ -12,7 +12,13 @@ Inside a cocotb test on :data:`~.soc_model.TOPLEVEL`::
 It gives what :class:`~busprobe.sim.pcie.dma_regs.DmaRegisters` needs of a bench
 (``read32``/``write32``, ``wait_cycles``, ``now``, ``rc``), over
 :class:`~.cocotb_bench.SoftEndpointBench` (the wire, the :class:`~.cocotb_port.SymbolPort`,
-the root complex).
+the root complex). :meth:`SoftSocHost.over` takes any bench with the same small interface
+(``rc``, ``port``, ``cycles``, ``until_dl_active``, ``wait``) once its link is up: the SoC's
+gate-level netlist runs under :class:`~.dcu_wire.DcuBench`::
+
+    bench = await DcuBench.start(dut, leds=SOC_LEDS, link=1, lane=0)
+    await bench.until_dl_active()
+    host = await SoftSocHost.over(bench, mps=256, mrrs=512)
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ from busprobe.protocol.pcie_ltssm import state_name, unpack_link_status
 from busprobe.protocol.pcie_symbols import KCode
 from busprobe.transport import DeviceNotFound
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
 
 from ..testbench import HostBuffer
@@ -47,14 +52,15 @@ class SoftSocHost:
 
     Attributes
     ----------
-    bench: SoftEndpointBench
-        The wire, the root port (``bench.port``), ``bench.cycles`` (symbol times since reset).
+    bench: SoftEndpointBench or DcuBench
+        The wire, the root port (``bench.port``), ``bench.cycles`` (the bench's clocks since
+        reset: symbol times on the RTL's, DCU clocks of two symbol times on the netlist's).
     rc: the root complex; function: the endpoint's function as the root complex found it.
     msi_count: int
         MSIs received (the SoC's one vector).
     """
 
-    def __init__(self, bench: SoftEndpointBench) -> None:
+    def __init__(self, bench) -> None:
         self.bench = bench
         self.dut = bench.dut
         self.rc = bench.rc
@@ -75,7 +81,6 @@ class SoftSocHost:
         if silent:
             bench.silent = True
             getattr(dut, f"{PREFIX}receiver_detected").value = 0
-        host = cls(bench)
         try:
             await bench.until_dl_active(cycles=LINK_UP_SYMBOLS)
         except TimeoutError:
@@ -83,6 +88,13 @@ class SoftSocHost:
             micros = LINK_UP_SYMBOLS * SYMBOL_PERIOD * 1e6
             raise DeviceNotFound(f"link not up: LTSSM in {state} after {micros:.0f} µs") \
                 from None
+        return await cls.over(bench, mps=mps, mrrs=mrrs)
+
+    @classmethod
+    async def over(cls, bench, *, mps: int, mrrs: int) -> SoftSocHost:
+        """The host over ``bench``, whose link is up (DL_Active): enumerate, then as a driver
+        (see :meth:`start`)."""
+        host = cls(bench)
         await host.rc.enumerate(timeout=TIMEOUT_US, timeout_unit="us")
         host.enumerated_at = bench.cycles
         function = host.function = host.rc.find_device(ENDPOINT)
@@ -119,7 +131,8 @@ class SoftSocHost:
         return HostBuffer.alloc(self.rc, size)
 
     async def wait_cycles(self, cycles: int) -> None:
-        await ClockCycles(self.bench.clock, cycles)
+        """Let ``cycles`` link clocks pass (``bench.wait``)."""
+        await self.bench.wait(cycles)
 
     @staticmethod
     def now() -> float:
@@ -127,14 +140,15 @@ class SoftSocHost:
         return get_sim_time("ps") * 1e-12
 
     async def until_msi(self, count: int, *, cycles: int, step: int = 16) -> int:
-        """Wait (no bus traffic) until ``count`` MSIs have arrived; the symbol time then.
-        Raises ``TimeoutError`` after ``cycles``."""
+        """Wait (no bus traffic) until ``count`` MSIs have arrived; ``bench.cycles`` then.
+        Raises ``TimeoutError`` after ``cycles`` of them (looked at every ``step`` link
+        clocks)."""
         deadline = self.bench.cycles + cycles
         while self.msi_count < count:
             if self.bench.cycles > deadline:
-                raise TimeoutError(f"{self.msi_count} of {count} MSIs after {cycles} symbol "
-                                   "times")
-            await ClockCycles(self.bench.clock, step)
+                raise TimeoutError(f"{self.msi_count} of {count} MSIs after {cycles} bench "
+                                   "cycles")
+            await self.bench.wait(step)
         return self.bench.cycles
 
 
