@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from busprobe.gateware.pcie.soft.ltssm import GEN1_WORD_CLOCK_HZ
+
 __all__ = ["TOPLEVEL", "PREFIX", "LINK_CLOCK_HZ", "build_soft_soc_simulator",
            "soft_soc_sources"]
 
 TOPLEVEL = "busprobe_pcie_soft"
 #: The PHY pads' prefix in the top's port names.
 PREFIX = "pcie_soft_"
-#: ``sys_clk``: a word of four symbols a clock at 2.5 GT/s.
-LINK_CLOCK_HZ = 62.5e6
+#: ``sys_clk``: a word of four symbols a clock at 2.5 GT/s (the board's link clock too).
+LINK_CLOCK_HZ = GEN1_WORD_CLOCK_HZ
 
 
 def _make_phy(platform):
