@@ -12,6 +12,7 @@ from busprobe.protocol.pcie_symbols import (
     COMPLIANCE_PATTERN,
     EIOS,
     LOGICAL_IDLE,
+    RATE_2_5GT,
     SKP_ORDERED_SET,
     TS_LENGTH,
     KCode,
@@ -73,6 +74,11 @@ class RootPortPartner:
         found in L0, and supplies DLLPs where ``data_link`` says.
     ask_compliance: send Polling.Active's TS1s with Compliance Receive set (a test fixture
         asking the endpoint for its compliance pattern) until :meth:`end_compliance`.
+    rates: the data rate identifier its TSs carry (:data:`RATE_2_5GT` by default; a Gen2 root
+        port's is ``RATE_2_5GT | RATE_5GT``). The partner never changes speed itself: what
+        both ends offer is :attr:`common_rates`, for a test to judge.
+    lane: the lane number it proposes; a wide port whose lanes are reversed proposes its
+        highest lane number on the lane an x1 endpoint has.
     scrambled: what :meth:`step` takes and gives is on the wire, scrambled (§4.2.1.3, the
         reference :class:`~busprobe.protocol.pcie_scrambler.Scrambler` each way), as a real
         root port's is; off, both ends exchange unscrambled symbols.
@@ -81,8 +87,11 @@ class RootPortPartner:
     def __init__(self, *, link: int = 0, lane: int = 0, polling_ts1_min: int = 16,
                  silent: int = 0, skp_interval: int = 1200, data_link: bool = True,
                  ask_compliance: bool = False, scrambled: bool = False,
-                 dll: DataLinkLayer | None = None):
+                 rates: int = RATE_2_5GT, dll: DataLinkLayer | None = None):
         self.link, self.lane = link, lane
+        self.rates = rates
+        #: The data rate identifier of the endpoint's last TS (``None`` before one).
+        self.endpoint_rates: int | None = None
         self.polling_ts1_min = polling_ts1_min
         self.silent = silent
         self.skp_interval = skp_interval
@@ -194,7 +203,8 @@ class RootPortPartner:
         if ts_kind is not None:
             asking = self.ask_compliance and self.state == PartnerState.POLLING_ACTIVE
             control = TrainingControl.COMPLIANCE_RECEIVE if asking else TrainingControl.NONE
-            self._tx.extend(encode_ts(TrainingSet(ts_kind, link, lane, control=control)))
+            self._tx.extend(encode_ts(TrainingSet(ts_kind, link, lane, rate=self.rates,
+                                                  control=control)))
         elif self.state == PartnerState.L0 and self._outbox:
             self._tx.extend(self._outbox.popleft())
         elif (self.state == PartnerState.L0 and self.data_link
@@ -270,7 +280,13 @@ class RootPortPartner:
                 self.dll.on_packet(packet)
             self._packet = None
 
+    @property
+    def common_rates(self) -> int | None:
+        """The data rates both ends offer (a bit each, as in a TS), once the endpoint sent one."""
+        return None if self.endpoint_rates is None else self.rates & self.endpoint_rates
+
     def _on_ts(self, ts: TrainingSet) -> None:
+        self.endpoint_rates = ts.rate
         state, counts = self.state, self._counts
         pads = ts.link is None and ts.lane is None
         ours = ts.link == self.link and ts.lane == self.lane

@@ -1,10 +1,10 @@
 """The soft endpoint's link (four symbols a clock) against the symbol-level root port (Amaranth
 simulation): training from Detect to L0 (at a word every clock, and with clocks between words),
-an inverted lane found in Polling, Polling.Compliance when the root port is late or asks for
-it, Recovery started from either side, no receiver, a root port that goes away, and packets
-both ways in L0 with SKP ordered sets and odd idle runs on the link. The LTSSM's timeouts and
-Polling.Active's TS1 count are scaled down (:data:`SIM_TIMING`, in clocks); the state machine
-and every ordered set are as in the spec."""
+at x1 Gen1 behind a Gen2 x4 root port, an inverted lane found in Polling, Polling.Compliance
+when the root port is late or asks for it, Recovery started from either side, no receiver, a
+root port that goes away, and packets both ways in L0 with SKP ordered sets and odd idle runs
+on the link. The LTSSM's timeouts and Polling.Active's TS1 count are scaled down
+(:data:`SIM_TIMING`, in clocks); the state machine and every ordered set are as in the spec."""
 
 import random
 
@@ -13,7 +13,7 @@ from busprobe.gateware.pcie.soft.soft_link import SoftLink
 from busprobe.gateware.pcie.soft.word_deframer import TlpStatus
 from busprobe.protocol.pcie_dll import DllpType, ack_dllp, fc_dllp, frame_tlp
 from busprobe.protocol.pcie_ltssm import LinkSpeed, LinkStatus, LtssmState, unpack_link_status
-from busprobe.protocol.pcie_symbols import KCode
+from busprobe.protocol.pcie_symbols import RATE_2_5GT, RATE_5GT, KCode
 from busprobe.sim.pcie.symbol.amaranth_bench import SIM_TIMING, send_dllp, send_tlps, simulate
 from busprobe.sim.pcie.symbol.partner import PartnerState, RootPortPartner
 from busprobe.sim.pcie.symbol.word_exchange import GEN1_PACE, SPARSE_PACE, WordExchange
@@ -33,7 +33,8 @@ class Bench:
                  **partner_options):
         self.link = SoftLink(timing=SIM_TIMING)
         # The link alone: the partner sends only what a test asks for (no InitFC).
-        self.partner = RootPortPartner(link=5, lane=0, data_link=False, **partner_options)
+        self.partner = RootPortPartner(**{"link": 5, "lane": 0, "data_link": False,
+                                          **partner_options})
         self.exchange = WordExchange(self.link, self.partner, pace=pace,
                                      inverted_lane=inverted_lane)
         self.states: list[LtssmState] = []
@@ -101,6 +102,28 @@ def test_the_word_link_trains_from_detect_to_l0_with_the_root_ports_link_number(
     assert result["status"] == LinkStatus(LtssmState.L0, link_up=True, width=1,
                                           speed=LinkSpeed.GEN1, link_number=5, lane_number=0)
     assert result["cycles"] < 8000 and bench.events["bad_symbol"] == 0
+
+
+@pytest.mark.parametrize("lane", [0, 3])
+def test_a_wider_faster_root_port_trains_the_endpoint_at_x1_gen1_which_is_all_it_offers(lane):
+    # A Gen2 x4 root port: it offers 2.5 and 5.0 GT/s in every TS, and proposes lane 3 on the
+    # endpoint's lane when its lanes are reversed. The endpoint offers 2.5 GT/s only, so the
+    # rates in common leave no speed change to ask for, and it reports what it trained.
+    result = {}
+
+    async def script(bench):
+        result["cycles"] = await bench.run(8000, until=bench.l0)
+        await bench.run(200)
+        result["status"] = unpack_link_status(bench.ctx.get(bench.link.status.as_value()))
+
+    bench = Bench(rates=RATE_2_5GT | RATE_5GT, lane=lane)
+    bench.simulate(script)
+    assert bench.states == TRAINED and result["cycles"] < 8000
+    assert result["status"] == LinkStatus(LtssmState.L0, link_up=True, width=1,
+                                          speed=LinkSpeed.GEN1, link_number=5,
+                                          lane_number=lane)
+    assert (bench.partner.endpoint_rates, bench.partner.common_rates) == \
+        (RATE_2_5GT, RATE_2_5GT)
 
 
 def test_an_inverted_lane_is_found_in_polling_and_the_link_trains():
