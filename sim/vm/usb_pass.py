@@ -38,7 +38,7 @@ from .usbtest import build_helper, case_lines, guest_settings
 
 __all__ = ["run_usb_pass", "UsbPass", "CONTROLLERS", "SELECTOR", "SS_SELECTOR",
            "STORAGE_SELECTOR", "STORAGE_CONTROLLER", "SS_STORAGE_SELECTOR", "PAIR_SELECTOR",
-           "PAIR_CONTROLLER"]
+           "PAIR_CONTROLLER", "busprobe_command"]
 
 #: Controller kind -> (QEMU device, the guest driver that must bind it).
 CONTROLLERS = {"xhci": ("qemu-xhci", "xhci_hcd"), "ehci": ("usb-ehci", "ehci-pci")}
@@ -99,7 +99,9 @@ class UsbPass:
         return lines[0][len(step) + 1:] if lines else None
 
 
-def _busprobe_command() -> Path:
+def busprobe_command() -> Path:
+    """The ``busprobe`` console script of this interpreter's environment, as the guest runs it
+    (the guest's root is this machine's)."""
     script = Path(sys.executable).parent / "busprobe"
     if not script.is_file():
         raise RuntimeError(f"no busprobe console script beside {sys.executable}")
@@ -134,7 +136,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
     exporter = Exporter(out / "exporter.log")
     superspeed = Exporter(out / "exporter-ss.log", selector="sim:usb3", name="busprobe-ss") \
         if controller == "xhci" else None
-    settings = {"BUSPROBE": str(_busprobe_command()), "RULE": str(udev_rule_path()),
+    settings = {"BUSPROBE": str(busprobe_command()), "RULE": str(udev_rule_path()),
                 "SELECTOR": f"{SELECTOR}#{usb2.SERIAL}",
                 **guest_settings(kernel, build_helper(root / "tools"))}
     if superspeed is not None:

@@ -4,7 +4,11 @@
 # quirk, sim/vm/initramfs.py), lsblk shows it and busprobe sweeps it as block:/dev/sdX; then
 # the quirk is dropped and the interface probed again, and uas drives alternate 1 with bulk
 # streams (QEMU's xHCI allocates them, the export relays them). Its figures are QEMU's emulated
-# controller's. The host unplugs it again at ss-storage-done.
+# controller's. The host unplugs it again at ss-storage-done. SS_BOT_POINTS and SS_UAS_POINTS
+# (guest.env) give the two sweeps' lengths and queue depths: the USB pass's few by default, the
+# bench's ladder (sim/vm/ladder_pass.py) in full.
+SS_BOT_POINTS=${SS_BOT_POINTS:---lengths 128K --queue-depth 1}
+SS_UAS_POINTS=${SS_UAS_POINTS:---lengths 4K,64K --queue-depth 1,4}
 mark ss-storage-plug
 SS_DISK=$(busprobe_disk)
 SS_SYS=/sys/block/${SS_DISK#/dev/}
@@ -14,7 +18,7 @@ mark "ss-storage-disk ${SS_DISK:-none} driver=$(basename "$(readlink "$SS_IFACE/
     "max_sectors_kb=$(cat "$SS_SYS/queue/max_sectors_kb" 2>/dev/null)"
 run ss-storage-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO "$SS_DISK"
 run ss-storage-sweep "$BUSPROBE" sweep --device "block:$SS_DISK" --direction both \
-    --lengths 128K --queue-depth 1 --min-bytes 1 --no-progress \
+    $SS_BOT_POINTS --min-bytes 1 --no-progress \
     --json "$OUT/ss-storage-sweep.json"
 # The same disk through uas at 5000M, in the same boot.
 SS_IFN=${SS_IFACE##*/}
@@ -30,7 +34,7 @@ mark "ss-uas-disk ${SS_UAS_DISK:-none}" \
 dmesg | grep -iE 'uas|stream' | tail -n 6 | while read -r line; do mark "ss-uas-dmesg $line"; done
 run ss-uas-lsusb lsusb -t
 run ss-uas-sweep "$BUSPROBE" sweep --device "block:$SS_UAS_DISK" --direction both \
-    --lengths 4K,64K --queue-depth 1,4 --min-bytes 1 --no-progress \
+    $SS_UAS_POINTS --min-bytes 1 --no-progress \
     --json "$OUT/ss-uas-sweep.json"
 # An opcode the disk does not have: CHECK CONDITION on the tag's status stream; then it works.
 run ss-uas-bad-opcode sg_raw -v "$SS_UAS_DISK" 0e 00 00 00 00 00

@@ -1,0 +1,82 @@
+"""The SuperSpeed null disk's BOT-against-UAS ladder through a real kernel (``make bench``).
+
+:func:`run_ss_ladder_pass` boots the pinned kernel with ``qemu-xhci`` and nothing on it but a
+late plug; the guest (``guest/ss_ladder_checks.sh``) asks for the disk, the harness starts
+``busprobe sim serve`` on ``sim:usb3?design=storage`` and plugs it in, and the guest runs the
+USB pass's SuperSpeed storage checks (``guest/ss_storage_checks.sh``) with the founding
+documents' ladder: 4 KiB and 2 MiB blocks at queue depth 1, 4 and 8 both ways, through
+``usb-storage`` on alternate 0 (BOT: the initramfs's IGNORE_UAS quirk) and then through ``uas``
+on alternate 1 with bulk streams. At QEMU's emulated pace (the simulator behind it moves
+~0.1-0.3 MB/s) the ladder takes minutes, which is why it is a bench and not part of the USB pass.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from importlib import resources
+from pathlib import Path
+
+from busprobe.build_cache import build_root
+
+from .exporter import Exporter
+from .initramfs import build_initramfs
+from .kernel import fetch_kernel
+from .late_plug import LatePlug
+from .qemu import Machine, boot
+from .usb_pass import CONTROLLERS, SS_STORAGE_SELECTOR, UsbPass, busprobe_command
+from .usbtest import build_helper, guest_settings
+
+__all__ = ["run_ss_ladder_pass", "LADDER_LENGTHS", "LADDER_QUEUE_DEPTHS"]
+
+#: The founding documents' IOmeter ladder (block sizes, queue depths).
+LADDER_LENGTHS = ("4K", "2M")
+LADDER_QUEUE_DEPTHS = (1, 4, 8)
+
+
+def run_ss_ladder_pass(*, timeout: float = 3600.0) -> UsbPass:
+    """Boot a guest behind ``qemu-xhci``, plug in the SuperSpeed null disk and sweep the ladder
+    through ``usb-storage`` (BOT) and then ``uas``; what the guest showed is a :class:`UsbPass`
+    (``result("ss-storage-sweep")``, ``result("ss-uas-sweep")``)."""
+    device, driver = CONTROLLERS["xhci"]
+    root = build_root() / "vm"
+    kernel = fetch_kernel()
+    initramfs = build_initramfs(kernel, root / "initramfs")
+    out = root / "runs" / "ss-ladder"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    points = (f"--lengths {','.join(LADDER_LENGTHS)} "
+              f"--queue-depth {','.join(map(str, LADDER_QUEUE_DEPTHS))}")
+    settings = {"BUSPROBE": str(busprobe_command()), "SS_BOT_POINTS": points,
+                "SS_UAS_POINTS": points, **guest_settings(kernel, build_helper(root / "tools"))}
+    (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
+                                           for key, value in settings.items()))
+    plug = LatePlug("busprobe-ss-disk")
+    disk: list[Exporter] = []
+    times: list[float] = []
+
+    def on_mark(line: str) -> None:
+        if line == "ss-storage-plug":
+            times.append(time.monotonic())
+            disk.append(Exporter(out / "exporter-ss-storage.log", selector=SS_STORAGE_SELECTOR,
+                                 name="busprobe-ss-disk"))
+            assert disk[0].port is not None
+            plug.plug(disk[0].port)
+        elif line == "ss-storage-done" and disk:
+            times.append(time.monotonic())
+            disk[0].stop()
+
+    script = Path(str(resources.files("busprobe.sim.vm.guest") / "ss_ladder_checks.sh"))
+    machine = Machine(kernel.image, initramfs, script, out,
+                      devices=["-device", f"{device},id=hc", *plug.qemu_args("hc.0")])
+    status = None
+    try:
+        result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
+    finally:
+        if disk:
+            status = disk[0].stop()
+        plug.close()
+    log = disk[0].log_path if disk else out / "exporter-ss-storage.log"
+    return UsbPass("xhci", driver, result, out, log, status, False,
+                   ss_storage=disk[0] if disk else None,
+                   ss_storage_seconds=times[1] - times[0] if len(times) == 2 else None)
