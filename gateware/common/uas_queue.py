@@ -207,7 +207,13 @@ class UasTaskSet(wiring.Component):
                     decoded.bad_tag.eq(tag_bad)]
                 m.next = "DECIDE"
             with m.State("DECIDE"):
-                with m.If(took | take.any()):
+                # A take since LOOKUP moved a slot from queued to running: that changes nothing
+                # a COMMAND IU is judged by (a tag outstanding either way, the same free
+                # slots), only an ABORT TASK's answer, so only that looks up again (and a
+                # command's store does not wait on the engine's ``take``: an ss timing path on
+                # ECPIX-5).
+                retake = (took | take.any()) & decoded.task & decoded.abort & ~decoded.lun_bad
+                with m.If(retake):
                     m.next = "LOOKUP"
                 # A reply may be needed: one place must be free.
                 with m.Elif(count < REPLIES_DEPTH):
@@ -267,15 +273,28 @@ class UasTaskSet(wiring.Component):
         later = Signal(depth)
         m.d.comb += later.eq(queued & after)
         any_later, first_later = first_set(m, later, name="later")
-        _, first_queued = first_set(m, queued, name="queued")
+        any_queued, first_queued = first_set(m, queued, name="queued")
         chosen = Signal(range(depth))
         m.d.comb += chosen.eq(Mux(any_later, first_later, first_queued))
+        # The choice is registered (with its slot as a one-hot mask), and whether the current
+        # slot is still queued is a flip-flop kept from the slots' next state: no 32-way
+        # multiplexer of ``queued`` by ``current`` sits before the engine's ``take`` (the
+        # ECPIX-5 default seed's ss path after the trees, 117.87 MHz). The choice is a cycle
+        # old when taken; a slot aborted since is caught in LOAD, as one aborted during it is.
+        chosen_r, chosen_any = Signal(range(depth)), Signal()
+        chosen_mask, current_mask = Signal(depth), Signal(depth)
+        sync += [chosen_r.eq(chosen), chosen_any.eq(any_queued),
+                 chosen_mask.eq(Cat(*(chosen == i for i in range(depth))))]
         current = Signal(range(depth))
+        current_queued = Signal()
+        next_mask, queued_next = Signal(depth), Signal(depth)
+        m.d.comb += next_mask.eq(current_mask)
         loaded = Signal(range(beats_per_cdb + 1))
         with m.FSM(domain="usb", name="select"):
             with m.State("SELECT"):
-                with m.If(queued.any()):
-                    sync += [current.eq(chosen), loaded.eq(0)]
+                with m.If(chosen_any):
+                    sync += [current.eq(chosen_r), loaded.eq(0)]
+                    m.d.comb += next_mask.eq(chosen_mask)
                     m.next = "LOAD"
             with m.State("LOAD"):
                 # Read the slot's CDB a beat a cycle (the RAM answers a cycle later).
@@ -284,18 +303,18 @@ class UasTaskSet(wiring.Component):
                 with m.If(loaded != 0):
                     beat = (loaded - 1)[:max(1, (beats_per_cdb - 1).bit_length())]
                     sync += self.cdb.word_select(beat, 8 * width).eq(read.data)
-                with m.If(~queued.bit_select(current, 1)):
-                    m.next = "SELECT"  # aborted while it loaded
+                with m.If(~current_queued):
+                    m.next = "SELECT"  # aborted while it loaded (or before)
                 with m.Elif(loaded == beats_per_cdb):
                     m.next = "READY"
             with m.State("READY"):
-                m.d.comb += [self.command_valid.eq(queued.bit_select(current, 1)),
+                m.d.comb += [self.command_valid.eq(current_queued),
                              self.tag.eq(Cat(*tags).word_select(current, 16)),
                              self.lun_bad.eq(lun_bad.bit_select(current, 1))]
-                with m.If(~queued.bit_select(current, 1)):
+                with m.If(~current_queued):
                     m.next = "SELECT"
                 with m.Elif(self.take):
-                    m.d.comb += take.bit_select(current, 1).eq(1)
+                    m.d.comb += take.eq(current_mask)
                     # The slots above ``current``, or all of them after the last.
                     sync += after.eq(Mux(current == depth - 1, (1 << depth) - 1,
                                          Const((1 << depth) - 2, depth) << current))
@@ -304,10 +323,14 @@ class UasTaskSet(wiring.Component):
                 m.d.comb += [self.tag.eq(Cat(*tags).word_select(current, 16)),
                              self.lun_bad.eq(lun_bad.bit_select(current, 1))]
                 with m.If(self.done):
-                    m.d.comb += finish.bit_select(current, 1).eq(1)
+                    m.d.comb += finish.eq(current_mask)
                     m.next = "SELECT"
 
-        sync += [queued.eq((queued | enqueue) & ~dequeue & ~take),
+        # ``current_queued`` needs no ``take``: the slot taken is the current one, and it is
+        # looked at again only after SELECT has chosen another.
+        m.d.comb += queued_next.eq((queued | enqueue) & ~dequeue)
+        sync += [current_mask.eq(next_mask), current_queued.eq((queued_next & next_mask).any())]
+        sync += [queued.eq(queued_next & ~take),
                  running.eq((running | take) & ~finish)]
         sync += took.eq(take.any())
         # Commands in the slots: one in with each stored, one out with each done or aborted; a
