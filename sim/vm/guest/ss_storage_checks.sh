@@ -9,6 +9,11 @@
 # bench's ladder (sim/vm/ladder_pass.py) in full.
 SS_BOT_POINTS=${SS_BOT_POINTS:---lengths 128K --queue-depth 1}
 SS_UAS_POINTS=${SS_UAS_POINTS:---lengths 4K,64K --queue-depth 1,4}
+# SS_SCSI_TIMEOUT (seconds, guest.env): the SCSI layer's command timeout for the disk. Its 30 s
+# assume a real link; here the simulator moves ~0.2 MB/s, so eight queued 2 MiB reads (16
+# commands, each timed from its submission) outlast it, and uas aborts them and resets the
+# device: the ladder sets it longer.
+scsi_timeout() { if [ -n "$SS_SCSI_TIMEOUT" ]; then echo "$SS_SCSI_TIMEOUT" > "$1/device/timeout"; fi; }
 mark ss-storage-plug
 SS_DISK=$(busprobe_disk)
 SS_SYS=/sys/block/${SS_DISK#/dev/}
@@ -16,6 +21,7 @@ SS_IFACE=$(readlink -f "$SS_SYS/device/../../..")  # 0:0:0:0 -> target -> host -
 mark "ss-storage-disk ${SS_DISK:-none} driver=$(basename "$(readlink "$SS_IFACE/driver")")" \
     "speed=$(cat "$SS_IFACE/../speed" 2>/dev/null)" \
     "max_sectors_kb=$(cat "$SS_SYS/queue/max_sectors_kb" 2>/dev/null)"
+scsi_timeout "$SS_SYS"
 run ss-storage-lsblk lsblk --bytes --nodeps --output NAME,SIZE,VENDOR,MODEL,RO "$SS_DISK"
 run ss-storage-sweep "$BUSPROBE" sweep --device "block:$SS_DISK" --direction both \
     $SS_BOT_POINTS --min-bytes 1 --no-progress \
@@ -27,6 +33,7 @@ echo "$SS_IFN" > /sys/bus/usb/drivers/usb-storage/unbind
 echo "$SS_IFN" > /sys/bus/usb/drivers_probe
 SS_UAS_DISK=$(busprobe_disk)
 SS_UAS_SYS=/sys/block/${SS_UAS_DISK#/dev/}
+scsi_timeout "$SS_UAS_SYS"
 mark "ss-uas-disk ${SS_UAS_DISK:-none}" \
     "driver=$(basename "$(readlink "/sys/bus/usb/devices/$SS_IFN/driver")")" \
     "speed=$(cat "/sys/bus/usb/devices/$SS_IFN/../speed" 2>/dev/null)" \
