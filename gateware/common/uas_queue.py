@@ -179,7 +179,8 @@ class UasTaskSet(wiring.Component):
         else:
             tag_bad = (iu_tag == 0) | (iu_tag > self._max_tag)
 
-        with m.FSM(domain="usb", name="ingest"):
+        abort_deciding = Signal()
+        with m.FSM(domain="usb", name="ingest") as ingest:
             with m.State("RECEIVE"):
                 m.d.comb += self.packets.ready.eq(1)
                 beat = self.packets.payload.data
@@ -209,10 +210,11 @@ class UasTaskSet(wiring.Component):
             with m.State("DECIDE"):
                 # A take since LOOKUP moved a slot from queued to running: that changes nothing
                 # a COMMAND IU is judged by (a tag outstanding either way, the same free
-                # slots), only an ABORT TASK's answer, so only that looks up again (and a
-                # command's store does not wait on the engine's ``take``: an ss timing path on
-                # ECPIX-5).
-                retake = (took | take.any()) & decoded.task & decoded.abort & ~decoded.lun_bad
+                # slots), only an ABORT TASK's answer, so only that looks up again. No take
+                # happens while an abort is decided (``abort_deciding`` holds the engine off),
+                # so this is from flip-flops: neither a command's store nor the slots' next
+                # state waits on the engine's ``take`` (ss timing paths on ECPIX-5).
+                retake = took & decoded.task & decoded.abort & ~decoded.lun_bad
                 with m.If(retake):
                     m.next = "LOOKUP"
                 # A reply may be needed: one place must be free.
@@ -281,6 +283,7 @@ class UasTaskSet(wiring.Component):
         # multiplexer of ``queued`` by ``current`` sits before the engine's ``take`` (the
         # ECPIX-5 default seed's ss path after the trees, 117.87 MHz). The choice is a cycle
         # old when taken; a slot aborted since is caught in LOAD, as one aborted during it is.
+        m.d.comb += abort_deciding.eq(ingest.ongoing("DECIDE") & decoded.task & decoded.abort)
         chosen_r, chosen_any = Signal(range(depth)), Signal()
         chosen_mask, current_mask = Signal(depth), Signal(depth)
         sync += [chosen_r.eq(chosen), chosen_any.eq(any_queued),
@@ -308,12 +311,12 @@ class UasTaskSet(wiring.Component):
                 with m.Elif(loaded == beats_per_cdb):
                     m.next = "READY"
             with m.State("READY"):
-                m.d.comb += [self.command_valid.eq(current_queued),
+                m.d.comb += [self.command_valid.eq(current_queued & ~abort_deciding),
                              self.tag.eq(Cat(*tags).word_select(current, 16)),
                              self.lun_bad.eq(lun_bad.bit_select(current, 1))]
                 with m.If(~current_queued):
                     m.next = "SELECT"
-                with m.Elif(self.take):
+                with m.Elif(self.take & ~abort_deciding):
                     m.d.comb += take.eq(current_mask)
                     # The slots above ``current``, or all of them after the last.
                     sync += after.eq(Mux(current == depth - 1, (1 << depth) - 1,
