@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
 from busprobe.protocol import usb2
 
-from .kernel import GuestKernel, VmUnavailable
+from .kernel import GuestKernel, VmUnavailable, fetch_kernel
 
 __all__ = ["build_initramfs", "module_order", "newc_archive", "GUEST_MODULES", "MODULE_PARAMETERS",
            "MARK"]
@@ -140,3 +141,16 @@ def build_initramfs(kernel: GuestKernel, folder: Path) -> Path:
         partial.replace(path)
     return path
 
+
+def prepare_guest(run: str) -> tuple[GuestKernel, Path, Path]:
+    """``(kernel, initramfs, out)`` for a guest boot named ``run``: the pinned kernel, its
+    initramfs, and the run's output folder under the build root's ``vm/runs``, emptied."""
+    from busprobe.build_cache import build_root
+
+    root = build_root() / "vm"
+    kernel = fetch_kernel()
+    initramfs = build_initramfs(kernel, root / "initramfs")
+    out = root / "runs" / run
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    return kernel, initramfs, out

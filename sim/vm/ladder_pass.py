@@ -12,7 +12,6 @@ on alternate 1 with bulk streams. At QEMU's emulated pace (the simulator behind 
 
 from __future__ import annotations
 
-import shutil
 import time
 from importlib import resources
 from pathlib import Path
@@ -20,8 +19,7 @@ from pathlib import Path
 from busprobe.build_cache import build_root
 
 from .exporter import Exporter
-from .initramfs import build_initramfs
-from .kernel import fetch_kernel
+from .initramfs import prepare_guest
 from .late_plug import LatePlug
 from .qemu import Machine, boot
 from .usb_pass import CONTROLLERS, SS_STORAGE_SELECTOR, UsbPass, busprobe_command
@@ -43,19 +41,14 @@ def run_ss_ladder_pass(*, timeout: float = 3600.0) -> UsbPass:
     through ``usb-storage`` (BOT) and then ``uas``; what the guest showed is a :class:`UsbPass`
     (``result("ss-storage-sweep")``, ``result("ss-uas-sweep")``)."""
     device, driver = CONTROLLERS["xhci"]
-    root = build_root() / "vm"
-    kernel = fetch_kernel()
-    initramfs = build_initramfs(kernel, root / "initramfs")
-    out = root / "runs" / "ss-ladder"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    kernel, initramfs, out = prepare_guest("ss-ladder")
     # As few transfers a repeat as the queue depth allows: at the emulator's pace a 2 MiB
     # point is seconds a transfer.
     points = (f"--lengths {','.join(LADDER_LENGTHS)} "
               f"--queue-depth {','.join(map(str, LADDER_QUEUE_DEPTHS))} --min-transfers 1")
     settings = {"BUSPROBE": str(busprobe_command()), "SS_BOT_POINTS": points,
                 "SS_UAS_POINTS": points, "SS_SCSI_TIMEOUT": str(SCSI_TIMEOUT_SECONDS),
-                **guest_settings(kernel, build_helper(root / "tools"))}
+                **guest_settings(kernel, build_helper(build_root() / "vm" / "tools"))}
     (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
                                            for key, value in settings.items()))
     plug = LatePlug("busprobe-ss-disk")

@@ -10,16 +10,12 @@ a sweep of a second endpoint whose BAR0 is smaller than busprobe's (QEMU's ``vmx
 
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from busprobe.build_cache import build_root
-
-from .initramfs import build_initramfs
-from .kernel import fetch_kernel
+from .initramfs import prepare_guest
 from .qemu import Boot, Machine, boot
 
 __all__ = ["run_pcie_pass", "PciePass", "ENDPOINT", "SMALL_BAR_ENDPOINT", "ROOT_PORT_DEVICES"]
@@ -51,12 +47,7 @@ class PciePass:
 
 def run_pcie_pass(*, timeout: float = 240.0) -> PciePass:
     """Boot the q35 guest and run the PCIe checks."""
-    root = build_root() / "vm"
-    kernel = fetch_kernel()
-    initramfs = build_initramfs(kernel, root / "initramfs")
-    out = root / "runs" / "pcie"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    kernel, initramfs, out = prepare_guest("pcie")
     python = Path(sys.executable)
     (out / "guest.env").write_text(f"BUSPROBE={python.parent / 'busprobe'}\nPYTHON={python}\n"
                                    f"BDF={ENDPOINT}\nSMALL_BAR_BDF={SMALL_BAR_ENDPOINT}\n")

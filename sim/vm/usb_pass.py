@@ -17,7 +17,6 @@ printed and wrote is in :class:`UsbPass`.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -30,8 +29,7 @@ from busprobe.build_cache import build_root
 from busprobe.protocol import usb2, usb3
 
 from .exporter import Exporter
-from .initramfs import build_initramfs
-from .kernel import fetch_kernel
+from .initramfs import prepare_guest
 from .late_plug import LatePlug
 from .qemu import Boot, Machine, boot
 from .usbtest import build_helper, case_lines, guest_settings
@@ -125,12 +123,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
     """Boot a guest with the exported device behind ``controller`` (``xhci``/``ehci``); behind
     xHCI the SuperSpeed device is exported too, on the controller's SuperSpeed ports."""
     device, driver = CONTROLLERS[controller]
-    root = build_root() / "vm"
-    kernel = fetch_kernel()
-    initramfs = build_initramfs(kernel, root / "initramfs")
-    out = root / "runs" / f"usb-{controller}"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    kernel, initramfs, out = prepare_guest(f"usb-{controller}")
     (out / "user").mkdir(mode=0o777)  # the guest's user who is not root writes here
     (out / "user").chmod(0o777)
     exporter = Exporter(out / "exporter.log")
@@ -138,7 +131,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         if controller == "xhci" else None
     settings = {"BUSPROBE": str(busprobe_command()), "RULE": str(udev_rule_path()),
                 "SELECTOR": f"{SELECTOR}#{usb2.SERIAL}",
-                **guest_settings(kernel, build_helper(root / "tools"))}
+                **guest_settings(kernel, build_helper(build_root() / "vm" / "tools"))}
     if superspeed is not None:
         settings["SS_SELECTOR"] = SS_SELECTOR
         settings["SS_STORAGE"] = "1"

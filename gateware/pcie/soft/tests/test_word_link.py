@@ -87,8 +87,9 @@ class Bench:
         simulate(self.link, testbench, *([sender] if endpoint_sends is not None else []))
 
 
-@pytest.mark.parametrize("pace", [GEN1_PACE, SPARSE_PACE])
-def test_the_word_link_trains_from_detect_to_l0_with_the_root_ports_link_number(pace):
+def trained(**options) -> tuple[Bench, dict]:
+    """A bench (``options``) run from reset to L0 and on a little: its cycles to L0 and the
+    link status then."""
     result = {}
 
     async def script(bench):
@@ -96,8 +97,14 @@ def test_the_word_link_trains_from_detect_to_l0_with_the_root_ports_link_number(
         await bench.run(50)
         result["status"] = unpack_link_status(bench.ctx.get(bench.link.status.as_value()))
 
-    bench = Bench(pace=pace)
+    bench = Bench(**options)
     bench.simulate(script)
+    return bench, result
+
+
+@pytest.mark.parametrize("pace", [GEN1_PACE, SPARSE_PACE])
+def test_the_word_link_trains_from_detect_to_l0_with_the_root_ports_link_number(pace):
+    bench, result = trained(pace=pace)
     assert bench.states == TRAINED
     assert result["status"] == LinkStatus(LtssmState.L0, link_up=True, width=1,
                                           speed=LinkSpeed.GEN1, link_number=5, lane_number=0)
@@ -109,15 +116,7 @@ def test_a_wider_faster_root_port_trains_the_endpoint_at_x1_gen1_which_is_all_it
     # A Gen2 x4 root port: it offers 2.5 and 5.0 GT/s in every TS, and proposes lane 3 on the
     # endpoint's lane when its lanes are reversed. The endpoint offers 2.5 GT/s only, so the
     # rates in common leave no speed change to ask for, and it reports what it trained.
-    result = {}
-
-    async def script(bench):
-        result["cycles"] = await bench.run(8000, until=bench.l0)
-        await bench.run(200)
-        result["status"] = unpack_link_status(bench.ctx.get(bench.link.status.as_value()))
-
-    bench = Bench(rates=RATE_2_5GT | RATE_5GT, lane=lane)
-    bench.simulate(script)
+    bench, result = trained(rates=RATE_2_5GT | RATE_5GT, lane=lane)
     assert bench.states == TRAINED and result["cycles"] < 8000
     assert result["status"] == LinkStatus(LtssmState.L0, link_up=True, width=1,
                                           speed=LinkSpeed.GEN1, link_number=5,
