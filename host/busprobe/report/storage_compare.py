@@ -122,6 +122,14 @@ def behind_line(bot_doc: dict[str, Any], uas_doc: dict[str, Any]) -> str | None:
     direction, length, depth = max(common, key=lambda k: (k[1], k[2], k[0] in incoming))
     bot, uas = bot_points[(direction, length, depth)], uas_points[(direction, length, depth)]
     extra = (bot_doc.get("bus") or {}).get("extra") or {}
+    if bot >= uas:
+        # Then the turnarounds are not what paces either run: say so rather than explain a gap
+        # the wrong way round (through an emulator its own pace decides both).
+        pace = (f"{extra['emulated_controller']}'s pace" if extra.get("emulated_controller")
+                else "something other than the host's turnarounds")
+        return (f"BOT is not behind UAS here ({(bot / uas - 1) * 100:.1f} % ahead, {direction} "
+                f"{format_size(length)} at queue depth {depth}): {pace} decides both runs, "
+                "not BOT's turnaround per command.")
     max_kb = extra.get("max_sectors_kb") or 120
     commands = -(-length // (int(max_kb) * 1024))
     profile = (bot_doc.get("bus") or {}).get("host_profile") or "?"

@@ -32,3 +32,43 @@ def test_superspeed_runs_of_another_host_or_device_do_not_pair():
     other_host = Run("B", "u.json", _doc("uas", [("in", 4096, 1, 150e6)], profile="ideal"))
     other_disk = Run("C", "v.json", _doc("uas", [("in", 4096, 1, 150e6)], device="sim:usb3"))
     assert storage_sections([bot, other_host, other_disk]) == []
+
+
+def _vm_doc(protocol, throughput):
+    """A guest's block sweep of the disk at 5000M behind QEMU's xHCI (the VM ladder)."""
+    return {"device": "block:/dev/sda",
+            "bus": {"kind": "usb-storage", "speed": "super", "protocol": protocol,
+                    "host_profile": "xhci", "extra": {"driver": "usb-storage",
+                                                      "controller_driver": "xhci_hcd",
+                                                      "emulated_controller": "qemu xhci_hcd",
+                                                      "max_sectors_kb": 1024}},
+            "points": [{"direction": "read", "length": 2 << 20, "queue_depth": 8,
+                        "throughput": throughput, "errors": 0}]}
+
+
+def test_an_emulated_run_where_bot_is_not_behind_says_the_emulator_paces_both(tmp_path):
+    bot = Run("A", "bot.json", _vm_doc("bot", 0.18e6))
+    uas = Run("B", "uas.json", _vm_doc("uas", 0.17e6))
+    ((_, rows, notes),) = storage_sections([bot, uas])
+    assert rows[1][5] == "-5.9 %"
+    assert notes[0].startswith("BOT is not behind UAS here (5.9 % ahead")
+    assert "qemu xhci_hcd's pace decides both runs" in notes[0]
+    assert "the figures are the emulator's" in notes[1]
+
+
+def test_compare_of_the_vm_ladders_prints_every_point_without_a_model(capsys):
+    # The VM ladder's two result documents (2026-12-03, QEMU 7.2 guest, kernel 6.1): there is
+    # no usb-storage model at SuperSpeed yet, so compare keeps the stored verdicts, no
+    # traceback, and pairs the runs point by point.
+    from pathlib import Path
+
+    from busprobe.cli import main
+
+    fixtures = Path(__file__).parent / "fixtures"
+    assert main(["compare", str(fixtures / "vm-ss-ladder-bot.json"),
+                 str(fixtures / "vm-ss-ladder-uas.json")]) == 0
+    out = capsys.readouterr().out
+    assert "BOT vs UAS, A (usb-storage) vs B (uas)" in out
+    assert sum(line.split()[:1] in (["read"], ["write"]) and len(line.split()) > 5
+               for line in out.splitlines()) >= 12
+    assert "the figures are the emulator's" in out
