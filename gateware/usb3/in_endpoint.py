@@ -338,10 +338,7 @@ class BurstInEndpoint(wiring.Component):
                        burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1))]
             with m.If(eob):
                 m.d.ss += waiting.eq(1)
-        # In SEND the buffer is offered a word every cycle (``tx.valid`` is never 0 there) and
-        # outside it none: the state, not ``tx.valid``'s multiplexer, says so (that multiplexer
-        # into ``hold`` was the ECPIX-5 default seed's ss path, 119.50 MHz of 125).
-        idle = ~fsm.ongoing("SEND") & ~draining & ~done
+        idle = ~fsm.ongoing("SEND") & ~draining & ~done  # tx.valid != 0 exactly in SEND
         with m.If(rewind & idle):
             m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
         # A restart (or SET_CONFIGURATION) moves the sequence numbers too: the registered
