@@ -1,9 +1,9 @@
 """The ``usb3-ss`` bus's ceiling by framing (:attr:`BusDescription.protocol`).
 
 Streams and Bulk-Only Transport are :func:`.usb3.usb3_ceiling`'s; the null disk's UAS with bulk
-streams (``sweep --protocol uas``, one command per transfer) is :func:`.usb3_uas.uas_ceiling`,
-which builds on :mod:`.usb3`'s terms, so the choice is made here, above both (as
-:mod:`.usb2_framings` makes it for ``usb2-hs``).
+streams (``sweep --protocol uas``, one command per transfer) is
+:func:`.usb3_uas_ceiling.uas_ceiling`, which builds on :mod:`.usb3`'s terms, so the choice is
+made here, above both (as :mod:`.usb2_framings` makes it for ``usb2-hs``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ..protocol.names import Framing
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3 import usb3_ceiling
-from .usb3_uas import uas_ceiling
+from .usb3_uas_ceiling import uas_ceiling
 
 __all__ = ["usb3_ss_ceiling"]
 

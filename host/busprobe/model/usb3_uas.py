@@ -51,23 +51,21 @@ from dataclasses import dataclass
 
 from ..protocol import uas
 from ..protocol.names import Direction
-from ..transport import BusDescription
-from .ceiling_type import Ceiling
 from .usb3 import (
     DEVICE_RESPONSE_CYCLES,
     DP_OVERHEAD,
     DPH_BYTES,
     DPP_OVERHEAD,
+    LINK_COMMANDS_PER_TP,
     PIPE_CLOCK_HZ,
     SS_RATE,
     TP_BYTES,
-    usb3_link,
 )
-from .usb3_hosts import Usb3HostProfile, load_usb3_profile
-from .usb3_run import Usb3Link, transfer_seconds
+from .usb3_hosts import Usb3HostProfile
+from .usb3_run import ALLOWANCE_BYTES, Usb3Link, transfer_seconds
 
 __all__ = ["UasDevice", "IDEAL_DEVICE", "BUSPROBE_DEVICE", "UasTimes", "UasBound", "uas_run",
-           "uas_period", "uas_bound", "uas_ceiling"]
+           "uas_period", "uas_bound", "UasTiming", "uas_timing", "lane_bytes"]
 
 CYCLE = 1 / PIPE_CLOCK_HZ
 TP = TP_BYTES / SS_RATE
@@ -158,7 +156,10 @@ class _Pipe:
 
 
 @dataclass(frozen=True)
-class _Timing:
+class UasTiming:
+    """A host profile's times for one direction and command length, in seconds (``answer``:
+    its turnaround less the cycle a bound may take off it)."""
+
     direction: str
     length: int
     mps: int
@@ -166,14 +167,14 @@ class _Timing:
     completion: float
     resubmit: float
     retoken: float
-    answer: float  # the host's turnaround, less the cycle a bound may take off it
+    answer: float
 
     def span(self) -> float:
         return transfer_seconds(self.link, self.length, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
 
 
-def _timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> _Timing:
-    return _Timing(link.direction, length, link.max_packet_size, link,
+def uas_timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> UasTiming:
+    return UasTiming(link.direction, length, link.max_packet_size, link,
                    profile.completion_latency_us * 1e-6, profile.resubmit_latency_us * 1e-6,
                    profile.retoken_delay_us * 1e-6,
                    max(profile.turnaround_ns * 1e-9 - CYCLE, 0.0))
@@ -189,7 +190,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         raise ValueError(f"UAS moves data in or out, not {link.direction}")
     if length < 1 or commands < 1 or queue_depth < 1:
         raise ValueError("a UAS run needs commands of at least one byte, queue depth >= 1")
-    t = _timing(link, profile, length)
+    t = uas_timing(link, profile, length)
     reading = t.direction == Direction.IN
     span, q = t.span(), min(queue_depth, commands)
     first_packet = min(length, t.mps)
@@ -269,12 +270,41 @@ def uas_period(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_d
     return _PERIODS[key]
 
 
+def lane_bytes(direction: str, length: int, mps: int) -> int:
+    """Lane bytes one command puts on the lane its data go on (IN: upstream; OUT: downstream):
+    the data packets, each with the link commands that answer its ACK TP (``DP_OVERHEAD``),
+    and every other packet of the command there, with the LGOOD + LCRD for each packet the
+    other side sends. IN: the SENSE IU; the device's ACK of the COMMAND IU and the NRDY and
+    ERDY of both its streams; the link commands for the COMMAND IU, both streams' primes and
+    Start Stream ACK TPs and the host's ACK of the SENSE IU. OUT: the data pipe's prime (its
+    first data packet), the COMMAND IU, the status pipe's prime, Start Stream and ACK of the
+    SENSE IU; the link commands for the device's NRDY and ERDY of both streams, its ACK of the
+    COMMAND IU and the SENSE IU."""
+    packets = max(1, math.ceil(length / mps))
+    data = 4 * math.ceil(length / 4) + packets * DP_OVERHEAD
+    wire, lc = DPH_BYTES + DPP_OVERHEAD, LINK_COMMANDS_PER_TP
+    if direction == Direction.IN:
+        return data + wire + uas.SENSE_HEADER_SIZE + 5 * TP_BYTES + 6 * lc
+    first = 4 * math.ceil(min(length, mps) / 4)
+    return data + wire + first + wire + uas.COMMAND_SIZE + 3 * TP_BYTES + 6 * lc
+
+
+def _gaps(gaps: int, retoken: float, primes: float, handshake: float) -> float:
+    """The least total of ``gaps`` gaps between a pipe's streams, each at least its re-token
+    delay plus the primes sent in it and at least ``handshake``, with ``primes`` seconds of
+    primes spread over them as suits the schedule best (filling the handshake's slack
+    first)."""
+    slack = max(handshake - retoken, 0.0)
+    return gaps * max(retoken, handshake) + max(primes - gaps * slack, 0.0)
+
+
 @dataclass(frozen=True)
 class UasBound:
     """The least time a run (or, in steady state, a command) can take, and what sets it:
     ``data`` (the data pipe's transfers, re-token delays and primes in a row), ``status`` (the
-    status pipe's likewise) or ``driver`` (each command's own chain and the driver's
-    turnaround, ``queue_depth`` of them in flight)."""
+    status pipe's likewise), ``driver`` (each command's own chain and the driver's
+    turnaround, ``queue_depth`` of them in flight) or ``lane`` (every command's packets on the
+    lane its data go on, :func:`lane_bytes`)."""
 
     seconds: float
     terms: dict[str, float]
@@ -295,10 +325,13 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     above the ideal device's stepped schedule at 1 KiB × QD 8 OUT). So the ceiling is this: the
     first ``queue_depth`` commands stepped (submitted together, nothing to phase); then each
     pipe moves every transfer after its re-token delay and primes every later one (the data
-    pipe's prime is a whole data packet on OUT); and each command's successor follows it by
+    pipe's prime is a whole data packet on OUT), no two of its streams closer than the
+    handshake between them (a read's: the host's ACK of the last packet, the device's ERDY,
+    the host's answer; behind small-burst the bound without it read 26 % above the simulated
+    4 KiB × QD 8 reads); and each command's successor follows it by
     the driver's turnaround and the least a command takes (stepped alone, its streams primed
     before it when others are in flight)."""
-    t = _timing(link, profile, length)
+    t = uas_timing(link, profile, length)
     q = min(queue_depth, commands or queue_depth)
     span = t.span()
     prime = TP if t.direction == Direction.IN else _dp(min(length, t.mps))
@@ -306,94 +339,30 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     alone = uas_run(link, profile, length, commands=1, queue_depth=1, device=device,
                     primed=q > 1).done[0]
     cycle = t.resubmit + alone
+    # Between two streams of a pipe: its re-token delay and the primes sent in that gap, and at
+    # least the handshake (the host's ACK of the stream's last packet, the next ERDY, the
+    # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs, so no host turn first).
+    # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
+    lane = lane_bytes(t.direction, length, t.mps) / t.link.rate
+    handshake = 2 * (t.answer + TP)
+    data_shake = handshake if t.direction == Direction.IN else 0.0
     if commands is None:
-        return UasBound(max(span + t.retoken + prime, sense + t.retoken + TP, cycle / q),
-                        {"data": span + t.retoken + prime, "status": sense + t.retoken + TP,
-                         "driver": cycle / q})
+        terms = {"data": span + max(t.retoken + prime, data_shake),
+                 "status": sense + max(t.retoken + TP, handshake), "driver": cycle / q,
+                 "lane": lane}
+        return UasBound(max(terms.values()), terms)
     start = uas_run(link, profile, length, commands=q, queue_depth=q, device=device)
-    n, terms = commands, {"data": 0.0, "status": 0.0, "driver": 0.0}
+    n = commands
+    terms = {"data": 0.0, "status": 0.0, "driver": 0.0,
+             "lane": n * lane - ALLOWANCE_BYTES / t.link.rate}
     for k, stage in enumerate(start.stages):  # ready at 0: their times are absolute
         later = n - k
         primes = n - q if k == 0 else 0
-        terms["data"] = max(terms["data"], stage["data stream"] + later * span
-                            + (later - 1) * t.retoken + primes * prime + t.completion)
+        terms["data"] = max(terms["data"], stage["data stream"] + later * span + t.completion
+                            + _gaps(later - 1, t.retoken, primes * prime, data_shake))
         terms["status"] = max(terms["status"], stage["SENSE end"] - sense + later * sense
-                              + (later - 1) * t.retoken + primes * TP + t.completion)
+                              + t.completion + _gaps(later - 1, t.retoken, primes * TP,
+                                                     handshake))
     last = (n - 1) % q
     terms["driver"] = start.done[last] + (n - 1) // q * cycle
     return UasBound(max(terms.values()), terms)
-
-
-def uas_ceiling(bus: BusDescription, direction: str, *, length: int,
-                queue_depth: int | None = None, transfers: int | None = None,
-                profile: Usb3HostProfile | None = None) -> Ceiling:
-    """busprobe's UAS framing on the SuperSpeed null disk (``sweep --protocol uas``): each
-    transfer one command of ``length`` bytes, ``queue_depth`` (default 1) outstanding; the
-    steady state, or with ``transfers`` the host-timed run of that many commands
-    (:func:`uas_bound`, an ideal device). ``parts``: ``stepped`` the stepped schedule's
-    figure, ``busprobe_device`` / ``busprobe_stepped`` both with busprobe's UAS engine."""
-    if direction not in (Direction.IN, Direction.OUT):
-        raise ValueError(f"UAS moves data in or out, not {direction}")
-    q = queue_depth or 1
-    if q > uas.TASK_SET_DEPTH:
-        raise ValueError(f"UAS with streams keeps at most {uas.TASK_SET_DEPTH} commands "
-                         f"outstanding (one stream a tag), not {q}")
-    profile = profile or load_usb3_profile(bus.host_profile or "ideal")
-    link = usb3_link(bus, direction, profile)
-    t = _timing(link, profile, length)
-    commands = max(48, 8 * q)
-    us = {k: v * 1e6 for k, v in uas_run(link, profile, length, commands=commands,
-                                          queue_depth=q).stages[commands // 2].items()}
-
-    def figures(device: UasDevice) -> tuple[float, float, UasBound]:
-        """(bound, stepped, the bound's terms) in bytes/s."""
-        bound = uas_bound(link, profile, length, queue_depth=q, commands=transfers,
-                          device=device)
-        if transfers is None:
-            stepped = length / uas_period(link, profile, length, queue_depth=q, device=device)
-            return length / bound.seconds, stepped, bound
-        run = uas_run(link, profile, length, commands=transfers, queue_depth=q,
-                      device=device)
-        return transfers * length / bound.seconds, transfers * length / run.end, bound
-
-    throughput, stepped, bound = figures(IDEAL_DEVICE)
-    mine, mine_stepped, _ = figures(BUSPROBE_DEVICE)
-    prime = "an ACK TP" if direction == Direction.IN else "its first data packet (dropped)"
-    what = ("one command's period in steady state" if transfers is None else
-            f"a run of {transfers} commands, host clock from the first submission to the last "
-            f"completion")
-    lines = [
-        f"usb3-ss UAS with bulk streams, host {profile.name}: one command of {length} B "
-        f"{direction.upper()} per transfer, {q} outstanding; each its status and data transfer "
-        f"on the stream of its tag, then the COMMAND IU ({uas.COMMAND_SIZE} B OUT)",
-        f"stepped by the simulated xHCI's rules: a pipe moves one transfer at a time, "
-        f"{profile.retoken_delay_us:g} µs after its last; each stream primed with {prime}, "
-        f"NRDY, selected by the device's ERDY and answered {profile.turnaround_ns:g} ns later; "
-        f"the {direction.upper()} transfer {t.span() * 1e6:.3f} µs; completion "
-        f"{profile.completion_latency_us:g} µs, the next command "
-        f"{profile.resubmit_latency_us:g} µs after the one it follows is done; a device never "
-        f"the bottleneck",
-        "a command in steady state, µs from its being ready: " + ", ".join(
-            f"{name} {value:.2f}" for name, value in us.items()),
-        f"stepped schedule: {stepped / 1e6:.3f} MB/s",
-        f"bound on {what} whatever the pipes' phases: data pipe "
-        f"{bound.terms['data'] * 1e6:.2f}, status pipe {bound.terms['status'] * 1e6:.2f}, "
-        f"driver {bound.terms['driver'] * 1e6:.2f} µs -> {throughput / 1e6:.3f} MB/s "
-        f"(set by the {bound.binding} {'pipe' if bound.binding != 'driver' else 'turnaround'})",
-        f"with busprobe's UAS engine (a whole packet filled before the data stream's ERDY, a "
-        f"write's last packet checked before its SENSE): bound {mine / 1e6:.3f} MB/s = "
-        f"{mine / throughput * 100:.2f} % of it, stepped {mine_stepped / 1e6:.3f} MB/s",
-    ]
-    parts: dict[str, object] = {
-        "protocol": "uas", "length": length, "in_flight": q, "host_profile": profile.name,
-        "transfer_seconds": t.span(), "device_ceiling": None,
-        "latency_bound": link.latency_bound, "stages": us, "stepped": stepped,
-        "bound_terms": bound.terms, "busprobe_device": mine,
-        "busprobe_stepped": mine_stepped}
-    if transfers is None:
-        parts["period"] = bound.seconds
-    else:
-        steady = length / uas_bound(link, profile, length, queue_depth=q).seconds
-        parts.update(transfers=transfers, steady=steady, run_seconds=bound.seconds)
-    return Ceiling(throughput, "\n".join(lines), parts, direction,
-                   f"usb3-ss link UAS host profile {profile.name}")
