@@ -12,15 +12,13 @@ on alternate 1 with bulk streams. At QEMU's emulated pace (the simulator behind 
 
 from __future__ import annotations
 
-import time
 from importlib import resources
 from pathlib import Path
 
 from busprobe.build_cache import build_root
 
-from .exporter import Exporter
 from .initramfs import prepare_guest
-from .late_plug import LatePlug
+from .late_plug import LateDisk, write_guest_env
 from .qemu import Machine, boot
 from .usb_pass import CONTROLLERS, SS_STORAGE_SELECTOR, UsbPass, busprobe_command
 from .usbtest import build_helper, guest_settings
@@ -49,34 +47,16 @@ def run_ss_ladder_pass(*, timeout: float = 3600.0) -> UsbPass:
     settings = {"BUSPROBE": str(busprobe_command()), "SS_BOT_POINTS": points,
                 "SS_UAS_POINTS": points, "SS_SCSI_TIMEOUT": str(SCSI_TIMEOUT_SECONDS),
                 **guest_settings(kernel, build_helper(build_root() / "vm" / "tools"))}
-    (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
-                                           for key, value in settings.items()))
-    plug = LatePlug("busprobe-ss-disk")
-    disk: list[Exporter] = []
-    times: list[float] = []
-
-    def on_mark(line: str) -> None:
-        if line == "ss-storage-plug":
-            times.append(time.monotonic())
-            disk.append(Exporter(out / "exporter-ss-storage.log", selector=SS_STORAGE_SELECTOR,
-                                 name="busprobe-ss-disk"))
-            assert disk[0].port is not None
-            plug.plug(disk[0].port)
-        elif line == "ss-storage-done" and disk:
-            times.append(time.monotonic())
-            disk[0].stop()
+    write_guest_env(out, settings)
+    disk = LateDisk(out, SS_STORAGE_SELECTOR, "busprobe-ss-disk", "ss-storage")
 
     script = Path(str(resources.files("busprobe.sim.vm.guest") / "ss_ladder_checks.sh"))
     machine = Machine(kernel.image, initramfs, script, out,
-                      devices=["-device", f"{device},id=hc", *plug.qemu_args("hc.0")])
-    status = None
+                      devices=["-device", f"{device},id=hc", *disk.qemu_args("hc.0")])
     try:
-        result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
+        result = boot(machine, timeout=timeout, console=out / "console.log",
+                      on_mark=disk.on_mark)
     finally:
-        if disk:
-            status = disk[0].stop()
-        plug.close()
-    log = disk[0].log_path if disk else out / "exporter-ss-storage.log"
-    return UsbPass("xhci", driver, result, out, log, status, False,
-                   ss_storage=disk[0] if disk else None,
-                   ss_storage_seconds=times[1] - times[0] if len(times) == 2 else None)
+        status = disk.close()
+    return UsbPass("xhci", driver, result, out, disk.log_path, status, False,
+                   ss_storage=disk.exporter, ss_storage_seconds=disk.seconds)

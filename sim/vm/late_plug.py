@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+from pathlib import Path
 
-__all__ = ["LatePlug"]
+from .exporter import Exporter
+
+__all__ = ["LatePlug", "LateDisk", "write_guest_env"]
 
 
 class LatePlug:
@@ -77,3 +81,69 @@ class LatePlug:
     def close(self) -> None:
         for sock in self._sockets:
             sock.close()
+
+
+class LateDisk:
+    """A simulated device started and plugged in when the guest asks for it, and stopped when
+    the guest says it is done (an idle simulator would share the cores with the checks around
+    it), its wall time between the two kept.
+
+    Attributes
+    ----------
+    exporter : Exporter or None
+        Its ``busprobe sim serve``, once plugged in.
+    seconds : float or None
+        Wall seconds from the guest's ask to its done.
+
+    Parameters
+    ----------
+    out : Path
+        The pass's directory (the exporter's log goes there).
+    selector : str
+        The simulated device.
+    name : str
+        The QEMU chardev id; the exporter's log is ``exporter-<mark>.log``.
+    mark : str
+        The guest's marker prefix: ``<mark>-plug`` asks for it, ``<mark>-done`` ends it.
+    """
+
+    def __init__(self, out: Path, selector: str, name: str, mark: str) -> None:
+        self._out, self._selector, self._name, self._mark = out, selector, name, mark
+        self._plug = LatePlug(name)
+        self._times: list[float] = []
+        self.exporter: Exporter | None = None
+
+    def qemu_args(self, bus: str) -> list[str]:
+        return self._plug.qemu_args(bus)
+
+    def on_mark(self, line: str) -> None:
+        """Start and plug it at ``<mark>-plug``; stop it at ``<mark>-done``."""
+        if line == f"{self._mark}-plug" and self.exporter is None:
+            self._times.append(time.monotonic())
+            self.exporter = Exporter(self._out / f"exporter-{self._mark}.log",
+                                     selector=self._selector, name=self._name)
+            assert self.exporter.port is not None
+            self._plug.plug(self.exporter.port)
+        elif line == f"{self._mark}-done" and self.exporter is not None:
+            self._times.append(time.monotonic())
+            self.exporter.stop()
+
+    @property
+    def seconds(self) -> float | None:
+        return self._times[1] - self._times[0] if len(self._times) == 2 else None
+
+    @property
+    def log_path(self) -> Path:
+        return self._out / f"exporter-{self._mark}.log"
+
+    def close(self) -> int | None:
+        """Stop its exporter (if started) and close the plug: the exporter's exit status."""
+        status = self.exporter.stop() if self.exporter is not None else None
+        self._plug.close()
+        return status
+
+
+def write_guest_env(out: Path, settings: dict[str, str]) -> None:
+    """The guest's settings, ``guest.env`` in ``out``, which its checks source."""
+    (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
+                                           for key, value in settings.items()))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,7 +29,7 @@ from busprobe.protocol import usb2, usb3
 
 from .exporter import Exporter
 from .initramfs import prepare_guest
-from .late_plug import LatePlug
+from .late_plug import LateDisk, LatePlug, write_guest_env
 from .qemu import Boot, Machine, boot
 from .usbtest import build_helper, case_lines, guest_settings
 
@@ -137,9 +136,8 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         settings["SS_STORAGE"] = "1"
     # Started when the guest asks for it, stopped when it is done (an idle simulator would
     # share the cores with the checks around it).
-    ss_plug = LatePlug("busprobe-ss-disk") if superspeed is not None else None
-    ss_storage: list[Exporter] = []
-    ss_times: list[float] = []
+    ss_disk = LateDisk(out, SS_STORAGE_SELECTOR, "busprobe-ss-disk", "ss-storage") \
+        if superspeed is not None else None
     storage = Exporter(out / "exporter-storage.log", selector=STORAGE_SELECTOR,
                        name="busprobe-disk") if controller == STORAGE_CONTROLLER else None
     late = LatePlug("busprobe-disk") if storage is not None else None
@@ -154,8 +152,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         settings["PAIR_SELECTOR"] = PAIR_SELECTOR
     if controller == PERMISSIONS_CONTROLLER:
         settings["PERMISSIONS"] = "1"
-    (out / "guest.env").write_text("".join(f"{key}='{value}'\n"
-                                           for key, value in settings.items()))
+    write_guest_env(out, settings)
     (out / "usbtest-cases.txt").write_text(case_lines(controller))
     unplugs: dict[str, list[bool]] = {}
 
@@ -164,15 +161,8 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
             unplugs["usb2"] = _unplug_at(exporter, UNPLUG_AT)
         elif line == "ss-unplug-started" and superspeed is not None:
             unplugs["ss"] = _unplug_at(superspeed, SS_UNPLUG_AT)
-        elif line == "ss-storage-plug" and ss_plug is not None:
-            ss_times.append(time.monotonic())
-            ss_storage.append(Exporter(out / "exporter-ss-storage.log",
-                                       selector=SS_STORAGE_SELECTOR, name="busprobe-ss-disk"))
-            assert ss_storage[0].port is not None
-            ss_plug.plug(ss_storage[0].port)
-        elif line == "ss-storage-done" and ss_storage:
-            ss_times.append(time.monotonic())
-            ss_storage[0].stop()
+        elif line.startswith("ss-storage-") and ss_disk is not None:
+            ss_disk.on_mark(line)
         elif line == "storage-plug" and late is not None and storage is not None:
             assert storage.port is not None
             late.plug(storage.port)
@@ -190,7 +180,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
     devices = ["-device", f"{device},id=hc{ports}", *exporter.qemu_args("hc.0")]
     if superspeed is not None:
         devices += superspeed.qemu_args("hc.0")
-    for plug in (late, ss_plug):
+    for plug in (late, ss_disk):
         if plug is not None:
             devices += plug.qemu_args("hc.0")
     for plug in pair_plugs:
@@ -200,13 +190,13 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         result = boot(machine, timeout=timeout, console=out / "console.log", on_mark=on_mark)
     finally:
         status = exporter.stop()
-        for other in (superspeed, storage, *pair, *ss_storage):
+        for other in (superspeed, storage, *pair):
             if other is not None:
                 other.stop()
-        for plug in (late, ss_plug, *pair_plugs):
+        for plug in (late, ss_disk, *pair_plugs):
             if plug is not None:
                 plug.close()
     return UsbPass(controller, driver, result, out, exporter.log_path, status,
                    unplugs.get("usb2", [False])[0], superspeed, unplugs.get("ss", [False])[0],
-                   storage, tuple(pair), ss_storage[0] if ss_storage else None,
-                   ss_times[1] - ss_times[0] if len(ss_times) == 2 else None)
+                   storage, tuple(pair), ss_disk.exporter if ss_disk else None,
+                   ss_disk.seconds if ss_disk else None)
