@@ -79,7 +79,12 @@ def test_longer_ladders_stay_within_1_percent_behind_vl805(usb3_storage_model, t
 @pytest.mark.bench
 @pytest.mark.parametrize("host", ["small-burst", "ideal"])
 def test_other_hosts_stay_under_the_ceiling(usb3_storage_model, tmp_path: Path, host: str):
-    """Where the lanes' sharing between pipes decides (no re-token delay to hide it), the
-    ceiling is a bound, not a close one (docs/DESIGN.md §6.10)."""
-    _check(_sweep(tmp_path, host, "--direction", "both", "--lengths", "1K,4K,256K",
-                  "--queue-depth", "1,8"), within=None)
+    """Every point under its ceiling; 256 KiB commands, where the link decides, within 1 % of
+    it. Short commands with no re-token delay to hide the rest are 1-20 % under it: the lanes'
+    idle time while a side waits for an answer, the driver term's commands that never wait for
+    each other, and behind ``ideal`` at QD 1 the device's decode and first-packet fill
+    (docs/DESIGN.md §6.10)."""
+    doc = _sweep(tmp_path, host, "--direction", "both", "--lengths", "1K,4K,256K",
+                 "--queue-depth", "1,8")
+    _check(doc, within=None)
+    _check({**doc, "points": [p for p in doc["points"] if p["length"] == 256 << 10]})
