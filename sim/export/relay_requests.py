@@ -149,6 +149,13 @@ class RequestRelay:
         if self.platform.bus_reset():
             self.as_reset = True
             log.info("usbredir: bus reset and enumeration in %.2f s", time.monotonic() - started)
+        else:
+            # The SuperSpeed simulation has no port reset yet: the guest believes the device
+            # reset while its endpoints, streams and task set keep their state (what the VM
+            # ladder's first run met when uas reset the disk after its SCSI timeout).
+            log.warning("usbredir: the guest reset the device, but %s cannot reset its bus: "
+                        "the device keeps its state",
+                        getattr(self.platform, "name", type(self.platform).__name__))
 
     def _note_effect(self, packet: Packet) -> None:
         """Whether ``packet`` leaves the device as a reset left it: only standard requests

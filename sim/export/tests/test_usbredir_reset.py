@@ -70,3 +70,18 @@ def test_an_export_not_told_the_device_is_fresh_carries_out_the_first_reset():
         assert device.resets == 1
     finally:
         _close(parts)
+
+
+def test_a_reset_the_platform_cannot_carry_out_is_logged_not_silently_dropped(caplog,
+                                                                               monkeypatch):
+    """The SuperSpeed simulation has no port reset: the guest must not be the only one who
+    thinks the device was reset."""
+    monkeypatch.setattr(DescriptorDevice, "bus_reset", lambda self: False)
+    device, export, guest, parts = _serve(as_reset=False)
+    try:
+        with caplog.at_level("WARNING"):
+            _reset_then_read(guest)
+        assert "cannot reset its bus: the device keeps its state" in caplog.text
+        assert not export.as_reset
+    finally:
+        _close(parts)
