@@ -99,7 +99,6 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
         reply = Array(Signal(32, name=f"reply_{i}") for i in range(_WORDS))
         reply_length = Signal(range(4 * _WORDS + 1))
         word = Signal(range(_WORDS))
-        shifter = [Signal(32, name=f"sending_{i}") for i in range(_WORDS)]
         last_word = Signal(range(_WORDS))
         sending = Signal()
         m.d.comb += last_word.eq((reply_length - 1) >> 2)
@@ -204,8 +203,11 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
 
             with m.State("DATA_IN"):
                 # Each IN token (ACK TP with NumP > 0) asks for the data packet, again on a retry.
-                # The reply is sent from a shift register loaded from the snapshot (kept for a
-                # retry): no wide mux between a counter and the link's CRC (ECP5 at 125 MHz).
+                # The word goes from the snapshot (kept for a retry) through a multiplexer by
+                # ``word`` into the reply buffer's registers, not to the link's CRC. (A shift
+                # register loaded from the snapshot did this before: its shift enable, from the
+                # buffer's ready, fanned out to 1,300 flip-flops, and that net was the ss clock's
+                # critical path on ECPIX-5, 100.1 MHz, issue 44 item 7.)
                 with m.If(sending):
                     remaining = reply_length - (word << 2)
                     m.d.comb += [
@@ -214,18 +216,16 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                                                       Mux(remaining == 2, 0b0011, 0b0001)))),
                         reply_stream.first.eq(word == 0),
                         reply_stream.last.eq(word == last_word),
-                        reply_stream.data.eq(shifter[0]),
+                        reply_stream.data.eq(reply[word]),
                     ]
                     with m.If(reply_stream.ready):
                         m.d.ss += word.eq(word + 1)
-                        m.d.ss += [shifter[i].eq(shifter[i + 1]) for i in range(_WORDS - 1)]
                         with m.If(word == last_word):
                             m.d.ss += sending.eq(0)
                 # After the shifting above, so a request that comes while a reply is in flight
                 # (the buffer is flushed with it) starts again from the first word.
                 with m.If(data_requested):
                     m.d.ss += [word.eq(0), sending.eq(1)]
-                    m.d.ss += [shifter[i].eq(reply[i]) for i in range(_WORDS)]
                 with m.If(status_requested):
                     m.d.comb += handshakes.send_ack.eq(1)
                     m.next = "IDLE"
