@@ -129,12 +129,15 @@ class Usb3ProbeDevice(Elaboratable):
         # SET_PATTERN and SET_DATA_MODE restart both pattern streams and drop what either
         # endpoint holds, so a new mode starts from empty buffers both ways.
         restart = registered(requests.set_pattern)
+        # CLEAR_TELEMETRY's strobe too: decoded from the request's fields, it went on into the
+        # disk's telemetry RAM's synchronous resets (ECPIX-5's ss path, 121.80 MHz).
+        clear = registered(requests.clear_telemetry)
         m.submodules.data_path = data_path = self.data_path = self._data_path()
         m.d.comb += [
             data_path.mode.eq(registered(requests.data_mode)),
             data_path.pattern.eq(registered(requests.pattern)),
             data_path.restart.eq(restart),
-            data_path.clear.eq(requests.clear_telemetry),
+            data_path.clear.eq(clear),
             endpoint_in.framed.eq(data_path.in_framed),
             endpoint_in.flush.eq(restart),
             endpoint_in.new_transfer.eq(registered(requests.set_in_transfer)),
@@ -158,7 +161,7 @@ class Usb3ProbeDevice(Elaboratable):
             telemetry.events.header_credit_stall.eq(core.header_credit_stall),
             telemetry.pattern_errors.eq(data_path.pattern_errors),
             telemetry.first_error_offset.eq(data_path.first_error_offset),
-            telemetry.clear.eq(requests.clear_telemetry),
+            telemetry.clear.eq(clear),
             requests.telemetry.eq(telemetry.words),
         ]
         return m
