@@ -143,17 +143,23 @@ class BurstOutEndpoint(wiring.Component):
             m.d.ss += [word.eq(Mux(starting, 1, word + 1)),
                        count.eq(Mux(starting, 0, count) + beat_bytes)]
 
-        # A ZLP for us has no payload beats: its header and the CRC verdict arrive together.
-        zero_length = ~receiving & for_us & (header.data_length == 0)
-        ours = receiving | zero_length
         # The link's CRC verdict strobes come out of its CRC compare combinationally: registered
         # here (a cycle late is harmless, the next DP's header takes longer) to meet 125 MHz.
         complete, invalid = Signal(), Signal()
         m.d.ss += [complete.eq(interface.rx_complete), invalid.eq(interface.rx_invalid)]
+        # A ZLP for us has no payload beats: its header and the CRC verdict arrive together, so
+        # what its header decides is registered with the verdict (LUNA holds the header until
+        # the next): from the header through these compares into the UAS engine's
+        # ``out_acked_length`` was ECPIX-5's ss path (117.14 MHz, issue 44 item 7).
+        zero_length, zlp_accepted, zlp_out_of_sequence = Signal(), Signal(), Signal()
+        m.d.ss += [zero_length.eq(~receiving & for_us & (header.data_length == 0)),
+                   zlp_accepted.eq(in_sequence & (free_late != 0)),
+                   zlp_out_of_sequence.eq(~in_sequence)]
+        ours = receiving | zero_length
         good = complete & ours
         bad = invalid & ours
-        accepted = Mux(receiving, accepting, in_sequence & (free_late != 0))
-        sequence_error = Mux(receiving, out_of_sequence, ~in_sequence)
+        accepted = Mux(receiving, accepting, zlp_accepted)
+        sequence_error = Mux(receiving, out_of_sequence, zlp_out_of_sequence)
 
         # Handshakes: one request at a time; its fields are the state when the link takes it.
         request, asking, retry_flag = self.handshake.request, Signal(), Signal()
