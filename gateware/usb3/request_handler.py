@@ -206,7 +206,7 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 # The word goes from the snapshot (kept for a retry) through a multiplexer by
                 # ``word`` into the reply buffer's registers, not to the link's CRC. (A shift
                 # register loaded from the snapshot did this before: its shift enable, from the
-                # buffer's ready, fanned out to 1,300 flip-flops, and that net was the ss clock's
+                # buffer's ready, fanned out to 1,568 flip-flops, and that net was the ss clock's
                 # critical path on ECPIX-5, 100.1 MHz, issue 44 item 7.)
                 with m.If(sending):
                     remaining = reply_length - (word << 2)
@@ -222,7 +222,7 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                         m.d.ss += word.eq(word + 1)
                         with m.If(word == last_word):
                             m.d.ss += sending.eq(0)
-                # After the shifting above, so a request that comes while a reply is in flight
+                # After the advance above, so a request that comes while a reply is in flight
                 # (the buffer is flushed with it) starts again from the first word.
                 with m.If(data_requested):
                     m.d.ss += [word.eq(0), sending.eq(1)]

@@ -154,8 +154,7 @@ class RequestRelay:
             # reset while its endpoints, streams and task set keep their state (what the VM
             # ladder's first run met when uas reset the disk after its SCSI timeout).
             log.warning("usbredir: the guest reset the device, but %s cannot reset its bus: "
-                        "the device keeps its state",
-                        getattr(self.platform, "name", type(self.platform).__name__))
+                        "the device keeps its state", self.platform.name)
 
     def _note_effect(self, packet: Packet) -> None:
         """Whether ``packet`` leaves the device as a reset left it: only standard requests

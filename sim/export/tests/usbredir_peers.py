@@ -138,6 +138,8 @@ class DescriptorDevice:
     request. ``requests`` counts what reached it; ``violations`` lists any request the export
     should never have let through."""
 
+    name = "descriptor device"
+
     def __init__(self) -> None:
         self.requests = 0
         self.resets = 0
