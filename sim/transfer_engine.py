@@ -45,6 +45,7 @@ class Pending:
     received: bytearray = field(default_factory=bytearray)  # IN: data so far
     offset: int = 0  # OUT: bytes acknowledged
     zlp_sent: bool = False
+    order: int = 0  # submissions before it (the host's doorbells ring in this order)
 
 
 @dataclass
@@ -97,6 +98,7 @@ class TransferEngine:
         self.counters = dict.fromkeys(counters, 0)
         self.resubmit_cycles = resubmit_cycles
         self._answering: int | None = None  # due cycle of the completions last reaped
+        self._submitted = 0
 
     # -- what the bus model provides ----------------------------------------------------------
     @property
@@ -133,7 +135,9 @@ class TransferEngine:
             self._new_run()
             at = ready = self._idle_start()
         for transfer in transfers:
-            self.queues.setdefault(transfer.endpoint, deque()).append(Pending(transfer, ready))
+            self._submitted += 1
+            self.queues.setdefault(transfer.endpoint, deque()).append(
+                Pending(transfer, ready, order=self._submitted))
         return at
 
     def busy(self) -> bool:

@@ -198,11 +198,17 @@ class SuperSpeedHostController(TransferEngine):
         """Start a mover for every endpoint whose oldest transfer can start before ``before``,
         then wait until one finishes (True) or ``before`` comes (False). IN and OUT move at once:
         SuperSpeed is dual simplex, each direction on a lane of its own."""
-        for address, queue in self.queues.items():
-            if queue and address not in self._movers:
-                start = max(queue[0].ready_at, self.cycle)
-                if before is None or start < before:
-                    self._movers[address] = cocotb.start_soon(self._mover(address, start))
+        # In the order their oldest transfers were submitted: movers started together queue
+        # their first packets on the lane in that order, as an xHCI serves doorbells rung one
+        # after another (by the endpoints' first use instead, a UAS write's COMMAND IU went
+        # before its data stream's prime after reads and behind it otherwise: 2 % apart).
+        waiting = sorted((queue[0].ready_at, queue[0].order, address)
+                         for address, queue in self.queues.items()
+                         if queue and address not in self._movers)
+        for ready_at, _, address in waiting:
+            start = max(ready_at, self.cycle)
+            if before is None or start < before:
+                self._movers[address] = cocotb.start_soon(self._mover(address, start))
         if not self._movers or (before is not None and before <= self.cycle):
             return False
         self._moved.clear()

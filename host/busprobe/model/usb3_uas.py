@@ -23,6 +23,12 @@ stepped through them, in PIPE cycles (125 MHz, 4 symbols a cycle on each lane):
   the first data packet to the device's last ACK TP); the status transfer is an ACK TP, the
   device's answer and the 16-byte SENSE IU;
 * the command pipe: the 32-byte COMMAND IU in one data packet, the device's ACK TP for it;
+* the host's packets share its lane in the order it queues them: a command's primes and its
+  COMMAND IU go in the driver's order (status, data, command: Linux's ``uas_submit_urbs``, and
+  the simulated xHCI starts its movers in submission order), each behind a packet already on
+  the lane (a write's IU behind its data stream's prime, a whole packet), the next command's
+  behind the host's ACK of the last SENSE IU; the host answers a header packet after its LGOOD
+  (and its LCRD, unless it returns credits later) at the least;
 * completion ``completion`` after a transfer's end, the next command ``resubmit`` after the
   completion that ends the one before it;
 * the device answers with the measured times of busprobe's gateware (a DP's ACK 12 cycles
@@ -35,13 +41,14 @@ stepped through them, in PIPE cycles (125 MHz, 4 symbols a cycle on each lane):
   command's SENSE only after its last data packet, the SENSE IU and the data-in packets on one
   upstream lane.
 
-Every duration is a lower bound of the simulated one (a packet's own bytes at 500 MB/s, no link
-commands, SKP or ITP outside the data transfers; packets of different pipes never wait for each
-other on a lane, but for the SENSE within the data-in packets), so no simulated run ends before
-the stepped one. :data:`BUSPROBE_DEVICE` adds what busprobe's UAS engine takes beyond an ideal
-device (its decode, and a read's first packet filled at 4 bytes a cycle before it goes: the
-ERDY goes with its first beat, so the host's answer overlaps the fill); the ceiling is the ideal
-device's, and that figure says how far the device itself keeps the run below it.
+Every duration is a lower bound of the simulated one (a packet's own bytes at 500 MB/s, no SKP
+or ITP outside the data transfers, the device's link commands left out; packets of different
+pipes wait for each other on a lane only as above and for the SENSE within the data-in
+packets), so no simulated run ends before the stepped one. :data:`BUSPROBE_DEVICE` adds what
+busprobe's UAS engine takes beyond an ideal device (its decode, and a read's first packet
+filled at 4 bytes a cycle before it goes: the ERDY goes with its first beat, so the host's
+answer overlaps the fill); the ceiling is the ideal device's, and that figure says how far the
+device itself keeps the run below it.
 """
 
 from __future__ import annotations
@@ -99,11 +106,12 @@ class UasDevice:
 #: Never the bottleneck: the ceiling's device.
 IDEAL_DEVICE = UasDevice("ideal")
 #: busprobe's ``usb3-storage`` (``gateware/common/uas_engine.py``, a word a cycle): the IU's
-#: decode ~22 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
+#: decode 26-27 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
 #: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later; a write's
-#: SENSE at its last data packet's ACK (the check reads that packet beside it); each taken a
-#: few cycles short, as a bound.
-BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=20, bytes_per_cycle=4, after_last=4)
+#: SENSE at its last data packet's ACK (the check reads that packet beside it); the decode as
+#: the simulation of 2026-12-04 measured it from the ACK's last symbol to the ERDY's first
+#: (26 on writes, 27 on reads, sim/usb3 with a link trace), the rest a few cycles short.
+BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=26, bytes_per_cycle=4, after_last=4)
 
 
 @dataclass(frozen=True)
@@ -125,23 +133,31 @@ class _Pipe:
     def __init__(self, prime: float, retoken: float, answer: float) -> None:
         self.prime, self.retoken, self.answer = prime, retoken, answer
         self.primed: dict[int, float] = {}  # transfer -> end of its prime on the lane
+        self.queued: dict[int, float] = {}  # transfer -> when its prime was queued
         self.end: list[float] = []
 
-    def turn(self, j: int, submitted: list[float], ready: float, erdy_floor: float,
-             last: int) -> tuple[float, float]:
-        """Turn ``j`` (transfer ``j`` moves: the device selects in command order): its start
-        and the start of its Start Stream (the host's answer to the ERDY). ``submitted`` holds
-        the submission of every transfer known so far; transfers up to ``last`` may be queued."""
+    def primes(self, j: int, submitted: list[float], ready: float, last: int,
+               ahead: float = -math.inf) -> tuple[float, float]:
+        """Turn ``j`` begins (transfer ``j`` moves: the device selects in command order): its
+        start, and where the primes it sends first end on the downstream lane, none starting
+        before ``ahead`` (the host's packets queued before them). ``submitted`` holds the
+        submission of every transfer known so far; transfers up to ``last`` may be queued."""
         at = ready if j == 0 else max(ready, self.end[j - 1] + self.retoken)
-        lane = at  # where the pipe's own packets on the downstream lane end
+        lane = at if ahead <= at else ahead
         for m in range(j, last + 1):  # primed at the turn's start, oldest first
             # (the run's first transfers are queued before any mover starts)
             if m not in self.primed and (submitted[m] < at or j == 0):
                 lane += self.prime
-                self.primed[m] = lane
+                self.primed[m], self.queued[m] = lane, at
         if j not in self.primed:  # submitted as the turn started
             lane = max(lane, submitted[j]) + self.prime
-            self.primed[j] = lane
+            self.primed[j], self.queued[j] = lane, max(at, submitted[j])
+        return at, lane
+
+    def select(self, j: int, submitted: list[float], erdy_floor: float, lane: float,
+               last: int) -> float:
+        """Turn ``j`` goes on from :meth:`primes` (``lane``): the start of its Start Stream
+        (the host's answer to the device's ERDY)."""
         # The device answers the prime NRDY first, then ERDY; the host answers that.
         erdy = max(erdy_floor, self.primed[j] + ANSWER_OUT + TP)
         start = max(erdy + TP + self.answer, lane)
@@ -150,15 +166,29 @@ class _Pipe:
             # simulation within 1 µs of its submission, the host's doorbell).
             if m not in self.primed and submitted[m] < start:
                 lane = max(lane, submitted[m]) + self.prime
-                self.primed[m] = lane
+                self.primed[m], self.queued[m] = lane, submitted[m]
                 start = max(start, lane)
-        return at, start
+        return start
+
+    def on_lane(self, at: float, window: range) -> float:
+        """Where the primes of transfers ``window`` queued by ``at`` and still on the lane then
+        end (-inf: none is)."""
+        return max((_behind(at, self.queued[m], self.primed[m]) for m in window
+                    if m in self.queued), default=-math.inf)
+
+
+def _behind(at: float, queued: float, end: float) -> float:
+    """``end`` if a packet queued at ``queued`` and off the lane at ``end`` is ahead of one
+    queued at ``at``, else -inf."""
+    return end if queued <= at < end else -math.inf
 
 
 @dataclass(frozen=True)
 class UasTiming:
-    """A host profile's times for one direction and command length, in seconds (``answer``:
-    its turnaround less the cycle a bound may take off it)."""
+    """A host profile's times for one direction and command length, in seconds
+    (``turnaround``: when the host queues an answer to a packet's end, its turnaround less the
+    cycle a bound may take off it; ``answer``: when that answer can start, after the host's
+    link commands for the packet)."""
 
     direction: str
     length: int
@@ -167,6 +197,7 @@ class UasTiming:
     completion: float
     resubmit: float
     retoken: float
+    turnaround: float
     answer: float
 
     def span(self) -> float:
@@ -174,10 +205,13 @@ class UasTiming:
 
 
 def uas_timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> UasTiming:
+    # The host answers a header packet after its LGOOD (and its LCRD, unless it returns the
+    # credit later), which go first on its lane (sim/usb3/link.py).
+    commands = LINK_COMMANDS_PER_TP / (2 if profile.credit_return_ns else 1) / SS_RATE
+    turnaround = max(profile.turnaround_ns * 1e-9 - CYCLE, 0.0)
     return UasTiming(link.direction, length, link.max_packet_size, link,
-                   profile.completion_latency_us * 1e-6, profile.resubmit_latency_us * 1e-6,
-                   profile.retoken_delay_us * 1e-6,
-                   max(profile.turnaround_ns * 1e-9 - CYCLE, 0.0))
+                     profile.completion_latency_us * 1e-6, profile.resubmit_latency_us * 1e-6,
+                     profile.retoken_delay_us * 1e-6, turnaround, max(turnaround, commands))
 
 
 def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: int,
@@ -201,12 +235,33 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     submitted = [0.0] * q
     done: list[float] = []
     command_end = -math.inf  # the command pipe's last ACK
+    # The host's ACKs of the last command's last packets in (its SENSE IU, a read's last data
+    # packet): (queued as the packet came, off the host's lane).
+    acks: list[tuple[float, float]] = []
+    sense_acked = -math.inf
     stages: list[dict[str, float]] = []
     for j in range(commands):
         ready = submitted[j] + (t.resubmit if j >= q else 0.0)
         last = min(commands, j + q) - 1  # the transfers the host may have queued by now
+        # The host's packets go on its lane in the order it queues them, each behind those
+        # queued before it: the ACK of the last SENSE IU (queued as it came, before the status
+        # pipe's next turn), then the driver's order (status, data, command).
+        window = range(max(0, j - q), last + 1)
+        def ahead(at: float, acks: list[tuple[float, float]] = acks) -> float:
+            return max((_behind(at, queued, end) for queued, end in acks), default=-math.inf)
+
+        # (the status pipe's next turn comes after its mover queued the SENSE IU's ACK)
+        s_at = ready if j == 0 else max(ready, status.end[j - 1] + t.retoken)
+        s_at, s_lane = status.primes(j, submitted, ready, last,
+                                     ahead=max(ahead(s_at), sense_acked))
+        d_at = ready if j == 0 else max(ready, data.end[j - 1] + t.retoken)
+        d_at, d_lane = data.primes(j, submitted, ready, last,
+                                   ahead=max(ahead(d_at), status.on_lane(d_at, window)))
         # The command pipe: the IU's data packet, the device's ACK TP.
         at = ready if j == 0 else max(ready, command_end + t.retoken)
+        while (behind := max(ahead(at), status.on_lane(at, window),
+                             data.on_lane(at, window))) > at:
+            at = behind
         command_in = at + _dp(uas.COMMAND_SIZE)
         command_end = command_in + ANSWER_OUT + TP
         known = command_end + device.decode * CYCLE  # the device has decoded it
@@ -215,28 +270,34 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             floor = max(known, previous + t.answer + TP)  # the host ACKed its last packet
         else:
             floor = known
-        d_at, d_start = data.turn(j, submitted, ready, floor, last)
-        if reading:  # the first packet goes once whole
-            d_start = max(d_start, known + device.fill(first_packet))
+        d_start = data.select(j, submitted, floor, d_lane, last)
         d_end = d_start + span
+        if reading:  # the first packet goes once whole (its fill overlaps the host's answer)
+            d_end += max(known + device.fill(first_packet) - (d_start + TP + ANSWER_IN), 0.0)
         data.end.append(d_end)
         if reading:  # handed over once its data are (the device starts sending them)
             sense_ready = max(known + device.fill(length), d_start)
         else:
             sense_ready = d_end + device.after_last * CYCLE
         s_floor = max(sense_ready, status.end[-1] + t.answer + TP if status.end else -math.inf)
-        s_at, s_start = status.turn(j, submitted, ready, s_floor, last)
+        s_start = status.select(j, submitted, s_floor, s_lane, last)
         sense = s_start + TP + ANSWER_IN  # the SENSE IU's packet starts
         s_end = sense + _dp(uas.SENSE_HEADER_SIZE)
         status.end.append(s_end)
         later = max(d_end, s_end)
         if reading and not link.latency_bound:
             # One upstream lane: the SENSE packet and the data packets after the first.
-            train = d_start + TP + ANSWER_IN
+            train = d_end - span + TP + ANSWER_IN
             if sense < d_end and s_end > train:
                 later = max(later, min(sense, train) + (d_end - train)
                             + _dp(uas.SENSE_HEADER_SIZE))
         done.append(later + t.completion)
+        acks = []  # (a read's last data packet ends at ``later``)
+        for end in sorted((later, s_end) if reading else (s_end,)):
+            off = end + t.answer + TP
+            acks.append((end + t.turnaround, max(off, acks[-1][1] + TP) if acks else off))
+            if end == s_end:
+                sense_acked = acks[-1][1]
         if j + q < commands:
             submitted.append(max(done[-1], submitted[-1]))
         stages.append({"command IU in": command_in - ready, "data turn": d_at - ready,
@@ -336,9 +397,12 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     span = t.span()
     prime = TP if t.direction == Direction.IN else _dp(min(length, t.mps))
     sense = TP + ANSWER_IN + _dp(uas.SENSE_HEADER_SIZE)
-    alone = uas_run(link, profile, length, commands=1, queue_depth=1, device=device,
-                    primed=q > 1).done[0]
-    cycle = t.resubmit + alone
+    if q == 1:  # each behind the one before it (its SENSE IU's ACK on the host's lane)
+        two = uas_run(link, profile, length, commands=2, queue_depth=1, device=device).done
+        cycle = two[1] - two[0]
+    else:
+        cycle = t.resubmit + uas_run(link, profile, length, commands=1, queue_depth=1,
+                                     device=device, primed=True).done[0]
     # Between two streams of a pipe: its re-token delay and the primes sent in that gap, and at
     # least the handshake (the host's ACK of the stream's last packet, the next ERDY, the
     # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs, so no host turn first).

@@ -82,6 +82,26 @@ def test_every_out_command_pays_its_prime_the_first_data_packet_sent_twice():
     assert uas - streamed == pytest.approx((1024 + 32) / 500e6)
 
 
+@pytest.mark.parametrize(("direction", "ahead"), [("in", 3 * 20), ("out", 2 * 20 + 1024 + 32)])
+def test_a_commands_iu_goes_on_the_hosts_lane_behind_the_sense_ack_and_its_primes(direction,
+                                                                                 ahead):
+    """Behind the ideal host at QD 1, each command's IU waits on the host's one lane for the
+    ACK of the SENSE IU before it and its own streams' primes (IN: two ACK TPs; OUT: an ACK TP
+    and a whole data packet), the first command's for its primes only; every answer to the
+    device's ERDY waits for the host's LGOOD and LCRD (16 B)."""
+    profile = load_usb3_profile("ideal")
+    link = usb3_link(_bus("ideal"), direction, profile)
+    stages = uas_run(link, profile, 4096, commands=3, queue_depth=1).stages
+    iu, lc = (32 + 32) / 500e6, 16 / 500e6
+    assert stages[1]["command IU in"] == pytest.approx(lc + ahead / 500e6 + iu)
+    assert stages[0]["command IU in"] == pytest.approx((ahead - 20) / 500e6 + iu)
+    # The device's ACK of the IU 12 cycles after it, its ERDY at once (an ideal device), the
+    # host's Start Stream after the ERDY's LGOOD and LCRD.
+    ack, erdy = 12 / 125e6 + 20 / 500e6, 20 / 500e6
+    assert stages[2]["data stream"] == pytest.approx(stages[2]["command IU in"] + ack + erdy
+                                                     + lc)
+
+
 @pytest.mark.parametrize("direction", ["in", "out"])
 def test_busprobes_engine_costs_under_a_packet_at_qd_1_and_nothing_when_queued(direction):
     ceiling = ceiling_for(_bus("vl805"), direction, length=4096, queue_depth=1)
