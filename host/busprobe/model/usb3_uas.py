@@ -140,8 +140,9 @@ class _Pipe:
                ahead: float = -math.inf) -> tuple[float, float]:
         """Turn ``j`` begins (transfer ``j`` moves: the device selects in command order): its
         start, and where the primes it sends first end on the downstream lane, none starting
-        before ``ahead`` (the host's packets queued before them). ``submitted`` holds the
-        submission of every transfer known so far; transfers up to ``last`` may be queued."""
+        before ``ahead`` (the host's packets queued before them). ``submitted`` holds when
+        every transfer known so far was submitted (on the host's ring); transfers up to
+        ``last`` may be queued."""
         at = ready if j == 0 else max(ready, self.end[j - 1] + self.retoken)
         lane = at if ahead <= at else ahead
         for m in range(j, last + 1):  # primed at the turn's start, oldest first
@@ -241,7 +242,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     sense_acked = -math.inf
     stages: list[dict[str, float]] = []
     for j in range(commands):
-        ready = submitted[j] + (t.resubmit if j >= q else 0.0)
+        ready = submitted[j]
         last = min(commands, j + q) - 1  # the transfers the host may have queued by now
         # The host's packets go on its lane in the order it queues them, each behind those
         # queued before it: the ACK of the last SENSE IU (queued as it came, before the status
@@ -299,7 +300,9 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             if end == s_end:
                 sense_acked = acks[-1][1]
         if j + q < commands:
-            submitted.append(max(done[-1], submitted[-1]))
+            # (on the host's rings ``resubmit`` after the completion it answers: a prime
+            # before that, as this once had it, clogged a write's data pipe for nothing)
+            submitted.append(max(done[-1] + t.resubmit, submitted[-1]))
         stages.append({"command IU in": command_in - ready, "data turn": d_at - ready,
                        "data stream": d_start - ready, "data end": d_end - ready,
                        "status turn": s_at - ready, "SENSE end": s_end - ready,
