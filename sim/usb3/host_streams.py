@@ -6,9 +6,10 @@ what an xHCI does when the driver allocates them) keeps its submitted transfers 
 the stream ring of Stream ID ``s`` is the transfers whose ``stream_id`` is ``s``, oldest first.
 The host side of the protocol, for each turn of the endpoint's mover:
 
-1. *Prime Pipe*: every ring with a transfer waiting and not yet primed is primed, in the order
-   its oldest transfer was submitted (and, while the host waits in *Idle*, each ring a
-   transfer is submitted on later, within :data:`DOORBELL_CYCLES`): IN with an ACK TP asking
+1. *Prime Pipe*: every ring with a transfer waiting (on the ring: its ``ready_at`` has come)
+   and not yet primed is primed, in the order its oldest transfer was submitted (and, while
+   the host waits in *Idle*, each ring a transfer is submitted on later, within
+   :data:`DOORBELL_CYCLES`): IN with an ACK TP asking
    for a packet with Packets Pending and the stream's ID, OUT with the transfer's first data
    packet on the stream. The
    device answers NRDY (it will choose); the host counts the answers it still owes, so an NRDY
@@ -155,7 +156,10 @@ async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
     streams, queue = host.streams[address], host.queues[address]
     await host._wait_until(at)
     while True:
-        await _prime_rings(host, address, queue)
+        # Only transfers on the rings by now: one the driver submitted is there its
+        # resubmit latency later (primed before that, every queued write's prime, a whole
+        # data packet each, went ahead of the stream the device had already selected).
+        await _prime_rings(host, address, queue, ready_by=host.cycle)
         header = await _selection(host, address, queue, stuck_cycles)
         if header.type != HeaderPacketType.TRANSACTION:
             host.counters["stream_errors"] += 1  # data outside Move Data

@@ -393,8 +393,8 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     handshake between them (a read's: the host's ACK of the last packet, the device's ERDY,
     the host's answer; behind small-burst the bound without it read 26 % above the simulated
     4 KiB × QD 8 reads); and each command's successor follows it by
-    the driver's turnaround and the least a command takes (stepped alone, its streams primed
-    before it when others are in flight)."""
+    the driver's turnaround and the least a command takes (stepped alone: its transfers reach
+    the host's rings together, so its streams are primed no sooner than its IU goes)."""
     t = uas_timing(link, profile, length)
     q = min(queue_depth, commands or queue_depth)
     span = t.span()
@@ -403,9 +403,9 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     if q == 1:  # each behind the one before it (its SENSE IU's ACK on the host's lane)
         two = uas_run(link, profile, length, commands=2, queue_depth=1, device=device).done
         cycle = two[1] - two[0]
-    else:
+    else:  # (its streams primed from its submission: none is on a ring before that)
         cycle = t.resubmit + uas_run(link, profile, length, commands=1, queue_depth=1,
-                                     device=device, primed=True).done[0]
+                                     device=device).done[0]
     # Between two streams of a pipe: its re-token delay and the primes sent in that gap, and at
     # least the handshake (the host's ACK of the stream's last packet, the next ERDY, the
     # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs, so no host turn first).
