@@ -269,8 +269,8 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         previous = data.end[-1] if data.end else -math.inf
         if reading:
             floor = max(known, previous + t.answer + TP)  # the host ACKed its last packet
-        else:
-            floor = known
+        else:  # the device ACKed the last packet
+            floor = max(known, previous)
         d_start = data.select(j, submitted, floor, d_lane, last)
         d_end = d_start + span
         if reading:  # the first packet goes once whole (its fill overlaps the host's answer)
@@ -408,11 +408,13 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
                                      device=device).done[0]
     # Between two streams of a pipe: its re-token delay and the primes sent in that gap, and at
     # least the handshake (the host's ACK of the stream's last packet, the next ERDY, the
-    # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs, so no host turn first).
+    # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs the last packet, so the
+    # ERDY and the host's answer: behind small-burst 1,240 cycles from stream to stream of
+    # 4 KiB writes primed before, where the bound without it took 1,085).
     # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
     lane = lane_bytes(t.direction, length, t.mps) / t.link.rate
     handshake = 2 * (t.answer + TP)
-    data_shake = handshake if t.direction == Direction.IN else 0.0
+    data_shake = handshake if t.direction == Direction.IN else t.answer + TP
     if commands is None:
         terms = {"data": span + max(t.retoken + prime, data_shake),
                  "status": sense + max(t.retoken + TP, handshake), "driver": cycle / q,

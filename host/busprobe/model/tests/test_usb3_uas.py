@@ -175,7 +175,7 @@ def test_no_device_however_slow_or_phased_steps_above_the_bound():
                 assert bound < run.end, (direction, decode, after_last)
 
 
-def test_between_two_read_streams_a_pipe_pays_the_handshake_of_two_turnarounds():
+def test_between_two_streams_a_pipe_pays_its_handshake_two_turnarounds_on_reads_one_on_writes():
     """Behind small-burst (no re-token delay, 1 µs turnaround) queued reads are bound by the
     data pipe, and each stream waits for the host's ACK of the last one's last packet, the
     device's ERDY and the host's answer to it: the simulation read 365.3 MB/s at 4 KiB × QD 8
@@ -185,13 +185,24 @@ def test_between_two_read_streams_a_pipe_pays_the_handshake_of_two_turnarounds()
     gap = deep.parts["period"] - deep.parts["transfer_seconds"]
     assert 2 * profile.turnaround_ns * 1e-9 <= gap < 2 * profile.turnaround_ns * 1e-9 + 0.2e-6
     assert deep.throughput < 380e6 and "set by the data pipe" in deep.formula
-    # Writes pay no such turn (the device ACKs their last packet): their data pipe is the
-    # transfer and its prime, and the downstream lane, which carries the prime too, binds.
+    # Writes pay one turn (the device ACKs their last packet; then its ERDY, the host's
+    # answer), which the next write's prime, a whole data packet, hides in steady state: their
+    # data pipe is the transfer and that prime, and the downstream lane, which carries the
+    # prime too, binds.
     out = ceiling_for(_bus("small-burst"), "out", length=4096, queue_depth=8)
     terms = out.parts["bound_terms"]
     assert terms["data"] - out.parts["transfer_seconds"] == pytest.approx((1024 + 32) / 500e6)
     assert out.parts["period"] == terms["lane"] > terms["data"]
     assert "set by the lane" in out.formula
+    # Streams primed before (the first queue's), nothing hides it: one stream the ERDY and
+    # the host's 1 µs after the last (the simulation: 1,240 cycles apart, 1,085 moving data).
+    link = usb3_link(_bus("small-burst"), "out", profile)
+    stages = uas_run(link, profile, 4096, commands=8, queue_depth=8).stages
+    starts = [stage["data stream"] for stage in stages]
+    span = out.parts["transfer_seconds"]
+    handshake = 20 / 500e6 + profile.turnaround_ns * 1e-9 - 8e-9  # (a bound's cycle off)
+    assert [b - a for a, b in zip(starts, starts[1:], strict=False)] == pytest.approx(
+        [span + handshake] * 7)
 
 
 def test_every_packet_of_a_command_counts_on_its_datas_lane():
