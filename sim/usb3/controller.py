@@ -198,10 +198,9 @@ class SuperSpeedHostController(TransferEngine):
         """Start a mover for every endpoint whose oldest transfer can start before ``before``,
         then wait until one finishes (True) or ``before`` comes (False). IN and OUT move at once:
         SuperSpeed is dual simplex, each direction on a lane of its own."""
-        # In the order their oldest transfers were submitted: movers started together queue
-        # their first packets on the lane in that order, as an xHCI serves doorbells rung one
-        # after another (by the endpoints' first use instead, a UAS write's COMMAND IU went
-        # before its data stream's prime after reads and behind it otherwise: 2 % apart).
+        # In the order their oldest transfers were submitted, as an xHCI serves doorbells rung
+        # one after another (by the endpoints' first use, a UAS write's COMMAND IU went before
+        # its data stream's prime after reads and behind it otherwise: 2 % apart).
         waiting = sorted((queue[0].ready_at, queue[0].order, address)
                          for address, queue in self.queues.items()
                          if queue and address not in self._movers)

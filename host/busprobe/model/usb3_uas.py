@@ -69,10 +69,10 @@ from .usb3 import (
     TP_BYTES,
 )
 from .usb3_hosts import Usb3HostProfile
-from .usb3_run import ALLOWANCE_BYTES, Usb3Link, transfer_seconds
+from .usb3_run import Usb3Link, transfer_seconds
 
-__all__ = ["UasDevice", "IDEAL_DEVICE", "BUSPROBE_DEVICE", "UasTimes", "UasBound", "uas_run",
-           "uas_period", "uas_bound", "UasTiming", "uas_timing", "lane_bytes"]
+__all__ = ["UasDevice", "IDEAL_DEVICE", "BUSPROBE_DEVICE", "UasTimes", "uas_run", "uas_period",
+           "UasTiming", "uas_timing", "dp_seconds", "CYCLE", "TP", "ANSWER_IN", "ANSWER_OUT"]
 
 CYCLE = 1 / PIPE_CLOCK_HZ
 TP = TP_BYTES / SS_RATE
@@ -81,7 +81,7 @@ TP = TP_BYTES / SS_RATE
 ANSWER_IN, ANSWER_OUT = (DEVICE_RESPONSE_CYCLES[way] * CYCLE for way in ("in", "out"))
 
 
-def _dp(payload: int) -> float:
+def dp_seconds(payload: int) -> float:
     """Seconds of a data packet with ``payload`` bytes on its lane (header, framing, CRC)."""
     return (DPH_BYTES + DPP_OVERHEAD + 4 * math.ceil(payload / 4)) / SS_RATE
 
@@ -229,7 +229,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     reading = t.direction == Direction.IN
     span, q = t.span(), min(queue_depth, commands)
     first_packet = min(length, t.mps)
-    data = _Pipe(TP if reading else _dp(first_packet), t.retoken, t.answer)
+    data = _Pipe(TP if reading else dp_seconds(first_packet), t.retoken, t.answer)
     status = _Pipe(TP, t.retoken, t.answer)
     if primed:
         data.primed[0] = status.primed[0] = -math.inf
@@ -263,7 +263,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         while (behind := max(ahead(at), status.on_lane(at, window),
                              data.on_lane(at, window))) > at:
             at = behind
-        command_in = at + _dp(uas.COMMAND_SIZE)
+        command_in = at + dp_seconds(uas.COMMAND_SIZE)
         command_end = command_in + ANSWER_OUT + TP
         known = command_end + device.decode * CYCLE  # the device has decoded it
         previous = data.end[-1] if data.end else -math.inf
@@ -283,7 +283,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         s_floor = max(sense_ready, status.end[-1] + t.answer + TP if status.end else -math.inf)
         s_start = status.select(j, submitted, s_floor, s_lane, last)
         sense = s_start + TP + ANSWER_IN  # the SENSE IU's packet starts
-        s_end = sense + _dp(uas.SENSE_HEADER_SIZE)
+        s_end = sense + dp_seconds(uas.SENSE_HEADER_SIZE)
         status.end.append(s_end)
         later = max(d_end, s_end)
         if reading and not link.latency_bound:
@@ -291,7 +291,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             train = d_end - span + TP + ANSWER_IN
             if sense < d_end and s_end > train:
                 later = max(later, min(sense, train) + (d_end - train)
-                            + _dp(uas.SENSE_HEADER_SIZE))
+                            + dp_seconds(uas.SENSE_HEADER_SIZE))
         done.append(later + t.completion)
         acks = []  # (a read's last data packet ends at ``later``)
         for end in sorted((later, s_end) if reading else (s_end,)):
@@ -332,106 +332,3 @@ def uas_period(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_d
         last = first + rounds * queue_depth
         _PERIODS[key] = (times.done[last] - times.done[first]) / (last - first)
     return _PERIODS[key]
-
-
-def lane_bytes(direction: str, length: int, mps: int) -> int:
-    """Lane bytes one command puts on the lane its data go on (IN: upstream; OUT: downstream):
-    the data packets, each with the link commands that answer its ACK TP (``DP_OVERHEAD``),
-    and every other packet of the command there, with the LGOOD + LCRD for each packet the
-    other side sends. IN: the SENSE IU; the device's ACK of the COMMAND IU and the NRDY and
-    ERDY of both its streams; the link commands for the COMMAND IU, both streams' primes and
-    Start Stream ACK TPs and the host's ACK of the SENSE IU. OUT: the data pipe's prime (its
-    first data packet), the COMMAND IU, the status pipe's prime, Start Stream and ACK of the
-    SENSE IU; the link commands for the device's NRDY and ERDY of both streams, its ACK of the
-    COMMAND IU and the SENSE IU."""
-    packets = max(1, math.ceil(length / mps))
-    data = 4 * math.ceil(length / 4) + packets * DP_OVERHEAD
-    wire, lc = DPH_BYTES + DPP_OVERHEAD, LINK_COMMANDS_PER_TP
-    if direction == Direction.IN:
-        return data + wire + uas.SENSE_HEADER_SIZE + 5 * TP_BYTES + 6 * lc
-    first = 4 * math.ceil(min(length, mps) / 4)
-    return data + wire + first + wire + uas.COMMAND_SIZE + 3 * TP_BYTES + 6 * lc
-
-
-def _gaps(gaps: int, retoken: float, primes: float, handshake: float) -> float:
-    """The least total of ``gaps`` gaps between a pipe's streams, each at least its re-token
-    delay plus the primes sent in it and at least ``handshake``, with ``primes`` seconds of
-    primes spread over them as suits the schedule best (filling the handshake's slack
-    first)."""
-    slack = max(handshake - retoken, 0.0)
-    return gaps * max(retoken, handshake) + max(primes - gaps * slack, 0.0)
-
-
-@dataclass(frozen=True)
-class UasBound:
-    """The least time a run (or, in steady state, a command) can take, and what sets it:
-    ``data`` (the data pipe's transfers, re-token delays and primes in a row), ``status`` (the
-    status pipe's likewise), ``driver`` (each command's own chain and the driver's
-    turnaround, ``queue_depth`` of them in flight) or ``lane`` (every command's packets on the
-    lane its data go on, :func:`lane_bytes`)."""
-
-    seconds: float
-    terms: dict[str, float]
-
-    @property
-    def binding(self) -> str:
-        return max(self.terms, key=self.terms.__getitem__)
-
-
-def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_depth: int,
-              commands: int | None = None, device: UasDevice = IDEAL_DEVICE) -> UasBound:
-    """A lower bound of a run of ``commands`` commands (``None``: of one command's period in
-    steady state) that holds whatever the phases of the pipes against each other.
-
-    The stepped schedule (:func:`uas_run`) puts each prime where a command's submission falls
-    against a pipe's turns, so a slower device may shift the phases to a better schedule
-    (behind ``small-burst``, whose completions come in bursts, the simulated disk read 2.3 %
-    above the ideal device's stepped schedule at 1 KiB × QD 8 OUT). So the ceiling is this: the
-    first ``queue_depth`` commands stepped (submitted together, nothing to phase); then each
-    pipe moves every transfer after its re-token delay and primes every later one (the data
-    pipe's prime is a whole data packet on OUT), no two of its streams closer than the
-    handshake between them (a read's: the host's ACK of the last packet, the device's ERDY,
-    the host's answer; behind small-burst the bound without it read 26 % above the simulated
-    4 KiB × QD 8 reads); and each command's successor follows it by
-    the driver's turnaround and the least a command takes (stepped alone: its transfers reach
-    the host's rings together, so its streams are primed no sooner than its IU goes)."""
-    t = uas_timing(link, profile, length)
-    q = min(queue_depth, commands or queue_depth)
-    span = t.span()
-    prime = TP if t.direction == Direction.IN else _dp(min(length, t.mps))
-    sense = TP + ANSWER_IN + _dp(uas.SENSE_HEADER_SIZE)
-    if q == 1:  # each behind the one before it (its SENSE IU's ACK on the host's lane)
-        two = uas_run(link, profile, length, commands=2, queue_depth=1, device=device).done
-        cycle = two[1] - two[0]
-    else:  # (its streams primed from its submission: none is on a ring before that)
-        cycle = t.resubmit + uas_run(link, profile, length, commands=1, queue_depth=1,
-                                     device=device).done[0]
-    # Between two streams of a pipe: its re-token delay and the primes sent in that gap, and at
-    # least the handshake (the host's ACK of the stream's last packet, the next ERDY, the
-    # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs the last packet, so the
-    # ERDY and the host's answer: behind small-burst 1,240 cycles from stream to stream of
-    # 4 KiB writes primed before, where the bound without it took 1,085).
-    # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
-    lane = lane_bytes(t.direction, length, t.mps) / t.link.rate
-    handshake = 2 * (t.answer + TP)
-    data_shake = handshake if t.direction == Direction.IN else t.answer + TP
-    if commands is None:
-        terms = {"data": span + max(t.retoken + prime, data_shake),
-                 "status": sense + max(t.retoken + TP, handshake), "driver": cycle / q,
-                 "lane": lane}
-        return UasBound(max(terms.values()), terms)
-    start = uas_run(link, profile, length, commands=q, queue_depth=q, device=device)
-    n = commands
-    terms = {"data": 0.0, "status": 0.0, "driver": 0.0,
-             "lane": n * lane - ALLOWANCE_BYTES / t.link.rate}
-    for k, stage in enumerate(start.stages):  # ready at 0: their times are absolute
-        later = n - k
-        primes = n - q if k == 0 else 0
-        terms["data"] = max(terms["data"], stage["data stream"] + later * span + t.completion
-                            + _gaps(later - 1, t.retoken, primes * prime, data_shake))
-        terms["status"] = max(terms["status"], stage["SENSE end"] - sense + later * sense
-                              + t.completion + _gaps(later - 1, t.retoken, primes * TP,
-                                                     handshake))
-    last = (n - 1) % q
-    terms["driver"] = start.done[last] + (n - 1) // q * cycle
-    return UasBound(max(terms.values()), terms)

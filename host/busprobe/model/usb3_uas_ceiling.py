@@ -10,16 +10,8 @@ from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3 import usb3_link
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
-from .usb3_uas import (
-    BUSPROBE_DEVICE,
-    IDEAL_DEVICE,
-    UasBound,
-    UasDevice,
-    uas_bound,
-    uas_period,
-    uas_run,
-    uas_timing,
-)
+from .usb3_uas import BUSPROBE_DEVICE, IDEAL_DEVICE, UasDevice, uas_period, uas_run, uas_timing
+from .usb3_uas_bound import UasBound, uas_bound
 
 __all__ = ["uas_ceiling"]
 

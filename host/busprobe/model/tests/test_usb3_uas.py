@@ -7,13 +7,8 @@ import pytest
 from busprobe.model import ceiling_for
 from busprobe.model.usb3 import usb3_link
 from busprobe.model.usb3_hosts import builtin_usb3_profiles, load_usb3_profile
-from busprobe.model.usb3_uas import (
-    BUSPROBE_DEVICE,
-    UasDevice,
-    lane_bytes,
-    uas_bound,
-    uas_run,
-)
+from busprobe.model.usb3_uas import BUSPROBE_DEVICE, UasDevice, uas_run
+from busprobe.model.usb3_uas_bound import lane_bytes, uas_bound
 from busprobe.transport import BusDescription
 
 PROFILES = builtin_usb3_profiles()
