@@ -150,9 +150,9 @@ class RequestRelay:
             self.as_reset = True
             log.info("usbredir: bus reset and enumeration in %.2f s", time.monotonic() - started)
         else:
-            # The SuperSpeed simulation has no port reset yet: the guest believes the device
-            # reset while its endpoints, streams and task set keep their state (what the VM
-            # ladder's first run met when uas reset the disk after its SCSI timeout).
+            # A platform without a port reset (the guest believes the device reset while its
+            # endpoints, streams and task set keep their state: what the VM ladder's first run
+            # met when uas reset the SuperSpeed disk, before its simulation had a Hot Reset).
             log.warning("usbredir: the guest reset the device, but %s cannot reset its bus: "
                         "the device keeps its state", self.platform.name)
 

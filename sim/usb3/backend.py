@@ -86,6 +86,13 @@ class SimUsb3Platform(SimUsbPlatform):
         self.burst = target.options["burst"]
         self.design = target.options["design"]
 
+    def bus_reset(self) -> bool:
+        """A port reset (Hot Reset) and enumeration again, as xhci_hcd does for a SuperSpeed
+        device (the usbredir export relays a guest's): address, configuration, endpoints,
+        streams and the host's sequence numbers start over."""
+        self._cycle = self._call("reset")
+        return True
+
     def open(self) -> None:
         netlist = self.target.options["level"] == "netlist"
         if netlist and self.design != "busprobe":

@@ -47,7 +47,7 @@ BUS_ERRORS: BusErrors = (
 class Usb3RpcHandler(UsbRpcHandler):
     """The requests :class:`~busprobe.sim.usb3.backend.SimUsb3Platform` makes: endpoint 0 and
     the transfer queue (:class:`~busprobe.sim.usb_rpc.UsbRpcHandler`), on the 125 MHz PIPE
-    clock; :meth:`rpc_counters` adds the link's own counters.
+    clock; :meth:`rpc_counters` adds the link's own counters, :meth:`rpc_reset` a port reset.
 
     Parameters
     ----------
@@ -63,6 +63,13 @@ class Usb3RpcHandler(UsbRpcHandler):
 
     async def rpc_counters(self) -> dict[str, Any]:
         return {**await super().rpc_counters(), "link": dict(vars(self.session.link.counters))}
+
+    async def rpc_reset(self) -> int:
+        """A port reset (Hot Reset), then the standard enumeration again: the device's address,
+        configuration, endpoints and streams start over, and so does the host controller."""
+        await on_the_bus("port reset (Hot Reset)", self.session.hot_reset, BUS_ERRORS)
+        self.host = self.session.host
+        return self.cycle
 
     async def rpc_alloc_streams(self, endpoints: list[int], count: int) -> int:
         """Stream rings for Stream IDs 1..``count`` on each of ``endpoints``; the clock."""

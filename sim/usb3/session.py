@@ -21,7 +21,7 @@ from .controller import SuperSpeedHostController
 from .link import SuperSpeedLink
 from .pipe import CLOCK_HZ, HostMode, PipePartnerDriver
 from .protocol import SuperSpeedProtocol
-from .training import TrainingResult, train_to_u0
+from .training import TrainingResult, hot_reset_to_u0, train_to_u0
 
 __all__ = ["Usb3Session", "Descriptors", "DEVICE_ADDRESS"]
 
@@ -98,12 +98,27 @@ class Usb3Session:
             await self.partner.capture(min(10_000, end - self.partner.cycle))
         self.partner.stop_lfps()
         self.partner.discard_captures()
+        self._fresh_link()
+        await self.bring_up_link()
+        await self.enumerate()
+
+    async def hot_reset(self) -> None:
+        """A port reset (Hot Reset, USB 3.2 §7.5.12; :func:`.training.hot_reset_to_u0`): the
+        device's link layer, address and configuration start over in microseconds (a Warm
+        Reset's LFPS lasts 100 ms); then the link's advertisement and enumeration again on a
+        fresh link layer and host controller (no transfer, stream or sequence number kept)."""
+        self.host.cancel()
+        self.link.stop()
+        self.training = await hot_reset_to_u0(self.partner)
+        self._fresh_link()
+        await self.link.start()
+        await self.enumerate()
+
+    def _fresh_link(self) -> None:
         self.link = SuperSpeedLink(self.partner,
                                    credit_return_cycles=self.link.credit_return_cycles)
         self.protocol = SuperSpeedProtocol(self.link)
         self.host = SuperSpeedHostController(self.protocol, self.host.profile)
-        await self.bring_up_link()
-        await self.enumerate()
 
     async def get_descriptor(self, kind: int, index: int, length: int) -> bytes:
         return await self.protocol.control(_request_type(True), USBStandardRequests.GET_DESCRIPTOR,

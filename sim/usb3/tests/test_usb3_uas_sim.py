@@ -11,7 +11,7 @@ import struct
 
 import pytest
 from busprobe.backends.usb.requests import VENDOR_OUT
-from busprobe.backends.usb.transfers import run_plan, silence_for
+from busprobe.backends.usb.transfers import Transfer, run_plan, silence_for
 from busprobe.backends.usb.uas import UasCommand, UasRun
 from busprobe.protocol import bot, scsi, uas, usb3
 from busprobe.protocol.storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS, lba_bytes
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.sim
 
 DISK = "sim:usb3?host=vl805&design=storage"
 GOOD = uas.Status.GOOD
-SET_INTERFACE, GET_INTERFACE = 11, 10
+SET_INTERFACE, GET_INTERFACE, GET_CONFIGURATION = 11, 10, 8
 STREAM_PIPES = uas.STREAM_PIPES
 
 
@@ -137,3 +137,24 @@ def test_back_on_alternate_0_bulk_only_transport_answers_without_streams(disk):
     finally:
         _uas(platform)
     assert one(disk, read_10(4, 1), BLOCK_SIZE).data == lba_bytes(4, 1)
+
+
+def test_a_port_reset_drops_a_command_stuck_in_the_task_set_and_uas_comes_back(disk):
+    """What Linux's uas does when a command times out: a port reset (usb_reset_device). A READ
+    whose data stream the host never primes holds the device; after the reset (a Hot Reset and
+    enumeration: configured again, alternate 0, no streams) the host's alternate 1 and streams
+    bring UAS back, and the stuck command's tag is free."""
+    platform = disk.platform
+    tag = 1  # the tag a run with streams gives its first command (the lowest free)
+    platform.submit([Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
+                              uas.command_iu(tag, read_10(0, 8)))])
+    while not platform.reap(0.01):
+        pass
+    assert platform.bus_reset()
+    assert platform.control(0x80, GET_CONFIGURATION, 0, 0, 1) == b"\1"
+    assert platform.control(0x81, GET_INTERFACE, 0, 0, 1) == b"\0"
+    _uas(platform)
+    again = UasCommand(0, read_10(7, 2), 2 * BLOCK_SIZE)
+    run(disk, [again])
+    assert again.tag == tag and again.status == uas.Iu(uas.IuId.SENSE, tag, GOOD)
+    assert again.data == lba_bytes(7, 2)
