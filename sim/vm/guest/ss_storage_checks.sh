@@ -47,4 +47,17 @@ run ss-uas-sweep "$BUSPROBE" sweep --device "block:$SS_UAS_DISK" --direction bot
 run ss-uas-bad-opcode sg_raw -v "$SS_UAS_DISK" 0e 00 00 00 00 00
 run ss-uas-telemetry sg_raw --request=512 --outfile="$OUT/ss-uas-telemetry.bin" \
     "$SS_UAS_DISK" 12 01 c0 02 00 00
+# A port reset, as uas's error handling does after a SCSI timeout (usb_reset_device; usbreset
+# asks usbfs for the same): the export carries it out in the simulation (a Hot Reset and the
+# enumeration), uas takes the device back (alternate 1 and its streams again), and the disk
+# reads its pattern.
+SS_USBDEV=/sys/bus/usb/devices/${SS_IFN%%:*}
+run ss-uas-reset usbreset "$(cat "$SS_USBDEV/busnum")/$(cat "$SS_USBDEV/devnum")"
+SS_RESET_DISK=$(busprobe_disk)
+mark "ss-uas-reset-disk ${SS_RESET_DISK:-none}" \
+    "driver=$(basename "$(readlink "/sys/bus/usb/devices/$SS_IFN/driver")")" \
+    "alternate=$(cat "/sys/bus/usb/devices/$SS_IFN/bAlternateSetting" 2>/dev/null | tr -d ' ')"
+run ss-uas-after-reset "$BUSPROBE" sweep --device "block:$SS_RESET_DISK" --direction read \
+    --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress \
+    --json "$OUT/ss-uas-after-reset.json"
 mark ss-storage-done

@@ -122,7 +122,9 @@ def check_the_superspeed_disk_through_uas(usb_pass) -> None:
     5000M with bulk streams (``lsusb -t``: Driver=uas, 5000M), the block sweep at 4 KiB and
     64 KiB x queue depth 1 and 4 with 0 errors, an opcode it lacks answered ILLEGAL REQUEST
     (sg_raw) and the disk still answering, and its telemetry: how many tags uas kept
-    outstanding in the device's task set, none refused."""
+    outstanding in the device's task set, none refused. Then a port reset from the guest
+    (usbreset, what uas's error handling does): the export carries it out in the simulation,
+    uas drives the disk on alternate 1 again and it reads its pattern."""
     (disk,) = usb_pass.boot.find("ss-uas-disk")
     assert "driver=uas" in disk and "speed=5000" in disk and "alternate=1" in disk, (
         disk, usb_pass.boot.find("ss-uas-dmesg"))
@@ -141,9 +143,19 @@ def check_the_superspeed_disk_through_uas(usb_pass) -> None:
     counters = parse_telemetry((usb_pass.out / "ss-uas-telemetry.bin").read_bytes())
     assert 1 <= counters["uas_tags_max"] <= uas.TASK_SET_DEPTH, counters
     assert counters["uas_task_set_full"] == counters["uas_overlapped_tags"] == 0, counters
+    assert usb_pass.status("ss-uas-reset") == "rc=0 ", usb_pass.text("ss-uas-reset.err")
+    exported = (usb_pass.out / "exporter-ss-storage.log").read_text()
+    assert "usbredir: bus reset and enumeration" in exported, exported[-2000:]
+    (after,) = usb_pass.boot.find("ss-uas-reset-disk")
+    assert "driver=uas" in after and "alternate=1" in after, after
+    assert usb_pass.status("ss-uas-after-reset") == "rc=0 ", \
+        usb_pass.text("ss-uas-after-reset.err")
+    again = usb_pass.result("ss-uas-after-reset")
+    assert again["complete"] and again["errors"] == 0 and again["points"]
     print("  => the SuperSpeed disk through uas with bulk streams (alternate 1, 5000M, QEMU's "
           "emulated xhci: its figures): "
           + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
                       f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
           + f", 0 errors; ILLEGAL REQUEST for opcode 0x0e; at most {counters['uas_tags_max']} "
-          "tags outstanding in the device")
+          "tags outstanding in the device; after a port reset (carried out in the simulation) "
+          f"uas reads {again['points'][0]['throughput'] / 1e6:.2f} MB/s, 0 errors")
