@@ -21,7 +21,8 @@ from .controller import SuperSpeedHostController
 from .link import SuperSpeedLink
 from .pipe import CLOCK_HZ, HostMode, PipePartnerDriver
 from .protocol import SuperSpeedProtocol
-from .training import TrainingResult, hot_reset_to_u0, train_to_u0
+from .recovery import recover_to_u0
+from .training import TrainingResult, train_to_u0
 
 __all__ = ["Usb3Session", "Descriptors", "DEVICE_ADDRESS"]
 
@@ -103,13 +104,14 @@ class Usb3Session:
         await self.enumerate()
 
     async def hot_reset(self) -> None:
-        """A port reset (Hot Reset, USB 3.2 §7.5.12; :func:`.training.hot_reset_to_u0`): the
+        """A port reset (Hot Reset, USB 3.2 §7.5.12; :mod:`.recovery`): the
         device's link layer, address and configuration start over in microseconds (a Warm
         Reset's LFPS lasts 100 ms); then the link's advertisement and enumeration again on a
         fresh link layer and host controller (no transfer, stream or sequence number kept)."""
         self.host.cancel()
         self.link.stop()
-        self.training = await hot_reset_to_u0(self.partner)
+        await self.partner.flush()
+        self.training = await recover_to_u0(self.partner, hot_reset=True)
         self._fresh_link()
         await self.link.start()
         await self.enumerate()

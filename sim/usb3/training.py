@@ -20,12 +20,6 @@ Polling.Idle
 
 Each step has the spec's timeout (§7.5.4, Table 7-12); a step that times out raises
 :class:`TrainingFailed` naming the step and what was missing.
-
-:func:`hot_reset_to_u0` is a port reset from U0 (what xhci_hcd's port reset of a SuperSpeed
-device is, USB 3.2 §7.5.12): TS1 takes the device to Recovery; TS2s with the Hot Reset bit
-(Link Configuration bit 0) reach it in Recovery.Configuration, so it goes on to Hot Reset.Active
-(LUNA: its link layer and its USB device state, address and configuration, reset); plain TS2s
-let it out to Hot Reset.Exit, and the idle handshake to U0.
 """
 
 from __future__ import annotations
@@ -35,7 +29,7 @@ from dataclasses import dataclass, field
 
 from .pipe import CLOCK_HZ, TS1, TS2, TSEQ, HostMode, PipePartnerDriver
 
-__all__ = ["TSEQ_SETS", "TrainingFailed", "TrainingResult", "train_to_u0", "hot_reset_to_u0"]
+__all__ = ["TSEQ_SETS", "TrainingFailed", "TrainingResult", "train_to_u0"]
 
 #: TSEQ ordered sets the model sends in Polling.RxEQ (the spec's 65,536 is for a real receiver's
 #: equaliser; the model has none). An assumption of the model, said so in docs/DESIGN.md.
@@ -52,9 +46,6 @@ TS_RECEIVED_MIN, TS2_SENT_AFTER, IDLE_RECEIVED_MIN, IDLE_SENT_AFTER = 8, 16, 8, 
 #: How often (cycles) the model looks at the partner's counters while a step waits; a step ends
 #: at most this late, well inside every timeout.
 POLL_CYCLES = 64
-#: TS1/TS2 Link Configuration bit 0 (USB 3.2 Table 6-6).
-HOT_RESET = 0x01
-RECOVERY_TIMEOUT_S = 12e-3
 
 
 class TrainingFailed(AssertionError):
@@ -119,34 +110,42 @@ async def train_to_u0(partner: PipePartnerDriver, *, tseq_sets: int = TSEQ_SETS
                     lambda: "TSEQ not sent")
     result.steps["Polling.RxEQ"] = partner.cycle
 
-    partner.send_ordered_set(TS1)
-    await _wait_for(partner, "Polling.Active", POLLING_ACTIVE_TIMEOUT_S,
-                    lambda: max(partner.received_sets(TS1)[0],
-                                partner.received_sets(TS2)[0]) >= TS_RECEIVED_MIN,
-                    lambda: f"received TSEQ/TS1/TS2 {partner.received_sets(TSEQ)[1]}/"
-                            f"{partner.received_sets(TS1)[1]}/{partner.received_sets(TS2)[1]}")
+    await ts1_until_answered(partner, "Polling.Active", POLLING_ACTIVE_TIMEOUT_S)
     result.steps["Polling.Active"] = partner.cycle
-
-    partner.send_ordered_set(TS2)
-    ts2_first: list[int | None] = [None]
-
-    def ts2_done() -> bool:
-        run, _ = partner.received_sets(TS2)
-        if run and ts2_first[0] is None:
-            ts2_first[0] = partner.ordered_sets_sent
-        return (run >= TS_RECEIVED_MIN
-                and partner.ordered_sets_sent - ts2_first[0] >= TS2_SENT_AFTER)
-
-    await _wait_for(partner, "Polling.Configuration", POLLING_CONFIGURATION_TIMEOUT_S, ts2_done,
-                    lambda: f"received {partner.received_sets(TS2)[1]} TS2")
+    await ts2_until_configured(partner, "Polling.Configuration")
     result.steps["Polling.Configuration"] = partner.cycle
-
-    await _idle_handshake(partner, "Polling.Idle")
+    await idle_handshake(partner, "Polling.Idle")
     result.steps["U0"] = partner.cycle
     return result
 
 
-async def _idle_handshake(partner: PipePartnerDriver, step: str) -> None:
+async def ts1_until_answered(partner: PipePartnerDriver, step: str, timeout_s: float) -> None:
+    """TS1 until 8 consecutive TS1 or TS2 are received (Polling.Active, Recovery.Active)."""
+    partner.send_ordered_set(TS1)
+    await _wait_for(partner, step, timeout_s,
+                    lambda: max(partner.received_sets(TS1)[0],
+                                partner.received_sets(TS2)[0]) >= TS_RECEIVED_MIN,
+                    lambda: f"received TSEQ/TS1/TS2 {partner.received_sets(TSEQ)[1]}/"
+                            f"{partner.received_sets(TS1)[1]}/{partner.received_sets(TS2)[1]}")
+
+
+async def ts2_until_configured(partner: PipePartnerDriver, step: str, config: int = 0) -> None:
+    """TS2 (Link Configuration ``config``) until 8 consecutive TS2 are received and 16 sent
+    after the first of them (Polling.Configuration, Recovery.Configuration)."""
+    partner.send_ordered_set(TS2, config=config)
+    first: list[int | None] = [None]
+
+    def configured() -> bool:
+        run, _ = partner.received_sets(TS2)
+        if run and first[0] is None:
+            first[0] = partner.ordered_sets_sent
+        return run >= TS_RECEIVED_MIN and partner.ordered_sets_sent - first[0] >= TS2_SENT_AFTER
+
+    await _wait_for(partner, step, POLLING_CONFIGURATION_TIMEOUT_S, configured,
+                    lambda: f"received {partner.received_sets(TS2)[1]} TS2")
+
+
+async def idle_handshake(partner: PipePartnerDriver, step: str) -> None:
     """Logical idle until 8 consecutive idle symbols are received and 16 sent after the first."""
     partner.set_mode(HostMode.LINK)
     idle_first: list[int | None] = [None]
@@ -159,45 +158,3 @@ async def _idle_handshake(partner: PipePartnerDriver, step: str) -> None:
 
     await _wait_for(partner, step, POLLING_IDLE_TIMEOUT_S, idle_done,
                     lambda: "no logical idle received")
-
-
-async def hot_reset_to_u0(partner: PipePartnerDriver) -> TrainingResult:
-    """A Hot Reset from U0 back to U0 (see the module); the partner is in LINK mode after, what
-    was queued to send and captured before the device left U0 dropped."""
-    result = TrainingResult()
-    await partner.flush()
-    partner.send_ordered_set(TS1)
-    await _wait_for(partner, "Recovery.Active", RECOVERY_TIMEOUT_S,
-                    lambda: max(partner.received_sets(TS1)[0],
-                                partner.received_sets(TS2)[0]) >= TS_RECEIVED_MIN,
-                    lambda: f"received TS1/TS2 {partner.received_sets(TS1)[1]}/"
-                            f"{partner.received_sets(TS2)[1]}")
-    result.steps["Recovery.Active"] = partner.cycle
-    partner.discard_captures()  # what the device sent before it left U0
-    ts2_before = partner.received_sets(TS2)[1]
-    partner.send_ordered_set(TS2, config=HOT_RESET)
-    sent_first: list[int | None] = [None]
-
-    def configuration_done() -> bool:
-        run, _ = partner.received_sets(TS2)
-        if run and sent_first[0] is None:
-            sent_first[0] = partner.ordered_sets_sent
-        return (run >= TS_RECEIVED_MIN
-                and partner.ordered_sets_sent - sent_first[0] >= TS2_SENT_AFTER)
-
-    await _wait_for(partner, "Recovery.Configuration", RECOVERY_TIMEOUT_S, configuration_done,
-                    lambda: f"received {partner.received_sets(TS2)[1] - ts2_before} TS2")
-    result.steps["Recovery.Configuration"] = partner.cycle
-    # The Hot Reset bit cleared: once through Hot Reset.Active (its own TS2s carry the bit,
-    # which the partner's recogniser leaves out) the device sends logical idle (Hot
-    # Reset.Exit). Had it missed the bit it would idle in Recovery.Idle instead, at its old
-    # address: the enumeration after, at address 0, finds that out.
-    partner.send_ordered_set(TS2)
-    await _wait_for(partner, "Hot Reset.Active", RECOVERY_TIMEOUT_S,
-                    lambda: partner.received_idle_symbols > 0,
-                    lambda: f"received {partner.received_sets(TS2)[1] - ts2_before} TS2, "
-                            f"no idle after them")
-    result.steps["Hot Reset.Active"] = partner.cycle
-    await _idle_handshake(partner, "Hot Reset.Exit")
-    result.steps["U0"] = partner.cycle
-    return result
