@@ -136,6 +136,10 @@ class _Pipe:
         self.queued: dict[int, float] = {}  # transfer -> when its prime was queued
         self.end: list[float] = []
 
+    def turn_start(self, j: int, ready: float) -> float:
+        """When turn ``j`` can begin: its transfer ready, the re-token delay after the last."""
+        return ready if j == 0 else max(ready, self.end[j - 1] + self.retoken)
+
     def primes(self, j: int, submitted: list[float], ready: float, last: int,
                ahead: float = -math.inf) -> tuple[float, float]:
         """Turn ``j`` begins (transfer ``j`` moves: the device selects in command order): its
@@ -143,8 +147,8 @@ class _Pipe:
         before ``ahead`` (the host's packets queued before them). ``submitted`` holds when
         every transfer known so far was submitted (on the host's ring); transfers up to
         ``last`` may be queued."""
-        at = ready if j == 0 else max(ready, self.end[j - 1] + self.retoken)
-        lane = at if ahead <= at else ahead
+        at = self.turn_start(j, ready)
+        lane = max(at, ahead)
         for m in range(j, last + 1):  # primed at the turn's start, oldest first
             # (the run's first transfers are queued before any mover starts)
             if m not in self.primed and (submitted[m] < at or j == 0):
@@ -182,6 +186,12 @@ def _behind(at: float, queued: float, end: float) -> float:
     """``end`` if a packet queued at ``queued`` and off the lane at ``end`` is ahead of one
     queued at ``at``, else -inf."""
     return end if queued <= at < end else -math.inf
+
+
+def _ahead(at: float, packets: list[tuple[float, float]]) -> float:
+    """Where the last of ``packets`` (queued, off the lane) ahead of one queued at ``at`` ends
+    (-inf: none is)."""
+    return max((_behind(at, queued, end) for queued, end in packets), default=-math.inf)
 
 
 @dataclass(frozen=True)
@@ -248,19 +258,16 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         # queued before it: the ACK of the last SENSE IU (queued as it came, before the status
         # pipe's next turn), then the driver's order (status, data, command).
         window = range(max(0, j - q), last + 1)
-        def ahead(at: float, acks: list[tuple[float, float]] = acks) -> float:
-            return max((_behind(at, queued, end) for queued, end in acks), default=-math.inf)
-
         # (the status pipe's next turn comes after its mover queued the SENSE IU's ACK)
-        s_at = ready if j == 0 else max(ready, status.end[j - 1] + t.retoken)
+        s_at = status.turn_start(j, ready)
         s_at, s_lane = status.primes(j, submitted, ready, last,
-                                     ahead=max(ahead(s_at), sense_acked))
-        d_at = ready if j == 0 else max(ready, data.end[j - 1] + t.retoken)
+                                     ahead=max(_ahead(s_at, acks), sense_acked))
+        d_at = data.turn_start(j, ready)
         d_at, d_lane = data.primes(j, submitted, ready, last,
-                                   ahead=max(ahead(d_at), status.on_lane(d_at, window)))
+                                   ahead=max(_ahead(d_at, acks), status.on_lane(d_at, window)))
         # The command pipe: the IU's data packet, the device's ACK TP.
         at = ready if j == 0 else max(ready, command_end + t.retoken)
-        while (behind := max(ahead(at), status.on_lane(at, window),
+        while (behind := max(_ahead(at, acks), status.on_lane(at, window),
                              data.on_lane(at, window))) > at:
             at = behind
         command_in = at + dp_seconds(uas.COMMAND_SIZE)
