@@ -35,6 +35,7 @@ from .framing import (
     parse_command,
     parse_header,
 )
+from .link_trace import LinkTrace
 from .pipe import CLOCK_HZ, CLOCK_PERIOD_PS, CaptureType, PipePartnerDriver
 
 __all__ = ["SuperSpeedLink", "LinkCounters", "LinkError", "HEADER_BUFFERS"]
@@ -116,6 +117,8 @@ class SuperSpeedLink:
         #: NRDY, ERDY) are taken as arriving with a broken CRC-16: the port answers LBAD.
         self.corrupt_received_tps = 0
         self._task = None
+        #: Header packets each way, to a file, when ``BUSPROBE_LINK_TRACE`` names one.
+        self.trace = LinkTrace.from_environment()
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -187,6 +190,8 @@ class SuperSpeedLink:
         framed = frame_header(dws, sequence, payload=payload, corrupt_crc16=corrupt,
                               corrupt_crc32=corrupt_crc32)
         gap = b"" if payload is not None else bytes(LUNA_HEADER_GAP_SYMBOLS)
+        if self.trace is not None:
+            self.trace.sent(max(self.partner.cycle, start_at), dws)
         await self.partner.queue(framed.symbols + gap, framed.kmask, start_at)
         self._last_sent = max(self.partner.cycle, start_at)
         self.counters.headers_sent += 1
@@ -278,6 +283,8 @@ class SuperSpeedLink:
             raise LinkError(f"header sequence {header.sequence}, expected {self._rx_sequence}")
         self._rx_sequence = (self._rx_sequence + 1) % 8
         self.counters.headers_received += 1
+        if self.trace is not None:
+            self.trace.received(header.start, header.end, header.dws)
         await self._send_command(LinkCommand.LGOOD, header.sequence)
         credit = self._next_credit_out
         self._next_credit_out = (credit + 1) % HEADER_BUFFERS

@@ -132,3 +132,19 @@ def test_framed_packets_parse_back() -> None:
     broken = bytearray(command.symbols[4:])
     broken[0] ^= 1
     assert parse_command(bytes(broken)) is None
+
+
+def test_link_trace_decodes_the_stream_and_flags_of_each_header() -> None:
+    from busprobe.sim.usb3.link_trace import describe_header
+    from busprobe.sim.usb3.protocol import DIR_IN, DIR_OUT, data_header, itp_header
+
+    ack = tp_header(5, TransactionPacketSubtype.ACK, endpoint=1, direction=DIR_IN, packets=16,
+                    sequence=3, packets_pending=True, stream_id=7)
+    assert describe_header(ack) == "ACK ep1IN nump16 seq3 stream7 pp"
+    erdy = tp_header(5, TransactionPacketSubtype.ERDY, endpoint=2, direction=DIR_OUT,
+                     packets=1, stream_id=300)
+    assert describe_header(erdy) == "ERDY ep2OUT nump1 seq0 stream300"
+    dp = data_header(5, endpoint=3, direction=DIR_IN, sequence=31, length=16,
+                     end_of_burst=True, stream_id=2)
+    assert describe_header(dp) == "DP ep3IN len16 seq31 stream2 eob"
+    assert describe_header(itp_header(1234)) == "ITP interval1234"

@@ -7,12 +7,14 @@ every byte right. One simulator per sweep, the model built once per session."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from busprobe.cli import main
 from busprobe.model import ceiling_for
 from busprobe.model.bus import bus_from_json
+from busprobe.sim.usb3.link_trace import TRACE_VARIABLE
 
 pytestmark = pytest.mark.sim
 
@@ -59,10 +61,25 @@ def test_sweep_protocol_uas_reads_within_1_percent_of_the_model(usb3_storage_mod
 
 
 def test_sweep_protocol_uas_writes_within_1_percent_of_the_model(usb3_storage_model,
-                                                                  tmp_path: Path):
-    """Each write's stream primed with its first data packet, which the disk drops."""
+                                                                  tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    """Each write's stream primed with its first data packet, which the disk drops. The link
+    trace (``BUSPROBE_LINK_TRACE``) shows every packet of the stream pipes carrying a stream,
+    each as the status and data pipes' both ways, and none on the command pipe."""
+    trace = tmp_path / "link.trace"
+    monkeypatch.setenv(TRACE_VARIABLE, str(trace))
     _check(_sweep(tmp_path, "vl805", "--direction", "out", "--lengths", "4K",
                   "--queue-depth", "1,4"))
+    streams: dict[str, set[int]] = {}
+    for line in trace.read_text().splitlines():
+        packet = re.search(r"(DP|ACK|ERDY) (ep[1-4](?:IN|OUT)) .*stream(\d+)", line)
+        if packet:
+            streams.setdefault(f"{packet[1]} {packet[2]}", set()).add(int(packet[3]))
+    assert streams["DP ep4OUT"] == {0}  # the COMMAND IUs
+    tags = set(range(1, 5))  # QD 4: tags 1-4, a stream each
+    for pipe in ("DP ep2OUT", "ACK ep2OUT", "ERDY ep2OUT", "ACK ep3IN", "ERDY ep3IN",
+                 "DP ep3IN"):
+        assert streams[pipe] == tags, pipe
 
 
 def test_sweep_protocol_uas_behind_small_burst_at_qd_1_within_1_percent_of_the_model(
