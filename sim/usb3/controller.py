@@ -148,16 +148,16 @@ class SuperSpeedHostController(TransferEngine):
     def cycle(self) -> int:
         return self.protocol.link.partner.cycle
 
-    async def _itp_if_due(self) -> None:
+    def _itp_if_due(self) -> None:
         """An ITP every bus interval (sent when the host next has the lane)."""
-        link = self.protocol.link
         if self._next_itp == 0:
             self._next_itp = self.cycle - self.cycle % ITP_INTERVAL_CYCLES + ITP_INTERVAL_CYCLES
         while self.cycle >= self._next_itp:
-            # Claimed before the await: the IN and OUT movers both send them (dual simplex).
+            # Claimed at once (both movers send them), sent by a task of its own: a mover that
+            # awaited it lost its place on the lane (a UAS status prime went behind its IU).
             self._bus_interval += 1
             self._next_itp += ITP_INTERVAL_CYCLES
-            await link.send_header(itp_header(self._bus_interval))
+            cocotb.start_soon(self.protocol.link.send_header(itp_header(self._bus_interval)))
 
     async def _device_tp(self, endpoint: int, deadline: int, what: str) -> HeaderPacket:
         def accept(header: HeaderPacket) -> bool:
@@ -167,7 +167,7 @@ class SuperSpeedHostController(TransferEngine):
             return header.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION) \
                 and header.field(1, 8, 4) == endpoint
         while True:
-            await self._itp_if_due()
+            self._itp_if_due()
             wait = min(deadline, self._next_itp) - self.cycle
             try:
                 return await self.protocol.expect(accept, max(wait, 1), what)
@@ -177,7 +177,7 @@ class SuperSpeedHostController(TransferEngine):
 
     async def _wait_until(self, cycle: int) -> None:
         while self.cycle < cycle:
-            await self._itp_if_due()
+            self._itp_if_due()
             await self.protocol.link.partner.wait_until(min(cycle, self._next_itp))
 
     # -- the engine's bus ---------------------------------------------------------------------
