@@ -42,12 +42,17 @@ stepped through them, in PIPE cycles (125 MHz, 4 symbols a cycle on each lane):
   upstream lane.
 
 Every duration is a lower bound of the simulated one (a packet's own bytes at 500 MB/s, no SKP
-or ITP outside the data transfers, the device's link commands left out; packets of different
-pipes wait for each other on a lane only as above and for the SENSE within the data-in
-packets), so no simulated run ends before the stepped one. :data:`BUSPROBE_DEVICE` adds what
-busprobe's UAS engine takes beyond an ideal device (its decode, and a read's first packet
-filled at 4 bytes a cycle before it goes: the ERDY goes with its first beat, so the host's
-answer overlaps the fill); the ceiling is the ideal device's, and that figure says how far the
+or ITP outside the data transfers, the device's link commands left out but for the one case
+below; packets of different pipes wait for each other on a lane only as above and for the
+SENSE within the data-in packets), so no simulated run ends before the stepped one.
+:data:`BUSPROBE_DEVICE` adds what busprobe's UAS engine takes beyond an ideal device: its
+decode; a read's first packet filled at 4 bytes a cycle before it goes (the ERDY goes with its
+first beat, so the host's answer overlaps the fill); and what its link shows, read off the
+simulation's link trace (``BUSPROBE_LINK_TRACE``): the idle cycles after each TP either side
+sends it, the status stream's ERDY on the upstream lane ahead of the data packet filled
+beside it (or between two data packets), the LGOOD and LCRD of the status stream's ACK TP
+ahead of a SENSE IU that follows a data-in train, and its answers a few cycles slower than the
+two-endpoint design's. The ceiling is the ideal device's, and that figure says how far the
 device itself keeps the run below it.
 """
 
@@ -64,18 +69,20 @@ from .usb3 import (
     DPH_BYTES,
     DPP_OVERHEAD,
     LINK_COMMANDS_PER_TP,
-    PIPE_CLOCK_HZ,
     SS_RATE,
     TP_BYTES,
 )
 from .usb3_hosts import Usb3HostProfile
 from .usb3_run import Usb3Link, transfer_seconds
+from .usb3_uas_device import CYCLE as CYCLE  # (the cycle this module's answers count in)
+from .usb3_uas_device import IDEAL_DEVICE, UasDevice
 
-__all__ = ["UasDevice", "IDEAL_DEVICE", "BUSPROBE_DEVICE", "UasTimes", "uas_run", "uas_period",
-           "UasTiming", "uas_timing", "dp_seconds", "CYCLE", "TP", "ANSWER_IN", "ANSWER_OUT"]
+__all__ = ["UasTimes", "uas_run", "uas_period", "UasTiming", "uas_timing", "dp_seconds", "TP",
+           "ANSWER_IN", "ANSWER_OUT"]
 
-CYCLE = 1 / PIPE_CLOCK_HZ
 TP = TP_BYTES / SS_RATE
+#: The host's LGOOD for a header packet, on its lane (the half of its link commands sent at once).
+LGOOD = LINK_COMMANDS_PER_TP / 2 / SS_RATE
 #: The device's answers (seconds): a data packet after the ACK TP asking for it; an ACK TP (or
 #: NRDY) after the packet it answers.
 ANSWER_IN, ANSWER_OUT = (DEVICE_RESPONSE_CYCLES[way] * CYCLE for way in ("in", "out"))
@@ -84,34 +91,6 @@ ANSWER_IN, ANSWER_OUT = (DEVICE_RESPONSE_CYCLES[way] * CYCLE for way in ("in", "
 def dp_seconds(payload: int) -> float:
     """Seconds of a data packet with ``payload`` bytes on its lane (header, framing, CRC)."""
     return (DPH_BYTES + DPP_OVERHEAD + 4 * math.ceil(payload / 4)) / SS_RATE
-
-
-@dataclass(frozen=True)
-class UasDevice:
-    """What a device takes beyond the protocol's answers, in PIPE cycles: ``decode`` from the
-    COMMAND IU's ACK to its first data beat (a read's ERDY goes with it); ``bytes_per_cycle``
-    (0: at once) the rate at which a data-in packet is filled (its first packet is sent once
-    whole); a write's SENSE ``after_last`` cycles after its last data packet's ACK."""
-
-    name: str
-    decode: int = 0
-    bytes_per_cycle: int = 0
-    after_last: int = 0
-
-    def fill(self, length: int) -> float:
-        """Seconds to fill ``length`` bytes."""
-        return length / self.bytes_per_cycle * CYCLE if self.bytes_per_cycle else 0.0
-
-
-#: Never the bottleneck: the ceiling's device.
-IDEAL_DEVICE = UasDevice("ideal")
-#: busprobe's ``usb3-storage`` (``gateware/common/uas_engine.py``, a word a cycle): the IU's
-#: decode 26-27 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
-#: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later; a write's
-#: SENSE at its last data packet's ACK (the check reads that packet beside it); the decode as
-#: the simulation of 2026-12-04 measured it from the ACK's last symbol to the ERDY's first
-#: (26 on writes, 27 on reads, sim/usb3 with a link trace), the rest a few cycles short.
-BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=26, bytes_per_cycle=4, after_last=4)
 
 
 @dataclass(frozen=True)
@@ -130,8 +109,9 @@ class UasTimes:
 class _Pipe:
     """The host's mover of one stream endpoint and the device's side of it (see module)."""
 
-    def __init__(self, prime: float, retoken: float, answer: float) -> None:
-        self.prime, self.retoken, self.answer = prime, retoken, answer
+    def __init__(self, prime: float, retoken: float, answer: float, nrdy: float) -> None:
+        self.prime, self.retoken, self.answer, self.nrdy = prime, retoken, answer, nrdy
+        self.erdy = -math.inf  # the device's last ERDY on this pipe
         self.primed: dict[int, float] = {}  # transfer -> end of its prime on the lane
         self.queued: dict[int, float] = {}  # transfer -> when its prime was queued
         self.end: list[float] = []
@@ -164,7 +144,7 @@ class _Pipe:
         """Turn ``j`` goes on from :meth:`primes` (``lane``): the start of its Start Stream
         (the host's answer to the device's ERDY)."""
         # The device answers the prime NRDY first, then ERDY; the host answers that.
-        erdy = max(erdy_floor, self.primed[j] + ANSWER_OUT + TP)
+        erdy = self.erdy = max(erdy_floor, self.primed[j] + self.nrdy)
         start = max(erdy + TP + self.answer, lane)
         for m in range(j + 1, last + 1):
             # Submitted while the mover waits: primed before the stream starts (in the
@@ -199,7 +179,7 @@ class UasTiming:
     """A host profile's times for one direction and command length, in seconds
     (``turnaround``: when the host queues an answer to a packet's end, its turnaround less the
     cycle a bound may take off it; ``answer``: when that answer can start, after the host's
-    link commands for the packet)."""
+    link commands for the packet, which take ``commands``)."""
 
     direction: str
     length: int
@@ -210,6 +190,7 @@ class UasTiming:
     retoken: float
     turnaround: float
     answer: float
+    commands: float
 
     def span(self) -> float:
         return transfer_seconds(self.link, self.length, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
@@ -222,7 +203,8 @@ def uas_timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> UasTimi
     turnaround = max(profile.turnaround_ns * 1e-9 - CYCLE, 0.0)
     return UasTiming(link.direction, length, link.max_packet_size, link,
                      profile.completion_latency_us * 1e-6, profile.resubmit_latency_us * 1e-6,
-                     profile.retoken_delay_us * 1e-6, turnaround, max(turnaround, commands))
+                     profile.retoken_delay_us * 1e-6, turnaround, max(turnaround, commands),
+                     commands)
 
 
 def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: int,
@@ -239,8 +221,18 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     reading = t.direction == Direction.IN
     span, q = t.span(), min(queue_depth, commands)
     first_packet = min(length, t.mps)
-    data = _Pipe(TP if reading else dp_seconds(first_packet), t.retoken, t.answer)
-    status = _Pipe(TP, t.retoken, t.answer)
+    # The host's TPs on its lane; the device's on its own; the device's answers.
+    host_tp = TP + device.host_tp_gap * CYCLE
+    device_tp = TP + device.tp_gap * CYCLE
+    answer_in = ANSWER_IN + device.answer_in * CYCLE
+    answer_out = ANSWER_OUT + device.answer_out * CYCLE
+    data = _Pipe(host_tp if reading else dp_seconds(first_packet), t.retoken, t.answer,
+                 answer_out + TP)
+    status = _Pipe(host_tp, t.retoken, t.answer, answer_out + TP)
+    sense_packet = dp_seconds(uas.SENSE_HEADER_SIZE)
+    # A data-in train's time from its Start Stream to its last packet, less the first packet's
+    # wait (the device's answer to that ACK TP, or its fill).
+    train_span = span - TP - ANSWER_IN
     if primed:
         data.primed[0] = status.primed[0] = -math.inf
     submitted = [0.0] * q
@@ -270,8 +262,14 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         while (behind := max(_ahead(at, acks), status.on_lane(at, window),
                              data.on_lane(at, window))) > at:
             at = behind
+        # The host's link commands for the device's NRDY to the status prime go on its lane at
+        # the first packet boundary after it came, ahead of the IU if it came before the IU
+        # started (a write's: during its data prime, a whole packet).
+        nrdy = status.primed.get(j, -math.inf) + status.nrdy
+        if nrdy < at:
+            at = max(at, max(nrdy, data.primed.get(j, -math.inf)) + LGOOD)
         command_in = at + dp_seconds(uas.COMMAND_SIZE)
-        command_end = command_in + ANSWER_OUT + TP
+        command_end = command_in + answer_out + TP
         known = command_end + device.decode * CYCLE  # the device has decoded it
         previous = data.end[-1] if data.end else -math.inf
         if reading:
@@ -279,31 +277,42 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         else:  # the device ACKed the last packet
             floor = max(known, previous)
         d_start = data.select(j, submitted, floor, d_lane, last)
-        d_end = d_start + span
-        if reading:  # the first packet goes once whole (its fill overlaps the host's answer)
-            d_end += max(known + device.fill(first_packet) - (d_start + TP + ANSWER_IN), 0.0)
-        data.end.append(d_end)
-        if reading:  # handed over once its data are (the device starts sending them)
-            sense_ready = max(known + device.fill(length), d_start)
+        status_floor = status.end[-1] + t.answer + TP if status.end else -math.inf
+        if reading:
+            # The first packet goes once whole (its fill overlaps the host's answer); the
+            # SENSE is handed over once its data are (the device starts sending them), and
+            # its stream's ERDY goes on the upstream lane then.
+            train = max(d_start + TP + answer_in, known + device.fill(first_packet)
+                        + device.send * CYCLE)
+            sense_ready = known + device.fill(length) + device.sense_after * CYCLE
+            s_start = status.select(j, submitted, max(sense_ready, d_start, status_floor),
+                                    s_lane, last)
+            if status.erdy <= train < status.erdy + device_tp:
+                train = status.erdy + device_tp  # the ERDY went first
+            d_end = train + train_span
+            if train < status.erdy < d_end and not link.latency_bound:
+                d_end += device_tp  # between two data packets sent back to back
         else:
-            sense_ready = d_end + device.after_last * CYCLE
-        s_floor = max(sense_ready, status.end[-1] + t.answer + TP if status.end else -math.inf)
-        s_start = status.select(j, submitted, s_floor, s_lane, last)
-        sense = s_start + TP + ANSWER_IN  # the SENSE IU's packet starts
-        s_end = sense + dp_seconds(uas.SENSE_HEADER_SIZE)
+            d_end = d_start + span + device.answer_out * CYCLE
+            s_start = status.select(j, submitted, max(d_end + device.after_last * CYCLE,
+                                                      status_floor), s_lane, last)
+        data.end.append(d_end)
+        sense = s_start + TP + answer_in  # the SENSE IU's packet starts
+        s_end = sense + sense_packet
         status.end.append(s_end)
         later = max(d_end, s_end)
-        if reading and not link.latency_bound:
-            # One upstream lane: the SENSE packet and the data packets after the first.
-            train = d_end - span + TP + ANSWER_IN
-            if sense < d_end and s_end > train:
-                later = max(later, min(sense, train) + (d_end - train)
-                            + dp_seconds(uas.SENSE_HEADER_SIZE))
+        if reading and not link.latency_bound and sense < d_end and s_end > train:
+            # One upstream lane: the SENSE packet and the data packets after the first; a
+            # device that sends link commands first sends the LGOOD and LCRD for the status
+            # stream's ACK TP, which came during the train, before it.
+            if device.commands_first and sense > train:
+                later = max(later, d_end + LINK_COMMANDS_PER_TP / SS_RATE + sense_packet)
+            later = max(later, min(sense, train) + (d_end - train) + sense_packet)
         done.append(later + t.completion)
         acks = []  # (a read's last data packet ends at ``later``)
         for end in sorted((later, s_end) if reading else (s_end,)):
-            off = end + t.answer + TP
-            acks.append((end + t.turnaround, max(off, acks[-1][1] + TP) if acks else off))
+            off = end + t.answer + host_tp
+            acks.append((end + t.turnaround, max(off, acks[-1][1] + host_tp) if acks else off))
             if end == s_end:
                 sense_acked = acks[-1][1]
         if j + q < commands:

@@ -14,12 +14,13 @@ from ..protocol.names import Direction
 from .usb3 import DP_OVERHEAD, DPH_BYTES, DPP_OVERHEAD, LINK_COMMANDS_PER_TP, TP_BYTES
 from .usb3_hosts import Usb3HostProfile
 from .usb3_run import ALLOWANCE_BYTES, Usb3Link
-from .usb3_uas import ANSWER_IN, IDEAL_DEVICE, TP, UasDevice, dp_seconds, uas_run, uas_timing
+from .usb3_uas import ANSWER_IN, TP, dp_seconds, uas_run, uas_timing
+from .usb3_uas_device import IDEAL_DEVICE, UasDevice
 
 __all__ = ["UasBound", "uas_bound", "lane_bytes"]
 
 
-def lane_bytes(direction: str, length: int, mps: int) -> int:
+def lane_bytes(direction: str, length: int, mps: int, device: UasDevice = IDEAL_DEVICE) -> int:
     """Lane bytes one command puts on the lane its data go on (IN: upstream; OUT: downstream):
     the data packets, each with the link commands that answer its ACK TP (``DP_OVERHEAD``),
     and every other packet of the command there, with the LGOOD + LCRD for each packet the
@@ -28,14 +29,17 @@ def lane_bytes(direction: str, length: int, mps: int) -> int:
     Start Stream ACK TPs and the host's ACK of the SENSE IU. OUT: the data pipe's prime (its
     first data packet), the COMMAND IU, the status pipe's prime, Start Stream and ACK of the
     SENSE IU; the link commands for the device's NRDY and ERDY of both streams, its ACK of the
-    COMMAND IU and the SENSE IU."""
+    COMMAND IU and the SENSE IU. A ``device`` whose link idles after a TP adds those cycles
+    (:attr:`~.usb3_uas_device.UasDevice.tp_gap` after each of its own on IN,
+    :attr:`~.usb3_uas_device.UasDevice.host_tp_gap` after each of the host's on OUT)."""
     packets = max(1, math.ceil(length / mps))
     data = 4 * math.ceil(length / 4) + packets * DP_OVERHEAD
     wire, lc = DPH_BYTES + DPP_OVERHEAD, LINK_COMMANDS_PER_TP
     if direction == Direction.IN:
-        return data + wire + uas.SENSE_HEADER_SIZE + 5 * TP_BYTES + 6 * lc
+        return data + wire + uas.SENSE_HEADER_SIZE + 5 * (TP_BYTES + 4 * device.tp_gap) + 6 * lc
     first = 4 * math.ceil(min(length, mps) / 4)
-    return data + wire + first + wire + uas.COMMAND_SIZE + 3 * TP_BYTES + 6 * lc
+    return (data + wire + first + wire + uas.COMMAND_SIZE + 3 * (TP_BYTES + 4 * device.host_tp_gap)
+            + 6 * lc)
 
 
 def _gaps(gaps: int, retoken: float, primes: float, handshake: float) -> float:
@@ -97,7 +101,7 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     # ERDY and the host's answer: behind small-burst 1,240 cycles from stream to stream of
     # 4 KiB writes primed before, where the bound without it took 1,085).
     # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
-    lane = lane_bytes(t.direction, length, t.mps) / t.link.rate
+    lane = lane_bytes(t.direction, length, t.mps, device) / t.link.rate
     handshake = 2 * (t.answer + TP)
     data_shake = handshake if t.direction == Direction.IN else t.answer + TP
     if commands is None:

@@ -10,8 +10,9 @@ from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3 import usb3_link
 from .usb3_hosts import Usb3HostProfile, load_usb3_profile
-from .usb3_uas import BUSPROBE_DEVICE, IDEAL_DEVICE, UasDevice, uas_period, uas_run, uas_timing
+from .usb3_uas import uas_period, uas_run, uas_timing
 from .usb3_uas_bound import UasBound, uas_bound
+from .usb3_uas_device import BUSPROBE_DEVICE, IDEAL_DEVICE, UasDevice
 
 __all__ = ["uas_ceiling"]
 
@@ -89,8 +90,8 @@ def uas_ceiling(bus: BusDescription, direction: str, *, length: int,
         "protocol": "uas", "length": length, "in_flight": q, "host_profile": profile.name,
         "transfer_seconds": t.span(), "device_ceiling": None,
         "latency_bound": link.latency_bound, "stages": us, "stepped": stepped,
-        "bound_terms": bound.terms, "busprobe_device": mine,
-        "busprobe_stepped": mine_stepped}
+        "bound_terms": bound.terms, "binding": _SETTERS[bound.binding],
+        "busprobe_device": mine, "busprobe_stepped": mine_stepped}
     if transfers is None:
         parts["period"] = bound.seconds
     else:

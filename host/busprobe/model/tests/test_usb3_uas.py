@@ -7,8 +7,9 @@ import pytest
 from busprobe.model import ceiling_for
 from busprobe.model.usb3 import usb3_link
 from busprobe.model.usb3_hosts import builtin_usb3_profiles, load_usb3_profile
-from busprobe.model.usb3_uas import BUSPROBE_DEVICE, UasDevice, uas_run
+from busprobe.model.usb3_uas import uas_period, uas_run
 from busprobe.model.usb3_uas_bound import lane_bytes, uas_bound
+from busprobe.model.usb3_uas_device import BUSPROBE_DEVICE, UasDevice
 from busprobe.transport import BusDescription
 
 PROFILES = builtin_usb3_profiles()
@@ -77,13 +78,15 @@ def test_every_out_command_pays_its_prime_the_first_data_packet_sent_twice():
     assert uas - streamed == pytest.approx((1024 + 32) / 500e6)
 
 
-@pytest.mark.parametrize(("direction", "ahead"), [("in", 3 * 20), ("out", 2 * 20 + 1024 + 32)])
+@pytest.mark.parametrize(("direction", "ahead"), [("in", 3 * 20),
+                                                  ("out", 2 * 20 + 1024 + 32 + 8)])
 def test_a_commands_iu_goes_on_the_hosts_lane_behind_the_sense_ack_and_its_primes(direction,
                                                                                  ahead):
     """Behind the ideal host at QD 1, each command's IU waits on the host's one lane for the
     ACK of the SENSE IU before it and its own streams' primes (IN: two ACK TPs; OUT: an ACK TP
-    and a whole data packet), the first command's for its primes only; every answer to the
-    device's ERDY waits for the host's LGOOD and LCRD (16 B)."""
+    and a whole data packet, then the host's LGOOD, 8 B, for the device's NRDY to the status
+    prime, which came during that packet), the first command's for its primes only; every
+    answer to the device's ERDY waits for the host's LGOOD and LCRD (16 B)."""
     profile = load_usb3_profile("ideal")
     link = usb3_link(_bus("ideal"), direction, profile)
     stages = uas_run(link, profile, 4096, commands=3, queue_depth=1).stages
@@ -206,6 +209,10 @@ def test_every_packet_of_a_command_counts_on_its_datas_lane():
     six other packets; writes the prime's 1,056 B besides."""
     assert lane_bytes("in", 4096, 1024) == 4096 + 4 * 48 + 48 + 5 * 20 + 6 * 16
     assert lane_bytes("out", 4096, 1024) == 4096 + 4 * 48 + 1056 + 64 + 3 * 20 + 6 * 16
+    # busprobe's engine: two idle cycles after each of its five TPs; one after each of the
+    # host's three on the downstream lane.
+    assert lane_bytes("in", 4096, 1024, BUSPROBE_DEVICE) == lane_bytes("in", 4096, 1024) + 40
+    assert lane_bytes("out", 4096, 1024, BUSPROBE_DEVICE) == lane_bytes("out", 4096, 1024) + 12
     for direction in ("in", "out"):
         deep = ceiling_for(_bus("ideal"), direction, length=4096, queue_depth=8)
         assert deep.parts["bound_terms"]["lane"] == deep.parts["period"]
@@ -236,3 +243,24 @@ def test_busprobe_model_protocol_uas_prints_the_stepped_derivation(capsys):
     out = capsys.readouterr().out
     assert "in: 142.29 MB/s  (usb3-ss link UAS host profile vl805)" in out
     assert "each stream primed with an ACK TP, NRDY, selected by the device's ERDY" in out
+
+
+@pytest.mark.parametrize(("direction", "change", "cycles"), [
+    ("in", {"commands_first": False}, 4),  # the LGOOD + LCRD ahead of the SENSE IU
+    ("in", {"tp_gap": 0}, 2),  # the status ERDY's idle cycles ahead of the data packet
+    ("in", {"sense_after": 0}, 2),  # that ERDY later than the packet's last beat
+    ("in", {"host_tp_gap": 0}, 3),  # the ACK of the SENSE and two primes ahead of the IU
+    ("out", {"host_tp_gap": 0}, 2),  # the ACK of the SENSE and the status prime
+    ("out", {"answer_out": 0}, 4),  # the ACKs of the IU and of the last data packet
+    ("out", {"answer_in": 0}, 3),  # the SENSE IU after its ACK TP
+])
+def test_each_thing_busprobes_link_shows_costs_a_short_command_at_qd_1_what_it_says(
+        direction, change, cycles):
+    """Behind the ideal host, 1 KiB commands one at a time: each of the engine's link-level
+    times (read off the simulation's link trace) adds its cycles to a command, once."""
+    profile = load_usb3_profile("ideal")
+    link = usb3_link(_bus("ideal"), direction, profile)
+    engine = uas_period(link, profile, 1024, queue_depth=1, device=BUSPROBE_DEVICE)
+    without = uas_period(link, profile, 1024, queue_depth=1,
+                         device=replace(BUSPROBE_DEVICE, **change))
+    assert (engine - without) * 125e6 == pytest.approx(cycles)

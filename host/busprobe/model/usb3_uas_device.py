@@ -1,0 +1,80 @@
+"""What a UAS device takes beyond the protocol's answers (:class:`UasDevice`): the ideal one
+of the ceiling, and busprobe's ``usb3-storage`` engine as the simulation of its gateware shows it
+(:mod:`.usb3_uas` steps a run with either)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .usb3 import PIPE_CLOCK_HZ
+
+__all__ = ["UasDevice", "IDEAL_DEVICE", "BUSPROBE_DEVICE", "CYCLE"]
+
+#: One PIPE cycle (125 MHz, 4 symbols on each lane), seconds.
+CYCLE = 1 / PIPE_CLOCK_HZ
+
+
+@dataclass(frozen=True)
+class UasDevice:
+    """What a device takes beyond the protocol's answers, in PIPE cycles.
+
+    Attributes
+    ----------
+    decode : int
+        From the COMMAND IU's ACK to its first data beat (a read's ERDY goes with it).
+    bytes_per_cycle : int
+        The rate at which a data-in packet is filled (0: at once); its first packet is sent
+        once whole, ``send`` cycles later.
+    after_last : int
+        A write's SENSE this long after its last data packet's ACK.
+    sense_after : int
+        A read's SENSE this long after its data are all in the data-in ring.
+    answer_in, answer_out : int
+        Beyond the protocol's answers (``usb3.DEVICE_RESPONSE_CYCLES``): a data packet (a
+        data-in one, the SENSE IU) after the ACK TP asking for it; an ACK TP or NRDY after the
+        packet it answers.
+    tp_gap : int
+        Idle cycles after each transaction packet it sends: one that follows on its lane
+        waits for them.
+    host_tp_gap : int
+        Idle cycles the host leaves after each transaction packet it sends the device (a
+        receiver that loses a header packet right behind another needs them).
+    commands_first : bool
+        Its link commands go ahead of a packet it has queued: a SENSE IU behind a data-in
+        train follows the LGOOD and LCRD of the status stream's ACK TP that came during it.
+    """
+
+    name: str
+    decode: int = 0
+    bytes_per_cycle: int = 0
+    after_last: int = 0
+    sense_after: int = 0
+    send: int = 0
+    answer_in: int = 0
+    answer_out: int = 0
+    tp_gap: int = 0
+    host_tp_gap: int = 0
+    commands_first: bool = False
+
+    def fill(self, length: int) -> float:
+        """Seconds to fill ``length`` bytes."""
+        return length / self.bytes_per_cycle * CYCLE if self.bytes_per_cycle else 0.0
+
+
+#: Never the bottleneck: the ceiling's device.
+IDEAL_DEVICE = UasDevice("ideal")
+#: busprobe's ``usb3-storage`` (``gateware/common/uas_engine.py``, a word a cycle): the IU's
+#: decode 26-27 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
+#: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later and on the lane
+#: 5 after that; a write's SENSE at its last data packet's ACK (the check reads that packet
+#: beside it). On its link, LUNA's: two idle cycles after each TP it sends, one the host leaves
+#: after each it receives (``sim/usb3/link.py``'s ``LUNA_HEADER_GAP_SYMBOLS``), link commands
+#: ahead of a queued packet; and its four-endpoint storage design answers 3 cycles later than
+#: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT, 5 on IN. All as the
+#: link trace (``BUSPROBE_LINK_TRACE``) of the simulation shows them, 2026-12-04, the decode
+#: from the ACK's last symbol to the ERDY's first (26 on writes, 27 on reads); the simulation's
+#: sweep test checks each from its own trace.
+BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=26, bytes_per_cycle=4,
+                            after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
+                            tp_gap=2, host_tp_gap=1,
+                            commands_first=True)
