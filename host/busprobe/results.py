@@ -155,18 +155,20 @@ def _assess(doc: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     # The explanations are sentences with figures in them: in the units the run was shown in.
     units = next((u for u in Units if u.label == doc.get("display_units")), Units.MB)
+    # Any failure of a verdict rule, a bug in it included: the measurement is worth more than
+    # the verdict (a rule that raised AttributeError once lost a whole sweep's points).
     try:
         return list(assess(doc, units=units))
-    except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
+    except Exception as exc:
         whole = exc
     entries: list[dict[str, Any]] = []
     for direction in dict.fromkeys(p["direction"] for p in doc["points"]):
         part = dict(doc, points=[p for p in doc["points"] if p["direction"] == direction])
         try:
             entries += assess(part, units=units)
-        except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
-            # The measurement is worth more than the verdict: keep it, say why there is none.
-            log.warning("no verdict for %s: %s", direction, exc)
+        except Exception as exc:
+            # Keep the measurement, say why there is no verdict.
+            log.warning("no verdict for %s: %s: %s", direction, type(exc).__name__, exc)
     if not entries:
         log.warning("no verdict: %s", whole)
     return entries

@@ -154,3 +154,19 @@ def test_saved_results_get_the_users_umask_permissions_not_0600(document, tmp_pa
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_verdict_rule_that_breaks_loses_no_point(document, monkeypatch, caplog):
+    """A bug in a verdict rule (here an AttributeError) leaves the run without a verdict, never
+    without its points."""
+    import busprobe.verdict
+
+    def broken(*args, **kwargs):
+        raise AttributeError("'GroupEvidence' object has no attribute 'queue_depth'")
+
+    monkeypatch.setattr(busprobe.verdict, "assess", broken)
+    points = list(document["points"])
+    doc = finish_document(document)
+    assert doc["points"] == points and doc["complete"]
+    assert ceilings_of(doc) == []
+    assert "no verdict for in: AttributeError" in caplog.text

@@ -227,7 +227,7 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
                    if p.queue_depth == deep and p.length in plateau.lengths]
     efficiency = plateau.value / link.throughput
     finding = rule(GroupEvidence(bus, direction, plateau, link, efficiency, profile, run,
-                                 telemetries))
+                                 telemetries, deep))
     notes = _notes(bus, direction, plateau, link, profile, device, dropped)
     tool = [p for p in clean if p.queue_depth == deep and p.tool_limited
             and p.length in plateau.lengths]

@@ -140,6 +140,8 @@ class GroupEvidence:
     telemetries : list of dict
         The device counters of the plateau's points at the deepest queue (empty dicts for
         points without counters).
+    queue_depth : int or None
+        The deepest queue's depth (the plateau's points').
     """
 
     bus: BusDescription
@@ -150,6 +152,7 @@ class GroupEvidence:
     profile: Ceiling | None
     run: Plateau | None
     telemetries: list[dict[str, Any]]
+    queue_depth: int | None = None
 
     @property
     def head(self) -> str:

@@ -15,13 +15,14 @@ the advertised room, not ``out_burst_max``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Ceiling
+from ..model import Ceiling, ceiling_for
 from ..protocol import usb3 as usb3_protocol
-from ..protocol.names import Direction
+from ..protocol.names import Direction, Framing
 from .evidence import LINK_LIMITED, Finding, GroupEvidence, mb
 
 __all__ = ["Usb3Summary", "summarise_usb3", "usb3_verdict", "usb3_rules"]
@@ -90,23 +91,70 @@ def summarise_usb3(telemetries: Iterable[Mapping[str, Any]], direction: str
 def usb3_rules(e: GroupEvidence) -> Finding:
     """The ``usb3-ss`` row's verdict rule (:attr:`busprobe.buses.Bus.verdict`)."""
     summary = summarise_usb3(e.telemetries, e.direction)
-    verdict, why = usb3_verdict(e.efficiency, e.head, e.profile, summary, LINK_LIMITED, mb)
-    return Finding(verdict, why, summary.__dict__ if summary else None)
+    evidence = summary.__dict__ if summary else None
+    if e.bus.protocol == Framing.UAS:
+        engine = _uas_engine(e)
+        if engine is not None:
+            return Finding("device-limited", engine, evidence)
+    packets = math.ceil(max(e.plateau.lengths) / usb3_protocol.MAX_PACKET_SIZE)
+    verdict, why = usb3_verdict(e.efficiency, e.head, e.profile, summary, LINK_LIMITED, mb,
+                                packets=packets)
+    return Finding(verdict, why, evidence)
+
+
+#: busprobe's UAS engine names itself when it keeps a run this far under an ideal device's
+#: ceiling and the run reaches the engine's own bound this closely.
+_ENGINE_SHORT, _ENGINE_REACHED = 0.95, 0.97
+
+
+def _uas_engine(e: GroupEvidence) -> str | None:
+    """The sentence naming busprobe's UAS engine as the limit, where it is: the UAS model at
+    the plateau's longest length and queue depth allows an ideal device well above what the
+    engine's own bound allows, and the plateau reaches the latter (``model/usb3_uas.py``'s
+    ``BUSPROBE_DEVICE``; behind a host quick enough, short commands one at a time)."""
+    longest, depth = max(e.plateau.lengths), e.queue_depth or 1
+    try:
+        model = ceiling_for(e.bus, e.direction, length=longest, queue_depth=depth)
+    except (ValueError, KeyError):
+        return None
+    ideal, engine = model.throughput, float(model.parts["busprobe_device"])
+    if engine >= _ENGINE_SHORT * ideal or e.plateau.value < _ENGINE_REACHED * engine:
+        return None
+    reads = " and, on reads, fills each stream's first data packet before it goes" \
+        if e.direction == Direction.IN else ""
+    return (f"DEVICE-LIMITED: at {longest} B and queue depth {depth} busprobe's UAS engine "
+            f"allows {mb(engine)}, {engine / ideal * 100:.1f} % of what a device never the "
+            f"bottleneck would get behind host profile {model.parts['host_profile']} "
+            f"({mb(ideal)}, set by the {model.parts['binding']}); the plateau "
+            f"{mb(e.plateau.value)} is {e.plateau.value / engine * 100:.1f} % of the engine's "
+            f"figure. The engine decodes each COMMAND IU{reads}, and with commands this short "
+            f"and this few in flight no host latency hides it.")
 
 
 def _packets(n: int) -> str:
     return f"{n} packet{'s' if n != 1 else ''}"
 
 
+def _offer(window: int) -> str:
+    """What the host could have granted: the device's burst, or a shorter transfer whole."""
+    if window == usb3_protocol.MAX_BURST_PACKETS:
+        return f"the device offers {window}"
+    return (f"a transfer of {_packets(window)} could take them at once (the device offers "
+            f"{usb3_protocol.MAX_BURST_PACKETS})")
+
+
 def usb3_verdict(efficiency: float, head: str, profile: Ceiling | None, s: Usb3Summary | None,
-                 link_limited: float, mb: Callable[[float], str]) -> tuple[str, str]:
+                 link_limited: float, mb: Callable[[float], str], *,
+                 packets: int | None = None) -> tuple[str, str]:
     """``(verdict, explanation)`` for a SuperSpeed plateau.
 
     ``head`` is the sentence comparing the plateau with the link model, ``profile`` the
     ceiling behind the run's host profile and burst cap, ``link_limited`` the threshold of
-    :data:`busprobe.verdict.assess.LINK_LIMITED`, ``mb`` the throughput formatter.
+    :data:`busprobe.verdict.assess.LINK_LIMITED`, ``mb`` the throughput formatter,
+    ``packets`` the data packets of the plateau's longest transfer (a host grants no window
+    wider than a transfer: one of 1 KiB is one packet whatever the host).
     """
-    offered = usb3_protocol.MAX_BURST_PACKETS
+    offered = min(usb3_protocol.MAX_BURST_PACKETS, packets or usb3_protocol.MAX_BURST_PACKETS)
     prof, window = "", None
     # A loopback's ceiling (model/usb3_loopback.py) combines both directions' and names no one
     # host window: nothing of it to quote.
@@ -129,7 +177,7 @@ def usb3_verdict(efficiency: float, head: str, profile: Ceiling | None, s: Usb3S
     if s and s.room_min is None and s.window_max is not None and s.window_max < offered:
         return "host-limited", (
             f"The host granted at most {_packets(s.window_max)} per ACK TP (NumP window) where "
-            f"the device offers {offered}, and the device was always ready (0 NRDY): each "
+            f"{_offer(offered)}, and the device was always ready (0 NRDY): each "
             f"window waits for the host's ACK TP round trip; {head}{prof}.")
     if s and s.room_min and window is not None and window < s.room_min:
         return "host-limited", (
@@ -143,5 +191,5 @@ def usb3_verdict(efficiency: float, head: str, profile: Ceiling | None, s: Usb3S
             f"intervals carried data although the device was always ready; {head}{prof}.")
     if s:
         return "host-limited", (f"The device was always ready (0 NRDY) and granted the full "
-                                f"window of {offered}; {head}{prof}.")
+                                f"window of {_packets(offered)}; {head}{prof}.")
     return "host-limited", f"No device telemetry to confirm the device was ready; {head}{prof}."

@@ -1,7 +1,7 @@
 """The SuperSpeed verdict names the limit from the device's counters and the host profile."""
 
 import pytest
-from busprobe.model import link_ceiling
+from busprobe.model import ceiling_for, link_ceiling
 from busprobe.protocol import usb3
 from busprobe.transport import BusDescription
 from busprobe.verdict import assess
@@ -45,3 +45,44 @@ def test_out_packets_one_at_a_time_while_the_device_has_room_is_the_hosts():
 def test_a_device_that_was_not_ready_is_named_loudly():
     [entry] = assess(result("in", 0.8, in_nump_max=16, in_nrdys=40))
     assert entry["verdict"] == "device-limited" and "must never happen" in entry["explanation"]
+
+
+def uas_result(direction: str, length: int, queue_depth: int, of_engine: float) -> dict:
+    """One UAS point (``sweep --protocol uas``) behind the ideal host at ``of_engine`` of the
+    bound with busprobe's UAS engine."""
+    bus = BusDescription("usb3-ss", "super", host_profile="ideal", max_packet_size=1024,
+                         protocol="uas")
+    engine = ceiling_for(bus, direction, length=length,
+                         queue_depth=queue_depth).parts["busprobe_device"]
+    rate = of_engine * engine
+    telemetry = dict(usb3.unpack_telemetry(usb3.pack_telemetry(
+        {f"{direction}_bytes": 1 << 20, f"{direction}_packets": 1024, "data_intervals": 18,
+         f"{direction}_window_start_interval": 1, f"{direction}_window_end_interval": 17,
+         "in_nump_max": min(16, -(-length // 1024)), "out_nump_min": 16})))
+    point = {"direction": direction, "length": length, "queue_depth": queue_depth,
+             "throughput": rate, "device_throughput": rate, "telemetry": telemetry,
+             "errors": 0}
+    return {"bus": bus.to_json(), "points": [point]}
+
+
+def test_short_uas_reads_one_at_a_time_name_busprobes_own_engine_not_the_host():
+    [entry] = assess(uas_result("in", 1024, 1, 0.99))
+    assert entry["verdict"] == "device-limited"
+    assert "busprobe's UAS engine allows" in entry["explanation"]
+    assert "fills each stream's first data packet" in entry["explanation"]
+    assert "set by the driver turnaround" in entry["explanation"]
+
+
+def test_long_uas_commands_are_not_the_engines():
+    [entry] = assess(uas_result("in", 262144, 4, 0.99))
+    assert entry["verdict"] != "device-limited"
+
+
+def test_a_one_packet_transfer_is_not_a_one_packet_window_of_the_hosts():
+    """A 1 KiB transfer is one packet: NumP 1 is all any host could grant it."""
+    bus = BusDescription("usb3-ss", "super", host_profile="ideal", max_packet_size=1024)
+    doc = result("in", 0.5, in_nump_max=1)
+    doc["bus"] = bus.to_json()
+    doc["points"][0]["length"] = 1024
+    [entry] = assess(doc)
+    assert "at most 1 packet per ACK TP" not in entry["explanation"]
