@@ -65,6 +65,8 @@ class PointRecord:
         Its direction (``in``, ``write`` ...).
     length, queue_depth : int
         Transfer length (bytes) and queue depth; ``queue_depth`` is None when not recorded.
+    transfers : int or None
+        Transfers in each repeat (the run a host-timed ceiling is of), None when not recorded.
     mps, mrrs : int or None
         PCIe settings in force (None elsewhere).
     throughput : float or None
@@ -88,6 +90,7 @@ class PointRecord:
     queue_depth: int | None
     mps: int | None = None
     mrrs: int | None = None
+    transfers: int | None = None
     throughput: float | None = None
     spread: float | None = None
     errors: int = 0
@@ -107,6 +110,7 @@ class PointRecord:
             direction=str(point["direction"]), length=int(point["length"]),
             queue_depth=int(depth) if depth is not None else None,
             mps=point.get("mps"), mrrs=point.get("mrrs"),
+            transfers=int(point["transfers"]) if point.get("transfers") else None,
             throughput=_number(point.get("throughput")), spread=point.get("spread"),
             errors=int(point.get("errors") or 0),
             device_throughput=_number(point.get("device_throughput")),

@@ -86,3 +86,18 @@ def test_a_one_packet_transfer_is_not_a_one_packet_window_of_the_hosts():
     doc["points"][0]["length"] = 1024
     [entry] = assess(doc)
     assert "at most 1 packet per ACK TP" not in entry["explanation"]
+
+
+def test_the_bot_note_weighs_a_short_run_against_that_runs_ceiling():
+    """Four 256 KiB commands a repeat: the first pays no resubmit, so the run may beat the
+    steady state; the note compares it with its own run's ceiling, never reading above 100 %."""
+    bus = BusDescription("usb3-ss", "super", host_profile="vl805", max_packet_size=1024,
+                         protocol="bot")
+    run = ceiling_for(bus, "in", length=262144, queue_depth=1, transfers=4).throughput
+    steady = ceiling_for(bus, "in", length=262144, queue_depth=1).throughput
+    assert run > steady
+    point = {"direction": "in", "length": 262144, "queue_depth": 1, "transfers": 4,
+             "throughput": 0.999 * run, "errors": 0}
+    [entry] = assess({"bus": bus.to_json(), "points": [point]})
+    assert "allows" in entry["explanation"] and "for a run of 4 commands" in entry["explanation"]
+    assert "(the plateau is 99.9 % of it)" in entry["explanation"]
