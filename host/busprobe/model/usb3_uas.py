@@ -74,8 +74,7 @@ from .usb3 import (
 )
 from .usb3_hosts import Usb3HostProfile
 from .usb3_run import Usb3Link, transfer_seconds
-from .usb3_uas_device import CYCLE as CYCLE  # (the cycle this module's answers count in)
-from .usb3_uas_device import IDEAL_DEVICE, UasDevice
+from .usb3_uas_device import CYCLE, IDEAL_DEVICE, UasDevice
 
 __all__ = ["UasTimes", "uas_run", "uas_period", "UasTiming", "uas_timing", "dp_seconds", "TP",
            "ANSWER_IN", "ANSWER_OUT"]
@@ -179,7 +178,7 @@ class UasTiming:
     """A host profile's times for one direction and command length, in seconds
     (``turnaround``: when the host queues an answer to a packet's end, its turnaround less the
     cycle a bound may take off it; ``answer``: when that answer can start, after the host's
-    link commands for the packet, which take ``commands``)."""
+    link commands for the packet)."""
 
     direction: str
     length: int
@@ -190,7 +189,6 @@ class UasTiming:
     retoken: float
     turnaround: float
     answer: float
-    commands: float
 
     def span(self) -> float:
         return transfer_seconds(self.link, self.length, DP_OVERHEAD, DPH_BYTES + DPP_OVERHEAD)
@@ -203,8 +201,7 @@ def uas_timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> UasTimi
     turnaround = max(profile.turnaround_ns * 1e-9 - CYCLE, 0.0)
     return UasTiming(link.direction, length, link.max_packet_size, link,
                      profile.completion_latency_us * 1e-6, profile.resubmit_latency_us * 1e-6,
-                     profile.retoken_delay_us * 1e-6, turnaround, max(turnaround, commands),
-                     commands)
+                     profile.retoken_delay_us * 1e-6, turnaround, max(turnaround, commands))
 
 
 def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: int,
@@ -290,7 +287,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             if status.erdy <= train < status.erdy + device_tp:
                 train = status.erdy + device_tp  # the ERDY went first
             d_end = train + train_span
-            if train < status.erdy < d_end and not link.latency_bound:
+            if train < status.erdy < d_end and length > t.mps and not link.latency_bound:
                 d_end += device_tp  # between two data packets sent back to back
         else:
             d_end = d_start + span + device.answer_out * CYCLE
