@@ -165,8 +165,8 @@ class SuperSpeedProtocol:
                 await link.send_header(tp_header(address, TransactionPacketSubtype.ACK,
                                                  direction=DIR_IN, packets=1, sequence=sequence))
                 header = await self.expect(
-                    lambda h: h.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION),
-                    timeout_cycles, "control IN data")
+                    lambda h: h.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION)
+                    and h.field(1, 8, 4) == 0, timeout_cycles, "control IN data")
                 if header.type == HeaderPacketType.TRANSACTION:
                     if header.field(1, 0, 4) == TransactionPacketSubtype.STALL:
                         raise DeviceStall(f"control IN stalled (request {request})")
