@@ -271,11 +271,17 @@ class Usb3StorageDevice(Usb3ProbeDevice):
         m.d.comb += [both_restart.eq(standard.restart_in & standard.restart_out),
                      requests.configured.eq(core.configuration != 0)]
         bot_reset = registered(requests.bot_reset)
-        set_interface = registered(both_restart)
+        # A port reset (Hot Reset: LUNA's link in reset) starts the data path and every endpoint
+        # over as SET_INTERFACE does, and empties them: LUNA only zeroes the address and
+        # configuration, and a reset in the middle of a read's data stream left the disk
+        # sending that read's packets through the enumeration after it (Linux's uas error
+        # handler then offlined it).
+        hot_reset = registered(core.link_in_reset)
+        set_interface = registered(both_restart) | hot_reset
         alternate = registered(standard.alternate)
         # A BOT reset also empties both endpoints: a CSW or data still buffered belongs to the
         # command it abandons. (Assigned again after the probe's own: the last wins.)
-        flush = registered(requests.set_pattern) | bot_reset
+        flush = registered(requests.set_pattern) | bot_reset | hot_reset
         streams = alternate & (core.configuration != 0)
         m.d.comb += [
             data_path.bot_reset.eq(bot_reset), data_path.set_interface.eq(set_interface),

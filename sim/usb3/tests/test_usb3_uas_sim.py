@@ -18,7 +18,6 @@ from busprobe.protocol.storage import BLOCK_SIZE, DEFAULT_CAPACITY_BLOCKS, lba_b
 from busprobe.protocol.streams import MAX_STREAMS, MAX_STREAMS_EXPONENT
 from busprobe.sim.usb2.tests.storage_client import Initiator, inquiry, read_10, write_10
 from busprobe.targets import open_transport
-from busprobe.transport import InvalidRequest, TransferTimeout
 
 pytestmark = pytest.mark.sim
 
@@ -161,17 +160,14 @@ def test_a_port_reset_drops_a_command_stuck_in_the_task_set_and_uas_comes_back(d
     assert again.data == lba_bytes(7, 2)
 
 
-@pytest.mark.xfail(strict=True, raises=(TransferTimeout, InvalidRequest), reason=(
-    "gateware defect, found 2026-12-04: after a Hot Reset in the middle of a data-in stream the "
-    "disk goes on sending that read's data packets and answers no GET_DESCRIPTOR on endpoint 0; "
-    "Linux's uas error handler met it in the VM (reset with commands in flight, the disk "
-    "offlined). docs/DESIGN.md §6.10, Limits"))
 def test_a_port_reset_mid_read_frees_its_tag_and_the_next_command_on_it_gets_its_sense(
         usb3_storage_model):
     """What Linux's uas error handler does when queued READs time out while their data move
     (``uas_eh_device_reset_handler``, the VM's xHCI pass): a port reset in the middle of a 2 MiB
     read's data stream. After it, alternate 1 and streams again, and the next command on the
-    same tag reads its own blocks with GOOD status. (A simulator of its own: the one the module
+    same tag reads its own blocks with GOOD status. Before the Hot Reset reached the storage
+    path (``gateware/usb3/storage.py``) the disk went on sending the read's data packets through
+    the enumeration and answered no GET_DESCRIPTOR. (A simulator of its own: the one the module
     shares must not inherit a broken disk.)"""
     with open_transport(DISK) as transport:
         platform = transport.platform
