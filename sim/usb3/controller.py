@@ -160,12 +160,9 @@ class SuperSpeedHostController(TransferEngine):
             cocotb.start_soon(self.protocol.link.send_header(itp_header(self._bus_interval)))
 
     async def _device_tp(self, endpoint: int, deadline: int, what: str) -> HeaderPacket:
-        def accept(header: HeaderPacket) -> bool:
-            # Data packets too are taken by endpoint: with IN and OUT moving at once, an OUT
-            # mover that took any data packet would swallow the IN mover's (and with it, when
-            # it was the last of a burst, the whole IN transfer).
-            return header.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION) \
-                and header.field(1, 8, 4) == endpoint
+        # Data packets too are taken by endpoint: an OUT mover that took any data packet
+        # would swallow the IN mover's (and, the last of a burst, the whole IN transfer).
+        accept = self.protocol.from_endpoint(endpoint)
         while True:
             self._itp_if_due()
             wait = min(deadline, self._next_itp) - self.cycle

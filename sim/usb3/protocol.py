@@ -130,6 +130,16 @@ class SuperSpeedProtocol:
         finally:
             self._waiters.remove(accept)
 
+    @staticmethod
+    def from_endpoint(endpoint: int) -> Callable[[HeaderPacket], bool]:
+        """Takes the device's data and transaction packets of ``endpoint`` only: with several
+        endpoints moving at once (IN and OUT, a control transfer beside them), one that took
+        any would swallow another's packets."""
+        def accept(header: HeaderPacket) -> bool:
+            return header.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION) \
+                and header.field(1, 8, 4) == endpoint
+        return accept
+
     def _tp_from_device(self, endpoint: int, *subtypes: TransactionPacketSubtype
                         ) -> Callable[[HeaderPacket], bool]:
         def accept(header: HeaderPacket) -> bool:
@@ -164,9 +174,8 @@ class SuperSpeedProtocol:
             while True:
                 await link.send_header(tp_header(address, TransactionPacketSubtype.ACK,
                                                  direction=DIR_IN, packets=1, sequence=sequence))
-                header = await self.expect(
-                    lambda h: h.type in (HeaderPacketType.DATA, HeaderPacketType.TRANSACTION)
-                    and h.field(1, 8, 4) == 0, timeout_cycles, "control IN data")
+                header = await self.expect(self.from_endpoint(0), timeout_cycles,
+                                           "control IN data")
                 if header.type == HeaderPacketType.TRANSACTION:
                     if header.field(1, 0, 4) == TransactionPacketSubtype.STALL:
                         raise DeviceStall(f"control IN stalled (request {request})")

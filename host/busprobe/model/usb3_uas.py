@@ -80,8 +80,10 @@ __all__ = ["UasTimes", "uas_run", "uas_period", "UasTiming", "uas_timing", "dp_s
            "ANSWER_IN", "ANSWER_OUT"]
 
 TP = TP_BYTES / SS_RATE
-#: The host's LGOOD for a header packet, on its lane (the half of its link commands sent at once).
-LGOOD = LINK_COMMANDS_PER_TP / 2 / SS_RATE
+#: The LGOOD + LCRD that answer a header packet, on the other side's lane; the LGOOD alone
+#: (sent at once, where the LCRD may come later).
+LGOOD_LCRD = LINK_COMMANDS_PER_TP / SS_RATE
+LGOOD = LGOOD_LCRD / 2
 #: The device's answers (seconds): a data packet after the ACK TP asking for it; an ACK TP (or
 #: NRDY) after the packet it answers.
 ANSWER_IN, ANSWER_OUT = (DEVICE_RESPONSE_CYCLES[way] * CYCLE for way in ("in", "out"))
@@ -197,7 +199,7 @@ class UasTiming:
 def uas_timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> UasTiming:
     # The host answers a header packet after its LGOOD (and its LCRD, unless it returns the
     # credit later), which go first on its lane (sim/usb3/link.py).
-    commands = LINK_COMMANDS_PER_TP / (2 if profile.credit_return_ns else 1) / SS_RATE
+    commands = LGOOD if profile.credit_return_ns else LGOOD_LCRD
     turnaround = max(profile.turnaround_ns * 1e-9 - CYCLE, 0.0)
     return UasTiming(link.direction, length, link.max_packet_size, link,
                      profile.completion_latency_us * 1e-6, profile.resubmit_latency_us * 1e-6,
@@ -223,9 +225,10 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     device_tp = TP + device.tp_gap * CYCLE
     answer_in = ANSWER_IN + device.answer_in * CYCLE
     answer_out = ANSWER_OUT + device.answer_out * CYCLE
+    nrdy_after = answer_out + TP  # a prime's NRDY, its end after the prime's
     data = _Pipe(host_tp if reading else dp_seconds(first_packet), t.retoken, t.answer,
-                 answer_out + TP)
-    status = _Pipe(host_tp, t.retoken, t.answer, answer_out + TP)
+                 nrdy_after)
+    status = _Pipe(host_tp, t.retoken, t.answer, nrdy_after)
     sense_packet = dp_seconds(uas.SENSE_HEADER_SIZE)
     # A data-in train's time from its Start Stream to its last packet, less the first packet's
     # wait (the device's answer to that ACK TP, or its fill).
@@ -303,7 +306,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             # device that sends link commands first sends the LGOOD and LCRD for the status
             # stream's ACK TP, which came during the train, before it.
             if device.commands_first and sense > train:
-                later = max(later, d_end + LINK_COMMANDS_PER_TP / SS_RATE + sense_packet)
+                later = max(later, d_end + LGOOD_LCRD + sense_packet)
             later = max(later, min(sense, train) + (d_end - train) + sense_packet)
         done.append(later + t.completion)
         acks = []  # (a read's last data packet ends at ``later``)

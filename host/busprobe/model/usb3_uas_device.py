@@ -69,11 +69,12 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: 5 after that; a write's SENSE at its last data packet's ACK (the check reads that packet
 #: beside it). On its link, LUNA's: two idle cycles after each TP it sends, one the host leaves
 #: after each it receives (``sim/usb3/link.py``'s ``LUNA_HEADER_GAP_SYMBOLS``), link commands
-#: ahead of a queued packet; and its four-endpoint storage design answers 3 cycles later than
-#: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT, 5 on IN. All as the
-#: link trace (``BUSPROBE_LINK_TRACE``) of the simulation shows them, 2026-12-04, the decode
-#: from the ACK's last symbol to the ERDY's first (26 on writes, 27 on reads); the simulation's
-#: sweep test checks each from its own trace.
+#: ahead of a queued packet; and its four-endpoint storage design answers 2 cycles later than
+#: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT (13-15 seen), 3 on
+#: the SENSE IU (28-30 seen after its ACK TP). Each the least the link trace
+#: (``BUSPROBE_LINK_TRACE``) of the simulation showed, 2026-12-04, the decode from the ACK's
+#: last symbol to the ERDY's first (26 on writes, 27 on reads); the UAS sweep tests fail if
+#: the gateware answers faster (a point above its bound) or much slower (not within 1 %).
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=26, bytes_per_cycle=4,
                             after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
                             tp_gap=2, host_tp_gap=1,

@@ -229,8 +229,9 @@ def _assess_group(bus: BusDescription, direction: str, mps: int | None, mrrs: in
     finding = rule(GroupEvidence(bus, direction, plateau, link, efficiency, profile, run,
                                  telemetries, deep))
     # (the longest point's run: a BOT note compares the plateau with the ceiling of that run)
+    longest = max(plateau.lengths)
     run_of = next((p.transfers for p in clean
-                   if p.queue_depth == deep and p.length == max(plateau.lengths)), None)
+                   if p.queue_depth == deep and p.length == longest), None)
     notes = _notes(bus, direction, plateau, link, profile, device, dropped, run_of)
     tool = [p for p in clean if p.queue_depth == deep and p.tool_limited
             and p.length in plateau.lengths]
