@@ -12,7 +12,8 @@ the bus. One already on the bus cannot be pulled back and is answered ``cancelle
 platform (a transfer the device will never end, such as an IN nobody answers, must not hold its
 endpoint for good) and the other endpoints' transfers are submitted again. Nothing in flight
 times out: a host controller does not time a transfer either, the guest's driver does and
-cancels it. :class:`BulkRelay` is a part of :class:`~.usbredir_export.UsbredirExport`, which
+cancels it. A bus reset ends every packet in flight or waiting (:meth:`BulkRelay._end_bulk`).
+:class:`BulkRelay` is a part of :class:`~.usbredir_export.UsbredirExport`, which
 provides the connection.
 """
 
@@ -224,6 +225,21 @@ class BulkRelay:
         for endpoint in list(self._waiting):
             if self._waiting[endpoint]:
                 self._launch(endpoint)
+
+    def _end_bulk(self, status: Status) -> None:
+        """Answer every packet in flight or waiting with ``status`` (CANCELLED where the guest
+        cancelled it), submitting nothing: the platform has dropped what it had (a bus
+        reset)."""
+        flying, self._flying = self._flying, {}
+        waiting = [packet for queue in self._waiting.values() for packet in queue]
+        self._waiting.clear()
+        ended = [packet for batch in flying.values() for packet in batch.packets.values()]
+        for packet in ended + waiting:
+            cancelled = self._take_cancelled(packet.id)
+            self._reply_bulk(packet, Status.CANCELLED if cancelled else status, b"", 0)
+        if ended or waiting:
+            log.info("usbredir: the reset ended %d bulk packets in flight, %d waiting",
+                     len(ended), len(waiting))
 
     def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:
         self._answered(packet.id)

@@ -88,6 +88,7 @@ class RequestRelay:
     def _send(self, data: bytes) -> None: ...
     def _answered(self, packet_id: int) -> None: ...
     def _take_cancelled(self, packet_id: int) -> bool: ...
+    def _after_bus_reset(self) -> None: ...
 
     def in_force(self) -> DeviceInfo | None:
         """The device's interfaces and endpoints in the alternates in force."""
@@ -148,6 +149,7 @@ class RequestRelay:
         started = time.monotonic()
         if self.platform.bus_reset():
             self.as_reset = True
+            self._after_bus_reset()
             log.info("usbredir: bus reset and enumeration in %.2f s", time.monotonic() - started)
         else:
             # A platform without a port reset (the guest believes the device reset while its

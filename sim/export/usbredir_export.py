@@ -269,6 +269,20 @@ class UsbredirExport(RequestRelay, BulkRelay):
         self._note_effect(packet)
         handler(packet)
 
+    def _after_bus_reset(self) -> None:
+        """What a port reset ends (the platform dropped its transfers and freed its streams):
+        every bulk packet received before it is answered (IOERROR, CANCELLED if the guest
+        cancelled it) and none reaches the device after it; the streams are forgotten (the
+        guest allocates them again) and every interface is at alternate 0, as the enumeration
+        after the reset leaves it. Before, packets queued behind a batch went to the reset
+        device on streams it had not allocated, and the guest's first command after Linux's
+        ``uas`` reset its device waited behind them until it timed out."""
+        self._end_bulk(Status.IOERROR)
+        self._streams.clear()
+        if self.settings:
+            self.settings.clear()
+            self._announce_interfaces()
+
     def _alloc_bulk_streams(self, packet: Packet) -> None:
         """Streams 1..``no_streams`` on each endpoint of the mask, if every one offers that
         many (its companion's MaxStreams); answered ``bulk_streams_status``."""

@@ -117,6 +117,7 @@ class SimUsb2Platform(SimUsbPlatform):
         """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
         export relays a guest's); the device's data toggles and address start over."""
         self._cycle = self._call("reset")
+        self._in_flight = 0  # the reset dropped every transfer
         return True
 
     def close(self) -> None:

@@ -91,6 +91,7 @@ class SimUsb3Platform(SimUsbPlatform):
         device (the usbredir export relays a guest's): address, configuration, endpoints,
         streams and the host's sequence numbers start over."""
         self._cycle = self._call("reset")
+        self._in_flight = 0  # the reset dropped every transfer
         return True
 
     def open(self) -> None:

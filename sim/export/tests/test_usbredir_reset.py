@@ -9,13 +9,13 @@ from busprobe.protocol import usb2
 from busprobe.protocol.patterns import Pattern
 from busprobe.sim.export.tests.usbredir_peers import DescriptorDevice, Guest
 from busprobe.sim.export.usbredir_export import UsbredirExport
-from busprobe.sim.export.usbredir_wire import PacketType, Status
+from busprobe.sim.export.usbredir_wire import CONTROL, PacketType, Status
 
 GET_DESCRIPTOR, GET_STATUS = 6, 0
 
 
-def _serve(as_reset: bool):
-    device = DescriptorDevice()
+def _serve(as_reset: bool, device: DescriptorDevice | None = None):
+    device = device or DescriptorDevice()
     ours, theirs = socket.socketpair()
     export = UsbredirExport(device, ours, version="busprobe test", as_reset=as_reset)
     thread = threading.Thread(target=export.serve, daemon=True)
@@ -83,5 +83,65 @@ def test_a_reset_the_platform_cannot_carry_out_is_logged_not_silently_dropped(ca
             _reset_then_read(guest)
         assert "cannot reset its bus: the device keeps its state" in caplog.text
         assert not export.as_reset
+    finally:
+        _close(parts)
+
+
+class HeldDevice(DescriptorDevice):
+    """A device whose bulk transfers never end by themselves (a UAS disk with commands it
+    will not finish): they stay in flight until a reset drops them. ``after_reset`` lists the
+    transfers that reached it after its last reset."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list = []
+        self.after_reset: list = []
+
+    def submit(self, transfers):
+        self.held += transfers
+        self.after_reset += transfers
+        return 0.0
+
+    def reap(self, timeout):
+        return []
+
+    def bus_reset(self) -> bool:
+        self.held, self.after_reset = [], []
+        return super().bus_reset()
+
+
+def _answers_until_the_control_answer(guest) -> dict[int, Status]:
+    """The bulk answers (status by id) that come before the next control answer."""
+    answers: dict[int, Status] = {}
+    while (packet := guest.receive()).kind != PacketType.CONTROL_PACKET:
+        if packet.kind == PacketType.BULK_PACKET:
+            assert packet.id not in answers, "a packet answered twice"
+            answers[packet.id] = packet.fields[1]
+    return answers
+
+
+def test_a_reset_answers_every_bulk_packet_before_it_and_none_reaches_the_reset_device():
+    """Linux's ``uas`` resets its disk when commands time out: what the guest queued before the
+    reset must end there (answered once each, CANCELLED if the guest cancelled it), not reach
+    the device after it, where the first command after the reset waited behind them."""
+    device = HeldDevice()
+    _, export, guest, parts = _serve(as_reset=False, device=device)
+    try:
+        in_flight = guest.bulk(usb2.EP_IN, 4096)  # on the bus: the endpoint's batch
+        waiting = [guest.bulk(usb2.EP_IN, 512) for _ in range(3)]  # behind it
+        guest.send(PacketType.CANCEL_DATA_PACKET, packet_id=waiting[1])
+        guest.send(PacketType.RESET)
+        guest.send(PacketType.CONTROL_PACKET,
+                   CONTROL.pack(0, GET_DESCRIPTOR, 0x80, 0, 0x0100, 0, 18))
+        answers = _answers_until_the_control_answer(guest)
+        assert answers == {in_flight: Status.IOERROR, waiting[0]: Status.IOERROR,
+                           waiting[1]: Status.CANCELLED, waiting[2]: Status.IOERROR}
+        assert device.resets == 1 and device.after_reset == []
+        assert not export.bulk_in_flight
+        # The endpoint works after the reset: a new packet reaches the device.
+        guest.bulk(usb2.EP_IN, 512)
+        _reset_then_read(guest)  # (a request behind it: the export has taken the packet)
+        assert [t.length for t in device.held] == []  # that reset dropped it again
+        assert device.resets == 2
     finally:
         _close(parts)

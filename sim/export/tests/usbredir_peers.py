@@ -191,6 +191,7 @@ class DescriptorDevice:
 
     def bus_reset(self) -> bool:
         self.resets += 1
+        self._done = []  # a reset drops every transfer (UsbPlatform.bus_reset)
         return True
 
 

@@ -60,4 +60,26 @@ mark "ss-uas-reset-disk ${SS_RESET_DISK:-none}" \
 run ss-uas-after-reset "$BUSPROBE" sweep --device "block:$SS_RESET_DISK" --direction read \
     --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress \
     --json "$OUT/ss-uas-after-reset.json"
+# Commands that time out with their data moving: 16 READ(10)s of 512 KiB (uas's largest
+# command) at once, each given 7 s (SG_IO's least): the simulator moves 512 KiB in 0.5 to 1.5 s,
+# so the later ones time out. uas aborts them and, as an abort cannot reach the device, resets
+# it (its error handler, uas_eh_device_reset_handler); the export ends what the guest had
+# queued and carries out the reset, and the disk answers the TEST UNIT READY after it and reads
+# again. (The disk was offlined here: packets queued before the reset reached the reset device.)
+SS_EH_FROM=$(dmesg | wc -l)
+SS_EH_PIDS=
+for lba in $(seq 16 31); do
+    sg_raw --timeout=7 --request=524288 --outfile=/dev/null "$SS_RESET_DISK" \
+        28 00 00 00 $lba 00 00 04 00 00 > "$OUT/ss-uas-timeout-$lba.out" 2>&1 &
+    SS_EH_PIDS="$SS_EH_PIDS $!"
+done
+for pid in $SS_EH_PIDS; do wait "$pid"; done
+dmesg | tail -n +$((SS_EH_FROM + 1)) | grep -E 'uas_eh|offline|not ready after' | tail -n 8 |
+    while read -r line; do mark "ss-uas-eh $line"; done
+SS_EH_DISK=$(busprobe_disk)
+mark "ss-uas-eh-disk ${SS_EH_DISK:-none}" \
+    "state=$(cat "/sys/block/${SS_EH_DISK#/dev/}/device/state" 2>/dev/null)"
+run ss-uas-after-timeout "$BUSPROBE" sweep --device "block:$SS_EH_DISK" --direction read \
+    --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress \
+    --json "$OUT/ss-uas-after-timeout.json"
 mark ss-storage-done

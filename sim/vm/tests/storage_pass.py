@@ -124,7 +124,9 @@ def check_the_superspeed_disk_through_uas(usb_pass) -> None:
     (sg_raw) and the disk still answering, and its telemetry: how many tags uas kept
     outstanding in the device's task set, none refused. Then a port reset from the guest
     (usbreset, what uas's error handling does): the export carries it out in the simulation,
-    uas drives the disk on alternate 1 again and it reads its pattern."""
+    uas drives the disk on alternate 1 again and it reads its pattern. Then a READ that times
+    out with its data moving: uas's error handler aborts it and resets the device, and the disk
+    answers again (not offlined) and reads with 0 errors."""
     (disk,) = usb_pass.boot.find("ss-uas-disk")
     assert "driver=uas" in disk and "speed=5000" in disk and "alternate=1" in disk, (
         disk, usb_pass.boot.find("ss-uas-dmesg"))
@@ -152,10 +154,23 @@ def check_the_superspeed_disk_through_uas(usb_pass) -> None:
         usb_pass.text("ss-uas-after-reset.err")
     again = usb_pass.result("ss-uas-after-reset")
     assert again["complete"] and again["errors"] == 0 and again["points"]
+    # A READ that times out with its data moving: uas's error handler resets the device and
+    # the disk comes back (it was offlined: "not ready after error recovery").
+    eh = " | ".join(usb_pass.boot.find("ss-uas-eh "))
+    assert "uas_eh_device_reset_handler success" in eh, eh
+    assert "offline" not in eh and "not ready" not in eh, eh
+    (eh_disk,) = usb_pass.boot.find("ss-uas-eh-disk")
+    assert "state=running" in eh_disk, (eh_disk, eh)
+    assert usb_pass.status("ss-uas-after-timeout") == "rc=0 ", \
+        usb_pass.text("ss-uas-after-timeout.err")
+    recovered = usb_pass.result("ss-uas-after-timeout")
+    assert recovered["complete"] and recovered["errors"] == 0 and recovered["points"]
     print("  => the SuperSpeed disk through uas with bulk streams (alternate 1, 5000M, QEMU's "
           "emulated xhci: its figures): "
           + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
                       f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
           + f", 0 errors; ILLEGAL REQUEST for opcode 0x0e; at most {counters['uas_tags_max']} "
           "tags outstanding in the device; after a port reset (carried out in the simulation) "
-          f"uas reads {again['points'][0]['throughput'] / 1e6:.2f} MB/s, 0 errors")
+          f"uas reads {again['points'][0]['throughput'] / 1e6:.2f} MB/s, 0 errors; after a READ "
+          "timed out with its data moving, uas's error handler reset the disk and it reads "
+          f"{recovered['points'][0]['throughput'] / 1e6:.2f} MB/s, 0 errors")

@@ -82,7 +82,8 @@ class UsbPlatform(TransferQueue, Protocol):
 
     def bus_reset(self) -> bool:
         """Reset the bus and enumerate the device again, as a host does after a port reset (the
-        usbredir export relays a guest's); False when this platform cannot (nothing done)."""
+        usbredir export relays a guest's): every transfer in flight is dropped, unanswered, and
+        every stream freed; False when this platform cannot (nothing done)."""
         return False
 
     def alloc_streams(self, endpoints: Sequence[int], count: int) -> None:
