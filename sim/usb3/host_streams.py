@@ -132,17 +132,21 @@ async def _selection(host: Host, address: int, queue: deque[Pending],
     primed is primed within :data:`DOORBELL_CYCLES` of its submission (an xHCI primes when the
     driver rings the stream's doorbell; the mover first did so only at its next turn, so a
     READ's data transfer queued after later commands' never reached the device, which waits
-    for it before their data); ``stuck_cycles`` without an answer after the last prime fails."""
+    for it before their data); ``stuck_cycles`` without an answer after the last prime, and
+    without a data packet moving on any of the device's endpoints, fails (a READ's status
+    stream waits for all its data: one of 8 MiB takes over 10 ms, and failed)."""
     endpoint = address & 0x7F
     what = f"ERDY selecting a stream on endpoint {endpoint}"
-    deadline = host.cycle + stuck_cycles
+    deadline, moved = host.cycle + stuck_cycles, host.counters["packets"]
     while True:
         try:
             return await host._device_tp(endpoint, min(deadline, host.cycle + DOORBELL_CYCLES),
                                          what)
         except DeviceTimeout:
-            if host.cycle >= deadline:
+            if host.cycle >= deadline and host.counters["packets"] == moved:
                 raise DeviceTimeout(f"no {what} within {stuck_cycles} cycles") from None
+        if host.cycle >= deadline:  # busy on another endpoint, not stuck
+            deadline, moved = host.cycle + stuck_cycles, host.counters["packets"]
         if await _prime_rings(host, address, queue, ready_by=host.cycle):
             deadline = host.cycle + stuck_cycles
 

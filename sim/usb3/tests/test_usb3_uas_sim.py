@@ -91,6 +91,16 @@ def test_inquiry_reads_and_a_write_over_uas_with_streams(disk):
     assert telemetry["write_mismatches"] == 1 and telemetry["writes"] == 1
 
 
+def test_a_read_whose_data_take_longer_than_the_hosts_stuck_guard_completes_checked(disk):
+    """8 MiB in one READ(10): its status stream waits for all its data (~18 ms), longer than
+    the simulated xHCI waits for a stream that moves nothing (10 ms); it failed with "no ERDY
+    selecting a stream" while the data pipe was busy."""
+    blocks = (8 << 20) // BLOCK_SIZE
+    read = one(disk, read_10(4096, blocks), blocks * BLOCK_SIZE)
+    assert read.status == uas.Iu(uas.IuId.SENSE, read.tag, GOOD)
+    assert read.data == lba_bytes(4096, blocks)
+
+
 def test_an_unknown_opcode_gets_check_condition_on_the_status_stream_of_its_tag(disk):
     failed = one(disk, bytes((0xC7,)) + bytes(9))
     assert failed.status.kind is uas.IuId.SENSE
