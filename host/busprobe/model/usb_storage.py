@@ -25,7 +25,9 @@ controller's rules, an ideal device), and the I/O's time is the steady state's::
 
 Limits: the steady state (a finite run's start-up is not modelled here; ``sweep --protocol uas``
 steps its own run, :func:`uas_transfers`); the IU sizes are :mod:`busprobe.protocol.uas`'s
-(command IU 32 B, READY 4 B, SENSE 16 B without sense data); SuperSpeed has no model yet.
+(command IU 32 B, READY 4 B, SENSE 16 B without sense data). At SuperSpeed (``speed``
+``super``) the commands are costed by the ``usb3-ss`` models instead (:mod:`.usb3_storage`:
+BOT one at a time, UAS with bulk streams).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .usb2_bot import bot_command
 from .usb2_hosts import HostProfile, load_profile
 from .usb2_run import uas_run_ceiling
 from .usb2_uas import uas_period
+from .usb3_storage import SUPERSPEED_MAX_SECTORS_KB, superspeed_io
 
 __all__ = ["storage_ceiling", "storage_link_only", "commands_of", "uas_transfers",
            "DEFAULT_MAX_SECTORS_KB", "DEFAULT_UAS_TAGS"]
@@ -76,21 +79,33 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
     device's tags (UAS). ``transfers`` is accepted and ignored: the steady state is the bound.
     """
     _usb_direction(direction)
-    if bus.speed != "high":
+    if bus.speed not in ("high", "super"):
         raise NotImplementedError(f"no usb-storage model at {bus.speed} speed yet")
     if bus.protocol not in (Framing.BOT, Framing.UAS):
         raise ValueError(f"usb-storage protocol '{bus.protocol}' has no model (bot or uas)")
-    profile = load_profile(bus.host_profile or "ideal")
-    mps = bus.max_packet_size or 512
-    max_command = int(bus.extra.get("max_sectors_kb") or DEFAULT_MAX_SECTORS_KB) * 1024
+    superspeed = bus.speed == "super"
+    default_kb = (SUPERSPEED_MAX_SECTORS_KB[Framing(bus.protocol)] if superspeed
+                  else DEFAULT_MAX_SECTORS_KB)
+    max_command = int(bus.extra.get("max_sectors_kb") or default_kb) * 1024
     length = length or 8 * max_command
     commands = commands_of(length, max_command)
     tags = int(bus.extra.get("uas_tags") or DEFAULT_UAS_TAGS)
-    lines = [f"usb-storage {bus.protocol.upper()}, host profile {profile.name}: an I/O of "
-             f"{length} B = {len(commands)} command(s) of at most {max_command} B "
-             f"(max_sectors_kb {max_command // 1024})"]
+    in_flight = min(tags, (queue_depth or tags) * len(commands))
     parts: dict[str, object] = {"protocol": bus.protocol, "commands": len(commands),
                                 "max_command": max_command, "device_ceiling": None}
+    split = (f"an I/O of {length} B = {len(commands)} command(s) of at most {max_command} B "
+             f"(max_sectors_kb {max_command // 1024})")
+    if superspeed:
+        seconds, derivation, host = superspeed_io(bus, _usb_direction(direction), commands,
+                                                  in_flight)
+        lines = [f"usb-storage {bus.protocol.upper()} at 5000M, host {host}: {split}",
+                 *derivation]
+        if bus.protocol == Framing.UAS:
+            parts["in_flight"] = in_flight
+        return _ceiling(bus, direction, length, seconds, lines, parts, host)
+    profile = load_profile(bus.host_profile or "ideal")
+    mps = bus.max_packet_size or 512
+    lines = [f"usb-storage {bus.protocol.upper()}, host profile {profile.name}: {split}"]
     if bus.protocol == Framing.BOT:
         per = [bot_command(profile, _usb_direction(direction), c,
                            max_packet_size=mps)["command"] for c in commands]
@@ -99,7 +114,6 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
                      "whatever the queue depth")
         lines.append(" + ".join(f"{s * 1e6:.2f}" for s in per) + f" = {seconds * 1e6:.2f} µs")
     else:
-        in_flight = min(tags, (queue_depth or tags) * len(commands))
         seconds = uas_period(profile, _usb_direction(direction), commands,
                              queue_depth=in_flight, max_packet_size=mps)
         lines.append(f"UAS: {in_flight} command(s) in flight, stepped transaction by "
@@ -107,11 +121,16 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
                      f"{'' if in_flight > 1 else ', the turnaround again'}); per I/O "
                      f"{seconds * 1e6:.2f} µs in steady state")
         parts["in_flight"] = in_flight
+    return _ceiling(bus, direction, length, seconds, lines, parts, profile.name)
+
+
+def _ceiling(bus: BusDescription, direction: str, length: int, seconds: float,
+             lines: list[str], parts: dict[str, object], host: str) -> Ceiling:
     throughput = length / seconds
     lines.append(f"{length} B / {seconds * 1e6:.2f} µs = {throughput / 1e6:.3f} MB/s")
     parts["io_seconds"] = seconds
     return Ceiling(throughput, "\n".join(lines), parts, direction,
-                   f"usb-storage {bus.protocol} host profile {profile.name}")
+                   f"usb-storage {bus.protocol} host profile {host}")
 
 
 def uas_transfers(profile: HostProfile, direction: str, length: int, queue_depth: int,

@@ -84,9 +84,9 @@ def test_on_ehci_bot_is_well_behind_uas_at_1_mib():
     assert 0.10 < 1 - bot / uas < 0.25
 
 
-def test_no_model_at_superspeed_or_for_an_unknown_driver():
-    with pytest.raises(NotImplementedError, match="super"):
-        ceiling_for(BusDescription("usb-storage", "super", protocol="bot"), "read", length=4096)
+def test_no_model_at_full_speed_or_for_an_unknown_driver():
+    with pytest.raises(NotImplementedError, match="full"):
+        ceiling_for(BusDescription("usb-storage", "full", protocol="bot"), "read", length=4096)
     with pytest.raises(ValueError, match="protocol 'stream' has no model"):
         ceiling_for(_disk("stream"), "read", length=4096)
     with pytest.raises(ValueError, match="does not exist on usb-storage"):

@@ -57,9 +57,9 @@ def test_an_emulated_run_where_bot_is_not_behind_says_the_emulator_paces_both(tm
 
 
 def test_compare_of_the_vm_ladders_prints_every_point_without_a_model(capsys):
-    # The VM ladder's two result documents (2026-12-03, QEMU 7.2 guest, kernel 6.1): there is
-    # no usb-storage model at SuperSpeed yet, so compare keeps the stored verdicts, no
-    # traceback, and pairs the runs point by point.
+    # The VM ladder's two result documents (2026-12-03, QEMU 7.2 guest, kernel 6.1): compare
+    # assesses them with the SuperSpeed usb-storage model (QEMU's controller has no profile:
+    # the ideal host's figures), no traceback, and pairs the runs point by point.
     from pathlib import Path
 
     from busprobe.cli import main
