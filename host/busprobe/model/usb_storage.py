@@ -102,6 +102,8 @@ def storage_ceiling(bus: BusDescription, direction: str, *, length: int | None =
                  *derivation]
         if bus.protocol == Framing.UAS:
             parts["in_flight"] = in_flight
+        if host != (bus.host_profile or "ideal"):
+            parts["host_stand_in"] = bus.host_profile  # the ideal host stood in for it
         return _ceiling(bus, direction, length, seconds, lines, parts, host)
     profile = load_profile(bus.host_profile or "ideal")
     mps = bus.max_packet_size or 512

@@ -77,16 +77,20 @@ def _paired(bot_doc: dict[str, Any], uas_doc: dict[str, Any]
 
 def _model(doc: dict[str, Any], direction: str, length: int, depth: int
            ) -> tuple[float, float] | None:
-    """``(BOT, UAS)`` model throughputs at this point of this run's bus, or None."""
+    """``(BOT, UAS)`` model throughputs at this point of this run's bus, or None (no model, or
+    one whose host stands in for a controller it has no profile of: BOT against UAS behind the
+    ideal host says nothing of that controller)."""
     from ..model import ceiling_for
 
     try:
         bus = bus_from_json(doc.get("bus") or {})
-        return tuple(float(ceiling_for(replace(bus, protocol=p), direction, length=length,
-                                       queue_depth=depth).throughput)
-                     for p in (Framing.BOT, Framing.UAS))  # type: ignore[return-value]
+        ceilings = [ceiling_for(replace(bus, protocol=p), direction, length=length,
+                                queue_depth=depth) for p in (Framing.BOT, Framing.UAS)]
     except (TypeError, ValueError, KeyError, NotImplementedError):
         return None
+    if any(c.parts.get("host_stand_in") for c in ceilings):
+        return None
+    return float(ceilings[0].throughput), float(ceilings[1].throughput)
 
 
 def storage_rows(bot_doc: dict[str, Any], uas_doc: dict[str, Any],

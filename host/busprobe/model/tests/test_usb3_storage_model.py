@@ -67,3 +67,4 @@ def test_a_controller_without_a_superspeed_profile_gets_the_ideal_hosts_figure_a
     assert emulated.throughput == ideal.throughput
     assert "host xhci: no SuperSpeed profile, the ideal host stands for it" in emulated.formula
     assert "no SuperSpeed profile" not in ideal.formula
+    assert emulated.parts["host_stand_in"] == "xhci" and "host_stand_in" not in ideal.parts
