@@ -110,6 +110,15 @@ class SimUsbPlatform(SimulatorClient, UsbPlatform):
     def free_streams(self, endpoints: Sequence[int]) -> None:
         self._cycle = self._call("free_streams", list(endpoints))
 
+    def bus_reset(self) -> bool:
+        """A port reset and enumeration again, as the host's driver does after one (the usbredir
+        export relays a guest's): USB 2.0's bus reset, SuperSpeed's Hot Reset. Address,
+        configuration, data toggles or sequence numbers, streams and every transfer in flight
+        start over (the simulation's host drops them unanswered)."""
+        self._cycle = self._call("reset")
+        self._in_flight = 0
+        return True
+
     def cancel(self) -> None:
         if self.server is not None:
             self._cycle = self._call("cancel")

@@ -113,13 +113,6 @@ class SimUsb2Platform(SimUsbPlatform):
             model = build_usb2_simulator(self.design)
         self._start(model, TOPLEVEL, "busprobe.sim.usb2.server", {ENV_PROFILE: self.host})
 
-    def bus_reset(self) -> bool:
-        """Reset the bus and enumerate again, as a host does after a port reset (the usbredir
-        export relays a guest's); the device's data toggles and address start over."""
-        self._cycle = self._call("reset")
-        self._in_flight = 0  # the reset dropped every transfer
-        return True
-
     def close(self) -> None:
         if self.group is not None:  # the group stops the simulator
             self.server = None

@@ -86,14 +86,6 @@ class SimUsb3Platform(SimUsbPlatform):
         self.burst = target.options["burst"]
         self.design = target.options["design"]
 
-    def bus_reset(self) -> bool:
-        """A port reset (Hot Reset) and enumeration again, as xhci_hcd does for a SuperSpeed
-        device (the usbredir export relays a guest's): address, configuration, endpoints,
-        streams and the host's sequence numbers start over."""
-        self._cycle = self._call("reset")
-        self._in_flight = 0  # the reset dropped every transfer
-        return True
-
     def open(self) -> None:
         netlist = self.target.options["level"] == "netlist"
         if netlist and self.design != "busprobe":
