@@ -185,8 +185,7 @@ class BulkRelay:
             if batch is None:  # it ended in the reap above
                 continue
             for packet in batch.packets.values():
-                cancelled = self._take_cancelled(packet.id)
-                self._reply_bulk(packet, Status.CANCELLED if cancelled else Status.STALL, b"", 0)
+                self._end_packet(packet, Status.STALL)
         again = [t for batch in self._flying.values() for t in batch.transfers.values()]
         if again:
             try:
@@ -235,11 +234,16 @@ class BulkRelay:
         self._waiting.clear()
         ended = [packet for batch in flying.values() for packet in batch.packets.values()]
         for packet in ended + waiting:
-            cancelled = self._take_cancelled(packet.id)
-            self._reply_bulk(packet, Status.CANCELLED if cancelled else status, b"", 0)
+            self._end_packet(packet, status)
         if ended or waiting:
             log.info("usbredir: the reset ended %d bulk packets in flight, %d waiting",
                      len(ended), len(waiting))
+
+    def _end_packet(self, packet: Packet, status: Status) -> None:
+        """Answer ``packet`` with ``status`` and no data, or CANCELLED if the guest cancelled
+        it."""
+        cancelled = self._take_cancelled(packet.id)
+        self._reply_bulk(packet, Status.CANCELLED if cancelled else status, b"", 0)
 
     def _reply_bulk(self, packet: Packet, status: Status, data: bytes, moved: int) -> None:
         self._answered(packet.id)

@@ -94,11 +94,9 @@ class HeldDevice(DescriptorDevice):
 
     def __init__(self) -> None:
         super().__init__()
-        self.held: list = []
         self.after_reset: list = []
 
     def submit(self, transfers):
-        self.held += transfers
         self.after_reset += transfers
         return 0.0
 
@@ -106,7 +104,7 @@ class HeldDevice(DescriptorDevice):
         return []
 
     def bus_reset(self) -> bool:
-        self.held, self.after_reset = [], []
+        self.after_reset = []
         return super().bus_reset()
 
 
