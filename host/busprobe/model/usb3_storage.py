@@ -8,8 +8,8 @@ SuperSpeed link's own models, the I/O's time their sum::
     BOT  t_io = Σ t_BOT(command)       one command at a time: CBW, data, CSW (:mod:`.usb3_bot`)
     UAS  t_io = Σ command / rate(command, q)   q = min(tags, queue depth × commands) in flight,
                                        each command's least period in steady state with q
-                                       outstanding (:func:`.usb3_uas_ceiling.uas_ceiling`,
-                                       a device never the bottleneck)
+                                       outstanding (:func:`.usb3_uas_bound.uas_bound`, the
+                                       ideal device: ``uas_ceiling``'s figure)
 
 Host: the bus's host profile when it is a SuperSpeed one (``vl805``, ``small-burst``,
 ``ideal``). Any other (a block device names its controller's driver, ``xhci``) has no
@@ -27,9 +27,9 @@ from dataclasses import replace
 from ..protocol import uas
 from ..protocol.names import Framing
 from ..transport import BusDescription
-from .usb3 import usb3_ceiling
+from .usb3 import usb3_ceiling, usb3_link
 from .usb3_hosts import builtin_usb3_profiles, load_usb3_profile
-from .usb3_uas_ceiling import uas_ceiling
+from .usb3_uas_bound import uas_bound
 
 __all__ = ["superspeed_io", "SUPERSPEED_MAX_SECTORS_KB"]
 
@@ -52,16 +52,18 @@ def superspeed_io(bus: BusDescription, direction: str, commands: list[int],
     profile = load_usb3_profile(name)
     link_bus = replace(bus, kind="usb3-ss", protocol=Framing.STREAM,
                        max_packet_size=bus.max_packet_size or 1024)
-    seconds = []
-    for length in commands:
+
+    def command_seconds(length: int) -> float:
         if bus.protocol == Framing.BOT:
-            ceiling = usb3_ceiling(replace(link_bus, protocol=Framing.BOT), direction,
-                                   length=length, queue_depth=1, profile=profile)
-        else:
-            ceiling = uas_ceiling(link_bus, direction, length=length,
-                                  queue_depth=min(in_flight, uas.TASK_SET_DEPTH),
-                                  profile=profile)
-        seconds.append(length / ceiling.throughput)
+            return usb3_ceiling(replace(link_bus, protocol=Framing.BOT), direction,
+                                length=length, queue_depth=1, profile=profile).parts["period"]
+        # UAS: the ideal device's bound in steady state (what uas_ceiling's figure is).
+        return uas_bound(usb3_link(link_bus, direction, profile), profile, length,
+                         queue_depth=min(in_flight, uas.TASK_SET_DEPTH)).seconds
+
+    # An I/O's commands are of at most two lengths: each costed once.
+    each = {length: command_seconds(length) for length in set(commands)}
+    seconds = [each[length] for length in commands]
     if bus.protocol == Framing.BOT:
         lines.append(f"BOT at 5000M (usb3-ss, host {name}): one command at a time, each CBW, "
                      f"data, CSW")
