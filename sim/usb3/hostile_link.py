@@ -141,7 +141,7 @@ class HostileLink(SuperSpeedLink):
             return not self._unretired or self._unretired[0][0] != subtype
         return command == LinkCommand.LCRD and subtype != self._next_credit_in
 
-    async def _on_command(self, data: bytes) -> None:
+    async def _on_command(self, data: bytes, start: int, end: int) -> None:
         parsed = parse_command(data)
         if parsed is not None and parsed[0] == self.corrupt_device_command:
             self.corrupt_device_command = None
@@ -157,7 +157,7 @@ class HostileLink(SuperSpeedLink):
             return
         if parsed is not None and parsed[0] == LinkCommand.LGOOD and not self._advertised.is_set():
             self.device_advertisement = parsed[1]
-        await super()._on_command(data)
+        await super()._on_command(data, start, end)
 
     async def _on_header(self, header: HeaderPacket) -> None:
         if self.lose_received_tps and header.type == HeaderPacketType.TRANSACTION:

@@ -209,7 +209,7 @@ class SuperSpeedLink:
                     await self._send_command(LinkCommand.LDN)
                 continue
             if capture.kind == CaptureType.COMMAND:
-                await self._on_command(capture.data)
+                await self._on_command(capture.data, capture.start, capture.end)
             elif capture.kind == CaptureType.HEADER:
                 await self._on_header(parse_header(capture.data, capture.start, capture.end))
             elif self._pending_data is not None:
@@ -220,13 +220,15 @@ class SuperSpeedLink:
                     self.counters.bad_payloads += 1
                 self.on_header(header)
 
-    async def _on_command(self, data: bytes) -> None:
+    async def _on_command(self, data: bytes, start: int, end: int) -> None:
         parsed = parse_command(data)
         if parsed is None:
             self.counters.bad_commands += 1
             return
         command, subtype = parsed
         name = command.name
+        if self.trace is not None:
+            self.trace.command(start, end, name, subtype)
         self.counters.commands[name] = self.counters.commands.get(name, 0) + 1
         if command == LinkCommand.LGOOD:
             if not self._advertised.is_set():

@@ -12,11 +12,14 @@ free and not before its ``start_at``); a device packet's is its first symbol's o
 then its last's. Decoded per USB 3.2 §8.5-§8.7 (the layouts of :mod:`.protocol`)::
 
     12345 H->D ACK ep1IN nump16 seq3 stream2 pp
+    12362       D->H 12363 LGOOD 3
     12371       D->H 12375 ERDY ep1IN nump1 stream2
-    12400       D->H 12662 DP ep1IN len1024 seq3 stream2 eob
+    12400       D->H 12404 DP ep1IN len1024 seq3 stream2 eob
 
-Link commands are left out (each header has an LGOOD and an LCRD back: they would double the
-trace and say nothing the headers do not).
+The device's link commands are there too (its LGOOD and LCRD for each header the host sent,
+with its sequence number or credit): they share its lane with its packets and go first, so
+a packet that waits for them shows it, and so does an LGOOD that comes late. The host's are
+left out (the simulated xHCI sends them at once, ``link.py``).
 """
 
 from __future__ import annotations
@@ -87,6 +90,11 @@ class LinkTrace:
     def sent(self, cycle: int, dws: tuple[int, int, int]) -> None:
         """The host queued a header packet at ``cycle``."""
         self.stream.write(f"{cycle:10d} H->D {describe_header(dws)}\n")
+
+    def command(self, start: int, end: int, name: str, subtype: int) -> None:
+        """A link command from the device, its first symbol at ``start``, its last at
+        ``end``."""
+        self.stream.write(f"{start:10d}       D->H {end} {name} {subtype}\n")
 
     def received(self, start: int, end: int, dws: tuple[int, int, int]) -> None:
         """A header packet from the device, its first symbol at ``start``, its last at
