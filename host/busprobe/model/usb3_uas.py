@@ -51,8 +51,9 @@ first beat, so the host's answer overlaps the fill); and what its link shows, re
 simulation's link trace (``BUSPROBE_LINK_TRACE``): the idle cycles after each TP either side
 sends it, the status stream's ERDY on the upstream lane ahead of the data packet filled
 beside it (or between two data packets), the LGOOD and LCRD of the status stream's ACK TP
-ahead of a SENSE IU that follows a data-in train, and its answers a few cycles slower than the
-two-endpoint design's. The ceiling is the ideal device's, and that figure says how far the
+ahead of a SENSE IU that follows a data-in train, its ERDY for a read's next stream some
+cycles after the host's ACK of the last one's last packet, and its answers a few cycles slower
+than the two-endpoint design's. The ceiling is the ideal device's, and that figure says how far the
 device itself keeps the run below it.
 """
 
@@ -272,10 +273,10 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         command_end = command_in + answer_out + TP
         known = command_end + device.decode * CYCLE  # the device has decoded it
         previous = data.end[-1] if data.end else -math.inf
-        if reading:
-            floor = max(known, previous + t.answer + TP)  # the host ACKed its last packet
+        if reading:  # the host ACKed its last packet
+            floor = max(known, previous + t.answer + TP + device.next_in * CYCLE)
         else:  # the device ACKed the last packet
-            floor = max(known, previous)
+            floor = max(known, previous + device.next_out * CYCLE)
         d_start = data.select(j, submitted, floor, d_lane, last)
         status_floor = status.end[-1] + t.answer + TP if status.end else -math.inf
         if reading:

@@ -14,8 +14,8 @@ from ..protocol.names import Direction
 from .usb3 import DP_OVERHEAD, DPH_BYTES, DPP_OVERHEAD, LINK_COMMANDS_PER_TP, TP_BYTES
 from .usb3_hosts import Usb3HostProfile
 from .usb3_run import ALLOWANCE_BYTES, Usb3Link
-from .usb3_uas import ANSWER_IN, TP, dp_seconds, uas_run, uas_timing
-from .usb3_uas_device import IDEAL_DEVICE, UasDevice
+from .usb3_uas import ANSWER_IN, ANSWER_OUT, TP, dp_seconds, uas_run, uas_timing
+from .usb3_uas_device import CYCLE, IDEAL_DEVICE, UasDevice
 
 __all__ = ["UasBound", "uas_bound", "lane_bytes"]
 
@@ -81,9 +81,12 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     pipe's prime is a whole data packet on OUT), no two of its streams closer than the
     handshake between them (a read's: the host's ACK of the last packet, the device's ERDY,
     the host's answer; behind small-burst the bound without it read 26 % above the simulated
-    4 KiB × QD 8 reads); and each command's successor follows it by
+    4 KiB × QD 8 reads; a ``device`` that learns of that ACK late adds
+    :attr:`~.usb3_uas_device.UasDevice.next_in`); each command's successor follows it by
     the driver's turnaround and the least a command takes (stepped alone: its transfers reach
-    the host's rings together, so its streams are primed no sooner than its IU goes)."""
+    the host's rings together, so its streams are primed no sooner than its IU goes); and the
+    lane its data go on carries every command's packets, and then, a run's clock stopping at
+    its last completion, the host's completion latency."""
     t = uas_timing(link, profile, length)
     q = min(queue_depth, commands or queue_depth)
     span = t.span()
@@ -103,7 +106,12 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
     lane = lane_bytes(t.direction, length, t.mps, device) / t.link.rate
     handshake = 2 * (t.answer + TP)
-    data_shake = handshake if t.direction == Direction.IN else t.answer + TP
+    # (and the device's own part: its ERDY after it learns the stream ended, its first packet
+    # or its last ACK after the host's)
+    if t.direction == Direction.IN:
+        data_shake = handshake + (device.next_in + device.answer_in) * CYCLE
+    else:
+        data_shake = t.answer + TP + (device.next_out + device.answer_out) * CYCLE
     if commands is None:
         terms = {"data": span + max(t.retoken + prime, data_shake),
                  "status": sense + max(t.retoken + TP, handshake), "driver": cycle / q,
@@ -111,8 +119,15 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
         return UasBound(max(terms.values()), terms)
     start = uas_run(link, profile, length, commands=q, queue_depth=q, device=device)
     n = commands
+    # The run ends ``completion`` after its last command's last packet on the lane; only the
+    # host's ACK of it and the link commands of the last few packets may follow that packet
+    # there. On IN the lane carries nothing before the host's first prime has come and been
+    # answered.
+    trailing = TP_BYTES + 4 * device.host_tp_gap + 4 * LINK_COMMANDS_PER_TP
+    head = TP + ANSWER_OUT if t.direction == Direction.IN else 0.0
     terms = {"data": 0.0, "status": 0.0, "driver": 0.0,
-             "lane": n * lane - ALLOWANCE_BYTES / t.link.rate}
+             "lane": head + n * lane - (ALLOWANCE_BYTES + trailing) / t.link.rate
+             + t.completion}
     for k, stage in enumerate(start.stages):  # ready at 0: their times are absolute
         later = n - k
         primes = n - q if k == 0 else 0
