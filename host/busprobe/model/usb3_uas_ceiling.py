@@ -82,8 +82,9 @@ def uas_ceiling(bus: BusDescription, direction: str, *, length: int,
         f"driver {bound.terms['driver'] * 1e6:.2f}, {direction.upper()} lane "
         f"{bound.terms['lane'] * 1e6:.2f} µs -> {throughput / 1e6:.3f} MB/s "
         f"(set by the {_SETTERS[bound.binding]})",
-        f"with busprobe's UAS engine (a whole packet filled before the data stream's ERDY, a "
-        f"write's last packet checked before its SENSE): bound {mine / 1e6:.3f} MB/s = "
+        f"with busprobe's UAS engine (its decode, a read's first packet filled at 4 bytes a "
+        f"cycle, its link's idle cycles and answers, a read's next stream selected after the "
+        f"host's ACK reaches it): bound {mine / 1e6:.3f} MB/s = "
         f"{mine / throughput * 100:.2f} % of it, stepped {mine_stepped / 1e6:.3f} MB/s",
     ]
     parts: dict[str, object] = {
