@@ -276,7 +276,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         if reading:  # the host ACKed its last packet
             floor = max(known, previous + t.answer + TP + device.next_in * CYCLE)
         else:  # the device ACKed the last packet
-            floor = max(known, previous + device.next_out * CYCLE)
+            floor = max(known, previous)
         d_start = data.select(j, submitted, floor, d_lane, last)
         status_floor = status.end[-1] + t.answer + TP if status.end else -math.inf
         if reading:

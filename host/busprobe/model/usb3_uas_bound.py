@@ -106,12 +106,12 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
     lane = lane_bytes(t.direction, length, t.mps, device) / t.link.rate
     handshake = 2 * (t.answer + TP)
-    # (and the device's own part: its ERDY after it learns the stream ended, its first packet
-    # or its last ACK after the host's)
+    # (and on IN the device's own part: its ERDY once it learns the stream ended, its first
+    # packet after the host's Start Stream)
     if t.direction == Direction.IN:
         data_shake = handshake + (device.next_in + device.answer_in) * CYCLE
     else:
-        data_shake = t.answer + TP + (device.next_out + device.answer_out) * CYCLE
+        data_shake = t.answer + TP + device.answer_out * CYCLE
     if commands is None:
         terms = {"data": span + max(t.retoken + prime, data_shake),
                  "status": sense + max(t.retoken + TP, handshake), "driver": cycle / q,

@@ -42,9 +42,8 @@ class UasDevice:
     commands_first : bool
         Its link commands go ahead of a packet it has queued: a SENSE IU behind a data-in
         train follows the LGOOD and LCRD of the status stream's ACK TP that came during it.
-    next_in, next_out : int
-        From the end of the host's ACK of a data-in stream's last packet (``next_in``), or of
-        its own ACK of a data-out stream's last packet (``next_out``), to its ERDY for the
+    next_in : int
+        From the end of the host's ACK of a data-in stream's last packet to its ERDY for the
         data pipe's next stream: it learns that the stream ended through its receive path,
         and the link commands and packets due go first.
     """
@@ -61,7 +60,6 @@ class UasDevice:
     host_tp_gap: int = 0
     commands_first: bool = False
     next_in: int = 0
-    next_out: int = 0
 
     def fill(self, length: int) -> float:
         """Seconds to fill ``length`` bytes."""
@@ -82,11 +80,11 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: (``BUSPROBE_LINK_TRACE``) of the simulation showed, 2026-12-04, the decode from the ACK's
 #: last symbol to the ERDY's first (26 on writes, 27 on reads); the UAS sweep tests fail if
 #: the gateware answers faster (a point above its bound) or much slower (not within 1 %).
-#: The next data stream's ERDY: 17 cycles after the host's ACK of a read's last packet ends
-#: and 14 after its own ACK of a write's (the least of every stream switch in the link
-#: traces of 1 KiB and 4 KiB commands at queue depth 1-8 behind each shipped profile,
-#: 2026-12-05, the ACK's end where the model puts it; 17-23 and 14-16 where the lane was
-#: busy with nothing else of the data pipe's).
+#: A read's next data stream: its ERDY 17 cycles after the host's ACK of the last packet ends
+#: where the model puts it (the least of some 1,100 stream switches in the link traces of 1 KiB
+#: and 4 KiB reads at queue depth 1-8 behind each shipped profile, 2026-12-05). A write's
+#: comes 14-16 cycles after the device's own last ACK in such traces, but that is no bound:
+#: counted, 256 KiB × QD 4 writes behind ``small-burst`` read above it.
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=26, bytes_per_cycle=4,
                             after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
                             tp_gap=2, host_tp_gap=1,
