@@ -143,10 +143,11 @@ async def _selection(host: Host, address: int, queue: deque[Pending],
             return await host._device_tp(endpoint, min(deadline, host.cycle + DOORBELL_CYCLES),
                                          what)
         except DeviceTimeout:
-            if host.cycle >= deadline and host.counters["packets"] == moved:
-                raise DeviceTimeout(f"no {what} within {stuck_cycles} cycles") from None
-        if host.cycle >= deadline:  # busy on another endpoint, not stuck
-            deadline, moved = host.cycle + stuck_cycles, host.counters["packets"]
+            if host.cycle >= deadline:
+                if host.counters["packets"] == moved:
+                    raise DeviceTimeout(f"no {what} within {stuck_cycles} cycles") from None
+                # busy on another endpoint, not stuck
+                deadline, moved = host.cycle + stuck_cycles, host.counters["packets"]
         if await _prime_rings(host, address, queue, ready_by=host.cycle):
             deadline = host.cycle + stuck_cycles
 

@@ -94,9 +94,12 @@ class LinkTrace:
     def command(self, start: int, end: int, name: str, subtype: int) -> None:
         """A link command from the device, its first symbol at ``start``, its last at
         ``end``."""
-        self.stream.write(f"{start:10d}       D->H {end} {name} {subtype}\n")
+        self._from_device(start, end, f"{name} {subtype}")
 
     def received(self, start: int, end: int, dws: tuple[int, int, int]) -> None:
         """A header packet from the device, its first symbol at ``start``, its last at
         ``end``."""
-        self.stream.write(f"{start:10d}       D->H {end} {describe_header(dws)}\n")
+        self._from_device(start, end, describe_header(dws))
+
+    def _from_device(self, start: int, end: int, what: str) -> None:
+        self.stream.write(f"{start:10d}       D->H {end} {what}\n")
