@@ -27,6 +27,11 @@ enumerated() {  # enumerated TRIES REGEX FILE NAME MATCH: wait for a sysfs file 
     dmesg > "$OUT/$4.txt"
     grep -E "$5" "$OUT/$4.txt" | while read -r line; do mark "$4 $line"; done
 }
+reads_again() {  # reads_again NAME DISK: busprobe sweeps 4 KiB reads of DISK once more (it
+    # still answers after what came before), its result in NAME.json
+    run "$1" "$BUSPROBE" sweep --device "block:$2" --direction read --lengths 4K \
+        --queue-depth 1 --min-bytes 1 --no-progress --json "$OUT/$1.json"
+}
 busprobe_disk() {  # print /dev/sdX of the busprobe null disk once the kernel has it, nothing
     # if none came in 60 s (QEMU reconnects a late-plugged export every second, then
     # usb-storage or uas attaches and scans)

@@ -57,9 +57,7 @@ SS_RESET_DISK=$(busprobe_disk)
 mark "ss-uas-reset-disk ${SS_RESET_DISK:-none}" \
     "driver=$(basename "$(readlink "/sys/bus/usb/devices/$SS_IFN/driver")")" \
     "alternate=$(cat "/sys/bus/usb/devices/$SS_IFN/bAlternateSetting" 2>/dev/null | tr -d ' ')"
-run ss-uas-after-reset "$BUSPROBE" sweep --device "block:$SS_RESET_DISK" --direction read \
-    --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress \
-    --json "$OUT/ss-uas-after-reset.json"
+reads_again ss-uas-after-reset "$SS_RESET_DISK"
 # Commands that time out with their data moving: 16 READ(10)s of 512 KiB (uas's largest
 # command) at once, each given 7 s (SG_IO's least): the simulator moves 512 KiB in 0.5 to 1.5 s,
 # so the later ones time out. uas aborts them and, as an abort cannot reach the device, resets
@@ -79,7 +77,5 @@ dmesg | tail -n +$((SS_EH_FROM + 1)) | grep -E 'uas_eh|offline|not ready after' 
 SS_EH_DISK=$(busprobe_disk)
 mark "ss-uas-eh-disk ${SS_EH_DISK:-none}" \
     "state=$(cat "/sys/block/${SS_EH_DISK#/dev/}/device/state" 2>/dev/null)"
-run ss-uas-after-timeout "$BUSPROBE" sweep --device "block:$SS_EH_DISK" --direction read \
-    --lengths 4K --queue-depth 1 --min-bytes 1 --no-progress \
-    --json "$OUT/ss-uas-after-timeout.json"
+reads_again ss-uas-after-timeout "$SS_EH_DISK"
 mark ss-storage-done

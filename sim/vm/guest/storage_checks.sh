@@ -14,8 +14,7 @@ run storage-sweep "$BUSPROBE" sweep --device "block:$DISK" --direction both --le
     --queue-depth 1 --min-bytes 1 --no-progress --json "$OUT/storage-sweep.json"
 # An opcode the disk does not have (0x0E, group 0: 6 bytes): CHECK CONDITION, ILLEGAL REQUEST.
 run storage-bad-opcode sg_raw -v "$DISK" 0e 00 00 00 00 00
-run storage-after "$BUSPROBE" sweep --device "block:$DISK" --direction read --lengths 4K \
-    --queue-depth 1 --min-bytes 1 --no-progress --json "$OUT/storage-after.json"
+reads_again storage-after "$DISK"
 # INQUIRY, EVPD, page 0xC0 (the storage telemetry), 512 bytes at most.
 run storage-telemetry sg_raw --request=512 --outfile="$OUT/storage-telemetry.bin" "$DISK" \
     12 01 c0 02 00 00

@@ -8,6 +8,15 @@ from busprobe.protocol.scsi import parse_telemetry
 from busprobe.protocol.storage import DEFAULT_CAPACITY_BLOCKS
 
 
+def _read_again(usb_pass, name: str) -> float:
+    """The 4 KiB read sweep ``name`` (the guest's ``reads_again``) ran with 0 errors: its
+    throughput."""
+    assert usb_pass.status(name) == "rc=0 ", usb_pass.text(f"{name}.err")
+    result = usb_pass.result(name)
+    assert result["complete"] and result["errors"] == 0 and result["points"], result
+    return result["points"][0]["throughput"]
+
+
 def check_the_null_disk(usb_pass) -> None:
     """Bound by ``usb-storage`` (BOT at high speed), shown by lsblk with its capacity and
     INQUIRY identity, swept both ways with 0 errors through QEMU's emulated controller (and
@@ -40,8 +49,7 @@ def check_the_null_disk(usb_pass) -> None:
 
     bad = usb_pass.text("storage-bad-opcode.out") + usb_pass.text("storage-bad-opcode.err")
     assert "Illegal Request" in bad, bad
-    assert usb_pass.status("storage-after") == "rc=0 ", usb_pass.text("storage-after.err")
-    assert usb_pass.result("storage-after")["errors"] == 0
+    _read_again(usb_pass, "storage-after")
 
     assert usb_pass.status("storage-telemetry") == "rc=0 "
     counters = parse_telemetry((usb_pass.out / "storage-telemetry.bin").read_bytes())
@@ -150,10 +158,7 @@ def check_the_superspeed_disk_through_uas(usb_pass) -> None:
     assert "usbredir: bus reset and enumeration" in exported, exported[-2000:]
     (after,) = usb_pass.boot.find("ss-uas-reset-disk")
     assert "driver=uas" in after and "alternate=1" in after, after
-    assert usb_pass.status("ss-uas-after-reset") == "rc=0 ", \
-        usb_pass.text("ss-uas-after-reset.err")
-    again = usb_pass.result("ss-uas-after-reset")
-    assert again["complete"] and again["errors"] == 0 and again["points"]
+    again = _read_again(usb_pass, "ss-uas-after-reset")
     # A READ that times out with its data moving: uas's error handler resets the device and
     # the disk comes back (it was offlined: "not ready after error recovery").
     eh = " | ".join(usb_pass.boot.find("ss-uas-eh "))
@@ -161,16 +166,13 @@ def check_the_superspeed_disk_through_uas(usb_pass) -> None:
     assert "offline" not in eh and "not ready" not in eh, eh
     (eh_disk,) = usb_pass.boot.find("ss-uas-eh-disk")
     assert "state=running" in eh_disk, (eh_disk, eh)
-    assert usb_pass.status("ss-uas-after-timeout") == "rc=0 ", \
-        usb_pass.text("ss-uas-after-timeout.err")
-    recovered = usb_pass.result("ss-uas-after-timeout")
-    assert recovered["complete"] and recovered["errors"] == 0 and recovered["points"]
+    recovered = _read_again(usb_pass, "ss-uas-after-timeout")
     print("  => the SuperSpeed disk through uas with bulk streams (alternate 1, 5000M, QEMU's "
           "emulated xhci: its figures): "
           + ", ".join(f"{p['direction']} {p['length'] // 1024}K QD {p['queue_depth']} "
                       f"{p['throughput'] / 1e6:.2f} MB/s" for p in sweep["points"])
           + f", 0 errors; ILLEGAL REQUEST for opcode 0x0e; at most {counters['uas_tags_max']} "
           "tags outstanding in the device; after a port reset (carried out in the simulation) "
-          f"uas reads {again['points'][0]['throughput'] / 1e6:.2f} MB/s, 0 errors; after a READ "
-          "timed out with its data moving, uas's error handler reset the disk and it reads "
-          f"{recovered['points'][0]['throughput'] / 1e6:.2f} MB/s, 0 errors")
+          f"uas reads {again / 1e6:.2f} MB/s, 0 errors; after a READ timed out with its data "
+          f"moving, uas's error handler reset the disk and it reads {recovered / 1e6:.2f} MB/s, "
+          "0 errors")
