@@ -12,6 +12,14 @@ class PrimedStreams(wiring.Component):
     """A queue of Stream IDs the host primed, each at most once, with one put back in front;
     or (``by_want``) the set of them, from which the device takes the one it wants.
 
+    A host primes in one of two ways (USB 3.2 §8.12.1.4): naming a stream (a host-initiated
+    selection, which the device refuses with NRDY and makes later: ``prime``), or the whole
+    pipe with the reserved Prime Stream ID, after which the device may select any stream it
+    has work for (``prime_pipe``; what device controllers report as a "prime" event, Linux's
+    dwc3 and cdnsp drivers: Stream ID 0xFFFE). Either kind makes ``want`` selectable with
+    ``by_want``; the host's NoStream answer to a selection (``reject``) un-primes the pipe
+    until the host primes it again. Without ``by_want`` a pipe prime names nothing to queue.
+
     The device's stream protocol (:mod:`.stream_in_endpoint`, :mod:`.stream_out_endpoint`)
     pushes each stream the host primes and selects the oldest with its ERDY; a stream that ended
     before its transfer did (an NRDY in Move Data, a host that answered an ERDY on another
@@ -30,6 +38,12 @@ class PrimedStreams(wiring.Component):
         Strobe: ``selected`` was selected (leaves the queue).
     flush: Signal(), input
         Strobe: forget every primed stream (the endpoint restarts).
+    prime_pipe: Signal(), input
+        Strobe: the host primed the pipe (the Prime Stream ID): with ``by_want`` any ``want``
+        may be selected, until ``reject`` or ``flush``.
+    reject: Signal(), input
+        Strobe: the host answered the selection with NoStream (it has no transfer on that
+        stream): the pipe is no longer primed.
     want: Signal(16), input
         With ``by_want``: the stream the device wants to move next (0: none).
     any: Signal(), output
@@ -58,6 +72,8 @@ class PrimedStreams(wiring.Component):
     resume_id: In(16)
     take: In(1)
     flush: In(1)
+    prime_pipe: In(1)
+    reject: In(1)
     want: In(16)
     any: Out(1)
     selected: Out(16)
@@ -102,13 +118,23 @@ class PrimedStreams(wiring.Component):
         depth = self._max_streams
         index_bits = depth.bit_length()
         primed = Signal(depth + 1)  # bit 0 (no stream) is never set
+        pipe_primed = Signal()  # the host primed the pipe: any stream may be selected
 
         def bit(stream_id):
             in_range = stream_id[index_bits:] == 0
-            return primed.bit_select(stream_id[:index_bits], 1) & in_range
+            named = primed.bit_select(stream_id[:index_bits], 1)
+            # Any valid ID once the pipe is primed (1..max_streams: max_streams is a power of
+            # two, so the bit below the index's top one is the only ID past it in range).
+            valid = (stream_id[:index_bits] != 0) & ~(stream_id[index_bits - 1]
+                                                     & (stream_id[:index_bits - 1] != 0))
+            return (named | (pipe_primed & valid)) & in_range
 
         domain = "ss" if self._registered else "comb"
         m.d[domain] += [self.any.eq(bit(self.want)), self.selected.eq(self.want)]
+        with m.If(self.prime_pipe):
+            m.d.ss += pipe_primed.eq(1)
+        with m.If(self.reject | self.flush):
+            m.d.ss += pipe_primed.eq(0)
         with m.If(self.prime & (self.prime_id[:index_bits] != 0)):
             m.d.ss += primed.bit_select(self.prime_id[:index_bits], 1).eq(1)
         with m.If(self.resume):

@@ -2,7 +2,7 @@
 
 from amaranth import Mux, Signal
 from amaranth.lib.wiring import In, Out
-from busprobe.protocol.streams import StreamState
+from busprobe.protocol.streams import NOSTREAM_STREAM_ID, PRIME_STREAM_ID, StreamState
 
 from .in_endpoint import BurstInEndpoint
 from .stream_protocol import OwnHandshakes, StreamLayer
@@ -23,11 +23,14 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
       and answered NRDY. The burst endpoint is parked, so its next ERDY (all sent acknowledged,
       a packet buffered) goes out naming the oldest primed stream: *Start Stream*. With
       ``by_want`` (and a ``tagged`` burst endpoint: UAS) it names the stream of the next packet
-      buffered, once the host has primed that one.
+      buffered, once the host has primed that one, or the pipe: the same ACK TP naming the
+      reserved Prime Stream ID (0xFFFE) primes every stream (answered NRDY too).
     - *Start Stream*: the host's ACK TP on the selected stream starts *Move Data* (a prime of
       another stream, sent before the host saw the ERDY, is queued and answered NRDY); every
       data packet then carries that Stream ID (``stream_id``, into the DP header), and the
-      endpoint takes only ACK TPs of that stream (a retry rewinds within it).
+      endpoint takes only ACK TPs of that stream (a retry rewinds within it). An ACK TP naming
+      NoStream (0xFFFF) instead is the host's refusal (no transfer on that stream): back to
+      Prime Pipe, the pipe no longer primed, the stream selected again after the next prime.
     - The stream ends with the transfer's last packet (End Of Burst) or an NRDY (no data
       buffered: the stream goes back in front of the queue and is selected again by the next
       ERDY). The ACK TPs of the ended stream still on their way are taken (until every packet
@@ -100,11 +103,13 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
                                                               ("ack", "take", "asks", "valid",
                                                                "pending", "retry"))
         named_r, phase_r = Signal(16), Signal.like(phase)
+        pipe_r, refusal_r = Signal(), Signal()  # it names Prime / NoStream
         streaming_r, enabled_r, restarted_r, erdy_done_r = Signal(), Signal(), Signal(), Signal()
         erdy_done = self.handshake.done & (inner.request.kind == HandshakeKind.ERDY)
         m.d.ss += [ack_r.eq(ack), take_r.eq(take), asks_r.eq(asks), valid_r.eq(valid_id),
                    pending_r.eq(tokens.packets_pending), retry_r.eq(tokens.retry_required),
                    named_r.eq(named), phase_r.eq(phase), streaming_r.eq(streaming),
+                   pipe_r.eq(named == PRIME_STREAM_ID), refusal_r.eq(named == NOSTREAM_STREAM_ID),
                    enabled_r.eq(states.enabled & self.streams), erdy_done_r.eq(erdy_done),
                    restarted_r.eq(self.interface.ep_reset | self.restart | ~self.enabled)]
         decided = ack_r & ~restarted_r
@@ -116,7 +121,17 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
             with m.Elif(~streaming_r & retry_r):
                 m.d.ss += phase.eq(StreamState.MOVE_DATA)  # a retry rewinds within it
         with m.If(decided & ~take_r & enabled_r):
-            with m.If(asks_r & valid_r & pending_r & (phase_r != StreamState.MOVE_DATA)):
+            with m.If(refusal_r & (phase_r == StreamState.START_STREAM)):
+                # NoStream: the host has no transfer on the stream selected. Parked again, so
+                # the next ERDY waits for the host's next prime.
+                m.d.comb += [primed.reject.eq(1), self.park.eq(~erdy_done)]
+                m.d.ss += phase.eq(StreamState.PRIME_PIPE)
+            with m.Elif(asks_r & pipe_r & pending_r & (phase_r != StreamState.MOVE_DATA)):
+                # The pipe primed (the Prime Stream ID): every stream may be selected.
+                m.d.comb += [primed.prime_pipe.eq(1),
+                             self.park.eq(~streaming_r & ~erdy_done_r & ~erdy_done)]
+                answer_nrdy()
+            with m.Elif(asks_r & valid_r & pending_r & (phase_r != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
                 # Parked outside a stream, so its next ERDY selects one; not in a cycle its
                 # ERDY goes out, the ACK TP's or this one (the park would win over the ERDY's

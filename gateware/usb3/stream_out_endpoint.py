@@ -1,7 +1,7 @@
 """busprobe's SuperSpeed bulk OUT endpoint with bulk streams (USB 3.2 §8.12.1.4)."""
 
 from amaranth import Mux, Signal
-from busprobe.protocol.streams import StreamState
+from busprobe.protocol.streams import NOSTREAM_STREAM_ID, PRIME_STREAM_ID, StreamState
 
 from .out_endpoint import BurstOutEndpoint
 from .stream_protocol import OwnHandshakes, StreamLayer
@@ -21,11 +21,14 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
       stream: it is dropped, queued (:class:`.PrimedStreams`) and answered NRDY. When a buffer is
       free the device selects the oldest primed stream with an ERDY naming it (NumP = the
       buffers free): *Start Stream*. With ``by_want`` (UAS) it selects ``want``, the tag
-      whose data the device takes next, once the host has primed it.
+      whose data the device takes next, once the host has primed it, or the pipe: a data
+      packet naming the reserved Prime Stream ID (0xFFFE) primes every stream (dropped, NRDY).
     - *Start Stream*: the host's data packet on the selected stream starts *Move Data* (one on
       another stream, sent before the host saw the ERDY, is a prime); the endpoint takes only
       packets of that stream, and every ACK TP (and the burst endpoint's flow-control ERDY)
-      names it.
+      names it. A data packet naming NoStream (0xFFFF) instead is the host's refusal (no
+      transfer on that stream): dropped without an answer, back to Prime Pipe, the pipe no
+      longer primed.
     - The stream ends with the packet the host sends without Packets Pending (its transfer's
       last), once it is acknowledged.
 
@@ -84,9 +87,16 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         error = Signal()
         valid_id = (named >= 1) & (named <= self._max_streams)
         m.d.comb += [primed.prime_id.eq(named), primed.want.eq(self.want)]
-        with m.If(refused & states.enabled & self.streams):
+        refusal = (named == NOSTREAM_STREAM_ID) & (phase == StreamState.START_STREAM)
+        with m.If(refused & states.enabled & self.streams & refusal):
+            # NoStream: the host has no transfer on the stream selected; it waits for a prime.
+            m.d.comb += primed.reject.eq(1)
+            m.d.ss += phase.eq(StreamState.PRIME_PIPE)
+        with m.Elif(refused & states.enabled & self.streams):
             own.nrdy(m)
-            with m.If(valid_id & (phase != StreamState.MOVE_DATA)):
+            with m.If((named == PRIME_STREAM_ID) & (phase != StreamState.MOVE_DATA)):
+                m.d.comb += primed.prime_pipe.eq(1)  # the pipe primed: any stream
+            with m.Elif(valid_id & (phase != StreamState.MOVE_DATA)):
                 # A prime (in Start Stream: one the host sent before it saw the ERDY).
                 m.d.comb += primed.prime.eq(1)
             with m.Else():

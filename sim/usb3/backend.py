@@ -14,6 +14,8 @@ Selector options: ``host=ideal|vl805|small-burst|FILE.toml`` (host-controller pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
 from busprobe.targets import TargetDescription
@@ -85,6 +87,13 @@ class SimUsb3Platform(SimUsbPlatform):
         super().__init__(target)
         self.burst = target.options["burst"]
         self.design = target.options["design"]
+
+    def prime_pipes(self, endpoints: Sequence[int]) -> None:
+        """The simulated xHCI primes these stream endpoints' pipes with the Prime Stream ID and
+        refuses a selection it holds no transfer for with NoStream (USB 3.2 §8.12.1.4), instead
+        of naming each stream; until their streams are allocated again. A test mode: the UAS
+        model's ceiling steps the named primes."""
+        self._cycle = self._call("prime_pipes", list(endpoints))
 
     def open(self) -> None:
         netlist = self.target.options["level"] == "netlist"

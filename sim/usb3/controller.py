@@ -53,7 +53,7 @@ ENDPOINT_HALT = 0
 #: the hand-over, so it still starts in that very cycle; :meth:`SuperSpeedHostController._send_at`).
 QUEUE_LEAD_CYCLES = 8
 #: What the controller counts while it works on bulk transfers.
-COUNTERS = ("nrdys", "retries", "packets", "ack_tps", "stream_errors")
+COUNTERS = ("nrdys", "retries", "packets", "ack_tps", "stream_errors", "nostreams")
 
 
 def _cycles(seconds: float) -> int:
@@ -103,6 +103,15 @@ class SuperSpeedHostController(TransferEngine):
         (:mod:`.host_streams`)."""
         self.streams[address] = EndpointStreams(max_streams)
         return self.streams[address]
+
+    def prime_pipes(self, address: int) -> None:
+        """Prime bulk IN endpoint ``address``'s pipe with the Prime Stream ID and refuse a
+        selection with no transfer waiting with NoStream, instead of naming each stream
+        (:mod:`.host_streams`); until its streams are allocated again. OUT endpoints keep
+        naming their streams (:mod:`.host_streams` says why)."""
+        if not address & 0x80:
+            raise ValueError(f"endpoint {address:#04x}: only IN pipes are primed as pipes")
+        self.streams[address].pipe_primes = True
 
     def free_streams(self, address: int) -> None:
         self.streams.pop(address, None)

@@ -21,6 +21,20 @@ The host side of the protocol, for each turn of the endpoint's mover:
    streams (:meth:`~.controller.SuperSpeedHostController._move_in` / ``_move_out``), every
    packet naming the stream; a second ERDY during it is counted and ignored. The stream ends
    with the transfer, or (IN) an NRDY, after which the device selects it again.
+
+That is a host that primes by naming each stream (a host-initiated selection the device
+refuses and makes later). An IN endpoint can instead prime its *pipe*
+(:meth:`~.controller.SuperSpeedHostController.prime_pipes`, ``EndpointStreams.pipe_primes``)
+with the Stream ID USB 3.2 §8.12.1.4 reserves for it (Prime, 0xFFFE: what device controllers
+report as a "prime" event, Linux's dwc3 and cdnsp drivers): one ACK TP naming Prime once a
+transfer waits on any ring, after which the device may select any stream. An ERDY selecting a
+stream with no transfer waiting is refused with NoStream (0xFFFF, an ACK TP asking for nothing;
+counted in ``nostreams``), and the pipe is primed again only when the driver submits another
+transfer (so a device that selects the same stream again does not ping-pong with the host).
+OUT endpoints keep naming their streams: behind pipe primes the device's OUT stream layer
+answered a zero-length data packet with an NRDY at every later CRC verdict, and its burst
+endpoint's flow-control ERDY after a stream's last packet reads as a selection (docs/DESIGN.md
+§2.17). Not a sweep option: the UAS model's ceiling (``model/usb3_uas.py``) steps named primes.
 """
 
 from __future__ import annotations
@@ -29,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from busprobe.protocol.streams import StreamState
+from busprobe.protocol.streams import NOSTREAM_STREAM_ID, PRIME_STREAM_ID, StreamState
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 from ..transfer_engine import Pending
@@ -67,6 +81,13 @@ class EndpointStreams:
     unanswered : int
         Primes sent whose NRDY has not come yet: the next NRDYs answer them (an NRDY names no
         stream), not the stream moving.
+    pipe_primes : bool
+        Prime the pipe (the Prime Stream ID) and refuse a selection with no transfer waiting
+        (NoStream), rather than name each stream.
+    pipe_primed : bool
+        With ``pipe_primes``: the pipe is primed (until a refusal).
+    refused_at : int or None
+        The cycle of the last refusal: only a transfer on the rings after it primes again.
     """
 
     max_streams: int
@@ -75,6 +96,9 @@ class EndpointStreams:
     current: int = 0
     selected: list[int] = field(default_factory=list)
     unanswered: int = 0
+    pipe_primes: bool = False
+    pipe_primed: bool = False
+    refused_at: int | None = None
 
     def answers_a_prime(self) -> bool:
         """An NRDY came: True if it answers a prime (and is taken as that)."""
@@ -88,12 +112,15 @@ def _stream_of(header) -> int:
     return header.dws[2] & 0xFFFF
 
 
-async def _prime(host: Host, address: int, pending: Pending) -> None:
+async def _prime(host: Host, address: int, pending: Pending, *, pipe: bool = False) -> None:
     """Prime the stream of ``pending`` (IN: an ACK TP with Packets Pending; OUT: its first
-    data packet, which the device drops and answers NRDY)."""
+    data packet, which the device drops and answers NRDY), or with ``pipe`` the pipe (the
+    same packet naming the Prime Stream ID)."""
     protocol, link = host.protocol, host.protocol.link
     endpoint, stream_id = address & 0x7F, pending.transfer.stream_id
     sequence = host._sequence.get(address, 0)
+    if pipe:
+        stream_id = PRIME_STREAM_ID
     if pending.transfer.incoming:
         await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
                                          direction=DIR_IN, sequence=sequence, packets=1,
@@ -105,15 +132,40 @@ async def _prime(host: Host, address: int, pending: Pending) -> None:
         await link.send_header(data_header(protocol.address, endpoint=endpoint,
                                            direction=DIR_OUT, sequence=sequence,
                                            length=len(first),
-                                           packets_pending=len(data) > len(first),
+                                           packets_pending=pipe or len(data) > len(first),
                                            stream_id=stream_id), first)
+
+
+async def _refuse(host: Host, address: int) -> None:
+    """NoStream: the host has no transfer on the stream the device selected on IN endpoint
+    ``address`` (an ACK TP asking for nothing, naming NoStream)."""
+    protocol, link = host.protocol, host.protocol.link
+    await link.send_header(tp_header(protocol.address, ACK, endpoint=address & 0x7F,
+                                     direction=DIR_IN, sequence=host._sequence.get(address, 0),
+                                     packets=0, stream_id=NOSTREAM_STREAM_ID))
+    host.counters["ack_tps"] += 1
+    host.counters["nostreams"] += 1
+    streams = host.streams[address]
+    streams.pipe_primed, streams.refused_at = False, host.cycle
+    streams.state = StreamState.PRIME_PIPE
 
 
 async def _prime_rings(host: Host, address: int, queue: deque[Pending],
                        ready_by: int | None = None) -> bool:
     """Prime every ring with a transfer waiting (submitted by ``ready_by``, if given) that is
-    not primed yet; True if any was."""
+    not primed yet, or the pipe (``pipe_primes``); True if any was."""
     streams, primed = host.streams[address], False
+    if streams.pipe_primes:
+        if streams.pipe_primed:
+            return False
+        for pending in list(queue):
+            waiting = ready_by is None or pending.ready_at <= ready_by
+            if waiting and (streams.refused_at is None or pending.ready_at > streams.refused_at):
+                await _prime(host, address, pending, pipe=True)
+                streams.unanswered += 1
+                streams.pipe_primed, streams.state = True, StreamState.IDLE
+                return True
+        return False
     for pending in list(queue):
         stream_id = pending.transfer.stream_id
         if stream_id not in streams.primed and (ready_by is None or pending.ready_at <= ready_by):
@@ -177,10 +229,20 @@ async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
         if kind != ERDY:
             continue
         selected = _stream_of(header)
-        if selected not in streams.primed:
+        if streams.pipe_primes:
+            if not streams.pipe_primed:
+                host.counters["stream_errors"] += 1
+                continue
+            on_ring = [p for p in queue
+                       if p.transfer.stream_id == selected and p.ready_at <= host.cycle]
+            if not on_ring:
+                await _refuse(host, address)
+                continue
+        elif selected not in streams.primed:
             host.counters["stream_errors"] += 1
             continue
-        streams.primed.remove(selected)
+        else:
+            streams.primed.remove(selected)
         streams.current, streams.state = selected, StreamState.START_STREAM
         streams.selected.append(selected)
         pending = next(p for p in queue if p.transfer.stream_id == selected)
@@ -190,7 +252,8 @@ async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
         else:
             end, actual, stalled, done = await host._move_out(
                 pending, start, selected, granted=header.field(1, 16, 5))
-        streams.state = StreamState.PRIME_PIPE
+        streams.state = StreamState.IDLE if streams.pipe_primed else StreamState.PRIME_PIPE
         if done:
             return pending, end, actual, stalled
-        streams.primed.insert(0, selected)  # ended early: the device resumes it first
+        if not streams.pipe_primes:
+            streams.primed.insert(0, selected)  # ended early: the device resumes it first

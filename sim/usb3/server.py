@@ -77,6 +77,13 @@ class Usb3RpcHandler(UsbRpcHandler):
             self.session.host.enable_streams(endpoint, count)
         return self.cycle
 
+    async def rpc_prime_pipes(self, endpoints: list[int]) -> int:
+        """Streams allocated on ``endpoints`` are primed by pipe and refused with NoStream
+        (:meth:`~.controller.SuperSpeedHostController.prime_pipes`); the clock."""
+        for endpoint in endpoints:
+            self.session.host.prime_pipes(endpoint)
+        return self.cycle
+
     async def rpc_free_streams(self, endpoints: list[int]) -> int:
         for endpoint in endpoints:
             self.session.host.free_streams(endpoint)

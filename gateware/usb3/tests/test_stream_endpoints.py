@@ -13,7 +13,7 @@ from busprobe.gateware.usb3.tests.test_in_endpoint import SourcedEndpoint
 from busprobe.gateware.usb3.tests.test_out_endpoint import CheckedEndpoint, counter_bytes
 from busprobe.gateware.usb3.tests.test_out_endpoint import Host as OutHost
 from busprobe.gateware.usb3.transaction import HandshakeKind
-from busprobe.protocol.streams import StreamState
+from busprobe.protocol.streams import NOSTREAM_STREAM_ID, PRIME_STREAM_ID, StreamState
 
 
 class SourcedStreamEndpoint(SourcedEndpoint, StreamInEndpoint):
@@ -241,6 +241,65 @@ def test_out_by_want_the_erdy_names_the_stream_the_device_wants_once_the_host_pr
         await host.send(ctx, 1, counter_bytes(64, 64), stream=4, pending=0)
         await host.idle(ctx, 300)
         assert (ctx.get(dut.checker.errors), ctx.get(dut.checker.offset)) == (0, 128)
+
+    dut = CheckedStreamEndpoint(endpoint_number=2, slots=4, max_streams=8, by_want=True)
+    assert simulate(dut, body).errors == 0
+
+
+def test_in_tagged_a_pipe_prime_lets_the_erdy_name_any_stream_and_nostream_waits_for_the_next():
+    """A host that primes the pipe (Stream ID Prime, 0xFFFE) rather than a stream, and answers
+    a selection it holds no transfer for with NoStream (0xFFFF): the device selects the stream
+    of its next packet after the prime, goes back to Prime Pipe on the refusal without another
+    ERDY, and selects the same stream after the next prime, whose packet then carries it."""
+    dut = StreamInEndpoint(endpoint_number=1, slots=4, max_streams=8, tagged=True,
+                           by_want=True)
+
+    async def body(ctx, dut, host):
+        ctx.set(dut.framed, 1)
+        for word in range(75):  # 300 bytes of stream 7
+            last = word == 74
+            ctx.set(dut.stream.valid, 1)
+            ctx.set(dut.stream.payload, {"data": word, "last": last, "keep": 0b1111})
+            ctx.set(dut.packet_stream_id, 7)
+            await host.tick(ctx)
+        ctx.set(dut.stream.valid, 0)
+        await host.idle(ctx, 30)
+        assert host.handshakes == [], host.handshakes  # nothing primed: no ERDY
+        await host.ack(ctx, 0, 1, PRIME_STREAM_ID, 1)  # the pipe primed
+        await host.idle(ctx, 30)
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 7)], host.handshakes
+        assert ctx.get(dut.state) == StreamState.START_STREAM
+        await host.ack(ctx, 0, 0, NOSTREAM_STREAM_ID, 0)  # refused: no transfer on 7
+        await host.idle(ctx, 60)
+        assert ctx.get(dut.state) == StreamState.PRIME_PIPE
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 7)], host.handshakes
+        await host.ack(ctx, 0, 1, PRIME_STREAM_ID, 1)  # primed again: 7 selected again
+        await host.idle(ctx, 30)
+        assert host.handshakes[2:] == [("NRDY", 0), ("ERDY", 7)], host.handshakes
+        await host.ack(ctx, 0, 1, 7, 1)  # Start Stream on 7
+        await host.idle(ctx, 200)
+
+    host = simulate(dut, body)
+    assert host.packets == [(0, 7, 1)], host.packets
+    assert host.errors == 0
+
+
+def test_out_by_want_a_pipe_prime_selects_the_wanted_stream_and_nostream_unprimes_the_pipe():
+    async def body(ctx, dut, host):
+        ctx.set(dut.want, 5)
+        await host.send(ctx, 0, b"", stream=PRIME_STREAM_ID, pending=1)  # the pipe primed
+        await host.idle(ctx, 20)
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 5)], host.handshakes
+        await host.send(ctx, 0, b"", stream=NOSTREAM_STREAM_ID, pending=0)  # refused
+        await host.idle(ctx, 40)
+        assert ctx.get(dut.state) == StreamState.PRIME_PIPE
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 5)], host.handshakes  # no answer
+        await host.send(ctx, 0, b"", stream=PRIME_STREAM_ID, pending=1)  # primed again
+        await host.idle(ctx, 20)
+        assert host.handshakes[2:] == [("NRDY", 0), ("ERDY", 5)], host.handshakes
+        await host.send(ctx, 0, counter_bytes(0, 64), stream=5, pending=0)
+        await host.idle(ctx, 300)
+        assert (ctx.get(dut.checker.errors), ctx.get(dut.checker.offset)) == (0, 64)
 
     dut = CheckedStreamEndpoint(endpoint_number=2, slots=4, max_streams=8, by_want=True)
     assert simulate(dut, body).errors == 0

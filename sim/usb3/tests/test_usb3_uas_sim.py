@@ -136,6 +136,68 @@ def test_queued_commands_each_move_on_their_own_tags_streams(disk, depth):
     assert 2 <= telemetry["uas_tags_max"] <= depth
 
 
+def _complete(platform, endpoints):
+    """Reap until a transfer on each of ``endpoints`` completed; their completions."""
+    done = {}
+    for _ in range(200):
+        for completion in platform.reap(0.001):
+            done[completion.transfer.endpoint] = completion
+        if set(endpoints) <= set(done):
+            return done
+    raise AssertionError(f"no completion on {sorted(set(endpoints) - set(done))}: {done}")
+
+
+def test_a_host_that_primes_the_pipe_and_refuses_with_nostream_gets_every_command_done(disk):
+    """A host that primes each stream pipe with the Prime Stream ID instead of naming a stream
+    (USB 3.2 §8.12.1.4's reserved ID; device controllers report it as a "prime": Linux's dwc3,
+    cdnsp) and answers a selection it holds no transfer for with NoStream: queued reads and
+    writes complete checked; a READ whose status transfer the driver submits late has its
+    status stream refused, selected again once the host primes for the late transfer, and its
+    SENSE arrives; the spare transfer that primed the pipe gets its own command's SENSE."""
+    platform = disk.platform
+    platform.prime_pipes([uas.EP_STATUS, uas.EP_DATA_IN])
+    try:
+        platform.control(VENDOR_OUT, usb3.Request.CLEAR_TELEMETRY, 0, 0, b"")
+        commands = []
+        for i in range(8):
+            tag, blocks = next(_TAGS), 1 + i % 4
+            if i % 3 == 2:
+                commands.append(UasCommand(tag, write_10(600 + 8 * i, blocks),
+                                           blocks * BLOCK_SIZE, "out",
+                                           lba_bytes(600 + 8 * i, blocks)))
+            else:
+                commands.append(UasCommand(tag, read_10(8 * i, blocks), blocks * BLOCK_SIZE))
+        run(disk, commands, queue_depth=4)
+        for i, command in enumerate(commands):
+            assert command.status == uas.Iu(uas.IuId.SENSE, command.tag, GOOD)
+            if command.direction == "in":
+                assert command.data == lba_bytes(8 * i, command.length // BLOCK_SIZE)
+        assert platform.counters()["nostreams"] == 0
+        assert platform.counters()["stream_errors"] == 0
+
+        spare, late = 30, 31
+        platform.submit([Transfer(uas.EP_STATUS, STATUS_LENGTH, stream_id=spare)])
+        platform.submit([Transfer(uas.EP_DATA_IN, 2 * BLOCK_SIZE, stream_id=late),
+                         Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
+                                  uas.command_iu(late, read_10(40, 2)))])
+        data = _complete(platform, (uas.EP_DATA_IN, uas.EP_COMMAND))[uas.EP_DATA_IN].data
+        assert data == lba_bytes(40, 2)
+        assert not platform.reap(0.0005)  # its SENSE's stream refused: no transfer on it yet
+        assert platform.counters()["nostreams"] == 1
+        platform.submit([Transfer(uas.EP_STATUS, STATUS_LENGTH, stream_id=late)])
+        sense = _complete(platform, (uas.EP_STATUS,))[uas.EP_STATUS]
+        assert uas.parse_iu(sense.data) == uas.Iu(uas.IuId.SENSE, late, GOOD)
+        platform.submit([Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
+                                  uas.command_iu(spare, bytes(6)))])  # TEST UNIT READY
+        done = _complete(platform, (uas.EP_COMMAND, uas.EP_STATUS))
+        assert uas.parse_iu(done[uas.EP_STATUS].data) == uas.Iu(uas.IuId.SENSE, spare, GOOD)
+        telemetry = scsi.parse_telemetry(one(disk, inquiry(scsi.VPD_TELEMETRY), 255).data)
+        assert telemetry["write_mismatches"] == 0
+        assert platform.counters()["stream_errors"] == 0
+    finally:
+        platform.alloc_streams(STREAM_PIPES, MAX_STREAMS)  # named primes again
+
+
 def test_back_on_alternate_0_bulk_only_transport_answers_without_streams(disk):
     platform = disk.platform
     platform.free_streams(STREAM_PIPES)
