@@ -23,6 +23,7 @@ from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
 from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
+from .data_receiver import OneVerdictDataPacketReceiver
 from .header_crc import WordCrcPacketTransmitter
 from .link_commands import advertise_after_every_recovery, queue_link_commands
 from .transmit_arbiter import SameCycleStreamArbiter
@@ -102,6 +103,9 @@ class BurstLinkLayer(USB3LinkLayer):
                                                 & (transmitter.credits_available == 0))
         # Timing: its header CRC-16 reads the header's words, not its output multiplexer.
         WordCrcPacketTransmitter.adopt(transmitter)
+        # Upstream bug (luna-usb 0.2.3, DataPacketReceiver; see .data_receiver): after a
+        # zero-length data packet it strobes "good" every cycle and never receives again.
+        OneVerdictDataPacketReceiver.adopt(m.submodules.data_rx)
 
         # Upstream limitation (luna-usb 0.2.3, DataPacketTransmitter; LUNA's SuperSpeed bulk
         # endpoints never burst, greatscottgadgets/luna#64): data headers never carry End Of

@@ -65,7 +65,13 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         same_stream, same_erdy, sent_erdy = Signal(), Signal(), Signal()
         m.d.ss += [same_stream.eq(named == stream), same_erdy.eq(named == own.erdy_stream),
                    sent_erdy.eq(own.sent_erdy)]
-        take = streaming & Mux(sent_erdy, same_erdy, same_stream)
+        # A zero-length packet has no beats: its header comes with its CRC verdict, so it is
+        # compared at once (the burst endpoint registers its ZLP decision in that cycle; with
+        # the registered compare it judged a NoStream ZLP by the previous packet's stream and
+        # acknowledged it).
+        zlp = header.data_length == 0
+        same_now = Mux(own.sent_erdy, named == own.erdy_stream, named == stream)
+        take = streaming & Mux(zlp, same_now, Mux(sent_erdy, same_erdy, same_stream))
         m.d.comb += self.take_dp.eq(take)
         starting = rx.valid.any() & rx.first & for_us
         receiving, taken = Signal(), Signal()
@@ -73,9 +79,11 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
             m.d.ss += [receiving.eq(1), taken.eq(take)]
         complete, invalid = Signal(), Signal()
         m.d.ss += [complete.eq(interface.rx_complete), invalid.eq(interface.rx_invalid)]
-        zero_length = ~receiving & for_us & (header.data_length == 0)
+        # Registered with the verdict, as the burst endpoint registers its own.
+        zero_length, zlp_taken = Signal(), Signal()
+        m.d.ss += [zero_length.eq(~receiving & for_us & zlp), zlp_taken.eq(take)]
         ended = (complete | invalid) & (receiving | zero_length)
-        refused = complete & (receiving | zero_length) & ~Mux(receiving, taken, take)
+        refused = complete & (receiving | zero_length) & ~Mux(receiving, taken, zlp_taken)
         with m.If(ended):
             m.d.ss += receiving.eq(0)
         with m.If(starting & take & (phase == StreamState.START_STREAM)):
@@ -101,8 +109,14 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
                 m.d.comb += primed.prime.eq(1)
             with m.Else():
                 m.d.comb += error.eq(1)
+        # The stream a write just finished stays unselectable until ``want`` leaves it: the
+        # engine's ``want`` names it for a few cycles after its last packet's ACK, and behind
+        # a pipe prime every stream is selectable (a tag comes back only after its status).
+        finished = Signal(16)
+        with m.If(self.want != finished):
+            m.d.ss += finished.eq(0)
         with m.If(~own.erdy_pending & ~streaming & primed.any & (free != 0) & ~self.halt
-                  & states.enabled & ~receiving & ~refused):
+                  & states.enabled & ~receiving & ~refused & (primed.selected != finished)):
             own.select(m, primed.selected)
         with m.If(own.sent_erdy):
             m.d.comb += primed.take.eq(1)
@@ -121,7 +135,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         # The transfer's last packet (no Packets Pending) ends the stream once acknowledged.
         with m.If(inner_events.acked & ~header.packet_pending
                   & (phase == StreamState.MOVE_DATA)):
-            m.d.ss += phase.eq(StreamState.PRIME_PIPE)
+            m.d.ss += [phase.eq(StreamState.PRIME_PIPE), finished.eq(stream)]
 
         # ``nrdy`` is the burst endpoint's alone: the NRDYs answering primes (and refused
         # packets, counted as stream errors) are the stream protocol's, not a device not ready.

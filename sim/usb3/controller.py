@@ -104,15 +104,6 @@ class SuperSpeedHostController(TransferEngine):
         self.streams[address] = EndpointStreams(max_streams)
         return self.streams[address]
 
-    def prime_pipes(self, address: int) -> None:
-        """Prime bulk IN endpoint ``address``'s pipe with the Prime Stream ID and refuse a
-        selection with no transfer waiting with NoStream, instead of naming each stream
-        (:mod:`.host_streams`); until its streams are allocated again. OUT endpoints keep
-        naming their streams (:mod:`.host_streams` says why)."""
-        if not address & 0x80:
-            raise ValueError(f"endpoint {address:#04x}: only IN pipes are primed as pipes")
-        self.streams[address].pipe_primes = True
-
     def free_streams(self, address: int) -> None:
         self.streams.pop(address, None)
 

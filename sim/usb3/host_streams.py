@@ -23,18 +23,16 @@ The host side of the protocol, for each turn of the endpoint's mover:
    with the transfer, or (IN) an NRDY, after which the device selects it again.
 
 That is a host that primes by naming each stream (a host-initiated selection the device
-refuses and makes later). An IN endpoint can instead prime its *pipe*
-(:meth:`~.controller.SuperSpeedHostController.prime_pipes`, ``EndpointStreams.pipe_primes``)
+refuses and makes later). An endpoint can instead prime its *pipe*
+(``EndpointStreams.pipe_primes``, ``SimUsb3Platform.prime_pipes``)
 with the Stream ID USB 3.2 §8.12.1.4 reserves for it (Prime, 0xFFFE: what device controllers
-report as a "prime" event, Linux's dwc3 and cdnsp drivers): one ACK TP naming Prime once a
-transfer waits on any ring, after which the device may select any stream. An ERDY selecting a
-stream with no transfer waiting is refused with NoStream (0xFFFF, an ACK TP asking for nothing;
-counted in ``nostreams``), and the pipe is primed again only when the driver submits another
-transfer (so a device that selects the same stream again does not ping-pong with the host).
-OUT endpoints keep naming their streams: behind pipe primes the device's OUT stream layer
-answered a zero-length data packet with an NRDY at every later CRC verdict, and its burst
-endpoint's flow-control ERDY after a stream's last packet reads as a selection (docs/DESIGN.md
-§2.17). Not a sweep option: the UAS model's ceiling (``model/usb3_uas.py``) steps named primes.
+report as a "prime" event, Linux's dwc3 and cdnsp drivers): one prime once a transfer waits on
+any ring (IN an ACK TP, OUT a zero-length data packet, naming Prime), after which the device
+may select any stream. An ERDY selecting a stream with no transfer waiting is refused with
+NoStream (0xFFFF: IN an ACK TP asking for nothing, OUT a zero-length data packet; counted in
+``nostreams``), and the pipe is primed again only when the driver submits another transfer
+(so a device that selects the same stream again does not ping-pong with the host). Not a
+sweep option: the UAS model's ceiling (``model/usb3_uas.py``) steps named primes.
 """
 
 from __future__ import annotations
@@ -114,36 +112,45 @@ def _stream_of(header) -> int:
 
 async def _prime(host: Host, address: int, pending: Pending, *, pipe: bool = False) -> None:
     """Prime the stream of ``pending`` (IN: an ACK TP with Packets Pending; OUT: its first
-    data packet, which the device drops and answers NRDY), or with ``pipe`` the pipe (the
-    same packet naming the Prime Stream ID)."""
+    data packet, which the device drops and answers NRDY), or with ``pipe`` the pipe (IN the
+    same ACK TP naming the Prime Stream ID, OUT a zero-length data packet naming it)."""
     protocol, link = host.protocol, host.protocol.link
-    endpoint, stream_id = address & 0x7F, pending.transfer.stream_id
-    sequence = host._sequence.get(address, 0)
-    if pipe:
-        stream_id = PRIME_STREAM_ID
+    endpoint, sequence = address & 0x7F, host._sequence.get(address, 0)
+    stream_id = PRIME_STREAM_ID if pipe else pending.transfer.stream_id
     if pending.transfer.incoming:
         await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
                                          direction=DIR_IN, sequence=sequence, packets=1,
                                          packets_pending=True, stream_id=stream_id))
         host.counters["ack_tps"] += 1
+    elif pipe:
+        await link.send_header(data_header(protocol.address, endpoint=endpoint,
+                                           direction=DIR_OUT, sequence=sequence, length=0,
+                                           packets_pending=True, stream_id=stream_id), b"")
     else:
         data = pending.transfer.data or bytes(pending.transfer.length)
         first = data[:host.max_packet_size]
         await link.send_header(data_header(protocol.address, endpoint=endpoint,
                                            direction=DIR_OUT, sequence=sequence,
                                            length=len(first),
-                                           packets_pending=pipe or len(data) > len(first),
+                                           packets_pending=len(data) > len(first),
                                            stream_id=stream_id), first)
 
 
 async def _refuse(host: Host, address: int) -> None:
-    """NoStream: the host has no transfer on the stream the device selected on IN endpoint
-    ``address`` (an ACK TP asking for nothing, naming NoStream)."""
+    """NoStream: the host has no transfer on the stream the device selected (IN: an ACK TP
+    asking for nothing; OUT: a zero-length data packet, which the device does not answer),
+    both naming NoStream."""
     protocol, link = host.protocol, host.protocol.link
-    await link.send_header(tp_header(protocol.address, ACK, endpoint=address & 0x7F,
-                                     direction=DIR_IN, sequence=host._sequence.get(address, 0),
-                                     packets=0, stream_id=NOSTREAM_STREAM_ID))
-    host.counters["ack_tps"] += 1
+    endpoint, sequence = address & 0x7F, host._sequence.get(address, 0)
+    if address & 0x80:
+        await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
+                                         direction=DIR_IN, sequence=sequence, packets=0,
+                                         stream_id=NOSTREAM_STREAM_ID))
+        host.counters["ack_tps"] += 1
+    else:
+        await link.send_header(data_header(protocol.address, endpoint=endpoint,
+                                           direction=DIR_OUT, sequence=sequence, length=0,
+                                           stream_id=NOSTREAM_STREAM_ID), b"")
     host.counters["nostreams"] += 1
     streams = host.streams[address]
     streams.pipe_primed, streams.refused_at = False, host.cycle

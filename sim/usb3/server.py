@@ -78,10 +78,11 @@ class Usb3RpcHandler(UsbRpcHandler):
         return self.cycle
 
     async def rpc_prime_pipes(self, endpoints: list[int]) -> int:
-        """Streams allocated on ``endpoints`` are primed by pipe and refused with NoStream
-        (:meth:`~.controller.SuperSpeedHostController.prime_pipes`); the clock."""
+        """The streams allocated on ``endpoints`` are primed by pipe (the Prime Stream ID) and
+        a selection with no transfer waiting is refused with NoStream (:mod:`.host_streams`),
+        until they are allocated again; the clock."""
         for endpoint in endpoints:
-            self.session.host.prime_pipes(endpoint)
+            self.session.host.streams[endpoint].pipe_primes = True
         return self.cycle
 
     async def rpc_free_streams(self, endpoints: list[int]) -> int:

@@ -23,6 +23,7 @@ COCOTB_TESTS = [
     "bulk_in_1mib_ideal_host_at_the_model_ceiling_every_byte_checked",
     "bulk_out_1mib_ideal_host_at_the_model_ceiling_every_byte_checked",
     "lengths_not_multiples_of_1024_and_exact_multiples_both_ways",
+    "zero_length_out_packet_is_acknowledged_once_and_the_next_transfer_flows",
     "burst_window_of_one_packet_runs_at_the_round_trip_bound",
     "corrupted_header_crc_is_lbad_then_retried_no_data_lost",
     "device_ack_tp_corrupted_on_the_wire_is_lbad_then_resent_no_data_lost",

@@ -153,9 +153,10 @@ def test_a_host_that_primes_the_pipe_and_refuses_with_nostream_gets_every_comman
     cdnsp) and answers a selection it holds no transfer for with NoStream: queued reads and
     writes complete checked; a READ whose status transfer the driver submits late has its
     status stream refused, selected again once the host primes for the late transfer, and its
-    SENSE arrives; the spare transfer that primed the pipe gets its own command's SENSE."""
+    SENSE arrives; the spare transfer that primed the pipe gets its own command's SENSE; the
+    same for a WRITE whose data-out transfer comes late."""
     platform = disk.platform
-    platform.prime_pipes([uas.EP_STATUS, uas.EP_DATA_IN])
+    platform.prime_pipes(STREAM_PIPES)
     try:
         platform.control(VENDOR_OUT, usb3.Request.CLEAR_TELEMETRY, 0, 0, b"")
         commands = []
@@ -191,8 +192,30 @@ def test_a_host_that_primes_the_pipe_and_refuses_with_nostream_gets_every_comman
                                   uas.command_iu(spare, bytes(6)))])  # TEST UNIT READY
         done = _complete(platform, (uas.EP_COMMAND, uas.EP_STATUS))
         assert uas.parse_iu(done[uas.EP_STATUS].data) == uas.Iu(uas.IuId.SENSE, spare, GOOD)
+
+        # The same on the data-out pipe: a WRITE whose data transfer comes late (the refusal
+        # a zero-length data packet naming NoStream), a spare transfer priming the pipe.
+        written = lba_bytes(700, 2)
+        platform.submit([Transfer(uas.EP_DATA_OUT, len(written), written, stream_id=spare),
+                         Transfer(uas.EP_STATUS, STATUS_LENGTH, stream_id=late),
+                         Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
+                                  uas.command_iu(late, write_10(700, 2)))])
+        _complete(platform, (uas.EP_COMMAND,))
+        assert not platform.reap(0.0005)
+        assert platform.counters()["nostreams"] == 2
+        platform.submit([Transfer(uas.EP_DATA_OUT, len(written), written, stream_id=late)])
+        done = _complete(platform, (uas.EP_DATA_OUT, uas.EP_STATUS))
+        assert done[uas.EP_DATA_OUT].transfer.stream_id == late
+        assert uas.parse_iu(done[uas.EP_STATUS].data) == uas.Iu(uas.IuId.SENSE, late, GOOD)
+        platform.submit([Transfer(uas.EP_STATUS, STATUS_LENGTH, stream_id=spare),
+                         Transfer(uas.EP_COMMAND, uas.COMMAND_SIZE,
+                                  uas.command_iu(spare, write_10(800, 2)))])
+        done = _complete(platform, (uas.EP_DATA_OUT, uas.EP_STATUS))
+        assert uas.parse_iu(done[uas.EP_STATUS].data) == uas.Iu(uas.IuId.SENSE, spare, GOOD)
         telemetry = scsi.parse_telemetry(one(disk, inquiry(scsi.VPD_TELEMETRY), 255).data)
-        assert telemetry["write_mismatches"] == 0
+        # LBA 700's pattern written at LBA 800: every word of it counted, and nothing else.
+        assert telemetry["write_mismatches"] == 2 * BLOCK_SIZE // 4
+        assert telemetry["writes"] == 2 + len([c for c in commands if c.direction == "out"])
         assert platform.counters()["stream_errors"] == 0
     finally:
         platform.alloc_streams(STREAM_PIPES, MAX_STREAMS)  # named primes again

@@ -135,6 +135,32 @@ async def lengths_not_multiples_of_1024_and_exact_multiples_both_ways(dut) -> No
 
 
 @cocotb.test()
+async def zero_length_out_packet_is_acknowledged_once_and_the_next_transfer_flows(dut) -> None:
+    """LUNA's data receiver strobed "good" every cycle after a zero-length data packet and
+    received nothing again (``gateware/usb3/data_receiver.py``): the OUT endpoint answered with
+    ACK TPs asking for a retry, 7 cycles apart, for ever. Now one ACK, and the data after it
+    arrive checked."""
+    from busprobe.backends.usb.transfers import Transfer
+    from busprobe.protocol import usb3 as contract
+    from busprobe.protocol.patterns import Pattern, PatternStream
+
+    session = await open_session(dut)
+    await prepare_stream(session)
+    host, data = session.host, PatternStream(Pattern.PRBS31).take(5000)
+    host.submit([Transfer(contract.EP_OUT, 0, b""), Transfer(contract.EP_OUT, 5000, data)])
+    done = []
+    for _ in range(4):  # 80,000 cycles: the two take under 2,000
+        done += await host.reap(host.cycle + 20_000)
+        if len(done) == 2:
+            break
+    assert [(c.actual, c.stalled) for c in done] == [(0, False), (5000, False)], done
+    telemetry = await read_telemetry(session)
+    assert telemetry["out_zlps"] == 1 and telemetry["out_bytes"] == 5000
+    assert telemetry["pattern_errors"] == 0 and telemetry["out_sequence_errors"] == 0
+    assert host.counters["retries"] == 0
+
+
+@cocotb.test()
 async def burst_window_of_one_packet_runs_at_the_round_trip_bound(dut) -> None:
     """A one-packet window: one DP per round trip both ways, within 3 % of the model's latency
     bound, whose device answer time is the one measured here at the PIPE ports."""
