@@ -39,9 +39,10 @@ class OneVerdictDataPacketReceiver(DataPacketReceiver):
         m = super().elaborate(platform)
         assert isinstance(m, Module)
         # The FSM LUNA's elaborate built (Amaranth keeps it by name); this assignment comes
-        # after the FSM's own, so it wins in the cycle of a verdict.
+        # after the FSM's own, so it wins. CHECK_CRC32 gives a verdict in every cycle it is in
+        # (good or bad, from one compare), so it lasts one cycle; the compare stays out of the
+        # state's next-state logic (timing on ECPIX-5).
         fsm = m._generated["fsm"]
-        checking = fsm.state == fsm.encoding["CHECK_CRC32"]
-        with m.If(checking & (self.packet_good | self.packet_bad)):
+        with m.If(fsm.state == fsm.encoding["CHECK_CRC32"]):
             m.d.ss += fsm.state.eq(fsm.encoding["WAIT_FOR_HPSTART"])
         return m

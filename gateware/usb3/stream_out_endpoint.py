@@ -65,13 +65,7 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
         same_stream, same_erdy, sent_erdy = Signal(), Signal(), Signal()
         m.d.ss += [same_stream.eq(named == stream), same_erdy.eq(named == own.erdy_stream),
                    sent_erdy.eq(own.sent_erdy)]
-        # A zero-length packet has no beats: its header comes with its CRC verdict, so it is
-        # compared at once (the burst endpoint registers its ZLP decision in that cycle; with
-        # the registered compare it judged a NoStream ZLP by the previous packet's stream and
-        # acknowledged it).
-        zlp = header.data_length == 0
-        same_now = Mux(own.sent_erdy, named == own.erdy_stream, named == stream)
-        take = streaming & Mux(zlp, same_now, Mux(sent_erdy, same_erdy, same_stream))
+        take = streaming & Mux(sent_erdy, same_erdy, same_stream)
         m.d.comb += self.take_dp.eq(take)
         starting = rx.valid.any() & rx.first & for_us
         receiving, taken = Signal(), Signal()
@@ -79,9 +73,12 @@ class StreamOutEndpoint(StreamLayer, BurstOutEndpoint):
             m.d.ss += [receiving.eq(1), taken.eq(take)]
         complete, invalid = Signal(), Signal()
         m.d.ss += [complete.eq(interface.rx_complete), invalid.eq(interface.rx_invalid)]
-        # Registered with the verdict, as the burst endpoint registers its own.
+        # A zero-length packet has no beats: decided with its CRC verdict, from what was
+        # registered the cycle before (LUNA's receiver shows its header from the cycle of the
+        # DPP's CRC word, a cycle before the verdict), as the burst endpoint decides its own.
         zero_length, zlp_taken = Signal(), Signal()
-        m.d.ss += [zero_length.eq(~receiving & for_us & zlp), zlp_taken.eq(take)]
+        m.d.ss += [zero_length.eq(~receiving & for_us & (header.data_length == 0)),
+                   zlp_taken.eq(take)]
         ended = (complete | invalid) & (receiving | zero_length)
         refused = complete & (receiving | zero_length) & ~Mux(receiving, taken, zlp_taken)
         with m.If(ended):
