@@ -18,7 +18,6 @@ Here the receiver leaves ``CHECK_CRC32`` with its verdict, whichever it is: one 
 packet, and a zero-length packet is taken like any other. Nothing else of the receiver changes.
 """
 
-from amaranth import Module
 from luna.gateware.usb.usb3.link.data import DataPacketReceiver
 
 __all__ = ["OneVerdictDataPacketReceiver"]
@@ -37,7 +36,6 @@ class OneVerdictDataPacketReceiver(DataPacketReceiver):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        assert isinstance(m, Module)
         # The FSM LUNA's elaborate built (Amaranth keeps it by name); this assignment comes
         # after the FSM's own, so it wins. CHECK_CRC32 gives a verdict in every cycle it is in
         # (good or bad, from one compare), so it lasts one cycle; the compare stays out of the

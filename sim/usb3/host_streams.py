@@ -110,6 +110,17 @@ def _stream_of(header) -> int:
     return header.dws[2] & 0xFFFF
 
 
+async def _empty_out_packet(host: Host, address: int, stream_id: int, *,
+                            packets_pending: bool = False) -> None:
+    """A zero-length data packet on OUT endpoint ``address`` naming ``stream_id`` (the pipe's
+    prime, or the refusal of a selection), at the endpoint's next sequence number."""
+    protocol = host.protocol
+    await protocol.link.send_header(data_header(
+        protocol.address, endpoint=address & 0x7F, direction=DIR_OUT,
+        sequence=host._sequence.get(address, 0), length=0, packets_pending=packets_pending,
+        stream_id=stream_id), b"")
+
+
 async def _prime(host: Host, address: int, pending: Pending, *, pipe: bool = False) -> None:
     """Prime the stream of ``pending`` (IN: an ACK TP with Packets Pending; OUT: its first
     data packet, which the device drops and answers NRDY), or with ``pipe`` the pipe (IN the
@@ -123,9 +134,7 @@ async def _prime(host: Host, address: int, pending: Pending, *, pipe: bool = Fal
                                          packets_pending=True, stream_id=stream_id))
         host.counters["ack_tps"] += 1
     elif pipe:
-        await link.send_header(data_header(protocol.address, endpoint=endpoint,
-                                           direction=DIR_OUT, sequence=sequence, length=0,
-                                           packets_pending=True, stream_id=stream_id), b"")
+        await _empty_out_packet(host, address, stream_id, packets_pending=True)
     else:
         data = pending.transfer.data or bytes(pending.transfer.length)
         first = data[:host.max_packet_size]
@@ -148,9 +157,7 @@ async def _refuse(host: Host, address: int) -> None:
                                          stream_id=NOSTREAM_STREAM_ID))
         host.counters["ack_tps"] += 1
     else:
-        await link.send_header(data_header(protocol.address, endpoint=endpoint,
-                                           direction=DIR_OUT, sequence=sequence, length=0,
-                                           stream_id=NOSTREAM_STREAM_ID), b"")
+        await _empty_out_packet(host, address, NOSTREAM_STREAM_ID)
     host.counters["nostreams"] += 1
     streams = host.streams[address]
     streams.pipe_primed, streams.refused_at = False, host.cycle
@@ -240,9 +247,8 @@ async def move_on_streams(host: Host, address: int, at: int, stuck_cycles: int
             if not streams.pipe_primed:
                 host.counters["stream_errors"] += 1
                 continue
-            on_ring = [p for p in queue
-                       if p.transfer.stream_id == selected and p.ready_at <= host.cycle]
-            if not on_ring:
+            if not any(p.transfer.stream_id == selected and p.ready_at <= host.cycle
+                       for p in queue):
                 await _refuse(host, address)
                 continue
         elif selected not in streams.primed:
