@@ -151,7 +151,7 @@ class UasTaskSet(wiring.Component):
         iu_id, iu_tag = iu_bytes(0), iu_bytes(2, 2)
         is_command = (iu_id == uas.IuId.COMMAND) & (received == beats)
         is_task = (iu_id == uas.IuId.TASK_MANAGEMENT) & (received == uas.TASK_SIZE // width)
-        key = Mux(is_task, iu_bytes(uas.TASK_OFFSETS["task_tag"], 2), iu_tag)
+        key, key_r = Mux(is_task, iu_bytes(uas.TASK_OFFSETS["task_tag"], 2), iu_tag), Signal(16)
 
         # -- the lookup: which slot holds the key, which is the first free (registered)
         match_q, match_r, free = Signal(depth), Signal(depth), Signal(depth)
@@ -191,12 +191,19 @@ class UasTaskSet(wiring.Component):
                     with m.If(received <= beats):
                         sync += received.eq(received + 1)
                     with m.If(self.packets.payload.last):
-                        m.next = "LOOKUP"
+                        m.next = "KEY"
+            with m.State("KEY"):
+                # The key, registered before the 32 slots compare their tags with it: from the
+                # IU's bytes through its decode and the key's select into the compares was the
+                # ss clock's critical path on ECPIX-5 (120.22 MHz, nextpnr seed 3; issue 44
+                # item 7). An IU takes a cycle more.
+                sync += key_r.eq(key)
+                m.next = "LOOKUP"
             with m.State("LOOKUP"):
                 function = iu_bytes(uas.TASK_OFFSETS["function"])
                 sync += [
-                    match_q.eq(Cat(*((tags[i] == key) & queued[i] for i in range(depth)))),
-                    match_r.eq(Cat(*((tags[i] == key) & running[i] for i in range(depth)))),
+                    match_q.eq(Cat(*((tags[i] == key_r) & queued[i] for i in range(depth)))),
+                    match_r.eq(Cat(*((tags[i] == key_r) & running[i] for i in range(depth)))),
                     free.eq(~(queued | running)), slot.eq(first_free),
                     # The IU's decode, registered for DECIDE (from the IU's bytes through the
                     # decode into the slots and the count of outstanding commands was an ss

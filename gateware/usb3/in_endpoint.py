@@ -43,8 +43,7 @@ class BurstInEndpoint(wiring.Component):
     (UAS) every ``last`` while ``last_ends``, its stream kept, its ERDY at its first beat.
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
-    ``SuperSpeedStreamInEndpoint`` does not burst and never sets ``handshakes_out.endpoint_number``
-    (its NRDY/ERDY would name endpoint 0); this endpoint replaces it, its NRDY/ERDY named.
+    ``SuperSpeedStreamInEndpoint`` neither bursts nor names its NRDY/ERDY (endpoint 0).
 
     Attributes
     ----------
@@ -66,9 +65,8 @@ class BurstInEndpoint(wiring.Component):
     restart: Signal(), input
         Strobe: the endpoint starts over (sequence number 0, nothing buffered).
     take_ack: Signal(), input
-        The ACK TP ``interface.handshakes_in`` announces this cycle is for this endpoint's data
-        (1 unless a stream protocol, :mod:`.stream_in_endpoint`, holds back one of another
-        stream or a prime).
+        The ACK TP ``interface.handshakes_in`` announces is for this endpoint's data (1 unless
+        a stream protocol, :mod:`.stream_in_endpoint`, holds back one of another stream or a prime).
     park: Signal(), input
         Strobe: wait as after an NRDY (send nothing until this endpoint's next ERDY is sent).
     handshake: HandshakeRequestSignature, output
@@ -291,12 +289,15 @@ class BurstInEndpoint(wiring.Component):
             with m.State("START"):
                 m.d.ss += [beat.eq(0), shift.eq(start[:2])]
                 with m.If(length == 0):
-                    m.d.comb += [interface.tx_zlp.eq(1), done.eq(1)]
-                    m.next = "IDLE"
+                    m.next = "ZLP"
                 with m.Else():
                     m.d.comb += [read.addr.eq(start[2:2 + word_bits]), read.en.eq(1)]
                     m.d.ss += read_word.eq(start[2:] + 1)
                     m.next = "PRIME"
+            with m.State("ZLP"):
+                # ``tx_zlp`` from a state, not START's compare (an ss timing path: DESIGN §3.9).
+                m.d.comb += [interface.tx_zlp.eq(1), done.eq(1)]
+                m.next = "IDLE"
             with m.State("PRIME"):
                 # Two words in hand (previous and read.data) cover any byte alignment.
                 m.d.comb += [read.en.eq(1)]
@@ -392,9 +393,8 @@ class BurstInEndpoint(wiring.Component):
             aligned = (next_byte + 3) & ~3
             m.d.ss += [filled.eq(aligned), next_byte.eq(aligned)]
         with m.If(interface.ep_reset | self.restart):
-            for counter in (filled, next_byte, retired, send_seq, retire_seq, retire_target,
-                            window_end, never_sent):
-                m.d.ss += counter.eq(0)
-            m.d.ss += [waiting.eq(0), rewind.eq(0), asking.eq(0), transfer_started.eq(0),
-                       zlp_due.eq(0), settling.eq(2)]
+            m.d.ss += [state.eq(0) for state in (
+                filled, next_byte, retired, send_seq, retire_seq, retire_target, window_end,
+                never_sent, waiting, rewind, asking, transfer_started, zlp_due)]
+            m.d.ss += settling.eq(2)
         return m

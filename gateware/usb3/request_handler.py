@@ -1,5 +1,7 @@
 """Vendor request handler of the SuperSpeed device: :class:`busprobe.protocol.usb3.Request`."""
 
+from types import SimpleNamespace
+
 from amaranth import Array, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -98,7 +100,6 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
 
         reply = Array(Signal(32, name=f"reply_{i}") for i in range(_WORDS))
         reply_length = Signal(range(4 * _WORDS + 1))
-        word = Signal(range(_WORDS))
         last_word = Signal(range(_WORDS))
         sending = Signal()
         m.d.comb += last_word.eq((reply_length - 1) >> 2)
@@ -173,6 +174,21 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
                 m.d.ss += sending.eq(0)
                 m.next = "DECODE"
 
+        # The reply word being offered and its framing, and the index of the word after it.
+        head = SimpleNamespace(data=Signal(32, name="head_data"),
+                               valid=Signal(4, name="head_valid"),
+                               first=Signal(name="head_first"), last=Signal(name="head_last"))
+        ahead = Signal(range(_WORDS + 1))
+
+        def load_head(index, *, first):
+            remaining = reply_length - (index << 2)
+            m.d.ss += [head.data.eq(reply[index]),
+                       head.valid.eq(Mux(remaining >= 4, 0b1111,
+                                         Mux(remaining == 3, 0b0111,
+                                             Mux(remaining == 2, 0b0011, 0b0001)))),
+                       head.first.eq(first),
+                       head.last.eq(index == last_word)]
+
         with m.FSM(domain="ss"):
             with m.State("IDLE"):
                 start_request()
@@ -203,29 +219,27 @@ class SuperSpeedProbeRequestHandler(wiring.Component):
 
             with m.State("DATA_IN"):
                 # Each IN token (ACK TP with NumP > 0) asks for the data packet, again on a retry.
-                # The word goes from the snapshot (kept for a retry) through a multiplexer by
-                # ``word`` into the reply buffer's registers, not to the link's CRC. (A shift
-                # register loaded from the snapshot did this before: its shift enable, from the
-                # buffer's ready, fanned out to 1,568 flip-flops, and that net was the ss clock's
-                # critical path on ECPIX-5, 100.1 MHz, issue 44 item 7.)
+                # The word offered is a register (``head``), loaded from the snapshot (kept for a
+                # retry) by ``ahead``, the index of the word after it: the snapshot's 49-way
+                # multiplexer ends in a flip-flop, not in the reply buffer's select logic (that
+                # path was the ss clock's critical path on ECPIX-5, 122.77 MHz on nextpnr seed 2,
+                # issue 44 item 7; a shift register loaded from the snapshot before that, its
+                # shift enable fanned out to 1,568 flip-flops, 100.1 MHz).
                 with m.If(sending):
-                    remaining = reply_length - (word << 2)
-                    m.d.comb += [
-                        reply_stream.valid.eq(Mux(remaining >= 4, 0b1111,
-                                                  Mux(remaining == 3, 0b0111,
-                                                      Mux(remaining == 2, 0b0011, 0b0001)))),
-                        reply_stream.first.eq(word == 0),
-                        reply_stream.last.eq(word == last_word),
-                        reply_stream.data.eq(reply[word]),
-                    ]
+                    m.d.comb += [reply_stream.valid.eq(head.valid),
+                                 reply_stream.first.eq(head.first),
+                                 reply_stream.last.eq(head.last),
+                                 reply_stream.data.eq(head.data)]
                     with m.If(reply_stream.ready):
-                        m.d.ss += word.eq(word + 1)
-                        with m.If(word == last_word):
+                        load_head(ahead, first=0)
+                        m.d.ss += ahead.eq(ahead + 1)
+                        with m.If(head.last):
                             m.d.ss += sending.eq(0)
                 # After the advance above, so a request that comes while a reply is in flight
                 # (the buffer is flushed with it) starts again from the first word.
                 with m.If(data_requested):
-                    m.d.ss += [word.eq(0), sending.eq(1)]
+                    load_head(0, first=1)
+                    m.d.ss += [ahead.eq(1), sending.eq(1)]
                 with m.If(status_requested):
                     m.d.comb += handshakes.send_ack.eq(1)
                     m.next = "IDLE"
