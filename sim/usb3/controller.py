@@ -338,6 +338,8 @@ class SuperSpeedHostController(TransferEngine):
         endpoint = address & 0x7F
         data = pending.transfer.data or bytes(pending.transfer.length)
         chunks = [data[i:i + mps] for i in range(0, len(data), mps)] or [b""]
+        if pending.transfer.zlp and len(data) and len(data) % mps == 0:
+            chunks.append(b"")  # libusb's ADD_ZERO_PACKET: the device sees where it ends
         base = self._sequence.get(address, 0)
         granted = profile.max_burst_out if granted is None else granted
         acked, sent, rewound_at, end = 0, 0, -1, at

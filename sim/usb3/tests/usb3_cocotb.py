@@ -139,23 +139,27 @@ async def zero_length_out_packet_is_acknowledged_once_and_the_next_transfer_flow
     """LUNA's data receiver strobed "good" every cycle after a zero-length data packet and
     received nothing again (``gateware/usb3/data_receiver.py``): the OUT endpoint answered with
     ACK TPs asking for a retry, 7 cycles apart, for ever. Now one ACK, and the data after it
-    arrive checked."""
+    arrive checked; a transfer of whole packets with ``zlp`` ends with its ZLP (the simulated
+    xHCI sent none before)."""
     from busprobe.backends.usb.transfers import Transfer
     from busprobe.protocol import usb3 as contract
     from busprobe.protocol.patterns import Pattern, PatternStream
 
     session = await open_session(dut)
     await prepare_stream(session)
-    host, data = session.host, PatternStream(Pattern.PRBS31).take(5000)
-    host.submit([Transfer(contract.EP_OUT, 0, b""), Transfer(contract.EP_OUT, 5000, data)])
+    host, data = session.host, PatternStream(Pattern.PRBS31).take(5000 + 2048)
+    # The last ends with the ZLP its ``zlp`` asks for (two whole packets).
+    host.submit([Transfer(contract.EP_OUT, 0, b""), Transfer(contract.EP_OUT, 5000, data[:5000]),
+                 Transfer(contract.EP_OUT, 2048, data[5000:], zlp=True)])
     done = []
-    for _ in range(4):  # 80,000 cycles: the two take under 2,000
+    for _ in range(4):  # 80,000 cycles: the three take under 3,000
         done += await host.reap(host.cycle + 20_000)
-        if len(done) == 2:
+        if len(done) == 3:
             break
-    assert [(c.actual, c.stalled) for c in done] == [(0, False), (5000, False)], done
+    assert [(c.actual, c.stalled) for c in done] == [(0, False), (5000, False), (2048, False)], \
+        done
     telemetry = await read_telemetry(session)
-    assert telemetry["out_zlps"] == 1 and telemetry["out_bytes"] == 5000
+    assert telemetry["out_zlps"] == 2 and telemetry["out_bytes"] == 7048
     assert telemetry["pattern_errors"] == 0 and telemetry["out_sequence_errors"] == 0
     assert host.counters["retries"] == 0
 
