@@ -69,7 +69,7 @@ class UasDevice:
 #: Never the bottleneck: the ceiling's device.
 IDEAL_DEVICE = UasDevice("ideal")
 #: busprobe's ``usb3-storage`` (``gateware/common/uas_engine.py``, a word a cycle): the IU's
-#: decode 26-27 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
+#: decode 27-28 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
 #: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later and on the lane
 #: 5 after that; a write's SENSE at its last data packet's ACK (the check reads that packet
 #: beside it). On its link, LUNA's: two idle cycles after each TP it sends, one the host leaves
@@ -78,14 +78,16 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT (13-15 seen), 3 on
 #: the SENSE IU (28-30 seen after its ACK TP). Each the least the link trace
 #: (``BUSPROBE_LINK_TRACE``) of the simulation showed, 2026-12-04, the decode from the ACK's
-#: last symbol to the ERDY's first (26 on writes, 27 on reads); the UAS sweep tests fail if
+#: last symbol to the ERDY's first (26 on writes, 27 on reads; a cycle more since the task set
+#: registers its key, 2026-12-05: 27 and 28, in 1,110 commands behind ``ideal``, 1 KiB and
+#: 4 KiB at queue depth 1; less only where the ACK itself went late); the UAS sweep tests fail if
 #: the gateware answers faster (a point above its bound) or much slower (not within 1 %).
 #: A read's next data stream: its ERDY 17 cycles after the host's ACK of the last packet ends
 #: where the model puts it (the least of some 1,100 stream switches in the link traces of 1 KiB
 #: and 4 KiB reads at queue depth 1-8 behind each shipped profile, 2026-12-05). A write's
 #: comes 14-16 cycles after the device's own last ACK in such traces, but that is no bound:
 #: counted, 256 KiB × QD 4 writes behind ``small-burst`` read above it.
-BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=26, bytes_per_cycle=4,
+BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=27, bytes_per_cycle=4,
                             after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
                             tp_gap=2, host_tp_gap=1,
                             commands_first=True, next_in=17)
