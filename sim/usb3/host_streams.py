@@ -110,54 +110,54 @@ def _stream_of(header) -> int:
     return header.dws[2] & 0xFFFF
 
 
-async def _empty_out_packet(host: Host, address: int, stream_id: int, *,
-                            packets_pending: bool = False) -> None:
-    """A zero-length data packet on OUT endpoint ``address`` naming ``stream_id`` (the pipe's
-    prime, or the refusal of a selection), at the endpoint's next sequence number."""
+async def _out_packet(host: Host, address: int, stream_id: int, payload: bytes = b"", *,
+                      packets_pending: bool = False) -> None:
+    """A data packet on OUT endpoint ``address`` naming ``stream_id``, at the endpoint's next
+    sequence number: a stream's prime (its transfer's first packet), or zero-length the pipe's
+    prime or the refusal of a selection."""
     protocol = host.protocol
     await protocol.link.send_header(data_header(
         protocol.address, endpoint=address & 0x7F, direction=DIR_OUT,
-        sequence=host._sequence.get(address, 0), length=0, packets_pending=packets_pending,
-        stream_id=stream_id), b"")
+        sequence=host._sequence.get(address, 0), length=len(payload),
+        packets_pending=packets_pending, stream_id=stream_id), payload)
+
+
+async def _in_ack(host: Host, address: int, stream_id: int, *, packets: int,
+                  packets_pending: bool = False) -> None:
+    """An ACK TP on IN endpoint ``address`` naming ``stream_id``, asking for ``packets`` from
+    the endpoint's next sequence number: a stream's or the pipe's prime, or a refusal."""
+    protocol = host.protocol
+    await protocol.link.send_header(tp_header(
+        protocol.address, ACK, endpoint=address & 0x7F, direction=DIR_IN,
+        sequence=host._sequence.get(address, 0), packets=packets,
+        packets_pending=packets_pending, stream_id=stream_id))
+    host.counters["ack_tps"] += 1
 
 
 async def _prime(host: Host, address: int, pending: Pending, *, pipe: bool = False) -> None:
     """Prime the stream of ``pending`` (IN: an ACK TP with Packets Pending; OUT: its first
     data packet, which the device drops and answers NRDY), or with ``pipe`` the pipe (IN the
     same ACK TP naming the Prime Stream ID, OUT a zero-length data packet naming it)."""
-    protocol, link = host.protocol, host.protocol.link
-    endpoint, sequence = address & 0x7F, host._sequence.get(address, 0)
     stream_id = PRIME_STREAM_ID if pipe else pending.transfer.stream_id
     if pending.transfer.incoming:
-        await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
-                                         direction=DIR_IN, sequence=sequence, packets=1,
-                                         packets_pending=True, stream_id=stream_id))
-        host.counters["ack_tps"] += 1
+        await _in_ack(host, address, stream_id, packets=1, packets_pending=True)
     elif pipe:
-        await _empty_out_packet(host, address, stream_id, packets_pending=True)
+        await _out_packet(host, address, stream_id, packets_pending=True)
     else:
         data = pending.transfer.data or bytes(pending.transfer.length)
         first = data[:host.max_packet_size]
-        await link.send_header(data_header(protocol.address, endpoint=endpoint,
-                                           direction=DIR_OUT, sequence=sequence,
-                                           length=len(first),
-                                           packets_pending=len(data) > len(first),
-                                           stream_id=stream_id), first)
+        await _out_packet(host, address, stream_id, first,
+                          packets_pending=len(data) > len(first))
 
 
 async def _refuse(host: Host, address: int) -> None:
     """NoStream: the host has no transfer on the stream the device selected (IN: an ACK TP
     asking for nothing; OUT: a zero-length data packet, which the device does not answer),
     both naming NoStream."""
-    protocol, link = host.protocol, host.protocol.link
-    endpoint, sequence = address & 0x7F, host._sequence.get(address, 0)
     if address & 0x80:
-        await link.send_header(tp_header(protocol.address, ACK, endpoint=endpoint,
-                                         direction=DIR_IN, sequence=sequence, packets=0,
-                                         stream_id=NOSTREAM_STREAM_ID))
-        host.counters["ack_tps"] += 1
+        await _in_ack(host, address, NOSTREAM_STREAM_ID, packets=0)
     else:
-        await _empty_out_packet(host, address, NOSTREAM_STREAM_ID)
+        await _out_packet(host, address, NOSTREAM_STREAM_ID)
     host.counters["nostreams"] += 1
     streams = host.streams[address]
     streams.pipe_primed, streams.refused_at = False, host.cycle
