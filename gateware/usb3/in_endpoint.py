@@ -73,8 +73,8 @@ class BurstInEndpoint(wiring.Component):
         NRDY/ERDY/STALL requests to :class:`.transaction.BulkHandshakeGenerator`.
     end_of_burst: Signal(), output
         EOB of the data packet being sent (to :class:`.core.SuperSpeedCore`).
-    acknowledged: Signal(), output
-        Every packet sent has been acknowledged by the host.
+    acknowledged, next_due: Signal(), output
+        All sent is acknowledged; the transfer ended, the next one (one packet) buffered.
     events: DIRECTION_EVENTS, output
         Telemetry events.
     packet_stream_id, next_stream_id: Signal(16), input, output
@@ -83,8 +83,7 @@ class BurstInEndpoint(wiring.Component):
     last_ends: Signal(), input
         With ``tagged``: a framed packet's ``last`` ends its transfer (End Of Burst).
     sending: Signal(), output
-        A data packet is being sent (its header's End Of Burst and Stream ID are this
-        endpoint's: the device multiplexes them by it).
+        A data packet is being sent (the device takes its header's EOB and Stream ID from here).
     may_send, starting, wants_to_send: Signal(), input, output, output
         A packet may start (init 1); one starts this cycle; one would start if it might. LUNA's
         endpoint multiplexer does not arbitrate (luna-usb 0.2.3, ``usb3/protocol/endpoint.py``):
@@ -114,6 +113,7 @@ class BurstInEndpoint(wiring.Component):
     handshake: Out(HandshakeRequestSignature())
     end_of_burst: Out(1)
     acknowledged: Out(1)
+    next_due: Out(1)
     events: Out(DIRECTION_EVENTS)
     packet_stream_id: In(16)
     last_ends: In(1)
@@ -226,8 +226,7 @@ class BurstInEndpoint(wiring.Component):
         # The window and ring-occupancy compares are registered; ``hold`` blocks the one cycle in
         # which they are stale (after a packet, an ACK TP, an ERDY or a rewind changed them).
         window_open, hold = Signal(), Signal()
-        m.d.ss += window_open.eq((send_seq != window_end)
-                                 & ((send_seq - retire_seq)[:5] < slots))
+        m.d.ss += window_open.eq((send_seq != window_end) & ((send_seq - retire_seq)[:5] < slots))
         can_send = (window_open & ~hold & ~waiting & ~rewind & ~self.halt
                     & (~is_new | (buffered & (settling == 0))))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
@@ -369,7 +368,8 @@ class BurstInEndpoint(wiring.Component):
                         & (handshakes_in.next_sequence == never_sent) & ~buffered & ~coming):
                 m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.NRDY)]
         all_acknowledged = (retire_seq == send_seq) & (retire_target == send_seq)
-        m.d.comb += self.acknowledged.eq(all_acknowledged)
+        m.d.comb += [self.acknowledged.eq(all_acknowledged),
+                     self.next_due.eq((waiting | (done & eob)) & buffered & new_eob)]
         with m.If(waiting & ~asking & all_acknowledged & (buffered | coming) & (settling == 0)
                   & idle & ~self.halt):
             m.d.ss += [asking.eq(1), request.kind.eq(HandshakeKind.ERDY)]

@@ -87,6 +87,10 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: and 4 KiB reads at queue depth 1-8 behind each shipped profile, 2026-12-05). A write's
 #: comes 14-16 cycles after the device's own last ACK in such traces, but that is no bound:
 #: counted, 256 KiB × QD 4 writes behind ``small-burst`` read above it.
+#: Since 2026-12-05 (fifteenth session) a read's SENSE waits, while the next command's data (a
+#: one-packet transfer) are buffered, for the host's ACK of its last packet and that stream's ERDY
+#: (``Usb3StorageDevice``'s grant): only later than the model's, so the bound still holds; the
+#: stepped schedule keeps it at ``sense_after`` (early for queued reads).
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=27, bytes_per_cycle=4,
                             after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
                             tp_gap=2, host_tp_gap=1,

@@ -104,6 +104,37 @@ def test_sweep_protocol_uas_behind_ideal_at_qd_1_within_1_percent_of_the_model(
                   "--queue-depth", "1"))
 
 
+def test_queued_reads_behind_ideal_send_each_sense_after_the_next_streams_erdy(
+        usb3_storage_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A host that resubmits at a completion sends the next COMMAND IU as the SENSE IU comes: a
+    SENSE right behind its data put that IU (and its primes) on the host's lane ahead of the
+    Start Stream answering the next data stream's ERDY, and the next data packet waited for
+    them (1 KiB × QD 4: 96.5 % of the bound). The disk holds the SENSE until that ERDY has
+    gone; the link trace shows it, and the point is within 1 %."""
+    trace = tmp_path / "link.trace"
+    monkeypatch.setenv(TRACE_VARIABLE, str(trace))
+    _check(_sweep(tmp_path, "ideal", "--direction", "in", "--lengths", "1K",
+                  "--queue-depth", "4"))
+    # Each SENSE IU of a command whose next data stream was selected after its last data
+    # packet: that stream's ERDY went first.
+    erdy_first = sense_first = 0
+    last_data_end, erdy_since = None, False
+    for line in trace.read_text().splitlines():
+        fields = line.split()
+        if len(fields) < 4 or fields[1] != "D->H":
+            continue
+        packet = " ".join(fields[3:5])
+        if packet == "DP ep1IN":
+            last_data_end, erdy_since = int(fields[0]), False
+        elif packet == "ERDY ep1IN" and last_data_end is not None:
+            erdy_since = True
+        elif packet == "DP ep3IN" and last_data_end is not None:
+            erdy_first += erdy_since
+            sense_first += not erdy_since
+            last_data_end = None
+    assert erdy_first > 100 and sense_first <= 12, (erdy_first, sense_first)
+
+
 @pytest.mark.bench
 @pytest.mark.parametrize("ladder", [("4K,256K,2M", "1,8"), ("4K", "32")],
                          ids=["to-2M", "qd32"])
