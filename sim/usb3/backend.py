@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from busprobe.backends.usb import UsbDeviceTransport
 from busprobe.protocol import usb3
+from busprobe.protocol.streams import PIPE_PRIMES
 from busprobe.targets import TargetDescription
 from busprobe.targets.sim_usb3 import DESIGN_FEATURES
 from busprobe.transport import InvalidRequest
@@ -87,12 +88,19 @@ class SimUsb3Platform(SimUsbPlatform):
         super().__init__(target)
         self.burst = target.options["burst"]
         self.design = target.options["design"]
+        self.primes = target.options["primes"]
+
+    def alloc_streams(self, endpoints: Sequence[int], count: int) -> None:
+        """As every simulated platform, and primed as the selector's ``primes`` says."""
+        super().alloc_streams(endpoints, count)
+        if self.primes == PIPE_PRIMES:
+            self.prime_pipes(endpoints)
 
     def prime_pipes(self, endpoints: Sequence[int]) -> None:
         """The simulated xHCI primes these stream endpoints' pipes with the Prime Stream ID and
         refuses a selection it holds no transfer for with NoStream (USB 3.2 §8.12.1.4), instead
-        of naming each stream; until their streams are allocated again. A test mode: the UAS
-        model's ceiling steps the named primes."""
+        of naming each stream; until their streams are allocated again (``primes=pipe`` asks
+        for it at every allocation)."""
         self._cycle = self._call("prime_pipes", list(endpoints))
 
     def open(self) -> None:

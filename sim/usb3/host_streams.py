@@ -31,8 +31,9 @@ any ring (IN an ACK TP, OUT a zero-length data packet, naming Prime), after whic
 may select any stream. An ERDY selecting a stream with no transfer waiting is refused with
 NoStream (0xFFFF: IN an ACK TP asking for nothing, OUT a zero-length data packet; counted in
 ``nostreams``), and the pipe is primed again only when the driver submits another transfer
-(so a device that selects the same stream again does not ping-pong with the host). Not a
-sweep option: the UAS model's ceiling (``model/usb3_uas.py``) steps named primes.
+(so a device that selects the same stream again does not ping-pong with the host). The
+sweep's ``sim:usb3?primes=pipe`` asks for it, and the UAS model's ceiling
+(``model/usb3_uas.py``) then steps one prime a pipe.
 """
 
 from __future__ import annotations

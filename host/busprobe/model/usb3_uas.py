@@ -15,7 +15,9 @@ stepped through them, in PIPE cycles (125 MHz, 4 symbols a cycle on each lane):
   stream endpoint's turn starts by priming every transfer queued before it and not primed yet,
   in order on the downstream lane (IN: an ACK TP with Packets Pending, 20 B; OUT: the
   transfer's first data packet, which the device drops, so the host resends it), then waits
-  for the device's ERDY; a transfer submitted while the mover waits is primed at once (the
+  for the device's ERDY (a host that primes each pipe once with the Prime Stream ID,
+  ``pipe_primes``, sends no prime after the run's first turn: the device selects from then on);
+  a transfer submitted while the mover waits is primed at once (the
   simulation's doorbell, ``DOORBELL_CYCLES``, primes it within 1 µs: a bound takes 0); the
   host answers the ERDY ``turnaround`` later (Start Stream: the ACK TP, or the first data
   packet again) and the transfer moves as on an endpoint without streams
@@ -111,8 +113,12 @@ class UasTimes:
 class _Pipe:
     """The host's mover of one stream endpoint and the device's side of it (see module)."""
 
-    def __init__(self, prime: float, retoken: float, answer: float, nrdy: float) -> None:
+    def __init__(self, prime: float, retoken: float, answer: float, nrdy: float, *,
+                 pipe: bool = False) -> None:
         self.prime, self.retoken, self.answer, self.nrdy = prime, retoken, answer, nrdy
+        #: Primed by pipe (the Prime Stream ID): one prime, the run's first turn's, stands for
+        #: every later transfer (the pipe stays primed; the device selects any stream).
+        self.pipe = pipe
         self.erdy = -math.inf  # the device's last ERDY on this pipe
         self.primed: dict[int, float] = {}  # transfer -> end of its prime on the lane
         self.queued: dict[int, float] = {}  # transfer -> when its prime was queued
@@ -131,6 +137,15 @@ class _Pipe:
         ``last`` may be queued."""
         at = self.turn_start(j, ready)
         lane = max(at, ahead)
+        if self.pipe and 0 in self.primed:
+            for m in range(j, last + 1):
+                self.primed.setdefault(m, self.primed[0])
+            return at, lane
+        if self.pipe:  # the pipe's one prime, for every transfer queued by then
+            lane += self.prime
+            for m in range(j, last + 1):
+                self.primed[m], self.queued[m] = lane, at
+            return at, lane
         for m in range(j, last + 1):  # primed at the turn's start, oldest first
             # (the run's first transfers are queued before any mover starts)
             if m not in self.primed and (submitted[m] < at or j == 0):
@@ -149,6 +164,9 @@ class _Pipe:
         erdy = self.erdy = max(erdy_floor, self.primed[j] + self.nrdy)
         start = max(erdy + TP + self.answer, lane)
         for m in range(j + 1, last + 1):
+            if self.pipe:
+                self.primed.setdefault(m, self.primed[j])
+                continue
             # Submitted while the mover waits: primed before the stream starts (in the
             # simulation within 1 µs of its submission, the host's doorbell).
             if m not in self.primed and submitted[m] < start:
@@ -209,10 +227,12 @@ def uas_timing(link: Usb3Link, profile: Usb3HostProfile, length: int) -> UasTimi
 
 def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: int,
             queue_depth: int, device: UasDevice = IDEAL_DEVICE,
-            primed: bool = False) -> UasTimes:
+            primed: bool = False, pipe_primes: bool = False) -> UasTimes:
     """``commands`` UAS commands of ``length`` bytes on ``link`` (its direction is the data's),
     ``queue_depth`` outstanding, the first submitted at 0 (see module); ``primed``: the first
-    command's streams were primed before."""
+    command's streams were primed before; ``pipe_primes``: the host primes each stream pipe
+    once with the Prime Stream ID (IN an ACK TP, OUT a zero-length data packet) instead of
+    naming each stream, and the device selects from then on (``sim/usb3/host_streams.py``)."""
     if link.direction not in (Direction.IN, Direction.OUT):
         raise ValueError(f"UAS moves data in or out, not {link.direction}")
     if length < 1 or commands < 1 or queue_depth < 1:
@@ -227,9 +247,10 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     answer_in = ANSWER_IN + device.answer_in * CYCLE
     answer_out = ANSWER_OUT + device.answer_out * CYCLE
     nrdy_after = answer_out + TP  # a prime's NRDY, its end after the prime's
-    data = _Pipe(host_tp if reading else dp_seconds(first_packet), t.retoken, t.answer,
-                 nrdy_after)
-    status = _Pipe(host_tp, t.retoken, t.answer, nrdy_after)
+    out_prime = dp_seconds(0) if pipe_primes else dp_seconds(first_packet)
+    data = _Pipe(host_tp if reading else out_prime, t.retoken, t.answer, nrdy_after,
+                 pipe=pipe_primes)
+    status = _Pipe(host_tp, t.retoken, t.answer, nrdy_after, pipe=pipe_primes)
     sense_packet = dp_seconds(uas.SENSE_HEADER_SIZE)
     # A data-in train's time from its Start Stream to its last packet, less the first packet's
     # wait (the device's answer to that ACK TP, or its fill).
@@ -267,11 +288,11 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
         # the first packet boundary after it came, ahead of the IU if it came before the IU
         # started (a write's: during its data prime, a whole packet).
         nrdy = status.primed.get(j, -math.inf) + status.nrdy
-        if nrdy < at:
+        if nrdy < at and not (pipe_primes and j > 0):
             at = max(at, max(nrdy, data.primed.get(j, -math.inf)) + LGOOD)
         command_in = at + dp_seconds(uas.COMMAND_SIZE)
         command_end = command_in + answer_out + TP
-        known = command_end + device.decode * CYCLE  # the device has decoded it
+        known = command_end + device.decode_for(reading, pipe_primes) * CYCLE  # decoded
         previous = data.end[-1] if data.end else -math.inf
         if reading:  # the host ACKed its last packet
             floor = max(known, previous + t.answer + TP + device.next_in * CYCLE)
@@ -294,7 +315,7 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             if train < status.erdy < d_end and length > t.mps and not link.latency_bound:
                 d_end += device_tp  # between two data packets sent back to back
         else:
-            d_end = d_start + span + device.answer_out * CYCLE
+            d_end = d_start + span + device.last_ack(pipe_primes) * CYCLE
             s_start = status.select(j, submitted, max(d_end + device.after_last * CYCLE,
                                                       status_floor), s_lane, last)
         data.end.append(d_end)
@@ -331,18 +352,18 @@ _PERIODS: dict[tuple[object, ...], float] = {}
 
 
 def uas_period(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_depth: int,
-               device: UasDevice = IDEAL_DEVICE) -> float:
+               device: UasDevice = IDEAL_DEVICE, pipe_primes: bool = False) -> float:
     """Seconds per command of the stepped schedule in steady state: a run long enough for its
     start-up to pass, whole rounds of the queue from its middle to where its last
     ``queue_depth`` commands (which no later one follows) begin (kept per arguments: a sweep
     asks more than once)."""
-    key = (link, repr(profile), length, queue_depth, device)
+    key = (link, repr(profile), length, queue_depth, device, pipe_primes)
     if key not in _PERIODS:
         if len(_PERIODS) >= 256:
             _PERIODS.clear()
         commands = max(48, 8 * queue_depth)
         times = uas_run(link, profile, length, commands=commands, queue_depth=queue_depth,
-                        device=device)
+                        device=device, pipe_primes=pipe_primes)
         # Whole rounds of the queue: its commands may complete in bursts.
         first = commands // 2
         rounds = (commands - queue_depth - 1 - first) // queue_depth

@@ -20,7 +20,8 @@ from .usb3_uas_device import CYCLE, IDEAL_DEVICE, UasDevice
 __all__ = ["UasBound", "uas_bound", "lane_bytes"]
 
 
-def lane_bytes(direction: str, length: int, mps: int, device: UasDevice = IDEAL_DEVICE) -> int:
+def lane_bytes(direction: str, length: int, mps: int, device: UasDevice = IDEAL_DEVICE, *,
+               pipe_primes: bool = False) -> int:
     """Lane bytes one command puts on the lane its data go on (IN: upstream; OUT: downstream):
     the data packets, each with the link commands that answer its ACK TP (``DP_OVERHEAD``),
     and every other packet of the command there, with the LGOOD + LCRD for each packet the
@@ -31,15 +32,18 @@ def lane_bytes(direction: str, length: int, mps: int, device: UasDevice = IDEAL_
     SENSE IU; the link commands for the device's NRDY and ERDY of both streams, its ACK of the
     COMMAND IU and the SENSE IU. A ``device`` whose link idles after a TP adds those cycles
     (:attr:`~.usb3_uas_device.UasDevice.tp_gap` after each of its own on IN,
-    :attr:`~.usb3_uas_device.UasDevice.host_tp_gap` after each of the host's on OUT)."""
+    :attr:`~.usb3_uas_device.UasDevice.host_tp_gap` after each of the host's on OUT). With
+    ``pipe_primes`` no command has primes of its own (nor the NRDYs answering them)."""
     packets = max(1, math.ceil(length / mps))
     data = 4 * math.ceil(length / 4) + packets * DP_OVERHEAD
     wire, lc = DPH_BYTES + DPP_OVERHEAD, LINK_COMMANDS_PER_TP
+    primes = 0 if pipe_primes else 2
     if direction == Direction.IN:
-        return data + wire + uas.SENSE_HEADER_SIZE + 5 * (TP_BYTES + 4 * device.tp_gap) + 6 * lc
-    first = 4 * math.ceil(min(length, mps) / 4)
-    return (data + wire + first + wire + uas.COMMAND_SIZE + 3 * (TP_BYTES + 4 * device.host_tp_gap)
-            + 6 * lc)
+        return (data + wire + uas.SENSE_HEADER_SIZE
+                + (3 + primes) * (TP_BYTES + 4 * device.tp_gap) + (4 + primes) * lc)
+    first = 4 * math.ceil(min(length, mps) / 4) + wire if primes else 0
+    return (data + wire + first + uas.COMMAND_SIZE
+            + (2 + primes // 2) * (TP_BYTES + 4 * device.host_tp_gap) + (4 + primes) * lc)
 
 
 def _gaps(gaps: int, retoken: float, primes: float, handshake: float) -> float:
@@ -68,7 +72,8 @@ class UasBound:
 
 
 def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_depth: int,
-              commands: int | None = None, device: UasDevice = IDEAL_DEVICE) -> UasBound:
+              commands: int | None = None, device: UasDevice = IDEAL_DEVICE,
+              pipe_primes: bool = False) -> UasBound:
     """A lower bound of a run of ``commands`` commands (``None``: of one command's period in
     steady state) that holds whatever the phases of the pipes against each other.
 
@@ -86,38 +91,44 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     the driver's turnaround and the least a command takes (stepped alone: its transfers reach
     the host's rings together, so its streams are primed no sooner than its IU goes); and the
     lane its data go on carries every command's packets, and then, a run's clock stopping at
-    its last completion, the host's completion latency."""
+    its last completion, the host's completion latency. With ``pipe_primes`` (the host primes
+    each pipe once, with the Prime Stream ID) no later transfer is primed."""
     t = uas_timing(link, profile, length)
     q = min(queue_depth, commands or queue_depth)
     span = t.span()
     prime = TP if t.direction == Direction.IN else dp_seconds(min(length, t.mps))
+    if pipe_primes:
+        prime = 0.0
+    # (a pipe primed once stays primed: a bound takes it as primed before the run)
+    stepped = {"device": device, "pipe_primes": pipe_primes, "primed": pipe_primes}
     sense = TP + ANSWER_IN + dp_seconds(uas.SENSE_HEADER_SIZE)
     if q == 1:  # each behind the one before it (its SENSE IU's ACK on the host's lane)
-        two = uas_run(link, profile, length, commands=2, queue_depth=1, device=device).done
+        two = uas_run(link, profile, length, commands=2, queue_depth=1, **stepped).done
         cycle = two[1] - two[0]
     else:  # (its streams primed from its submission: none is on a ring before that)
         cycle = t.resubmit + uas_run(link, profile, length, commands=1, queue_depth=1,
-                                     device=device).done[0]
+                                     **stepped).done[0]
     # Between two streams of a pipe: its re-token delay and the primes sent in that gap, and at
     # least the handshake (the host's ACK of the stream's last packet, the next ERDY, the
     # host's answer: 2 turnarounds and 2 TPs; on OUT the device ACKs the last packet, so the
     # ERDY and the host's answer: behind small-burst 1,240 cycles from stream to stream of
     # 4 KiB writes primed before, where the bound without it took 1,085).
     # Every command's packets on its data's lane, at the lane's rate less SKP and ITP.
-    lane = lane_bytes(t.direction, length, t.mps, device) / t.link.rate
+    lane = lane_bytes(t.direction, length, t.mps, device,
+                      pipe_primes=pipe_primes) / t.link.rate
     handshake = 2 * (t.answer + TP)
     # (and on IN the device's own part: its ERDY once it learns the stream ended, its first
     # packet after the host's Start Stream)
     if t.direction == Direction.IN:
         data_shake = handshake + (device.next_in + device.answer_in) * CYCLE
     else:
-        data_shake = t.answer + TP + device.answer_out * CYCLE
+        data_shake = t.answer + TP + device.last_ack(pipe_primes) * CYCLE
     if commands is None:
         terms = {"data": span + max(t.retoken + prime, data_shake),
                  "status": sense + max(t.retoken + TP, handshake), "driver": cycle / q,
                  "lane": lane}
         return UasBound(max(terms.values()), terms)
-    start = uas_run(link, profile, length, commands=q, queue_depth=q, device=device)
+    start = uas_run(link, profile, length, commands=q, queue_depth=q, **stepped)
     n = commands
     # The run ends ``completion`` after its last command's last packet on the lane; only the
     # host's ACK of it and the link commands of the last few packets may follow that packet
@@ -134,7 +145,8 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
         terms["data"] = max(terms["data"], stage["data stream"] + later * span + t.completion
                             + _gaps(later - 1, t.retoken, primes * prime, data_shake))
         terms["status"] = max(terms["status"], stage["SENSE end"] - sense + later * sense
-                              + t.completion + _gaps(later - 1, t.retoken, primes * TP,
+                              + t.completion + _gaps(later - 1, t.retoken,
+                                                     primes * TP * (not pipe_primes),
                                                      handshake))
     last = (n - 1) % q
     terms["driver"] = start.done[last] + (n - 1) // q * cycle

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..protocol import uas
 from ..protocol.names import Direction
+from ..protocol.streams import NAMED_PRIMES, PIPE_PRIMES
 from ..transport import BusDescription
 from .ceiling_type import Ceiling
 from .usb3 import usb3_link
@@ -38,28 +39,35 @@ def uas_ceiling(bus: BusDescription, direction: str, *, length: int,
     profile = profile or load_usb3_profile(bus.host_profile or "ideal")
     link = usb3_link(bus, direction, profile)
     t = uas_timing(link, profile, length)
+    pipe = bus.extra.get("primes") == PIPE_PRIMES
     commands = max(48, 8 * q)
     us = {k: v * 1e6 for k, v in uas_run(link, profile, length, commands=commands,
-                                          queue_depth=q).stages[commands // 2].items()}
+                                          queue_depth=q, pipe_primes=pipe
+                                          ).stages[commands // 2].items()}
 
     def figures(device: UasDevice) -> tuple[float, float, UasBound]:
         """(bound, stepped, the bound's terms) in bytes/s. The stepped schedule lets no two
         packets of different pipes wait for each other on a lane, so it is held to the lane's
         term (where that binds, the lanes' sharing decides, which stepping leaves out)."""
         bound = uas_bound(link, profile, length, queue_depth=q, commands=transfers,
-                          device=device)
+                          device=device, pipe_primes=pipe)
         lane = bound.terms["lane"]
         if transfers is None:
-            period = uas_period(link, profile, length, queue_depth=q, device=device)
+            period = uas_period(link, profile, length, queue_depth=q, device=device,
+                                pipe_primes=pipe)
             return length / bound.seconds, length / max(period, lane), bound
         run = uas_run(link, profile, length, commands=transfers, queue_depth=q,
-                      device=device)
+                      device=device, pipe_primes=pipe)
         return (transfers * length / bound.seconds, transfers * length / max(run.end, lane),
                 bound)
 
     throughput, stepped, bound = figures(IDEAL_DEVICE)
     mine, mine_stepped, _ = figures(BUSPROBE_DEVICE)
     prime = "an ACK TP" if direction == Direction.IN else "its first data packet (dropped)"
+    pipe_prime = "an ACK TP" if direction == Direction.IN else "a zero-length data packet"
+    priming = (f"each pipe primed once with the Prime Stream ID ({pipe_prime}), NRDY; each "
+               f"stream selected by the device's ERDY" if pipe else
+               f"each stream primed with {prime}, NRDY, selected by the device's ERDY")
     what = ("one command's period in steady state" if transfers is None else
             f"a run of {transfers} commands, host clock from the first submission to the last "
             f"completion")
@@ -68,8 +76,8 @@ def uas_ceiling(bus: BusDescription, direction: str, *, length: int,
         f"{direction.upper()} per transfer, {q} outstanding; each its status and data transfer "
         f"on the stream of its tag, then the COMMAND IU ({uas.COMMAND_SIZE} B OUT)",
         f"stepped by the simulated xHCI's rules: a pipe moves one transfer at a time, "
-        f"{profile.retoken_delay_us:g} µs after its last; each stream primed with {prime}, "
-        f"NRDY, selected by the device's ERDY and answered {profile.turnaround_ns:g} ns later; "
+        f"{profile.retoken_delay_us:g} µs after its last; {priming} and answered "
+        f"{profile.turnaround_ns:g} ns later; "
         f"the {direction.upper()} transfer {t.span() * 1e6:.3f} µs; completion "
         f"{profile.completion_latency_us:g} µs, the next command "
         f"{profile.resubmit_latency_us:g} µs after the one it follows is done; a device never "
@@ -92,11 +100,13 @@ def uas_ceiling(bus: BusDescription, direction: str, *, length: int,
         "transfer_seconds": t.span(), "device_ceiling": None,
         "latency_bound": link.latency_bound, "stages": us, "stepped": stepped,
         "bound_terms": bound.terms, "binding": _SETTERS[bound.binding],
-        "busprobe_device": mine, "busprobe_stepped": mine_stepped}
+        "busprobe_device": mine, "busprobe_stepped": mine_stepped,
+        "primes": PIPE_PRIMES if pipe else NAMED_PRIMES}
     if transfers is None:
         parts["period"] = bound.seconds
     else:
-        steady = length / uas_bound(link, profile, length, queue_depth=q).seconds
+        steady = length / uas_bound(link, profile, length, queue_depth=q,
+                                    pipe_primes=pipe).seconds
         parts.update(transfers=transfers, steady=steady, run_seconds=bound.seconds)
     return Ceiling(throughput, "\n".join(lines), parts, direction,
                    f"usb3-ss link UAS host profile {profile.name}")

@@ -46,6 +46,12 @@ class UasDevice:
         From the end of the host's ACK of a data-in stream's last packet to its ERDY for the
         data pipe's next stream: it learns that the stream ended through its receive path,
         and the link commands and packets due go first.
+    pipe_out_decode : int
+        A write's ``decode`` when the host primed its pipes with the Prime Stream ID, with no
+        named prime to answer first (0: ``decode``).
+    pipe_last_ack : int or None
+        With the pipes primed so: its ACK of a write's last data packet, beyond the protocol's
+        answer (None: ``answer_out``).
     """
 
     name: str
@@ -60,6 +66,20 @@ class UasDevice:
     host_tp_gap: int = 0
     commands_first: bool = False
     next_in: int = 0
+    pipe_out_decode: int = 0
+    pipe_last_ack: int | None = None
+
+    def last_ack(self, pipe_primes: bool) -> int:
+        """Cycles beyond the protocol's answer to its ACK of a write's last data packet."""
+        if pipe_primes and self.pipe_last_ack is not None:
+            return self.pipe_last_ack
+        return self.answer_out
+
+    def decode_for(self, reading: bool, pipe_primes: bool) -> int:
+        """Cycles from the COMMAND IU's ACK to the first data beat (or a write's ERDY)."""
+        if pipe_primes and not reading and self.pipe_out_decode:
+            return self.pipe_out_decode
+        return self.decode
 
     def fill(self, length: int) -> float:
         """Seconds to fill ``length`` bytes."""
@@ -91,7 +111,17 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: one-packet transfer) are buffered, for the host's ACK of its last packet and that stream's ERDY
 #: (``Usb3StorageDevice``'s grant): only later than the model's, so the bound still holds; the
 #: stepped schedule keeps it at ``sense_after`` (early for queued reads).
+#: With the pipes primed by the Prime Stream ID (``sim:usb3?primes=pipe``, 2026-12-05, sixteenth
+#: session) a write's ERDY comes 26 cycles after the last symbol of the IU's ACK (130 of 132
+#: commands, 4 KiB at queue depth 1 behind ``ideal``; 27 the others; 25 after the cycle the
+#: model ends a packet in), a read's 29; and the ACK of a write's last data packet 13 cycles
+#: after the packet's last symbol (the protocol's answer, ``DEVICE_RESPONSE_CYCLES``): with
+#: named primes the model's other answers are a cycle or two early (a write's SENSE behind
+#: ``ideal`` 31 cycles after the host's Start Stream where it takes 28, the least of
+#: ``small-burst``'s), which the 2 cycles of ``answer_out`` there offset; with the pipe primed
+#: nothing does (4 KiB writes at queue depth 1 read up to 0.04 % above the bound with them).
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=27, bytes_per_cycle=4,
                             after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
                             tp_gap=2, host_tp_gap=1,
-                            commands_first=True, next_in=17)
+                            commands_first=True, next_in=17, pipe_out_decode=25,
+                            pipe_last_ack=0)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import enum
 
 __all__ = ["StreamState", "NO_STREAM_ID", "PRIME_STREAM_ID", "NOSTREAM_STREAM_ID",
-           "MAX_STREAMS_EXPONENT", "MAX_STREAMS", "valid_stream_id"]
+           "MAX_STREAMS_EXPONENT", "MAX_STREAMS", "valid_stream_id", "NAMED_PRIMES",
+           "PIPE_PRIMES", "PRIMINGS"]
 
 #: The Stream ID of an endpoint without streams (every packet of the non-stream endpoints).
 #: With streams allocated it is reserved: a packet naming it is a protocol error (NRDY).
@@ -23,6 +24,13 @@ NO_STREAM_ID = 0
 #: Reserved Stream IDs of USB 3.2 §8.12.1.4 (the host's Prime and NoStream values).
 PRIME_STREAM_ID = 0xFFFE
 NOSTREAM_STREAM_ID = 0xFFFF
+#: How a host primes a stream endpoint (``sim:usb3?primes=``, the UAS ceiling): ``named``,
+#: each transfer's stream by its own ID (OUT: with the transfer's first data packet, which a
+#: device that selects drops); ``pipe``, the pipe once with :data:`PRIME_STREAM_ID`, after which
+#: the device selects any stream (what device controllers report as a "prime": Linux's dwc3
+#: and cdnsp drivers expect it, and a host's return to priming after a NoStream refusal).
+NAMED_PRIMES, PIPE_PRIMES = "named", "pipe"
+PRIMINGS = (NAMED_PRIMES, PIPE_PRIMES)
 #: busprobe's stream endpoints: ``bmAttributes`` MaxStreams of their companion descriptors
 #: (2**5 = 32 streams, Stream IDs 1..32; Linux asks for up to 256 and takes what is offered).
 MAX_STREAMS_EXPONENT = 5

@@ -1,7 +1,7 @@
 """``sim:usb3``: what the SuperSpeed simulation is, from the selector's options alone.
 
 ``sim:usb3?host=ideal|vl805|small-burst|FILE.toml&burst=1..16&design=busprobe|storage|streams``
-``&level=rtl|netlist``
+``&level=rtl|netlist&primes=named|pipe``
 
 ``host`` is the SuperSpeed host-controller profile the simulated xHCI obeys and the model reads
 (:mod:`busprobe.model.usb3_hosts`; loading it here is what checks it); ``burst`` caps the NumP
@@ -9,7 +9,10 @@ window the host grants (and its OUT burst) at that many packets, below the profi
 ``design=storage`` is the SCSI null disk over BOT (``usb3-storage``) in place of the probe,
 ``design=streams`` the probe with bulk streams (``gateware/usb3/streams_device.py``);
 ``level=netlist`` simulates the gate-level netlist of the ECPIX-5 board build, cut at the same
-PIPE interface, instead of the Amaranth design (:mod:`busprobe.sim.netlist`). The
+PIPE interface, instead of the Amaranth design (:mod:`busprobe.sim.netlist`); ``primes`` is how
+the simulated xHCI primes a stream endpoint (:data:`busprobe.protocol.streams.PRIMINGS`: each
+transfer's stream by name, or the pipe once with the Prime Stream ID), which the UAS ceiling
+follows. The
 simulation backend (:mod:`busprobe.sim.usb3.backend`) builds its device from this description;
 nothing here imports the simulation.
 """
@@ -22,6 +25,7 @@ from typing import Any
 from ..buses import USB3_SS
 from ..model.usb3_hosts import MAX_BURST_PACKETS, load_usb3_profile
 from ..protocol import usb2
+from ..protocol.streams import NAMED_PRIMES, PRIMINGS
 from ..protocol.usb3 import MAX_PACKET_SIZE
 from ..topology.hop import Hop
 from ..transport import BusDescription
@@ -52,6 +56,7 @@ OPTIONS: tuple[Option, ...] = (
            f"a whole number of packets, 1..{MAX_BURST_PACKETS}"),
     Option("design", "busprobe", choice(DESIGNS), one_of(DESIGNS)),
     Option("level", "rtl", choice(LEVELS), one_of(LEVELS)),
+    Option("primes", NAMED_PRIMES, choice(PRIMINGS), one_of(PRIMINGS)),
 )
 
 
@@ -59,12 +64,14 @@ def sim_usb3_bus(options: Mapping[str, Any]) -> BusDescription:
     """The bus the simulation presents for typed ``options`` (``host``, ``burst``).
 
     ``extra["max_burst"]`` is the ``burst`` cap the model applies on top of the profile's
-    windows (:func:`busprobe.model.usb3.usb3_ceiling`).
+    windows (:func:`busprobe.model.usb3.usb3_ceiling`); ``extra["primes"]`` how stream
+    endpoints are primed (:func:`busprobe.model.usb3_uas_ceiling.uas_ceiling`).
     """
     return BusDescription(kind=USB3_SS.kind, speed="super", host_profile=options["host"],
                           max_packet_size=MAX_PACKET_SIZE,
                           extra={"simulated": True, "max_burst": options["burst"],
-                                 "design": options["design"], "level": options["level"]})
+                                 "design": options["design"], "level": options["level"],
+                                 "primes": options["primes"]})
 
 
 def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
@@ -80,7 +87,8 @@ def sim_usb3_hops(options: Mapping[str, Any]) -> tuple[Hop, ...]:
     return (
         Hop("sim-usb-host-controller", "sim usb3 host", driver="busprobe.sim.usb3",
             description=f"simulated xHCI, host profile {options['host']}, burst "
-                        f"{options['burst']}", speed="super", speed_cap="super"),
+                        f"{options['burst']}, {options['primes']} primes", speed="super",
+            speed_cap="super"),
         Hop("sim-usb-device", device, driver="pipe",
             description=f"{what} on the PIPE link partner (sim/hdl/pipe_partner.sv)",
             speed="super", speed_cap="super"),

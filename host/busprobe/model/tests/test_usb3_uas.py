@@ -17,9 +17,9 @@ LENGTHS = (512, 4096, 65536, 262144, 2 << 20)
 DEPTHS = (1, 2, 4, 8, 32)
 
 
-def _bus(host: str, protocol: str = "uas") -> BusDescription:
+def _bus(host: str, protocol: str = "uas", primes: str = "named") -> BusDescription:
     return BusDescription(kind="usb3-ss", speed="super", host_profile=host,
-                          max_packet_size=1024, protocol=protocol)
+                          max_packet_size=1024, protocol=protocol, extra={"primes": primes})
 
 
 def _uas(host: str, direction: str, length: int, depth: int, **kw) -> float:
@@ -143,14 +143,17 @@ def test_a_finite_run_is_stepped_from_its_first_submission():
                for a, b in zip(ins, ins[1:], strict=False))
 
 
+@pytest.mark.parametrize("primes", ["named", "pipe"])
 @pytest.mark.parametrize("host", PROFILES)
-def test_the_bound_holds_the_stepped_schedules_and_busprobes_engine_never_beats_it(host):
+def test_the_bound_holds_the_stepped_schedules_and_busprobes_engine_never_beats_it(host, primes):
+    """Either way the host primes (``test_usb3_uas_pipe.py``: the pipe once)."""
     for direction in ("in", "out"):
         for length in (512, 4096, 262144):
             for depth in (1, 2, 8):
                 for transfers in (None, 16):
-                    ceiling = ceiling_for(_bus(host), direction, length=length,
+                    ceiling = ceiling_for(_bus(host, primes=primes), direction, length=length,
                                           queue_depth=depth, transfers=transfers)
+                    assert ceiling.parts["primes"] == primes
                     for figure in ("stepped", "busprobe_device", "busprobe_stepped"):
                         assert ceiling.parts[figure] <= ceiling.throughput * (1 + 1e-9), (
                             direction, length, depth, transfers, figure)

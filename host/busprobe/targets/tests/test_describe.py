@@ -37,6 +37,15 @@ def test_sim_pcie_options_are_typed_and_reach_bus_and_hops():
                              "memory read latency 1e+09 ns (simulated)"]
 
 
+def test_sim_usb3_primes_reach_the_bus_and_the_host_hop():
+    """How the simulated xHCI primes stream endpoints is the bus's (the UAS ceiling reads
+    it) and the host hop says so; named by default."""
+    assert describe("sim:usb3").bus.extra["primes"] == "named"
+    target = describe("sim:usb3?design=storage&primes=pipe")
+    assert target.bus.extra["primes"] == "pipe"
+    assert target.hops_json()[0]["description"].endswith(", pipe primes")
+
+
 def test_sim_pcie_on_the_soft_endpoint_is_gen1_with_skp_in_the_ceiling():
     target = describe("sim:pcie?phy=ecp5&gen=1&mps=128")
     assert target.options["phy"] == "ecp5"
@@ -84,7 +93,9 @@ def test_sim_pcie_on_the_soft_endpoint_is_gen1_with_skp_in_the_ceiling():
     ("sim:usb3?host=nope", "sim:usb3 option host='nope': unknown USB3 host profile 'nope'"),
     ("sim:usb3?design=x",
      "sim:usb3 option design='x': design must be busprobe, storage or streams"),
-    ("sim:usb3?speed=x", "sim:usb3: unknown option(s) speed (it takes host, burst, design, level)"),
+    ("sim:usb3?primes=x", "sim:usb3 option primes='x': primes must be named or pipe"),
+    ("sim:usb3?speed=x",
+     "sim:usb3: unknown option(s) speed (it takes host, burst, design, level, primes)"),
     ("sim:usb4", "no simulated target 'usb4' (available: pcie, usb2, usb3)"),
     ("usb:1209:0001?speed=high", "usb:1209:0001: unknown option(s) speed (it takes no options)"),
     ("usb:1209", "bad USB selector usb:1209: expected usb:VID:PID[#SERIAL]"),
