@@ -96,9 +96,11 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
     t = uas_timing(link, profile, length)
     q = min(queue_depth, commands or queue_depth)
     span = t.span()
+    # A later transfer's prime on the data and the status pipe (none behind a primed pipe).
     prime = TP if t.direction == Direction.IN else dp_seconds(min(length, t.mps))
+    status_prime = TP
     if pipe_primes:
-        prime = 0.0
+        prime = status_prime = 0.0
     # (a pipe primed once stays primed: a bound takes it as primed before the run)
     stepped = {"device": device, "pipe_primes": pipe_primes, "primed": pipe_primes}
     sense = TP + ANSWER_IN + dp_seconds(uas.SENSE_HEADER_SIZE)
@@ -146,8 +148,7 @@ def uas_bound(link: Usb3Link, profile: Usb3HostProfile, length: int, *, queue_de
                             + _gaps(later - 1, t.retoken, primes * prime, data_shake))
         terms["status"] = max(terms["status"], stage["SENSE end"] - sense + later * sense
                               + t.completion + _gaps(later - 1, t.retoken,
-                                                     primes * TP * (not pipe_primes),
-                                                     handshake))
+                                                     primes * status_prime, handshake))
     last = (n - 1) % q
     terms["driver"] = start.done[last] + (n - 1) // q * cycle
     return UasBound(max(terms.values()), terms)
