@@ -118,11 +118,15 @@ def _unplug_at(exporter: Exporter, line: str) -> list[bool]:
     return done
 
 
-def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
+def run_usb_pass(controller: str, *, timeout: float = 900.0,
+                 ss_storage_selector: str = SS_STORAGE_SELECTOR,
+                 run: str | None = None) -> UsbPass:
     """Boot a guest with the exported device behind ``controller`` (``xhci``/``ehci``); behind
-    xHCI the SuperSpeed device is exported too, on the controller's SuperSpeed ports."""
+    xHCI the SuperSpeed device is exported too, on the controller's SuperSpeed ports, and the
+    SuperSpeed null disk (``ss_storage_selector``) plugged in late. ``run`` names the run's
+    directory under ``build/vm/runs`` (``usb-CONTROLLER``)."""
     device, driver = CONTROLLERS[controller]
-    kernel, initramfs, out = prepare_guest(f"usb-{controller}")
+    kernel, initramfs, out = prepare_guest(run or f"usb-{controller}")
     (out / "user").mkdir(mode=0o777)  # the guest's user who is not root writes here
     (out / "user").chmod(0o777)
     exporter = Exporter(out / "exporter.log")
@@ -136,7 +140,7 @@ def run_usb_pass(controller: str, *, timeout: float = 900.0) -> UsbPass:
         settings["SS_STORAGE"] = "1"
     # Started when the guest asks for it, stopped when it is done (an idle simulator would
     # share the cores with the checks around it).
-    ss_disk = LateDisk(out, SS_STORAGE_SELECTOR, "busprobe-ss-disk", "ss-storage") \
+    ss_disk = LateDisk(out, ss_storage_selector, "busprobe-ss-disk", "ss-storage") \
         if superspeed is not None else None
     storage = Exporter(out / "exporter-storage.log", selector=STORAGE_SELECTOR,
                        name="busprobe-disk") if controller == STORAGE_CONTROLLER else None
