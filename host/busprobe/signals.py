@@ -6,6 +6,13 @@ end Python at once: no partial result is saved and a simulator child may be left
 the path Ctrl-C takes (the sweep saves its points with ``"complete": false``, simulators are
 stopped). While that clean-up runs, further SIGINT/SIGTERM/SIGHUP are ignored: a second Ctrl-C
 must not lose the points being written.
+
+A signal that arrives inside a ctypes callback must not raise there: ctypes prints the exception
+and drops it ("Exception ignored on calling ctypes callback function"), and python-libusb1 runs
+every transfer's completion callback inside libusb's event handling, so the interrupt was lost,
+the transfer's bookkeeping cut short and the sweep hung on it (the VM's Ctrl-C check behind
+EHCI, once in many runs, 2026-12-05). There the signal is deferred, and the event loop raises it
+with :func:`raise_deferred` once the callback has returned.
 """
 
 from __future__ import annotations
@@ -16,9 +23,35 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["Terminated", "interruptible", "exit_status"]
+__all__ = ["Terminated", "interruptible", "exit_status", "raise_deferred"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: python-libusb1's ctypes entry for transfer callbacks (``usb1.USBTransfer``): a frame of it on
+#: the stack means a signal's exception would be dropped (see module).
+_CALLBACK_ENTRIES = frozenset({"__callbackWrapper"})
+#: A signal that came inside a callback, for :func:`raise_deferred`.
+_deferred: list[int] = []
+
+
+def _inside_callback(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name in _CALLBACK_ENTRIES:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _raise(signum: int) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def raise_deferred() -> None:
+    """Raise the signal that arrived inside a ctypes callback, if one did (an event loop calls
+    this after each pass of libusb's event handling)."""
+    if _deferred:
+        _raise(_deferred.pop())
 
 
 class Terminated(KeyboardInterrupt):
@@ -47,14 +80,16 @@ def interruptible() -> Iterator[None]:
         if fired:
             return
         fired = True
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(signum)
+        if _inside_callback(frame):
+            _deferred.append(signum)
+            return
+        _raise(signum)
 
     previous = {signum: signal.signal(signum, handler) for signum in _SIGNALS}
     try:
         yield
     finally:
+        _deferred.clear()
         for signum, old in previous.items():
             # Once interrupted the process is ending: a late second Ctrl-C must not turn a clean
             # exit (status 130, results saved) into a death by signal during shutdown.

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...protocol.names import Direction
+from ...signals import raise_deferred
 from ...transport import TransportError
 from .libusb import map_usb_error, transfer_status_error
 from .native_stream import NativeStream, StreamFailure, native_stream_for
@@ -138,6 +139,7 @@ class LibusbTransferQueue(TransferQueue):
             if left <= 0:
                 break
             self.context.handleEventsTimeout(min(left, 0.1))
+            raise_deferred()  # a Ctrl-C that came during a completion callback
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
