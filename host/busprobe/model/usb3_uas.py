@@ -164,9 +164,6 @@ class _Pipe:
         erdy = self.erdy = max(erdy_floor, self.primed[j] + self.nrdy)
         start = max(erdy + TP + self.answer, lane)
         for m in range(j + 1, last + 1):
-            if self.pipe:
-                self.primed.setdefault(m, self.primed[j])
-                continue
             # Submitted while the mover waits: primed before the stream starts (in the
             # simulation within 1 µs of its submission, the host's doorbell).
             if m not in self.primed and submitted[m] < start:

@@ -37,10 +37,11 @@ def lane_bytes(direction: str, length: int, mps: int, device: UasDevice = IDEAL_
     packets = max(1, math.ceil(length / mps))
     data = 4 * math.ceil(length / 4) + packets * DP_OVERHEAD
     wire, lc = DPH_BYTES + DPP_OVERHEAD, LINK_COMMANDS_PER_TP
-    primes = 0 if pipe_primes else 2
+    primes = 0 if pipe_primes else 2  # the data and the status pipe's own, per command
     if direction == Direction.IN:
         return (data + wire + uas.SENSE_HEADER_SIZE
                 + (3 + primes) * (TP_BYTES + 4 * device.tp_gap) + (4 + primes) * lc)
+    # OUT: the data pipe's prime is its first data packet, the status pipe's a TP.
     first = 4 * math.ceil(min(length, mps) / 4) + wire if primes else 0
     return (data + wire + first + uas.COMMAND_SIZE
             + (2 + primes // 2) * (TP_BYTES + 4 * device.host_tp_gap) + (4 + primes) * lc)

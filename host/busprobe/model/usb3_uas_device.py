@@ -46,9 +46,9 @@ class UasDevice:
         From the end of the host's ACK of a data-in stream's last packet to its ERDY for the
         data pipe's next stream: it learns that the stream ended through its receive path,
         and the link commands and packets due go first.
-    pipe_out_decode : int
+    pipe_out_decode : int or None
         A write's ``decode`` when the host primed its pipes with the Prime Stream ID, with no
-        named prime to answer first (0: ``decode``).
+        named prime to answer first (None: ``decode``).
     pipe_last_ack : int or None
         With the pipes primed so: its ACK of a write's last data packet, beyond the protocol's
         answer (None: ``answer_out``).
@@ -66,7 +66,7 @@ class UasDevice:
     host_tp_gap: int = 0
     commands_first: bool = False
     next_in: int = 0
-    pipe_out_decode: int = 0
+    pipe_out_decode: int | None = None
     pipe_last_ack: int | None = None
 
     def last_ack(self, pipe_primes: bool) -> int:
@@ -77,7 +77,7 @@ class UasDevice:
 
     def decode_for(self, reading: bool, pipe_primes: bool) -> int:
         """Cycles from the COMMAND IU's ACK to the first data beat (or a write's ERDY)."""
-        if pipe_primes and not reading and self.pipe_out_decode:
+        if pipe_primes and not reading and self.pipe_out_decode is not None:
             return self.pipe_out_decode
         return self.decode
 
