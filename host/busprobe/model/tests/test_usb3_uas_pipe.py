@@ -6,7 +6,7 @@ holds every stepped schedule either way: ``test_usb3_uas.py``.)"""
 import pytest
 from busprobe.model import ceiling_for
 from busprobe.model.usb3 import DPH_BYTES, DPP_OVERHEAD, usb3_link
-from busprobe.model.usb3_hosts import load_usb3_profile
+from busprobe.model.usb3_hosts import builtin_usb3_profiles, load_usb3_profile
 from busprobe.model.usb3_uas import dp_seconds, uas_run
 from busprobe.model.usb3_uas_bound import lane_bytes, uas_bound
 from busprobe.model.usb3_uas_device import BUSPROBE_DEVICE, CYCLE, UasDevice
@@ -96,19 +96,20 @@ def test_busprobes_engine_decodes_a_write_a_cycle_sooner_with_the_pipe_primed():
         (25 + BUSPROBE_DEVICE.answer_out) * CYCLE)
 
 
-@pytest.mark.parametrize("primes", ["named", "pipe"])
+@pytest.mark.parametrize("primes", [NAMED_PRIMES, PIPE_PRIMES])
 @pytest.mark.parametrize("direction", ["in", "out"])
-def test_the_bound_with_busprobes_engine_never_reads_above_the_ideal_devices(direction, primes):
+@pytest.mark.parametrize("host", builtin_usb3_profiles())
+def test_the_bound_with_busprobes_engine_never_reads_above_the_ideal_devices(host, direction,
+                                                                             primes):
     """A slower device can only lower the bound: for every shipped host, length and queue depth,
     in steady state and for runs of a few commands to a thousand. (With the host's idle cycle
     after its TP subtracted from the upstream lane's end, the engine's bound of 1 KiB reads ×
     QD 4 behind ``ideal`` read 0.01 MB/s above the ideal device's.)"""
-    for host in ("vl805", "small-burst", "ideal"):
-        bus = _bus(host, primes)
-        for length in (1024, 4096, 262144):
-            for queue_depth in (1, 4, 8):
-                for transfers in (None, 16, 189, 1024):
-                    ceiling = ceiling_for(bus, direction, length=length,
-                                          queue_depth=queue_depth, transfers=transfers)
-                    assert ceiling.parts["busprobe_device"] <= ceiling.throughput * (1 + 1e-9), (
-                        host, length, queue_depth, transfers)
+    bus = _bus(host, primes)
+    for length in (1024, 4096, 262144):
+        for queue_depth in (1, 4, 8):
+            for transfers in (None, 16, 189, 1024):
+                ceiling = ceiling_for(bus, direction, length=length, queue_depth=queue_depth,
+                                      transfers=transfers)
+                assert ceiling.parts["busprobe_device"] <= ceiling.throughput * (1 + 1e-9), (
+                    length, queue_depth, transfers)
