@@ -13,18 +13,20 @@ multiplexer and control endpoint, adding what busprobe's bulk endpoints need:
 - its link commands queued whole and sent back to back (:mod:`.link_commands`: LUNA's header
   receiver otherwise starves its LGOODs on a busy lane), and its advertisement after every
   Recovery (LUNA's skips it when the link leaves U0 mid-command);
+- its packets sent back to back while no link command or SKP waits (:mod:`.chained_packets`:
+  LUNA's transmitter leaves two idle cycles after each);
 - the LFPS detections registered on their way to the LTSSM (a timing path on the ECPIX-5).
 """
 
-from amaranth import Elaboratable, Module, Signal
+from amaranth import Cat, Elaboratable, Module, Signal
 from luna.gateware.usb.usb3.link import USB3LinkLayer
 from luna.gateware.usb.usb3.link.header import HeaderQueue
 from luna.gateware.usb.usb3.physical import USB3PhysicalLayer
 from luna.gateware.usb.usb3.protocol import USB3ProtocolLayer
 from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointMultiplexer
 
+from .chained_packets import ChainedPacketTransmitter
 from .data_receiver import OneVerdictDataPacketReceiver
-from .header_crc import WordCrcPacketTransmitter
 from .link_commands import advertise_after_every_recovery, queue_link_commands
 from .transmit_arbiter import SameCycleStreamArbiter
 
@@ -101,8 +103,9 @@ class BurstLinkLayer(USB3LinkLayer):
         transmitter = m.submodules.transmitter
         m.d.comb += self.header_credit_stall.eq(transmitter.queue.valid
                                                 & (transmitter.credits_available == 0))
-        # Timing: its header CRC-16 reads the header's words, not its output multiplexer.
-        WordCrcPacketTransmitter.adopt(transmitter)
+        # Timing: its header CRC-16 reads the header's words, not its output multiplexer; and
+        # it sends a waiting packet straight after the last (.chained_packets).
+        ChainedPacketTransmitter.adopt(transmitter)
         # Upstream bug (luna-usb 0.2.3, DataPacketReceiver; see .data_receiver): after a
         # zero-length data packet it strobes "good" every cycle and never receives again.
         OneVerdictDataPacketReceiver.adopt(m.submodules.data_rx)
@@ -127,8 +130,9 @@ class BurstLinkLayer(USB3LinkLayer):
         # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): on a busy
         # lane its LGOODs starve. Its link commands reach the transmit arbiter through a queue
         # that takes them whole and sends them back to back; dropped when the link leaves U0.
-        queue_link_commands(m, m.submodules.stream_arbiter, m.submodules.header_rx.source,
-                            flush=~self.trained | self.in_reset)
+        commands = queue_link_commands(m, m.submodules.stream_arbiter,
+                                       m.submodules.header_rx.source,
+                                       flush=~self.trained | self.in_reset)
         # Upstream bug (luna-usb 0.2.3, HeaderPacketReceiver; see .link_commands): leaving U0
         # while it sends an LGOOD or LCRD, it skips its advertisement after Recovery.
         advertise_after_every_recovery(m.submodules.header_rx)
@@ -148,6 +152,12 @@ class BurstLinkLayer(USB3LinkLayer):
         arbiter = SameCycleStreamArbiter.adopt(m.submodules.stream_arbiter)
         m.d.comb += [arbiter.counting.eq(self.trained & ~self.in_reset),
                      arbiter.flush.eq(self.in_reset)]
+        # The transmitter chains packets only while no other stream waits for the lane: the
+        # arbiter hands it over only where the holder drops valid.
+        others = Cat(arbiter.waiting[i] for i, stream in enumerate(arbiter._sinks)
+                     if stream is not transmitter.source)
+        m.d.comb += transmitter.yield_lane.eq(arbiter.skp_due | commands.source.valid
+                                              | others.any())
         return m
 
 

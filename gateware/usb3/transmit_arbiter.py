@@ -1,6 +1,6 @@
 """The SuperSpeed link's transmit arbiter, granting the lane in the cycle a stream asks for it."""
 
-from amaranth import Array, Module, Signal
+from amaranth import Array, Cat, Module, Signal
 from busprobe.protocol.usb3 import SKP_INTERVAL_SYMBOLS
 from luna.gateware.usb.stream import SuperSpeedStreamArbiter, USBRawSuperSpeedStream
 
@@ -50,6 +50,11 @@ class SameCycleStreamArbiter(SuperSpeedStreamArbiter):
         SKP count runs only then.
     flush: Signal(), input
         Drop what the streams' buffers hold (a warm or hot reset: the link starts over).
+    skp_due: Signal(), output
+        A pair of SKP ordered sets is owed: it goes at the next boundary where the holder drops
+        ``valid``.
+    waiting: Signal(len(streams)), output
+        Each stream has a word in its buffer (bit ``i``: the ``i``-th stream added).
     """
 
     @classmethod
@@ -59,6 +64,8 @@ class SameCycleStreamArbiter(SuperSpeedStreamArbiter):
         arbiter.__class__ = cls
         arbiter.counting = Signal()
         arbiter.flush = Signal()
+        arbiter.skp_due = Signal()
+        arbiter.waiting = Signal(len(arbiter._sinks))
         return arbiter
 
     def elaborate(self, platform):
@@ -71,6 +78,7 @@ class SameCycleStreamArbiter(SuperSpeedStreamArbiter):
             m.d.comb += [buffer.sink.stream_eq(stream), buffer.flush.eq(self.flush)]
             sinks.append(buffer.source)
         valids = Array(sink.valid for sink in sinks)
+        m.d.comb += self.waiting.eq(Cat(sink.valid for sink in sinks))
 
         holder = Signal(range(len(sinks)))  # the stream that had the lane last cycle
         grant = Signal(range(len(sinks)))
@@ -79,6 +87,7 @@ class SameCycleStreamArbiter(SuperSpeedStreamArbiter):
         skp_owed = Signal(range(8))
         skp_bytes = Signal(range(SKP_INTERVAL_SYMBOLS))
         skp_due = skp_owed >= 2
+        m.d.comb += self.skp_due.eq(skp_due)
 
         with m.If(valids[holder]):
             m.d.comb += [grant.eq(holder), granted.eq(1)]

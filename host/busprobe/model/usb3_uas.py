@@ -50,7 +50,7 @@ SENSE within the data-in packets), so no simulated run ends before the stepped o
 :data:`BUSPROBE_DEVICE` adds what busprobe's UAS engine takes beyond an ideal device: its
 decode; a read's first packet filled at 4 bytes a cycle before it goes (the ERDY goes with its
 first beat, so the host's answer overlaps the fill); and what its link shows, read off the
-simulation's link trace (``BUSPROBE_LINK_TRACE``): the idle cycles after each TP either side
+simulation's link trace (``BUSPROBE_LINK_TRACE``): the idle cycle after each TP the host
 sends it, the status stream's ERDY on the upstream lane ahead of the data packet filled
 beside it (or between two data packets), the LGOOD and LCRD of the status stream's ACK TP
 ahead of a SENSE IU that follows a data-in train, its ERDY for a read's next stream some
@@ -240,7 +240,6 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
     first_packet = min(length, t.mps)
     # The host's TPs on its lane; the device's on its own; the device's answers.
     host_tp = TP + device.host_tp_gap * CYCLE
-    device_tp = TP + device.tp_gap * CYCLE
     answer_in = ANSWER_IN + device.answer_in * CYCLE
     answer_out = ANSWER_OUT + device.answer_out * CYCLE
     nrdy_after = answer_out + TP  # a prime's NRDY, its end after the prime's
@@ -306,11 +305,11 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             sense_ready = known + device.fill(length) + device.sense_after * CYCLE
             s_start = status.select(j, submitted, max(sense_ready, d_start, status_floor),
                                     s_lane, last)
-            if status.erdy <= train < status.erdy + device_tp:
-                train = status.erdy + device_tp  # the ERDY went first
+            if status.erdy <= train < status.erdy + TP:
+                train = status.erdy + TP  # the ERDY went first
             d_end = train + train_span
             if train < status.erdy < d_end and length > t.mps and not link.latency_bound:
-                d_end += device_tp  # between two data packets sent back to back
+                d_end += TP  # between two data packets sent back to back
         else:
             d_end = d_start + span + device.last_ack(pipe_primes) * CYCLE
             s_start = status.select(j, submitted, max(d_end + device.after_last * CYCLE,

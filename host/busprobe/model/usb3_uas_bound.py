@@ -32,13 +32,10 @@ def lane_bytes(direction: str, length: int, mps: int, device: UasDevice = IDEAL_
     SENSE IU; the link commands for the device's NRDY and ERDY of both streams, its ACK of the
     COMMAND IU and the SENSE IU. On OUT a ``device`` behind which the host idles after each of
     its TPs adds those cycles (:attr:`~.usb3_uas_device.UasDevice.host_tp_gap`: the simulated
-    xHCI appends them to the TP). On IN the device's own idle cycles after a TP
-    (:attr:`~.usb3_uas_device.UasDevice.tp_gap`) are not counted: they only keep its next
-    header back, and its link commands (at least two a header it sends: the LGOOD and LCRD of
-    each of the host's packets) may go in them. Counted, busprobe's engine read above the
-    bound: 375.95 MB/s at 1 KiB × QD 4 behind ``ideal`` in a 1 MiB run, the bound 375.38
-    (2026-12-05). With ``pipe_primes`` no command has primes of its own (nor the NRDYs
-    answering them)."""
+    xHCI appends them to the TP). The device's own lane has no idle cycles between its
+    packets (busprobe's engine sends a waiting packet straight after the last, or its link
+    commands there: ``gateware/usb3/chained_packets.py``). With ``pipe_primes`` no command has
+    primes of its own (nor the NRDYs answering them)."""
     packets = max(1, math.ceil(length / mps))
     data = 4 * math.ceil(length / 4) + packets * DP_OVERHEAD
     wire, lc = DPH_BYTES + DPP_OVERHEAD, LINK_COMMANDS_PER_TP

@@ -33,9 +33,6 @@ class UasDevice:
         Beyond the protocol's answers (``usb3.DEVICE_RESPONSE_CYCLES``): a data packet (a
         data-in one, the SENSE IU) after the ACK TP asking for it; an ACK TP or NRDY after the
         packet it answers.
-    tp_gap : int
-        Idle cycles after each transaction packet it sends: one that follows on its lane
-        waits for them.
     host_tp_gap : int
         Idle cycles the host leaves after each transaction packet it sends the device (a
         receiver that loses a header packet right behind another needs them).
@@ -62,7 +59,6 @@ class UasDevice:
     send: int = 0
     answer_in: int = 0
     answer_out: int = 0
-    tp_gap: int = 0
     host_tp_gap: int = 0
     commands_first: bool = False
     next_in: int = 0
@@ -92,8 +88,8 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: decode 27-28 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
 #: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later and on the lane
 #: 5 after that; a write's SENSE at its last data packet's ACK (the check reads that packet
-#: beside it). On its link, LUNA's: two idle cycles after each TP it sends, one the host leaves
-#: after each it receives (``sim/usb3/link.py``'s ``LUNA_HEADER_GAP_SYMBOLS``), link commands
+#: beside it). On its link, LUNA's: one idle cycle the host leaves after each TP the device
+#: receives (``sim/usb3/link.py``'s ``LUNA_HEADER_GAP_SYMBOLS``), link commands
 #: ahead of a queued packet; and its four-endpoint storage design answers 2 cycles later than
 #: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT (13-15 seen), 3 on
 #: the SENSE IU (28-30 seen after its ACK TP). Each the least the link trace
@@ -102,6 +98,9 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: registers its key, 2026-12-05: 27 and 28, in 1,110 commands behind ``ideal``, 1 KiB and
 #: 4 KiB at queue depth 1; less only where the ACK itself went late); the UAS sweep tests fail if
 #: the gateware answers faster (a point above its bound) or much slower (not within 1 %).
+#: Until 2026-12-06 LUNA's transmitter also left two idle cycles after each TP the engine sent;
+#: since then (``gateware/usb3/chained_packets.py``) a packet waiting behind it follows at once
+#: when no link command waits, so the model counts none.
 #: A read's next data stream: its ERDY 17 cycles after the host's ACK of the last packet ends
 #: where the model puts it (the least of some 1,100 stream switches in the link traces of 1 KiB
 #: and 4 KiB reads at queue depth 1-8 behind each shipped profile, 2026-12-05). A write's
@@ -122,6 +121,6 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: nothing does (4 KiB writes at queue depth 1 read up to 0.04 % above the bound with them).
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=27, bytes_per_cycle=4,
                             after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
-                            tp_gap=2, host_tp_gap=1,
+                            host_tp_gap=1,
                             commands_first=True, next_in=17, pipe_out_decode=25,
                             pipe_last_ack=0)

@@ -287,7 +287,6 @@ def test_busprobe_model_protocol_uas_prints_the_stepped_derivation(capsys):
 
 @pytest.mark.parametrize(("direction", "change", "cycles"), [
     ("in", {"commands_first": False}, 4),  # the LGOOD + LCRD ahead of the SENSE IU
-    ("in", {"tp_gap": 0}, 2),  # the status ERDY's idle cycles ahead of the data packet
     ("in", {"sense_after": 0}, 2),  # that ERDY later than the packet's last beat
     ("in", {"host_tp_gap": 0}, 3),  # the ACK of the SENSE and two primes ahead of the IU
     ("out", {"host_tp_gap": 0}, 2),  # the ACK of the SENSE and the status prime

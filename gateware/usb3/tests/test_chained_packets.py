@@ -1,0 +1,128 @@
+"""The packet transmitter sends queued packets back to back, unless another stream waits for
+the lane, and sends the same words as LUNA's otherwise.
+
+The bench is LUNA's ``PacketTransmitter`` alone (as :class:`.header_crc.WordCrcPacketTransmitter`
+and as :class:`.chained_packets.ChainedPacketTransmitter`): the partner's link commands (its
+advertisement, four credits, then an LGOOD and an LCRD for each header) on its ``sink``, header
+packets offered on its ``queue``, its lane always ready.
+"""
+
+from amaranth import Module
+from amaranth.sim import Simulator
+from busprobe.gateware.usb3.chained_packets import ChainedPacketTransmitter
+from busprobe.gateware.usb3.header_crc import WordCrcPacketTransmitter
+from busprobe.sim.usb3.framing import LinkCommand, frame_command
+from luna.gateware.usb.usb3.link.transmitter import PacketTransmitter
+
+TRANSACTION_PACKET = 0x4
+
+
+def _words(framed):
+    symbols, kmask = framed.symbols, framed.kmask
+    return [(int.from_bytes(symbols[i:i + 4], "little"), kmask >> i & 0xF)
+            for i in range(0, len(symbols), 4)]
+
+
+def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_at=None,
+                    cycles=300):
+    """Returns the lane, a (valid, data, ctrl) per cycle from the first header packet on, and
+    how many headers the transmitter took. Every header is queued at once; ``yield_lane(cycle)``
+    drives the chained transmitter's ``yield_lane``; ``lbad_at``: the partner sends an LBAD
+    at that cycle (and no LGOOD or LCRD for any packet)."""
+    transmitter = PacketTransmitter()
+    transmitter = (ChainedPacketTransmitter if chained else WordCrcPacketTransmitter).adopt(
+        transmitter)
+    m = Module()
+    m.submodules.transmitter = transmitter
+    lane, taken = [], []
+
+    async def partner(ctx):
+        commands = [frame_command(LinkCommand.LGOOD, 7)]
+        commands += [frame_command(LinkCommand.LCRD, i) for i in range(4)]
+        words = [word for command in commands for word in _words(command)]
+        acked, started = 0, False
+        ctx.set(transmitter.enable, 1)
+        ctx.set(transmitter.source.ready, 1)
+        for cycle in range(cycles):
+            if lbad_at is not None and cycle == lbad_at:
+                words += _words(frame_command(LinkCommand.LBAD))
+            data, ctrl = words.pop(0) if words else (0, 0)
+            ctx.set(transmitter.sink.valid, 1)
+            ctx.set(transmitter.sink.data, data)
+            ctx.set(transmitter.sink.ctrl, ctrl)
+            ready = ctx.get(transmitter.bringup_complete)
+            ctx.set(transmitter.queue.valid, ready and len(taken) < headers)
+            ctx.set(transmitter.queue.header.dw0, TRANSACTION_PACKET | len(taken) << 16)
+            if chained:
+                ctx.set(transmitter.yield_lane, yield_lane(len(lane)))
+            if ctx.get(transmitter.queue.valid) and ctx.get(transmitter.queue.ready):
+                taken.append(len(taken))
+            word = (ctx.get(transmitter.source.valid), ctx.get(transmitter.source.data),
+                    ctx.get(transmitter.source.ctrl))
+            started = started or word[0]
+            if started:
+                lane.append(word)
+            # Each header's LGOOD and LCRD once it has started.
+            sent = sum(1 for valid, _, ctrl in lane if valid and ctrl == 0xF)
+            if lbad_at is None and sent > acked and not words:
+                words += _words(frame_command(LinkCommand.LGOOD, acked % 8))
+                words += _words(frame_command(LinkCommand.LCRD, acked % 4))
+                acked += 1
+            await ctx.tick("ss")
+
+    sim = Simulator(m)
+    sim.add_clock(8e-9, domain="ss")
+    sim.add_testbench(partner)
+    sim.run()
+    return lane, len(taken)
+
+
+def _packets(lane):
+    """The lane's header packets: (first cycle, the five words) each."""
+    packets, index = [], 0
+    while index < len(lane):
+        valid, _, ctrl = lane[index]
+        if valid and ctrl == 0xF:  # SHP SHP SHP EPF
+            packets.append((index, tuple(word[1:] for word in lane[index:index + 5])))
+            index += 5
+        else:
+            index += 1
+    return packets
+
+
+def _gaps(packets):
+    return [b[0] - a[0] - 5 for a, b in zip(packets, packets[1:], strict=False)]
+
+
+def test_luna_leaves_two_idle_cycles_between_two_queued_header_packets():
+    lane, taken = run_transmitter(False, headers=4)
+    packets = _packets(lane)
+    assert taken == 4 and len(packets) == 4
+    assert _gaps(packets) == [2, 2, 2]
+
+
+def test_queued_header_packets_go_back_to_back_with_the_same_words():
+    luna = _packets(run_transmitter(False, headers=4)[0])
+    lane, taken = run_transmitter(True, headers=4)
+    packets = _packets(lane)
+    assert taken == 4 and _gaps(packets) == [0, 0, 0]
+    assert [words for _, words in packets] == [words for _, words in luna]
+
+
+def test_a_stream_waiting_for_the_lane_gets_the_packet_boundary_as_upstream():
+    # yield_lane through the first packet's last word: the second packet waits LUNA's two
+    # cycles (where the arbiter hands the lane over); the next ones follow at once.
+    lane, _ = run_transmitter(True, headers=4, yield_lane=lambda cycle: cycle < 5)
+    assert _gaps(_packets(lane)) == [2, 0, 0]
+
+
+def test_an_lbad_during_a_chain_resends_every_unacknowledged_packet_as_luna_does():
+    # Four packets queued (four credits), none acknowledged, an LBAD while the chain goes: the
+    # packet on the lane ends, then all four again in order, with the delayed bit: the same
+    # words as LUNA's retry.
+    luna = _packets(run_transmitter(False, headers=4, lbad_at=25, cycles=200)[0])
+    ours = _packets(run_transmitter(True, headers=4, lbad_at=25, cycles=200)[0])
+    numbers = [words[1][0] >> 16 for _, words in ours]
+    assert numbers == list(range(len(ours) - 4)) + [0, 1, 2, 3] and len(ours) > 5
+    assert [words for _, words in ours[-4:]] == [words for _, words in luna[-4:]]
+    assert all(words[4][0] >> 25 & 1 for _, words in ours[-4:])  # DW3's delayed bit
