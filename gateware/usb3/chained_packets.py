@@ -24,13 +24,6 @@ from .header_crc import WordCrcPacketTransmitter, _WordCrcRawTransmitter
 __all__ = ["ChainedPacketTransmitter"]
 
 
-def _fsm(m):
-    """The one FSM of module ``m``: its state signal and encoding (Amaranth 0.5's Module
-    internals, pinned in pyproject; ``.link_commands`` reads its receiver the same way)."""
-    fsm = m._generated["fsm"]
-    return fsm._data["signal"], fsm.encoding
-
-
 class _ChainedRawTransmitter(_WordCrcRawTransmitter):
     """The raw transmitter, sending a chained packet's start framing from ``IDLE``.
 
@@ -45,13 +38,15 @@ class _ChainedRawTransmitter(_WordCrcRawTransmitter):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        state, encoding = _fsm(m)
+        # The FSM LUNA's elaborate built (Amaranth keeps it by name, as .data_receiver reads
+        # its receiver's); this assignment comes after the FSM's own, so it wins.
+        fsm = m._generated["fsm"]
         data, ctrl = get_word_for_symbols(SHP, SHP, SHP, EPF)
         with m.If(self.chained):
             m.d.comb += [self.source.valid.eq(1), self.source.data.eq(data),
                          self.source.ctrl.eq(ctrl)]
             with m.If(self.source.ready):
-                m.d.ss += state.eq(encoding["SEND_DW0"])
+                m.d.ss += fsm.state.eq(fsm.encoding["SEND_DW0"])
         return m
 
 
@@ -79,7 +74,8 @@ class ChainedPacketTransmitter(WordCrcPacketTransmitter):
         raw = m.submodules.packet_tx
         raw.__class__ = _ChainedRawTransmitter
         raw.chained = Signal()
-        state, encoding = _fsm(m)
+        fsm = m._generated["fsm"]  # the dispatch FSM, as above
+        state, encoding = fsm.state, fsm.encoding
 
         # LUNA's retry_pending is local to its elaborate; kept here the same way: set by a
         # retry request, cleared when the last retransmission is done or the link is down.

@@ -140,7 +140,7 @@ class AdvertisingHeaderPacketReceiver(HeaderPacketReceiver):
             self.enable = link_ready
         # The receiver's one FSM, by Amaranth 0.5's Module internals (pinned in pyproject).
         fsm = m._generated["fsm"]
-        dispatching = fsm._data["signal"] == fsm.encoding["DISPATCH_COMMAND"]
+        dispatching = fsm.state == fsm.encoding["DISPATCH_COMMAND"]
         held, was_dispatching, header_before = Signal(), Signal(), Signal()
         m.d.ss += [held.eq(seen), was_dispatching.eq(dispatching),
                    header_before.eq(self.packet_received)]

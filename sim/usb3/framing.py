@@ -80,6 +80,11 @@ class Framed:
         return Framed(self.symbols + other.symbols,
                       self.kmask | other.kmask << len(self.symbols))
 
+    def words(self) -> list[tuple[int, int]]:
+        """The symbols as 4-symbol PIPE words: (data, the word's 4 K-symbol bits) each."""
+        return [(int.from_bytes(self.symbols[i:i + 4], "little"), self.kmask >> i & 0xF)
+                for i in range(0, len(self.symbols), 4)]
+
 
 def _start(symbol: int) -> Framed:
     return Framed(bytes([symbol] * 3 + [EPF.value]), 0xF)

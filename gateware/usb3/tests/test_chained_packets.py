@@ -17,12 +17,6 @@ from luna.gateware.usb.usb3.link.transmitter import PacketTransmitter
 TRANSACTION_PACKET = 0x4
 
 
-def _words(framed):
-    symbols, kmask = framed.symbols, framed.kmask
-    return [(int.from_bytes(symbols[i:i + 4], "little"), kmask >> i & 0xF)
-            for i in range(0, len(symbols), 4)]
-
-
 def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_at=None,
                     cycles=300):
     """Returns the lane, a (valid, data, ctrl) per cycle from the first header packet on, and
@@ -39,13 +33,13 @@ def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_
     async def partner(ctx):
         commands = [frame_command(LinkCommand.LGOOD, 7)]
         commands += [frame_command(LinkCommand.LCRD, i) for i in range(4)]
-        words = [word for command in commands for word in _words(command)]
+        words = [word for command in commands for word in command.words()]
         acked, started = 0, False
         ctx.set(transmitter.enable, 1)
         ctx.set(transmitter.source.ready, 1)
         for cycle in range(cycles):
             if lbad_at is not None and cycle == lbad_at:
-                words += _words(frame_command(LinkCommand.LBAD))
+                words += frame_command(LinkCommand.LBAD).words()
             data, ctrl = words.pop(0) if words else (0, 0)
             ctx.set(transmitter.sink.valid, 1)
             ctx.set(transmitter.sink.data, data)
@@ -65,8 +59,8 @@ def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_
             # Each header's LGOOD and LCRD once it has started.
             sent = sum(1 for valid, _, ctrl in lane if valid and ctrl == 0xF)
             if lbad_at is None and sent > acked and not words:
-                words += _words(frame_command(LinkCommand.LGOOD, acked % 8))
-                words += _words(frame_command(LinkCommand.LCRD, acked % 4))
+                words += frame_command(LinkCommand.LGOOD, acked % 8).words()
+                words += frame_command(LinkCommand.LCRD, acked % 4).words()
                 acked += 1
             await ctx.tick("ss")
 

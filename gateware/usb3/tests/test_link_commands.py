@@ -38,12 +38,6 @@ class BusyTransmitter(Elaboratable):
         return m
 
 
-def _words(framed):
-    symbols, kmask = framed.symbols, framed.kmask
-    return [(int.from_bytes(symbols[i:i + 4], "little"), kmask >> i & 0xF)
-            for i in range(0, len(symbols), 4)]
-
-
 def run_busy_lane(*, queued, cycles=12_000, busy=True, timeline=None):
     """Returns (headers sent, LGOOD subtypes, LCRDs after the advertisement, most headers
     waiting for an LGOOD at once). Without ``busy`` the transmitter sends nothing; a
@@ -77,7 +71,7 @@ def run_busy_lane(*, queued, cycles=12_000, busy=True, timeline=None):
                 credits -= 1
                 # One idle word after the header: LUNA's receiver loses a header that follows
                 # another at once (sim/usb3/link.py, LUNA_HEADER_GAP_SYMBOLS).
-                lane = _words(frame_header((0x8, 0, 0), sequence)) + [(0, 0)]
+                lane = frame_header((0x8, 0, 0), sequence).words() + [(0, 0)]
                 sequence = (sequence + 1) % 8
                 out["sent"] += 1
             out["waiting"] = max(out["waiting"], out["sent"] - (len(out["LGOOD"]) - 1))
@@ -148,7 +142,7 @@ def advertisement_after_recovery(*, fixed, leave_u0_after, headers=2, cut=False)
     async def host(ctx):
         lane = []
         for sequence in range(headers):
-            lane += _words(frame_header((0x8, 0, 0), sequence)) + [(0, 0)]
+            lane += frame_header((0x8, 0, 0), sequence).words() + [(0, 0)]
         previous, back_at = (0, 0), None
         sent_at = 100 + len(lane)  # the cycle after the last header's idle word
         for cycle in range(sent_at + leave_u0_after + 160):
