@@ -8,6 +8,8 @@ from luna.gateware.usb.usb3.protocol.endpoint import SuperSpeedEndpointInterface
 
 from ..common.packet_stream import PacketStreamSignature
 from .framed_packets import PACKET_BYTES, FramedPackets
+from .in_transfer_framing import NextPacketFraming
+from .ring_reader import RingPacketReader
 from .skid_buffer import RegisteredReadyBuffer
 from .telemetry import DIRECTION_EVENTS
 from .transaction import HandshakeKind, HandshakeRequestSignature, registered_ack_tp
@@ -41,6 +43,9 @@ class BurstInEndpoint(wiring.Component):
     (:class:`.framed_packets.FramedPackets`: cut at ``last`` or 1024 bytes, each from a word of
     the ring), sent as they came; a short packet ends its transfer (EOB), and with ``tagged``
     (UAS) every ``last`` while ``last_ends``, its stream kept, its ERDY at its first beat.
+
+    While the window is shut the next new packet's first words are read ahead (staged:
+    :class:`.ring_reader.RingPacketReader`).
 
     Upstream work-around (luna-usb 0.2.3, ``usb3/endpoints/stream.py``): LUNA's
     ``SuperSpeedStreamInEndpoint`` neither bursts nor names its NRDY/ERDY (endpoint 0).
@@ -175,31 +180,11 @@ class BurstInEndpoint(wiring.Component):
         with m.If(write.en):
             m.d.ss += filled.eq(filled + 4)
 
-        # Transfer framing of the next new packet, registered (31-bit compares miss 125 MHz);
-        # ``settling`` holds new packets back until the registers have caught up.
-        transfer_left, transfer_started, zlp_due = Signal(31), Signal(), Signal()
-        new_length, new_eob, settling = Signal(11), Signal(), Signal(2)
-        new_stream = Signal(16)
-        m.d.comb += self.next_stream_id.eq(new_stream)
-        left = Mux(transfer_started, transfer_left, self.transfer_length)
-        endless = self.transfer_length == 0
-        with m.If(self.framed):
-            # A short packet ends the OUT transfer it came from, so the IN transfer too.
-            length_read = framed_lengths.length
-            ends = framed_lengths.ends & self.last_ends  # 0 unless tagged
-            m.d.ss += [new_length.eq(length_read),
-                       new_eob.eq((length_read != PACKET_BYTES) | ends),
-                       new_stream.eq(Mux(framed_lengths.ready, framed_lengths.stream,
-                                         framed_lengths.coming_stream))]
-        with m.Elif(endless):
-            m.d.ss += [new_length.eq(PACKET_BYTES), new_eob.eq(0)]
-        with m.Elif(zlp_due):
-            m.d.ss += [new_length.eq(0), new_eob.eq(1)]
-        with m.Else():
-            m.d.ss += [new_length.eq(Mux(left < PACKET_BYTES, left, PACKET_BYTES)),
-                       new_eob.eq((left < PACKET_BYTES) | ((left == PACKET_BYTES) & ~self.zlp))]
-        with m.If(settling != 0):
-            m.d.ss += settling.eq(settling - 1)
+        # The next new packet's framing; ``settling`` holds new packets back until its
+        # registers have caught up.
+        framing = NextPacketFraming(m, self, framed_lengths)
+        new_length, new_eob, settling = framing.length, framing.eob, framing.settling
+        m.d.comb += self.next_stream_id.eq(framing.stream)
 
         # ACK TPs retire packets, one per cycle, taken a cycle after LUNA's receiver decodes them.
         handshakes_in = registered_ack_tp(m, interface.handshakes_in)
@@ -231,18 +216,12 @@ class BurstInEndpoint(wiring.Component):
                     & (~is_new | (buffered & (settling == 0))))
         number, start, length, eob = Signal(5), Signal(16), Signal(11), Signal()
         resend = Signal()  # the packet being sent was sent before (a retry after Rty or rewind)
-        # ``at_last`` is a flip-flop computed a beat ahead: it gates the ring's read enable,
-        # which fans out to every block RAM, so it must not wait for an adder and a compare.
-        beat, beats, shift, at_last = Signal(9), Signal(9), Signal(2), Signal()
-        previous_word = Signal(32)
-        done = Signal()
         m.d.comb += [
             interface.tx_endpoint_number.eq(self._number),
             interface.tx_direction.eq(1),
             interface.tx_sequence_number.eq(number),
             interface.tx_length.eq(length),
             self.end_of_burst.eq(eob),
-            beats.eq((length + 3)[2:11]),
         ]
         # Words reach LUNA through a skid pair, its ``ready`` a flip-flop (LUNA's ``ready`` into
         # SEND was an ss critical path on ECPIX-5, issue 44 item 7); the header fields stay put,
@@ -251,80 +230,52 @@ class BurstInEndpoint(wiring.Component):
         tx = tx_buffer.sink
         m.d.comb += interface.tx.stream_eq(tx_buffer.source)
         draining = interface.tx.valid.any()
-        read_word = Signal(16)  # the next word to read; with en low the read port holds
-        m.d.comb += read.addr.eq(read_word[:word_bits])
-        # A read port's enable resets to 1 (amaranth.lib.memory): held low unless a state reads,
-        # or a stalled beat's word would be replaced by the next one.
-        m.d.comb += read.en.eq(0)
-        with m.FSM(domain="ss") as fsm:
-            with m.State("IDLE"):
-                m.d.comb += self.wants_to_send.eq(can_send)
-                with m.If(can_send & self.may_send & ~draining):
-                    m.d.comb += [self.events.dp_start.eq(1), self.starting.eq(1)]
-                    m.d.ss += [number.eq(send_seq), resend.eq(~is_new)]
-                    with m.If(is_new):
-                        m.d.ss += [start.eq(next_byte), length.eq(new_length), eob.eq(new_eob),
-                                   starts[entry(send_seq)].eq(next_byte),
-                                   lengths[entry(send_seq)].eq(new_length),
-                                   eobs[entry(send_seq)].eq(new_eob),
-                                   next_byte.eq(next_byte + new_length),
-                                   never_sent.eq(never_sent + 1), settling.eq(2)]
-                        with m.If(self.framed):
-                            # The next framed packet starts on the next word of the ring.
-                            m.d.comb += framed_lengths.take.eq(1)
-                            m.d.ss += next_byte.eq(next_byte + Cat(C(0, 2), (new_length + 3)[2:]))
-                        with m.Elif(~endless):
-                            with m.If(new_eob):
-                                m.d.ss += [transfer_started.eq(0), zlp_due.eq(0)]
-                            with m.Else():
-                                m.d.ss += [transfer_started.eq(1),
-                                           transfer_left.eq(left - new_length),
-                                           zlp_due.eq((left == PACKET_BYTES) & self.zlp)]
-                    with m.Else():
-                        m.d.ss += [start.eq(starts[entry(send_seq)]),
-                                   length.eq(lengths[entry(send_seq)]),
-                                   eob.eq(eobs[entry(send_seq)])]
-                    m.next = "START"
-            with m.State("START"):
-                m.d.ss += [beat.eq(0), shift.eq(start[:2])]
-                with m.If(length == 0):
-                    m.next = "ZLP"
-                with m.Else():
-                    m.d.comb += [read.addr.eq(start[2:2 + word_bits]), read.en.eq(1)]
-                    m.d.ss += read_word.eq(start[2:] + 1)
-                    m.next = "PRIME"
-            with m.State("ZLP"):
-                # ``tx_zlp`` from a state, not START's compare (an ss timing path: DESIGN §3.9).
-                m.d.comb += [interface.tx_zlp.eq(1), done.eq(1)]
-                m.next = "IDLE"
-            with m.State("PRIME"):
-                # Two words in hand (previous and read.data) cover any byte alignment.
-                m.d.comb += [read.en.eq(1)]
-                m.d.ss += [previous_word.eq(read.data), read_word.eq(read_word + 1),
-                           beat.eq(0), at_last.eq(beats == 1)]
-                m.next = "SEND"
-            with m.State("SEND"):
-                remainder = length[:2]
-                window = Cat(previous_word, read.data)
-                m.d.comb += [
-                    tx.valid.eq(Mux(at_last & (remainder != 0),
-                                    Mux(remainder == 1, 0b0001,
-                                        Mux(remainder == 2, 0b0011, 0b0111)),
-                                    0b1111)),
-                    tx.first.eq(beat == 0),
-                    tx.last.eq(at_last),
-                    tx.data.eq((window >> (shift * 8))[:32]),
-                ]
-                with m.If(tx.ready):
-                    m.d.comb += read.en.eq(~at_last)
-                    m.d.ss += [beat.eq(beat + 1), at_last.eq(beat + 2 == beats),
-                               previous_word.eq(read.data),
-                               read_word.eq(read_word + 1)]
-                    with m.If(at_last):
-                        m.d.comb += done.eq(1)
-                        m.next = "IDLE"  # valid drops a cycle between packets: LUNA needs it
 
-        m.d.comb += self.sending.eq(~fsm.ongoing("IDLE") | draining)
+        def load_header():
+            """The packet at ``send_seq`` into the header registers."""
+            m.d.ss += number.eq(send_seq)
+            with m.If(is_new):
+                m.d.ss += [start.eq(next_byte), length.eq(new_length), eob.eq(new_eob)]
+            with m.Else():
+                m.d.ss += [start.eq(starts[entry(send_seq)]),
+                           length.eq(lengths[entry(send_seq)]),
+                           eob.eq(eobs[entry(send_seq)])]
+
+        def start_packet():
+            """The packet at ``send_seq`` starts: a new one takes its place in the sequence."""
+            m.d.comb += [self.events.dp_start.eq(1), self.starting.eq(1)]
+            m.d.ss += resend.eq(~is_new)
+            load_header()
+            with m.If(is_new):
+                m.d.ss += [starts[entry(send_seq)].eq(next_byte),
+                           lengths[entry(send_seq)].eq(new_length),
+                           eobs[entry(send_seq)].eq(new_eob),
+                           next_byte.eq(next_byte + new_length),
+                           never_sent.eq(never_sent + 1)]
+                framing.taken()
+                with m.If(self.framed):
+                    # The next framed packet starts on the next word of the ring.
+                    m.d.comb += framed_lengths.take.eq(1)
+                    m.d.ss += next_byte.eq(next_byte + Cat(C(0, 2), (new_length + 3)[2:]))
+
+        # The next new packet is staged while the window is shut (.ring_reader). What is staged
+        # stays the next new packet's until it starts: its bytes are buffered and not retired,
+        # and its length and End Of Burst change only after a transfer request, a flush or a
+        # restart, each of which sets ``settling`` and so unstages it (in READY a packet
+        # starting in that very cycle is the one IDLE would have started). Never a retry.
+        go = can_send & self.may_send & ~draining
+        reader = RingPacketReader(
+            m, read=read, tx=tx, zlp=interface.tx_zlp, start=start, length=length,
+            word_bits=word_bits, go=go, may_stage=~draining,
+            stageable=is_new & buffered & (settling == 0) & ~rewind & ~self.halt)
+        done = reader.done
+        m.d.comb += [self.wants_to_send.eq(can_send & reader.at_rest),
+                     self.sending.eq(reader.busy | draining)]
+        with m.If(reader.starting):
+            start_packet()
+        with m.Elif(reader.staging):
+            load_header()
+
         burst_length = Signal(5)
         with m.If(done):
             m.d.comb += [self.events.dps.eq(1), self.events.eob.eq(eob),
@@ -338,7 +289,7 @@ class BurstInEndpoint(wiring.Component):
                        burst_length.eq(Mux(burst_length == 31, 31, burst_length + 1))]
             with m.If(eob):
                 m.d.ss += waiting.eq(1)
-        idle = ~fsm.ongoing("SEND") & ~draining & ~done  # tx.valid != 0 exactly in SEND
+        idle = ~reader.in_send & ~draining & ~done
         with m.If(rewind & idle):
             m.d.ss += [send_seq.eq(rewind_seq), rewind.eq(0)]
         # A restart (or SET_CONFIGURATION) moves the sequence numbers too: the registered
@@ -387,7 +338,7 @@ class BurstInEndpoint(wiring.Component):
         with m.If(self.park):
             m.d.ss += waiting.eq(1)
         with m.If(self.new_transfer | self.flush):
-            m.d.ss += [transfer_started.eq(0), zlp_due.eq(0), settling.eq(2)]
+            framing.restart()
         with m.If(self.flush):
             # The ring is written in whole words: the new data starts at the next word boundary.
             aligned = (next_byte + 3) & ~3
@@ -395,6 +346,6 @@ class BurstInEndpoint(wiring.Component):
         with m.If(interface.ep_reset | self.restart):
             m.d.ss += [state.eq(0) for state in (
                 filled, next_byte, retired, send_seq, retire_seq, retire_target, window_end,
-                never_sent, waiting, rewind, asking, transfer_started, zlp_due)]
-            m.d.ss += settling.eq(2)
+                never_sent, waiting, rewind, asking)]
+            framing.restart()
         return m

@@ -82,6 +82,12 @@ class Host:
         for _ in range(cycles):
             await self.cycle(ctx)
 
+    async def strobe(self, ctx, signal):
+        """``signal`` high for one clock."""
+        ctx.set(signal, 1)
+        await self.cycle(ctx)
+        ctx.set(signal, 0)
+
 
 def simulate(body, ready_probability=1.0, **kwargs):
     dut = SourcedEndpoint(**kwargs)
@@ -167,6 +173,65 @@ def test_exact_multiple_with_zlp_flag_ends_with_a_zero_length_eob_packet():
 
     host = simulate(body)
     assert [(len(p), eob) for _, p, eob in host.packets] == [(1024, 0), (1024, 0), (0, 1)]
+
+
+async def _cycles_to_first_beat(ctx, dut, host, ack):
+    """Cycles from the one the ACK TP is decoded in to the packet's first word at LUNA."""
+    await host.cycle(ctx, ack=ack)
+    cycles = 0
+    while not ctx.get(dut.interface.tx.valid):
+        await host.cycle(ctx)
+        cycles += 1
+    return cycles
+
+
+def test_a_staged_packet_answers_the_ack_tp_that_opens_the_window_two_cycles_sooner():
+    """The next new packet's first words are read while the window is shut: the ACK TP's
+    fields registered, the window's compare registered, then the first word (6 cycles, with
+    START and PRIME after the ACK TP, before staging). After an EOB packet, the next is
+    staged again while the host has not asked for it."""
+    answers = []
+
+    async def body(ctx, dut, host):
+        ctx.set(dut.transfer_length, 1500)
+        await host.idle(ctx, 600)
+        answers.append(await _cycles_to_first_beat(ctx, dut, host, (0, 2, 0)))
+        await host.run_until(ctx, 2)
+        await host.cycle(ctx, ack=(2, 2, 0))  # all acknowledged: ERDY
+        await host.idle(ctx, 30)
+        answers.append(await _cycles_to_first_beat(ctx, dut, host, (2, 2, 0)))
+        await host.run_until(ctx, 4)
+
+    host = simulate(body)
+    assert answers == [4, 4]
+    assert host.handshakes == ["ERDY"]
+    assert [(len(p), eob) for _, p, eob in host.packets] == [(1024, 0), (476, 1)] * 2
+    data = b"".join(payload for _, payload, _ in host.packets)
+    assert data == expected_stream(len(data))
+
+
+def test_a_transfer_request_or_a_flush_while_a_packet_is_staged_stages_the_new_one():
+    """What is staged is dropped when what it would send changes: the new transfer's length,
+    the pattern restarted at the next word."""
+    async def body(ctx, dut, host):
+        await host.idle(ctx, 600)  # a full packet of the endless stream staged
+        ctx.set(dut.transfer_length, 3)  # one beat: the staged packet had 256
+        await host.strobe(ctx, dut.new_transfer)
+        await host.idle(ctx, 20)
+        await host.cycle(ctx, ack=(0, 1, 0))
+        await host.run_until(ctx, 1)
+        await host.cycle(ctx, ack=(1, 1, 0))  # acknowledges the EOB packet: ERDY
+        await host.idle(ctx, 20)
+        await host.strobe(ctx, dut.flush)
+        await host.idle(ctx, 600)
+        await host.cycle(ctx, ack=(1, 1, 0))
+        await host.run_until(ctx, 2)
+
+    host = simulate(body)
+    assert host.handshakes == ["ERDY"]
+    assert [(len(p), eob) for _, p, eob in host.packets] == [(3, 1), (3, 1)]
+    assert host.packets[0][1] == expected_stream(3)
+    assert host.packets[1][1] == expected_stream(3), "the flush restarted the pattern"
 
 
 def test_a_request_with_nothing_buffered_gets_nrdy_then_erdy():

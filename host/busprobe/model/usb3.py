@@ -76,13 +76,14 @@ ITP_PERIOD_S = 125e-6
 #: An ACK TP on the lane: HPSTART, header, CRC-16, link control word (a header packet).
 TP_BYTES = DPH_BYTES
 #: 125 MHz cycles from the host's last symbol to the first symbol of the busprobe device's
-#: answer, at its PIPE ports: IN, from the ACK TP to the DP (16 idle cycles in LUNA's receive,
+#: answer, at its PIPE ports: IN, from the ACK TP to the DP (15 idle cycles in LUNA's receive,
 #: link and protocol pipelines and busprobe's IN endpoint, and 4 cycles of its LGOOD + LCRD for
-#: the ACK TP); OUT, from the DP's last symbol to its ACK TP (12 cycles: the CRC-32 check and
+#: the ACK TP; 16 until 2026-12-06, when the IN endpoint began staging its next packet, §3.6 of
+#: docs/DESIGN.md); OUT, from the DP's last symbol to its ACK TP (12 cycles: the CRC-32 check and
 #: the pipelines; the DP header's LGOOD + LCRD went out during the payload). Measured in
 #: simulation by the cocotb test ``burst_window_of_one_packet_runs_at_the_round_trip_bound``
 #: (``sim/usb3/tests/usb3_cocotb.py``), which fails if the gateware drifts from these.
-DEVICE_RESPONSE_CYCLES = {"in": 20, "out": 12}
+DEVICE_RESPONSE_CYCLES = {"in": 19, "out": 12}
 PIPE_CLOCK_HZ = 125e6
 
 

@@ -92,7 +92,11 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: receives (``sim/usb3/link.py``'s ``LUNA_HEADER_GAP_SYMBOLS``), link commands
 #: ahead of a queued packet; and its four-endpoint storage design answers 2 cycles later than
 #: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT (13-15 seen), 3 on
-#: the SENSE IU (28-30 seen after its ACK TP). Each the least the link trace
+#: the SENSE IU (28-30 seen after its ACK TP; 2 since 2026-12-06, when the IN endpoints began
+#: staging their next packet: the SENSE IU and a data packet 2 cycles sooner after the ACK TP
+#: asking for it, 24 and 22 cycles strictly between the two in the link trace of 1 KiB reads at
+#: queue depth 4 behind ``ideal``, and ``DEVICE_RESPONSE_CYCLES["in"]`` 1 lower). Each the
+#: least the link trace
 #: (``BUSPROBE_LINK_TRACE``) of the simulation showed, 2026-12-04, the decode from the ACK's
 #: last symbol to the ERDY's first (26 on writes, 27 on reads; a cycle more since the task set
 #: registers its key, 2026-12-05: 27 and 28, in 1,110 commands behind ``ideal``, 1 KiB and
@@ -120,7 +124,7 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: ``small-burst``'s), which the 2 cycles of ``answer_out`` there offset; with the pipe primed
 #: nothing does (4 KiB writes at queue depth 1 read up to 0.04 % above the bound with them).
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=27, bytes_per_cycle=4,
-                            after_last=2, sense_after=2, send=5, answer_in=3, answer_out=2,
+                            after_last=2, sense_after=2, send=5, answer_in=2, answer_out=2,
                             host_tp_gap=1,
                             commands_first=True, next_in=17, pipe_out_decode=25,
                             pipe_last_ack=0)
