@@ -43,11 +43,12 @@ class NextPacketFraming:
         self._m = m
         self.length, self.eob, self.stream = Signal(11), Signal(), Signal(16)
         self.settling = Signal(2)
+        # Bytes of the transfer not yet cut into packets, once its first packet has started.
         self._left, self._started, self._zlp_due = Signal(31), Signal(), Signal()
-        self._zlp, self._framed = endpoint.zlp, endpoint.framed
-        self.left = Mux(self._started, self._left, endpoint.transfer_length)
-        self.endless = endpoint.transfer_length == 0
-        length, eob, left = self.length, self.eob, self.left
+        self._endpoint = endpoint
+        self._remaining = Mux(self._started, self._left, endpoint.transfer_length)
+        self._endless = endpoint.transfer_length == 0
+        length, eob, left = self.length, self.eob, self._remaining
         with m.If(endpoint.framed):
             # A short packet ends the OUT transfer it came from, so the IN transfer too.
             length_read = framed_lengths.length
@@ -56,7 +57,7 @@ class NextPacketFraming:
                        eob.eq((length_read != PACKET_BYTES) | ends),
                        self.stream.eq(Mux(framed_lengths.ready, framed_lengths.stream,
                                           framed_lengths.coming_stream))]
-        with m.Elif(self.endless):
+        with m.Elif(self._endless):
             m.d.ss += [length.eq(PACKET_BYTES), eob.eq(0)]
         with m.Elif(self._zlp_due):
             m.d.ss += [length.eq(0), eob.eq(1)]
@@ -68,14 +69,14 @@ class NextPacketFraming:
 
     def taken(self):
         """The next new packet starts (called inside the endpoint's condition)."""
-        m = self._m
+        m, left = self._m, self._remaining
         m.d.ss += self.settling.eq(2)
-        with m.If(~self._framed & ~self.endless):
+        with m.If(~self._endpoint.framed & ~self._endless):
             with m.If(self.eob):
                 m.d.ss += [self._started.eq(0), self._zlp_due.eq(0)]
             with m.Else():
-                m.d.ss += [self._started.eq(1), self._left.eq(self.left - self.length),
-                           self._zlp_due.eq((self.left == PACKET_BYTES) & self._zlp)]
+                m.d.ss += [self._started.eq(1), self._left.eq(left - self.length),
+                           self._zlp_due.eq((left == PACKET_BYTES) & self._endpoint.zlp)]
 
     def restart(self):
         """A transfer starts over (a transfer request, a flush, a restart)."""
