@@ -156,8 +156,12 @@ class BurstLinkLayer(USB3LinkLayer):
         # arbiter hands it over only where the holder drops valid.
         others = Cat(arbiter.waiting[i] for i, stream in enumerate(arbiter._sinks)
                      if stream is not transmitter.source)
-        m.d.comb += transmitter.yield_lane.eq(arbiter.skp_due | commands.source.valid
-                                              | others.any())
+        # With an IN endpoint's ERDY due it goes ahead of the link commands, with the headers
+        # queued before it (.chained_packets): the host's next transaction waits for it, an
+        # LGOOD or LCRD can wait a few headers.
+        m.d.comb += transmitter.yield_lane.eq(arbiter.skp_due | ((commands.source.valid
+                                                                  | others.any())
+                                                                 & ~transmitter.urgent))
         return m
 
 

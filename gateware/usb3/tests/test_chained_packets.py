@@ -13,16 +13,21 @@ from busprobe.gateware.usb3.chained_packets import ChainedPacketTransmitter
 from busprobe.gateware.usb3.header_crc import WordCrcPacketTransmitter
 from busprobe.sim.usb3.framing import LinkCommand, frame_command
 from luna.gateware.usb.usb3.link.transmitter import PacketTransmitter
+from usb_protocol.types.superspeed import TransactionPacketSubtype
 
 TRANSACTION_PACKET = 0x4
+ACK, NRDY, ERDY = (int(TransactionPacketSubtype[name]) for name in ("ACK", "NRDY", "ERDY"))
+IN = 1 << 7  # DW1's direction bit
 
 
 def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_at=None,
-                    cycles=300):
+                    cycles=300, subtypes=None, urgent=None):
     """Returns the lane, a (valid, data, ctrl) per cycle from the first header packet on, and
     how many headers the transmitter took. Every header is queued at once; ``yield_lane(cycle)``
     drives the chained transmitter's ``yield_lane``; ``lbad_at``: the partner sends an LBAD
-    at that cycle (and no LGOOD or LCRD for any packet)."""
+    at that cycle (and no LGOOD or LCRD for any packet); ``subtypes``: each header's
+    transaction packet subtype (DW1); ``urgent``: a list given the chained transmitter's
+    ``urgent`` per lane cycle."""
     transmitter = PacketTransmitter()
     transmitter = (ChainedPacketTransmitter if chained else WordCrcPacketTransmitter).adopt(
         transmitter)
@@ -47,6 +52,8 @@ def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_
             ready = ctx.get(transmitter.bringup_complete)
             ctx.set(transmitter.queue.valid, ready and len(taken) < headers)
             ctx.set(transmitter.queue.header.dw0, TRANSACTION_PACKET | len(taken) << 16)
+            if subtypes is not None and len(taken) < headers:
+                ctx.set(transmitter.queue.header.dw1, subtypes[len(taken)])
             if chained:
                 ctx.set(transmitter.yield_lane, yield_lane(len(lane)))
             if ctx.get(transmitter.queue.valid) and ctx.get(transmitter.queue.ready):
@@ -56,6 +63,8 @@ def run_transmitter(chained, *, headers=6, yield_lane=lambda cycle: False, lbad_
             started = started or word[0]
             if started:
                 lane.append(word)
+                if urgent is not None:
+                    urgent.append(ctx.get(transmitter.urgent))
             # Each header's LGOOD and LCRD once it has started.
             sent = sum(1 for valid, _, ctrl in lane if valid and ctrl == 0xF)
             if lbad_at is None and sent > acked and not words:
@@ -120,3 +129,24 @@ def test_an_lbad_during_a_chain_resends_every_unacknowledged_packet_as_luna_does
     assert numbers == list(range(len(ours) - 4)) + [0, 1, 2, 3] and len(ours) > 5
     assert [words for _, words in ours[-4:]] == [words for _, words in luna[-4:]]
     assert all(words[4][0] >> 25 & 1 for _, words in ours[-4:])  # DW3's delayed bit
+
+
+def test_an_in_erdy_and_the_headers_ahead_of_it_are_urgent_until_it_goes():
+    # TP, TP, ERDY (an IN endpoint's), TP queued one a cycle: urgent (ahead of link commands)
+    # once the ERDY is in the buffers (the first packet is on the lane by then) until the
+    # ERDY's first word, not for the packet after it.
+    urgent = []
+    lane, taken = run_transmitter(True, headers=4, urgent=urgent,
+                                  subtypes=[ACK, NRDY, ERDY | IN, ACK])
+    packets = _packets(lane)
+    assert taken == 4 and len(packets) == 4
+    erdy_start = packets[2][0]
+    assert all(urgent[packets[0][0] + 4:erdy_start]) and not any(urgent[erdy_start + 1:])
+
+
+def test_without_an_in_erdy_nothing_is_urgent():
+    # An OUT endpoint's ERDY is answered with data packets, which need the LCRDs.
+    for subtypes in ([ACK, NRDY, ACK, NRDY], [ACK, NRDY, ERDY, ACK]):
+        urgent = []
+        run_transmitter(True, headers=4, urgent=urgent, subtypes=subtypes)
+        assert urgent and not any(urgent), subtypes
