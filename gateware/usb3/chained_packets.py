@@ -27,6 +27,7 @@ behind ``ideal`` lost 1 %).
 
 from amaranth import Mux, Signal
 from luna.gateware.usb.usb3.physical.coding import EPF, SHP, get_word_for_symbols
+from luna.gateware.usb.usb3.protocol.transaction import ERDYHeaderPacket
 from usb_protocol.types.superspeed import HeaderPacketType, TransactionPacketSubtype
 
 from .header_crc import WordCrcPacketTransmitter, _WordCrcRawTransmitter
@@ -101,11 +102,14 @@ class ChainedPacketTransmitter(WordCrcPacketTransmitter):
         with m.If(~self.enable):
             m.d.ss += retry_pending.eq(0)
 
+        # A packet's last word, which dequeues it (LUNA's dequeue_send).
+        sending = state == encoding["WAIT_FOR_SEND"]
+        sent = sending & raw.done & ~retry_pending
+
         # At the end of a packet with another one queued (packets_to_send counts the one just
         # sent, dequeued this cycle), stay in WAIT_FOR_SEND instead of passing DISPATCH_PACKET.
-        chain = ((state == encoding["WAIT_FOR_SEND"]) & raw.done & (self.packets_to_send >= 2)
-                 & self.enable & self.bringup_complete
-                 & ~retry_pending & ~self.retry_required & ~self.yield_lane)
+        chain = (sent & (self.packets_to_send >= 2) & self.enable & self.bringup_complete
+                 & ~self.retry_required & ~self.yield_lane)
         with m.If(chain):
             m.d.ss += state.eq(encoding["WAIT_FOR_SEND"])
         m.d.ss += raw.chained.eq(chain)
@@ -116,14 +120,12 @@ class ChainedPacketTransmitter(WordCrcPacketTransmitter):
         size = len(self.packets_to_send)
         erdy_at, data_at, data_before = (Signal(size + 1, name=n)
                                          for n in ("erdy_at", "data_at", "data_before"))
-        sending = state == encoding["WAIT_FOR_SEND"]
-        sent = sending & raw.done & ~retry_pending
         queued = self.queue.valid & self.queue.ready
-        header = self.queue.header
-        kind = header.dw0[:5]
+        header = ERDYHeaderPacket()  # the header taken, read as an ERDY (its type is any's)
+        m.d.comb += header.eq(self.queue.header)
+        kind = header.type
         erdy = ((kind == HeaderPacketType.TRANSACTION)
-                & (header.dw1[:4] == TransactionPacketSubtype.ERDY)
-                & header.dw1[7])  # its D bit: an IN endpoint's (USB 3.2 §8.5)
+                & (header.subtype == TransactionPacketSubtype.ERDY) & header.direction)
         position = self.packets_to_send + 1 - sent
 
         def moved(at):
