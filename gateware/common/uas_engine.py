@@ -64,6 +64,12 @@ class UasEngine(StorageEngine):
         Strobe (with ``acked``): the data-in (data-out) pipe had a packet ACKed (its
         endpoint's ``acked``), of ``in_acked_length`` (``out_acked_length``) bytes.
     in_acked_length, out_acked_length: Signal(range(max_packet_size + 1)), input
+    out_started: Signal(), input
+        Strobe: a data packet for the data-out pipe began to arrive (taken, in sequence).
+    status_soon: Signal(), output
+        A write's last data packet is arriving (its SENSE follows that packet's ACK): the
+        status pipe may select the tag's stream now, and hold the host's ACK TP asking for
+        the SENSE until it is there. (With ``out_acked`` only: it is what the SENSE waits for.)
 
     Parameters
     ----------
@@ -94,7 +100,10 @@ class UasEngine(StorageEngine):
             raise ValueError(f"the UAS engine moves 1 or 4 bytes a beat, not {width}")
         if not set(acked) <= {"in", "out"}:
             raise ValueError(f"acked names directions 'in' and 'out', not {acked!r}")
+        if max_packet_size & (max_packet_size - 1):
+            raise ValueError(f"a bulk packet is a power of two bytes, not {max_packet_size}")
         self._width, self._ready_ius, self._max_tag = width, ready_ius, max_tag
+        self._packet_bits = max_packet_size.bit_length() - 1
         self._acked_in, self._acked_out = "in" in acked, "out" in acked
         super().__init__({
             "command_packets": In(PacketStreamSignature(width)),
@@ -108,6 +117,7 @@ class UasEngine(StorageEngine):
             "in_acked_length": In(range(max_packet_size + 1)),
             "out_acked": In(1),
             "out_acked_length": In(range(max_packet_size + 1)),
+            "out_started": In(1), "status_soon": Out(1),
         }, replies=replies, capacity_blocks=capacity_blocks)
 
     def _keep(self, stream, count):
@@ -157,6 +167,10 @@ class UasEngine(StorageEngine):
         remaining = Signal(42)
         # Data bytes the host has still to ACK, and (a write) bytes still to check.
         unacked, unchecked = Signal(42), Signal(42)
+        # A write's bytes whose data packet has not begun to arrive; and (``status_soon``) its
+        # last packet's has.
+        unstarted, last_arriving = Signal(42), Signal()
+        m.d.comb += self.status_soon.eq(last_arriving)
         position = Signal(range(max(replies.longest, scsi.SENSE_SIZE) + width + 1))
         word_bad = Signal()
 
@@ -198,6 +212,15 @@ class UasEngine(StorageEngine):
                 # Saturating: a host that sends more than the command's length ends it all
                 # the same.
                 sync += unacked.eq(Mux(acked_length >= unacked, 0, unacked - acked_length))
+            if self._acked_out:
+                # The host's answer to the status stream's ERDY overlaps the last packet and
+                # its ACK, instead of following that ACK (and a prime the host queued then).
+                with m.If(self.out_started & writing & (unstarted != 0)):
+                    k = self._packet_bits  # unstarted <= 2**k, without a wide compare
+                    last = (unstarted[k + 1:] == 0) & ~(unstarted[k] & (unstarted[:k] != 0))
+                    sync += unstarted.eq(Mux(last, 0, unstarted - (1 << k)))
+                    with m.If(last):
+                        sync += last_arriving.eq(1)
         # The check of a write's data runs beside the FSM, so the SENSE need not wait for it.
         with m.If(unchecked != 0):
             if width == 1:
@@ -252,7 +275,8 @@ class UasEngine(StorageEngine):
                          remaining.eq(decode.device_length), then_data.eq(has_data),
                          unacked.eq(Mux(kind == Kind.WRITE,
                                          decode.device_length if self._acked_out else 0,
-                                         decode.device_length if self._acked_in else 0))]
+                                         decode.device_length if self._acked_in else 0)),
+                         unstarted.eq(Mux(kind == Kind.WRITE, decode.device_length, 0))]
                 m.d.comb += [pattern.start.eq(1), pattern.lba.eq(decode.lba)]
                 with m.If(has_data & self._ready_ius):
                     ready = Mux(device_in, uas.IuId.READ_READY, uas.IuId.WRITE_READY)
@@ -354,7 +378,8 @@ class UasEngine(StorageEngine):
             with m.State("DONE"):
                 # (word_bad is the check's, which may still be running: OUT_START clears it.)
                 m.d.comb += tasks.done.eq(~replying)
-                sync += [kind.eq(Kind.NONE), then_data.eq(0), then_sense.eq(0), position.eq(0),
+                sync += [kind.eq(Kind.NONE), last_arriving.eq(0), unstarted.eq(0),
+                         then_data.eq(0), then_sense.eq(0), position.eq(0),
                          replying.eq(0)]
                 m.next = "IDLE"
 

@@ -60,6 +60,7 @@ class FramedPackets(wiring.Component):
     stream: Out(16)
     coming: Out(1)
     coming_stream: Out(16)
+    announce: In(1)
     take: In(1)
 
     def __init__(self, *, tagged=False):
@@ -94,8 +95,9 @@ class FramedPackets(wiring.Component):
             m.d.ss += [closed.eq(0), filling.eq(0)]
         # ``closed`` and the FIFO's level cover the cycles between a packet's last beat and
         # ``ready``: no gap in which a packet on its way looks like none.
-        m.d.ss += self.coming.eq(((filling != 0) | closed | (fifo.w_level != 0)) & ~self.drop)
+        in_flight = (filling != 0) | closed | (fifo.w_level != 0)
+        m.d.ss += self.coming.eq((in_flight | self.announce) & ~self.drop)
         if tagged:
-            with m.If(self.beat):
+            with m.If(self.beat | (self.announce & ~in_flight)):
                 m.d.ss += self.coming_stream.eq(self.stream_id)
         return m

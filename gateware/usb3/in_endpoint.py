@@ -87,6 +87,9 @@ class BurstInEndpoint(wiring.Component):
         next new packet buffered.
     last_ends: Signal(), input
         With ``tagged``: a framed packet's ``last`` ends its transfer (End Of Burst).
+    announce: Signal(), input
+        With ``tagged`` and ``framed``: a packet of ``packet_stream_id`` is coming before its
+        first beat (held until that beat is written): announced as one on its way.
     sending: Signal(), output
         A data packet is being sent (the device takes its header's EOB and Stream ID from here).
     may_send, starting, wants_to_send: Signal(), input, output, output
@@ -122,6 +125,7 @@ class BurstInEndpoint(wiring.Component):
     events: Out(DIRECTION_EVENTS)
     packet_stream_id: In(16)
     last_ends: In(1)
+    announce: In(1)
     next_stream_id: Out(16)
     sending: Out(1)
     may_send: In(1, init=1)
@@ -175,6 +179,7 @@ class BurstInEndpoint(wiring.Component):
             framed_lengths.last.eq(self.stream.payload.last),
             framed_lengths.keep.eq(self.stream.payload.keep),
             framed_lengths.stream_id.eq(self.packet_stream_id),
+            framed_lengths.announce.eq(self.announce & self.framed),
             framed_lengths.drop.eq(self.flush | interface.ep_reset | self.restart),
         ]
         with m.If(write.en):

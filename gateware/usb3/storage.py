@@ -98,6 +98,10 @@ class Usb3StorageDataPath(wiring.Component):
         The UAS tag whose data the engine takes next (0: none; the data-out stream it selects).
     out_acked: Signal(), input
     out_acked_length: Signal(range(1025)), input
+    out_started: Signal(), input
+        Strobe: a data packet for EP2 OUT began to arrive (its endpoint's ``dp_start``).
+    status_soon: Signal(), output
+        A write's last data packet is arriving: the status pipe announces its SENSE (ERDY).
         Strobe: the bulk OUT endpoint ACKed a data packet of this many bytes (a UAS write's
         SENSE waits for its last, :class:`~busprobe.gateware.common.uas_engine.UasEngine`).
     engine: ScsiBotEngine
@@ -132,6 +136,8 @@ class Usb3StorageDataPath(wiring.Component):
     from_out: In(PacketStreamSignature(WORD_BYTES))
     out_acked: In(1)
     out_acked_length: In(range(usb3.MAX_PACKET_SIZE + 1))
+    out_started: In(1)
+    status_soon: Out(1)
     pattern_errors: Out(32)
     first_error_offset: Out(32)
 
@@ -173,7 +179,9 @@ class Usb3StorageDataPath(wiring.Component):
         # A write's SENSE goes at its last data packet's ACK (a cycle later: registered, off
         # the endpoint's ACK path), not once the check has read that packet out.
         m.d.ss += [uas_engine.out_acked.eq(self.out_acked),
-                   uas_engine.out_acked_length.eq(self.out_acked_length)]
+                   uas_engine.out_acked_length.eq(self.out_acked_length),
+                   uas_engine.out_started.eq(self.out_started)]
+        m.d.comb += self.status_soon.eq(uas_engine.status_soon)
         wiring.connect(m, wiring.flipped(self.command_out), uas_engine.command_packets)
         # The engines' data-in and status beats reach the IN endpoints through registers both
         # ways: from the engines' length counters and states into the endpoints' packet framing
@@ -288,6 +296,8 @@ class Usb3StorageDevice(Usb3ProbeDevice):
             data_path.alternate.eq(alternate),
             data_path.out_acked.eq(endpoint_out.events.acked),
             data_path.out_acked_length.eq(endpoint_out.events.acked_bytes),
+            data_path.out_started.eq(endpoint_out.events.dp_start),
+            status.announce.eq(data_path.status_soon),
             endpoint_in.flush.eq(flush), endpoint_out.flush.eq(flush),
             status.flush.eq(flush), command.flush.eq(flush),
             status.restart.eq(set_interface), command.restart.eq(set_interface),

@@ -28,10 +28,12 @@ def _beats(packet: bytes, width: int):
         yield payload
 
 
-def run(commands, speed, writes=()):
+def run(commands, speed, writes=(), events=None):
     """Each command a COMMAND IU (tag 1, 2, ...), ``writes`` the data-out packets offered in
-    order whenever the engine takes data; returns the status IUs, the data-in bytes and the
-    mismatches counted."""
+    order whenever the engine takes data (``out_started`` strobed as each packet's first beat
+    is taken); returns the status IUs, the data-in bytes and the mismatches counted.
+    ``events``, a list, gets ``(cycle, what)`` for each data-out packet started, each change of
+    ``status_soon`` and each status IU's first beat."""
     width, ready_ius, acked = SPEEDS[speed]
     replies = StorageReplies()
     dut = UasEngine(replies=replies, width=width, max_packet_size=1024 if width > 1 else 512,
@@ -40,6 +42,8 @@ def run(commands, speed, writes=()):
     statuses: list[bytes] = []
     data_in = bytearray()
     out_beats = [b for packet in writes for b in _beats(packet, width)]
+    starts = {sum(-(-len(p) // width) for p in writes[:k]) for k in range(len(writes))}
+    events = [] if events is None else events
     counts = {"mismatch": 0, "sense": 0}
 
     def ack_lengths(ctx, stream, acked_strobe, acked_length, payload):
@@ -57,7 +61,8 @@ def run(commands, speed, writes=()):
         ctx.set(dut.snapshot_ready, 1)
         beats = [b for iu in ius for b in _beats(iu, width)]
         status = bytearray()
-        cycle = 0
+        cycle = taken_out = 0
+        soon = 0
         while counts["sense"] < len(commands):
             cycle += 1
             assert cycle < 20_000, "the engine stopped"
@@ -72,10 +77,18 @@ def run(commands, speed, writes=()):
             ctx.set(dut.in_packets.ready, ready)
             ctx.set(dut.in_acked, 0)
             ctx.set(dut.out_acked, 0)
+            ctx.set(dut.out_started, 0)
+            if ctx.get(dut.status_soon) != soon:
+                soon ^= 1
+                events.append((cycle, f"status_soon {soon}"))
             took_command = beats and ctx.get(dut.command_packets.ready)
             took_out = out_beats and ctx.get(dut.out_packets.ready)
             if took_out:
                 ack_lengths(ctx, "out", dut.out_acked, dut.out_acked_length, out_beats[0])
+                if taken_out in starts:
+                    ctx.set(dut.out_started, 1)
+                    events.append((cycle, "out_started"))
+                taken_out += 1
             if ready and ctx.get(dut.in_packets.valid):
                 payload = ctx.get(dut.in_packets.payload)
                 count = bin(payload["keep"]).count("1") if width > 1 else 1
@@ -85,6 +98,8 @@ def run(commands, speed, writes=()):
             if ready and ctx.get(dut.status_packets.valid):
                 payload = ctx.get(dut.status_packets.payload)
                 count = bin(payload["keep"]).count("1") if width > 1 else 1
+                if not status:
+                    events.append((cycle, "status"))
                 status.extend(payload["data"].to_bytes(width, "little")[:count])
                 if payload["last"]:
                     statuses.append(bytes(status))
@@ -144,6 +159,29 @@ def test_a_write_is_checked_against_the_lba_pattern_and_a_flipped_byte_counted(s
     assert mismatches == 1
     assert [s.kind for s in statuses if s.tag == 1][0] is (
         uas.IuId.WRITE_READY if speed == "high" else uas.IuId.SENSE)
+
+
+def test_a_writes_status_is_announced_once_its_last_data_packet_starts_until_its_sense_goes():
+    """At SuperSpeed the status pipe selects a write's stream (ERDY) as its last data packet
+    starts to arrive, not at that packet's ACK: the host's answer then overlaps the packet, and
+    does not queue behind the next command's prime (small-burst's 1 KiB x QD 4 writes: 70.65
+    MB/s before, 73.50 with it)."""
+    packets = [lba_bytes(9, 2)[i:i + 1024] for i in range(0, 1024, 1024)]
+    written = lba_bytes(20, 5)
+    events: list[tuple[int, str]] = []
+    statuses, _, mismatches = run(
+        [write_10(9, 2), write_10(20, 5)], "super", events=events,
+        writes=packets + [written[i:i + 1024] for i in range(0, len(written), 1024)])
+    assert mismatches == 0
+    assert [s.status for s in statuses] == [0, 0]
+    what = [w for _, w in events]
+    # Each write: its packets start, the announcement rises with the last one's start, the
+    # SENSE goes while it stands, and it falls after (the run stops at the last SENSE).
+    assert what == ["out_started", "status_soon 1", "status", "status_soon 0",
+                    "out_started", "out_started", "out_started", "status_soon 1", "status"]
+    cycles = dict((w, c) for c, w in events if w == "status_soon 1")
+    last_start = [c for c, w in events if w == "out_started"][-1]
+    assert cycles["status_soon 1"] - last_start <= 2
 
 
 @pytest.mark.parametrize("speed", SPEEDS)

@@ -363,3 +363,46 @@ def test_framed_retry_resends_the_same_packets():
     assert [(seq, len(p)) for seq, p, _ in host.packets] == [
         (0, 1024), (1, 1024), (2, 1), (1, 1024), (2, 1)]
     assert [p for _, p, _ in host.packets[3:]] == packets[1:3]
+
+
+def test_an_announced_packet_gets_erdy_before_its_first_beat_and_the_ack_tp_waits_for_it():
+    """Tagged, a writer may announce a packet before its first beat (the UAS engine's SENSE for
+    a write whose last data packet is arriving): the endpoint's ERDY goes and names the
+    announced stream, and the host's ACK TP asking for it waits for the packet instead of
+    getting an NRDY."""
+    dut = BurstInEndpoint(tagged=True)
+    host = Host(dut)
+    payload = bytes(range(16))
+
+    async def body(ctx):
+        ctx.set(dut.framed, 1)
+        ctx.set(dut.last_ends, 1)
+        ctx.set(dut.packet_stream_id, 5)
+        await host.cycle(ctx, ack=(0, 1, 0))  # nothing buffered nor announced: NRDY
+        await host.idle(ctx, 40)
+        assert host.handshakes == ["NRDY"]
+        ctx.set(dut.announce, 1)
+        await host.idle(ctx, 10)
+        assert host.handshakes == ["NRDY", "ERDY"]
+        assert ctx.get(dut.next_stream_id) == 5
+        await host.cycle(ctx, ack=(0, 1, 0))  # the host's answer, before any beat
+        await host.idle(ctx, 40)
+        assert host.handshakes == ["NRDY", "ERDY"] and host.packets == []
+        for i in range(0, len(payload), 4):  # the packet comes; the announcement ends
+            ctx.set(dut.stream.valid, 1)
+            ctx.set(dut.stream.payload.data, int.from_bytes(payload[i:i + 4], "little"))
+            ctx.set(dut.stream.payload.keep, 0b1111)
+            ctx.set(dut.stream.payload.last, i + 4 == len(payload))
+            ctx.set(dut.announce, 0)
+            while not ctx.get(dut.stream.ready):
+                await host.cycle(ctx)
+            await host.cycle(ctx)
+        ctx.set(dut.stream.valid, 0)
+        await host.run_until(ctx, 1, limit=200)
+
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+    sim.add_testbench(body)
+    sim.run()
+    assert host.handshakes == ["NRDY", "ERDY"]
+    assert host.packets == [(0, payload, 1)]

@@ -172,17 +172,25 @@ class _Pipe:
                 start = max(start, lane)
         return start
 
-    def on_lane(self, at: float, window: range) -> float:
+    def on_lane(self, at: float, window: range, after: int | None = None,
+                since: float = math.inf) -> float:
         """Where the primes of transfers ``window`` queued by ``at`` and still on the lane then
-        end (-inf: none is)."""
-        return max((_behind(at, self.queued[m], self.primed[m]) for m in window
-                    if m in self.queued), default=-math.inf)
+        end (-inf: none is); those of transfers past ``after`` only if queued before ``since``
+        (a packet of transfer ``after`` queued then goes ahead of those of the transfers
+        submitted with it, which the driver queues after it)."""
+        return max((_behind(min(at, since) if after is not None and m > after else at,
+                            self.queued[m], self.primed[m],
+                            strict=after is not None and m > after, until=at)
+                    for m in window if m in self.queued), default=-math.inf)
 
 
-def _behind(at: float, queued: float, end: float) -> float:
+def _behind(at: float, queued: float, end: float, strict: bool = False,
+            until: float | None = None) -> float:
     """``end`` if a packet queued at ``queued`` and off the lane at ``end`` is ahead of one
-    queued at ``at``, else -inf."""
-    return end if queued <= at < end else -math.inf
+    queued at ``at`` (``strict``: queued before it, not with it) and still on the lane at
+    ``until`` (default ``at``), else -inf."""
+    ahead = queued < at if strict else queued <= at
+    return end if ahead and (at if until is None else until) < end else -math.inf
 
 
 def _ahead(at: float, packets: list[tuple[float, float]]) -> float:
@@ -277,8 +285,13 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
                                    ahead=max(_ahead(d_at, acks), status.on_lane(d_at, window)))
         # The command pipe: the IU's data packet, the device's ACK TP.
         at = ready if j == 0 else max(ready, command_end + t.retoken)
-        while (behind := max(_ahead(at, acks), status.on_lane(at, window),
-                             data.on_lane(at, window))) > at:
+        # (a command's IU goes behind its own primes, not those of the commands submitted
+        # with it after it: the simulated xHCI's lane at a run's start is the first command's
+        # status prime, data prime and IU, then the next's primes)
+        queued = at
+        while (behind := max(_ahead(at, acks),
+                             status.on_lane(at, window, after=j, since=queued),
+                             data.on_lane(at, window, after=j, since=queued))) > at:
             at = behind
         # The host's link commands for the device's NRDY to the status prime go on its lane at
         # the first packet boundary after it came, ahead of the IU if it came before the IU
@@ -310,12 +323,18 @@ def uas_run(link: Usb3Link, profile: Usb3HostProfile, length: int, *, commands: 
             d_end = train + train_span
             if train < status.erdy < d_end and length > t.mps and not link.latency_bound:
                 d_end += TP  # between two data packets sent back to back
+            sense = s_start + TP + answer_in  # the SENSE IU's packet starts
         else:
             d_end = d_start + span + device.last_ack(pipe_primes) * CYCLE
-            s_start = status.select(j, submitted, max(d_end + device.after_last * CYCLE,
-                                                      status_floor), s_lane, last)
+            # The status stream is selected once the last data packet starts on the lane
+            # (the host's answer goes behind that packet); the SENSE follows its ACK.
+            last_end = d_end - device.last_ack(pipe_primes) * CYCLE - link.tail
+            last_start = last_end - dp_seconds(length - (math.ceil(length / t.mps) - 1) * t.mps)
+            s_start = max(status.select(j, submitted,
+                                        max(last_start + device.status_erdy * CYCLE,
+                                            status_floor), s_lane, last), last_end)
+            sense = max(s_start + TP + answer_in, d_end + device.after_last * CYCLE)
         data.end.append(d_end)
-        sense = s_start + TP + answer_in  # the SENSE IU's packet starts
         s_end = sense + sense_packet
         status.end.append(s_end)
         later = max(d_end, s_end)

@@ -26,7 +26,11 @@ class UasDevice:
         The rate at which a data-in packet is filled (0: at once); its first packet is sent
         once whole, ``send`` cycles later.
     after_last : int
-        A write's SENSE this long after its last data packet's ACK.
+        A write's SENSE this long after the end of its ACK of the last data packet (the
+        host's ACK TP asking for it there already).
+    status_erdy : int
+        A write's status stream selected (ERDY) this long after its last data packet starts
+        on the lane: the host's answer overlaps that packet and its ACK.
     sense_after : int
         A read's SENSE this long after its data are all in the data-in ring.
     answer_in, answer_out : int
@@ -55,6 +59,7 @@ class UasDevice:
     decode: int = 0
     bytes_per_cycle: int = 0
     after_last: int = 0
+    status_erdy: int = 0
     sense_after: int = 0
     send: int = 0
     answer_in: int = 0
@@ -124,7 +129,8 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: ``small-burst``'s), which the 2 cycles of ``answer_out`` there offset; with the pipe primed
 #: nothing does (4 KiB writes at queue depth 1 read up to 0.04 % above the bound with them).
 BUSPROBE_DEVICE = UasDevice("busprobe usb3-storage", decode=27, bytes_per_cycle=4,
-                            after_last=2, sense_after=2, send=5, answer_in=2, answer_out=2,
+                            after_last=13, status_erdy=24, sense_after=2, send=5,
+                            answer_in=2, answer_out=2,
                             host_tp_gap=1,
                             commands_first=True, next_in=17, pipe_out_decode=25,
                             pipe_last_ack=0)

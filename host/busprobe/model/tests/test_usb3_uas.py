@@ -7,9 +7,10 @@ import pytest
 from busprobe.model import ceiling_for
 from busprobe.model.usb3 import usb3_link
 from busprobe.model.usb3_hosts import builtin_usb3_profiles, load_usb3_profile
-from busprobe.model.usb3_uas import uas_period, uas_run
+from busprobe.model.usb3_uas import dp_seconds, uas_period, uas_run
 from busprobe.model.usb3_uas_bound import lane_bytes, uas_bound
-from busprobe.model.usb3_uas_device import BUSPROBE_DEVICE, UasDevice
+from busprobe.model.usb3_uas_device import BUSPROBE_DEVICE, IDEAL_DEVICE, UasDevice
+from busprobe.protocol import uas
 from busprobe.transport import BusDescription
 
 PROFILES = builtin_usb3_profiles()
@@ -292,7 +293,9 @@ def test_busprobe_model_protocol_uas_prints_the_stepped_derivation(capsys):
     ("in", {"host_tp_gap": 0}, 3),  # the ACK of the SENSE and two primes ahead of the IU
     ("out", {"host_tp_gap": 0}, 2),  # the ACK of the SENSE and the status prime
     ("out", {"answer_out": 0}, 4),  # the ACKs of the IU and of the last data packet
-    ("out", {"answer_in": 0}, 2),  # the SENSE IU after its ACK TP
+    # the SENSE IU after the ACK of the last data packet, less the 7 cycles the host's ACK TP
+    # asking for it, behind that packet on the host's lane, takes to come anyway
+    ("out", {"after_last": 0}, 6),
 ])
 def test_each_thing_busprobes_link_shows_costs_a_short_command_at_qd_1_what_it_says(
         direction, change, cycles):
@@ -304,3 +307,20 @@ def test_each_thing_busprobes_link_shows_costs_a_short_command_at_qd_1_what_it_s
     without = uas_period(link, profile, 1024, queue_depth=1,
                          device=replace(BUSPROBE_DEVICE, **change))
     assert (engine - without) * 125e6 == pytest.approx(cycles)
+
+
+@pytest.mark.parametrize("device", [IDEAL_DEVICE, BUSPROBE_DEVICE])
+def test_a_writes_status_stream_is_answered_during_its_last_data_packet_not_after_its_ack(
+        device):
+    """A write's status stream is selected as its last data packet starts on the lane, so the
+    host's answer (1 µs behind small-burst) overlaps that packet and its ACK: the SENSE IU
+    follows the ACK by the device's own time, not by a turnaround and a TP (and, queued, not
+    by the next command's prime the host queues at that ACK)."""
+    profile = load_usb3_profile("small-burst")
+    link = usb3_link(_bus("small-burst"), "out", profile)
+    for length in (1024, 4096):
+        stage = uas_run(link, profile, length, commands=1, queue_depth=1,
+                        device=device).stages[0]
+        after_ack = stage["SENSE end"] - stage["data end"]
+        sense = dp_seconds(uas.SENSE_HEADER_SIZE)
+        assert after_ack < sense + (device.after_last + 8) / 125e6 < profile.turnaround_ns * 1e-9
