@@ -93,7 +93,10 @@ IDEAL_DEVICE = UasDevice("ideal")
 #: decode 27-28 cycles after its ACK, then the first beat in the data-in ring and the ERDY with it
 #: (``BurstInEndpoint``'s tagged announcement), the packet whole 256 cycles later and on the lane
 #: 5 after that; a write's SENSE at its last data packet's ACK (the check reads that packet
-#: beside it). On its link, LUNA's: one idle cycle the host leaves after each TP the device
+#: beside it), its status stream selected as that packet starts (``UasEngine.status_soon``,
+#: since 2026-12-06: the ERDY 24 cycles after the packet's first symbol, the SENSE IU 13 after
+#: the end of its ACK, the least of the link traces of ``small-burst``'s 1 and 4 KiB × QD 4
+#: writes). On its link, LUNA's: one idle cycle the host leaves after each TP the device
 #: receives (``sim/usb3/link.py``'s ``LUNA_HEADER_GAP_SYMBOLS``), link commands
 #: ahead of a queued packet; and its four-endpoint storage design answers 2 cycles later than
 #: the measured ``DEVICE_RESPONSE_CYCLES`` of the two-endpoint one on OUT (13-15 seen), 3 on

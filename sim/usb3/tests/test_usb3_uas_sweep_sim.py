@@ -212,10 +212,10 @@ def test_longer_ladders_stay_within_1_percent_behind_vl805(usb3_storage_model, t
 @pytest.mark.parametrize("host", ["small-burst", "ideal"])
 def test_other_hosts_stay_under_the_ceiling(usb3_storage_model, tmp_path: Path, host: str):
     """Every point under its ceiling; 256 KiB commands, where the link decides, and every QD 1
-    point within 1 % of it. Other queued short commands with no re-token delay to hide the
-    rest are 1-5 % under it (the lanes' idle time while the data pipe switches streams, and
-    the device's between its packets; commands waiting for each other on a busy data pipe,
-    which the driver term leaves out; docs/DESIGN.md §6.10)."""
+    point within 1 % of it. Queued 4 KiB reads with no re-token delay to hide the rest are
+    1-2 % under it at the sweep's sizes (the next COMMAND IU ahead of the Start Stream on the
+    host's lane; commands waiting for each other on a busy data pipe, which the driver term
+    leaves out; docs/DESIGN.md §6.10)."""
     doc = _sweep(tmp_path, host, "--direction", "both", "--lengths", "1K,4K,256K",
                  "--queue-depth", "1,8")
     _check(doc, within=None)
