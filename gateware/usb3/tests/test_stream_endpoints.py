@@ -347,37 +347,3 @@ def test_in_tagged_buffered_sense_ius_go_one_stream_after_another_without_a_new_
     assert host.packets == [(0, 5, 1), (1, 6, 1), (2, 7, 1)], host.packets
     assert host.errors == 0
 
-
-def test_in_tagged_an_announced_sense_is_selected_once_the_last_stream_is_acknowledged():
-    """UAS's status pipe during a write: the SENSE of stream 1 has gone, the host has not yet
-    ACKed it, and the engine announces stream 2's (its write's last data packet is arriving):
-    the ERDY naming 2 goes as soon as the host's ACK of 1's packet comes, before 2's SENSE is
-    written."""
-    dut = StreamInEndpoint(endpoint_number=1, slots=2, max_streams=8, tagged=True,
-                           by_want=True)
-
-    async def body(ctx, dut, host):
-        ctx.set(dut.framed, 1)
-        await host.ack(ctx, 0, 1, 1, 1)  # the host primes both status streams
-        await host.ack(ctx, 0, 1, 2, 1)
-        for word in range(4):  # stream 1's SENSE
-            ctx.set(dut.stream.valid, 1)
-            ctx.set(dut.stream.payload, {"data": word, "last": word == 3, "keep": 0b1111})
-            ctx.set(dut.packet_stream_id, 1)
-            await host.tick(ctx)
-        ctx.set(dut.stream.valid, 0)
-        await host.idle(ctx, 30)
-        assert host.handshakes == [("NRDY", 0), ("NRDY", 0), ("ERDY", 1)], host.handshakes
-        await host.ack(ctx, 0, 1, 1, 1)  # Start Stream on 1: its SENSE goes
-        await host.idle(ctx, 40)
-        assert host.packets == [(0, 1, 1)], host.packets
-        ctx.set(dut.packet_stream_id, 2)
-        ctx.set(dut.announce, 1)
-        await host.idle(ctx, 20)
-        assert host.handshakes[-1] == ("ERDY", 1)  # 1's packet is not acknowledged yet
-        await host.ack(ctx, 1, 0, 1, 0)
-        await host.idle(ctx, 8)
-        assert host.handshakes[-1] == ("ERDY", 2), host.handshakes
-
-    host = simulate(dut, body)
-    assert host.errors == 0
