@@ -98,12 +98,12 @@ class Usb3StorageDataPath(wiring.Component):
         The UAS tag whose data the engine takes next (0: none; the data-out stream it selects).
     out_acked: Signal(), input
     out_acked_length: Signal(range(1025)), input
+        Strobe: the bulk OUT endpoint ACKed a data packet of this many bytes (a UAS write's
+        SENSE waits for its last, :class:`~busprobe.gateware.common.uas_engine.UasEngine`).
     out_started: Signal(), input
         Strobe: a data packet for EP2 OUT began to arrive (its endpoint's ``dp_start``).
     status_soon: Signal(), output
         A write's last data packet is arriving: the status pipe announces its SENSE (ERDY).
-        Strobe: the bulk OUT endpoint ACKed a data packet of this many bytes (a UAS write's
-        SENSE waits for its last, :class:`~busprobe.gateware.common.uas_engine.UasEngine`).
     engine: ScsiBotEngine
     uas: UasEngine
     telemetry: StorageTelemetry
