@@ -363,4 +363,3 @@ def test_framed_retry_resends_the_same_packets():
     assert [(seq, len(p)) for seq, p, _ in host.packets] == [
         (0, 1024), (1, 1024), (2, 1), (1, 1024), (2, 1)]
     assert [p for _, p, _ in host.packets[3:]] == packets[1:3]
-

@@ -346,4 +346,3 @@ def test_in_tagged_buffered_sense_ius_go_one_stream_after_another_without_a_new_
     assert max(waits) <= 5, waits
     assert host.packets == [(0, 5, 1), (1, 6, 1), (2, 7, 1)], host.packets
     assert host.errors == 0
-

@@ -178,19 +178,21 @@ class _Pipe:
         end (-inf: none is); those of transfers past ``after`` only if queued before ``since``
         (a packet of transfer ``after`` queued then goes ahead of those of the transfers
         submitted with it, which the driver queues after it)."""
-        return max((_behind(min(at, since) if after is not None and m > after else at,
-                            self.queued[m], self.primed[m],
-                            strict=after is not None and m > after, until=at)
-                    for m in window if m in self.queued), default=-math.inf)
+        ends = []
+        for m in window:
+            if m not in self.queued:
+                continue
+            later = after is not None and m > after
+            ahead = self.queued[m] < since if later else self.queued[m] <= at
+            if ahead and at < self.primed[m]:
+                ends.append(self.primed[m])
+        return max(ends, default=-math.inf)
 
 
-def _behind(at: float, queued: float, end: float, strict: bool = False,
-            until: float | None = None) -> float:
+def _behind(at: float, queued: float, end: float) -> float:
     """``end`` if a packet queued at ``queued`` and off the lane at ``end`` is ahead of one
-    queued at ``at`` (``strict``: queued before it, not with it) and still on the lane at
-    ``until`` (default ``at``), else -inf."""
-    ahead = queued < at if strict else queued <= at
-    return end if ahead and (at if until is None else until) < end else -math.inf
+    queued at ``at``, else -inf."""
+    return end if queued <= at < end else -math.inf
 
 
 def _ahead(at: float, packets: list[tuple[float, float]]) -> float:
