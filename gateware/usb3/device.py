@@ -82,6 +82,11 @@ class Usb3ProbeDevice(Elaboratable):
         """Handshake request ports besides the endpoints' own, served after them."""
         return []
 
+    def _hold_handshakes(self, m, endpoint_in):
+        """When the bulk TPs wait for the IN endpoint's packets: never (the probe). The
+        storage device holds them through a data-in train (:mod:`.held_handshakes`)."""
+        return 0
+
     def _alternates(self):
         """Interface 0's alternate settings (SET_INTERFACE accepts 0 up to one less)."""
         return 1
@@ -109,6 +114,7 @@ class Usb3ProbeDevice(Elaboratable):
         m.d.comb += [
             core.bulk_header_source.header_eq(handshakes.header_source),
             handshakes.address.eq(core.address),
+            handshakes.hold.eq(self._hold_handshakes(m, endpoint_in)),
             core.end_of_burst.eq(endpoint_in.end_of_burst),
         ]
         for endpoint_port, generator_port in zip(requesters, handshakes.requests, strict=True):

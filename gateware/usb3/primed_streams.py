@@ -50,6 +50,10 @@ class PrimedStreams(wiring.Component):
         A stream is primed (with ``by_want``: ``want`` is).
     selected: Signal(16), output
         The stream the device selects next (valid with ``any``).
+    some: Signal(), output
+        Some stream is primed by its own Stream ID, whatever ``want`` (a flip-flop with
+        ``by_want``): one selected and moving is no longer primed, so this says another one
+        is. A primed pipe does not count: it says nothing of another transfer.
 
     Parameters
     ----------
@@ -77,6 +81,7 @@ class PrimedStreams(wiring.Component):
     want: In(16)
     any: Out(1)
     selected: Out(16)
+    some: Out(1)
 
     def __init__(self, *, max_streams, by_want=False, registered=False):
         super().__init__()
@@ -93,7 +98,8 @@ class PrimedStreams(wiring.Component):
             DomainRenamer("ss")(SyncFIFOBuffered(width=16, depth=depth)))
         queued = Signal(depth + 1)  # one bit per Stream ID: it is in the FIFO
         front, front_id = Signal(), Signal(16)  # a stream put back in front
-        m.d.comb += [self.any.eq(front | fifo.r_rdy), self.selected.eq(fifo.r_data)]
+        m.d.comb += [self.any.eq(front | fifo.r_rdy), self.selected.eq(fifo.r_data),
+                     self.some.eq(front | fifo.r_rdy)]
         with m.If(front):
             m.d.comb += self.selected.eq(front_id)
         with m.If(self.take & front):
@@ -131,6 +137,7 @@ class PrimedStreams(wiring.Component):
 
         domain = "ss" if self._registered else "comb"
         m.d[domain] += [self.any.eq(bit(self.want)), self.selected.eq(self.want)]
+        m.d.ss += self.some.eq(primed.any())
         with m.If(self.prime_pipe):
             m.d.ss += pipe_primed.eq(1)
         with m.If(self.reject | self.flush):

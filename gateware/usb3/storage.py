@@ -35,6 +35,7 @@ from ..common.storage_telemetry import StorageTelemetry
 from ..common.uas_engine import UasEngine
 from .descriptors import build_descriptors
 from .device import Usb3ProbeDevice
+from .held_handshakes import HeldHandshakes
 from .out_endpoint import BurstOutEndpoint
 from .request_handler import SuperSpeedProbeRequestHandler
 from .stream_in_endpoint import StreamInEndpoint
@@ -261,6 +262,14 @@ class Usb3StorageDevice(Usb3ProbeDevice):
                 StreamOutEndpoint(endpoint_number=usb3.EP_OUT & 0xF,
                                   slots=usb3.OUT_BUFFER_PACKETS, max_streams=MAX_STREAMS,
                                   by_want=True))
+
+    def _hold_handshakes(self, m, endpoint_in):
+        m.submodules.held_handshakes = held = HeldHandshakes()
+        m.d.comb += [held.state.eq(endpoint_in.state),
+                     held.others_primed.eq(endpoint_in.others_primed),
+                     held.sending.eq(endpoint_in.sending),
+                     held.end_of_burst.eq(endpoint_in.end_of_burst)]
+        return held.hold
 
     def _more_handshake_requests(self, endpoint_in, endpoint_out):
         return [self.endpoint_command.handshake, self.endpoint_status.handshake,

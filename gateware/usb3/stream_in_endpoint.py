@@ -50,6 +50,8 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
         (:attr:`.core.SuperSpeedCore.ack_stream_id`).
     stream_id: Signal(16), output
         Stream ID of the data packets sent (for :attr:`.core.SuperSpeedCore.stream_id`).
+    others_primed: Signal(), output
+        A stream is primed besides the one moving (:attr:`.PrimedStreams.some`).
 
     Parameters: ``max_streams`` (:class:`.stream_protocol.StreamLayer`) and the burst
     endpoint's.
@@ -57,6 +59,7 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
 
     ack_stream_id: In(16)
     stream_id: Out(16)
+    others_primed: Out(1)
 
     _registered_primed = True  # its ERDY selects from flip-flops (a cycle late)
 
@@ -64,7 +67,7 @@ class StreamInEndpoint(StreamLayer, BurstInEndpoint):
         m, inner, inner_events, primed, states, phase, stream = \
             self._elaborate_behind_streams(platform)
         streaming = states.streaming
-        m.d.comb += self.stream_id.eq(stream)
+        m.d.comb += [self.stream_id.eq(stream), self.others_primed.eq(primed.some)]
         # Chosen by the device: the stream of the next packet buffered (``tagged``).
         m.d.comb += primed.want.eq(self.next_stream_id if self._by_want else self.want)
 

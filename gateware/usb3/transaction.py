@@ -64,6 +64,8 @@ class BulkHandshakeGenerator(wiring.Component):
         of the cycle ``done`` is high in).
     address: Signal(7), input
         Device address for the packets' DW0.
+    hold: Signal(), input
+        Offer no header while high: the request taken waits (:mod:`.held_handshakes`).
     header_source: HeaderQueue
         Header packets to the protocol layer's arbiter (not part of the wiring signature).
 
@@ -77,6 +79,7 @@ class BulkHandshakeGenerator(wiring.Component):
         super().__init__({
             "requests": In(HandshakeRequestSignature()).array(ports),
             "address": In(7),
+            "hold": In(1),
         })
         self.header_source = HeaderQueue()
 
@@ -97,7 +100,7 @@ class BulkHandshakeGenerator(wiring.Component):
             for index in reversed(range(len(self.requests))):
                 with m.If(self.requests[index].valid):
                     m.d.ss += [owner.eq(index), busy.eq(1)]
-        with m.Else():
+        with m.Elif(~self.hold):
             m.d.comb += queue.valid.eq(1)
             with m.If(queue.ready):
                 m.d.ss += busy.eq(0)

@@ -197,6 +197,50 @@ def test_queued_writes_behind_small_burst_select_the_status_stream_during_the_la
     assert early > 40 and late <= early // 10, (early, late)
 
 
+def test_queued_reads_behind_ideal_hold_the_bulk_tps_until_the_data_train_has_gone(
+        usb3_storage_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Behind a host that answers an ERDY at once, with another stream primed, the disk's TPs
+    (the status ERDY, the next COMMAND IU's ACK, the primes' NRDYs) wait for the data train's
+    last packet (gateware/usb3/held_handshakes.py). They then fill the lane's wait for the next
+    stream, and that stream's ERDY goes ahead of the SENSE IU, so the host answers it before it
+    resubmits. Before, they went between two data packets of the train, or the SENSE went
+    first and the next COMMAND IU went on the host's lane ahead of the Start Stream: 4 KiB × QD 4
+    read 440.65 MB/s in repeats of 128 KiB (98.07 % of the bound with the engine), and 444.47
+    (98.92 %) with the hold; 98.39 and 99.26 % at the sweep's default sizes (docs/DESIGN.md
+    §6.10). The link trace shows no TP inside a train and the next ERDY ahead of the SENSE IU
+    but in a few trains at each repeat's start (no answer measured yet, no other stream
+    primed), and the point within 1.5 %."""
+    trace = tmp_path / "link.trace"
+    monkeypatch.setenv(TRACE_VARIABLE, str(trace))
+    _check(_sweep(tmp_path, "ideal", "--direction", "in", "--lengths", "4K",
+                  "--queue-depth", "4"), within=0.015)
+    trains = broken = erdy_first = sense_first = 0
+    in_train = tp_inside = False
+    data_ended = erdy_since = False
+    for line in trace.read_text().splitlines():
+        fields = line.split()
+        if len(fields) < 5 or fields[1] != "D->H":
+            continue
+        packet = " ".join(fields[3:5])
+        if packet == "DP ep1IN":
+            if not in_train:
+                in_train, tp_inside = True, False
+            if fields[-1] == "eob":  # the train's last packet
+                trains, broken = trains + 1, broken + tp_inside
+                in_train, data_ended, erdy_since = False, True, False
+        elif fields[3] in ("ACK", "ERDY", "NRDY"):
+            if in_train:
+                tp_inside = True
+            if packet == "ERDY ep1IN" and data_ended:
+                erdy_since = True
+        elif packet == "DP ep3IN" and data_ended:
+            erdy_first += erdy_since
+            sense_first += not erdy_since
+            data_ended = False
+    assert trains > 20 and broken <= trains // 20, (trains, broken)
+    assert sense_first <= trains // 10 < erdy_first, (erdy_first, sense_first)
+
+
 @pytest.mark.bench
 @pytest.mark.parametrize("ladder", [("4K,256K,2M", "1,8"), ("4K", "32")],
                          ids=["to-2M", "qd32"])

@@ -1,0 +1,75 @@
+"""The bulk TPs wait for a data-in train only behind a quick host with another stream primed
+(Amaranth simulation of :class:`.held_handshakes.HeldHandshakes` and the handshake generator)."""
+
+from amaranth.sim import Simulator
+from busprobe.gateware.usb3.held_handshakes import QUICK_ANSWER_CYCLES, HeldHandshakes
+from busprobe.gateware.usb3.transaction import BulkHandshakeGenerator, HandshakeKind
+from busprobe.protocol.streams import StreamState
+
+
+def run_train(*, answer_cycles, others_primed):
+    """A stream selected and answered after ``answer_cycles``, then a train of two packets (the
+    second the transfer's last) with a cycle between them; returns ``hold`` per phase."""
+    dut = HeldHandshakes()
+    seen = {"first": [], "between": [], "last": [], "after": []}
+
+    async def testbench(ctx):
+        ctx.set(dut.others_primed, others_primed)
+        ctx.set(dut.state, StreamState.START_STREAM)
+        await ctx.tick("ss").repeat(answer_cycles)
+        ctx.set(dut.state, StreamState.MOVE_DATA)
+        await ctx.tick("ss").repeat(2)
+        for phase, sending, last, cycles in (("first", 1, 0, 6), ("between", 0, 0, 2),
+                                             ("last", 1, 1, 6), ("after", 0, 0, 4)):
+            ctx.set(dut.sending, sending)
+            ctx.set(dut.end_of_burst, last)
+            for _ in range(cycles):  # each cycle's ``hold``, before its edge
+                seen[phase].append(ctx.get(dut.hold))
+                await ctx.tick("ss")
+
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+    sim.add_testbench(testbench)
+    sim.run()
+    return seen
+
+
+def test_behind_a_quick_host_with_another_stream_primed_the_tps_wait_for_the_whole_train():
+    seen = run_train(answer_cycles=30, others_primed=1)
+    assert all(seen["first"]) and all(seen["between"]) and all(seen["last"])
+    assert not any(seen["after"])
+
+
+def test_behind_a_host_slower_than_the_threshold_nothing_waits():
+    seen = run_train(answer_cycles=QUICK_ANSWER_CYCLES + 70, others_primed=1)
+    assert not any(v for phase in seen.values() for v in phase)
+
+
+def test_with_no_other_stream_primed_nothing_waits_however_quick_the_host():
+    seen = run_train(answer_cycles=30, others_primed=0)
+    assert not any(v for phase in seen.values() for v in phase)
+
+
+def test_the_generator_offers_a_request_only_once_the_hold_drops():
+    dut = BulkHandshakeGenerator(ports=1)
+    queue, port = dut.header_source, dut.requests[0]
+    offered = []
+
+    async def testbench(ctx):
+        ctx.set(queue.ready, 1)
+        ctx.set(dut.hold, 1)
+        ctx.set(port.request.kind, HandshakeKind.ACK)
+        ctx.set(port.valid, 1)
+        for _ in range(8):
+            await ctx.tick("ss")
+            offered.append((ctx.get(queue.valid), ctx.get(port.done)))
+        ctx.set(dut.hold, 0)
+        await ctx.delay(1e-9)
+        offered.append((ctx.get(queue.valid), ctx.get(port.done)))
+
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+    sim.add_testbench(testbench)
+    sim.run()
+    assert offered[:8] == [(0, 0)] * 8
+    assert offered[8] == (1, 1)
