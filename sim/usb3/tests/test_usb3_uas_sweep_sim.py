@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,15 @@ def _check(doc: dict, *, within: float | None = 0.01) -> None:
         assert got <= engine <= ceiling.throughput * (1 + 1e-9), point
         if within is not None:
             assert got > (1 - within) * engine, point
+
+
+def _device_packets(trace: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """The device's header packets in a link trace (``sim/usb3/link_trace.py``): each one's first
+    cycle, its type and endpoint (``"DP ep1IN"``), and the line's fields."""
+    for line in trace.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[1] == "D->H":
+            yield int(fields[0]), " ".join(fields[3:5]), fields
 
 
 def test_sweep_protocol_uas_reads_within_1_percent_of_the_model(usb3_storage_model,
@@ -148,13 +158,9 @@ def test_queued_reads_behind_ideal_send_each_sense_after_the_next_streams_erdy(
     # packet: that stream's ERDY went first.
     erdy_first = sense_first = 0
     last_data_end, erdy_since = None, False
-    for line in trace.read_text().splitlines():
-        fields = line.split()
-        if len(fields) < 4 or fields[1] != "D->H":
-            continue
-        packet = " ".join(fields[3:5])
+    for cycle, packet, _ in _device_packets(trace):
         if packet == "DP ep1IN":
-            last_data_end, erdy_since = int(fields[0]), False
+            last_data_end, erdy_since = cycle, False
         elif packet == "ERDY ep1IN" and last_data_end is not None:
             erdy_since = True
         elif packet == "DP ep3IN" and last_data_end is not None:
@@ -181,16 +187,15 @@ def test_queued_writes_behind_small_burst_select_the_status_stream_during_the_la
     early = late = 0
     erdy_at: dict[str, int] = {}
     last_ack_at: dict[str, int] = {}
-    for line in trace.read_text().splitlines():
-        fields = line.split()
+    for cycle, packet, fields in _device_packets(trace):
         streams = [f for f in fields if f.startswith("stream")]
-        if len(fields) < 8 or fields[1] != "D->H" or streams in ([], ["stream0"]):
+        if len(fields) < 8 or streams in ([], ["stream0"]):
             continue
-        packet, stream = " ".join(fields[3:5]), streams[0]
+        stream = streams[0]
         if packet == "ERDY ep3IN":
-            erdy_at[stream] = int(fields[0])
+            erdy_at[stream] = cycle
         elif packet == "ACK ep2OUT":
-            last_ack_at[stream] = int(fields[0])
+            last_ack_at[stream] = cycle
         elif packet == "DP ep3IN" and stream in erdy_at and stream in last_ack_at:
             early += erdy_at[stream] < last_ack_at[stream]
             late += erdy_at[stream] > last_ack_at[stream]
@@ -204,12 +209,16 @@ def test_queued_reads_behind_ideal_hold_the_bulk_tps_until_the_data_train_has_go
     last packet (gateware/usb3/held_handshakes.py). They then fill the lane's wait for the next
     stream, and that stream's ERDY goes ahead of the SENSE IU, so the host answers it before it
     resubmits. Before, they went between two data packets of the train, or the SENSE went
-    first and the next COMMAND IU went on the host's lane ahead of the Start Stream: 4 KiB × QD 4
-    read 440.65 MB/s in repeats of 128 KiB (98.07 % of the bound with the engine), and 444.47
-    (98.92 %) with the hold; 98.39 and 99.26 % at the sweep's default sizes (docs/DESIGN.md
-    §6.10). The link trace shows no TP inside a train and the next ERDY ahead of the SENSE IU
-    but in a few trains at each repeat's start (no answer measured yet, no other stream
-    primed), and the point within 1.5 %."""
+    first and the next COMMAND IU went on the host's lane ahead of the Start Stream.
+
+    4 KiB × QD 4 reads, against the bound with the engine:
+    - repeats of 128 KiB: 440.65 MB/s without the hold (98.07 %), 444.47 with it (98.92 %);
+    - this test's shorter repeats, with it: 444.42 (98.90 %);
+    - the sweep's default sizes: 98.39 % without, 99.26 % with it (docs/DESIGN.md §6.10).
+
+    The link trace must show no TP inside a train, and the next ERDY ahead of the SENSE IU.
+    A few trains at each repeat's start are let off: no answer is measured yet there, and no
+    other stream is primed. The point must be within 1.5 %."""
     trace = tmp_path / "link.trace"
     monkeypatch.setenv(TRACE_VARIABLE, str(trace))
     _check(_sweep(tmp_path, "ideal", "--direction", "in", "--lengths", "4K",
@@ -217,11 +226,7 @@ def test_queued_reads_behind_ideal_hold_the_bulk_tps_until_the_data_train_has_go
     trains = broken = erdy_first = sense_first = 0
     in_train = tp_inside = False
     data_ended = erdy_since = False
-    for line in trace.read_text().splitlines():
-        fields = line.split()
-        if len(fields) < 5 or fields[1] != "D->H":
-            continue
-        packet = " ".join(fields[3:5])
+    for _, packet, fields in _device_packets(trace):
         if packet == "DP ep1IN":
             if not in_train:
                 in_train, tp_inside = True, False
