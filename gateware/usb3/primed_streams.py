@@ -98,8 +98,9 @@ class PrimedStreams(wiring.Component):
             DomainRenamer("ss")(SyncFIFOBuffered(width=16, depth=depth)))
         queued = Signal(depth + 1)  # one bit per Stream ID: it is in the FIFO
         front, front_id = Signal(), Signal(16)  # a stream put back in front
+        # In order of priming, the stream in front is whichever one is primed: ``some`` is ``any``.
         m.d.comb += [self.any.eq(front | fifo.r_rdy), self.selected.eq(fifo.r_data),
-                     self.some.eq(front | fifo.r_rdy)]
+                     self.some.eq(self.any)]
         with m.If(front):
             m.d.comb += self.selected.eq(front_id)
         with m.If(self.take & front):

@@ -7,6 +7,13 @@ from busprobe.gateware.usb3.transaction import BulkHandshakeGenerator, Handshake
 from busprobe.protocol.streams import StreamState
 
 
+def _simulate(dut, testbench):
+    sim = Simulator(dut)
+    sim.add_clock(8e-9, domain="ss")
+    sim.add_testbench(testbench)
+    sim.run()
+
+
 def run_train(*, answer_cycles, others_primed):
     """A stream selected and answered after ``answer_cycles``, then a train of two packets (the
     second the transfer's last) with a cycle between them; returns ``hold`` per phase."""
@@ -27,10 +34,7 @@ def run_train(*, answer_cycles, others_primed):
                 seen[phase].append(ctx.get(dut.hold))
                 await ctx.tick("ss")
 
-    sim = Simulator(dut)
-    sim.add_clock(8e-9, domain="ss")
-    sim.add_testbench(testbench)
-    sim.run()
+    _simulate(dut, testbench)
     return seen
 
 
@@ -67,9 +71,6 @@ def test_the_generator_offers_a_request_only_once_the_hold_drops():
         await ctx.delay(1e-9)
         offered.append((ctx.get(queue.valid), ctx.get(port.done)))
 
-    sim = Simulator(dut)
-    sim.add_clock(8e-9, domain="ss")
-    sim.add_testbench(testbench)
-    sim.run()
+    _simulate(dut, testbench)
     assert offered[:8] == [(0, 0)] * 8
     assert offered[8] == (1, 1)
