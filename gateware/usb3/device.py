@@ -87,6 +87,12 @@ class Usb3ProbeDevice(Elaboratable):
         storage device holds them through a data-in train (:mod:`.held_handshakes`)."""
         return 0
 
+    def _defer_handshakes(self, m, requesters):
+        """Which handshake request ports are not taken now, one bit each in the order of
+        ``requesters``: none (the probe). The storage device's COMMAND IU ACK waits for a
+        data-in train (:mod:`.held_handshakes`)."""
+        return 0
+
     def _alternates(self):
         """Interface 0's alternate settings (SET_INTERFACE accepts 0 up to one less)."""
         return 1
@@ -115,6 +121,7 @@ class Usb3ProbeDevice(Elaboratable):
             core.bulk_header_source.header_eq(handshakes.header_source),
             handshakes.address.eq(core.address),
             handshakes.hold.eq(self._hold_handshakes(m, endpoint_in)),
+            handshakes.defer.eq(self._defer_handshakes(m, requesters)),
             core.end_of_burst.eq(endpoint_in.end_of_burst),
         ]
         for endpoint_port, generator_port in zip(requesters, handshakes.requests, strict=True):

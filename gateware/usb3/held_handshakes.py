@@ -1,4 +1,5 @@
-"""When the bulk TPs wait for a data-in train: behind a host that answers an ERDY at once."""
+"""When the bulk TPs wait for a data-in train: behind a host that answers an ERDY at once (and a
+COMMAND IU's ACK behind any)."""
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
@@ -54,6 +55,11 @@ class HeldHandshakes(wiring.Component):
         The bulk TPs wait (for :class:`.transaction.BulkHandshakeGenerator`).
     quick: Signal(), output
         The host answered the data pipe's last ERDY quickly (registered).
+    train: Signal(), output
+        The train is going: a packet is being sent, or it is between two packets of one
+        transfer. Whatever the host, the COMMAND IU's ACK waits for it to go (the storage
+        device's ``_defer_handshakes``): otherwise an IU that comes during a train puts its
+        ACK between two data packets, 5 cycles on the lane the reads are bound by.
     """
 
     state: In(StreamState)
@@ -62,6 +68,7 @@ class HeldHandshakes(wiring.Component):
     end_of_burst: In(1)
     hold: Out(1)
     quick: Out(1)
+    train: Out(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -76,5 +83,6 @@ class HeldHandshakes(wiring.Component):
         # window compares are registered): the train goes on through them.
         between = Signal(2)
         m.d.ss += between.eq(Mux(self.sending & ~self.end_of_burst, 0b11, between >> 1))
-        m.d.comb += self.hold.eq((self.sending | (between != 0)) & self.quick & others)
+        m.d.comb += self.train.eq(self.sending | (between != 0))
+        m.d.comb += self.hold.eq(self.train & self.quick & others)
         return m

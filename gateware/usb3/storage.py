@@ -17,7 +17,7 @@ stream of the next one buffered, the data-out endpoint the tag whose data the en
 On alternate 0 the stream layers stand aside (Stream ID 0, as without streams).
 """
 
-from amaranth import Const, DomainRenamer, Module, Mux, Signal
+from amaranth import Cat, Const, DomainRenamer, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from busprobe.protocol import bot, uas, usb3
@@ -269,7 +269,14 @@ class Usb3StorageDevice(Usb3ProbeDevice):
                      held.others_primed.eq(endpoint_in.others_primed),
                      held.sending.eq(endpoint_in.sending),
                      held.end_of_burst.eq(endpoint_in.end_of_burst)]
+        self._held = held  # (its train defers the IU ACK: _defer_handshakes)
         return held.hold
+
+    def _defer_handshakes(self, m, requesters):
+        # The COMMAND IU's ACK goes after the data-in train it came during, not between two of
+        # its packets: nothing the data pipe waits for follows from it (the engine has the IU).
+        command = self.endpoint_command.handshake
+        return Cat(*(self._held.train if port is command else Const(0, 1) for port in requesters))
 
     def _more_handshake_requests(self, endpoint_in, endpoint_out):
         return [self.endpoint_command.handshake, self.endpoint_status.handshake,

@@ -66,6 +66,9 @@ class BulkHandshakeGenerator(wiring.Component):
         Device address for the packets' DW0.
     hold: Signal(), input
         Offer no header while high: the request taken waits (:mod:`.held_handshakes`).
+    defer: Signal(ports), input
+        A port whose bit is high is not taken while it is; the others are, and a request
+        already taken goes on (the storage device's COMMAND IU ACK during a data-in train).
     header_source: HeaderQueue
         Header packets to the protocol layer's arbiter (not part of the wiring signature).
 
@@ -80,6 +83,7 @@ class BulkHandshakeGenerator(wiring.Component):
             "requests": In(HandshakeRequestSignature()).array(ports),
             "address": In(7),
             "hold": In(1),
+            "defer": In(ports),
         })
         self.header_source = HeaderQueue()
 
@@ -98,7 +102,7 @@ class BulkHandshakeGenerator(wiring.Component):
 
         with m.If(~busy):
             for index in reversed(range(len(self.requests))):
-                with m.If(self.requests[index].valid):
+                with m.If(self.requests[index].valid & ~self.defer[index]):
                     m.d.ss += [owner.eq(index), busy.eq(1)]
         with m.Elif(~self.hold):
             m.d.comb += queue.valid.eq(1)
