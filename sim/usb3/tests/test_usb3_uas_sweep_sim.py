@@ -251,8 +251,8 @@ def test_queued_reads_behind_small_burst_ack_each_command_iu_after_the_data_trai
     """A COMMAND IU that comes during a data-in train is ACKed after the train's last packet,
     whatever the host (gateware/usb3/held_handshakes.py's ``train``): between two data packets
     its ACK lengthened the train the reads are bound by. 4 KiB × QD 8 behind ``small-burst``, in
-    repeats of 128 KiB: 355.32 MB/s with the ACK inside the train (98.84 % of the bound with the
-    engine), 356.45 after it (99.15 %); at the sweep's default sizes 98.69 % and 99.04 %
+    this test's short repeats: 355.32 MB/s with the ACK inside the train (98.84 % of the bound
+    with the engine), 356.45 after it (99.15 %); at the sweep's default sizes 98.69 % and 99.04 %
     (docs/DESIGN.md §6.10). The link trace must show the IU's ACKs after the trains (a few at
     each repeat's start let off), and the point within 1.5 %."""
     trace = tmp_path / "link.trace"
