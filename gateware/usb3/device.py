@@ -82,16 +82,13 @@ class Usb3ProbeDevice(Elaboratable):
         """Handshake request ports besides the endpoints' own, served after them."""
         return []
 
-    def _hold_handshakes(self, m, endpoint_in):
-        """When the bulk TPs wait for the IN endpoint's packets: never (the probe). The
-        storage device holds them through a data-in train (:mod:`.held_handshakes`)."""
-        return 0
-
-    def _defer_handshakes(self, m, requesters):
-        """Which handshake request ports are not taken now, one bit each in the order of
-        ``requesters``: none (the probe). The storage device's COMMAND IU ACK waits for a
-        data-in train (:mod:`.held_handshakes`)."""
-        return 0
+    def _handshake_waits(self, m, endpoint_in, requesters):
+        """``(hold, defer)`` for the handshake generator: when the bulk TPs wait for the IN
+        endpoint's packets, and which request ports are not taken now (one bit each in the
+        order of ``requesters``). The probe: never, none. The storage device holds them
+        through a data-in train, and its COMMAND IU's ACK waits for any train
+        (:mod:`.held_handshakes`)."""
+        return 0, 0
 
     def _alternates(self):
         """Interface 0's alternate settings (SET_INTERFACE accepts 0 up to one less)."""
@@ -117,11 +114,12 @@ class Usb3ProbeDevice(Elaboratable):
         requesters = [endpoint_out.handshake, endpoint_in.handshake,
                       *self._more_handshake_requests(endpoint_in, endpoint_out)]
         m.submodules.handshakes = handshakes = BulkHandshakeGenerator(ports=len(requesters))
+        hold, defer = self._handshake_waits(m, endpoint_in, requesters)
         m.d.comb += [
             core.bulk_header_source.header_eq(handshakes.header_source),
             handshakes.address.eq(core.address),
-            handshakes.hold.eq(self._hold_handshakes(m, endpoint_in)),
-            handshakes.defer.eq(self._defer_handshakes(m, requesters)),
+            handshakes.hold.eq(hold),
+            handshakes.defer.eq(defer),
             core.end_of_burst.eq(endpoint_in.end_of_burst),
         ]
         for endpoint_port, generator_port in zip(requesters, handshakes.requests, strict=True):

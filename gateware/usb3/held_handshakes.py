@@ -58,7 +58,7 @@ class HeldHandshakes(wiring.Component):
     train: Signal(), output
         The train is going: a packet is being sent, or it is between two packets of one
         transfer. Whatever the host, the COMMAND IU's ACK waits for it to go (the storage
-        device's ``_defer_handshakes``): otherwise an IU that comes during a train puts its
+        device's ``_handshake_waits``): otherwise an IU that comes during a train puts its
         ACK between two data packets, 5 cycles on the lane the reads are bound by.
     """
 

@@ -263,20 +263,17 @@ class Usb3StorageDevice(Usb3ProbeDevice):
                                   slots=usb3.OUT_BUFFER_PACKETS, max_streams=MAX_STREAMS,
                                   by_want=True))
 
-    def _hold_handshakes(self, m, endpoint_in):
+    def _handshake_waits(self, m, endpoint_in, requesters):
         m.submodules.held_handshakes = held = HeldHandshakes()
         m.d.comb += [held.state.eq(endpoint_in.state),
                      held.others_primed.eq(endpoint_in.others_primed),
                      held.sending.eq(endpoint_in.sending),
                      held.end_of_burst.eq(endpoint_in.end_of_burst)]
-        self._held = held  # (its train defers the IU ACK: _defer_handshakes)
-        return held.hold
-
-    def _defer_handshakes(self, m, requesters):
         # The COMMAND IU's ACK goes after the data-in train it came during, not between two of
         # its packets: nothing the data pipe waits for follows from it (the engine has the IU).
         command = self.endpoint_command.handshake
-        return Cat(*(self._held.train if port is command else Const(0, 1) for port in requesters))
+        defer = Cat(*(held.train if port is command else Const(0, 1) for port in requesters))
+        return held.hold, defer
 
     def _more_handshake_requests(self, endpoint_in, endpoint_out):
         return [self.endpoint_command.handshake, self.endpoint_status.handshake,
